@@ -1,0 +1,72 @@
+"""Numeric constants of the FFS/RI contract (docs/spec.md).
+
+Every other module -- the label codec, the table generators, the software switch, the agent and the
+tests -- imports these; `p4src/include/define.p4` carries the same values, and
+`tests/test_constants_p4.py` checks that the two agree.
+"""
+
+from __future__ import annotations
+
+# --- the FFS/RI shim (spec §2) -------------------------------------------------------------
+IP_PROTO_FFS = 253  # RFC 3692 experimental number, IPv4 protocol and IPv6 next header
+SHIM_LEN = 8  # bytes
+SHIM_VERSION = 1
+FLAG_RI = 0x8  # RI requested: nodes update rri
+FLAG_ECHO = 0x4  # rri_echo carries the destination's feedback
+FLAG_DEFAULTED = 0x2  # rf was set from the default label (no trusted upstream label)
+FLAG_RESERVED = 0x1  # must be zero; a shim with it set is "opaque"
+
+# --- the log code (spec §3) ----------------------------------------------------------------
+LOG_FRAC_BITS = 7  # f: code steps per octave = 2**f
+CODE_STEPS_PER_OCTAVE = 1 << LOG_FRAC_BITS  # 128
+CODE_BITS = 16
+CODE_BIAS = 0x8000  # code of 1.0 (exact)
+CODE_ONE = CODE_BIAS
+CODE_MIN = 0  # 0 and everything below 2**-256
+CODE_MAX = 0xFFFF  # saturated; as tau it means "infinite" (egress uncongested)
+
+# --- weights and the F estimator (spec §4, §5) ---------------------------------------------
+WEIGHT_SHIFT = 8  # w = len * 2**WEIGHT_SHIFT / rf
+WEIGHT_KEYS = 32 * CODE_STEPS_PER_OCTAVE  # weight table keys lw in [0, 4096): w < 2**32
+WEIGHT_MAX = 0xFFFFFFFF
+LOG_TABLE_MANTISSA_BITS = 7  # ternary log tables: MSB position + 7 following bits
+
+# --- wide (32-bit) intermediates of the pipeline (spec §7) ----------------------------------
+WIDE_OFFSET = 0x10000  # d_w = d + WIDE_OFFSET keeps the difference rf_norm - tau non-negative
+CONG_CAND_CONST = WIDE_OFFSET + CODE_BIAS  # c_cong = 0x18000 |-| d_w  == code(tau / rf_norm)
+INV_CONST = 0x10000  # c_inv = 0x10000 |-| rf_norm == code(1 / rf_norm)
+
+# --- the gamma table (spec §5.4) -------------------------------------------------------------
+RANDOM_BITS = 16
+GAMMA_D_MAX = 16 * CODE_STEPS_PER_OCTAVE  # d in [1, 2048]: gamma down to 2**-16; beyond: drop
+
+# --- data-plane sizes (define.p4 carries the same defaults) ---------------------------------
+NUM_PAIRS = 4096  # pair index pid is 12 bits
+PID_BITS = 12
+PORT_BITS = 9
+NUM_PORTS = 512  # per-port arrays are indexed by the 9-bit device port
+IPV4_ROUTES = 1024
+IPV6_ROUTES = 1024
+EVENT_COUNTER_SIZE = 8
+
+# indices of FfsIngress.events (spec §7.6)
+EVENT_PARSE_ERROR = 0  # truncated shim / parser error: dropped
+EVENT_ROUTE_MISS = 1  # no route and the miss action drops
+EVENT_OPAQUE_SHIM = 2  # unknown version or reserved bit: forwarded, labels untouched
+EVENT_NO_PAIR = 3  # (ingress, egress) pair not managed: FFS bypassed
+EVENT_FFS_DROP = 4  # dropped by the gamma decision
+
+# parser outcome for the FFS shim (metadata ffs_state)
+FFS_STATE_NONE = 0
+FFS_STATE_VALID = 1
+FFS_STATE_OPAQUE = 2
+
+# --- LPF configuration defaults (spec §4) ---------------------------------------------------
+LPF_TIME_CONSTANT_NS = 1_000_000.0  # 1 ms gain and decay time constant of the F estimator
+LPF_SCALE_DOWN = 4  # $LPF_SPEC_OUT_SCALE_DOWN_FACTOR: output = state >> 4
+
+# --- tau control (spec §9) ------------------------------------------------------------------
+TAU_MIN = 1.0  # Lemma 1
+TAU_MAX = 65536.0
+TAU_MAX_DECREASE = 0.25  # a period lowers tau by at most 25 % (CSFQ)
+TAU_DELTA_FRACTION = 0.01  # delta = 1 % of the target capacity

@@ -1,0 +1,145 @@
+"""The Driver interface: what the agent, the CLI and the PTF tests may ask of a target.
+
+It is the subset of BF-Runtime that FFS needs -- table entries, default entries, indexed counters,
+registers and LPF specs -- with BF-RT's semantics: names are the P4 names of `ffs.p4names`,
+a batch of updates is applied atomically (all or nothing), counters and registers come back per
+pipe and are summed here, and every refusal raises DriverError with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Iterable, Literal, Sequence, Union
+
+
+class DriverError(Exception):
+    """A target refused an operation or cannot be reached; the message is one line for operators."""
+
+
+@dataclass(frozen=True)
+class Exact:
+    value: int
+
+
+@dataclass(frozen=True)
+class Lpm:
+    value: int
+    prefix_len: int
+
+
+@dataclass(frozen=True)
+class Ternary:
+    value: int
+    mask: int
+
+
+@dataclass(frozen=True)
+class Range:
+    low: int
+    high: int
+
+
+KeyValue = Union[Exact, Lpm, Ternary, Range]
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """One match entry. `key` maps key-field names (p4names.Key.name) to match values.
+
+    For ternary and range tables `priority` orders overlapping entries (higher wins, as BF-RT's
+    $MATCH_PRIORITY with the SDE convention that a *lower* number is a *higher* priority is mapped
+    here: use `priority=0` for disjoint entries). `action` is the fully qualified action name.
+    """
+
+    table: str
+    key: dict[str, KeyValue]
+    action: str | None = None
+    params: dict[str, int] = field(default_factory=dict)
+    priority: int = 0
+
+
+UpdateKind = Literal["insert", "modify", "delete", "set_default"]
+
+
+@dataclass(frozen=True)
+class Update:
+    kind: UpdateKind
+    entry: TableEntry  # for set_default, key is {} and action/params give the default
+
+
+@dataclass(frozen=True)
+class CounterValue:
+    packets: int
+    bytes: int
+
+    def __sub__(self, other: "CounterValue") -> "CounterValue":
+        return CounterValue(self.packets - other.packets, self.bytes - other.bytes)
+
+
+@dataclass(frozen=True)
+class LpfSpec:
+    kind: Literal["RATE", "SAMPLE"] = "RATE"
+    gain_time_constant_ns: float = 1e6
+    decay_time_constant_ns: float = 1e6
+    out_scale_down: int = 0  # 0..31, output = state >> out_scale_down
+
+
+class Driver(abc.ABC):
+    """A connection to one FFS target (device 0, all pipes)."""
+
+    # -- life cycle --------------------------------------------------------------------------
+    @abc.abstractmethod
+    def connect(self, timeout_s: float = 30.0) -> None:
+        """Connect (retrying until timeout_s while the target starts) and bind the ffs program."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> "Driver":
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abc.abstractmethod
+    def program_id(self) -> str:
+        """An id of the loaded pipeline that changes when the program is reloaded (agent re-applies)."""
+
+    # -- tables ------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def write(self, updates: Sequence[Update]) -> None:
+        """Apply a batch atomically: every update takes effect, or none does (DriverError)."""
+
+    @abc.abstractmethod
+    def read_table(self, table: str) -> list[TableEntry]:
+        """All entries of a table (not the default entry), in a stable order."""
+
+    @abc.abstractmethod
+    def read_default(self, table: str) -> TableEntry: ...
+
+    @abc.abstractmethod
+    def clear_table(self, table: str) -> None:
+        """Delete every entry and restore the P4 default action."""
+
+    # -- counters, registers, LPFs -----------------------------------------------------------
+    @abc.abstractmethod
+    def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, CounterValue]:
+        """Synced counter values, summed over pipes; all indices when `indices` is None."""
+
+    @abc.abstractmethod
+    def reset_counters(self, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
+        """Synced register cells, summed over pipes (FFS registers hold per-pipe partial values)."""
+
+    @abc.abstractmethod
+    def write_register(self, name: str, index: int, value: int) -> None: ...
+
+    @abc.abstractmethod
+    def set_lpf_spec(self, name: str, indices: Iterable[int], spec: LpfSpec) -> None: ...
+
+    @abc.abstractmethod
+    def read_lpf_spec(self, name: str, index: int) -> LpfSpec: ...
