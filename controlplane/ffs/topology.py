@@ -1,0 +1,374 @@
+"""Topology and scenario files (format: topologies/README.md), loaded and validated.
+
+Every error names the file, the line, the key path and the problem, e.g.
+`topologies/x.yaml:12: nodes.n1.fairness.j.i9: unknown interface 'i9'`, and nothing half-loaded
+escapes: `load` returns a complete, consistent Topology or raises TopologyError.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ffs.units import parse_rate
+
+
+class TopologyError(Exception):
+    """A topology file is malformed; the message is one line naming file, line, key and problem."""
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str
+    capacity: float  # bit/s, the same in both directions
+    port: int  # device port on the switch
+    trust: bool = True  # use arriving labels (False: reset them to the default 1.0)
+    insert: bool = False  # add the shim to packets arriving without one
+    strip: bool = False  # remove the shim from packets leaving here
+    peer: str | None = None  # "node.interface" at the other end of a link between FFS nodes
+
+    @property
+    def local(self) -> bool:
+        return self.peer is None
+
+
+@dataclass(frozen=True)
+class Route:
+    prefix: str
+    interface: str
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    interfaces: dict[str, Interface]
+    fairness: dict[str, dict[str, float]]  # egress -> ingress -> bit/s
+    target_factor: float = 1.0
+    targets: dict[str, float] = field(default_factory=dict)  # explicit per-egress targets, bit/s
+    routes: tuple[Route, ...] = ()
+
+    def target(self, egress: str) -> float:
+        """T_j: the explicit target, else target_factor · Σ_i M(i, j) (spec §9)."""
+        if egress in self.targets:
+            return self.targets[egress]
+        return self.target_factor * sum(self.fairness.get(egress, {}).values())
+
+    def share(self, ingress: str, egress: str) -> float:
+        return self.fairness.get(egress, {}).get(ingress, 0.0)
+
+    def by_port(self) -> dict[int, Interface]:
+        return {i.port: i for i in self.interfaces.values()}
+
+
+@dataclass(frozen=True)
+class Hop:
+    node: str
+    ingress: str
+    egress: str
+
+
+@dataclass(frozen=True)
+class Stream:
+    name: str
+    path: tuple[Hop, ...]
+    demand: float  # bit/s the source sends
+    r: float  # initial rate label (bit/s)
+    f: float  # initial fair-share label (bit/s): f^pre at the first hop
+    start: float = 0.0  # s
+    stop: float | None = None  # s
+    packet_size: int = 1250  # bytes (IP length)
+    labelled: bool = True  # False: the source sends without a shim
+
+    @property
+    def rf(self) -> float:
+        return self.r / self.f
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    attach: str  # "node.interface"
+    address: str  # CIDR
+    gateway: str | None = None
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    nodes: dict[str, Node]
+    streams: tuple[Stream, ...] = ()
+    hosts: dict[str, Host] = field(default_factory=dict)
+    duration: float | None = None  # scenario length, s
+    seed: int = 1
+    source: Path | None = None
+
+    def node(self, name: str) -> Node:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise TopologyError(f"{self.source}: unknown node {name!r} (have: {', '.join(self.nodes)})") from None
+
+
+# --- loading with line numbers --------------------------------------------------------------
+
+
+class _Doc:
+    """A parsed YAML document that remembers the line of every key path."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines: dict[str, int] = {}
+        try:
+            root = yaml.compose(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            line = mark.line + 1 if mark else 0
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise TopologyError(f"{path}:{line}: invalid YAML: {problem}") from None
+        if root is None:
+            raise TopologyError(f"{path}:1: empty file")
+        self.data = self._convert(root, "")
+
+    def _convert(self, node: yaml.Node, path: str) -> Any:
+        self.lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for k, v in node.value:
+                key = str(k.value)
+                sub = f"{path}.{key}" if path else key
+                if key in out:
+                    self._fail(sub, "duplicate key", line=k.start_mark.line + 1)
+                out[key] = self._convert(v, sub)
+                self.lines[sub] = k.start_mark.line + 1  # errors point at the key's line
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self._convert(v, f"{path}[{i}]") for i, v in enumerate(node.value)]
+        return yaml.safe_load(yaml.serialize(node))
+
+    def line(self, path: str) -> int:
+        while path and path not in self.lines:
+            path = path.rsplit(".", 1)[0] if "." in path else ""
+        return self.lines.get(path, 1)
+
+    def _fail(self, path: str, problem: str, line: int | None = None) -> None:
+        raise TopologyError(f"{self.path}:{line or self.line(path)}: {path}: {problem}")
+
+
+def load(path: str | Path) -> Topology:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise TopologyError(f"{path}: cannot read: {e.strerror}") from None
+    return _Loader(_Doc(path, text)).topology()
+
+
+class _Loader:
+    def __init__(self, doc: _Doc) -> None:
+        self.doc = doc
+
+    def fail(self, path: str, problem: str) -> None:
+        self.doc._fail(path, problem)
+
+    # typed accessors -------------------------------------------------------------------
+    def mapping(self, v: Any, path: str) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            self.fail(path, f"expected a mapping, got {type(v).__name__}")
+        return v
+
+    def rate(self, v: Any, path: str) -> float:
+        try:
+            return parse_rate(v)
+        except ValueError as e:
+            self.fail(path, str(e))
+            raise  # unreachable
+
+    def positive_rate(self, v: Any, path: str) -> float:
+        r = self.rate(v, path)
+        if r <= 0:
+            self.fail(path, f"must be positive, got {v!r}")
+        return r
+
+    def number(self, v: Any, path: str, lo: float = -math.inf, hi: float = math.inf) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or not lo <= v <= hi:
+            self.fail(path, f"expected a number in [{lo}, {hi}], got {v!r}")
+        return float(v)
+
+    def boolean(self, v: Any, path: str) -> bool:
+        if not isinstance(v, bool):
+            self.fail(path, f"expected true or false, got {v!r}")
+        return v
+
+    def check_keys(self, m: dict[str, Any], path: str, allowed: set[str], required: set[str] = frozenset()) -> None:
+        for k in m:
+            if k not in allowed:
+                self.fail(f"{path}.{k}" if path else k, f"unknown key (allowed: {', '.join(sorted(allowed))})")
+        for k in required:
+            if k not in m:
+                self.fail(path or k, f"missing key {k!r}")
+
+    # the document ----------------------------------------------------------------------
+    def topology(self) -> Topology:
+        d = self.mapping(self.doc.data, "")
+        self.check_keys(d, "", {"name", "nodes", "streams", "hosts", "duration", "seed"}, {"nodes"})
+        nodes_raw = self.mapping(d["nodes"], "nodes")
+        if not nodes_raw:
+            self.fail("nodes", "no nodes")
+        nodes = {n: self.node(n, v, f"nodes.{n}") for n, v in nodes_raw.items()}
+        self.check_peers(nodes)
+        hosts = {h: self.host(h, v, f"hosts.{h}", nodes) for h, v in self.mapping(d.get("hosts", {}) or {}, "hosts").items()}
+        streams_raw = d.get("streams", []) or []
+        if not isinstance(streams_raw, list):
+            self.fail("streams", "expected a list")
+        streams = tuple(self.stream(v, f"streams[{i}]", nodes) for i, v in enumerate(streams_raw))
+        names = [s.name for s in streams]
+        for i, n in enumerate(names):
+            if names.index(n) != i:
+                self.fail(f"streams[{i}].name", f"duplicate stream name {n!r}")
+        duration = self.number(d["duration"], "duration", 0) if "duration" in d else None
+        seed = int(self.number(d.get("seed", 1), "seed", 0))
+        return Topology(str(d.get("name", self.doc.path.stem)), nodes, streams, hosts, duration, seed, self.doc.path)
+
+    def node(self, name: str, raw: Any, path: str) -> Node:
+        m = self.mapping(raw, path)
+        self.check_keys(m, path, {"interfaces", "fairness", "target_factor", "targets", "routes"}, {"interfaces"})
+        ifs: dict[str, Interface] = {}
+        ports: dict[int, str] = {}
+        for iname, iraw in self.mapping(m["interfaces"], f"{path}.interfaces").items():
+            ip = f"{path}.interfaces.{iname}"
+            im = self.mapping(iraw, ip)
+            self.check_keys(im, ip, {"capacity", "port", "trust", "insert", "strip", "peer"}, {"capacity", "port"})
+            if isinstance(im["port"], bool) or not isinstance(im["port"], int):
+                self.fail(f"{ip}.port", f"expected an integer device port, got {im['port']!r}")
+            port = int(self.number(im["port"], f"{ip}.port", 0, 511))
+            if port in ports:
+                self.fail(f"{ip}.port", f"port {port} already used by interface {ports[port]!r}")
+            ports[port] = iname
+            peer = im.get("peer")
+            if peer is not None and (not isinstance(peer, str) or peer.count(".") != 1):
+                self.fail(f"{ip}.peer", f"expected 'node.interface', got {peer!r}")
+            ifs[iname] = Interface(
+                iname,
+                self.positive_rate(im["capacity"], f"{ip}.capacity"),
+                port,
+                self.boolean(im.get("trust", True), f"{ip}.trust"),
+                self.boolean(im.get("insert", False), f"{ip}.insert"),
+                self.boolean(im.get("strip", False), f"{ip}.strip"),
+                peer,
+            )
+        if not ifs:
+            self.fail(f"{path}.interfaces", "no interfaces")
+        fairness: dict[str, dict[str, float]] = {}
+        for ename, col in self.mapping(m.get("fairness", {}) or {}, f"{path}.fairness").items():
+            ep = f"{path}.fairness.{ename}"
+            if ename not in ifs:
+                self.fail(ep, f"unknown interface {ename!r}")
+            fairness[ename] = {}
+            for iname, rate in self.mapping(col, ep).items():
+                if iname not in ifs:
+                    self.fail(f"{ep}.{iname}", f"unknown interface {iname!r}")
+                fairness[ename][iname] = self.rate(rate, f"{ep}.{iname}")
+        target_factor = self.number(m.get("target_factor", 1.0), f"{path}.target_factor", 0.0, 1.0)
+        targets: dict[str, float] = {}
+        for ename, rate in self.mapping(m.get("targets", {}) or {}, f"{path}.targets").items():
+            if ename not in ifs:
+                self.fail(f"{path}.targets.{ename}", f"unknown interface {ename!r}")
+            targets[ename] = self.positive_rate(rate, f"{path}.targets.{ename}")
+            if targets[ename] > ifs[ename].capacity:
+                self.fail(f"{path}.targets.{ename}", "target above the interface capacity")
+        for ename, col in fairness.items():
+            total = sum(col.values())
+            limit = targets.get(ename, ifs[ename].capacity)
+            if total > limit * (1 + 1e-9):
+                what = "target" if ename in targets else "capacity"
+                self.fail(
+                    f"{path}.fairness.{ename}",
+                    f"entries sum to {total:.6g} bit/s, above the egress {what} {limit:.6g} bit/s",
+                )
+        routes = []
+        raw_routes = m.get("routes", []) or []
+        if not isinstance(raw_routes, list):
+            self.fail(f"{path}.routes", "expected a list")
+        for i, r in enumerate(raw_routes):
+            rp = f"{path}.routes[{i}]"
+            rm = self.mapping(r, rp)
+            self.check_keys(rm, rp, {"prefix", "interface"}, {"prefix", "interface"})
+            try:
+                ipaddress.ip_network(str(rm["prefix"]), strict=True)
+            except ValueError as e:
+                self.fail(f"{rp}.prefix", f"bad prefix: {e}")
+            if rm["interface"] not in ifs:
+                self.fail(f"{rp}.interface", f"unknown interface {rm['interface']!r}")
+            routes.append(Route(str(rm["prefix"]), str(rm["interface"])))
+        return Node(name, ifs, fairness, target_factor, targets, tuple(routes))
+
+    def check_peers(self, nodes: dict[str, Node]) -> None:
+        for n in nodes.values():
+            for i in n.interfaces.values():
+                if i.peer is None:
+                    continue
+                pn, pi = i.peer.split(".")
+                p = f"nodes.{n.name}.interfaces.{i.name}.peer"
+                if pn not in nodes or pi not in nodes[pn].interfaces:
+                    self.fail(p, f"unknown peer {i.peer!r}")
+                back = nodes[pn].interfaces[pi].peer
+                if back != f"{n.name}.{i.name}":
+                    self.fail(p, f"peer {i.peer!r} does not point back (it says {back!r})")
+
+    def host(self, name: str, raw: Any, path: str, nodes: dict[str, Node]) -> Host:
+        m = self.mapping(raw, path)
+        self.check_keys(m, path, {"attach", "address", "gateway"}, {"attach", "address"})
+        attach = str(m["attach"])
+        if attach.count(".") != 1:
+            self.fail(f"{path}.attach", f"expected 'node.interface', got {attach!r}")
+        nn, ii = attach.split(".")
+        if nn not in nodes or ii not in nodes[nn].interfaces:
+            self.fail(f"{path}.attach", f"unknown interface {attach!r}")
+        try:
+            ipaddress.ip_interface(str(m["address"]))
+        except ValueError as e:
+            self.fail(f"{path}.address", f"bad address: {e}")
+        gw = m.get("gateway")
+        if gw is not None:
+            try:
+                ipaddress.ip_address(str(gw))
+            except ValueError as e:
+                self.fail(f"{path}.gateway", f"bad address: {e}")
+        return Host(name, attach, str(m["address"]), None if gw is None else str(gw))
+
+    def stream(self, raw: Any, path: str, nodes: dict[str, Node]) -> Stream:
+        m = self.mapping(raw, path)
+        self.check_keys(
+            m, path, {"name", "path", "demand", "r", "f", "start", "stop", "packet_size", "labelled"}, {"name", "path", "demand"}
+        )
+        hops = []
+        if not isinstance(m["path"], list) or not m["path"]:
+            self.fail(f"{path}.path", "expected a non-empty list of hops")
+        for k, h in enumerate(m["path"]):
+            hp = f"{path}.path[{k}]"
+            hm = self.mapping(h, hp)
+            self.check_keys(hm, hp, {"node", "ingress", "egress"}, {"node", "ingress", "egress"})
+            node = nodes.get(str(hm["node"]))
+            if node is None:
+                self.fail(f"{hp}.node", f"unknown node {hm['node']!r}")
+            for role in ("ingress", "egress"):
+                if hm[role] not in node.interfaces:
+                    self.fail(f"{hp}.{role}", f"unknown interface {hm[role]!r} on node {node.name!r}")
+            hops.append(Hop(node.name, str(hm["ingress"]), str(hm["egress"])))
+        for k in range(1, len(hops)):
+            prev = nodes[hops[k - 1].node].interfaces[hops[k - 1].egress]
+            if prev.peer != f"{hops[k].node}.{hops[k].ingress}":
+                self.fail(f"{path}.path[{k}]", f"does not follow hop {k - 1}: its egress links to {prev.peer!r}")
+        demand = self.positive_rate(m["demand"], f"{path}.demand")
+        r = self.positive_rate(m["r"], f"{path}.r") if "r" in m else demand
+        f = self.positive_rate(m["f"], f"{path}.f") if "f" in m else r
+        start = self.number(m.get("start", 0.0), f"{path}.start", 0.0)
+        stop = self.number(m["stop"], f"{path}.stop", start) if m.get("stop") is not None else None
+        size = int(self.number(m.get("packet_size", 1250), f"{path}.packet_size", 28, 9216))
+        labelled = self.boolean(m.get("labelled", True), f"{path}.labelled")
+        return Stream(str(m["name"]), tuple(hops), demand, r, f, start, stop, size, labelled)
