@@ -1,0 +1,1 @@
+"""Command-line entry points: ffs-sim, ffs-switch, ffs-agent, ffsctl."""

@@ -1,0 +1,60 @@
+"""What every CLI shares: one-line errors with a fixed exit status, never a traceback."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import sys
+from typing import Any, Callable, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_USAGE = 2  # bad input: a malformed file, an invalid value
+EXIT_FAILURE = 1  # the operation failed (target unreachable, refused)
+
+
+class CliError(click.ClickException):
+    """An error printed as one line `<prog>: error: <message>`."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"{os.path.basename(sys.argv[0]) or 'ffs'}: error: {self.format_message()}", err=True)
+
+
+def one_line_errors(*known: type[BaseException], exit_code: int = EXIT_USAGE) -> Callable[[F], F]:
+    """Turn the listed exception types into CliError (their message is already one line)."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(*a: Any, **kw: Any) -> Any:
+            try:
+                return fn(*a, **kw)
+            except known as e:  # type: ignore[misc]
+                raise CliError(str(e).splitlines()[0] if str(e) else type(e).__name__, exit_code) from None
+
+        return inner  # type: ignore[return-value]
+
+    return wrap
+
+
+def dump_json(obj: Any) -> None:
+    """JSON for scripts: infinities become null (JSON has none), floats keep full precision."""
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
+            return None
+        if isinstance(v, dict):
+            return {str(k): clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+
+    json.dump(clean(obj), sys.stdout, indent=2)
+    sys.stdout.write("\n")
