@@ -1,0 +1,63 @@
+"""Raw frames with the FFS/RI shim, built byte by byte (spec §2): the traffic of trace mode, the
+live traffic generator and the tests. The scapy layer `ffs.scapy_ffs` decodes the same bytes."""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+
+from ffs import constants as C
+from ffs.switch.packet import ipv4_checksum
+
+DEFAULT_SRC_MAC = bytes.fromhex("020000000001")
+DEFAULT_DST_MAC = bytes.fromhex("020000000002")
+
+
+def shim(rf: int = C.CODE_ONE, flags: int = C.FLAG_RI, next_header: int = 17, rri: int = C.CODE_MAX,
+         rri_echo: int = 0, version: int = C.SHIM_VERSION) -> bytes:
+    return struct.pack("!BBHHH", ((version & 0xF) << 4) | (flags & 0xF), next_header, rf, rri, rri_echo)
+
+
+def ipv4_frame(src: str, dst: str, ip_len: int, ffs: bytes | None = None, proto: int = 17,
+               options: bytes = b"", vlan: int | None = None, ttl: int = 64,
+               src_mac: bytes = DEFAULT_SRC_MAC, dst_mac: bytes = DEFAULT_DST_MAC, payload_byte: int = 0) -> bytes:
+    """An IPv4 frame whose IP total length is `ip_len` (the shim, if any, counts in it)."""
+    if len(options) % 4:
+        raise ValueError("IPv4 options must be a multiple of 4 bytes")
+    ihl = 20 + len(options)
+    body_len = ip_len - ihl - (len(ffs) if ffs else 0)
+    if body_len < 0:
+        raise ValueError(f"ip_len {ip_len} too small for the headers")
+    if ffs is not None:
+        proto_field = C.IP_PROTO_FFS
+    else:
+        proto_field = proto
+    hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x40 | (ihl // 4), 0, ip_len, 0, 0, ttl, proto_field, 0,
+                                ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed) + options)
+    csum = ipv4_checksum(hdr)
+    hdr[10:12] = struct.pack("!H", csum)
+    l2 = dst_mac + src_mac
+    if vlan is not None:
+        l2 += struct.pack("!HH", 0x8100, vlan & 0xFFF)
+    l2 += b"\x08\x00"
+    body = bytes([payload_byte]) * body_len
+    if proto == 17 and body_len >= 8:  # a UDP header so that real hosts accept the datagram
+        body = struct.pack("!HHHH", 40000, 5001, body_len, 0) + body[8:]
+    frame = l2 + bytes(hdr) + (ffs or b"") + body
+    return frame + bytes(max(0, 60 - len(frame)))
+
+
+def ipv6_frame(src: str, dst: str, payload_len: int, ffs: bytes | None = None, proto: int = 17,
+               vlan: int | None = None, src_mac: bytes = DEFAULT_SRC_MAC, dst_mac: bytes = DEFAULT_DST_MAC) -> bytes:
+    nh = C.IP_PROTO_FFS if ffs is not None else proto
+    body_len = payload_len - (len(ffs) if ffs else 0)
+    if body_len < 0:
+        raise ValueError("payload_len too small for the shim")
+    hdr = struct.pack("!IHBB16s16s", 6 << 28, payload_len, nh, 64,
+                      ipaddress.IPv6Address(src).packed, ipaddress.IPv6Address(dst).packed)
+    l2 = dst_mac + src_mac
+    if vlan is not None:
+        l2 += struct.pack("!HH", 0x8100, vlan & 0xFFF)
+    l2 += b"\x86\xdd"
+    frame = l2 + hdr + (ffs or b"") + bytes(body_len)
+    return frame + bytes(max(0, 60 - len(frame)))

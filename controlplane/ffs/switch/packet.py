@@ -1,0 +1,144 @@
+"""Parser and deparser of the software switch (docs/spec.md §2, §7.1): offsets into the frame.
+
+The parser never copies headers: it records where each one sits in the frame, and the controls
+rewrite fields in place (a bytearray). Insertion and stripping of the shim move bytes and fix the IP
+lengths and the IPv4 header checksum, exactly as the P4 deparser does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ffs import constants as C
+
+ETH_LEN = 14
+VLAN_LEN = 4
+IPV6_LEN = 40
+ETHERTYPE_VLAN = 0x8100
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
+
+
+class ParseError(Exception):
+    """The frame cannot be parsed as the spec requires (a truncated shim or IP header): drop."""
+
+
+@dataclass(slots=True)
+class Parsed:
+    l3: int = 0  # offset of the IP header, 0 for non-IP
+    ip_version: int = 0  # 4, 6 or 0
+    ihl_bytes: int = 0  # IPv4 header length including options
+    shim: int = 0  # offset of the FFS shim, 0 when absent
+    ffs_state: int = C.FFS_STATE_NONE
+    l3_len: int = 0  # IP length as the spec defines it (§4)
+    dst: int = 0  # destination address as an integer
+
+
+def parse(frame: bytes | bytearray) -> Parsed:
+    n = len(frame)
+    p = Parsed()
+    if n < ETH_LEN:
+        raise ParseError("frame shorter than an Ethernet header")
+    off = 12
+    etype = (frame[off] << 8) | frame[off + 1]
+    off = ETH_LEN
+    if etype == ETHERTYPE_VLAN:
+        if n < off + VLAN_LEN:
+            raise ParseError("truncated 802.1Q tag")
+        etype = (frame[off + 2] << 8) | frame[off + 3]
+        off += VLAN_LEN
+    if etype == ETHERTYPE_IPV4:
+        if n < off + 20 or frame[off] >> 4 != 4:
+            raise ParseError("truncated or malformed IPv4 header")
+        ihl = (frame[off] & 0x0F) * 4
+        if ihl < 20 or n < off + ihl:
+            raise ParseError("IPv4 header length out of range")
+        p.l3, p.ip_version, p.ihl_bytes = off, 4, ihl
+        p.l3_len = (frame[off + 2] << 8) | frame[off + 3]
+        p.dst = int.from_bytes(frame[off + 16 : off + 20], "big")
+        if frame[off + 9] == C.IP_PROTO_FFS:
+            if n < off + ihl + C.SHIM_LEN or p.l3_len < ihl + C.SHIM_LEN:
+                raise ParseError("truncated FFS shim")
+            p.shim = off + ihl
+    elif etype == ETHERTYPE_IPV6:
+        if n < off + IPV6_LEN or frame[off] >> 4 != 6:
+            raise ParseError("truncated or malformed IPv6 header")
+        p.l3, p.ip_version = off, 6
+        payload = (frame[off + 4] << 8) | frame[off + 5]
+        p.l3_len = (payload + IPV6_LEN) & 0xFFFF
+        p.dst = int.from_bytes(frame[off + 24 : off + 40], "big")
+        if frame[off + 6] == C.IP_PROTO_FFS:
+            if n < off + IPV6_LEN + C.SHIM_LEN or payload < C.SHIM_LEN:
+                raise ParseError("truncated FFS shim")
+            p.shim = off + IPV6_LEN
+    if p.shim:
+        b0 = frame[p.shim]
+        ok = (b0 >> 4) == C.SHIM_VERSION and not (b0 & C.FLAG_RESERVED)
+        p.ffs_state = C.FFS_STATE_VALID if ok else C.FFS_STATE_OPAQUE
+    return p
+
+
+def shim_get16(frame: bytearray, shim: int, field_offset: int) -> int:
+    return (frame[shim + field_offset] << 8) | frame[shim + field_offset + 1]
+
+
+def shim_set16(frame: bytearray, shim: int, field_offset: int, value: int) -> None:
+    frame[shim + field_offset] = value >> 8
+    frame[shim + field_offset + 1] = value & 0xFF
+
+
+RF_OFF, RRI_OFF, ECHO_OFF = 2, 4, 6
+
+
+def ipv4_checksum(header: bytes | bytearray) -> int:
+    s = 0
+    for i in range(0, len(header), 2):
+        if i == 10:
+            continue
+        s += (header[i] << 8) | header[i + 1]
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def _fix_ipv4(frame: bytearray, p: Parsed, delta: int, proto: int) -> None:
+    l3 = p.l3
+    total = ((frame[l3 + 2] << 8) | frame[l3 + 3]) + delta
+    frame[l3 + 2], frame[l3 + 3] = (total >> 8) & 0xFF, total & 0xFF
+    frame[l3 + 9] = proto
+    csum = ipv4_checksum(frame[l3 : l3 + p.ihl_bytes])
+    frame[l3 + 10], frame[l3 + 11] = csum >> 8, csum & 0xFF
+
+
+def _fix_ipv6(frame: bytearray, p: Parsed, delta: int, nh: int) -> None:
+    l3 = p.l3
+    payload = ((frame[l3 + 4] << 8) | frame[l3 + 5]) + delta
+    frame[l3 + 4], frame[l3 + 5] = (payload >> 8) & 0xFF, payload & 0xFF
+    frame[l3 + 6] = nh
+
+
+def insert_shim(frame: bytearray, p: Parsed, rf: int) -> None:
+    """Put a shim right after the IP header: version 1, flag D, the old protocol, rf, rri = ∞."""
+    at = p.l3 + (p.ihl_bytes if p.ip_version == 4 else IPV6_LEN)
+    proto_off = p.l3 + (9 if p.ip_version == 4 else 6)
+    old = frame[proto_off]
+    shim = bytes(
+        [(C.SHIM_VERSION << 4) | C.FLAG_DEFAULTED, old, rf >> 8, rf & 0xFF, 0xFF, 0xFF, 0, 0]
+    )
+    frame[at:at] = shim
+    if p.ip_version == 4:
+        _fix_ipv4(frame, p, C.SHIM_LEN, C.IP_PROTO_FFS)
+    else:
+        _fix_ipv6(frame, p, C.SHIM_LEN, C.IP_PROTO_FFS)
+    p.shim = at
+
+
+def strip_shim(frame: bytearray, p: Parsed) -> None:
+    """Remove the shim: the IP protocol / next header takes the shim's `next header` again."""
+    nh = frame[p.shim + 1]
+    del frame[p.shim : p.shim + C.SHIM_LEN]
+    if p.ip_version == 4:
+        _fix_ipv4(frame, p, -C.SHIM_LEN, nh)
+    else:
+        _fix_ipv6(frame, p, -C.SHIM_LEN, nh)
+    p.shim = 0

@@ -1,0 +1,324 @@
+"""The TNA externs the FFS program uses, with the semantics documented in docs/spec.md §8.
+
+Match tables follow BF-RT: entries are addressed by the key-field names of `ffs.p4names`, actions
+and parameters are checked against the P4 declaration (names, widths), and every refusal raises
+ControlError before anything changes. Counters are 64-bit, registers 32-bit, the LPF is the RATE
+/ SAMPLE filter of §8 and Random draws from a seeded generator.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from ffs import p4names as N
+from ffs.driver.base import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary
+
+U16 = 0xFFFF
+U32 = 0xFFFFFFFF
+
+
+class ControlError(ValueError):
+    """A control-plane operation the target refuses; the message is one line."""
+
+
+def sat_sub(a: int, b: int) -> int:
+    """a |-| b: saturating subtract at 0."""
+    return a - b if a > b else 0
+
+
+def sat_add(a: int, b: int, top: int) -> int:
+    """a |+| b at the width whose maximum is `top`."""
+    s = a + b
+    return s if s < top else top
+
+
+# --- match tables ----------------------------------------------------------------------------
+
+ActionResult = tuple[str, dict[str, int]]  # (short action name, params)
+
+
+@dataclass
+class _Entry:
+    key: tuple[KeyValue, ...]
+    action: str  # short name
+    params: dict[str, int]
+    priority: int
+
+
+class MatchTable:
+    """An exact / LPM / ternary match table with a default action, as BF-RT exposes it."""
+
+    def __init__(self, spec: N.Table) -> None:
+        self.spec = spec
+        self.entries: dict[tuple, _Entry] = {}
+        self._default: ActionResult = (spec.default_action.rsplit(".", 1)[1], {})
+        self._initial_default = self._default
+        self._kinds = tuple(k.match for k in spec.keys)
+        self._index: Any = None  # lookup structure, rebuilt lazily after a change
+        self._cache: dict[tuple, ActionResult] = {}
+
+    # -- data plane --------------------------------------------------------------------------
+    def lookup(self, *values: int) -> ActionResult:
+        hit = self._cache.get(values)
+        if hit is not None:
+            return hit
+        if self._index is None:
+            self._build()
+        hit = self._match(values)
+        if len(self._cache) > 65536:
+            self._cache.clear()
+        self._cache[values] = hit
+        return hit
+
+    def _build(self) -> None:
+        kinds = self._kinds
+        if all(k == "exact" for k in kinds):
+            self._index = {tuple(v.value for v in e.key): (e.action, e.params) for e in self.entries.values()}
+        elif kinds == ("lpm",):
+            by_len: dict[int, dict[int, ActionResult]] = {}
+            width = self.spec.keys[0].width
+            for e in self.entries.values():
+                k = e.key[0]
+                by_len.setdefault(k.prefix_len, {})[k.value >> (width - k.prefix_len)] = (e.action, e.params)
+            self._index = sorted(by_len.items(), reverse=True)
+        else:  # ternary / range: group by mask tuple, keep the best priority per hit
+            groups: dict[tuple, dict[tuple, _Entry]] = {}
+            ranges: list[_Entry] = []
+            for e in self.entries.values():
+                if any(isinstance(k, Range) for k in e.key):
+                    ranges.append(e)
+                    continue
+                masks = tuple(_mask(k, f.width) for k, f in zip(e.key, self.spec.keys))
+                vals = tuple(_value(k) for k in e.key)
+                groups.setdefault(masks, {})[vals] = e
+            self._index = (list(groups.items()), ranges)
+
+    def _match(self, values: tuple[int, ...]) -> ActionResult:
+        idx = self._index
+        kinds = self._kinds
+        if all(k == "exact" for k in kinds):
+            return idx.get(values, self._default)
+        if kinds == ("lpm",):
+            width = self.spec.keys[0].width
+            v = values[0]
+            for plen, table in idx:
+                hit = table.get(v >> (width - plen))
+                if hit is not None:
+                    return hit
+            return self._default
+        groups, ranges = idx
+        best: _Entry | None = None
+        for masks, table in groups:
+            e = table.get(tuple(v & m for v, m in zip(values, masks)))
+            if e is not None and (best is None or e.priority < best.priority):
+                best = e
+        for e in ranges:
+            if all(_hits(k, v, f.width) for k, v, f in zip(e.key, values, self.spec.keys)):
+                if best is None or e.priority < best.priority:
+                    best = e
+        return (best.action, best.params) if best else self._default
+
+    def _changed(self) -> None:
+        self._index = None
+        self._cache = {}
+
+    # -- control plane -----------------------------------------------------------------------
+    def normalize(self, entry: TableEntry, with_action: bool = True) -> tuple[tuple, _Entry]:
+        """Validate an entry against the P4 declaration; return its identity and stored form."""
+        spec = self.spec
+        names = [k.name for k in spec.keys]
+        if set(entry.key) != set(names):
+            raise ControlError(f"{spec.name}: key fields must be {names}, got {sorted(entry.key)}")
+        key = []
+        for k in spec.keys:
+            v = entry.key[k.name]
+            key.append(_check_key(spec.name, k, v))
+        key_t = tuple(key)
+        ident = tuple(_ident(v) for v in key_t)
+        if spec.keys and any(k.match in ("ternary", "range") for k in spec.keys):
+            ident = ident + (entry.priority,)
+        if not with_action:
+            return ident, _Entry(key_t, "", {}, entry.priority)
+        short, params = self.check_action(entry.action, entry.params)
+        return ident, _Entry(key_t, short, params, entry.priority)
+
+    def check_action(self, action: str | None, params: dict[str, int]) -> tuple[str, dict[str, int]]:
+        if not action:
+            raise ControlError(f"{self.spec.name}: an action is required")
+        try:
+            a = self.spec.action(action)
+        except KeyError:
+            raise ControlError(
+                f"{self.spec.name}: unknown action {action!r} (have: {', '.join(x.short for x in self.spec.actions)})"
+            ) from None
+        want = dict(a.params)
+        if set(params) != set(want):
+            raise ControlError(f"{a.name}: parameters must be {sorted(want)}, got {sorted(params)}")
+        for name, width in want.items():
+            v = params[name]
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < (1 << width):
+                raise ControlError(f"{a.name}: parameter {name}={v!r} does not fit in {width} bits")
+        return a.short, {k: int(params[k]) for k in want}
+
+    def set_default(self, action: str | None, params: dict[str, int]) -> None:
+        self._default = self.check_action(action, params)
+        self._changed()
+
+    def default(self) -> ActionResult:
+        return self._default
+
+    def reset(self) -> None:
+        self.entries.clear()
+        self._default = self._initial_default
+        self._changed()
+
+    def to_entry(self, e: _Entry) -> TableEntry:
+        return TableEntry(
+            self.spec.name,
+            {k.name: v for k, v in zip(self.spec.keys, e.key)},
+            f"{self.spec.name.rsplit('.', 1)[0]}.{e.action}",
+            dict(e.params),
+            e.priority,
+        )
+
+
+def _mask(k: KeyValue, width: int) -> int:
+    if isinstance(k, Exact):
+        return (1 << width) - 1
+    if isinstance(k, Ternary):
+        return k.mask
+    if isinstance(k, Lpm):
+        return ((1 << k.prefix_len) - 1) << (width - k.prefix_len)
+    raise TypeError(k)
+
+
+def _value(k: KeyValue) -> int:
+    return k.value  # type: ignore[union-attr]
+
+
+def _hits(k: KeyValue, v: int, width: int) -> bool:
+    if isinstance(k, Range):
+        return k.low <= v <= k.high
+    return v & _mask(k, width) == _value(k)
+
+
+def _ident(k: KeyValue) -> tuple:
+    if isinstance(k, Exact):
+        return ("e", k.value)
+    if isinstance(k, Lpm):
+        return ("l", k.value, k.prefix_len)
+    if isinstance(k, Ternary):
+        return ("t", k.value, k.mask)
+    return ("r", k.low, k.high)
+
+
+def _check_key(table: str, k: N.Key, v: KeyValue) -> KeyValue:
+    top = (1 << k.width) - 1
+    want = {"exact": Exact, "lpm": Lpm, "ternary": Ternary, "range": Range}[k.match]
+    if k.match == "ternary" and isinstance(v, Exact):
+        v = Ternary(v.value, top)
+    if not isinstance(v, want):
+        raise ControlError(f"{table}: key {k.name} is {k.match}, got {type(v).__name__}")
+    ints = [getattr(v, a) for a in ("value", "mask", "low", "high", "prefix_len") if hasattr(v, a)]
+    if any(not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in ints):
+        raise ControlError(f"{table}: key {k.name} needs non-negative integers, got {v!r}")
+    if isinstance(v, Lpm):
+        if not 0 <= v.prefix_len <= k.width or v.value > top:
+            raise ControlError(f"{table}: key {k.name}: bad prefix {v.value:#x}/{v.prefix_len} for {k.width} bits")
+        if v.value & ~_mask(v, k.width) & top:
+            raise ControlError(f"{table}: key {k.name}: host bits set beyond /{v.prefix_len}")
+    elif isinstance(v, Ternary):
+        if v.value > top or v.mask > top:
+            raise ControlError(f"{table}: key {k.name} does not fit in {k.width} bits")
+        if v.value & ~v.mask:
+            raise ControlError(f"{table}: key {k.name}: value has bits outside the mask")
+    elif isinstance(v, Range):
+        if v.high > top or v.low > v.high:
+            raise ControlError(f"{table}: key {k.name}: bad range {v.low}..{v.high}")
+    elif v.value > top:
+        raise ControlError(f"{table}: key {k.name}={v.value} does not fit in {k.width} bits")
+    return v
+
+
+# --- counters, registers, LPF, Random ---------------------------------------------------------
+
+
+class Counter:
+    """Indexed 64-bit packet and byte counters (bf_switchd keeps 64-bit shadows of the hardware)."""
+
+    def __init__(self, spec: N.Counter) -> None:
+        self.spec = spec
+        self.packets = [0] * spec.size
+        self.bytes = [0] * spec.size
+
+    def count(self, index: int, length: int) -> None:
+        self.packets[index] = (self.packets[index] + 1) & 0xFFFFFFFFFFFFFFFF
+        self.bytes[index] = (self.bytes[index] + length) & 0xFFFFFFFFFFFFFFFF
+
+    def read(self, index: int) -> CounterValue:
+        return CounterValue(self.packets[index], self.bytes[index])
+
+    def reset(self) -> None:
+        self.packets = [0] * self.spec.size
+        self.bytes = [0] * self.spec.size
+
+
+class Register:
+    def __init__(self, spec: N.Register) -> None:
+        self.spec = spec
+        self.cells = [0] * spec.size
+        self.top = (1 << spec.width) - 1
+
+    def write(self, index: int, value: int) -> None:
+        self.cells[index] = value & self.top
+
+
+class Lpf:
+    """Per-index low-pass filter (docs/spec.md §8).
+
+    RATE: y <- y·e^(-dt/τ) + x, a leaky integrator whose output for a steady input rate ρ (units per
+    ns) approaches ρ·τ. SAMPLE: y <- y·e^(-dt/τ) + x·(1 - e^(-dt/τ)), an average of the samples.
+    τ is the gain constant while the input pushes the output up and the decay constant otherwise.
+    Output: min(floor(y) >> s, 2^32 - 1).
+    """
+
+    def __init__(self, spec: N.Lpf) -> None:
+        self.spec = spec
+        self.state = [0.0] * spec.size
+        self.last = [0] * spec.size
+        self.seen = [False] * spec.size
+        default = LpfSpec()
+        self.specs: list[LpfSpec] = [default] * spec.size
+
+    def execute(self, x: int, index: int, t_ns: int) -> int:
+        s = self.specs[index]
+        y = self.state[index]
+        if self.seen[index]:
+            dt = t_ns - self.last[index]
+            if dt < 0:
+                dt = 0
+            rising = x > y if s.kind == "SAMPLE" else True
+            tc = s.gain_time_constant_ns if rising else s.decay_time_constant_ns
+            a = math.exp(-dt / tc) if tc > 0 else 0.0
+            y = y * a + (x if s.kind == "RATE" else x * (1.0 - a))
+        else:
+            y = float(x)
+            self.seen[index] = True
+        self.state[index] = y
+        self.last[index] = t_ns
+        out = int(y) >> s.out_scale_down
+        return out if out < U32 else U32
+
+    def set_spec(self, index: int, spec: LpfSpec) -> None:
+        self.specs[index] = spec
+
+
+class Random16:
+    """Random<bit<16>>: uniform over [0, 65535] from a seeded generator."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+        self.get = lambda: self._rng.getrandbits(16)  # noqa: E731 — the hot path calls this per packet
