@@ -1,0 +1,155 @@
+"""The Driver for the software switch: in-process (LocalDriver) or over gRPC (ModelDriver)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Iterable, Sequence
+
+import grpc
+
+from ffs.driver.base import CounterValue, Driver, DriverError, LpfSpec, TableEntry, Update
+from ffs.switch import wire
+from ffs.switch.control import SwitchControl
+from ffs.switch.pipeline import Pipeline
+from ffs.switch.tna import ControlError
+
+
+class LocalDriver(Driver):
+    """Drives a Pipeline in this process (trace mode, unit tests)."""
+
+    def __init__(self, target: Pipeline | SwitchControl) -> None:
+        self.control = target if isinstance(target, SwitchControl) else SwitchControl(target)
+
+    @property
+    def pipeline(self) -> Pipeline:
+        return self.control.pipeline
+
+    def connect(self, timeout_s: float = 30.0) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def _call(self, fn, *args):
+        try:
+            return fn(*args)
+        except ControlError as e:
+            raise DriverError(str(e)) from None
+
+    def program_id(self) -> str:
+        return self.control.program_id
+
+    def write(self, updates: Sequence[Update]) -> None:
+        self._call(self.control.write, list(updates))
+
+    def read_table(self, table: str) -> list[TableEntry]:
+        return self._call(self.control.read_table, table)
+
+    def read_default(self, table: str) -> TableEntry:
+        return self._call(self.control.read_default, table)
+
+    def clear_table(self, table: str) -> None:
+        self._call(self.control.clear_table, table)
+
+    def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, CounterValue]:
+        return self._call(self.control.read_counters, name, indices)
+
+    def reset_counters(self, name: str) -> None:
+        self._call(self.control.reset_counters, name)
+
+    def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
+        return self._call(self.control.read_registers, name, indices)
+
+    def write_register(self, name: str, index: int, value: int) -> None:
+        self._call(self.control.write_register, name, index, value)
+
+    def set_lpf_spec(self, name: str, indices: Iterable[int], spec: LpfSpec) -> None:
+        self._call(self.control.set_lpf_spec, name, list(indices), spec)
+
+    def read_lpf_spec(self, name: str, index: int) -> LpfSpec:
+        return self._call(self.control.read_lpf_spec, name, index)
+
+
+class ModelDriver(Driver):
+    """Drives an `ffs-switch run` process over its gRPC control service."""
+
+    def __init__(self, address: str = "localhost:50052", rpc_timeout_s: float = 30.0) -> None:
+        self.address = address
+        self.rpc_timeout_s = rpc_timeout_s
+        self._channel: grpc.Channel | None = None
+
+    def connect(self, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        last = ""
+        while True:
+            self._channel = grpc.insecure_channel(self.address)
+            try:
+                grpc.channel_ready_future(self._channel).result(timeout=max(0.1, min(2.0, deadline - time.monotonic())))
+                self.program_id()
+                return
+            except (grpc.FutureTimeoutError, DriverError) as e:
+                last = str(e) or "not ready"
+                self._channel.close()
+                self._channel = None
+            if time.monotonic() >= deadline:
+                raise DriverError(f"software switch at {self.address} did not answer within {timeout_s:g} s ({last})")
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+
+    def _rpc(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
+        if self._channel is None:
+            raise DriverError("not connected to the software switch")
+        stub = self._channel.unary_unary(f"/{wire.SERVICE}/{method}")
+        try:
+            return json.loads(stub(json.dumps(request).encode(), timeout=self.rpc_timeout_s))
+        except grpc.RpcError as e:
+            code = e.code() if hasattr(e, "code") else None
+            detail = e.details() if hasattr(e, "details") else str(e)
+            if code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise DriverError(detail) from None
+            raise DriverError(f"software switch at {self.address}: {code.name if code else 'error'}: {detail}") from None
+
+    def program_id(self) -> str:
+        return self._rpc("ProgramId", {})["program_id"]
+
+    def write(self, updates: Sequence[Update]) -> None:
+        self._rpc("Write", {"updates": [wire.update_to_json(u) for u in updates]})
+
+    def read_table(self, table: str) -> list[TableEntry]:
+        return [wire.entry_from_json(e) for e in self._rpc("ReadTable", {"table": table})["entries"]]
+
+    def read_default(self, table: str) -> TableEntry:
+        return wire.entry_from_json(self._rpc("ReadDefault", {"table": table})["entry"])
+
+    def clear_table(self, table: str) -> None:
+        self._rpc("ClearTable", {"table": table})
+
+    def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, CounterValue]:
+        req: dict[str, Any] = {"name": name}
+        if indices is not None:
+            req["indices"] = list(indices)
+        vals = self._rpc("ReadCounters", req)["values"]
+        return {int(i): CounterValue(v[0], v[1]) for i, v in vals.items()}
+
+    def reset_counters(self, name: str) -> None:
+        self._rpc("ResetCounters", {"name": name})
+
+    def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
+        req: dict[str, Any] = {"name": name}
+        if indices is not None:
+            req["indices"] = list(indices)
+        return {int(i): v for i, v in self._rpc("ReadRegisters", req)["values"].items()}
+
+    def write_register(self, name: str, index: int, value: int) -> None:
+        self._rpc("WriteRegister", {"name": name, "index": index, "value": value})
+
+    def set_lpf_spec(self, name: str, indices: Iterable[int], spec: LpfSpec) -> None:
+        self._rpc("SetLpfSpec", {"name": name, "indices": list(indices), "spec": wire.lpf_to_json(spec)})
+
+    def read_lpf_spec(self, name: str, index: int) -> LpfSpec:
+        return wire.lpf_from_json(self._rpc("ReadLpfSpec", {"name": name, "index": index})["spec"])
