@@ -1,0 +1,1 @@
+"""ffs-agent: owns one switch; programs it, keeps tau per egress, applies fairness matrices."""

@@ -1,0 +1,118 @@
+"""What the agent writes into a switch for one node of a topology: the whole static state.
+
+Everything comes from the topology file and the generators of `ffs.tables`; the result is a list
+of BF-Runtime-style updates the agent applies as one batch, so a node is programmed completely or
+not at all.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from ffs import constants as C
+from ffs import p4names as N
+from ffs import tables as T
+from ffs.driver.base import Exact, Lpm, LpfSpec, TableEntry, Update
+from ffs.topology import Node
+
+
+@dataclass(frozen=True)
+class LpfConfig:
+    time_constant_ns: float = C.LPF_TIME_CONSTANT_NS
+    scale_down: int = C.LPF_SCALE_DOWN
+
+    def spec(self) -> LpfSpec:
+        return LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns, self.scale_down)
+
+
+@dataclass(frozen=True)
+class Pair:
+    pid: int
+    ingress: str
+    egress: str
+    ingress_port: int
+    egress_port: int
+
+
+def pairs_of(node: Node, fairness: dict[str, dict[str, float]] | None = None) -> list[Pair]:
+    """Every (ingress, egress) pair the node manages: all ingresses toward each egress that has a
+    fairness column (an ingress without an entry has M = 0). A pair's pid depends only on the two
+    interfaces (pid = egress index · n + ingress index), so matrix changes never renumber pairs."""
+    fairness = node.fairness if fairness is None else fairness
+    idx = ifindex_of(node)
+    n = len(idx)
+    if n * n > C.NUM_PAIRS:
+        raise ValueError(f"node {node.name}: {n} interfaces need {n * n} pairs, the data plane has {C.NUM_PAIRS}")
+    out = []
+    for egress in sorted(fairness):
+        for ingress in sorted(node.interfaces):
+            pid = (idx[egress] - 1) * n + idx[ingress] - 1
+            out.append(Pair(pid, ingress, egress, node.interfaces[ingress].port, node.interfaces[egress].port))
+    return out
+
+
+def ifindex_of(node: Node) -> dict[str, int]:
+    return {name: k + 1 for k, name in enumerate(sorted(node.interfaces))}
+
+
+def port_updates(node: Node) -> list[Update]:
+    idx = ifindex_of(node)
+    out = []
+    for name, i in sorted(node.interfaces.items()):
+        out.append(
+            Update(
+                "insert",
+                TableEntry(
+                    N.PORT_METADATA.name,
+                    {N.PORT_METADATA.key.name: Exact(i.port)},
+                    None,
+                    {"ifindex": idx[name], "trust": int(i.trust), "insert": int(i.insert)},
+                ),
+            )
+        )
+        if i.strip:
+            out.append(Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(i.port)}, "strip_shim")))
+    return out
+
+
+def route_updates(node: Node) -> list[Update]:
+    out = []
+    for r in node.routes:
+        net = ipaddress.ip_network(r.prefix)
+        table = N.IPV4_ROUTES if net.version == 4 else N.IPV6_ROUTES
+        port = node.interfaces[r.interface].port
+        out.append(
+            Update(
+                "insert",
+                TableEntry(table.name, {"dst_addr": Lpm(int(net.network_address), net.prefixlen)}, "route", {"port": port}),
+            )
+        )
+    return out
+
+
+def pair_entry(m_bps: float, p: Pair, lpf: LpfConfig, kind: str = "insert") -> Update:
+    lm = T.lm_code(m_bps, lpf.time_constant_ns, lpf.scale_down)
+    return Update(
+        kind,
+        TableEntry(
+            N.PAIRS.name,
+            {"ingress_port": Exact(p.ingress_port), "egress_port": Exact(p.egress_port)},
+            "set_pair",
+            {"pid": p.pid, "lm": lm},
+        ),
+    )
+
+
+def egress_entry(port: int, params: dict[str, int], kind: str = "insert") -> Update:
+    return Update(kind, TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(port)}, "set_egress", params))
+
+
+def node_updates(node: Node, lpf: LpfConfig) -> list[Update]:
+    """The complete static state of a node: ports, routes, pairs, egress params, generated tables."""
+    ups = port_updates(node) + route_updates(node)
+    ups += [pair_entry(node.share(p.ingress, p.egress), p, lpf) for p in pairs_of(node)]
+    idle = T.egress_params(None, False, None)
+    ups += [egress_entry(node.interfaces[e].port, idle) for e in sorted(node.fairness)]
+    ups += T.static_updates()
+    return ups

@@ -1,0 +1,60 @@
+"""The τ rule of the agent (docs/spec.md §9): FFS Appendix A with the corrections of the brief.
+
+τ_j ← τ_j · (T_j + δ) / (A_j + δ) while the egress is congested, with a limit on each period's
+decrease and clamps to [τ_min, τ_max] (Lemma 1: τ ≥ 1 wherever the egress is congested). While it
+is not congested the data plane gets τ = ∞ (γ = 1 for all) and the internal τ stays frozen, so no
+windup builds up while idle.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ffs import constants as C
+from ffs.tables import egress_params
+
+
+@dataclass(frozen=True)
+class TauParams:
+    delta_fraction: float = C.TAU_DELTA_FRACTION  # δ = delta_fraction · T_j (used if delta_bps is None)
+    delta_bps: float | None = None  # an absolute δ in bit/s
+    max_decrease: float = C.TAU_MAX_DECREASE  # a period lowers τ by at most this fraction
+    tau_min: float = C.TAU_MIN
+    tau_max: float = C.TAU_MAX
+
+    def delta(self, target_bps: float) -> float:
+        return self.delta_bps if self.delta_bps is not None else self.delta_fraction * target_bps
+
+
+@dataclass(frozen=True)
+class EgressTau:
+    tau: float = 1.0  # the controller's τ (kept while uncongested)
+    congested: bool = False
+
+
+def tau_update(tau: float, target_bps: float, accepted_bps: float, delta_bps: float) -> float:
+    """Appendix A, unclamped: τ · (C + δ) / (A + δ)."""
+    return tau * (target_bps + delta_bps) / (accepted_bps + delta_bps)
+
+
+def tau_step(
+    state: EgressTau, a_bps: float, r_star_bps: float, target_bps: float, params: TauParams = TauParams()
+) -> EgressTau:
+    """One control period of one egress."""
+    for name, v in (("A", a_bps), ("R*", r_star_bps), ("T", target_bps)):
+        if not (v >= 0 and math.isfinite(v)):
+            raise ValueError(f"{name} must be a finite non-negative rate, got {v!r}")
+    congested = r_star_bps > target_bps
+    if not congested:
+        return replace(state, congested=False)  # frozen: no windup while idle
+    new = tau_update(state.tau, target_bps, a_bps, params.delta(target_bps))
+    new = max(new, state.tau * (1.0 - params.max_decrease))
+    new = min(max(new, params.tau_min), params.tau_max)
+    return EgressTau(new, True)
+
+
+def egress_action_params(state: EgressTau, r_star_bps: float, target_bps: float) -> dict[str, int]:
+    """The set_egress action data for this state (spec §5.3)."""
+    ratio = target_bps / r_star_bps if r_star_bps > 0 else None
+    return egress_params(state.tau if state.congested else None, state.congested, ratio)
