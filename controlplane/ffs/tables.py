@@ -6,6 +6,7 @@ computes a log, an exponential or a γ threshold for the data plane.
 
 from __future__ import annotations
 
+import functools
 import math
 from decimal import Decimal, getcontext
 from typing import Callable
@@ -142,10 +143,16 @@ def ri_entries() -> list[TableEntry]:
     return out
 
 
-def static_updates() -> list[Update]:
-    """Every generated entry of the writable lookup tables, as one batch."""
+@functools.lru_cache(maxsize=1)
+def _static_updates() -> tuple[Update, ...]:
     entries = len_log_entries() + weight_entries() + f_log_entries() + gamma_entries()
-    return [Update("insert", e) for e in entries]
+    return tuple(Update("insert", e) for e in entries)
+
+
+def static_updates() -> list[Update]:
+    """Every generated entry of the writable lookup tables, as one batch (entries are immutable,
+    so the generated list is computed once per process)."""
+    return list(_static_updates())
 
 
 # --- unit conversions of the per-pair and per-egress action data (§4, §5.3) -----------------

@@ -1,0 +1,75 @@
+"""Shared set-up for the software-switch tests: a pipeline with one managed pair and known state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ffs import constants as C
+from ffs import p4names as N
+from ffs import tables as T
+from ffs.driver.base import Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.driver.model import LocalDriver
+from ffs.frames import ipv4_frame, shim
+from ffs.switch.pipeline import Pipeline
+
+IN, OUT, OTHER = 1, 3, 2
+DST = "10.0.3.7"
+SCALE = 4
+
+
+@dataclass
+class Rig:
+    pipeline: Pipeline
+    driver: LocalDriver
+    t_ns: int = 0
+
+    def send(self, frame: bytes, port: int = IN, gap_ns: int = 10**9):
+        """One packet, `gap_ns` after the previous one (1 s by default: the LPF forgets)."""
+        self.t_ns += gap_ns
+        return self.pipeline.process(frame, port, self.t_ns)
+
+    def set_pair(self, lm: int, pid: int = 5) -> None:
+        self.driver.write([Update("modify", TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", {"pid": pid, "lm": lm}))])
+
+    def set_egress(self, ltau: int, congested: int = 1, lcr: int = C.CODE_MAX) -> None:
+        self.driver.write([Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
+                                                      {"ltau": ltau, "ntau": C.WIDE_OFFSET - ltau, "congested": congested, "lcr": lcr}))])
+
+
+def rig(seed: int = 1, trust: int = 1, insert: int = 0) -> Rig:
+    p = Pipeline(seed)
+    d = LocalDriver(p)
+    ups = T.static_updates()
+    for port in (IN, OTHER, OUT):
+        ups.append(Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(port)}, None,
+                                               {"ifindex": port, "trust": trust, "insert": insert})))
+    ups.append(Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": OUT})))
+    ups.append(Update("insert", TableEntry(N.IPV6_ROUTES.name, {"dst_addr": Lpm(0xFD000000 << 96, 8)}, "route", {"port": OUT})))
+    ups.append(Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", {"pid": 5, "lm": 0})))
+    ups.append(Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress", T.egress_params(None, False, None))))
+    d.write(ups)
+    d.set_lpf_spec(N.F_LPF.name, range(C.NUM_PAIRS), LpfSpec("RATE", 1e6, 1e6, SCALE))
+    return Rig(p, d)
+
+
+def lf_of(f: int) -> int:
+    """f_log's output for an LPF value, from the generated buckets."""
+    if f == 0:
+        return 0
+    for value, mask, lo, hi in T.log_buckets(32):
+        if f & mask == value:
+            return T.bucket_log(lo, hi)
+    raise AssertionError(f)
+
+
+def single_packet_f(ip_len: int, rf_code: int) -> int:
+    """The F LPF output for a packet that arrives after the filter has forgotten everything
+    (spec §8: y = x), with w from the generated len_log and weight tables (spec §5.1, §5.2)."""
+    llen = next(T.llen_code(lo, hi) for v, m, lo, hi in T.log_buckets(16) if ip_len & m == v)
+    lw = max(llen - rf_code, 0)
+    w = T.weight_value(lw) if lw < C.WEIGHT_KEYS else C.WEIGHT_MAX
+    return w >> SCALE
+
+
+def labelled(rf_code: int, ip_len: int = 1000, flags: int = C.FLAG_RI, rri: int = C.CODE_MAX, echo: int = 0x1234, **kw) -> bytes:
+    return ipv4_frame("10.0.1.1", DST, ip_len, shim(rf_code, flags, 17, rri, echo), **kw)

@@ -1,0 +1,120 @@
+"""The control interface refuses bad operations with a clear error and changes nothing; batches are
+atomic; the gRPC service behaves like the in-process driver."""
+
+import pytest
+
+from ffs import constants as C
+from ffs import p4names as N
+from ffs.driver.base import DriverError, Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
+from ffs.driver.model import LocalDriver, ModelDriver
+from ffs.switch.control import SwitchControl
+from ffs.switch.pipeline import Pipeline
+from ffs.switch.server import check_address, serve
+from switchkit import rig
+
+
+def dump(d):
+    out = {}
+    for t in N.TABLES:
+        out[t.name] = (d.read_table(t.name), d.read_default(t.name))
+    out["ports"] = d.read_table(N.PORT_METADATA.name)
+    return out
+
+
+PAIR = N.PAIRS.name
+
+
+def pair(ing, eg, pid, lm=1, kind="insert"):
+    return Update(kind, TableEntry(PAIR, {"ingress_port": Exact(ing), "egress_port": Exact(eg)}, "set_pair", {"pid": pid, "lm": lm}))
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (Update("insert", TableEntry("FfsIngress.nope", {}, "x")), "unknown table"),
+        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(9)}, "set_pear", {})), "unknown action"),
+        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(9)}, "set_pair", {"pid": 1 << 12, "lm": 0})), "does not fit in 12 bits"),
+        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(512), "egress_port": Exact(9)}, "set_pair", {"pid": 1, "lm": 0})), "does not fit in 9 bits"),
+        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1)}, "set_pair", {"pid": 1, "lm": 0})), "key fields must be"),
+        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 1, "lm": 0})), "already exists"),
+        (Update("delete", TableEntry(PAIR, {"ingress_port": Exact(7), "egress_port": Exact(3)})), "no entry"),
+        (Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000001, 24)}, "route", {"port": 1})), "host bits"),
+        (Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(3, 1)}, "set_lf", {"lf": 1})), "outside the mask"),
+        (Update("insert", TableEntry(N.RI.name, {"ri_req": Exact(0), "rri_below_one": Exact(0), "congested": Exact(0)}, "ri_keep")), "constant"),
+        (Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 2, "insert": 0})), "does not fit in 1 bits"),
+    ],
+)
+def test_refused_batch_changes_nothing(bad, message):
+    r = rig()
+    before = dump(r.driver)
+    with pytest.raises(DriverError, match=message) as e:
+        r.driver.write([pair(1, 9, 77), bad, pair(2, 9, 78)])  # a good update before and after
+    assert "\n" not in str(e.value) and "nothing applied" in str(e.value)
+    assert dump(r.driver) == before
+
+
+def test_counter_register_lpf_errors():
+    r = rig()
+    with pytest.raises(DriverError, match="out of range"):
+        r.driver.read_counters(N.PAIR_BYTES.name, [C.NUM_PAIRS])
+    with pytest.raises(DriverError, match="unknown counter"):
+        r.driver.read_counters("FfsIngress.nothing")
+    with pytest.raises(DriverError, match="does not fit in 32 bits"):
+        r.driver.write_register(N.F_EST.name, 1, 1 << 32)
+    with pytest.raises(DriverError, match="bad LPF spec"):
+        r.driver.set_lpf_spec(N.F_LPF.name, [1], LpfSpec("FAST", 1, 1, 0))
+
+
+def test_batch_applies_everything_or_nothing():
+    r = rig()
+    r.driver.write([pair(1, 9, 77), pair(2, 9, 78, lm=5), pair(2, 9, 78, lm=6, kind="modify")])
+    got = {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params for e in r.driver.read_table(PAIR)}
+    assert got[(1, 9)] == {"pid": 77, "lm": 1} and got[(2, 9)] == {"pid": 78, "lm": 6}
+
+
+def test_defaults_and_clear():
+    d = LocalDriver(Pipeline())
+    assert d.read_default(N.IPV4_ROUTES.name).action.endswith(".drop")
+    d.write([Update("set_default", TableEntry(N.IPV4_ROUTES.name, {}, "route", {"port": 4}))])
+    assert d.read_default(N.IPV4_ROUTES.name).params == {"port": 4}
+    d.clear_table(N.IPV4_ROUTES.name)
+    assert d.read_default(N.IPV4_ROUTES.name).action.endswith(".drop")
+
+
+def test_listen_address_must_be_loopback():
+    assert check_address("localhost:50052") and check_address("unix:/tmp/x.sock")
+    with pytest.raises(ValueError, match="not loopback"):
+        check_address("0.0.0.0:50052")
+
+
+def test_grpc_round_trip_matches_local(tmp_path):
+    r = rig()
+    ctl = SwitchControl(r.pipeline)
+    sock = f"unix:{tmp_path}/ctl.sock"
+    server = serve(ctl, sock)
+    try:
+        m = ModelDriver(sock)
+        m.connect(timeout_s=10)
+        assert m.program_id() == ctl.program_id
+        local = LocalDriver(ctl)
+        assert m.read_table(PAIR) == local.read_table(PAIR)
+        assert m.read_table(N.GAMMA.name)[:5] == local.read_table(N.GAMMA.name)[:5]
+        m.write([pair(1, 9, 77)])
+        assert any(e.params["pid"] == 77 for e in local.read_table(PAIR))
+        with pytest.raises(DriverError, match="already exists"):
+            m.write([pair(1, 9, 77)])
+        m.write_register(N.F_EST.name, 3, 99)
+        assert m.read_registers(N.F_EST.name, [3]) == {3: 99}
+        assert m.read_counters(N.ACCEPTED.name, [3])[3].packets == 0
+        m.set_lpf_spec(N.F_LPF.name, [1, 2], LpfSpec("RATE", 5e5, 5e5, 2))
+        assert m.read_lpf_spec(N.F_LPF.name, 2) == LpfSpec("RATE", 5e5, 5e5, 2)
+        assert m.read_table(N.PORT_METADATA.name) == local.read_table(N.PORT_METADATA.name)
+        m.close()
+    finally:
+        server.stop(0)
+
+
+def test_model_driver_reports_unreachable_switch(tmp_path):
+    m = ModelDriver(f"unix:{tmp_path}/none.sock")
+    with pytest.raises(DriverError, match="did not answer"):
+        m.connect(timeout_s=0.5)

@@ -1,0 +1,266 @@
+"""The software switch against docs/spec.md, packet by packet: parser fates, forwarding, port modes,
+normalization, γ, counters and RI (Algorithm 4 with the pre-γ label)."""
+
+import math
+import struct
+
+import pytest
+from scapy.layers.inet import IP
+from scapy.layers.l2 import Ether
+
+from ffs import constants as C
+from ffs import p4names as N
+from ffs import tables as T
+from ffs.driver.base import Exact, Lpm, TableEntry, Update
+from ffs.frames import ipv4_frame, ipv6_frame, shim
+from ffs.labels import decode, encode
+from ffs.switch.packet import ipv4_checksum
+from switchkit import DST, IN, OUT, labelled, lf_of, rig, single_packet_f
+
+
+def shim_of(frame: bytes, ihl: int = 20, l2: int = 14):
+    b = frame[l2 + ihl : l2 + ihl + 8]
+    return {"version": b[0] >> 4, "flags": b[0] & 0xF, "nh": b[1], "rf": (b[2] << 8) | b[3], "rri": (b[4] << 8) | b[5], "echo": (b[6] << 8) | b[7]}
+
+
+def events(r):
+    return {i: v.packets for i, v in r.driver.read_counters(N.EVENTS.name).items() if v.packets}
+
+
+def lm_for(rf_code: int, rf_norm_code: int, ip_len: int = 1000) -> int:
+    """The pair's lm that makes a packet's normalized label exactly `rf_norm_code` (spec §7.2:
+    rf_norm = rf - lm + lf, with lf the f_log output of the single-packet LPF value)."""
+    lm = rf_code + lf_of(single_packet_f(ip_len, rf_code)) - rf_norm_code
+    assert 0 <= lm <= 0xFFFF
+    return lm
+
+
+# --- parser fates (spec §2) ------------------------------------------------------------------
+
+
+def test_truncated_shim_is_dropped_and_counted():
+    r = rig()
+    good = labelled(encode(1.0))
+    cut = bytearray(good[: 14 + 20 + 5])  # the frame ends inside the shim
+    res = r.send(bytes(cut))
+    assert res.egress_port is None and res.drop_reason == "parse_error"
+    # IP length that does not cover the shim (a padded minimum-size frame)
+    short = bytearray(ipv4_frame("10.0.1.1", DST, 24, shim(encode(1.0))[:4]))
+    short[14 + 9] = C.IP_PROTO_FFS
+    assert r.send(bytes(short)).drop_reason == "parse_error"
+    assert events(r) == {C.EVENT_PARSE_ERROR: 2}
+
+
+@pytest.mark.parametrize("first_byte", [0x28, 0x19])  # version 2; version 1 with the reserved bit
+def test_opaque_shim_forwarded_untouched(first_byte):
+    r = rig()
+    f = bytearray(labelled(encode(8.0)))
+    f[34] = first_byte
+    res = r.send(bytes(f))
+    assert res.egress_port == OUT and res.frame == bytes(f)
+    assert events(r) == {C.EVENT_OPAQUE_SHIM: 1}
+
+
+def test_non_ip_and_route_miss_drop():
+    r = rig()
+    arp = bytes(12) + b"\x08\x06" + bytes(46)
+    assert r.send(arp).drop_reason == "route_miss"
+    assert r.send(ipv4_frame("10.0.1.1", "192.0.2.1", 100)).drop_reason == "route_miss"
+    assert events(r) == {C.EVENT_ROUTE_MISS: 2}
+
+
+def test_miss_action_is_configurable():
+    r = rig()
+    r.driver.write([Update("set_default", TableEntry(N.IPV4_ROUTES.name, {}, "route", {"port": 9}))])
+    res = r.send(ipv4_frame("10.0.1.1", "192.0.2.1", 100))
+    assert res.egress_port == 9
+
+
+def test_lpm_prefers_longest_prefix():
+    r = rig()
+    r.driver.write([Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000307, 32)}, "route", {"port": 7}))])
+    assert r.send(ipv4_frame("10.0.1.1", DST, 100)).egress_port == 7
+    assert r.send(ipv4_frame("10.0.1.1", "10.0.3.8", 100)).egress_port == OUT
+
+
+@pytest.mark.parametrize(
+    "frame, shim_at",
+    [
+        (lambda s: ipv4_frame("10.0.1.1", DST, 1000, s, options=b"\x01\x01\x01\x00" * 2), 14 + 28),
+        (lambda s: ipv4_frame("10.0.1.1", DST, 1000, s, vlan=12), 18 + 20),
+        (lambda s: ipv6_frame("fc00::1", "fd00::9", 1000, s), 14 + 40),
+    ],
+    ids=["ipv4-options", "vlan", "ipv6"],
+)
+def test_shim_found_after_options_vlan_ipv6(frame, shim_at):
+    r = rig()
+    r.set_pair(0xFFFF)  # a huge M: every label normalizes far below tau, nothing drops
+    r.set_egress(encode(1.0))
+    f = frame(shim(encode(0.25), C.FLAG_RI))
+    res = r.send(f)
+    assert res.egress_port == OUT
+    b = res.frame[shim_at : shim_at + 8]
+    assert b[0] >> 4 == 1 and b[6:8] == b"\x00\x00"
+    # nothing outside the shim's rf and rri changed
+    assert res.frame[:shim_at] == f[:shim_at] and res.frame[shim_at + 8 :] == f[shim_at + 8 :]
+
+
+# --- unmanaged pairs, port modes ------------------------------------------------------------
+
+
+def test_unmanaged_pair_is_bypassed():
+    r = rig()
+    f = labelled(encode(3.0))
+    res = r.send(f, port=2)  # no pair (2, 3)
+    assert res.egress_port == OUT and res.frame == f
+    assert events(r) == {C.EVENT_NO_PAIR: 1}
+
+
+def test_reset_port_defaults_label_and_sets_flag():
+    r = rig(trust=0)
+    lm = lm_for(C.CODE_ONE, encode(0.5))  # the label is ignored: rf = 1.0 enters normalization
+    r.set_pair(lm)
+    res = r.send(labelled(encode(64.0), rri=encode(0.5)))
+    s = shim_of(res.frame)
+    assert s["rf"] == encode(0.5)  # from the default 1.0, not from 64
+    assert s["flags"] & C.FLAG_DEFAULTED
+    assert s["rri"] == encode(0.5)  # RI is never updated for a defaulted label
+
+
+def test_insert_then_strip_restores_the_frame():
+    r = rig(insert=1)
+    plain = ipv4_frame("10.0.1.1", DST, 500)
+    res = r.send(plain)
+    out = res.frame
+    ip = IP(out[14:])
+    assert ip.proto == C.IP_PROTO_FFS and ip.len == 508
+    assert ipv4_checksum(out[14:34]) == struct.unpack("!H", out[24:26])[0]
+    s = shim_of(out)
+    assert s["version"] == 1 and s["flags"] == C.FLAG_DEFAULTED and s["nh"] == 17 and s["rri"] == C.CODE_MAX
+    # strip at the egress port: the original bytes come back
+    r.driver.write([Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
+    res2 = r.send(out)
+    assert res2.frame == plain
+
+
+# --- normalization, γ, rewrite (Algorithm 3) -------------------------------------------------
+
+
+def test_rf_out_is_min_of_normalized_and_tau_code_exact():
+    r = rig(seed=3)
+    rf = encode(2.0)
+    r.set_pair(lm_for(rf, encode(0.5)))
+    r.set_egress(encode(4 / 3))
+    res = r.send(labelled(rf))
+    assert shim_of(res.frame)["rf"] == encode(0.5)  # unconstrained: rf' < tau stays
+    r.set_pair(lm_for(rf, encode(2.0)))
+    outs = [r.send(labelled(rf)) for _ in range(20)]
+    kept = [o for o in outs if o.egress_port is not None]
+    assert kept and all(shim_of(o.frame)["rf"] == encode(4 / 3) for o in kept)  # constrained: rf' -> tau
+    assert all(shim_of(o.frame)["echo"] == 0x1234 for o in kept)  # rri_echo never changes
+
+
+def test_gamma_one_never_drops():
+    r = rig()
+    rf = encode(2.0)
+    r.set_pair(lm_for(rf, encode(2.0)))
+    r.set_egress(C.CODE_MAX, congested=0)  # uncongested: tau = infinity
+    assert all(r.send(labelled(rf)).egress_port == OUT for _ in range(2000))
+    r.set_egress(encode(2.0))  # rf' == tau: d = 0, the bypass entry
+    assert all(r.send(labelled(rf)).egress_port == OUT for _ in range(2000))
+
+
+@pytest.mark.parametrize("gamma", [1 / 3, 0.5, 0.05])
+def test_drop_frequency_binomial(gamma):
+    n = 6000
+    r = rig(seed=11)
+    rf = encode(2.0)
+    r.set_pair(lm_for(rf, encode(2.0)))
+    ltau = encode(2.0) - round(128 * math.log2(1 / gamma))
+    r.set_egress(ltau)
+    p = T.gamma_of_code_distance(encode(2.0) - ltau)  # the table's exact probability
+    assert p == pytest.approx(gamma, rel=0.006)
+    accepted = sum(r.send(labelled(rf)).egress_port is not None for _ in range(n))
+    sigma = math.sqrt(n * p * (1 - p))
+    assert abs(accepted - n * p) <= 4 * sigma
+
+
+def test_counters_exact():
+    r = rig(seed=5)
+    rf = encode(2.0)
+    r.set_pair(lm_for(rf, encode(2.0)))
+    r.set_egress(encode(1.0))  # gamma = 1/2
+    f = labelled(rf)
+    res = [r.send(f) for _ in range(400)]
+    kept = sum(x.egress_port is not None for x in res)
+    rb = r.driver.read_counters(N.PAIR_BYTES.name, [5])[5]
+    dr = r.driver.read_counters(N.PAIR_DROPS.name, [5])[5]
+    acc = r.driver.read_counters(N.ACCEPTED.name, [OUT])[OUT]
+    assert (rb.packets, rb.bytes) == (400, 400 * len(f))
+    assert (dr.packets, dr.bytes) == (400 - kept, (400 - kept) * len(f))
+    assert (acc.packets, acc.bytes) == (kept, kept * len(f))
+    assert events(r) == {C.EVENT_FFS_DROP: 400 - kept}
+    f_est = r.driver.read_registers(N.F_EST.name, [5])[5]
+    assert f_est == single_packet_f(1000, rf)
+
+
+# --- RI (Algorithm 4 with the pre-γ normalized label) ----------------------------------------
+
+
+@pytest.mark.parametrize("rf_norm, expect", [(0.5, 8 / 3), (4.0, 1 / 3), (2.0, 2 / 3)])
+def test_rri_congested_table_ii(rf_norm, expect):
+    """Table II at tau = 4/3: RRI = tau / rf' = 8/3, 1/3, 2/3 (digest §1.14 vector 1)."""
+    r = rig(seed=1)
+    rf = encode(2.0)
+    r.set_pair(lm_for(rf, encode(rf_norm)))
+    r.set_egress(encode(4 / 3))
+    for _ in range(50):
+        res = r.send(labelled(rf))
+        if res.egress_port is not None:
+            break
+    got = shim_of(res.frame)["rri"]
+    assert got == min(encode(4 / 3) - encode(rf_norm) + C.CODE_BIAS, 0xFFFF)  # code-exact
+    assert decode(got) == pytest.approx(expect, rel=0.006)
+
+
+@pytest.mark.parametrize("rf_norm, expect", [(0.25, 4.0), (1.0, 2.0)])
+def test_rri_uncongested(rf_norm, expect):
+    """C/R* = 2: RRI = max(C/R*, 1/rf') (Algorithm 4 line 7)."""
+    r = rig()
+    rf = encode(2.0)
+    r.set_pair(lm_for(rf, encode(rf_norm)))
+    r.set_egress(C.CODE_MAX, congested=0, lcr=encode(2.0))
+    got = shim_of(r.send(labelled(rf)).frame)["rri"]
+    assert got == encode(expect)
+
+
+def test_rri_upstream_chain():
+    """RRI < 1 means upstream congestion: each constraining node multiplies by its γ (vector 13)."""
+    r = rig(seed=2)
+    rf = encode(2.0)
+    r.set_pair(lm_for(rf, encode(2.0)))
+    r.set_egress(encode(1.0))  # gamma = 1/2, d = 128
+    rri = encode(0.5)
+    for hop in range(2):
+        for _ in range(50):
+            res = r.send(labelled(rf, rri=rri))
+            if res.egress_port is not None:
+                break
+        rri = shim_of(res.frame)["rri"]
+    assert rri == encode(0.125)  # 0.5 * 1/2 * 1/2, exact in codes
+
+
+def test_no_ri_without_request_flag():
+    r = rig()
+    rf = encode(2.0)
+    r.set_pair(lm_for(rf, encode(0.5)))
+    r.set_egress(encode(4 / 3))
+    res = r.send(labelled(rf, flags=0, rri=0x1111))
+    assert shim_of(res.frame)["rri"] == 0x1111
+
+
+def test_scapy_sees_a_valid_ipv4_packet():
+    r = rig()
+    res = r.send(labelled(encode(0.5)))
+    pkt = Ether(res.frame)
+    assert pkt[IP].proto == C.IP_PROTO_FFS and pkt[IP].dst == DST
