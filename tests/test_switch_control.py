@@ -40,7 +40,7 @@ def pair(ing, eg, pid, lm=1, kind="insert"):
         (Update("delete", TableEntry(PAIR, {"ingress_port": Exact(7), "egress_port": Exact(3)})), "no entry"),
         (Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000001, 24)}, "route", {"port": 1})), "host bits"),
         (Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(3, 1)}, "set_lf", {"lf": 1})), "outside the mask"),
-        (Update("insert", TableEntry(N.RI.name, {"ri_req": Exact(0), "rri_below_one": Exact(0), "congested": Exact(0)}, "ri_keep")), "constant"),
+        (Update("insert", TableEntry(N.RI.name, {"ri_req": Exact(0), "rri_ge_one": Exact(0), "congested": Exact(0)}, "ri_keep")), "constant"),
         (Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 2, "insert": 0})), "does not fit in 1 bits"),
     ],
 )

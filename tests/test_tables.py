@@ -84,10 +84,10 @@ def test_gamma_table():
 def test_ri_entries_cover_requests():
     e = {tuple(v.value for v in x.key.values()): x.action.rsplit(".", 1)[1] for x in T.ri_entries()}
     assert e == {
-        (1, 0, 0): "ri_uncongested",
-        (1, 0, 1): "ri_congested",
-        (1, 1, 0): "ri_upstream",
-        (1, 1, 1): "ri_upstream",
+        (1, 1, 0): "ri_uncongested",
+        (1, 1, 1): "ri_congested",
+        (1, 0, 0): "ri_upstream",
+        (1, 0, 1): "ri_upstream",
     }
 
 

@@ -176,7 +176,7 @@ RI = Table(
     f"{ING}.ri_update.ri",
     (
         Key("ri_req", "exact", 1),
-        Key("rri_below_one", "exact", 1),
+        Key("rri_ge_one", "exact", 1),  # bit 15 of the rri code: rri >= 1.0
         Key("congested", "exact", 1),
     ),
     (_RI_UPSTREAM, _RI_CONGESTED, _RI_UNCONGESTED, _RI_KEEP),

@@ -129,16 +129,17 @@ def gamma_of_code_distance(d: int) -> float:
 
 
 def ri_entries() -> list[TableEntry]:
+    """Algorithm 4's branches; `rri_ge_one` is bit 15 of the rri code (1 iff rri >= 1.0)."""
     t = N.RI
     out = []
-    for below in (0, 1):
+    for ge_one in (0, 1):
         for cong in (0, 1):
-            if below:
+            if not ge_one:
                 act = t.action("ri_upstream").name
             else:
                 act = t.action("ri_congested" if cong else "ri_uncongested").name
             out.append(
-                TableEntry(t.name, {"ri_req": Exact(1), "rri_below_one": Exact(below), "congested": Exact(cong)}, act)
+                TableEntry(t.name, {"ri_req": Exact(1), "rri_ge_one": Exact(ge_one), "congested": Exact(cong)}, act)
             )
     return out
 

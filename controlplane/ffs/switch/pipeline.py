@@ -196,8 +196,7 @@ class RiUpdate:
         md.m_unc = min(md.rri, md.c_unc)
 
     def stage7(self, frame: bytearray, shim: int, ri_req: int, md: Meta) -> None:
-        below = 0 if md.rri >> 15 else 1
-        action, _ = self.ri.lookup(ri_req, below, md.congested)
+        action, _ = self.ri.lookup(ri_req, (md.rri >> 15) & 1, md.congested)
         if action == "ri_upstream":
             shim_set16(frame, shim, RRI_OFF, sat_sub(shim_get16(frame, shim, RRI_OFF), md.d16))
         elif action == "ri_congested":
@@ -274,8 +273,6 @@ class Pipeline:
             md.rri = shim_get16(buf, p.shim, RRI_OFF)
             if md.trust:
                 md.rf = shim_get16(buf, p.shim, RF_OFF)
-        elif p.ffs_state == C.FFS_STATE_OPAQUE:
-            events.count(C.EVENT_OPAQUE_SHIM, len(buf))
         frame_len = len(buf)
         # -- stage 0 --------------------------------------------------------------------------
         if not self.forwarding.apply(p, md):
@@ -314,6 +311,8 @@ class Pipeline:
         # -- stage 7 --------------------------------------------------------------------------
         if ri_req:
             self.ri_update.stage7(buf, p.shim, ri_req, md)
+        if p.ffs_state == C.FFS_STATE_OPAQUE:
+            events.count(C.EVENT_OPAQUE_SHIM, frame_len)
         return self._egress(buf, md.egress_port, md.pid)
 
     def _egress(self, buf: bytearray, port: int, pid: int | None) -> Result:
