@@ -65,7 +65,7 @@ def parse(frame: bytes | bytearray) -> Parsed:
             raise ParseError("truncated or malformed IPv6 header")
         p.l3, p.ip_version = off, 6
         payload = (frame[off + 4] << 8) | frame[off + 5]
-        p.l3_len = (payload + IPV6_LEN) & 0xFFFF
+        p.l3_len = payload  # the Tofino parser copies fields, it does not add (spec §4)
         p.dst = int.from_bytes(frame[off + 24 : off + 40], "big")
         if frame[off + 6] == C.IP_PROTO_FFS:
             if n < off + IPV6_LEN + C.SHIM_LEN or payload < C.SHIM_LEN:

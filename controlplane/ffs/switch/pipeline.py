@@ -174,9 +174,7 @@ class Normalize:
             md.margin, md.d16 = sat_sub(params["thr"], md.rnd), params["d16"]
         else:  # gamma_zero
             md.margin, md.d16 = 0, 0
-        md.rf_out = min(md.rf_norm, md.ltau)
-        md.c_cong = sat_sub(C.CONG_CAND_CONST, md.d_w)
-        md.c_unc = max(md.c_inv, md.lcr)
+        md.rf_out = min(md.rf_norm, md.ltau)  # label_out
 
 
 class RiUpdate:
@@ -191,7 +189,12 @@ class RiUpdate:
             self.ri.entries[ident] = stored
 
     @staticmethod
-    def stage6(md: Meta) -> None:
+    def stage5(md: Meta) -> None:  # candidates: Algorithm 4 lines 5 and 7 with the pre-γ label
+        md.c_cong = sat_sub(C.CONG_CAND_CONST, md.d_w)
+        md.c_unc = max(md.c_inv, md.lcr)
+
+    @staticmethod
+    def stage6(md: Meta) -> None:  # limits
         md.m_cong = min(md.rri, md.c_cong)
         md.m_unc = min(md.rri, md.c_unc)
 
@@ -280,13 +283,13 @@ class Pipeline:
             return Result(None, None, "route_miss")
         rate_est, norm = self.rate_est, self.normalize
         rate_est.stage0_lw(p.l3_len, md)
-        md.rnd = norm.rng.get()
         # -- stage 1 --------------------------------------------------------------------------
         managed = self.pair_map.apply(ingress_port, md)
+        rate_est.stage1_weight(md)
         if not managed:
             events.count(C.EVENT_NO_PAIR, frame_len)
             return self._egress(buf, md.egress_port, None)
-        rate_est.stage1_weight(md)
+        md.rnd = norm.rng.get()  # Normalize.draw: only managed packets draw
         # -- stages 2-5 -----------------------------------------------------------------------
         rate_est.stage2_estimate(md, frame_len, t_ns)
         norm.stage2(md)
@@ -294,12 +297,14 @@ class Pipeline:
         norm.stage3(md)
         norm.stage4(md)
         norm.stage5(md)
+        ri = self.ri_update
+        ri.stage5(md)
         # -- stage 6: the drop decision, the label rewrite ------------------------------------
         if md.margin == 0:
             norm.pair_drops.count(md.pid, frame_len)
             events.count(C.EVENT_FFS_DROP, frame_len)
             return Result(None, None, "ffs_drop", md.pid)
-        RiUpdate.stage6(md)
+        ri.stage6(md)
         ri_req = 0
         if p.ffs_state == C.FFS_STATE_VALID:
             shim_set16(buf, p.shim, RF_OFF, md.rf_out & U16)
@@ -310,7 +315,7 @@ class Pipeline:
             insert_shim(buf, p, md.rf_out & U16)
         # -- stage 7 --------------------------------------------------------------------------
         if ri_req:
-            self.ri_update.stage7(buf, p.shim, ri_req, md)
+            ri.stage7(buf, p.shim, ri_req, md)
         if p.ffs_state == C.FFS_STATE_OPAQUE:
             events.count(C.EVENT_OPAQUE_SHIM, frame_len)
         return self._egress(buf, md.egress_port, md.pid)

@@ -1,0 +1,60 @@
+/* ffs-tofino: constants of the FFS/RI contract (docs/spec.md). The same values live in
+ * controlplane/ffs/constants.py; tests/test_constants_p4.py checks that the two agree. */
+#ifndef _FFS_DEFINE_P4_
+#define _FFS_DEFINE_P4_
+
+/* --- the shim (spec §2) --- */
+#define IP_PROTO_FFS        253
+#define SHIM_VERSION        1
+#define FLAG_RI             0x8
+#define FLAG_ECHO           0x4
+#define FLAG_DEFAULTED      0x2
+#define FLAG_RESERVED       0x1
+
+/* --- the log code (spec §3) --- */
+#define CODE_ONE            0x8000
+#define CODE_MAX            0xFFFF
+#define WIDE_OFFSET         0x10000
+#define CONG_CAND_CONST     0x18000
+#define INV_CONST           0x10000
+
+/* --- sizes (override with -D at build time) --- */
+#ifndef NUM_PAIRS
+#define NUM_PAIRS           4096
+#endif
+#define PID_BITS            12
+#ifndef NUM_PORTS
+#define NUM_PORTS           512
+#endif
+#ifndef IPV4_ROUTES
+#define IPV4_ROUTES         1024
+#endif
+#ifndef IPV6_ROUTES
+#define IPV6_ROUTES         1024
+#endif
+#define LEN_LOG_SIZE        2048
+#define WEIGHT_KEYS         4096
+#define F_LOG_SIZE          4096
+#define GAMMA_SIZE          2050
+#define EVENT_COUNTER_SIZE  8
+#define IPV4_OPTION_WORDS   10
+
+/* --- FfsIngress.events cells (spec §7.6) --- */
+#define EVENT_PARSE_ERROR   0
+#define EVENT_ROUTE_MISS    1
+#define EVENT_OPAQUE_SHIM   2
+#define EVENT_NO_PAIR       3
+#define EVENT_FFS_DROP      4
+
+/* --- parser outcome for the shim --- */
+#define FFS_STATE_NONE      0
+#define FFS_STATE_VALID     1
+#define FFS_STATE_OPAQUE    2
+
+#define ETHERTYPE_IPV4      0x0800
+#define ETHERTYPE_IPV6      0x86DD
+#define ETHERTYPE_VLAN      0x8100
+
+typedef bit<PID_BITS> pid_t;
+
+#endif

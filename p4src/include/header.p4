@@ -1,0 +1,126 @@
+/* ffs-tofino: headers and metadata (docs/spec.md §2, §7). */
+#ifndef _FFS_HEADER_P4_
+#define _FFS_HEADER_P4_
+
+#include "define.p4"
+
+header ethernet_h {
+    bit<48> dst_addr;
+    bit<48> src_addr;
+    bit<16> ether_type;
+}
+
+header vlan_h {
+    bit<3>  pcp;
+    bit<1>  dei;
+    bit<12> vid;
+    bit<16> ether_type;
+}
+
+header ipv4_h {
+    bit<4>  version;
+    bit<4>  ihl;
+    bit<8>  diffserv;
+    bit<16> total_len;
+    bit<16> identification;
+    bit<3>  flags;
+    bit<13> frag_offset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> hdr_checksum;
+    bit<32> src_addr;
+    bit<32> dst_addr;
+}
+
+/* IPv4 options are kept word by word so that the deparser re-emits them unchanged. */
+header ipv4_option_word_h {
+    bit<32> data;
+}
+
+header ipv6_h {
+    bit<4>   version;
+    bit<8>   traffic_class;
+    bit<20>  flow_label;
+    bit<16>  payload_len;
+    bit<8>   next_hdr;
+    bit<8>   hop_limit;
+    bit<128> src_addr;
+    bit<128> dst_addr;
+}
+
+/* The FFS/RI shim: 8 bytes after the IP header (IPv4 protocol / IPv6 next header 253). */
+header ffs_h {
+    bit<4>  version;
+    bit<4>  flags;        /* R 0x8, E 0x4, D 0x2, reserved 0x1 */
+    bit<8>  next_hdr;
+    bit<16> rf;           /* log code of r/f */
+    bit<16> rri;          /* log code of the relative rate indicator */
+    bit<16> rri_echo;     /* the destination's feedback: never changed by a node */
+}
+
+struct headers_t {
+    ethernet_h                            ethernet;
+    vlan_h                                vlan;
+    ipv4_h                                ipv4;
+    ipv4_option_word_h[IPV4_OPTION_WORDS] ipv4_options;
+    ipv6_h                                ipv6;
+    ffs_h                                 ffs;
+}
+
+/* Per-port parser metadata, set from the control plane ($PORT_METADATA, spec §6). */
+header port_metadata_t {
+    bit<8> ifindex;
+    bit<1> trust;
+    bit<1> insert;
+    @padding bit<6> pad;
+}
+
+struct ffs_metadata_t {
+    port_metadata_t port_md;
+    bit<1>  parse_error;   /* truncated shim: dropped and counted */
+    bit<2>  ffs_state;     /* FFS_STATE_* */
+    bit<1>  ri_req;        /* valid, trusted shim with the R flag */
+    bit<1>  rri_ge_one;    /* bit 15 of the arriving rri */
+    bit<16> l3_len;        /* IPv4 total_len, IPv6 payload_len */
+    bit<16> rf16;          /* the label entering normalization (default 1.0 where the spec says) */
+    bit<32> rf;            /* the same, widened for the 32-bit arithmetic */
+    bit<32> rri;           /* arriving rri (0xFFFF without a valid shim) */
+    bit<1>  routed;
+    bit<1>  managed;
+    bit<1>  csum_update;
+    bit<3>  event;
+    bit<1>  count_event;
+    /* stage 0-1 */
+    bit<16> lw;
+    bit<16> rnd;
+    pid_t   pid;
+    bit<32> lm;
+    bit<32> ltau;
+    bit<32> ntau;
+    bit<1>  congested;
+    bit<32> lcr;
+    bit<32> w;
+    /* stage 2-5 */
+    bit<32> f;
+    bit<32> k;
+    bit<32> lf;
+    bit<32> k2;
+    bit<32> ik;
+    bit<32> rf_norm;
+    bit<32> d_w;
+    bit<32> c_inv;
+    bit<16> margin;
+    bit<16> d16;
+    bit<32> rf_out;
+    bit<32> c_cong;
+    bit<32> c_unc;
+    bit<32> m_cong;
+    bit<32> m_unc;
+}
+
+struct egress_metadata_t {
+    bit<1> strip;
+    bit<1> csum_update;
+}
+
+#endif
