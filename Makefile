@@ -4,10 +4,37 @@
 PYTHON ?= python3
 PIP    ?= $(PYTHON) -m pip
 
-.PHONY: help setup test unit-tests
+# Tofino build (needs the SDE): TARGET=tofino (TNA, default) or tofino2 (T2NA)
+TARGET   ?= tofino
+BUILD    := build/$(TARGET)
+P4SRC    := p4src/ffs.p4
+P4DEPS   := $(shell find p4src -name '*.p4')
+ifeq ($(TARGET),tofino2)
+  ARCH := t2na
+  CHIP := tofino2
+  BIN  := tofino2.bin
+  P4FLAGS_TARGET := -DTOFINO2
+else
+  ARCH := tna
+  CHIP := tofino
+  BIN  := tofino.bin
+  P4FLAGS_TARGET :=
+endif
+P4FLAGS ?=
+# hardware needs the platform agent in ffs.conf; tofino-model must not load it
+PLATFORM ?= model
+ifeq ($(PLATFORM),hw)
+  AGENT0_LINE := "agent0": "lib/libpltfm_mgr.so",
+else
+  AGENT0_LINE :=
+endif
+
+.PHONY: help setup test unit-tests build install-conf clean-build check-sde
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
+	@echo "make build        compile p4src/ with the SDE's bf-p4c (TARGET=tofino|tofino2, PLATFORM=model|hw) and install ffs.conf"
+	@echo "make clean-build  remove build/"
 
 setup:
 	$(PIP) install -q -e '.[dev]'
@@ -16,3 +43,38 @@ test: unit-tests
 
 unit-tests:
 	$(PYTHON) -m pytest -q tests
+
+# --- Tofino (SDE) -------------------------------------------------------------------------------
+check-sde:
+	@if [ -z "$$SDE_INSTALL" ]; then \
+	  echo "make build: SDE_INSTALL is not set. Point SDE and SDE_INSTALL at an installed Tofino SDE" >&2; \
+	  echo "            (open-p4studio or Intel's), e.g. export SDE=~/open-p4studio SDE_INSTALL=\$$SDE/install" >&2; \
+	  exit 2; fi
+	@if [ ! -x "$$SDE_INSTALL/bin/bf-p4c" ]; then \
+	  echo "make build: $$SDE_INSTALL/bin/bf-p4c not found: build the SDE with the P4 compiler (p4studio) first" >&2; \
+	  exit 2; fi
+
+build: check-sde $(BUILD)/ffs/pipe/$(BIN) install-conf
+
+$(BUILD)/ffs/pipe/$(BIN): $(P4DEPS)
+	@mkdir -p $(BUILD)/ffs
+	LD_LIBRARY_PATH="$$SDE_INSTALL/lib:$$LD_LIBRARY_PATH" "$$SDE_INSTALL/bin/bf-p4c" --std p4-16 \
+	  --target $(CHIP) --arch $(ARCH) -g $(P4FLAGS_TARGET) $(P4FLAGS) \
+	  --bf-rt-schema $(BUILD)/ffs/bf-rt.json -o $(BUILD)/ffs $(P4SRC)
+	@test -f $(BUILD)/ffs/pipe/$(BIN) || { echo "make build: bf-p4c produced no $(BIN)" >&2; exit 1; }
+	@echo "stages used:"; grep -h "^Number of stages" $(BUILD)/ffs/pipe/logs/*.log 2>/dev/null || true
+
+# Installs the program where run_switchd.sh -p ffs looks for it:
+#   $$SDE_INSTALL/share/tofinopd/ffs/{bf-rt.json,pipe/context.json,pipe/$(BIN)}
+#   $$SDE_INSTALL/share/p4/targets/$(CHIP)/ffs.conf
+install-conf: check-sde
+	@test -f $(BUILD)/ffs/bf-rt.json || { echo "install-conf: run make build first" >&2; exit 2; }
+	mkdir -p "$$SDE_INSTALL/share/tofinopd/ffs/pipe" "$$SDE_INSTALL/share/p4/targets/$(CHIP)"
+	cp $(BUILD)/ffs/bf-rt.json "$$SDE_INSTALL/share/tofinopd/ffs/"
+	cp $(BUILD)/ffs/pipe/context.json $(BUILD)/ffs/pipe/$(BIN) "$$SDE_INSTALL/share/tofinopd/ffs/pipe/"
+	sed -e 's/@CHIP_FAMILY@/$(CHIP)/' -e 's/@BIN_NAME@/$(BIN)/' -e 's|@AGENT0@|$(AGENT0_LINE)|' p4src/ffs.conf.in \
+	  > "$$SDE_INSTALL/share/p4/targets/$(CHIP)/ffs.conf"
+	@echo "installed: run_switchd.sh -p ffs --arch $(CHIP)"
+
+clean-build:
+	rm -rf build

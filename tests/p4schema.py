@@ -1,0 +1,156 @@
+"""A small reader of p4src/ that extracts what the control plane addresses: tables (keys, actions,
+default, size, const entries), actions with parameter widths, Counters, Registers, Lpfs and the
+per-port metadata fields, with the fully qualified names BF-Runtime gives them.
+
+It understands the project's own layout (one construct per statement, `@name` on every key),
+not P4 in general; that is enough to check, without a compiler, that p4src/ and ffs.p4names agree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INTRINSIC_WIDTHS = {
+    "ig_intr_md.ingress_port": 9,
+    "ig_tm_md.ucast_egress_port": 9,
+    "eg_intr_md.egress_port": 9,
+}
+
+
+@dataclass
+class P4Table:
+    name: str
+    keys: list[tuple[str, str, int]]  # (@name, match kind, width)
+    actions: list[str]
+    default: str
+    size: int
+    const_entries: list[tuple[tuple[int, ...], str]] = field(default_factory=list)
+
+
+@dataclass
+class P4Program:
+    tables: dict[str, P4Table] = field(default_factory=dict)
+    actions: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    counters: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> (size, type)
+    registers: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (width, size)
+    lpfs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    defines: dict[str, str] = field(default_factory=dict)
+    port_metadata: list[tuple[str, int]] = field(default_factory=list)
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def _block(text: str, start: int) -> tuple[str, int]:
+    """The text between the brace at or after `start` and its match."""
+    i = text.index("{", start)
+    depth = 0
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1 : j], j + 1
+    raise ValueError("unbalanced braces")
+
+
+def read(p4dir: Path) -> P4Program:
+    files = sorted(p4dir.rglob("*.p4"))
+    text = "\n".join(_strip_comments(f.read_text()) for f in files)
+    prog = P4Program()
+    for m in re.finditer(r"^[ \t]*#define[ \t]+(\w+)[ \t]+(\S+)", text, flags=re.M):
+        prog.defines.setdefault(m.group(1), m.group(2))
+    typedefs = {m.group(2): int(m.group(1)) for m in re.finditer(r"typedef\s+bit<(\d+)>\s+(\w+);", text)}
+    typedefs.update({"PortId_t": 9, "pid_t": int(prog.defines.get("PID_BITS", "12"))})
+
+    def num(expr: str) -> int:
+        expr = expr.strip()
+        while expr in prog.defines:
+            expr = prog.defines[expr]
+        return int(expr, 0)
+
+    def width(t: str) -> int:
+        t = t.strip()
+        m = re.fullmatch(r"bit<(\w+)>", t)
+        if m:
+            return num(m.group(1))
+        if t in typedefs:
+            return typedefs[t]
+        raise ValueError(f"unknown type {t}")
+
+    # header and struct fields, for key widths
+    fields: dict[str, dict[str, str]] = {}
+    for m in re.finditer(r"\b(header|struct)\s+(\w+)\s*{", text):
+        body, _ = _block(text, m.start())
+        fields[m.group(2)] = {
+            f.group(3): f.group(2)
+            for f in re.finditer(r"(@\w+\s+)?([\w<>\[\]]+(?:<\w+>)?(?:\[\w+\])?)\s+(\w+)\s*;", body)
+        }
+    prog.port_metadata = [
+        (n, width(t)) for n, t in fields["port_metadata_t"].items()
+        if not re.search(rf"@padding\s+\S+\s+{n}\s*;", text)
+    ]
+
+    def key_width(expr: str, md_struct: str) -> int:
+        if expr in INTRINSIC_WIDTHS:
+            return INTRINSIC_WIDTHS[expr]
+        parts = expr.split(".")
+        if parts[0] == "md":
+            return width(fields[md_struct][parts[1]])
+        if parts[0] == "hdr":
+            htype = fields["headers_t"][parts[1]]
+            return width(fields[htype][parts[2]])
+        raise ValueError(f"cannot size key {expr}")
+
+    controls: dict[str, tuple[str, str]] = {}  # name -> (params, body)
+    for m in re.finditer(r"\bcontrol\s+(\w+)\s*\(", text):
+        params_end = text.index(")", m.end())
+        body, _ = _block(text, params_end)
+        controls[m.group(1)] = (text[m.end() : params_end], body)
+
+    def walk(control: str, prefix: str) -> None:
+        params, body = controls[control]
+        md_struct = "egress_metadata_t" if "egress_metadata_t" in params else "ffs_metadata_t"
+        for m in re.finditer(r"\b(\w+)\(\)\s+(\w+)\s*;", body):
+            if m.group(1) in controls:
+                walk(m.group(1), f"{prefix}.{m.group(2)}")
+        for m in re.finditer(r"\baction\s+(\w+)\s*\(([^)]*)\)", body):
+            ps = []
+            for p in filter(None, (x.strip() for x in m.group(2).split(","))):
+                t, n = p.rsplit(None, 1)
+                ps.append((n, width(t)))
+            prog.actions[f"{prefix}.{m.group(1)}"] = ps
+        for m in re.finditer(r"\btable\s+(\w+)\s*{", body):
+            tb, _ = _block(body, m.start())
+            keys = []
+            kb = re.search(r"key\s*=\s*{(.*?)}", tb, flags=re.S)
+            for k in re.finditer(r"([\w.]+)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb.group(1) if kb else ""):
+                keys.append((k.group(3), k.group(2), key_width(k.group(1), md_struct)))
+            acts = re.search(r"actions\s*=\s*{([^}]*)}", tb).group(1)
+            default = re.search(r"default_action\s*=\s*(\w+)", tb).group(1)
+            size = num(re.search(r"size\s*=\s*(\w+)\s*;", tb).group(1))
+            const = []
+            ce = re.search(r"const\s+entries\s*=\s*{", tb)
+            if ce:
+                cb, _ = _block(tb, ce.start())
+                for e in re.finditer(r"\(([^)]*)\)\s*:\s*(\w+)\s*\(\s*\)\s*;", cb):
+                    const.append((tuple(num(x) for x in e.group(1).split(",")), e.group(2)))
+            prog.tables[f"{prefix}.{m.group(1)}"] = P4Table(
+                f"{prefix}.{m.group(1)}", keys, [a.strip() for a in acts.split(";") if a.strip()],
+                default, size, const,
+            )
+        for m in re.finditer(r"\bCounter<.*?>\s*\(\s*(\w+)\s*,\s*CounterType_t\.(\w+)\s*\)\s*(\w+)\s*;", body):
+            prog.counters[f"{prefix}.{m.group(3)}"] = (num(m.group(1)), m.group(2))
+        for m in re.finditer(r"\bRegister<\s*([\w<>]+?)\s*,\s*\w+\s*>\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;", body):
+            prog.registers[f"{prefix}.{m.group(3)}"] = (width(m.group(1)), num(m.group(2)))
+        for m in re.finditer(r"\bLpf<\s*([\w<>]+?)\s*,\s*\w+\s*>\s*\(\s*(?:size\s*=\s*)?(\w+)\s*\)\s*(\w+)\s*;", body):
+            prog.lpfs[f"{prefix}.{m.group(3)}"] = (width(m.group(1)), num(m.group(2)))
+
+    for top in ("FfsIngress", "FfsEgress"):
+        walk(top, top)
+    return prog

@@ -1,0 +1,23 @@
+"""p4src/include/define.p4 and ffs.constants carry the same numbers (one contract, two languages)."""
+
+from pathlib import Path
+
+from ffs import constants as C
+from p4schema import read
+
+P4 = Path(__file__).resolve().parent.parent / "p4src"
+
+SHARED = [
+    "IP_PROTO_FFS", "SHIM_VERSION", "FLAG_RI", "FLAG_ECHO", "FLAG_DEFAULTED", "FLAG_RESERVED",
+    "CODE_MAX", "WIDE_OFFSET", "CONG_CAND_CONST", "INV_CONST", "NUM_PAIRS", "PID_BITS", "NUM_PORTS",
+    "IPV4_ROUTES", "IPV6_ROUTES", "WEIGHT_KEYS", "EVENT_COUNTER_SIZE", "EVENT_PARSE_ERROR",
+    "EVENT_ROUTE_MISS", "EVENT_OPAQUE_SHIM", "EVENT_NO_PAIR", "EVENT_FFS_DROP", "FFS_STATE_NONE",
+    "FFS_STATE_VALID", "FFS_STATE_OPAQUE",
+]
+
+
+def test_defines_match_constants():
+    d = read(P4).defines
+    for name in SHARED:
+        assert int(d[name], 0) == getattr(C, name), name
+    assert int(d["CODE_ONE"], 0) == C.CODE_ONE

@@ -1,0 +1,84 @@
+"""Without a compiler: every table, action, counter, register and LPF that the control plane and the
+software switch use (ffs.p4names) is declared in p4src/ under the same name, with the same keys,
+parameters and sizes, and the other way round."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ffs import p4names as N
+from ffs import tables as T
+from p4schema import read
+
+P4 = Path(__file__).resolve().parent.parent / "p4src"
+
+
+def mismatches(prog) -> list[str]:
+    out = []
+    want_tables = {t.name: t for t in N.TABLES}
+    for name in sorted(set(want_tables) ^ set(prog.tables)):
+        out.append(f"table {name}: only in {'p4names' if name in want_tables else 'p4src'}")
+    for name, t in want_tables.items():
+        p = prog.tables.get(name)
+        if p is None:
+            continue
+        keys = [(k.name, k.match, k.width) for k in t.keys]
+        if keys != p.keys:
+            out.append(f"table {name}: keys {keys} != p4src {p.keys}")
+        if sorted(a.short for a in t.actions) != sorted(p.actions):
+            out.append(f"table {name}: actions {[a.short for a in t.actions]} != p4src {p.actions}")
+        if t.default_action.rsplit(".", 1)[1] != p.default:
+            out.append(f"table {name}: default {t.default_action} != p4src {p.default}")
+        if t.size != p.size:
+            out.append(f"table {name}: size {t.size} != p4src {p.size}")
+        if t.const_entries != bool(p.const_entries):
+            out.append(f"table {name}: const entries differ")
+        for a in t.actions:
+            params = prog.actions.get(a.name)
+            if params is None:
+                out.append(f"action {a.name}: not declared in p4src")
+            elif list(a.params) != params:
+                out.append(f"action {a.name}: params {list(a.params)} != p4src {params}")
+    for kind, want, got in (
+        ("counter", {c.name: (c.size, c.kind) for c in N.COUNTERS}, prog.counters),
+        ("register", {r.name: (r.width, r.size) for r in N.REGISTERS}, prog.registers),
+        ("lpf", {l.name: (l.width, l.size) for l in N.LPFS}, prog.lpfs),
+    ):
+        for name in sorted(set(want) | set(got)):
+            if want.get(name) != got.get(name):
+                out.append(f"{kind} {name}: p4names {want.get(name)} != p4src {got.get(name)}")
+    if list(N.PORT_METADATA.fields) != prog.port_metadata:
+        out.append(f"port metadata {list(N.PORT_METADATA.fields)} != p4src {prog.port_metadata}")
+    return out
+
+
+def test_p4src_and_p4names_agree():
+    assert mismatches(read(P4)) == []
+
+
+def test_ri_const_entries_match_the_generator():
+    prog = read(P4)
+    p4 = {k: a for k, a in prog.tables[N.RI.name].const_entries}
+    gen = {tuple(v.value for v in e.key.values()): e.action.rsplit(".", 1)[1] for e in T.ri_entries()}
+    assert p4 == gen
+
+
+@pytest.mark.parametrize(
+    "path, old, new, expect",
+    [
+        ("include/control/pair_map.p4", "table pairs {", "table pair_table {", "table FfsIngress.pair_map.pairs: only in p4names"),
+        ("include/control/normalize.p4", "action gamma_frac(bit<16> thr, bit<16> d16)", "action gamma_frac(bit<16> thr, bit<8> d16)", "gamma_frac: params"),
+        ("include/control/rate_estimation.p4", '@name("l3_len")', '@name("len")', "len_log: keys"),
+        ("ffs.p4", "RateEstimation() rate_est;", "RateEstimation() estimator;", "only in"),
+        ("include/control/egress_accounting.p4", "accepted;", "accepted_bytes;", "counter FfsEgress.egress_acct.accepted"),
+    ],
+)
+def test_checker_catches_a_renamed_object(tmp_path, path, old, new, expect):
+    copy = tmp_path / "p4src"
+    shutil.copytree(P4, copy)
+    f = copy / path
+    text = f.read_text()
+    assert old in text
+    f.write_text(text.replace(old, new))
+    assert any(expect in m for m in mismatches(read(copy)))
