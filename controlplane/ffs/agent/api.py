@@ -1,0 +1,157 @@
+"""The agent's local control API: JSON lines over a Unix socket that only its owner can use.
+
+One request per line, one response per line:
+  {"op": "status"}                                -> {"ok": true, "result": {...}}
+  {"op": "matrix_set", "ingress": "p1", "egress": "p3", "rate": 4e8}
+  {"op": "matrix_load", "fairness": {egress: {ingress: bit/s}}}
+  {"op": "matrix_show"} | {"op": "matrix_plan", "fairness": ...} | {"op": "tau_show"} | {"op": "log", "limit": 20}
+Errors: {"ok": false, "error": "<one line>"}.
+
+The socket is created mode 0600 (0660 when a group is configured); every connection is also
+checked with SO_PEERCRED, so a client that is neither the owner, root, nor in the configured group
+is refused even if the file mode was changed.
+"""
+
+from __future__ import annotations
+
+import grp
+import json
+import logging
+import os
+import pwd
+import socket
+import socketserver
+import struct
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+log = logging.getLogger("ffs.agent.api")
+
+Handler = Callable[[dict[str, Any], str], Any]
+
+
+class ApiError(Exception):
+    """A request the agent refuses; the message is returned to the client as one line."""
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end of a Unix socket."""
+    data = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", data)
+
+
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid:{uid}"
+
+
+class ControlServer:
+    def __init__(self, path: str | Path, handler: Handler, group: str | None = None) -> None:
+        self.path = Path(path)
+        self.handler = handler
+        self.owner = os.geteuid()
+        self.gid = grp.getgrnam(group).gr_gid if group else None
+        self._server: socketserver.ThreadingUnixStreamServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def allowed(self, uid: int, gid: int) -> bool:
+        if uid in (0, self.owner):
+            return True
+        if self.gid is None:
+            return False
+        try:
+            groups = os.getgrouplist(user_name(uid), gid)
+        except (KeyError, OSError):
+            groups = [gid]
+        return self.gid in groups
+
+    def start(self) -> None:
+        if self.path.exists() or self.path.is_symlink():
+            self.path.unlink()  # a stale socket from a previous run
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        outer = self
+
+        class Conn(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                _, uid, gid = peer_credentials(self.request)
+                who = user_name(uid)
+                if not outer.allowed(uid, gid):
+                    log.warning("refused control client uid=%d", uid)
+                    self._reply({"ok": False, "error": f"permission denied for {who}"})
+                    return
+                for line in self.rfile:
+                    if not line.strip():
+                        continue
+                    try:
+                        req = json.loads(line)
+                        if not isinstance(req, dict) or "op" not in req:
+                            raise ApiError("a request is a JSON object with an 'op'")
+                        resp = {"ok": True, "result": outer.handler(req, who)}
+                    except (ApiError, ValueError) as e:
+                        resp = {"ok": False, "error": str(e).splitlines()[0] if str(e) else type(e).__name__}
+                    except Exception as e:  # noqa: BLE001 - the agent must keep serving
+                        log.exception("control request failed")
+                        resp = {"ok": False, "error": f"internal error: {e}"}
+                    self._reply(resp)
+
+            def _reply(self, obj: dict) -> None:
+                self.wfile.write((json.dumps(obj, default=_json_default) + "\n").encode())
+                self.wfile.flush()
+
+        old = os.umask(0o177 if self.gid is None else 0o117)
+        try:
+            self._server = socketserver.ThreadingUnixStreamServer(str(self.path), Conn)
+        finally:
+            os.umask(old)
+        if self.gid is not None:
+            os.chown(self.path, -1, self.gid)
+            os.chmod(self.path, 0o660)
+        else:
+            os.chmod(self.path, 0o600)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="ffs-api", daemon=True)
+        self._thread.start()
+        log.info("control API on %s", self.path)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, float):
+        return None
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def call(path: str | Path, request: dict[str, Any], timeout_s: float = 10.0) -> Any:
+    """One request to the agent; returns the result or raises ApiError with the agent's message."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout_s)
+    try:
+        s.connect(str(path))
+    except FileNotFoundError:
+        raise ApiError(f"no agent socket at {path} (is ffs-agent running? see --socket)") from None
+    except PermissionError:
+        raise ApiError(f"permission denied on {path} (run as the agent's user or its group)") from None
+    except OSError as e:
+        raise ApiError(f"cannot reach the agent at {path}: {e.strerror}") from None
+    with s, s.makefile("rwb") as f:
+        f.write((json.dumps(request) + "\n").encode())
+        f.flush()
+        line = f.readline()
+    if not line:
+        raise ApiError("the agent closed the connection without answering")
+    resp = json.loads(line)
+    if not resp.get("ok"):
+        raise ApiError(resp.get("error", "request failed"))
+    return resp.get("result")

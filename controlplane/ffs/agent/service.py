@@ -1,0 +1,180 @@
+"""ffs-agent as a process: the τ loop on a timer, the control API, metrics, clean shutdown.
+
+The loop thread and the API threads share one Agent under one lock, so a matrix change never
+interleaves with a τ push.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ffs.agent.api import ApiError, ControlServer
+from ffs.agent.core import Agent, MatrixError
+from ffs.allocator import allocate
+from ffs.driver.base import DriverError
+from ffs.topology import Hop, Stream, Topology
+from ffs.units import parse_rate
+
+log = logging.getLogger("ffs.agent")
+
+
+def parse_matrix(data: Any, source: str = "matrix") -> dict[str, dict[str, float]]:
+    """{egress: {ingress: rate}} (rates as '400Mbps' or bit/s), optionally under `fairness:`."""
+    if isinstance(data, dict) and "fairness" in data:
+        data = data["fairness"]
+    if not isinstance(data, dict) or not data:
+        raise MatrixError(f"{source}: expected a mapping egress -> ingress -> rate")
+    out: dict[str, dict[str, float]] = {}
+    for e, col in data.items():
+        if not isinstance(col, dict):
+            raise MatrixError(f"{source}: {e}: expected a mapping ingress -> rate")
+        out[str(e)] = {}
+        for i, r in col.items():
+            try:
+                out[str(e)][str(i)] = parse_rate(r)
+            except ValueError as err:
+                raise MatrixError(f"{source}: M({i},{e}): {err}") from None
+    return out
+
+
+def load_matrix_file(path: str | Path) -> dict[str, dict[str, float]]:
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise MatrixError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise MatrixError(f"{path}:{mark.line + 1 if mark else 0}: invalid YAML") from None
+    return parse_matrix(data, str(path))
+
+
+def _finite(v: Any) -> Any:
+    if isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
+        return None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v
+
+
+@dataclass
+class ServiceConfig:
+    period_s: float = 0.1
+    socket: str | None = None
+    group: str | None = None
+    metrics_port: int | None = None
+
+
+class AgentService:
+    def __init__(self, agent: Agent, config: ServiceConfig) -> None:
+        self.agent = agent
+        self.config = config
+        self.lock = threading.RLock()
+        self.stop_event = threading.Event()
+        self.api: ControlServer | None = None
+        self.metrics = None
+
+    # -- requests ------------------------------------------------------------------------------
+    def handle(self, req: dict[str, Any], who: str) -> Any:
+        op = req["op"]
+        with self.lock:
+            a = self.agent
+            if op == "status":
+                return _finite({"node": a.node.name, **a.snapshot.to_dict()})
+            if op == "tau_show":
+                return _finite([{"egress": e.egress, "tau": e.tau, "congested": e.congested} for e in a.snapshot.egresses])
+            if op == "matrix_show":
+                return {"node": a.node.name, "fairness": a.fairness}
+            if op in ("matrix_set", "matrix_load"):
+                if op == "matrix_set":
+                    new = {e: dict(col) for e, col in a.fairness.items()}
+                    try:
+                        rate = parse_rate(req["rate"])
+                    except ValueError as e:
+                        raise MatrixError(str(e)) from None
+                    new.setdefault(str(req["egress"]), {})[str(req["ingress"])] = rate
+                else:
+                    new = parse_matrix(req.get("fairness"))
+                try:
+                    return {"changes": a.apply_matrix(new, who)}
+                except DriverError as e:
+                    raise ApiError(f"the switch refused the change, nothing applied: {e}") from None
+            if op == "matrix_plan":
+                return _finite(self.plan(parse_matrix(req.get("fairness"))))
+            if op == "log":
+                if a.store is None:
+                    return []
+                return a.store.read_audit(int(req.get("limit", 50)))
+        raise ApiError(f"unknown op {op!r}")
+
+    def plan(self, proposed: dict[str, dict[str, float]]) -> dict[str, Any]:
+        """The exact FFS allocation of the measured pair demands under a proposed matrix."""
+        a = self.agent
+        fairness = a.validate(proposed)
+        node = a.current_node()
+        import dataclasses
+
+        node = dataclasses.replace(node, fairness=fairness)
+        streams = []
+        for p in a.snapshot.pairs:
+            if p.egress in fairness and p.rate_bps > 0:
+                streams.append(Stream(f"{p.ingress}->{p.egress}", (Hop(node.name, p.ingress, p.egress),), p.rate_bps, p.rate_bps, p.rate_bps))
+        alloc = allocate(Topology("plan", {node.name: node}, tuple(streams)))
+        return {
+            "pairs": [{"pair": s.name, "demand": s.demand, "rate": s.rate} for s in alloc.streams],
+            "egresses": [{"egress": e.egress, "target": e.target, "offered": e.offered, "tau": e.tau} for e in alloc.egresses],
+        }
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self) -> None:
+        if self.config.socket:
+            self.api = ControlServer(self.config.socket, self.handle, self.config.group)
+            self.api.start()
+        if self.config.metrics_port:
+            from ffs.agent.metrics import Metrics
+
+            self.metrics = Metrics(self.config.metrics_port)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: self.stop_event.set())
+        next_t = time.monotonic()
+        try:
+            while not self.stop_event.is_set():
+                try:
+                    with self.lock:
+                        self.agent.ensure_installed()
+                        snap = self.agent.step()
+                    if self.metrics is not None:
+                        self.metrics.update(snap)
+                    for e in snap.egresses:
+                        log.debug("egress=%s tau=%.4f A=%.0f R=%.0f congested=%s", e.egress, e.tau, e.accepted_bps, e.offered_bps, e.congested)
+                except DriverError as e:
+                    log.error("switch unreachable or refusing: %s (retrying)", e)
+                    self._reconnect()
+                next_t += self.config.period_s
+                self.stop_event.wait(max(0.0, next_t - time.monotonic()))
+                if time.monotonic() - next_t > 5 * self.config.period_s:
+                    next_t = time.monotonic()  # we fell far behind (a stall): do not burst
+        finally:
+            if self.api is not None:
+                self.api.stop()
+            log.info("agent stopped")
+
+    def _reconnect(self) -> None:
+        try:
+            self.agent.driver.close()
+            self.agent.driver.connect(timeout_s=5.0)
+        except DriverError as e:
+            log.error("reconnect failed: %s", e)
+            self.stop_event.wait(1.0)

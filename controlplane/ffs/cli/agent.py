@@ -1,0 +1,79 @@
+"""ffs-agent: run the FFS control plane for one node of a topology, against a switch."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from ffs.agent.core import Agent, MatrixError
+from ffs.agent.program import LpfConfig
+from ffs.agent.service import AgentService, ServiceConfig
+from ffs.agent.state import StateStore
+from ffs.cli.common import CliError, EXIT_FAILURE, one_line_errors
+from ffs.driver.base import Driver, DriverError
+from ffs.tau import TauParams
+from ffs.topology import TopologyError, load
+
+
+class KeyValueFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"ts={self.formatTime(record, '%Y-%m-%dT%H:%M:%S')} level={record.levelname.lower()} logger={record.name} msg=\"{record.getMessage()}\""
+
+
+def make_driver(target: str, switch: str | None) -> Driver:
+    if target == "model":
+        from ffs.driver.model import ModelDriver
+
+        return ModelDriver(switch or "localhost:50052")
+    from ffs.driver.bfrt import BfrtDriver
+
+    return BfrtDriver(switch or "localhost:50052")
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--topology", required=True, type=click.Path(dir_okay=False), help="Topology file (topologies/README.md).")
+@click.option("--node", required=True, help="The node of the topology this switch is.")
+@click.option("--target", type=click.Choice(["model", "tofino"]), default="model", show_default=True,
+              help="model: the software switch (ffs-switch); tofino: bf_switchd over BF-Runtime gRPC.")
+@click.option("--switch", "switch", default=None, help="Control address: unix:PATH or host:port (default localhost:50052).")
+@click.option("--socket", "sock", default=None, help="Unix socket of the control API for ffsctl.")
+@click.option("--group", default=None, help="Let this group use the control socket (mode 0660).")
+@click.option("--state-dir", default=None, type=click.Path(file_okay=False), help="Where the applied matrix and the audit log live.")
+@click.option("--period-ms", default=100.0, show_default=True, help="Control period.")
+@click.option("--lpf-time-constant-us", default=1000.0, show_default=True, help="F estimator time constant.")
+@click.option("--lpf-scale-down", default=4, show_default=True, help="F estimator output scale-down (0..31).")
+@click.option("--delta-fraction", default=0.01, show_default=True, help="tau damping: delta = this * target.")
+@click.option("--max-decrease", default=0.25, show_default=True, help="Largest tau decrease per period.")
+@click.option("--frame-overhead", default=14, show_default=True, help="Bytes per packet the counters count beyond the IP packet.")
+@click.option("--metrics-port", default=None, type=int, help="Serve Prometheus metrics on 127.0.0.1:PORT.")
+@click.option("--connect-timeout", default=60.0, show_default=True, help="Seconds to wait for the switch.")
+@click.option("-v", "--verbose", count=True)
+@one_line_errors(TopologyError, MatrixError, DriverError, ValueError, OSError, exit_code=EXIT_FAILURE)
+def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_time_constant_us, lpf_scale_down,
+         delta_fraction, max_decrease, frame_overhead, metrics_port, connect_timeout, verbose) -> None:
+    """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(KeyValueFormatter())
+    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, handlers=[handler])
+    topo = load(topology)
+    topo.node(node)
+    if not 0 <= lpf_scale_down <= 31 or period_ms <= 0:
+        raise CliError("--lpf-scale-down must be 0..31 and --period-ms positive", 2)
+    driver = make_driver(target, switch)
+    driver.connect(timeout_s=connect_timeout)
+    store = StateStore(state_dir) if state_dir else None
+    agent = Agent(
+        driver, topo, node,
+        lpf=LpfConfig(lpf_time_constant_us * 1e3, lpf_scale_down),
+        tau_params=TauParams(delta_fraction=delta_fraction, max_decrease=max_decrease),
+        frame_overhead_bytes=frame_overhead, store=store,
+    )
+    agent.install()
+    logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
+    AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port)).run()
+
+
+if __name__ == "__main__":
+    main()

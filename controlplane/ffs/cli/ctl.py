@@ -1,0 +1,194 @@
+"""ffsctl: the operator's command line to a running ffs-agent (over its Unix socket)."""
+
+from __future__ import annotations
+
+import os
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ffs.agent.api import ApiError, call
+from ffs.agent.core import MatrixError
+from ffs.agent.service import load_matrix_file
+from ffs.cli.common import EXIT_FAILURE, dump_json, one_line_errors
+from ffs.units import format_rate
+
+DEFAULT_SOCKET = "/run/ffs/agent.sock"
+
+
+def _rate(v) -> str:
+    return "inf" if v is None else format_rate(v)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--socket", "sock", envvar="FFS_AGENT_SOCKET", default=DEFAULT_SOCKET, show_default=True,
+              help="The agent's control socket (or FFS_AGENT_SOCKET).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def main(ctx: click.Context, sock: str, as_json: bool) -> None:
+    """Inspect and change a running FFS agent."""
+    ctx.obj = {"socket": sock, "json": as_json}
+
+
+def _call(ctx: click.Context, req: dict):
+    return call(ctx.obj["socket"], req)
+
+
+errors = one_line_errors(ApiError, MatrixError, OSError, ValueError, exit_code=EXIT_FAILURE)
+
+
+@main.command()
+@click.pass_context
+@errors
+def status(ctx) -> None:
+    """Per egress: capacity, target, A, R*, tau, congested; per pair: R, F, drops."""
+    s = _call(ctx, {"op": "status"})
+    if ctx.obj["json"]:
+        return dump_json(s)
+    c = Console()
+    t = Table(title=f"node {s['node']}: egresses")
+    for col in ("egress", "capacity", "target", "accepted A", "offered R*", "tau", "congested"):
+        t.add_column(col, justify="left" if col == "egress" else "right")
+    for e in s["egresses"]:
+        t.add_row(e["egress"], _rate(e["capacity"]), _rate(e["target"]), _rate(e["accepted_bps"]),
+                  _rate(e["offered_bps"]), f"{e['tau']:.4f}" if e["congested"] else "inf", "yes" if e["congested"] else "no")
+    c.print(t)
+    p = Table(title="pairs")
+    for col in ("ingress", "egress", "share M", "R", "F", "dropped", "drops"):
+        p.add_column(col, justify="left" if col in ("ingress", "egress") else "right")
+    for x in s["pairs"]:
+        if x["rate_bps"] or x["share_bps"]:
+            p.add_row(x["ingress"], x["egress"], _rate(x["share_bps"]), _rate(x["rate_bps"]), _rate(x["f_bps"]),
+                      _rate(x["drop_bps"]), str(x["drops"]))
+    c.print(p)
+
+
+@main.group()
+def matrix() -> None:
+    """Show, change, compare and plan fairness matrices."""
+
+
+def _print_matrix(fairness: dict) -> None:
+    t = Table(title="fairness matrix M(ingress, egress)")
+    t.add_column("egress")
+    t.add_column("ingress")
+    t.add_column("share", justify="right")
+    for e in sorted(fairness):
+        for i in sorted(fairness[e]):
+            t.add_row(e, i, format_rate(fairness[e][i]))
+    Console().print(t)
+
+
+@matrix.command("show")
+@click.pass_context
+@errors
+def matrix_show(ctx) -> None:
+    """The applied matrix."""
+    m = _call(ctx, {"op": "matrix_show"})
+    dump_json(m) if ctx.obj["json"] else _print_matrix(m["fairness"])
+
+
+def _print_changes(ctx, r: dict) -> None:
+    if ctx.obj["json"]:
+        return dump_json(r)
+    if not r["changes"]:
+        click.echo("no change")
+    for c in r["changes"]:
+        old = "-" if c["old"] is None else format_rate(c["old"])
+        new = "-" if c["new"] is None else format_rate(c["new"])
+        click.echo(f"M({c['ingress']},{c['egress']}): {old} -> {new}")
+
+
+@matrix.command("set")
+@click.option("--ingress", required=True)
+@click.option("--egress", required=True)
+@click.option("--rate", required=True, help="e.g. 400Mbps")
+@click.pass_context
+@errors
+def matrix_set(ctx, ingress, egress, rate) -> None:
+    """Change one entry M(INGRESS, EGRESS)."""
+    _print_changes(ctx, _call(ctx, {"op": "matrix_set", "ingress": ingress, "egress": egress, "rate": rate}))
+
+
+@matrix.command("load")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+@errors
+def matrix_load(ctx, file) -> None:
+    """Replace the whole matrix with FILE ({egress: {ingress: rate}}), atomically."""
+    _print_changes(ctx, _call(ctx, {"op": "matrix_load", "fairness": load_matrix_file(file)}))
+
+
+@matrix.command("diff")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+@errors
+def matrix_diff(ctx, file) -> None:
+    """What loading FILE would change."""
+    new = load_matrix_file(file)
+    cur = _call(ctx, {"op": "matrix_show"})["fairness"]
+    changes = []
+    for e in sorted(set(cur) | set(new)):
+        for i in sorted(set(cur.get(e, {})) | set(new.get(e, {}))):
+            a, b = cur.get(e, {}).get(i), new.get(e, {}).get(i)
+            if a != b:
+                changes.append({"ingress": i, "egress": e, "old": a, "new": b})
+    _print_changes(ctx, {"changes": changes})
+
+
+@matrix.command("plan")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+@errors
+def matrix_plan(ctx, file) -> None:
+    """The exact FFS allocation of the measured demands under FILE, before pushing it."""
+    r = _call(ctx, {"op": "matrix_plan", "fairness": load_matrix_file(file)})
+    if ctx.obj["json"]:
+        return dump_json(r)
+    t = Table(title="predicted (exact FFS, current demands)")
+    for col in ("pair", "demand", "rate"):
+        t.add_column(col, justify="left" if col == "pair" else "right")
+    for p in r["pairs"]:
+        t.add_row(p["pair"], _rate(p["demand"]), _rate(p["rate"]))
+    Console().print(t)
+    for e in r["egresses"]:
+        tau_txt = "inf" if e["tau"] is None else f"{e['tau']:.4f}"
+        click.echo(f"egress {e['egress']}: target {_rate(e['target'])}, offered {_rate(e['offered'])}, tau {tau_txt}")
+
+
+@main.group()
+def tau() -> None:
+    """The fairness parameter per egress."""
+
+
+@tau.command("show")
+@click.pass_context
+@errors
+def tau_show(ctx) -> None:
+    r = _call(ctx, {"op": "tau_show"})
+    if ctx.obj["json"]:
+        return dump_json(r)
+    for e in r:
+        click.echo(f"{e['egress']}: {'%.4f' % e['tau'] if e['congested'] else 'inf (uncongested)'}")
+
+
+@main.command("log")
+@click.option("--limit", default=20, show_default=True)
+@click.pass_context
+@errors
+def audit_log(ctx, limit) -> None:
+    """The audit log of matrix changes (who, when, what)."""
+    r = _call(ctx, {"op": "log", "limit": limit})
+    if ctx.obj["json"]:
+        return dump_json(r)
+    import time
+
+    for rec in r:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec["time"]))
+        for c in rec["changes"]:
+            click.echo(f"{when} {rec['who']}: M({c['ingress']},{c['egress']}) {c['old']} -> {c['new']}")
+
+
+if __name__ == "__main__":
+    main()
