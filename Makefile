@@ -29,20 +29,42 @@ else
   AGENT0_LINE :=
 endif
 
-.PHONY: help setup test unit-tests build install-conf clean-build check-sde
+TOPO     ?= topologies/dumbbell.yaml
+DURATION ?= 20
+
+.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
 	@echo "make build        compile p4src/ with the SDE's bf-p4c (TARGET=tofino|tofino2, PLATFORM=model|hw) and install ffs.conf"
 	@echo "make clean-build  remove build/"
+	@echo "make demo         (root) FFS isolating a sender from a flood, live, on the software switch"
+	@echo "make netns-up     (root) namespaces and veths of TOPO=$(TOPO); make netns-down removes them"
+	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
 
-setup:
+setup: system-deps
 	$(PIP) install -q -e '.[dev]'
+
+# Live runs need iproute2 (namespaces, veth) and ethtool (offloads off); install them when root.
+system-deps:
+	@if ! command -v ip >/dev/null 2>&1 || ! command -v ethtool >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && apt-get install -y -qq iproute2 ethtool >/dev/null; \
+	  else echo "note: install iproute2 and ethtool for live runs (namespaces, veth)" >&2; fi; fi
 
 test: unit-tests
 
 unit-tests:
 	$(PYTHON) -m pytest -q tests
+
+demo: setup
+	$(PYTHON) -m ffs.demo $(TOPO) --duration $(DURATION)
+
+netns-up:
+	$(PYTHON) -m ffs.netns up $(TOPO)
+
+netns-down:
+	$(PYTHON) -m ffs.netns down $(TOPO)
 
 # --- Tofino (SDE) -------------------------------------------------------------------------------
 check-sde:
