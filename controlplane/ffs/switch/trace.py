@@ -98,7 +98,10 @@ def run(
     poisson: bool = False,
     bin_s: float = 0.01,
     progress: Callable[[float], None] | None = None,
+    start_s: float = 0.0,
 ) -> TraceResult:
+    """Run [0, duration_s) of the scenario; the pipelines see times start_s + t, so a second run
+    on the same pipelines continues their clocks (estimators and agents keep their state)."""
     streams = streams_from_topology(topo, duration_s)
     rng = random.Random(seed)
     nbins = int(np.ceil(duration_s / bin_s)) + 1
@@ -124,13 +127,13 @@ def run(
         t, k = heapq.heappop(heap)
         while t >= next_period and next_period <= duration_s:
             if on_period is not None:
-                res.periods.append({"t": next_period, "value": on_period(int(next_period * 1e9))})
+                res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
             next_period += period_s
         if progress is not None and t >= next_progress:
             progress(t)
             next_progress = t + duration_s / 100
         s = streams[k]
-        t_ns = int(t * 1e9)
+        t_ns = int((start_s + t) * 1e9)
         node, port, frame = s.node, s.ingress_port, s.frame
         res.sent[s.name] += 1
         res.packets += 1
@@ -150,6 +153,6 @@ def run(
             heapq.heappush(heap, (t_next, k))
     while next_period <= duration_s + 1e-12:
         if on_period is not None:
-            res.periods.append({"t": next_period, "value": on_period(int(next_period * 1e9))})
+            res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
         next_period += period_s
     return res

@@ -1,0 +1,51 @@
+"""Shared set-up for agent tests: the dumbbell node on an in-process software switch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ffs import p4names as N
+from ffs.agent.core import Agent
+from ffs.agent.program import LpfConfig
+from ffs.agent.state import StateStore
+from ffs.driver.model import LocalDriver
+from ffs.switch import trace
+from ffs.switch.pipeline import Pipeline
+from ffs.topology import load
+
+DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
+LPF = LpfConfig(20e6, 4)  # 20 ms: many packets per time constant at these rates
+
+
+def make_agent(state_dir: Path | None = None, seed: int = 3, driver=None) -> Agent:
+    topo = load(DUMBBELL)
+    driver = driver or LocalDriver(Pipeline(seed))
+    agent = Agent(driver, topo, "s1", lpf=LPF, store=StateStore(state_dir) if state_dir else None)
+    agent.install()
+    return agent
+
+
+def dump(driver) -> dict:
+    out = {t.name: (driver.read_table(t.name), driver.read_default(t.name)) for t in N.TABLES}
+    out["ports"] = driver.read_table(N.PORT_METADATA.name)
+    return out
+
+
+class Clock:
+    """Runs the dumbbell's streams in virtual time, continuing from where the last run stopped."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.t = 0.0
+
+    def run(self, seconds: float, lock=None) -> trace.TraceResult:
+        def on_period(now_ns):
+            if lock is None:
+                return self.agent.step(now_ns / 1e9)
+            with lock:
+                return self.agent.step(now_ns / 1e9)
+
+        res = trace.run(self.agent.topology, {"s1": self.agent.driver.pipeline}, seconds, period_s=0.05,
+                        on_period=on_period, seed=int(self.t * 10) + 1, start_s=self.t)
+        self.t += seconds + 0.05
+        return res
