@@ -32,12 +32,13 @@ endif
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 
-.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch
+.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
 	@echo "make build        compile p4src/ with the SDE's bf-p4c (TARGET=tofino|tofino2, PLATFORM=model|hw) and install ffs.conf"
 	@echo "make clean-build  remove build/"
+	@echo "make ptf          (root) the PTF suite on the software switch; TARGET=tofino-model with an SDE"
 	@echo "make demo         (root) FFS isolating a sender from a flood, live, on the software switch"
 	@echo "make netns-up     (root) namespaces and veths of TOPO=$(TOPO); make netns-down removes them"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
@@ -56,6 +57,10 @@ test: unit-tests
 
 unit-tests:
 	$(PYTHON) -m pytest -q tests
+
+# PTF: TARGET=model (default here) runs on the software switch; TARGET=tofino-model uses the SDE
+ptf:
+	@if [ "$(TARGET)" = "tofino-model" ]; then ptf-tests/run/tofino-model/run; else ptf-tests/run/model/run; fi
 
 demo: setup
 	$(PYTHON) -m ffs.demo $(TOPO) --duration $(DURATION)

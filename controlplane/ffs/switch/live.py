@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -29,6 +30,10 @@ PACKET_OUTGOING = 4
 SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+AUX = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata
 BATCH = 64  # frames taken from one socket before looking at the others
 SNAPLEN = 65535
 
@@ -64,6 +69,7 @@ class LiveSwitch:
             ifindex = socket.if_nametoindex(ifname)
             mreq = ifindex.to_bytes(4, "little") + PACKET_MR_PROMISC.to_bytes(2, "little") + bytes(10)
             s.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+            s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)  # the kernel strips 802.1Q tags: get them back
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
             s.setblocking(False)
@@ -94,11 +100,12 @@ class LiveSwitch:
                     with lock:
                         for _ in range(BATCH):
                             try:
-                                frame, addr = s.recvfrom(SNAPLEN)
+                                frame, anc, _, addr = s.recvmsg(SNAPLEN, AUX_SPACE)
                             except BlockingIOError:
                                 break
                             if addr[2] == PACKET_OUTGOING:
                                 continue
+                            frame = with_vlan_tag(frame, anc)
                             st.rx += 1
                             res = pipeline.process(frame, port, time.monotonic_ns())
                             if res.egress_port is None:
@@ -119,6 +126,20 @@ class LiveSwitch:
                         f"port{p}:rx={x.rx},tx={x.tx},drop={x.dropped},txerr={x.tx_errors}" for p, x in sorted(self.stats.items())))
         finally:
             poller.close()
+
+
+AUX_SPACE = socket.CMSG_SPACE(AUX.size)
+
+
+def with_vlan_tag(frame: bytes, ancillary: list) -> bytes:
+    """Put back the 802.1Q tag the kernel moved into PACKET_AUXDATA, so the parser sees the wire."""
+    for level, kind, data in ancillary:
+        if level == SOL_PACKET and kind == PACKET_AUXDATA and len(data) >= AUX.size:
+            status, _, _, _, _, tci, tpid = AUX.unpack_from(data)
+            if status & TP_STATUS_VLAN_VALID:
+                tpid = tpid if status & TP_STATUS_VLAN_TPID_VALID and tpid else 0x8100
+                return frame[:12] + struct.pack("!HH", tpid, tci) + frame[12:]
+    return frame
 
 
 def disable_offloads(ifname: str) -> None:
