@@ -1,0 +1,10 @@
+"""bfshell: dump what FFS keeps: pairs, egress parameters, per-pair and per-egress counters."""
+
+from _common import N, table_obj  # noqa: E402
+
+for t in (N.PAIRS, N.EGRESS_PARAMS):
+    table_obj(bfrt, t.name).dump(table=True, from_hw=False)  # noqa: F821
+for c in (N.PAIR_BYTES, N.PAIR_DROPS, N.ACCEPTED, N.EVENTS):
+    obj = table_obj(bfrt, c.name)  # noqa: F821
+    obj.operation_counter_sync()
+    obj.dump(table=True, from_hw=False)
