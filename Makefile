@@ -65,6 +65,9 @@ ptf:
 demo: setup
 	$(PYTHON) -m ffs.demo $(TOPO) --duration $(DURATION)
 
+bench-switch:
+	$(PYTHON) bench/bench_switch.py
+
 netns-up:
 	$(PYTHON) -m ffs.netns up $(TOPO)
 
