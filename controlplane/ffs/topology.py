@@ -59,7 +59,13 @@ class Node:
         return self.target_factor * sum(self.fairness.get(egress, {}).values())
 
     def share(self, ingress: str, egress: str) -> float:
-        return self.fairness.get(egress, {}).get(ingress, 0.0)
+        """The share the data plane enforces: the matrix column scaled to the egress's target, so
+        that Σ_i share = T_j and Lemma 1 (τ ≥ 1) holds. With the defaults (no target, factor 1)
+        this is M(i, j) itself; FFS-C85 (factor 0.85) runs every share at 85 % (FFS §VII-A)."""
+        col = self.fairness.get(egress, {})
+        m = col.get(ingress, 0.0)
+        total = sum(col.values())
+        return m * self.target(egress) / total if total > 0 else 0.0
 
     def by_port(self) -> dict[int, Interface]:
         return {i.port: i for i in self.interfaces.values()}

@@ -160,7 +160,7 @@ class Agent:
         by_egress: dict[str, float] = {}
         for p in pairs:
             st = PairStatus(
-                p.pid, p.ingress, p.egress, self.fairness[p.egress].get(p.ingress, 0.0),
+                p.pid, p.ingress, p.egress, self.current_node().share(p.ingress, p.egress),
                 self._bps(r[p.pid], dt),
                 f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns, self.lpf.scale_down),
                 self._bps(drops[p.pid], dt),
@@ -218,11 +218,13 @@ class Agent:
         old_pairs = {p.pid: p for p in self.pairs()}
         new_pairs = {p.pid: p for p in pairs_of(self.node, new)}
         ups: list[Update] = []
+        old_node = self.current_node()
+        new_node = dataclasses.replace(self.node, fairness=new)
         for pid, p in sorted(new_pairs.items()):
-            m = new[p.egress].get(p.ingress, 0.0)
+            m = new_node.share(p.ingress, p.egress)
             if pid not in old_pairs:
                 ups.append(pair_entry(m, p, self.lpf, "insert"))
-            elif m != self.fairness[p.egress].get(p.ingress, 0.0):
+            elif m != old_node.share(p.ingress, p.egress):
                 ups.append(pair_entry(m, p, self.lpf, "modify"))
         for pid, p in sorted(old_pairs.items()):
             if pid not in new_pairs:

@@ -6,6 +6,7 @@ import math
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ffs.allocator import allocate
@@ -53,5 +54,51 @@ def allocate_cmd(topology: str, as_json: bool) -> None:
         e.add_row(x.node, x.egress, format_rate(x.target), format_rate(x.offered), format_rate(x.accepted),
                   "inf (uncongested)" if math.isinf(x.tau) else f"{x.tau:.6f}")
     console.print(e)
+@main.command("run")
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Result directory (default results/<name>-<scheme>).")
+@click.option("--scheme", type=click.Choice(["ffs", "fifo"]), default="ffs", show_default=True, help="ffs: the agents' tau loop; fifo: FFS off, a tail-drop queue per egress.")
+@click.option("--duration", type=float, default=None, help="Virtual seconds (default: the scenario's).")
+@click.option("--seed", type=int, default=None)
+@click.option("--target-factor", type=float, default=None, help="Override every node's target factor (FFS-C85: 0.85).")
+@click.option("--period-ms", default=5.0, show_default=True, help="Agent period in virtual time.")
+@click.option("--json", "as_json", is_flag=True)
+@one_line_errors(TopologyError, ValueError, OSError)
+def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms, as_json) -> None:
+    """Run SCENARIO packet by packet in virtual time and write rates, tau, A, drops and plots."""
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from ffs.experiments import run_scenario, with_target_factor, write_result
+
+    topo = with_target_factor(load(scenario), target_factor)
+    if not topo.streams:
+        raise ValueError(f"{scenario}: no streams")
+    total = duration or topo.duration or 1.0
+    bar = tqdm(total=total, unit="s", desc=f"{topo.name} [{scheme}]", disable=as_json, leave=False,
+               bar_format="{l_bar}{bar}| {n:.2f}/{total:.2f} virtual s [{elapsed}<{remaining}]")
+
+    def progress(t: float) -> None:
+        bar.update(t - bar.n)
+
+    res = run_scenario(topo, scheme, duration, seed, period_ms / 1e3, progress=progress)
+    bar.close()
+    out = Path(out_dir or f"results/{topo.name}-{scheme}")
+    files = write_result(res, out)
+    if as_json:
+        return dump_json({**res.summary(), "files": [str(f) for f in files]})
+    console = Console()
+    t = Table(title=escape(f"{topo.name} [{scheme}]: second half of {res.duration_s:g} virtual s"))
+    for col in ("stream", "demand", "exact FFS", "measured", "error"):
+        t.add_column(col, justify="left" if col == "stream" else "right")
+    for s in res.streams:
+        t.add_row(s["stream"], format_rate(s["demand"]), format_rate(s["exact"]), format_rate(s["measured"]), f"{100 * s['error']:+.2f} %")
+    console.print(t)
+    for k, v in res.settling_s.items():
+        console.print(f"tau at {k} settles (within 10 %) after {v * 1e3:.0f} ms" if v is not None else f"tau at {k} did not settle")
+    console.print("wrote " + ", ".join(str(f) for f in files))
+
+
 if __name__ == "__main__":
     main()

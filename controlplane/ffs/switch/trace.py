@@ -37,6 +37,31 @@ class TraceStream:
 
 
 @dataclass
+class EgressQueue:
+    """A FIFO behind an egress port: drained at `rate_bps`, tail drop beyond `buffer_bytes`. FFS
+    decides before it; the FIFO baseline relies on it alone."""
+
+    rate_bps: float
+    buffer_bytes: int
+    backlog: float = 0.0
+    last_s: float = 0.0
+    drops: int = 0
+    delay_sum_s: float = 0.0
+    delay_n: int = 0
+
+    def admit(self, t: float, size: int) -> bool:
+        self.backlog = max(0.0, self.backlog - (t - self.last_s) * self.rate_bps / 8)
+        self.last_s = t
+        if self.backlog + size > self.buffer_bytes:
+            self.drops += 1
+            return False
+        self.backlog += size
+        self.delay_sum_s += self.backlog * 8 / self.rate_bps
+        self.delay_n += 1
+        return True
+
+
+@dataclass
 class TraceResult:
     bin_s: float
     delivered: dict[str, np.ndarray]  # stream -> IP bytes delivered per bin
@@ -99,6 +124,7 @@ def run(
     bin_s: float = 0.01,
     progress: Callable[[float], None] | None = None,
     start_s: float = 0.0,
+    queues: dict[tuple[str, int], EgressQueue] | None = None,
 ) -> TraceResult:
     """Run [0, duration_s) of the scenario; the pipelines see times start_s + t, so a second run
     on the same pipelines continues their clocks (estimators and agents keep their state)."""
@@ -140,6 +166,10 @@ def run(
         while True:
             r = pipelines[node].process(frame, port, t_ns)
             if r.egress_port is None:
+                res.dropped[s.name] += 1
+                break
+            q = queues.get((node, r.egress_port)) if queues else None
+            if q is not None and not q.admit(t, s.ip_len):
                 res.dropped[s.name] += 1
                 break
             nxt = links.get((node, r.egress_port))

@@ -1,0 +1,196 @@
+"""Scenario runs: a topology's streams through the software switch in virtual time, with the agents'
+τ loop (FFS) or without it (FIFO), measured against the exact FFS allocation.
+
+    ffs-sim run scenarios/flood.yaml --out results/flood [--scheme ffs|fifo] [--target-factor 0.85]
+
+writes `summary.json` (per stream: demand, exact, measured, error; per egress: τ and A over time,
+settling time; drops), `rates.csv`, and PNG plots.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ffs.agent.core import Agent
+from ffs.agent.program import LpfConfig
+from ffs.allocator import allocate
+from ffs.driver.model import LocalDriver
+from ffs.switch import trace
+from ffs.switch.pipeline import Pipeline
+from ffs.topology import Topology
+
+SCHEMES = ("ffs", "fifo")
+
+
+@dataclass
+class ScenarioResult:
+    name: str
+    scheme: str
+    duration_s: float
+    bin_s: float
+    times: list[float]
+    rates: dict[str, list[float]]  # stream -> delivered bit/s per bin
+    egress: dict[str, dict[str, list[float]]]  # "node.egress" -> {"t", "tau", "accepted", "offered"}
+    streams: list[dict] = field(default_factory=list)  # summary per stream
+    settling_s: dict[str, float | None] = field(default_factory=dict)
+    packets: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    queue_delay_ms: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        d = dataclasses.asdict(self)
+        for k in ("times", "rates", "egress"):
+            d.pop(k)
+        return d
+
+
+def with_target_factor(topo: Topology, factor: float | None) -> Topology:
+    if factor is None:
+        return topo
+    nodes = {n: dataclasses.replace(node, target_factor=factor, targets={}) for n, node in topo.nodes.items()}
+    return dataclasses.replace(topo, nodes=nodes)
+
+
+def settling_time(t: list[float], tau: list[float], final: float, tol: float = 0.10) -> float | None:
+    """First time after which τ stays within `tol` of `final` (None if it never settles)."""
+    if not math.isfinite(final) or not tau:
+        return None
+    inside = [abs(x - final) <= tol * final for x in tau]
+    for k in range(len(inside)):
+        if all(inside[k:]):
+            return t[k]
+    return None
+
+
+def run_scenario(
+    topo: Topology,
+    scheme: str = "ffs",
+    duration_s: float | None = None,
+    seed: int | None = None,
+    period_s: float = 0.005,
+    bin_s: float = 0.01,
+    queue_ms: float = 2.0,
+    lpf: LpfConfig = LpfConfig(),
+    progress: Callable[[float], None] | None = None,
+    window: tuple[float, float] | None = None,
+) -> ScenarioResult:
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r} (have: {', '.join(SCHEMES)})")
+    duration_s = duration_s or topo.duration or 1.0
+    seed = topo.seed if seed is None else seed
+    pipes = {n: Pipeline(seed + k) for k, n in enumerate(sorted(topo.nodes))}
+    agents = {n: Agent(LocalDriver(p), topo, n, lpf=lpf) for n, p in pipes.items()}
+    for a in agents.values():
+        a.install()
+    # every egress that carries streams has a FIFO at its line rate behind the FFS decision
+    queues = {}
+    for s in topo.streams:
+        for h in s.path:
+            i = topo.nodes[h.node].interfaces[h.egress]
+            queues.setdefault((h.node, i.port), trace.EgressQueue(i.capacity, max(3000, int(i.capacity * queue_ms / 8e3))))
+    series: dict[str, dict[str, list[float]]] = {}
+
+    def on_period(now_ns: int):
+        if scheme == "fifo":
+            return None
+        for n, a in agents.items():
+            snap = a.step(now_ns / 1e9)
+            for e in snap.egresses:
+                if e.offered_bps == 0 and not e.congested and f"{n}.{e.egress}" not in series:
+                    continue
+                s = series.setdefault(f"{n}.{e.egress}", {"t": [], "tau": [], "accepted": [], "offered": []})
+                s["t"].append(now_ns / 1e9)
+                s["tau"].append(e.tau if e.congested else math.inf)
+                s["accepted"].append(e.accepted_bps)
+                s["offered"].append(e.offered_bps)
+        return None
+
+    res = trace.run(topo, pipes, duration_s, period_s=period_s, on_period=on_period, seed=seed,
+                    bin_s=bin_s, progress=progress, queues=queues)
+    exact = allocate(topo)
+    w0, w1 = window or (duration_s / 2, duration_s)
+    out = ScenarioResult(topo.name, scheme, duration_s, bin_s,
+                         [k * bin_s for k in range(len(next(iter(res.delivered.values()))))],
+                         {k: (v * 8 / bin_s).tolist() for k, v in res.delivered.items()}, series,
+                         packets=res.packets, dropped=dict(res.dropped))
+    for s in exact.streams:
+        got = res.rate_bps(s.name, w0, w1)
+        out.streams.append({"stream": s.name, "demand": s.demand, "exact": s.rate, "measured": got,
+                            "error": (got - s.rate) / s.rate if s.rate else 0.0})
+    for e in exact.egresses:
+        key = f"{e.node}.{e.egress}"
+        if key in series:
+            out.settling_s[key] = settling_time(series[key]["t"], series[key]["tau"], e.tau)
+    for (node, port), q in queues.items():
+        out.queue_delay_ms[f"{node}.{port}"] = 1e3 * q.delay_sum_s / q.delay_n if q.delay_n else 0.0
+    return out
+
+
+def fairness_index(rates: list[float]) -> float:
+    """The FFS paper's F for a pair: min/max of the two throughputs (1 = equal)."""
+    return min(rates) / max(rates) if rates and max(rates) > 0 else 0.0
+
+
+def write_result(res: ScenarioResult, out_dir: Path) -> list[Path]:
+    """summary.json, rates.csv and plots (rates over time against the exact allocation; τ; A)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = [out_dir / "summary.json", out_dir / "rates.csv"]
+    files[0].write_text(json.dumps(_finite(res.summary()), indent=2) + "\n")
+    with open(files[1], "w", newline="") as f:
+        w = csv.writer(f)
+        names = sorted(res.rates)
+        w.writerow(["t_s"] + [f"{n}_bps" for n in names])
+        for k, t in enumerate(res.times):
+            w.writerow([f"{t:.4f}"] + [f"{res.rates[n][k]:.0f}" for n in names])
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for s in res.streams:
+        line, = ax.plot(res.times, np.array(res.rates[s["stream"]]) / 1e9, label=f"{s['stream']} (measured)")
+        ax.axhline(s["exact"] / 1e9, color=line.get_color(), linestyle="--", linewidth=1)
+    ax.set_xlabel("virtual time (s)")
+    ax.set_ylabel("delivered rate (Gb/s)")
+    ax.set_title(f"{res.name} [{res.scheme}]: per-stream rates; dashed = exact FFS")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    files.append(out_dir / "rates.png")
+    fig.savefig(files[-1], dpi=110)
+    plt.close(fig)
+    if res.egress:
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+        for key, s in res.egress.items():
+            a1.plot(s["t"], [x if math.isfinite(x) else np.nan for x in s["tau"]], label=key)
+            a2.plot(s["t"], np.array(s["accepted"]) / 1e9, label=f"A {key}")
+        a1.set_ylabel("tau")
+        a1.legend(fontsize=8)
+        a1.grid(alpha=0.3)
+        a2.set_ylabel("accepted A (Gb/s)")
+        a2.set_xlabel("virtual time (s)")
+        a2.grid(alpha=0.3)
+        fig.tight_layout()
+        files.append(out_dir / "tau.png")
+        fig.savefig(files[-1], dpi=110)
+        plt.close(fig)
+    return files
+
+
+def _finite(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v
