@@ -67,3 +67,14 @@ def test_step_settles_within_tens_of_ms():
 def test_settling_time_helper():
     assert settling_time([0, 1, 2, 3], [5, 2, 1.05, 0.95], 1.0) == 2
     assert settling_time([0, 1], [5, 2], 1.0) is None
+
+
+def test_csfq_baseline_is_per_flow_fair_and_ffs_is_not_fooled_by_more_streams():
+    """Many streams on one ingress: CSFQ shares per flow (b1 gets 1/9 of the egress), FFS per
+    ingress (b1 keeps M(b, j), half of it) — the 'no gain from more streams' property."""
+    topo = scaled("many-streams")
+    csfq = {s["stream"]: s["measured"] for s in run_scenario(topo, "csfq", duration_s=0.3).streams}
+    ffs = {s["stream"]: s["measured"] for s in run_scenario(topo, "ffs", duration_s=0.2).streams}
+    assert csfq["b1"] == pytest.approx(1e9 / 9, rel=0.2)
+    assert ffs["b1"] == pytest.approx(0.5e9, rel=0.05)
+    assert sum(v for k, v in ffs.items() if k.startswith("a")) == pytest.approx(0.5e9, rel=0.05)

@@ -19,15 +19,17 @@ from typing import Callable
 
 import numpy as np
 
+from ffs import p4names as N
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.allocator import allocate
+from ffs.baselines import Csfq
 from ffs.driver.model import LocalDriver
 from ffs.switch import trace
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import Topology
 
-SCHEMES = ("ffs", "fifo")
+SCHEMES = ("ffs", "fifo", "csfq")
 
 
 @dataclass
@@ -90,6 +92,8 @@ def run_scenario(
     agents = {n: Agent(LocalDriver(p), topo, n, lpf=lpf) for n, p in pipes.items()}
     for a in agents.values():
         a.install()
+        if scheme != "ffs":  # FFS off: forwarding only (every pair bypassed, gamma never applied)
+            a.driver.clear_table(N.PAIRS.name)
     # every egress that carries streams has a FIFO at its line rate behind the FFS decision
     queues = {}
     for s in topo.streams:
@@ -99,7 +103,7 @@ def run_scenario(
     series: dict[str, dict[str, list[float]]] = {}
 
     def on_period(now_ns: int):
-        if scheme == "fifo":
+        if scheme != "ffs":
             return None
         for n, a in agents.items():
             snap = a.step(now_ns / 1e9)
@@ -113,8 +117,9 @@ def run_scenario(
                 s["offered"].append(e.offered_bps)
         return None
 
+    csfq = Csfq(seed=seed) if scheme == "csfq" else None
     res = trace.run(topo, pipes, duration_s, period_s=period_s, on_period=on_period, seed=seed,
-                    bin_s=bin_s, progress=progress, queues=queues)
+                    bin_s=bin_s, progress=progress, queues=queues, csfq=csfq, jitter=True)
     exact = allocate(topo)
     w0, w1 = window or (duration_s / 2, duration_s)
     out = ScenarioResult(topo.name, scheme, duration_s, bin_s,

@@ -57,7 +57,8 @@ def allocate_cmd(topology: str, as_json: bool) -> None:
 @main.command("run")
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Result directory (default results/<name>-<scheme>).")
-@click.option("--scheme", type=click.Choice(["ffs", "fifo"]), default="ffs", show_default=True, help="ffs: the agents' tau loop; fifo: FFS off, a tail-drop queue per egress.")
+@click.option("--scheme", type=click.Choice(["ffs", "fifo", "csfq"]), default="ffs", show_default=True,
+              help="ffs: the agents' tau loop; fifo: FFS off, a tail-drop queue per egress; csfq: CSFQ before the queue.")
 @click.option("--duration", type=float, default=None, help="Virtual seconds (default: the scenario's).")
 @click.option("--seed", type=int, default=None)
 @click.option("--target-factor", type=float, default=None, help="Override every node's target factor (FFS-C85: 0.85).")

@@ -104,12 +104,19 @@ def streams_from_topology(topo: Topology, duration_s: float) -> list[TraceStream
     return out
 
 
-def _arrivals(s: TraceStream, rng: random.Random, poisson: bool):
+def _arrivals(s: TraceStream, rng: random.Random, poisson: bool, jitter: bool = False):
+    """Constant spacing, Poisson, or (jitter) uniform in [0.5, 1.5) of the mean gap, as CSFQ's UDP
+    sources: deterministic spacing phase-locks with a tail-drop queue and starves some flows."""
     gap = s.ip_len * 8 / s.rate_bps
     t = s.start_s + rng.random() * gap
     while t < s.stop_s:
         yield t
-        t += rng.expovariate(1 / gap) if poisson else gap
+        if poisson:
+            t += rng.expovariate(1 / gap)
+        elif jitter:
+            t += gap * (0.5 + rng.random())
+        else:
+            t += gap
 
 
 def run(
@@ -125,6 +132,8 @@ def run(
     progress: Callable[[float], None] | None = None,
     start_s: float = 0.0,
     queues: dict[tuple[str, int], EgressQueue] | None = None,
+    csfq=None,
+    jitter: bool = False,
 ) -> TraceResult:
     """Run [0, duration_s) of the scenario; the pipelines see times start_s + t, so a second run
     on the same pipelines continues their clocks (estimators and agents keep their state)."""
@@ -140,7 +149,7 @@ def run(
             if i.peer:
                 pn, pi = i.peer.split(".")
                 links[(n.name, i.port)] = (pn, topo.nodes[pn].interfaces[pi].port)
-    gens = [_arrivals(s, random.Random(rng.random()), poisson) for s in streams]
+    gens = [_arrivals(s, random.Random(rng.random()), poisson, jitter) for s in streams]
     heap: list[tuple[float, int]] = []
     for k, g in enumerate(gens):
         t = next(g, None)
@@ -163,13 +172,22 @@ def run(
         node, port, frame = s.node, s.ingress_port, s.frame
         res.sent[s.name] += 1
         res.packets += 1
+        label = csfq.label(s.name, t, s.ip_len * 8) if csfq is not None else 0.0
         while True:
             r = pipelines[node].process(frame, port, t_ns)
             if r.egress_port is None:
                 res.dropped[s.name] += 1
                 break
             q = queues.get((node, r.egress_port)) if queues else None
+            if csfq is not None and q is not None:  # CSFQ decides before the FIFO, like FFS
+                core = csfq.core(node, r.egress_port, q.rate_bps)
+                label = core.decide(t, s.ip_len * 8, label, csfq.rng)
+                if label is None:
+                    res.dropped[s.name] += 1
+                    break
             if q is not None and not q.admit(t, s.ip_len):
+                if csfq is not None:
+                    csfq.core(node, r.egress_port, q.rate_bps).overflow()
                 res.dropped[s.name] += 1
                 break
             nxt = links.get((node, r.egress_port))

@@ -1,0 +1,105 @@
+"""Baselines the evaluation sets beside FFS (the FFS paper's Table III compares with them):
+
+- FIFO: FFS off, a tail-drop queue per egress (`ffs.switch.trace.EgressQueue`).
+- CSFQ (Stoica, Shenker, Zhang; papers/001): per-flow rate labels at the edge (Eq. 3), and at every
+  egress the fair share alpha estimated as in Figure 3 (with the digest's corrected nesting), drop
+  probability max(0, 1 - alpha/label), relabel min(label, alpha), alpha cut 1 % on buffer
+  overflow. It runs beside the pipeline in trace mode, not in P4.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RateEstimator:
+    """CSFQ Eq. 3 / Eq. 5: r <- (1 - e^(-T/K)) l/T + e^(-T/K) r."""
+
+    k_s: float
+    rate: float = 0.0
+    last: float | None = None
+
+    def update(self, t: float, size_bits: float) -> float:
+        if self.last is None:
+            self.last = t
+            return self.rate
+        dt = t - self.last
+        self.last = t
+        if dt <= 0:
+            return self.rate
+        w = math.exp(-dt / self.k_s)
+        self.rate = (1 - w) * size_bits / dt + w * self.rate
+        return self.rate
+
+
+@dataclass
+class CsfqCore:
+    """One output link: alpha (the fair share), A and F estimates, the congestion window."""
+
+    capacity_bps: float
+    k_alpha_s: float
+    k_c_s: float
+    alpha: float = 0.0
+    congested: bool = False
+    start: float = 0.0
+    tmp_alpha: float = 0.0
+    arrival: RateEstimator = field(init=False)
+    forwarded: RateEstimator = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.arrival = RateEstimator(self.k_alpha_s)
+        self.forwarded = RateEstimator(self.k_alpha_s)
+        self.alpha = self.capacity_bps  # start permissive
+
+    def decide(self, t: float, size_bits: float, label: float, rng: random.Random) -> float | None:
+        """Forward (returning the new label) or drop (None) one packet."""
+        prob = max(0.0, 1.0 - self.alpha / label) if label > 0 else 0.0
+        dropped = prob > rng.random()
+        self._estimate(t, size_bits, label, dropped)
+        if dropped:
+            return None
+        return min(label, self.alpha) if prob > 0 else label
+
+    def overflow(self) -> None:
+        self.alpha *= 0.99  # buffer heuristic: a tail drop cuts alpha by 1 %
+
+    def _estimate(self, t: float, size_bits: float, label: float, dropped: bool) -> None:
+        a = self.arrival.update(t, size_bits)
+        f = self.forwarded.rate if dropped else self.forwarded.update(t, size_bits)
+        if a >= self.capacity_bps:
+            if not self.congested:
+                self.congested, self.start = True, t
+            elif t > self.start + self.k_c_s and f > 0:
+                self.alpha = max(self.alpha * self.capacity_bps / f, 0.75 * self.alpha)  # at most -25 %
+                self.start = t
+        else:
+            if self.congested:
+                self.congested, self.start, self.tmp_alpha = False, t, 0.0
+            elif t < self.start + self.k_c_s:
+                self.tmp_alpha = max(self.tmp_alpha, label)
+            else:
+                self.alpha, self.start, self.tmp_alpha = max(self.tmp_alpha, 1.0), t, 0.0
+
+
+class Csfq:
+    """CSFQ over a topology: edge labels per stream, one core per (node, egress port)."""
+
+    def __init__(self, k_s: float = 0.02, k_alpha_s: float = 0.02, k_c_s: float = 0.02, seed: int = 1) -> None:
+        self.k_s, self.k_alpha_s, self.k_c_s = k_s, k_alpha_s, k_c_s
+        self.edges: dict[str, RateEstimator] = {}
+        self.cores: dict[tuple[str, int], CsfqCore] = {}
+        self.rng = random.Random(seed)
+
+    def label(self, stream: str, t: float, size_bits: float) -> float:
+        est = self.edges.setdefault(stream, RateEstimator(self.k_s))
+        r = est.update(t, size_bits)
+        return r if r > 0 else math.inf
+
+    def core(self, node: str, port: int, capacity_bps: float) -> CsfqCore:
+        key = (node, port)
+        if key not in self.cores:
+            self.cores[key] = CsfqCore(capacity_bps, self.k_alpha_s, self.k_c_s)
+        return self.cores[key]
