@@ -95,8 +95,7 @@ class Csfq:
 
     def label(self, stream: str, t: float, size_bits: float) -> float:
         est = self.edges.setdefault(stream, RateEstimator(self.k_s))
-        r = est.update(t, size_bits)
-        return r if r > 0 else math.inf
+        return est.update(t, size_bits)  # 0 until the flow's second packet: never dropped for it
 
     def core(self, node: str, port: int, capacity_bps: float) -> CsfqCore:
         key = (node, port)

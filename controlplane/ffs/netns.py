@@ -18,6 +18,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from ffs.constants import SHIM_LEN
 from ffs.topology import Topology, TopologyError, load
 
 
@@ -101,7 +102,9 @@ def up(topo: Topology, mtu: int = 1500) -> Plan:
             _run("ip", "link", "set", tmp_sw, "netns", p.switch_ns)
             _ns(h.netns, "ip", "link", "set", tmp_host, "name", "eth0")
             _ns(p.switch_ns, "ip", "link", "set", tmp_sw, "name", h.switch_if)
-            _ns(h.netns, "ip", "link", "set", "eth0", "address", h.mac, "mtu", str(mtu), "up")
+            # hosts get an MTU 8 bytes smaller: room for the shim a switch port may insert (FFS
+            # App. F: the inserting node must have advertised the smaller MTU)
+            _ns(h.netns, "ip", "link", "set", "eth0", "address", h.mac, "mtu", str(mtu - SHIM_LEN), "up")
             _ns(p.switch_ns, "ip", "link", "set", h.switch_if, "mtu", str(mtu), "up")
             _ns(h.netns, "ip", "addr", "add", h.address, "dev", "eth0")
             for dev_ns, dev in ((h.netns, "eth0"), (p.switch_ns, h.switch_if)):
