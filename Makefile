@@ -32,7 +32,7 @@ endif
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 
-.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf
+.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf results experiment-cca
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
@@ -42,6 +42,8 @@ help:
 	@echo "make demo         (root) FFS isolating a sender from a flood, live, on the software switch"
 	@echo "make netns-up     (root) namespaces and veths of TOPO=$(TOPO); make netns-down removes them"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
+	@echo "make results      every scenario of scenarios/ in virtual time (FFS, FIFO, CSFQ) -> docs/results/"
+	@echo "make experiment-cca (root) real TCP CCA pairs through the live switch: FIFO, FFS-C100, FFS-C85"
 
 setup: system-deps
 	$(PIP) install -q -e '.[dev]'
@@ -67,6 +69,13 @@ demo: setup
 
 bench-switch:
 	$(PYTHON) bench/bench_switch.py
+
+# Evaluation (docs/results.md): scenarios in virtual time; the live CCA experiment (root)
+results:
+	$(PYTHON) bench/run_scenarios.py
+
+experiment-cca:
+	$(PYTHON) bench/experiment_cca.py
 
 netns-up:
 	$(PYTHON) -m ffs.netns up $(TOPO)

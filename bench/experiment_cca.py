@@ -1,0 +1,231 @@
+"""The FFS paper's CCA-isolation experiment (Table III, Figure 9), live: two real Linux TCP flows with
+different congestion controls, from two hosts in private namespaces, through the software switch
+in live mode to one receiver, over a 20 Mb/s bottleneck (a tbf FIFO on the switch's egress veth,
+10 ms one-way delay). For every pair of the kernel's CCAs and every scheme — FIFO (FFS off),
+FFS-C100, FFS-C85 — it measures the paper's metrics: F (min/max throughput of the pair), U
+(utilization), the latency increase and the jitter of UDP probes through the bottleneck.
+
+    python bench/experiment_cca.py [--duration 15] [--ccas reno,cubic,bbr] [--out docs/results/cca]
+
+Needs root. Results: summary.json and heatmap.png in --out; docs/results.md reports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "controlplane"))
+
+from ffs import netns  # noqa: E402
+from ffs.agent.api import ApiError, call  # noqa: E402
+from ffs.topology import load  # noqa: E402
+
+PY = sys.executable
+CAPACITY_MBIT = 20
+SCHEMES = ("fifo", "ffs-c100", "ffs-c85")
+DELAY = {"netem": False}
+
+
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run(list(args), capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {p.stderr.strip()}")
+    return p
+
+
+def wait(cond, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} not ready")
+
+
+def topology_for(scheme: str, work: Path) -> Path:
+    text = (ROOT / "topologies" / "dumbbell.yaml").read_text().replace("name: dumbbell", "name: cca")
+    if scheme == "ffs-c85":
+        text = text.replace("    fairness:", "    target_factor: 0.85\n    fairness:", 1)
+    p = work / f"{scheme}.yaml"
+    p.write_text(text)
+    return p
+
+
+def run_pair(plan, cca1: str, cca2: str, duration: float) -> dict:
+    h1, h2, h3 = (plan.host(h).netns for h in ("h1", "h2", "h3"))
+    ex = ["ip", "netns", "exec"]
+    procs = [
+        subprocess.Popen([*ex, h3, PY, "-m", "ffs.cca", "sink", "--duration", str(duration + 3)], stdout=subprocess.PIPE, text=True),
+        subprocess.Popen([*ex, h3, PY, "-m", "ffs.cca", "echo", "--duration", str(duration + 4)]),
+    ]
+    time.sleep(0.5)
+    base = subprocess.run([*ex, h1, PY, "-m", "ffs.cca", "probe", "--dst", "10.0.3.1", "--duration", "1"], capture_output=True, text=True)
+    base_rtt = [json.loads(x)["rtt_ms"] for x in base.stdout.splitlines()]
+    probe = subprocess.Popen([*ex, h1, PY, "-m", "ffs.cca", "probe", "--dst", "10.0.3.1", "--duration", str(duration)],
+                             stdout=subprocess.PIPE, text=True)
+    srcs = [subprocess.Popen([*ex, h, PY, "-m", "ffs.cca", "source", "--dst", "10.0.3.1", "--cca", c, "--duration", str(duration)])
+            for h, c in ((h1, cca1), (h2, cca2))]
+    lines = [json.loads(x) for x in procs[0].stdout]
+    rtts = [json.loads(x)["rtt_ms"] for x in probe.stdout]
+    for p in srcs + procs + [probe]:
+        p.wait(timeout=10)
+    steady = [x["rates_bps"] for x in lines if duration / 3 <= x["t"] <= duration]
+    t1 = statistics.mean(r.get("10.0.1.1", 0.0) for r in steady) if steady else 0.0
+    t2 = statistics.mean(r.get("10.0.2.1", 0.0) for r in steady) if steady else 0.0
+    base_med = statistics.median(base_rtt) if base_rtt else float("nan")
+    load_rtts = rtts[len(rtts) // 3:]
+    return {
+        "cca1": cca1, "cca2": cca2, "t1_bps": t1, "t2_bps": t2,
+        "F": min(t1, t2) / max(t1, t2) if max(t1, t2) > 0 else 0.0,
+        "U": (t1 + t2) / (CAPACITY_MBIT * 1e6),
+        "base_rtt_ms": base_med,
+        "latency_increase_ms": (statistics.median(load_rtts) - base_med) if load_rtts else None,
+        "jitter_ms": statistics.pstdev(load_rtts) if len(load_rtts) > 1 else None,
+        "probe_loss": 1 - len(rtts) / max(1, duration / 0.1),
+    }
+
+
+def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path) -> list[dict]:
+    topo_file = topology_for(scheme, work)
+    topo = load(topo_file)
+    plan = netns.up(topo)
+    procs = []
+    try:
+        sw_ns = plan.switch_ns
+        # the bottleneck: a 20 Mb/s FIFO (64 KB) behind the switch's egress; 10 ms each way on the hosts
+        sh("ip", "netns", "exec", sw_ns, "tc", "qdisc", "add", "dev", "p3", "root", "tbf", "rate", f"{CAPACITY_MBIT}mbit",
+           "burst", "16kb", "limit", "64kb")
+        for h in ("h1", "h2", "h3"):  # netem may be missing from the kernel: then no added delay
+            DELAY["netem"] = sh("ip", "netns", "exec", plan.host(h).netns, "tc", "qdisc", "add", "dev", "eth0", "root", "netem",
+                                "delay", "10ms", "limit", "10000", check=False).returncode == 0
+        ports = [f"--port={p}={i}" for p, i in sorted(plan.ports().items())]
+        sw = subprocess.Popen(["ip", "netns", "exec", sw_ns, PY, "-m", "ffs.cli.switch", "run", *ports,
+                               f"--control=unix:{work}/sw.sock", f"--ready-file={work}/ready", "--stats-interval=60"],
+                              stdout=subprocess.DEVNULL, stderr=open(work / f"switch-{scheme}.log", "w"))
+        procs.append(sw)
+        wait(lambda: (work / "ready").exists(), 20, "switch")
+        if scheme == "fifo":
+            from ffs import p4names as N
+            from ffs.agent.core import Agent
+            from ffs.driver.model import ModelDriver
+
+            d = ModelDriver(f"unix:{work}/sw.sock")
+            d.connect(timeout_s=10)
+            Agent(d, topo, plan.node).install()
+            d.clear_table(N.PAIRS.name)  # FFS off: forwarding only
+            d.close()
+        else:
+            ag = subprocess.Popen([PY, "-m", "ffs.cli.agent", f"--topology={topo_file}", f"--node={plan.node}",
+                                   f"--switch=unix:{work}/sw.sock", f"--socket={work}/agent.sock", "--period-ms=50",
+                                   "--lpf-time-constant-us=20000"],
+                                  stdout=subprocess.DEVNULL, stderr=open(work / f"agent-{scheme}.log", "w"))
+            procs.append(ag)
+
+            def up():
+                try:
+                    return call(work / "agent.sock", {"op": "status"}) is not None
+                except ApiError:
+                    return False
+
+            wait(up, 20, "agent")
+        out = []
+        for c1, c2 in itertools.combinations_with_replacement(ccas, 2):
+            r = run_pair(plan, c1, c2, duration)
+            r["scheme"] = scheme
+            print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}), flush=True)
+            out.append(r)
+        return out
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        (work / "ready").unlink(missing_ok=True)
+        netns.down(topo, quiet=True)
+
+
+def aggregate(rows: list[dict]) -> dict:
+    out = {}
+    for s in SCHEMES:
+        r = [x for x in rows if x["scheme"] == s]
+        if not r:
+            continue
+        lat = [x["latency_increase_ms"] for x in r if x["latency_increase_ms"] is not None]
+        jit = [x["jitter_ms"] for x in r if x["jitter_ms"] is not None]
+        out[s] = {
+            "F": statistics.mean(x["F"] for x in r), "U": statistics.mean(x["U"] for x in r),
+            "L(2)": sum(v < 2 for v in lat) / len(lat) if lat else None,
+            "L(50)": sum(v < 50 for v in lat) / len(lat) if lat else None,
+            "J(2)": sum(v < 2 for v in jit) / len(jit) if jit else None,
+            "J(50)": sum(v < 50 for v in jit) / len(jit) if jit else None,
+            "pairs": len(r),
+        }
+    return out
+
+
+def heatmap(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    pairs = sorted({(x["cca1"], x["cca2"]) for x in rows})
+    data = np.array([[next((x["F"] for x in rows if x["scheme"] == s and (x["cca1"], x["cca2"]) == p), np.nan)
+                      for s in SCHEMES] for p in pairs])
+    fig, ax = plt.subplots(figsize=(5.5, 0.5 * len(pairs) + 1.5))
+    im = ax.imshow(data, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(SCHEMES)), SCHEMES)
+    ax.set_yticks(range(len(pairs)), [f"{a} vs {b}" for a, b in pairs])
+    for i in range(len(pairs)):
+        for j in range(len(SCHEMES)):
+            if not np.isnan(data[i, j]):
+                ax.text(j, i, f"{data[i, j]:.2f}", ha="center", va="center", color="w" if data[i, j] < 0.6 else "k")
+    ax.set_title("F = min/max throughput of the pair (1 = equal)")
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--duration", type=float, default=15.0)
+    ap.add_argument("--ccas", default=None)
+    ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "cca"))
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("experiment-cca: needs root (namespaces, veth, tc)", file=sys.stderr)
+        return 2
+    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    ccas = a.ccas.split(",") if a.ccas else [c for c in ("reno", "cubic", "bbr") if c in avail]
+    work = Path(tempfile.mkdtemp(prefix="ffs-cca-"))
+    rows = []
+    for s in SCHEMES:
+        rows += run_scheme(s, ccas, a.duration, work)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {"capacity_mbit": CAPACITY_MBIT, "duration_s": a.duration, "ccas": ccas,
+               "one_way_delay_ms": 10 if DELAY["netem"] else 0, "buffer_bytes": 65536,
+               "pairs": rows, "schemes": aggregate(rows)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    heatmap(rows, out / "heatmap.png")
+    print(json.dumps(summary["schemes"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
