@@ -1,7 +1,7 @@
 """The FFS paper's CCA-isolation experiment (Table III, Figure 9), live: two real Linux TCP flows with
 different congestion controls, from two hosts in private namespaces, through the software switch
 in live mode to one receiver, over a 20 Mb/s bottleneck (a tbf FIFO on the switch's egress veth,
-10 ms one-way delay). For every pair of the kernel's CCAs and every scheme — FIFO (FFS off),
+10 ms one-way delay where the kernel has netem). For every pair of the kernel's CCAs and every scheme — FIFO (FFS off), CSFQ,
 FFS-C100, FFS-C85 — it measures the paper's metrics: F (min/max throughput of the pair), U
 (utilization), the latency increase and the jitter of UDP probes through the bottleneck.
 
@@ -32,7 +32,7 @@ from ffs.topology import load  # noqa: E402
 
 PY = sys.executable
 CAPACITY_MBIT = 20
-SCHEMES = ("fifo", "ffs-c100", "ffs-c85")
+SCHEMES = ("fifo", "csfq", "ffs-c100", "ffs-c85")
 DELAY = {"netem": False}
 
 
@@ -109,12 +109,13 @@ def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path) -> lis
             DELAY["netem"] = sh("ip", "netns", "exec", plan.host(h).netns, "tc", "qdisc", "add", "dev", "eth0", "root", "netem",
                                 "delay", "10ms", "limit", "10000", check=False).returncode == 0
         ports = [f"--port={p}={i}" for p, i in sorted(plan.ports().items())]
-        sw = subprocess.Popen(["ip", "netns", "exec", sw_ns, PY, "-m", "ffs.cli.switch", "run", *ports,
+        extra = [f"--csfq=3={CAPACITY_MBIT}Mbps"] if scheme == "csfq" else []
+        sw = subprocess.Popen(["ip", "netns", "exec", sw_ns, PY, "-m", "ffs.cli.switch", "run", *ports, *extra,
                                f"--control=unix:{work}/sw.sock", f"--ready-file={work}/ready", "--stats-interval=60"],
                               stdout=subprocess.DEVNULL, stderr=open(work / f"switch-{scheme}.log", "w"))
         procs.append(sw)
         wait(lambda: (work / "ready").exists(), 20, "switch")
-        if scheme == "fifo":
+        if scheme in ("fifo", "csfq"):
             from ffs import p4names as N
             from ffs.agent.core import Agent
             from ffs.driver.model import ModelDriver
@@ -122,7 +123,7 @@ def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path) -> lis
             d = ModelDriver(f"unix:{work}/sw.sock")
             d.connect(timeout_s=10)
             Agent(d, topo, plan.node).install()
-            d.clear_table(N.PAIRS.name)  # FFS off: forwarding only
+            d.clear_table(N.PAIRS.name)  # FFS off: forwarding only (CSFQ, if any, runs in the switch loop)
             d.close()
         else:
             ag = subprocess.Popen([PY, "-m", "ffs.cli.agent", f"--topology={topo_file}", f"--node={plan.node}",

@@ -44,14 +44,24 @@ def _ports(specs: tuple[str, ...]) -> dict[int, str]:
 @click.option("--seed", default=1, show_default=True, help="Seed of the Random extern.")
 @click.option("--ready-file", default=None, help="Written (with the pid) once ports and control service are up.")
 @click.option("--stats-interval", default=10.0, show_default=True, help="Seconds between per-port counter logs.")
+@click.option("--csfq", "csfq_specs", multiple=True, metavar="PORT=RATE",
+              help="Evaluation baseline: run CSFQ (not FFS) before egress PORT of capacity RATE (repeat).")
 @one_line_errors(OSError, ValueError, PermissionError, exit_code=1)
-def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval) -> None:
+def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval, csfq_specs) -> None:
     """Switch real frames between Linux interfaces until SIGINT/SIGTERM."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=\"%(message)s\"")
     from ffs.switch.live import run_live
 
-    run_live(_ports(port_specs), control, seed, ready_file, stats_interval, allow_remote)
+    from ffs.units import parse_rate
+
+    csfq = {}
+    for spec in csfq_specs:
+        port, _, rate = spec.partition("=")
+        if not port.isdigit() or not rate:
+            raise CliError(f"--csfq wants PORT=RATE, got {spec!r}", EXIT_USAGE)
+        csfq[int(port)] = parse_rate(rate)
+    run_live(_ports(port_specs), control, seed, ready_file, stats_interval, allow_remote, csfq)
 
 
 @main.command("replay")

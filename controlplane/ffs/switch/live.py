@@ -52,6 +52,7 @@ class LiveSwitch:
     ports: dict[int, str]  # device port -> interface name
     stats: dict[int, PortStats] = field(default_factory=dict)
     stop_event: threading.Event = field(default_factory=threading.Event)
+    csfq_capacity: dict[int, float] = field(default_factory=dict)  # baseline: CSFQ before these ports
 
     def __post_init__(self) -> None:
         self.socks: dict[int, socket.socket] = {}
@@ -91,6 +92,11 @@ class LiveSwitch:
             poller.register(fd, select.EPOLLIN)
         pipeline = self.control.pipeline
         lock = self.control.lock
+        csfq = None
+        if self.csfq_capacity:  # the CSFQ baseline of the evaluation (not FFS): flows = IP address pairs
+            from ffs.baselines import Csfq
+
+            csfq = Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1)
         next_stats = time.monotonic() + stats_interval_s
         try:
             while not self.stop_event.is_set():
@@ -111,6 +117,14 @@ class LiveSwitch:
                             if res.egress_port is None:
                                 st.dropped += 1
                                 continue
+                            if csfq is not None and res.egress_port in self.csfq_capacity:
+                                now = time.monotonic()
+                                bits = len(res.frame) * 8
+                                label = csfq.label(res.frame[26:34].hex(), now, bits)
+                                core = csfq.core("live", res.egress_port, self.csfq_capacity[res.egress_port])
+                                if core.decide(now, bits, label, csfq.rng) is None:
+                                    st.dropped += 1
+                                    continue
                             out = self.socks.get(res.egress_port)
                             if out is None:
                                 st.dropped += 1  # a route to a port this switch has no interface for
@@ -152,11 +166,12 @@ def disable_offloads(ifname: str) -> None:
 
 
 def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_file: str | None = None,
-             stats_interval_s: float = 10.0, allow_remote: bool = False) -> None:
+             stats_interval_s: float = 10.0, allow_remote: bool = False,
+             csfq_capacity: dict[int, float] | None = None) -> None:
     from ffs.switch.server import serve
 
     ctl = SwitchControl(Pipeline(seed))
-    sw = LiveSwitch(ctl, ports)
+    sw = LiveSwitch(ctl, ports, csfq_capacity=csfq_capacity or {})
     sw.open()
     server = serve(ctl, control_address, allow_remote)
     for sig in (signal.SIGINT, signal.SIGTERM):
