@@ -43,56 +43,33 @@ def trace_bench(seconds: float) -> dict:
 
 
 def live_bench(seconds: float) -> dict:
-    from ffs import netns
-    from ffs.topology import load
+    from ffs.agent.core import Agent
+    from ffs.driver.model import ModelDriver
+    from ffs.liverun import live_node
 
     if os.geteuid() != 0:
         return {"skipped": "live mode needs root"}
-    text = (ROOT / "topologies" / "dumbbell.yaml").read_text().replace("name: dumbbell", "name: bench")
     work = Path(tempfile.mkdtemp(prefix="ffs-bench-"))
-    (work / "bench.yaml").write_text(text)
-    topo = load(work / "bench.yaml")
-    plan = netns.up(topo)
-    procs = []
-    try:
-        ports = [f"--port={p}={i}" for p, i in sorted(plan.ports().items())]
-        sw = subprocess.Popen(["ip", "netns", "exec", plan.switch_ns, sys.executable, "-m", "ffs.cli.switch", "run", *ports,
-                               f"--control=unix:{work}/sw.sock", f"--ready-file={work}/ready", "--stats-interval=1"],
-                              stdout=subprocess.DEVNULL, stderr=open(work / "switch.log", "w"))
-        procs.append(sw)
-        while not (work / "ready").exists():
-            time.sleep(0.1)
-        # routes only, no pairs: every packet runs parser, forwarding, len_log and weight, then is
-        # bypassed; then the same with the node's pairs (the full FFS path) via the agent's install
-        from ffs.agent.core import Agent
-        from ffs.driver.model import ModelDriver
-
-        drv = ModelDriver(f"unix:{work}/sw.sock")
+    (work / "bench.yaml").write_text((ROOT / "topologies" / "dumbbell.yaml").read_text().replace("name: dumbbell", "name: bench"))
+    with live_node(work / "bench.yaml", work, agent=False, switch_args=["--stats-interval=1"]) as node:
+        drv = ModelDriver(node.switch_address)
         drv.connect(timeout_s=10)
-        Agent(drv, topo, "s1").install()
-        # two senders as fast as they go: h1 and h2 (each a Python process) toward h3
-        for h in ("h1", "h2"):
-            procs.append(subprocess.Popen(["ip", "netns", "exec", plan.host(h).netns, sys.executable, "-m", "ffs.traffic",
-                                           "send", "--dst=10.0.3.1", "--rate=2Gbps", f"--duration={seconds + 2}"],
-                                          stdout=subprocess.DEVNULL))
+        Agent(drv, node.topology, "s1").install()  # the full FFS path, tau infinite: nothing dropped
+        for h in ("h1", "h2"):  # two senders as fast as they go toward h3
+            node.spawn(node.exec_args(h, sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", "--rate=2Gbps",
+                                      f"--duration={seconds + 3}"), stdout=subprocess.DEVNULL)
         time.sleep(1.5)
+
         def counts():
             line = [x for x in (work / "switch.log").read_text().splitlines() if "stats" in x][-1]
-            rx = sum(int(v) for v in re.findall(r"rx=(\d+)", line))
-            tx = sum(int(v) for v in re.findall(r"tx=(\d+)", line))
-            return rx, tx
+            return sum(int(v) for v in re.findall(r"rx=(\d+)", line)), sum(int(v) for v in re.findall(r"tx=(\d+)", line))
+
         r0, t0 = counts()
         time.sleep(seconds)
         r1, t1 = counts()
-        return {"workload": "two UDP floods of 1250 B through the FFS path over veth", "seconds": seconds,
-                "rx_packets_per_s": round((r1 - r0) / seconds), "tx_packets_per_s": round((t1 - t0) / seconds),
-                "rx_mbps": round((r1 - r0) * 1250 * 8 / seconds / 1e6, 1)}
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=10)
-        netns.down(topo, quiet=True)
+    return {"workload": "two UDP floods of 1250 B through the FFS path over veth", "seconds": seconds,
+            "rx_packets_per_s": round((r1 - r0) / seconds), "tx_packets_per_s": round((t1 - t0) / seconds),
+            "rx_mbps": round((r1 - r0) * 1250 * 8 / seconds / 1e6, 1)}
 
 
 def main() -> int:

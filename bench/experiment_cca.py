@@ -26,9 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "controlplane"))
 
-from ffs import netns  # noqa: E402
-from ffs.agent.api import ApiError, call  # noqa: E402
-from ffs.topology import load  # noqa: E402
+from ffs import p4names as N  # noqa: E402
+from ffs.agent.core import Agent  # noqa: E402
+from ffs.driver.model import ModelDriver  # noqa: E402
+from ffs.liverun import live_node  # noqa: E402
 
 PY = sys.executable
 CAPACITY_MBIT = 20
@@ -41,15 +42,6 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     if check and p.returncode != 0:
         raise RuntimeError(f"{' '.join(args)}: {p.stderr.strip()}")
     return p
-
-
-def wait(cond, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"{what} not ready")
 
 
 def topology_for(scheme: str, work: Path) -> Path:
@@ -97,65 +89,33 @@ def run_pair(plan, cca1: str, cca2: str, duration: float) -> dict:
 
 def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path) -> list[dict]:
     topo_file = topology_for(scheme, work)
-    topo = load(topo_file)
-    plan = netns.up(topo)
-    procs = []
-    try:
-        sw_ns = plan.switch_ns
-        # the bottleneck: a 20 Mb/s FIFO (64 KB) behind the switch's egress; 10 ms each way on the hosts
-        sh("ip", "netns", "exec", sw_ns, "tc", "qdisc", "add", "dev", "p3", "root", "tbf", "rate", f"{CAPACITY_MBIT}mbit",
-           "burst", "16kb", "limit", "64kb")
-        for h in ("h1", "h2", "h3"):  # netem may be missing from the kernel: then no added delay
-            DELAY["netem"] = sh("ip", "netns", "exec", plan.host(h).netns, "tc", "qdisc", "add", "dev", "eth0", "root", "netem",
-                                "delay", "10ms", "limit", "10000", check=False).returncode == 0
-        ports = [f"--port={p}={i}" for p, i in sorted(plan.ports().items())]
-        extra = [f"--csfq=3={CAPACITY_MBIT}Mbps"] if scheme == "csfq" else []
-        sw = subprocess.Popen(["ip", "netns", "exec", sw_ns, PY, "-m", "ffs.cli.switch", "run", *ports, *extra,
-                               f"--control=unix:{work}/sw.sock", f"--ready-file={work}/ready", "--stats-interval=60"],
-                              stdout=subprocess.DEVNULL, stderr=open(work / f"switch-{scheme}.log", "w"))
-        procs.append(sw)
-        wait(lambda: (work / "ready").exists(), 20, "switch")
-        if scheme in ("fifo", "csfq"):
-            from ffs import p4names as N
-            from ffs.agent.core import Agent
-            from ffs.driver.model import ModelDriver
 
-            d = ModelDriver(f"unix:{work}/sw.sock")
+    def bottleneck(plan) -> None:
+        # a 20 Mb/s FIFO (64 KB) behind the switch's egress; 10 ms each way on the hosts if netem exists
+        sh("ip", "netns", "exec", plan.switch_ns, "tc", "qdisc", "add", "dev", "p3", "root", "tbf", "rate",
+           f"{CAPACITY_MBIT}mbit", "burst", "16kb", "limit", "64kb")
+        for h in ("h1", "h2", "h3"):
+            DELAY["netem"] = sh("ip", "netns", "exec", plan.host(h).netns, "tc", "qdisc", "add", "dev", "eth0", "root",
+                                "netem", "delay", "10ms", "limit", "10000", check=False).returncode == 0
+
+    extra = [f"--csfq=3={CAPACITY_MBIT}Mbps"] if scheme == "csfq" else []
+    sub = work / scheme
+    sub.mkdir(exist_ok=True)
+    with live_node(topo_file, sub, agent=scheme.startswith("ffs"), period_ms=50, switch_args=extra,
+                   before_switch=bottleneck) as node:
+        if not scheme.startswith("ffs"):  # FFS off: forwarding only (CSFQ, if any, runs in the switch loop)
+            d = ModelDriver(node.switch_address)
             d.connect(timeout_s=10)
-            Agent(d, topo, plan.node).install()
-            d.clear_table(N.PAIRS.name)  # FFS off: forwarding only (CSFQ, if any, runs in the switch loop)
+            Agent(d, node.topology, node.plan.node).install()
+            d.clear_table(N.PAIRS.name)
             d.close()
-        else:
-            ag = subprocess.Popen([PY, "-m", "ffs.cli.agent", f"--topology={topo_file}", f"--node={plan.node}",
-                                   f"--switch=unix:{work}/sw.sock", f"--socket={work}/agent.sock", "--period-ms=50",
-                                   "--lpf-time-constant-us=20000"],
-                                  stdout=subprocess.DEVNULL, stderr=open(work / f"agent-{scheme}.log", "w"))
-            procs.append(ag)
-
-            def up():
-                try:
-                    return call(work / "agent.sock", {"op": "status"}) is not None
-                except ApiError:
-                    return False
-
-            wait(up, 20, "agent")
         out = []
         for c1, c2 in itertools.combinations_with_replacement(ccas, 2):
-            r = run_pair(plan, c1, c2, duration)
+            r = run_pair(node.plan, c1, c2, duration)
             r["scheme"] = scheme
             print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}), flush=True)
             out.append(r)
         return out
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        (work / "ready").unlink(missing_ok=True)
-        netns.down(topo, quiet=True)
 
 
 def aggregate(rows: list[dict]) -> dict:

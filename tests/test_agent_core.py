@@ -7,7 +7,7 @@ import pytest
 
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.agent.core import Agent, MatrixError
+from ffs.agent.core import MatrixError
 from ffs.agent.state import StateStore
 from ffs.allocator import allocate
 from ffs.driver.base import DriverError

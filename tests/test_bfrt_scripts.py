@@ -1,7 +1,6 @@
 """The bfshell scripts, run against a recording stand-in for bfshell's `bfrt` object (no SDE here):
 they write the same entries as the agent, under bfrt_python's names and argument conventions."""
 
-import os
 import runpy
 import sys
 from pathlib import Path

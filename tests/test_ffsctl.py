@@ -4,7 +4,6 @@ a non-zero exit, and the socket refuses a client without permission."""
 import json
 import os
 import pwd
-import socket
 import subprocess
 import sys
 

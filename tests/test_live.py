@@ -9,13 +9,11 @@ import time
 
 import pytest
 
-from ffs import netns
 from ffs import p4names as N
-from ffs.agent.api import ApiError, call
 from ffs.allocator import allocate
 from ffs.driver.base import Exact, TableEntry, Update
 from ffs.driver.model import ModelDriver
-from ffs.topology import load
+from ffs.liverun import live_node
 from conftest import TOPOLOGIES, requires_root
 
 pytestmark = [requires_root]
@@ -31,64 +29,24 @@ while True:
 """
 
 
-def wait_for(cond, timeout, what):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not ready in {timeout} s")
-
-
 @pytest.fixture
 def live(tmp_path):
     text = (TOPOLOGIES / "dumbbell.yaml").read_text().replace("name: dumbbell", "name: livetest")
     topo_file = tmp_path / "livetest.yaml"
     topo_file.write_text(text)
-    topo = load(topo_file)
-    plan = netns.up(topo)
-    procs = []
-    try:
-        ports = [f"--port={p}={i}" for p, i in sorted(plan.ports().items())]
-        sw = subprocess.Popen(["ip", "netns", "exec", plan.switch_ns, sys.executable, "-m", "ffs.cli.switch", "run", *ports,
-                               f"--control=unix:{tmp_path}/sw.sock", f"--ready-file={tmp_path}/ready"],
-                              stdout=subprocess.DEVNULL, stderr=open(tmp_path / "switch.log", "w"))
-        procs.append(sw)
-        wait_for(lambda: (tmp_path / "ready").exists(), 20, "switch")
-        ag = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={topo_file}", "--node=s1",
-                               f"--switch=unix:{tmp_path}/sw.sock", f"--socket={tmp_path}/agent.sock",
-                               "--period-ms=100", "--lpf-time-constant-us=20000"],
-                              stdout=subprocess.DEVNULL, stderr=open(tmp_path / "agent.log", "w"))
-        procs.append(ag)
-
-        def agent_up():
-            try:
-                return call(tmp_path / "agent.sock", {"op": "status"}) is not None
-            except ApiError:
-                return False
-
-        wait_for(agent_up, 20, "agent")
-        yield topo, plan, tmp_path, procs
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        netns.down(topo, quiet=True)
-    assert sw.returncode == 0 or sw.returncode == -15  # stopped cleanly on SIGTERM
+    with live_node(topo_file, tmp_path) as node:
+        yield node
+        switch = node.procs[0]
+    assert switch.returncode in (0, -15)  # the switch stopped cleanly on SIGTERM
 
 
 def test_live_isolation_and_shim_on_the_wire(live):
-    topo, plan, tmp, procs = live
-    rx = subprocess.Popen(["ip", "netns", "exec", plan.host("h3").netns, sys.executable, "-m", "ffs.traffic", "recv",
-                           "--duration=5"], stdout=subprocess.PIPE, text=True)
+    topo, plan = live.topology, live.plan
+    rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.traffic", "recv", "--duration=5"), stdout=subprocess.PIPE, text=True)
     time.sleep(0.3)
     for host, rate in (("h1", "8Mbps"), ("h2", "60Mbps")):
-        procs.append(subprocess.Popen(["ip", "netns", "exec", plan.host(host).netns, sys.executable, "-m", "ffs.traffic",
-                                       "send", "--dst=10.0.3.1", f"--rate={rate}", "--duration=4.5"], stdout=subprocess.DEVNULL))
+        live.spawn(live.exec_args(host, sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", f"--rate={rate}",
+                                  "--duration=4.5"), stdout=subprocess.DEVNULL)
     lines = [json.loads(x) for x in rx.stdout]
     rx.wait()
     steady = [x["rates_bps"] for x in lines if 2 <= x["t"] <= 4]
@@ -99,7 +57,7 @@ def test_live_isolation_and_shim_on_the_wire(live):
     assert flood == pytest.approx(exact["flood"], rel=0.25), (flood, lines)  # cut from 60 to about 12
 
     # now stop stripping at p3: the shim the switch inserted reaches h3 as IP protocol 253
-    drv = ModelDriver(f"unix:{tmp}/sw.sock")
+    drv = ModelDriver(live.switch_address)
     drv.connect(timeout_s=5)
     drv.write([Update("delete", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(3)}))])
     cap = subprocess.Popen(["ip", "netns", "exec", plan.host("h3").netns, sys.executable, "-c", CAPTURE],

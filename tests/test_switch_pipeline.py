@@ -15,7 +15,7 @@ from ffs.driver.base import Exact, Lpm, TableEntry, Update
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.labels import decode, encode
 from ffs.switch.packet import ipv4_checksum
-from switchkit import DST, IN, OUT, labelled, lf_of, rig, single_packet_f
+from switchkit import DST, OUT, labelled, lf_of, rig, single_packet_f
 
 
 def shim_of(frame: bytes, ihl: int = 20, l2: int = 14):

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 
 from scipy.optimize import brentq
 
+from ffs.jsonsafe import finite
 from ffs.topology import Topology
 
 INF = math.inf
@@ -69,16 +70,7 @@ class Allocation:
         return next(e.tau for e in self.egresses if e.node == node and e.egress == egress)
 
     def to_dict(self) -> dict:
-        def clean(v):
-            if isinstance(v, float) and math.isinf(v):
-                return None  # JSON has no infinity: null means "infinite" (uncongested)
-            if isinstance(v, dict):
-                return {k: clean(x) for k, x in v.items()}
-            if isinstance(v, (list, tuple)):
-                return [clean(x) for x in v]
-            return v
-
-        return clean({"streams": [asdict(s) for s in self.streams], "egresses": [asdict(e) for e in self.egresses], "rounds": self.rounds})
+        return finite({"streams": [asdict(s) for s in self.streams], "egresses": [asdict(e) for e in self.egresses], "rounds": self.rounds})
 
 
 def solve_tau(rates: list[float], shares: list[float], target: float) -> float:

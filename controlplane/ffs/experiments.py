@@ -24,6 +24,7 @@ from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.allocator import allocate
 from ffs.baselines import Csfq
+from ffs.jsonsafe import finite
 from ffs.driver.model import LocalDriver
 from ffs.switch import trace
 from ffs.switch.pipeline import Pipeline
@@ -153,7 +154,7 @@ def write_result(res: ScenarioResult, out_dir: Path) -> list[Path]:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "summary.json", out_dir / "rates.csv"]
-    files[0].write_text(json.dumps(_finite(res.summary()), indent=2) + "\n")
+    files[0].write_text(json.dumps(finite(res.summary()), indent=2) + "\n")
     with open(files[1], "w", newline="") as f:
         w = csv.writer(f)
         names = sorted(res.rates)
@@ -190,12 +191,3 @@ def write_result(res: ScenarioResult, out_dir: Path) -> list[Path]:
         plt.close(fig)
     return files
 
-
-def _finite(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_finite(x) for x in v]
-    return v

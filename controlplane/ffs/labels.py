@@ -105,8 +105,9 @@ def _eq3_position(x: float, lo: float, hi: float, n_bits: int) -> Fraction | flo
     return (lx - llo) / (lhi - llo) * top
 
 
-def encode_eq3(x: float, lo: float, hi: float, n_bits: int) -> int:
-    """Eq. 3 as printed: B = floor(normalised log position · (2^n - 1)); out-of-range inputs clamp."""
+def encode_eq3(x: float, lo: float, hi: float, n_bits: int, nearest: bool = False) -> int:
+    """Eq. 3: B = floor(normalised log position · (2^n - 1)) as printed, or round-to-nearest with
+    `nearest` (the fix for floor's downward bias); out-of-range inputs clamp."""
     _check_range(lo, hi, n_bits)
     top = (1 << n_bits) - 1
     if not x > lo:
@@ -114,6 +115,8 @@ def encode_eq3(x: float, lo: float, hi: float, n_bits: int) -> int:
     if x >= hi:
         return top
     pos = _eq3_position(x, lo, hi, n_bits)
+    if nearest:
+        pos = pos + (Fraction(1, 2) if isinstance(pos, Fraction) else 0.5)
     b = math.floor(pos)
     # a float position a hair below an integer is the float error the paper's vector 17 warns of
     if not isinstance(pos, Fraction) and pos - b > 1 - 1e-9:
@@ -122,15 +125,7 @@ def encode_eq3(x: float, lo: float, hi: float, n_bits: int) -> int:
 
 
 def encode_eq3_nearest(x: float, lo: float, hi: float, n_bits: int) -> int:
-    """Eq. 3 with round-to-nearest instead of floor (the fix for the downward bias)."""
-    _check_range(lo, hi, n_bits)
-    top = (1 << n_bits) - 1
-    if not x > lo:
-        return 0
-    if x >= hi:
-        return top
-    pos = _eq3_position(x, lo, hi, n_bits)
-    return min(max(math.floor(pos + Fraction(1, 2) if isinstance(pos, Fraction) else pos + 0.5), 0), top)
+    return encode_eq3(x, lo, hi, n_bits, nearest=True)
 
 
 def decode_eq4(b: int, lo: float, hi: float, n_bits: int) -> float:

@@ -1,7 +1,6 @@
 """The agent against the target: an ffsctl matrix change reaches the data plane's pair table, and
 the agent's tau moves the drop rate the right way on a sustained overload."""
 
-import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from ffs import p4names as N
 from ffs import tables as T
 from ffs.agent.api import ApiError, call
 from ffs.labels import encode
-from base import IN, OUT, FfsTest, packets, params
+from base import IN, OUT, FfsTest, params
 
 TOPOLOGY = Path(__file__).resolve().parent.parent / "topology.yaml"
 

@@ -7,7 +7,6 @@ interleaves with a τ push.
 from __future__ import annotations
 
 import logging
-import math
 import signal
 import threading
 import time
@@ -18,6 +17,7 @@ from typing import Any
 import yaml
 
 from ffs.agent.api import ApiError, ControlServer
+from ffs.jsonsafe import finite
 from ffs.agent.core import Agent, MatrixError
 from ffs.allocator import allocate
 from ffs.driver.base import DriverError
@@ -59,16 +59,6 @@ def load_matrix_file(path: str | Path) -> dict[str, dict[str, float]]:
     return parse_matrix(data, str(path))
 
 
-def _finite(v: Any) -> Any:
-    if isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
-        return None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_finite(x) for x in v]
-    return v
-
-
 @dataclass
 class ServiceConfig:
     period_s: float = 0.1
@@ -92,9 +82,9 @@ class AgentService:
         with self.lock:
             a = self.agent
             if op == "status":
-                return _finite({"node": a.node.name, **a.snapshot.to_dict()})
+                return finite({"node": a.node.name, **a.snapshot.to_dict()})
             if op == "tau_show":
-                return _finite([{"egress": e.egress, "tau": e.tau, "congested": e.congested} for e in a.snapshot.egresses])
+                return finite([{"egress": e.egress, "tau": e.tau, "congested": e.congested} for e in a.snapshot.egresses])
             if op == "matrix_show":
                 return {"node": a.node.name, "fairness": a.fairness}
             if op in ("matrix_set", "matrix_load"):
@@ -112,7 +102,7 @@ class AgentService:
                 except DriverError as e:
                     raise ApiError(f"the switch refused the change, nothing applied: {e}") from None
             if op == "matrix_plan":
-                return _finite(self.plan(parse_matrix(req.get("fairness"))))
+                return finite(self.plan(parse_matrix(req.get("fairness"))))
             if op == "log":
                 if a.store is None:
                     return []

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import sys
 from typing import Any, Callable, TypeVar
 
 import click
+
+from ffs.jsonsafe import finite
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,14 +48,5 @@ def one_line_errors(*known: type[BaseException], exit_code: int = EXIT_USAGE) ->
 def dump_json(obj: Any) -> None:
     """JSON for scripts: infinities become null (JSON has none), floats keep full precision."""
 
-    def clean(v: Any) -> Any:
-        if isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
-            return None
-        if isinstance(v, dict):
-            return {str(k): clean(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [clean(x) for x in v]
-        return v
-
-    json.dump(clean(obj), sys.stdout, indent=2)
+    json.dump(finite(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")

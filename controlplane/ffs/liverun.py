@@ -1,0 +1,107 @@
+"""One live FFS node for demos, tests and experiments: the topology's namespaces, `ffs-switch run` on
+the switch's veths, optionally `ffs-agent` against it; everything stopped and removed on exit.
+
+    with live_node(topology_file, work_dir) as node:
+        node.exec("h1", "python", "-m", "ffs.traffic", "send", ...)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from ffs import netns
+from ffs.agent.api import ApiError, call
+from ffs.topology import Topology, load
+
+
+class LiveError(Exception):
+    """A live component did not start; the message names it and the end of its log."""
+
+
+@dataclass
+class LiveNode:
+    topology: Topology
+    plan: netns.Plan
+    work: Path
+    procs: list[subprocess.Popen] = field(default_factory=list)
+
+    @property
+    def switch_address(self) -> str:
+        return f"unix:{self.work}/switch.sock"
+
+    @property
+    def agent_socket(self) -> Path:
+        return self.work / "agent.sock"
+
+    def exec_args(self, host: str, *args: str) -> list[str]:
+        return ["ip", "netns", "exec", self.plan.host(host).netns, *args]
+
+    def spawn(self, args: Sequence[str], log: str | None = None, **kw) -> subprocess.Popen:
+        """Start a process that is stopped with the node."""
+        if log is not None and "stderr" not in kw:
+            kw["stderr"] = open(self.work / log, "w")
+        p = subprocess.Popen(list(args), **kw)
+        self.procs.append(p)
+        return p
+
+
+def _wait(cond: Callable[[], bool], timeout_s: float, what: str, proc: subprocess.Popen, log: Path) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if cond():
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    tail = " | ".join(log.read_text().strip().splitlines()[-3:]) if log.exists() else ""
+    raise LiveError(f"{what} did not start: {tail or 'no output'}")
+
+
+def agent_ready(sock: Path) -> bool:
+    try:
+        call(sock, {"op": "status"}, timeout_s=1)
+        return True
+    except (ApiError, OSError, ValueError):
+        return False
+
+
+@contextmanager
+def live_node(topology_file: str | Path, work: Path, *, agent: bool = True, period_ms: float = 100.0,
+              lpf_time_constant_us: float = 20000.0, switch_args: Sequence[str] = (),
+              before_switch: Callable[[netns.Plan], None] | None = None) -> Iterator[LiveNode]:
+    topo = load(topology_file)
+    plan = netns.up(topo)
+    node = LiveNode(topo, plan, work)
+    py = sys.executable
+    try:
+        if before_switch is not None:
+            before_switch(plan)
+        ports = [f"--port={p}={i}" for p, i in sorted(plan.ports().items())]
+        sw = node.spawn(["ip", "netns", "exec", plan.switch_ns, py, "-m", "ffs.cli.switch", "run", *ports, *switch_args,
+                         f"--control={node.switch_address}", f"--ready-file={work}/switch.ready"],
+                        log="switch.log", stdout=subprocess.DEVNULL)
+        _wait(lambda: (work / "switch.ready").exists(), 30, "ffs-switch", sw, work / "switch.log")
+        if agent:
+            ag = node.spawn([py, "-m", "ffs.cli.agent", f"--topology={topology_file}", f"--node={plan.node}", "--target=model",
+                             f"--switch={node.switch_address}", f"--socket={node.agent_socket}", f"--state-dir={work}/state",
+                             f"--period-ms={period_ms}", f"--lpf-time-constant-us={lpf_time_constant_us}"],
+                            log="agent.log", stdout=subprocess.DEVNULL)
+            _wait(lambda: agent_ready(node.agent_socket), 30, "ffs-agent", ag, work / "agent.log")
+        yield node
+    finally:
+        for p in reversed(node.procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in node.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        (work / "switch.ready").unlink(missing_ok=True)
+        netns.down(topo, quiet=True)
