@@ -1,0 +1,66 @@
+"""The agent as a process: kill -9 it after a matrix change and start it again; it restores the last
+applied matrix into the switch (over the software switch's real gRPC service)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ffs import p4names as N
+from ffs import tables as T
+from ffs.agent.api import ApiError, call
+from ffs.driver.model import ModelDriver
+from ffs.switch.control import SwitchControl
+from ffs.switch.pipeline import Pipeline
+from ffs.switch.server import serve
+
+DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
+
+
+def start_agent(tmp: Path, switch: str) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
+                          f"--switch={switch}", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state", "--period-ms=50"],
+                         stdout=subprocess.DEVNULL, stderr=open(tmp / "agent.log", "a"))
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        try:
+            call(tmp / "agent.sock", {"op": "status"})
+            return p
+        except ApiError:
+            time.sleep(0.1)
+    p.kill()
+    raise AssertionError((tmp / "agent.log").read_text()[-800:])
+
+
+def pair_lm(driver) -> dict:
+    return {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params["lm"] for e in driver.read_table(N.PAIRS.name)}
+
+
+def test_killed_agent_restores_the_applied_matrix(tmp_path):
+    switch = f"unix:{tmp_path}/switch.sock"
+    server = serve(SwitchControl(Pipeline(1)), switch)
+    agent = None
+    try:
+        drv = ModelDriver(switch)
+        drv.connect(timeout_s=10)
+        agent = start_agent(tmp_path, switch)
+        r = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
+                            "--ingress", "p1", "--egress", "p3", "--rate", "2Mbps"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6)
+        os.kill(agent.pid, signal.SIGKILL)
+        agent.wait(timeout=5)
+        drv.clear_table(N.PAIRS.name)  # whatever happened to the switch meanwhile
+        agent = start_agent(tmp_path, switch)
+        assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6)  # restored from the state dir, not the topology's 10 Mbps
+        shown = call(tmp_path / "agent.sock", {"op": "matrix_show"})
+        assert shown["fairness"]["p3"]["p1"] == pytest.approx(2e6)
+    finally:
+        if agent is not None and agent.poll() is None:
+            agent.terminate()
+            agent.wait(timeout=5)
+        server.stop(0)
