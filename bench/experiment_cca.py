@@ -70,7 +70,10 @@ def run_pair(plan, cca1: str, cca2: str, duration: float) -> dict:
     lines = [json.loads(x) for x in procs[0].stdout]
     rtts = [json.loads(x)["rtt_ms"] for x in probe.stdout]
     for p in srcs + procs + [probe]:
-        p.wait(timeout=10)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
     steady = [x["rates_bps"] for x in lines if duration / 3 <= x["t"] <= duration]
     t1 = statistics.mean(r.get("10.0.1.1", 0.0) for r in steady) if steady else 0.0
     t2 = statistics.mean(r.get("10.0.2.1", 0.0) for r in steady) if steady else 0.0

@@ -37,12 +37,14 @@ RUNS = [
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default=None)
+    ap.add_argument("--only", default=None, help="run only this scenario")
+    ap.add_argument("--scheme", default=None, help="run only this scheme (keeps the other results)")
     a = ap.parse_args()
     out = ROOT / "docs" / "results"
-    summary = {}
+    old = out / "summary.json"
+    summary = json.loads(old.read_text()) if (a.only or a.scheme) and old.exists() else {}
     for name, scheme, factor in RUNS:
-        if a.only and a.only != name:
+        if (a.only and a.only != name) or (a.scheme and a.scheme != scheme):
             continue
         topo = with_target_factor(load(ROOT / "scenarios" / f"{name}.yaml"), factor)
         label = f"{name}-{scheme}" + (f"-c{int(factor * 100)}" if factor else "")

@@ -3,8 +3,8 @@
 - FIFO: FFS off, a tail-drop queue per egress (`ffs.switch.trace.EgressQueue`).
 - CSFQ (Stoica, Shenker, Zhang; papers/001): per-flow rate labels at the edge (Eq. 3), and at every
   egress the fair share alpha estimated as in Figure 3 (with the digest's corrected nesting), drop
-  probability max(0, 1 - alpha/label), relabel min(label, alpha), alpha cut 1 % on buffer
-  overflow. It runs beside the pipeline in trace mode, not in P4.
+  probability max(0, 1 - alpha/label) while the link is congested, relabel min(label, alpha),
+  alpha cut 1 % on buffer overflow. It runs beside the pipeline (trace and live mode), not in P4.
 """
 
 from __future__ import annotations
@@ -56,7 +56,10 @@ class CsfqCore:
 
     def decide(self, t: float, size_bits: float, label: float, rng: random.Random) -> float | None:
         """Forward (returning the new label) or drop (None) one packet."""
-        prob = max(0.0, 1.0 - self.alpha / label) if label > 0 else 0.0
+        # Drop only while the link is congested: the literal Figure 2 also drops while uncongested,
+        # where alpha is the largest label of the last window -- after an idle period (a few probe
+        # packets) that starves every new flow, including its SYNs (the digest's edge case).
+        prob = max(0.0, 1.0 - self.alpha / label) if label > 0 and self.congested else 0.0
         dropped = prob > rng.random()
         self._estimate(t, size_bits, label, dropped)
         if dropped:
@@ -68,7 +71,9 @@ class CsfqCore:
 
     def _estimate(self, t: float, size_bits: float, label: float, dropped: bool) -> None:
         a = self.arrival.update(t, size_bits)
-        f = self.forwarded.rate if dropped else self.forwarded.update(t, size_bits)
+        # a dropped packet adds nothing to the forwarded rate, but time passes for it: F decays, so
+        # alpha = alpha * C / F can recover after the link dropped everything
+        f = self.forwarded.update(t, 0.0 if dropped else size_bits)
         if a >= self.capacity_bps:
             if not self.congested:
                 self.congested, self.start = True, t

@@ -66,6 +66,7 @@ def sink(port: int, duration_s: float, interval_s: float = 1.0) -> None:
 def source(dst: str, port: int, cca: str, duration_s: float) -> None:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cca.encode())
+    s.settimeout(min(5.0, duration_s))
     s.connect((dst, port))
     buf = bytes(1 << 16)
     end = time.monotonic() + duration_s
