@@ -46,6 +46,7 @@ class CsfqCore:
     congested: bool = False
     start: float = 0.0
     tmp_alpha: float = 0.0
+    last_cut: float = -math.inf
     arrival: RateEstimator = field(init=False)
     forwarded: RateEstimator = field(init=False)
 
@@ -66,8 +67,12 @@ class CsfqCore:
             return None
         return min(label, self.alpha) if prob > 0 else label
 
-    def overflow(self) -> None:
-        self.alpha *= 0.99  # buffer heuristic: a tail drop cuts alpha by 1 %
+    def overflow(self, t: float) -> None:
+        """Buffer heuristic: an overflow cuts alpha by 1 % -- once per overflow episode (here: at
+        most every K_c/20), not once per dropped packet, which at Gb/s would zero alpha."""
+        if t - self.last_cut >= self.k_c_s / 20:
+            self.alpha *= 0.99
+            self.last_cut = t
 
     def _estimate(self, t: float, size_bits: float, label: float, dropped: bool) -> None:
         a = self.arrival.update(t, size_bits)

@@ -187,7 +187,7 @@ def run(
                     break
             if q is not None and not q.admit(t, s.ip_len):
                 if csfq is not None:
-                    csfq.core(node, r.egress_port, q.rate_bps).overflow()
+                    csfq.core(node, r.egress_port, q.rate_bps).overflow(t)
                 res.dropped[s.name] += 1
                 break
             nxt = links.get((node, r.egress_port))
