@@ -1,99 +1,280 @@
-"""Paced UDP traffic for live runs: a sender at a given IP-layer rate and a receiver that reports the
-rate it gets from each source, one JSON line per interval.
+"""Paced UDP traffic for live runs: a sender at a given IP-layer rate, optionally carrying the FFS
+shim with a label, and a receiver that reports the rate it gets from each source, one JSON line per
+interval. Both run inside a host's namespace (`ip netns exec NS python -m ffs.traffic ...`).
 
-    python -m ffs.traffic send --dst 10.0.3.1 --rate 8Mbps --size 1250 --duration 20
-    python -m ffs.traffic recv --port 5001 --interval 1 --duration 25
+    python -m ffs.traffic send --dst 10.0.3.1 --rate 8Mbps --size 1250 --duration 20 [--label 2.0 --ri]
+    python -m ffs.traffic recv --port 5001 --interval 1 --duration 25 [--ffs]
+
+Rates and sizes count IP bytes (the IP header and, when present, the shim). The sender hands the
+kernel up to 64 packets per system call (sendmmsg), so one Python process can offer several hundred
+thousand packets per second on veth without stealing the switch's CPU; pacing is per batch, to the
+packet owed by now.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import json
+import select
 import socket
+import struct
 import sys
 import time
+from dataclasses import dataclass
+from typing import IO
 
+from ffs import constants as C
+from ffs.frames import shim
+from ffs.labels import encode
 from ffs.units import parse_rate
 
-IP_UDP = 28  # IPv4 + UDP header bytes
+IP_HDR = 20
+UDP_HDR = 8
+IP_UDP = IP_HDR + UDP_HDR
+BATCH = 64  # packets per sendmmsg
+MAX_SIZE = 9000
 
 
-def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float) -> int:
-    """Send `size`-byte IP packets at `rate_bps` for `duration_s`; returns packets sent."""
-    payload = bytes(max(0, size - IP_UDP))
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+class TrafficError(Exception):
+    """Bad arguments or a socket that cannot be opened; the message is one line."""
+
+
+# --- sendmmsg through libc: one system call for a batch of identical datagrams ----------------
+
+class _Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class _Msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(_Iovec)),
+                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+
+
+class _Mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", _Msghdr), ("len", ctypes.c_uint)]
+
+
+def _libc_sendmmsg():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        fn = libc.sendmmsg
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.POINTER(_Mmsghdr), ctypes.c_uint, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+class _Batcher:
+    """Sends `n` copies of one datagram on a connected socket: sendmmsg, or send() in a loop."""
+
+    def __init__(self, sock: socket.socket, datagram: bytes) -> None:
+        self.sock, self.datagram = sock, datagram
+        self._sendmmsg = _libc_sendmmsg()
+        if self._sendmmsg is not None:
+            self._buf = ctypes.create_string_buffer(datagram, len(datagram))
+            self._iov = _Iovec(ctypes.cast(self._buf, ctypes.c_void_p), len(datagram))
+            self._vec = (_Mmsghdr * BATCH)()
+            for m in self._vec:
+                m.hdr.iov = ctypes.pointer(self._iov)
+                m.hdr.iovlen = 1
+
+    def send(self, n: int) -> int:
+        """Hand up to `n` (≤ BATCH) datagrams to the kernel; returns how many it took."""
+        if self._sendmmsg is not None:
+            r = self._sendmmsg(self.sock.fileno(), self._vec, n, socket.MSG_DONTWAIT)
+            return max(r, 0)  # -1: the queue is full right now (EAGAIN/ENOBUFS): nothing went out
+        done = 0
+        for _ in range(n):
+            try:
+                self.sock.send(self.datagram, socket.MSG_DONTWAIT)
+                done += 1
+            except OSError:
+                break
+        return done
+
+
+# --- sender ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SendReport:
+    offered_packets: int  # packets due at the rate over the duration
+    sent_packets: int  # packets the kernel accepted (the rest found its queue full: lost, as on a wire)
+    duration_s: float
+
+    def to_json(self, size: int) -> dict:
+        return {"offered_packets": self.offered_packets, "sent_packets": self.sent_packets,
+                "sent_bps": round(self.sent_packets * size * 8 / self.duration_s, 1) if self.duration_s else 0.0}
+
+
+def ffs_datagram(size: int, rf_code: int, flags: int, sport: int, dport: int) -> bytes:
+    """What follows the IPv4 header of a `size`-byte packet with the shim: shim, UDP header, zeros.
+    The UDP checksum is 0 (none, legal over IPv4), so stripping the shim leaves a valid datagram."""
+    data = size - IP_HDR - C.SHIM_LEN - UDP_HDR
+    if data < 0:
+        raise TrafficError(f"--size {size} is smaller than IPv4 + shim + UDP headers ({IP_HDR + C.SHIM_LEN + UDP_HDR})")
+    return shim(rf_code, flags, 17) + struct.pack("!HHHH", sport, dport, UDP_HDR + data, 0) + bytes(data)
+
+
+def open_sender(dst: str, port: int, size: int, rf_code: int | None, flags: int, sport: int) -> tuple[socket.socket, bytes]:
+    if rf_code is None:  # plain UDP: the kernel adds IP and UDP headers
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        if sport:
+            s.bind(("0.0.0.0", sport))
+        datagram = bytes(size - IP_UDP)
+    else:  # raw IP protocol 253: the kernel adds the IPv4 header, we write shim + UDP
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_RAW, C.IP_PROTO_FFS)
+        except PermissionError:
+            raise TrafficError("sending with the FFS shim needs a raw socket: run as root (or with CAP_NET_RAW)") from None
+        datagram = ffs_datagram(size, rf_code, flags, sport or 4000, port)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+    s.connect((dst, port))
+    return s, datagram
+
+
+def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, *, rf_code: int | None = None,
+         flags: int = 0, sport: int = 0) -> SendReport:
+    """Offer `size`-byte IP packets to `dst` at `rate_bps` for `duration_s`."""
+    if rate_bps <= 0:
+        raise TrafficError("--rate must be positive")
+    sock, datagram = open_sender(dst, port, size, rf_code, flags, sport)
+    batcher = _Batcher(sock, datagram)
     gap = size * 8 / rate_bps
     start = time.perf_counter()
-    sent = 0
-    end = start + duration_s
-    while True:
-        now = time.perf_counter()
-        if now >= end:
-            break
-        due = int((now - start) / gap) + 1 - sent  # packets owed by now: catch up in a burst
-        for _ in range(min(due, 256)):
-            try:
-                s.sendto(payload, (dst, port))
-            except OSError:
-                pass  # a full queue: the packet is lost, as on a wire
-            sent += 1
-        sleep = start + sent * gap - time.perf_counter()
-        if sleep > 0:
-            time.sleep(min(sleep, 0.01))
-    return sent
+    due_total = int(duration_s / gap)
+    offered = sent = 0
+    try:
+        while offered < due_total:
+            now = time.perf_counter()
+            due = min(int((now - start) / gap) + 1, due_total) - offered  # packets owed by now
+            if due <= 0:
+                time.sleep(min(start + offered * gap - now, 0.01))
+                continue
+            n = min(due, BATCH)
+            sent += batcher.send(n)
+            offered += n
+    finally:
+        sock.close()
+    return SendReport(offered, sent, duration_s)
 
 
-def recv(port: int, interval_s: float, duration_s: float, out=sys.stdout) -> None:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    s.bind(("0.0.0.0", port))
-    s.settimeout(0.05)
+# --- receiver -------------------------------------------------------------------------------
+
+def recv(port: int, interval_s: float, duration_s: float, out: IO[str] = sys.stdout, ffs: bool = False) -> None:
+    """Every `interval_s`, one JSON line: per source address, the IP-layer bit/s and packets received
+    (UDP to `port`; with `ffs`, also packets that still carry the shim, whatever follows it)."""
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    udp.bind(("0.0.0.0", port))
+    socks = [udp]
+    if ffs:
+        try:
+            raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, C.IP_PROTO_FFS)
+        except PermissionError:
+            raise TrafficError("--ffs needs a raw socket: run as root (or with CAP_NET_RAW)") from None
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        socks.append(raw)
+    for s in socks:
+        s.setblocking(False)
     start = time.monotonic()
     next_report = start + interval_s
-    counts: dict[str, int] = {}
-    while True:
-        try:
-            data, (src, _) = s.recvfrom(65535)
-            counts[src] = counts.get(src, 0) + len(data) + IP_UDP
-        except socket.timeout:
-            pass
-        now = time.monotonic()
-        if now >= next_report:
-            rates = {k: v * 8 / interval_s for k, v in sorted(counts.items())}
-            out.write(json.dumps({"t": round(next_report - start, 3), "rates_bps": rates}) + "\n")
-            out.flush()
-            counts = {}
-            next_report += interval_s
-            if now - start >= duration_s:
-                return
+    nbytes: dict[str, int] = {}
+    npkts: dict[str, int] = {}
+    shimmed: dict[str, int] = {}
+    try:
+        while True:
+            ready, _, _ = select.select(socks, [], [], max(0.0, min(0.05, next_report - time.monotonic())))
+            for s in ready:
+                for _ in range(256):
+                    try:
+                        data, (src, _) = s.recvfrom(65535)
+                    except BlockingIOError:
+                        break
+                    if s is udp:
+                        size = len(data) + IP_UDP
+                    else:  # a raw IPv4 socket hands over the IP header too
+                        size = len(data)
+                        shimmed[src] = shimmed.get(src, 0) + 1
+                    nbytes[src] = nbytes.get(src, 0) + size
+                    npkts[src] = npkts.get(src, 0) + 1
+            now = time.monotonic()
+            if now >= next_report:
+                rec = {"t": round(next_report - start, 3),
+                       "rates_bps": {k: v * 8 / interval_s for k, v in sorted(nbytes.items())},
+                       "packets": dict(sorted(npkts.items()))}
+                if ffs:
+                    rec["with_shim"] = dict(sorted(shimmed.items()))
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+                nbytes, npkts, shimmed = {}, {}, {}
+                next_report += interval_s
+                if now - start >= duration_s:
+                    return
+    finally:
+        for s in socks:
+            s.close()
+
+
+# --- command line ---------------------------------------------------------------------------
+
+def _label_code(text: str | None) -> int | None:
+    """--label: a relative label r/f as a number (2.0), or a raw code (0x8000)."""
+    if text is None:
+        return None
+    try:
+        if text.lower().startswith("0x"):
+            code = int(text, 16)
+            if not 0 <= code <= C.CODE_MAX:
+                raise ValueError
+            return code
+        x = float(text)
+        if not x > 0:
+            raise ValueError
+        return encode(x)
+    except ValueError:
+        raise TrafficError(f"--label wants a positive number (r/f) or a code 0x0000..0xFFFF, got {text!r}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ffs.traffic")
+    ap = argparse.ArgumentParser(prog="python -m ffs.traffic", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    a = sub.add_parser("send")
-    a.add_argument("--dst", required=True)
-    a.add_argument("--port", type=int, default=5001)
-    a.add_argument("--rate", required=True)
-    a.add_argument("--size", type=int, default=1250)
-    a.add_argument("--duration", type=float, default=10.0)
-    b = sub.add_parser("recv")
+    a = sub.add_parser("send", help="paced UDP to one destination")
+    a.add_argument("--dst", required=True, help="destination IPv4 address")
+    a.add_argument("--port", type=int, default=5001, help="destination UDP port")
+    a.add_argument("--sport", type=int, default=0, help="source UDP port (default: any)")
+    a.add_argument("--rate", required=True, help="IP-layer rate, e.g. 8Mbps")
+    a.add_argument("--size", type=int, default=1250, help="IP packet size in bytes")
+    a.add_argument("--duration", type=float, default=10.0, help="seconds")
+    a.add_argument("--label", default=None, help="send the FFS shim with this label r/f (or code 0xNNNN)")
+    a.add_argument("--ri", action="store_true", help="with --label: set the R flag (nodes update rri)")
+    b = sub.add_parser("recv", help="per-source rates, one JSON line per interval")
     b.add_argument("--port", type=int, default=5001)
     b.add_argument("--interval", type=float, default=1.0)
     b.add_argument("--duration", type=float, default=10.0)
+    b.add_argument("--ffs", action="store_true", help="also count packets that still carry the shim")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "send":
-            if not 28 <= args.size <= 9000:
-                raise ValueError("--size must be 28..9000 bytes")
-            n = send(args.dst, args.port, parse_rate(args.rate), args.size, args.duration)
-            print(json.dumps({"sent_packets": n}))
+            if not IP_UDP <= args.size <= MAX_SIZE:
+                raise TrafficError(f"--size must be {IP_UDP}..{MAX_SIZE} bytes")
+            if args.ri and args.label is None:
+                raise TrafficError("--ri needs --label (the R flag lives in the shim)")
+            rep = send(args.dst, args.port, parse_rate(args.rate), args.size, args.duration,
+                       rf_code=_label_code(args.label), flags=C.FLAG_RI if args.ri else 0, sport=args.sport)
+            print(json.dumps(rep.to_json(args.size)))
         else:
-            recv(args.port, args.interval, args.duration)
-    except (ValueError, OSError) as e:
+            if args.interval <= 0:
+                raise TrafficError("--interval must be positive")
+            recv(args.port, args.interval, args.duration, ffs=args.ffs)
+    except (TrafficError, ValueError, OSError) as e:
         print(f"ffs.traffic: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 
