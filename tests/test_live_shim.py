@@ -1,0 +1,180 @@
+"""Live mode, frame by frame (root): single frames sent from one host namespace reach another
+through `ffs-switch run` with the shim rewritten, inserted or reset exactly as the table state and
+spec §7.2 say, byte for byte; and the switch stops cleanly (exit 0) on SIGTERM.
+
+Each expected frame is derived from the spec's arithmetic with the pair's `lm`, the egress
+parameters the test set, and `f_est[pid]` read back after the frame (the F the packet saw), so
+the comparison is exact although the LPF runs on real time.
+"""
+
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import requires_root
+from ffs import constants as C
+from ffs import p4names as N
+from ffs.agent.core import Agent
+from ffs.agent.program import egress_entry
+from ffs.driver.model import ModelDriver
+from ffs.frames import ipv4_frame, shim
+from ffs.labels import encode
+from ffs.liverun import live_node
+from ffs.switch.tna import sat_sub
+from ffs.tables import egress_params, f_log_entries
+
+pytestmark = [requires_root]
+
+# p1 trusts arriving labels; p2 resets them and inserts the shim; p3 keeps the shim on the way out
+TOPO = """
+name: liveshim
+nodes:
+  s1:
+    interfaces:
+      p1: {capacity: 20Mbps, port: 1, trust: true}
+      p2: {capacity: 20Mbps, port: 2, trust: false, insert: true}
+      p3: {capacity: 20Mbps, port: 3, strip: false}
+    fairness:
+      p3: {p1: 10Mbps, p2: 10Mbps}
+    routes:
+      - {prefix: 10.0.1.0/24, interface: p1}
+      - {prefix: 10.0.2.0/24, interface: p2}
+      - {prefix: 10.0.3.0/24, interface: p3}
+hosts:
+  h1: {attach: s1.p1, address: 10.0.1.1/24}
+  h2: {attach: s1.p2, address: 10.0.2.1/24}
+  h3: {attach: s1.p3, address: 10.0.3.1/24}
+"""
+
+CAPTURE = r"""
+import socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind(("eth0", 0))
+print("ready", flush=True)
+while True:
+    f, a = s.recvfrom(65535)
+    if a[2] != 4 and f[12:14] == b"\x08\x00" and f[26:28] == b"\x0a\x00":  # IPv4 from 10.0/16
+        print(f.hex(), flush=True)
+"""
+SEND = r"""
+import socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+s.send(bytes.fromhex(sys.argv[1]))
+"""
+
+
+def mac(text: str) -> bytes:
+    return bytes.fromhex(text.replace(":", ""))
+
+
+def lf_of(f: int) -> int:
+    """f_log (spec §5.1) through the one generator: the entry whose ternary match holds f."""
+    for e in F_LOG:
+        t = e.key["f"]
+        if f & t.mask == t.value:
+            return e.params["lf"]
+    return 0  # lf_zero (f = 0)
+
+
+F_LOG = f_log_entries()
+
+
+@pytest.fixture
+def node(tmp_path):
+    (tmp_path / "liveshim.yaml").write_text(TOPO)
+    with live_node(tmp_path / "liveshim.yaml", tmp_path, agent=False) as n:
+        drv = ModelDriver(n.switch_address)
+        drv.connect(timeout_s=10)
+        Agent(drv, n.topology, "s1").install()
+        cap = n.spawn(n.exec_args("h3", sys.executable, "-c", CAPTURE), stdout=subprocess.PIPE, text=True)
+        assert cap.stdout.readline().strip() == "ready"
+        n.drv, n.cap = drv, cap
+        yield n
+        switch = n.procs[0]
+    assert switch.returncode == 0  # SIGTERM: the packet loop ended, the service stopped, exit 0
+
+
+def exchange(n, host: str, frame: bytes) -> bytes:
+    """Send one frame from `host`, return the frame h3 receives."""
+    subprocess.run(n.exec_args(host, sys.executable, "-c", SEND, frame.hex()), check=True, timeout=10)
+    ready, _, _ = select.select([n.cap.stdout], [], [], 5)
+    assert ready, "no frame reached h3"
+    return bytes.fromhex(n.cap.stdout.readline().strip())
+
+
+def pair(n, ingress: int) -> tuple[int, int]:
+    for e in n.drv.read_table(N.PAIRS.name):
+        if e.key["ingress_port"].value == ingress and e.key["egress_port"].value == 3:
+            return e.params["pid"], e.params["lm"]
+    raise AssertionError(f"no pair {ingress}->3")
+
+
+def set_egress(n, tau: float | None, congested: bool, cr: float | None) -> dict:
+    params = egress_params(tau, congested, cr)
+    n.drv.write([egress_entry(3, params, "modify")])
+    return params
+
+
+def expected_label(n, pid: int, lm: int, rf: int, eg: dict) -> dict:
+    """Stages 2-6 of spec §7.2 for the F the packet saw."""
+    f = n.drv.read_registers(N.F_EST.name, [pid])[pid]
+    lf = lf_of(f)
+    k = sat_sub(rf, lm)
+    rf_norm = k + lf
+    d_w = k + eg["ntau"] + lf
+    assert d_w <= C.WIDE_OFFSET, "the test wants gamma = 1 (no random drop)"
+    c_cong = sat_sub(C.CONG_CAND_CONST, d_w)
+    c_unc = max(sat_sub(sat_sub(C.WIDE_OFFSET, k), lf), eg["lcr"])
+    return {"f": f, "rf_out": min(rf_norm, eg["ltau"]), "c_cong": c_cong, "c_unc": c_unc}
+
+
+def test_frames_rewritten_inserted_and_reset_per_table_state(node):
+    n = node
+    h1, h2, h3 = (n.plan.host(h) for h in ("h1", "h2", "h3"))
+    pid1, lm1 = pair(n, 1)
+    pid2, lm2 = pair(n, 2)
+
+    # 1. trusted label 2.0 with R on a congested egress (tau = 64 keeps gamma = 1): the label is
+    #    normalized, and rri becomes min(rri, code(tau / rf_norm)) (ri_congested)
+    eg = set_egress(n, 64.0, True, 0.5)
+    rf_in = encode(2.0)
+    sent = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(rf_in, C.FLAG_RI, 17, C.CODE_MAX), src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
+    got = exchange(n, "h1", sent)
+    x = expected_label(n, pid1, lm1, rf_in, eg)
+    assert x["f"] > 0 and x["rf_out"] != rf_in  # the label really changed
+    assert got == ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(x["rf_out"], C.FLAG_RI, 17, min(C.CODE_MAX, x["c_cong"])),
+                             src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
+
+    # 2. the same on an uncongested egress: rri becomes min(rri, max(code(1/rf_norm), lcr))
+    eg = set_egress(n, None, False, 1.5)
+    sent = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(rf_in, C.FLAG_RI, 17, 0xF000), src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
+    got = exchange(n, "h1", sent)
+    x = expected_label(n, pid1, lm1, rf_in, eg)
+    assert got[34:42] == shim(x["rf_out"], C.FLAG_RI, 17, min(0xF000, x["c_unc"]))
+    assert got[:34] == sent[:34] and got[42:] == sent[42:]  # nothing else changed
+
+    # 3. a plain UDP frame on p2 (insert): the shim appears with D, the default label normalized,
+    #    rri = infinity, next header UDP; IP length +8, protocol 253, checksum recomputed
+    eg = set_egress(n, 64.0, True, 0.5)
+    sent = ipv4_frame("10.0.2.1", "10.0.3.1", 1000, None, src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
+    got = exchange(n, "h2", sent)
+    x = expected_label(n, pid2, lm2, C.CODE_ONE, eg)
+    assert got == ipv4_frame("10.0.2.1", "10.0.3.1", 1008, shim(x["rf_out"], C.FLAG_DEFAULTED, 17, C.CODE_MAX, 0),
+                             src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
+
+    # 4. a labelled frame on the untrusted p2: label reset to 1.0 before normalizing, D set, and
+    #    rri untouched (RI only for trusted shims)
+    sent = ipv4_frame("10.0.2.1", "10.0.3.1", 1000, shim(encode(4.0), C.FLAG_RI, 17, 0x9000, 0x1234),
+                      src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
+    got = exchange(n, "h2", sent)
+    x = expected_label(n, pid2, lm2, C.CODE_ONE, eg)
+    assert got[34:42] == shim(x["rf_out"], C.FLAG_RI | C.FLAG_DEFAULTED, 17, 0x9000, 0x1234)
+
+    # the counters saw exactly these frames: two per pair, none dropped
+    pkts = n.drv.read_counters(N.PAIR_BYTES.name, [pid1, pid2])
+    assert (pkts[pid1].packets, pkts[pid2].packets) == (2, 2)
+    assert n.drv.read_counters(N.PAIR_DROPS.name, [pid1, pid2])[pid1].packets == 0
