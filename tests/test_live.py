@@ -3,6 +3,7 @@ namespaces, with the agent, isolates a well-behaved UDP sender from a flood; and
 inserts is really on the wire when the egress does not strip it."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -31,8 +32,9 @@ while True:
 
 @pytest.fixture
 def live(tmp_path):
-    text = (TOPOLOGIES / "dumbbell.yaml").read_text().replace("name: dumbbell", "name: livetest")
-    topo_file = tmp_path / "livetest.yaml"
+    name = f"livetest{os.getpid() % 100000}"  # own namespaces: concurrent test runs must not collide
+    text = (TOPOLOGIES / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}")
+    topo_file = tmp_path / f"{name}.yaml"
     topo_file.write_text(text)
     with live_node(topo_file, tmp_path) as node:
         yield node

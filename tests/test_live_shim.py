@@ -7,6 +7,7 @@ parameters the test set, and `f_est[pid]` read back after the frame (the F the p
 the comparison is exact although the LPF runs on real time.
 """
 
+import os
 import select
 import subprocess
 import sys
@@ -30,7 +31,7 @@ pytestmark = [requires_root]
 
 # p1 trusts arriving labels; p2 resets them and inserts the shim; p3 keeps the shim on the way out
 TOPO = """
-name: liveshim
+name: liveshim{run}
 nodes:
   s1:
     interfaces:
@@ -85,8 +86,9 @@ F_LOG = f_log_entries()
 
 @pytest.fixture
 def node(tmp_path):
-    (tmp_path / "liveshim.yaml").write_text(TOPO)
-    with live_node(tmp_path / "liveshim.yaml", tmp_path, agent=False) as n:
+    f = tmp_path / "liveshim.yaml"
+    f.write_text(TOPO.replace("{run}", str(os.getpid() % 100000)))  # own namespaces per test run
+    with live_node(f, tmp_path, agent=False) as n:
         drv = ModelDriver(n.switch_address)
         drv.connect(timeout_s=10)
         Agent(drv, n.topology, "s1").install()

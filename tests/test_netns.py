@@ -1,6 +1,7 @@
 """ffs.netns: names and checks of the plan (no root needed), and as root the real namespaces:
 created with offloads off, MTUs, routes and neighbours, removed completely, both repeatable."""
 
+import os
 import subprocess
 
 import pytest
@@ -30,7 +31,10 @@ HOSTS = """  a: {attach: s1.p1, address: 10.0.1.1/24}
 """
 
 
-def topo_file(tmp_path, name="nstest", hosts=HOSTS):
+RUN = f"ns{os.getpid() % 100000}"  # own namespaces: concurrent test runs must not collide
+
+
+def topo_file(tmp_path, name=RUN, hosts=HOSTS):
     f = tmp_path / f"{name}.yaml"
     f.write_text(TOPO.format(name=name, hosts=hosts))
     return load(f)
@@ -52,7 +56,7 @@ def test_plan_names_are_prefixed_and_fit_linux_limits():
 def test_plan_refuses_what_it_cannot_build(tmp_path):
     with pytest.raises(netns.NetnsError, match="one host per switch interface"):
         netns.plan(topo_file(tmp_path, hosts=HOSTS + "  c: {attach: s1.p1, address: 10.0.1.2/24}\n"))
-    with pytest.raises(netns.NetnsError, match="namespace name ffs-nstest-sw is taken by the switch"):
+    with pytest.raises(netns.NetnsError, match=f"namespace name ffs-{RUN}-sw is taken by the switch"):
         netns.plan(topo_file(tmp_path, hosts="  sw: {attach: s1.p1, address: 10.0.1.1/24}\n"))
     with pytest.raises(netns.NetnsError, match="namespace name .* taken by host"):
         netns.plan(topo_file(tmp_path, hosts="  h_1: {attach: s1.p1, address: 10.0.1.1/24}\n"
@@ -85,7 +89,7 @@ def test_up_and_down_for_real_and_repeatable(tmp_path):
     try:
         p = netns.up(topo)
         p = netns.up(topo)  # again: replaces, does not fail or duplicate
-        assert sorted(netns.existing(topo)) == sorted(["ffs-nstest-sw", "ffs-nstest-a", "ffs-nstest-b"])
+        assert sorted(netns.existing(topo)) == sorted([f"ffs-{RUN}-sw", f"ffs-{RUN}-a", f"ffs-{RUN}-b"])
         a = p.host("a")
         link = _sh("ip", "-n", a.netns, "-o", "link", "show", "eth0")
         assert "mtu 1492" in link and a.mac in link and "LOWER_UP" in link
@@ -98,6 +102,15 @@ def test_up_and_down_for_real_and_repeatable(tmp_path):
         assert "10.0.3.0/24 dev eth0" in _sh("ip", "-n", a.netns, "route")
         assert "10.0.3.1 dev eth0 lladdr 02:ff:00:00:00:02 PERMANENT" in _sh("ip", "-n", a.netns, "neigh")
         assert "10.0.1.1/24" in _sh("ip", "-n", a.netns, "-o", "addr", "show", "eth0")
+        # a namespace with a process in it is a run still going: up refuses to replace it
+        busy = subprocess.Popen(["ip", "netns", "exec", p.switch_ns, "sleep", "30"])
+        try:
+            with pytest.raises(netns.NetnsError, match=f"namespace {p.switch_ns} is in use"):
+                netns.up(topo)
+            assert sorted(netns.existing(topo)) == sorted([f"ffs-{RUN}-sw", f"ffs-{RUN}-a", f"ffs-{RUN}-b"])
+        finally:
+            busy.terminate()
+            busy.wait()
     finally:
         netns.down(topo)
     assert netns.existing(topo) == []

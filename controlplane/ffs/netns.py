@@ -150,6 +150,11 @@ def up(topo: Topology, mtu: int = DEFAULT_MTU) -> Plan:
     _require_root()
     _require_tools()
     p = plan(topo)
+    for ns in existing(topo):  # leftovers are replaced, but never under a run that is still going
+        pids = _run("ip", "netns", "pids", ns, check=False).stdout.split()
+        if pids:
+            raise NetnsError(f"namespace {ns} is in use (pids {' '.join(pids[:5])}): another live run of "
+                             f"{topo.name!r}? stop it, or remove its namespaces with: python -m ffs.netns down FILE")
     down(topo, quiet=True)
     try:
         _run("ip", "netns", "add", p.switch_ns)
