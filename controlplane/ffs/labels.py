@@ -1,61 +1,76 @@
 """The FFS label codes (docs/spec.md §3): the data plane's 16-bit log code, and the paper's Eq. 3/4.
 
-The data plane code is `round(128 · log2 x) + 0x8000`, saturating at 0 and 0xFFFF. Rounding is
-decided exactly: a float log2 is only trusted when it is far from a rounding boundary; near one the
-decision is made by comparing x with the boundary value 2^((k + 1/2)/128) in high-precision decimal
-arithmetic, so no input ever lands on the wrong side because of a float error (design brief trap:
-"never trust float log at a code boundary").
+The data plane code is `round(128 · log2 x) + 0x8000`, saturating at 0 and 0xFFFF. Every rounding
+decision is exact: a float log2 only *proposes* an answer; whenever it lies near a rounding boundary
+the answer is decided by comparing integer powers (x^256 against 2^(2k+1) for the code), so no input
+lands on the wrong side of a boundary because of a float error (design brief: "never trust float log
+at a code boundary"). The same holds for the paper's Eq. 3, where a float log10 famously gives
+179 instead of 180 for 1.0 in [2^-12, 2^5] (papers digest §1.14 vector 17).
 """
 
 from __future__ import annotations
 
 import math
-from decimal import Decimal, getcontext
+from decimal import Decimal, localcontext
 from fractions import Fraction
+from numbers import Rational
 
 from ffs.constants import CODE_BIAS, CODE_MAX, CODE_MIN, CODE_STEPS_PER_OCTAVE
 
 _STEPS = CODE_STEPS_PER_OCTAVE
-_NEAR = 1e-6  # a float log2 this close (in code steps) to a .5 boundary is re-checked exactly
-_CTX_PREC = 60
+# A float log2 has a relative error of a few ulp (< 1e-12 code steps here); answers this close to a
+# rounding boundary are re-decided exactly. The margin is generous: exact checks cost microseconds.
+_NEAR = 1e-6
+
+Real = float | int | Fraction
 
 
-def _pow2_decimal(exponent: Fraction) -> Decimal:
-    """2**exponent to 60 significant digits."""
-    getcontext().prec = _CTX_PREC
-    return (Decimal(exponent.numerator) / Decimal(exponent.denominator) * Decimal(2).ln()).exp()
+def _ratio(x: Real) -> tuple[int, int]:
+    """x as an exact fraction n/d (floats are dyadic rationals, so this loses nothing)."""
+    if isinstance(x, Rational):
+        return x.numerator, x.denominator
+    return x.as_integer_ratio()
 
 
-def _exact_ge_pow2(x: float | int, exponent: Fraction) -> bool:
-    """x >= 2**exponent, decided with 60-digit arithmetic (x is an exact binary float or an int)."""
-    return Decimal(x) >= _pow2_decimal(exponent)
+def _log2(x: Real) -> float:
+    """log2 of a positive float, int or Fraction of any magnitude (ints beyond the float range too)."""
+    if isinstance(x, Fraction):
+        return math.log2(x.numerator) - math.log2(x.denominator)
+    return math.log2(x)
 
 
-def round_log(x: float | int, steps: int = _STEPS) -> int:
-    """round(steps · log2 x) for finite x > 0 (a float, or an int of any size), with ties and
-    near-ties decided exactly.
+def _ge_pow2(x: Real, num: int, den: int) -> bool:
+    """Exactly: x >= 2^(num/den) for x > 0, den > 0, i.e. x^den >= 2^num, in integers."""
+    n, d = _ratio(x)
+    if num >= 0:
+        return n**den >= d**den << num
+    return n**den << -num >= d**den
 
-    Ties go up (x exactly on a boundary cannot happen for x rational and a non-integer exponent,
-    but the rule is stated for completeness).
+
+def round_log(x: Real, steps: int = _STEPS) -> int:
+    """round(steps · log2 x) for finite x > 0 (float, int or Fraction of any size), decided exactly.
+
+    There are no ties: a boundary 2^((k + 1/2)/steps) is irrational, so no rational x sits on one.
     """
-    if not (x > 0 and (isinstance(x, int) or math.isfinite(x))):
+    if not (x > 0 and (not isinstance(x, float) or math.isfinite(x))):
         raise ValueError(f"round_log needs a finite positive number, got {x!r}")
-    t = steps * math.log2(x)
+    t = steps * _log2(x)
     k = math.floor(t)
     frac = t - k
     if abs(frac - 0.5) > _NEAR:
         return k + 1 if frac > 0.5 else k
-    # near the boundary between k and k+1: is x >= 2**((k + 1/2)/steps)?
-    return k + 1 if _exact_ge_pow2(x, Fraction(2 * k + 1, 2 * steps)) else k
+    # near the boundary between k and k + 1: is x >= 2^((2k + 1)/(2 steps))?
+    return k + 1 if _ge_pow2(x, 2 * k + 1, 2 * steps) else k
 
 
-def encode(x: float) -> int:
-    """The 16-bit code of a positive ratio (spec §3): 1.0 -> 0x8000, saturating at both ends."""
-    if math.isnan(x):
+def encode(x: Real) -> int:
+    """The 16-bit code of a positive ratio (spec §3): 1.0 -> 0x8000, saturating at both ends;
+    x <= 0 -> 0, +inf -> 0xFFFF, NaN -> ValueError."""
+    if isinstance(x, float) and math.isnan(x):
         raise ValueError("cannot encode NaN")
-    if x <= 0.0:
+    if x <= 0:
         return CODE_MIN
-    if math.isinf(x):
+    if isinstance(x, float) and math.isinf(x):
         return CODE_MAX
     code = round_log(x) + CODE_BIAS
     return min(max(code, CODE_MIN), CODE_MAX)
@@ -69,59 +84,85 @@ def decode(code: int) -> float:
 
 
 def reciprocal(code: int) -> int:
-    """code(1/x) from code(x): 0x10000 - code, saturated (code 0, i.e. 0, maps to 0xFFFF)."""
+    """code(1/x) from code(x): 0x10000 - code, saturated (code 0, i.e. 0, maps to 0xFFFF).
+
+    Exact for codes 1..0xFFFF: round(-t) = -round(t) because t is never a tie."""
     _check_code(code)
     return min(0x10000 - code, CODE_MAX)
 
 
-def log_units(x: float) -> int:
+def log_units(x: Real) -> int:
     """round(128 · log2 x), unbiased, for x >= 1 (the units of lm and of the log tables)."""
-    if not (x >= 1.0):
+    if not (x >= 1):
         raise ValueError(f"log_units needs x >= 1, got {x!r}")
-    return round_log(x) if x > 1.0 else 0
+    return round_log(x) if x > 1 else 0
 
 
 def _check_code(code: int) -> None:
-    if not (isinstance(code, int) and CODE_MIN <= code <= CODE_MAX):
+    if not (isinstance(code, int) and not isinstance(code, bool) and CODE_MIN <= code <= CODE_MAX):
         raise ValueError(f"not a 16-bit code: {code!r}")
 
 
 # --- the paper's general form (Appendix D, Eq. 3 and 4) -------------------------------------
+#
+# Eq. 3 is B = floor(log(x/lo) / log(hi/lo) · (2^n - 1)); the base cancels. Every decision
+# "B <= position" is the sign of  p·log a - q·log c  for rationals a = x/lo, c = hi/lo and integers
+# p, q, which `_log_cmp` settles exactly.
+
+
+def _log_cmp(a: Fraction, p: int, c: Fraction, q: int) -> int:
+    """The sign of p·log(a) - q·log(c) for rationals a, c > 0 and integers p, q >= 0, exactly.
+
+    50-digit logarithms settle it unless the two sides agree to ~1e-30; then a^p and c^q are compared
+    as integers, after dividing p and q by their gcd (so exact ties such as 1.0 in [2^-12, 2^5],
+    where 255·log 2^12 = 180·log 2^17, cost a few hundred bits, not thousands)."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        diff = p * (Decimal(a.numerator).ln() - Decimal(a.denominator).ln()) - q * (
+            Decimal(c.numerator).ln() - Decimal(c.denominator).ln()
+        )
+    if abs(diff) > Decimal("1e-30"):
+        return 1 if diff > 0 else -1
+    g = math.gcd(p, q) or 1
+    p, q = p // g, q // g
+    lhs = a.numerator**p * c.denominator**q
+    rhs = c.numerator**q * a.denominator**p
+    return (lhs > rhs) - (lhs < rhs)
 
 
 def _check_range(lo: float, hi: float, n_bits: int) -> None:
     if not (0.0 < lo < hi and math.isfinite(hi)):
-        raise ValueError(f"need 0 < RF_min < RF_max, got [{lo}, {hi}]")
-    if not (1 <= n_bits <= 32):
-        raise ValueError(f"n_bits must be 1..32, got {n_bits}")
-
-
-def _eq3_position(x: float, lo: float, hi: float, n_bits: int) -> Fraction | float:
-    """(log x - log lo)/(log hi - log lo) · (2^n - 1), exact when lo, hi, x are powers of two."""
-    top = (1 << n_bits) - 1
-    lx, llo, lhi = math.log2(x), math.log2(lo), math.log2(hi)
-    if all(v == int(v) for v in (lx, llo, lhi)):
-        return Fraction(int(lx) - int(llo), int(lhi) - int(llo)) * top
-    return (lx - llo) / (lhi - llo) * top
+        raise ValueError(f"need 0 < RF_min < RF_max < inf, got [{lo}, {hi}]")
+    if not (isinstance(n_bits, int) and 1 <= n_bits <= 32):
+        raise ValueError(f"n_bits must be an integer in 1..32, got {n_bits!r}")
 
 
 def encode_eq3(x: float, lo: float, hi: float, n_bits: int, nearest: bool = False) -> int:
-    """Eq. 3: B = floor(normalised log position · (2^n - 1)) as printed, or round-to-nearest with
-    `nearest` (the fix for floor's downward bias); out-of-range inputs clamp."""
+    """Eq. 3: B = floor(log(x/lo)/log(hi/lo) · (2^n - 1)) as printed, or round-to-nearest with
+    `nearest` (the fix for floor's downward bias; a position exactly half-way rounds up).
+    Out-of-range inputs clamp to 0 and 2^n - 1; NaN raises ValueError."""
     _check_range(lo, hi, n_bits)
+    if isinstance(x, float) and math.isnan(x):
+        raise ValueError("cannot encode NaN")
     top = (1 << n_bits) - 1
-    if not x > lo:
+    if x <= lo:
         return 0
     if x >= hi:
         return top
-    pos = _eq3_position(x, lo, hi, n_bits)
-    if nearest:
-        pos = pos + (Fraction(1, 2) if isinstance(pos, Fraction) else 0.5)
-    b = math.floor(pos)
-    # a float position a hair below an integer is the float error the paper's vector 17 warns of
-    if not isinstance(pos, Fraction) and pos - b > 1 - 1e-9:
+    a, c = Fraction(x) / Fraction(lo), Fraction(hi) / Fraction(lo)
+    # p·log a >= q·log c decides "b <= position" (floor) or "b <= position + 1/2" (nearest)
+    p = 2 * top if nearest else top
+
+    def q(b: int) -> int:
+        return 2 * b - 1 if nearest else b
+
+    guess = _log2(a) / _log2(c) * top + (0.5 if nearest else 0.0)
+    b = min(max(math.floor(guess), 0), top)
+    while b > 0 and _log_cmp(a, p, c, q(b)) < 0:  # b is above the answer
+        b -= 1
+    while b < top and _log_cmp(a, p, c, q(b + 1)) >= 0:  # b + 1 is still at or below it
         b += 1
-    return min(max(b, 0), top)
+    return b
 
 
 def encode_eq3_nearest(x: float, lo: float, hi: float, n_bits: int) -> int:
@@ -132,7 +173,7 @@ def decode_eq4(b: int, lo: float, hi: float, n_bits: int) -> float:
     """Eq. 4: RF = 2^(B · (log hi - log lo)/(2^n - 1) + log lo)."""
     _check_range(lo, hi, n_bits)
     top = (1 << n_bits) - 1
-    if not (0 <= b <= top):
-        raise ValueError(f"code {b} outside 0..{top}")
+    if not (isinstance(b, int) and 0 <= b <= top):
+        raise ValueError(f"code {b!r} outside 0..{top}")
     llo, lhi = math.log2(lo), math.log2(hi)
     return 2.0 ** (b * (lhi - llo) / top + llo)
