@@ -44,11 +44,19 @@ def bucket_log(lo: int, hi: int) -> int:
 
 
 def log_table_entries(
-    table: N.Table, key: str, action: str, param: str, width: int, out: Callable[[int, int], int]
+    table: N.Table, width: int, out: Callable[[int, int], int], mantissa_bits: int = C.LOG_TABLE_MANTISSA_BITS
 ) -> list[TableEntry]:
+    """A ternary MSB log table (spec §5.1) for `table`: one entry per bucket of `log_buckets`, keyed
+    on the table's (single) key, running its first action with `out(lo, hi)` as the action's one
+    parameter. The names come from `ffs.p4names`, so generator and P4 program cannot drift apart."""
+    (key,) = table.keys
+    if key.match != "ternary" or key.width != width:
+        raise ValueError(f"{table.name}: key {key.name} is {key.match}/{key.width}, not ternary/{width}")
+    action = table.actions[0]
+    (param, _bits), = action.params
     return [
-        TableEntry(table.name, {key: Ternary(value, mask)}, action, {param: out(lo, hi)})
-        for value, mask, lo, hi in log_buckets(width)
+        TableEntry(table.name, {key.name: Ternary(value, mask)}, action.name, {param: out(lo, hi)})
+        for value, mask, lo, hi in log_buckets(width, mantissa_bits)
     ]
 
 
@@ -61,13 +69,15 @@ def llen_code(lo: int, hi: int) -> int:
 
 
 def len_log_entries() -> list[TableEntry]:
+    """len_log (spec §5.1): llen per bucket of the 16-bit IP length; length 0 takes lw_zero."""
     t = N.LEN_LOG
-    return log_table_entries(t, "l3_len", t.actions[0].name, "llen", 16, llen_code)
+    return log_table_entries(t, 16, llen_code)
 
 
 def f_log_entries() -> list[TableEntry]:
+    """f_log (spec §5.1): the unbiased log of the 32-bit F estimator output; 0 takes lf_zero."""
     t = N.F_LOG
-    return log_table_entries(t, "f", t.actions[0].name, "lf", 32, bucket_log)
+    return log_table_entries(t, 32, bucket_log)
 
 
 # --- the weight table (§5.2) -----------------------------------------------------------------
