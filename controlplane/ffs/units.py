@@ -17,11 +17,14 @@ def parse_rate(text: str | int | float) -> float:
     if isinstance(text, bool):
         raise ValueError(f"not a rate: {text!r}")
     if isinstance(text, (int, float)):
-        value = float(text)
+        try:
+            value = float(text)
+        except OverflowError:  # an int beyond the float range
+            raise ValueError(f"not a finite rate: {text!r}") from None
     else:
         m = _RATE.match(str(text))
         if not m:
-            raise ValueError(f"not a rate: {text!r} (write e.g. 15Gbps, 400Mbps or 1e9)")
+            raise ValueError(f"not a rate: {text!r} (write e.g. 15Gbps, 400Mbps, 10 Gb/s or 1e9)")
         value = float(m.group(1)) * _PREFIX[m.group(2)]
     if math.isnan(value) or math.isinf(value):
         raise ValueError(f"not a finite rate: {text!r}")
@@ -32,8 +35,8 @@ def parse_rate(text: str | int | float) -> float:
 
 def format_rate(bps: float) -> str:
     """3.0e9 -> '3 Gbps', 1.3333e9 -> '1.333 Gbps'."""
-    if math.isinf(bps):
-        return "inf"
+    if math.isnan(bps) or math.isinf(bps):
+        return str(bps)
     for unit, scale in (("Tbps", 1e12), ("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3)):
         if abs(bps) >= scale:
             return f"{bps / scale:.4g} {unit}"
