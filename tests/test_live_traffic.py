@@ -1,0 +1,62 @@
+"""ffs.traffic, the live traffic tools: exact shim datagrams, label parsing, and a paced sender
+measured by the receiver over loopback (no root needed)."""
+
+import io
+import json
+import threading
+
+import pytest
+from scapy.layers.inet import IP, UDP
+
+from ffs import constants as C
+from ffs import traffic
+from ffs.frames import shim
+from ffs.labels import encode
+from ffs.scapy_ffs import FFS
+
+
+def test_shim_datagram_is_exact():
+    d = traffic.ffs_datagram(100, 0x8080, C.FLAG_RI, 4000, 5001)
+    assert len(d) == 100 - 20
+    assert d[:8] == shim(0x8080, C.FLAG_RI, 17, C.CODE_MAX, 0)
+    assert d[8:16] == bytes([0x0F, 0xA0, 0x13, 0x89, 0x00, 72, 0, 0])  # ports, UDP length 8 + 64, no checksum
+    assert d[16:] == bytes(64)
+    p = IP(bytes(IP(src="10.0.1.1", dst="10.0.3.1", proto=253) / d))
+    assert p[FFS].rf == 0x8080 and p[FFS].flags.R and p[UDP].dport == 5001 and len(p) == 100
+    with pytest.raises(traffic.TrafficError, match="smaller than IPv4 \\+ shim \\+ UDP"):
+        traffic.ffs_datagram(35, 0x8000, 0, 1, 2)
+
+
+def test_label_argument():
+    assert traffic._label_code("2.0") == encode(2.0) == 0x8080
+    assert traffic._label_code("0x7f00") == 0x7F00
+    assert traffic._label_code(None) is None
+    for bad in ("0", "-1", "abc", "0x10000", "nan"):
+        with pytest.raises(traffic.TrafficError, match="--label wants"):
+            traffic._label_code(bad)
+
+
+def test_paced_sender_measured_by_the_receiver_over_loopback():
+    port = 47001
+    out = io.StringIO()
+    rx = threading.Thread(target=traffic.recv, args=(port, 0.5, 1.9), kwargs={"out": out})
+    rx.start()
+    # 4 Mb/s of 500-byte IP packets = 1000 packets/s for 1.2 s: exactly 1200 packets
+    rep = traffic.send("127.0.0.1", port, 4e6, 500, 1.2)
+    rx.join()
+    assert (rep.offered_packets, rep.sent_packets) == (1200, 1200)
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert [x["t"] for x in lines] == [0.5, 1.0, 1.5, 2.0]
+    assert sum(x["packets"].get("127.0.0.1", 0) for x in lines) == 1200  # loopback loses nothing
+    assert sum(x["rates_bps"].get("127.0.0.1", 0) for x in lines) * 0.5 == 1200 * 500 * 8  # IP bytes
+    full = lines[1]["rates_bps"]["127.0.0.1"]  # an interval inside the sending time: paced, not bursty
+    assert full == pytest.approx(4e6, rel=0.15)
+
+
+def test_bad_arguments_are_one_line(capsys):
+    assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--size", "20"]) == 2
+    assert capsys.readouterr().err == "ffs.traffic: error: --size must be 28..9000 bytes\n"
+    assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "fast"]) == 2
+    assert capsys.readouterr().err.startswith("ffs.traffic: error: ")
+    assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--ri"]) == 2
+    assert "--ri needs --label" in capsys.readouterr().err
