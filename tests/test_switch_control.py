@@ -42,6 +42,8 @@ def pair(ing, eg, pid, lm=1, kind="insert"):
         (Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(3, 1)}, "set_lf", {"lf": 1})), "outside the mask"),
         (Update("insert", TableEntry(N.RI.name, {"ri_req": Exact(0), "rri_ge_one": Exact(0), "congested": Exact(0)}, "ri_keep")), "constant"),
         (Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 2, "insert": 0})), "does not fit in 1 bits"),
+        (Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",
+                                     {"ltau": 0x8000, "ntau": 0x8001, "congested": 1, "lcr": 0xFFFF})), "ntau = 0x10000 - ltau"),
     ],
 )
 def test_refused_batch_changes_nothing(bad, message):

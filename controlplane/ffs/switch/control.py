@@ -12,6 +12,7 @@ import threading
 import uuid
 from typing import Iterable, Sequence
 
+from ffs import constants as C
 from ffs import p4names as N
 from ffs.driver.base import CounterValue, Exact, LpfSpec, TableEntry, Update
 from ffs.switch.pipeline import Pipeline
@@ -174,13 +175,24 @@ def _clone(t: MatchTable) -> MatchTable:
     return c
 
 
+def _check_derived(t: MatchTable, action: str, params: dict[str, int]) -> None:
+    """spec §5.3: ntau is derived from ltau (an action cannot subtract two immediates)."""
+    if t.spec is N.EGRESS_PARAMS and action == "set_egress" and params["ntau"] != C.WIDE_OFFSET - params["ltau"]:
+        raise ControlError(
+            f"{t.spec.name}: set_egress needs ntau = 0x10000 - ltau = {C.WIDE_OFFSET - params['ltau']:#x}, got {params['ntau']:#x}"
+        )
+
+
 def _apply(t: MatchTable, u: Update) -> None:
     if u.kind == "set_default":
         if u.entry.key:
             raise ControlError(f"{t.spec.name}: a default entry has no key")
         t._default = t.check_action(u.entry.action, u.entry.params)
+        _check_derived(t, *t._default)
         return
     ident, stored = t.normalize(u.entry, with_action=u.kind != "delete")
+    if u.kind != "delete":
+        _check_derived(t, stored.action, stored.params)
     if u.kind == "insert":
         if ident in t.entries:
             raise ControlError(f"{t.spec.name}: entry {_show(u.entry)} already exists")

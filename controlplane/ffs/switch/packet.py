@@ -48,11 +48,11 @@ def parse(frame: bytes | bytearray) -> Parsed:
         etype = (frame[off + 2] << 8) | frame[off + 3]
         off += VLAN_LEN
     if etype == ETHERTYPE_IPV4:
-        if n < off + 20 or frame[off] >> 4 != 4:
-            raise ParseError("truncated or malformed IPv4 header")
+        if n < off + 20:  # like the P4 parser, the version field is not checked
+            raise ParseError("truncated IPv4 header")
         ihl = (frame[off] & 0x0F) * 4
         if ihl < 20 or n < off + ihl:
-            raise ParseError("IPv4 header length out of range")
+            raise ParseError("IPv4 header length out of range")  # IHL < 5, or options cut off
         p.l3, p.ip_version, p.ihl_bytes = off, 4, ihl
         p.l3_len = (frame[off + 2] << 8) | frame[off + 3]
         p.dst = int.from_bytes(frame[off + 16 : off + 20], "big")
@@ -61,8 +61,8 @@ def parse(frame: bytes | bytearray) -> Parsed:
                 raise ParseError("truncated FFS shim")
             p.shim = off + ihl
     elif etype == ETHERTYPE_IPV6:
-        if n < off + IPV6_LEN or frame[off] >> 4 != 6:
-            raise ParseError("truncated or malformed IPv6 header")
+        if n < off + IPV6_LEN:
+            raise ParseError("truncated IPv6 header")
         p.l3, p.ip_version = off, 6
         payload = (frame[off + 4] << 8) | frame[off + 5]
         p.l3_len = payload  # the Tofino parser copies fields, it does not add (spec §4)

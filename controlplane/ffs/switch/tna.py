@@ -8,10 +8,12 @@ ControlError before anything changes. Counters are 64-bit, registers 32-bit, the
 
 from __future__ import annotations
 
+import functools
 import math
 import random
+from array import array
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ffs import p4names as N
 from ffs.driver.base import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary
@@ -53,12 +55,13 @@ class MatchTable:
 
     def __init__(self, spec: N.Table) -> None:
         self.spec = spec
-        self.entries: dict[tuple, _Entry] = {}
+        self.entries: dict[tuple, _Entry] = {}  # insertion order = the tie-break among equal priorities
         self._default: ActionResult = (spec.default_action.rsplit(".", 1)[1], {})
         self._initial_default = self._default
         self._kinds = tuple(k.match for k in spec.keys)
         self._index: Any = None  # lookup structure, rebuilt lazily after a change
         self._cache: dict[tuple, ActionResult] = {}
+        self.on_change: Callable[[], None] | None = None  # the compiled fast path recompiles on it
 
     # -- data plane --------------------------------------------------------------------------
     def lookup(self, *values: int) -> ActionResult:
@@ -84,16 +87,19 @@ class MatchTable:
                 k = e.key[0]
                 by_len.setdefault(k.prefix_len, {})[k.value >> (width - k.prefix_len)] = (e.action, e.params)
             self._index = sorted(by_len.items(), reverse=True)
-        else:  # ternary / range: group by mask tuple, keep the best priority per hit
-            groups: dict[tuple, dict[tuple, _Entry]] = {}
-            ranges: list[_Entry] = []
-            for e in self.entries.values():
+        else:  # ternary / range: group by mask tuple; rank = (priority, insertion order)
+            groups: dict[tuple, dict[tuple, tuple[tuple[int, int], _Entry]]] = {}
+            ranges: list[tuple[tuple[int, int], _Entry]] = []
+            for seq, e in enumerate(self.entries.values()):
+                rank = (e.priority, seq)
                 if any(isinstance(k, Range) for k in e.key):
-                    ranges.append(e)
+                    ranges.append((rank, e))
                     continue
                 masks = tuple(_mask(k, f.width) for k, f in zip(e.key, self.spec.keys))
                 vals = tuple(_value(k) for k in e.key)
-                groups.setdefault(masks, {})[vals] = e
+                group = groups.setdefault(masks, {})
+                if vals not in group or rank < group[vals][0]:  # same value/mask, several priorities
+                    group[vals] = (rank, e)
             self._index = (list(groups.items()), ranges)
 
     def _match(self, values: tuple[int, ...]) -> ActionResult:
@@ -109,21 +115,24 @@ class MatchTable:
                 if hit is not None:
                     return hit
             return self._default
+        # BF-RT: the lowest $MATCH_PRIORITY wins; among equal priorities the older entry
         groups, ranges = idx
-        best: _Entry | None = None
+        best: tuple[tuple[int, int], _Entry] | None = None
         for masks, table in groups:
-            e = table.get(tuple(v & m for v, m in zip(values, masks)))
-            if e is not None and (best is None or e.priority < best.priority):
-                best = e
-        for e in ranges:
+            hit = table.get(tuple(v & m for v, m in zip(values, masks)))
+            if hit is not None and (best is None or hit[0] < best[0]):
+                best = hit
+        for rank, e in ranges:
             if all(_hits(k, v, f.width) for k, v, f in zip(e.key, values, self.spec.keys)):
-                if best is None or e.priority < best.priority:
-                    best = e
-        return (best.action, best.params) if best else self._default
+                if best is None or rank < best[0]:
+                    best = (rank, e)
+        return (best[1].action, best[1].params) if best else self._default
 
     def _changed(self) -> None:
         self._index = None
         self._cache = {}
+        if self.on_change is not None:
+            self.on_change()
 
     # -- control plane -----------------------------------------------------------------------
     def normalize(self, entry: TableEntry, with_action: bool = True) -> tuple[tuple, _Entry]:
@@ -246,13 +255,26 @@ def _check_key(table: str, k: N.Key, v: KeyValue) -> KeyValue:
 # --- counters, registers, LPF, Random ---------------------------------------------------------
 
 
+def _zeros(typecode: str, n: int) -> array:
+    a = array(typecode)
+    a.frombytes(bytes(a.itemsize * n))
+    return a
+
+
+def _clear(a: array) -> None:
+    """Zero in place: the compiled fast path holds pointers into these buffers."""
+    memoryview(a).cast("B")[:] = bytes(a.itemsize * len(a))
+
+
 class Counter:
-    """Indexed 64-bit packet and byte counters (bf_switchd keeps 64-bit shadows of the hardware)."""
+    """Indexed 64-bit packet and byte counters (bf_switchd keeps 64-bit shadows of the hardware).
+
+    Storage is `array('Q')` so that the compiled fast path counts into the same cells."""
 
     def __init__(self, spec: N.Counter) -> None:
         self.spec = spec
-        self.packets = [0] * spec.size
-        self.bytes = [0] * spec.size
+        self.packets = _zeros("Q", spec.size)
+        self.bytes = _zeros("Q", spec.size)
 
     def count(self, index: int, length: int) -> None:
         self.packets[index] = (self.packets[index] + 1) & 0xFFFFFFFFFFFFFFFF
@@ -262,14 +284,18 @@ class Counter:
         return CounterValue(self.packets[index], self.bytes[index])
 
     def reset(self) -> None:
-        self.packets = [0] * self.spec.size
-        self.bytes = [0] * self.spec.size
+        _clear(self.packets)
+        _clear(self.bytes)
 
 
 class Register:
+    """32-bit cells (`array('I')`, shared with the fast path); one RegisterAction per packet."""
+
     def __init__(self, spec: N.Register) -> None:
+        if spec.width != 32:
+            raise ValueError(f"{spec.name}: only 32-bit registers are modelled")
         self.spec = spec
-        self.cells = [0] * spec.size
+        self.cells = _zeros("I", spec.size)
         self.top = (1 << spec.width) - 1
 
     def write(self, index: int, value: int) -> None:
@@ -287,11 +313,17 @@ class Lpf:
 
     def __init__(self, spec: N.Lpf) -> None:
         self.spec = spec
-        self.state = [0.0] * spec.size
-        self.last = [0] * spec.size
-        self.seen = [False] * spec.size
-        default = LpfSpec()
-        self.specs: list[LpfSpec] = [default] * spec.size
+        n = spec.size
+        # state in arrays the fast path shares: y, time of the last sample, whether one was seen
+        self.state = _zeros("d", n)
+        self.last = _zeros("q", n)
+        self.seen = _zeros("B", n)
+        self.specs: list[LpfSpec] = [LpfSpec()] * n
+        # the specs again as flat arrays for the fast path (kind 0 RATE / 1 SAMPLE)
+        self.kind = _zeros("B", n)
+        self.gain = array("d", [LpfSpec().gain_time_constant_ns] * n)
+        self.decay = array("d", [LpfSpec().decay_time_constant_ns] * n)
+        self.shift = array("B", [LpfSpec().out_scale_down] * n)
 
     def execute(self, x: int, index: int, t_ns: int) -> int:
         s = self.specs[index]
@@ -306,7 +338,7 @@ class Lpf:
             y = y * a + (x if s.kind == "RATE" else x * (1.0 - a))
         else:
             y = float(x)
-            self.seen[index] = True
+            self.seen[index] = 1
         self.state[index] = y
         self.last[index] = t_ns
         out = int(y) >> s.out_scale_down
@@ -314,11 +346,20 @@ class Lpf:
 
     def set_spec(self, index: int, spec: LpfSpec) -> None:
         self.specs[index] = spec
+        self.kind[index] = 1 if spec.kind == "SAMPLE" else 0
+        self.gain[index] = spec.gain_time_constant_ns
+        self.decay[index] = spec.decay_time_constant_ns
+        self.shift[index] = spec.out_scale_down
 
 
 class Random16:
-    """Random<bit<16>>: uniform over [0, 65535] from a seeded generator."""
+    """Random<bit<16>>: uniform over [0, 65535] from a seeded generator (CPython's Mersenne
+    Twister; `getrandbits(16)` is the top 16 bits of one 32-bit output, which the fast path
+    reproduces from the same state, so both draw the same numbers for a seed)."""
 
     def __init__(self, seed: int) -> None:
         self._rng = random.Random(seed)
-        self.get = lambda: self._rng.getrandbits(16)  # noqa: E731 — the hot path calls this per packet
+        self.get: Callable[[], int] = functools.partial(self._rng.getrandbits, 16)  # per packet
+
+    def getstate(self) -> tuple:
+        return self._rng.getstate()
