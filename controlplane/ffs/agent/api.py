@@ -23,12 +23,27 @@ import socket
 import socketserver
 import struct
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 log = logging.getLogger("ffs.agent.api")
 
-Handler = Callable[[dict[str, Any], str], Any]
+
+@dataclass(frozen=True)
+class Peer:
+    """The process at the other end of a control connection, from SO_PEERCRED (not from the request)."""
+
+    pid: int
+    uid: int
+    gid: int
+    name: str  # the user name of uid
+
+    def __str__(self) -> str:
+        return self.name
+
+
+Handler = Callable[[dict[str, Any], Peer], Any]
 
 
 class ApiError(Exception):
@@ -76,11 +91,11 @@ class ControlServer:
 
         class Conn(socketserver.StreamRequestHandler):
             def handle(self) -> None:
-                _, uid, gid = peer_credentials(self.request)
-                who = user_name(uid)
+                pid, uid, gid = peer_credentials(self.request)
+                who = Peer(pid, uid, gid, user_name(uid))
                 if not outer.allowed(uid, gid):
-                    log.warning("refused control client uid=%d", uid)
-                    self._reply({"ok": False, "error": f"permission denied for {who}"})
+                    log.warning("refused control client uid=%d pid=%d", uid, pid)
+                    self._reply({"ok": False, "error": f"permission denied for {who} (uid {uid})"})
                     return
                 for line in self.rfile:
                     if not line.strip():

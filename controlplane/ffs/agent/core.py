@@ -16,6 +16,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from ffs import constants as C
 from ffs import p4names as N
 from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of
 from ffs.agent.state import StateStore
@@ -43,6 +44,8 @@ class EgressStatus:
     offered_bps: float = 0.0
     tau: float = 1.0
     congested: bool = False
+    drop_bps: float = 0.0  # dropped by FFS toward this egress (all its pairs)
+    drops: int = 0  # packets dropped in the last period
 
 
 @dataclass
@@ -90,7 +93,10 @@ class Agent:
         if store is not None:
             saved = store.load_matrix(self.node.name)
             if saved is not None:
-                self.fairness = self.validate(saved)
+                try:
+                    self.fairness = self.validate(saved)
+                except MatrixError as e:
+                    raise MatrixError(f"{store.matrix_path(self.node.name)}: the saved matrix no longer fits the topology: {e}") from None
         self.taus: dict[str, EgressTau] = {}
         self._last: dict[str, dict[int, CounterValue]] = {}
         self._last_t: float | None = None
@@ -114,9 +120,10 @@ class Agent:
                 self.driver.clear_table(t.name)
         self.driver.clear_table(N.PORT_METADATA.name)
         self.driver.write(node_updates(self.current_node(), self.lpf))
+        # every LPF index gets the spec, so a matrix change that adds pairs needs no LPF write and
+        # stays one atomic batch
+        self.driver.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), self.lpf.spec())
         pids = [p.pid for p in self.pairs()]
-        if pids:
-            self.driver.set_lpf_spec(N.F_LPF.name, pids, self.lpf.spec())
         self.taus = {e: EgressTau() for e in self.fairness}
         self._last, self._last_t = {}, None
         self._program_id = self.driver.program_id()
@@ -133,13 +140,16 @@ class Agent:
 
     # -- the τ loop ------------------------------------------------------------------------
     def _delta(self, name: str, now: dict[int, CounterValue]) -> dict[int, CounterValue]:
-        last = self._last.get(name)
+        """Per-index counter increments since the last read, modulo 2^64 (a counter may wrap).
+        An index read for the first time (a pair or egress a matrix change added) has no baseline
+        yet and counts 0 for this period."""
+        last = self._last.get(name, {})
         self._last[name] = now
-        if last is None:
-            return {i: CounterValue(0, 0) for i in now}
-        return {
-            i: CounterValue((v.packets - last[i].packets) % WRAP, (v.bytes - last[i].bytes) % WRAP) for i, v in now.items()
-        }
+        out = {}
+        for i, v in now.items():
+            b = last.get(i)
+            out[i] = CounterValue(0, 0) if b is None else CounterValue((v.packets - b.packets) % WRAP, (v.bytes - b.bytes) % WRAP)
+        return out
 
     def _bps(self, c: CounterValue, dt: float) -> float:
         return max(0, c.bytes - self.frame_overhead * c.packets) * 8 / dt if dt > 0 else 0.0
@@ -158,6 +168,7 @@ class Agent:
         self._last_t = now_s
         snap = Snapshot(now_s)
         by_egress: dict[str, float] = {}
+        drops_by_egress: dict[str, tuple[float, int]] = {}
         for p in pairs:
             st = PairStatus(
                 p.pid, p.ingress, p.egress, self.current_node().share(p.ingress, p.egress),
@@ -167,6 +178,8 @@ class Agent:
                 drops[p.pid].packets,
             )
             by_egress[p.egress] = by_egress.get(p.egress, 0.0) + st.rate_bps
+            d_bps, d_pk = drops_by_egress.get(p.egress, (0.0, 0))
+            drops_by_egress[p.egress] = (d_bps + st.drop_bps, d_pk + st.drops)
             snap.pairs.append(st)
         batch: list[Update] = []
         for e in sorted(self.fairness):
@@ -180,39 +193,24 @@ class Agent:
                 self.taus[e] = state
             batch.append(egress_entry(port, egress_action_params(state, r_star, target), "modify"))
             snap.egresses.append(
-                EgressStatus(e, port, self.node.interfaces[e].capacity, target, a_bps, r_star, state.tau, state.congested)
+                EgressStatus(e, port, self.node.interfaces[e].capacity, target, a_bps, r_star, state.tau, state.congested,
+                             *drops_by_egress.get(e, (0.0, 0)))
             )
         if dt > 0 and batch:
             self.driver.write(batch)
         self.snapshot = snap
         return snap
 
+    def on_period(self, now_ns: int, driver: Driver | None = None) -> Snapshot:
+        """The software switch's virtual-time hook (`on_period(now_ns)` or `on_period(now_ns, driver)`):
+        one step at that time, on the given driver if one is passed."""
+        if driver is not None:
+            self.driver = driver
+        return self.step(now_ns / 1e9)
+
     # -- fairness matrices -------------------------------------------------------------------
     def validate(self, fairness: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        """Check a whole matrix; raise MatrixError naming the first problem."""
-        ifs = self.node.interfaces
-        if not isinstance(fairness, dict):
-            raise MatrixError("a matrix maps egress -> ingress -> rate")
-        out: dict[str, dict[str, float]] = {}
-        for e, col in fairness.items():
-            if e not in ifs:
-                raise MatrixError(f"unknown egress interface {e!r} (node {self.node.name} has {', '.join(sorted(ifs))})")
-            if not isinstance(col, dict):
-                raise MatrixError(f"egress {e}: expected ingress -> rate")
-            out[e] = {}
-            for i, rate in col.items():
-                if i not in ifs:
-                    raise MatrixError(f"unknown ingress interface {i!r} (node {self.node.name} has {', '.join(sorted(ifs))})")
-                if isinstance(rate, bool) or not isinstance(rate, (int, float)) or math.isnan(rate) or math.isinf(rate):
-                    raise MatrixError(f"M({i},{e}) must be a finite rate, got {rate!r}")
-                if rate < 0:
-                    raise MatrixError(f"M({i},{e}) is negative ({rate!r})")
-                out[e][i] = float(rate)
-            total = sum(out[e].values())
-            limit = self.node.targets.get(e, ifs[e].capacity)
-            if total > limit * (1 + 1e-9):
-                raise MatrixError(f"entries toward {e} sum to {total:.6g} bit/s, above its {'target' if e in self.node.targets else 'capacity'} {limit:.6g} bit/s")
-        return out
+        return validate_matrix(self.node, fairness)
 
     def matrix_updates(self, new: dict[str, dict[str, float]]) -> list[Update]:
         old_pairs = {p.pid: p for p in self.pairs()}
@@ -235,27 +233,70 @@ class Agent:
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "delete"))
         return ups
 
-    def apply_matrix(self, fairness: dict[str, dict[str, float]], who: str = "agent") -> list[dict]:
-        """Validate, apply atomically, persist, audit. Returns the list of changes."""
+    def apply_matrix(self, fairness: dict[str, dict[str, float]], who: str = "agent", uid: int | None = None) -> list[dict]:
+        """Validate, apply atomically, persist, audit. Returns the list of changes.
+
+        The new state file is written (and fsynced) before the switch sees the batch and renamed into
+        place only after the switch accepted it: a refusal leaves the switch, the agent and the file
+        as they were, and an accepted change is never lost to a full disk."""
         new = self.validate(fairness)
         changes = _diff(self.fairness, new)
         ups = self.matrix_updates(new)
-        if ups:
-            self.driver.write(ups)  # atomic: the switch keeps the old matrix if this raises
-        added = [p.pid for p in pairs_of(self.node, new) if p.egress not in self.fairness]
-        if added:
-            self.driver.set_lpf_spec(N.F_LPF.name, added, self.lpf.spec())
+        staged = self.store.stage_matrix(self.node.name, new) if self.store is not None and changes else None
+        try:
+            if ups:
+                self.driver.write(ups)  # atomic: the switch keeps the old matrix if this raises
+        except BaseException:
+            if staged is not None:
+                staged.unlink(missing_ok=True)
+            raise
+        if staged is not None:
+            self.store.commit_matrix(self.node.name, staged)
         self.fairness = new
         for e in new:
             self.taus.setdefault(e, EgressTau())
         for e in list(self.taus):
             if e not in new:
                 del self.taus[e]
-        if self.store is not None:
-            self.store.save_matrix(self.node.name, new)
-            self.store.audit(who, "matrix", changes)
-        log.info("matrix applied by=%s changes=%d", who, len(changes))
+        if self.store is not None and changes:
+            self.store.audit(who, "matrix", changes, uid=uid)
+        log.info("matrix applied by=%s uid=%s changes=%d", who, uid, len(changes))
         return changes
+
+
+def validate_matrix(node: Node, fairness: object) -> dict[str, dict[str, float]]:
+    """Check a whole proposed matrix {egress: {ingress: bit/s}} for a node; return it with float rates
+    or raise MatrixError naming the first problem. Nothing is changed either way."""
+    ifs = node.interfaces
+    have = ", ".join(sorted(ifs))
+    if not isinstance(fairness, dict):
+        raise MatrixError("a matrix maps egress -> ingress -> rate")
+    out: dict[str, dict[str, float]] = {}
+    for e, col in fairness.items():
+        if e not in ifs:
+            raise MatrixError(f"unknown egress interface {e!r} (node {node.name} has {have})")
+        if not isinstance(col, dict):
+            raise MatrixError(f"egress {e}: expected ingress -> rate")
+        out[e] = {}
+        for i, rate in col.items():
+            if i not in ifs:
+                raise MatrixError(f"unknown ingress interface {i!r} (node {node.name} has {have})")
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or math.isnan(rate) or math.isinf(rate):
+                raise MatrixError(f"M({i},{e}) must be a finite rate, got {rate!r}")
+            if rate < 0:
+                raise MatrixError(f"M({i},{e}) is negative ({rate!r})")
+            out[e][i] = float(rate)
+        total = sum(out[e].values())
+        if total <= 0:
+            # T_j defaults to the column sum: an all-zero column would drop everything toward e
+            raise MatrixError(f"entries toward {e} sum to 0; leave the column out to stop managing {e}")
+        limit = node.targets.get(e, ifs[e].capacity)
+        if total > limit * (1 + 1e-9):
+            what = "target" if e in node.targets else "capacity"
+            raise MatrixError(f"entries toward {e} sum to {total:.6g} bit/s, above its {what} {limit:.6g} bit/s")
+    if len(ifs) ** 2 > C.NUM_PAIRS:
+        raise MatrixError(f"node {node.name}: {len(ifs)} interfaces need more than {C.NUM_PAIRS} pairs")
+    return out
 
 
 def _diff(old: dict[str, dict[str, float]], new: dict[str, dict[str, float]]) -> list[dict]:

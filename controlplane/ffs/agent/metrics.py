@@ -1,25 +1,35 @@
-"""Prometheus metrics of the agent, served on 127.0.0.1 only."""
+"""Prometheus metrics of the agent, served on 127.0.0.1 only (another address only if the operator asks)."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from ffs.agent.core import Snapshot
 
 
 class Metrics:
-    def __init__(self, port: int, address: str = "127.0.0.1") -> None:
+    def __init__(self, port: int | None, address: str = "127.0.0.1") -> None:
+        """Serve on address:port; port None builds the registry without a server (tests, embedding)."""
         self.registry = CollectorRegistry()
         e, p = ["egress"], ["ingress", "egress"]
-        self.tau = Gauge("ffs_tau", "fairness parameter tau per egress", e, registry=self.registry)
-        self.congested = Gauge("ffs_congested", "1 while R* exceeds the target", e, registry=self.registry)
-        self.accepted = Gauge("ffs_accepted_bps", "accepted rate A_j", e, registry=self.registry)
-        self.offered = Gauge("ffs_offered_bps", "arrival rate R_*j", e, registry=self.registry)
-        self.target = Gauge("ffs_target_bps", "target capacity T_j", e, registry=self.registry)
-        self.pair_rate = Gauge("ffs_pair_rate_bps", "arrival rate R_ij", p, registry=self.registry)
-        self.pair_drop = Gauge("ffs_pair_drop_bps", "rate dropped by FFS", p, registry=self.registry)
-        self.pair_f = Gauge("ffs_pair_f_bps", "weighted rate F_ij", p, registry=self.registry)
-        self.server, self.thread = start_http_server(port, address, registry=self.registry)
+        r = self.registry
+        self.tau = Gauge("ffs_tau", "fairness parameter tau per egress (kept while uncongested)", e, registry=r)
+        self.congested = Gauge("ffs_congested", "1 while R* exceeds the target", e, registry=r)
+        self.accepted = Gauge("ffs_accepted_bps", "accepted rate A_j, bit/s", e, registry=r)
+        self.offered = Gauge("ffs_offered_bps", "arrival rate R_*j, bit/s", e, registry=r)
+        self.target = Gauge("ffs_target_bps", "target capacity T_j, bit/s", e, registry=r)
+        self.egress_drop = Gauge("ffs_egress_drop_bps", "rate dropped by FFS toward this egress, bit/s", e, registry=r)
+        self.egress_drops = Counter("ffs_egress_drops", "packets dropped by FFS toward this egress", e, registry=r)
+        self.pair_rate = Gauge("ffs_pair_rate_bps", "arrival rate R_ij, bit/s", p, registry=r)
+        self.pair_share = Gauge("ffs_pair_share_bps", "enforced share M_ij (scaled to the target), bit/s", p, registry=r)
+        self.pair_drop = Gauge("ffs_pair_drop_bps", "rate dropped by FFS, bit/s", p, registry=r)
+        self.pair_drops = Counter("ffs_pair_drops", "packets dropped by FFS", p, registry=r)
+        self.pair_f = Gauge("ffs_pair_f_bps", "weighted rate F_ij, bit/s", p, registry=r)
+        self.server = self.thread = None
+        if port is not None:
+            started = start_http_server(port, address, registry=self.registry)
+            if isinstance(started, tuple):  # prometheus_client >= 0.16 returns (server, thread)
+                self.server, self.thread = started
 
     def update(self, snap: Snapshot) -> None:
         for x in snap.egresses:
@@ -28,7 +38,17 @@ class Metrics:
             self.accepted.labels(x.egress).set(x.accepted_bps)
             self.offered.labels(x.egress).set(x.offered_bps)
             self.target.labels(x.egress).set(x.target)
+            self.egress_drop.labels(x.egress).set(x.drop_bps)
+            self.egress_drops.labels(x.egress).inc(x.drops)
         for p in snap.pairs:
             self.pair_rate.labels(p.ingress, p.egress).set(p.rate_bps)
+            self.pair_share.labels(p.ingress, p.egress).set(p.share_bps)
             self.pair_drop.labels(p.ingress, p.egress).set(p.drop_bps)
+            self.pair_drops.labels(p.ingress, p.egress).inc(p.drops)
             self.pair_f.labels(p.ingress, p.egress).set(p.f_bps)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None

@@ -6,6 +6,7 @@ interleaves with a τ push.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import threading
@@ -16,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ffs.agent.api import ApiError, ControlServer
+from ffs.agent.api import ApiError, ControlServer, Peer
 from ffs.jsonsafe import finite
 from ffs.agent.core import Agent, MatrixError
 from ffs.allocator import allocate
@@ -59,12 +60,19 @@ def load_matrix_file(path: str | Path) -> dict[str, dict[str, float]]:
     return parse_matrix(data, str(path))
 
 
+def _field(req: dict[str, Any], key: str) -> Any:
+    if key not in req:
+        raise ApiError(f"{req['op']}: missing {key!r}")
+    return req[key]
+
+
 @dataclass
 class ServiceConfig:
     period_s: float = 0.1
     socket: str | None = None
     group: str | None = None
-    metrics_port: int | None = None
+    metrics_port: int | None = None  # None: no metrics server
+    metrics_address: str = "127.0.0.1"  # loopback unless the operator asks for another address
 
 
 class AgentService:
@@ -77,8 +85,10 @@ class AgentService:
         self.metrics = None
 
     # -- requests ------------------------------------------------------------------------------
-    def handle(self, req: dict[str, Any], who: str) -> Any:
+    def handle(self, req: dict[str, Any], who: Peer | str) -> Any:
+        """One API request (docs/control-plane.md); `who` is the peer from SO_PEERCRED."""
         op = req["op"]
+        name, uid = (who.name, who.uid) if isinstance(who, Peer) else (str(who), None)
         with self.lock:
             a = self.agent
             if op == "status":
@@ -89,34 +99,36 @@ class AgentService:
                 return {"node": a.node.name, "fairness": a.fairness}
             if op in ("matrix_set", "matrix_load"):
                 if op == "matrix_set":
-                    new = {e: dict(col) for e, col in a.fairness.items()}
+                    ingress, egress, rate_text = (_field(req, k) for k in ("ingress", "egress", "rate"))
                     try:
-                        rate = parse_rate(req["rate"])
+                        rate = parse_rate(rate_text)
                     except ValueError as e:
-                        raise MatrixError(str(e)) from None
-                    new.setdefault(str(req["egress"]), {})[str(req["ingress"])] = rate
+                        raise MatrixError(f"M({ingress},{egress}): {e}") from None
+                    new = {e: dict(col) for e, col in a.fairness.items()}
+                    new.setdefault(str(egress), {})[str(ingress)] = rate
                 else:
-                    new = parse_matrix(req.get("fairness"))
+                    new = parse_matrix(_field(req, "fairness"))
                 try:
-                    return {"changes": a.apply_matrix(new, who)}
+                    return {"changes": a.apply_matrix(new, name, uid)}
                 except DriverError as e:
                     raise ApiError(f"the switch refused the change, nothing applied: {e}") from None
             if op == "matrix_plan":
-                return finite(self.plan(parse_matrix(req.get("fairness"))))
+                return finite(self.plan(parse_matrix(_field(req, "fairness"))))
             if op == "log":
                 if a.store is None:
                     return []
-                return a.store.read_audit(int(req.get("limit", 50)))
+                try:
+                    limit = int(req.get("limit", 50))
+                except (TypeError, ValueError):
+                    raise ApiError("limit must be an integer") from None
+                return a.store.read_audit(limit)
         raise ApiError(f"unknown op {op!r}")
 
     def plan(self, proposed: dict[str, dict[str, float]]) -> dict[str, Any]:
         """The exact FFS allocation of the measured pair demands under a proposed matrix."""
         a = self.agent
         fairness = a.validate(proposed)
-        node = a.current_node()
-        import dataclasses
-
-        node = dataclasses.replace(node, fairness=fairness)
+        node = dataclasses.replace(a.current_node(), fairness=fairness)
         streams = []
         for p in a.snapshot.pairs:
             if p.egress in fairness and p.rate_bps > 0:
@@ -135,7 +147,8 @@ class AgentService:
         if self.config.metrics_port:
             from ffs.agent.metrics import Metrics
 
-            self.metrics = Metrics(self.config.metrics_port)
+            self.metrics = Metrics(self.config.metrics_port, self.config.metrics_address)
+            log.info("metrics on http://%s:%d/metrics", self.config.metrics_address, self.config.metrics_port)
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: self.stop_event.set())
         next_t = time.monotonic()
@@ -159,6 +172,8 @@ class AgentService:
         finally:
             if self.api is not None:
                 self.api.stop()
+            if self.metrics is not None:
+                self.metrics.close()
             log.info("agent stopped")
 
     def _reconnect(self) -> None:

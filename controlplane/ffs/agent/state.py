@@ -2,7 +2,7 @@
 
 state-dir/
   matrix-<node>.json   {"node": ..., "fairness": {egress: {ingress: bit/s}}, "saved_at": ...}
-  audit.jsonl          one JSON object per change: time, who, what, changes
+  audit.jsonl          one JSON object per change: time, who (user name), uid, what, changes
 """
 
 from __future__ import annotations
@@ -19,20 +19,31 @@ class StateStore:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
 
-    def _matrix_path(self, node: str) -> Path:
+    def matrix_path(self, node: str) -> Path:
         return self.dir / f"matrix-{node}.json"
 
-    def save_matrix(self, node: str, fairness: dict[str, dict[str, float]]) -> None:
-        path = self._matrix_path(node)
-        tmp = path.with_suffix(".tmp")
+    def stage_matrix(self, node: str, fairness: dict[str, dict[str, float]]) -> Path:
+        """Write the new matrix next to the current one (fsynced); `commit_matrix` renames it in."""
+        tmp = self.matrix_path(node).with_suffix(".tmp")
         with open(tmp, "w") as f:
             json.dump({"node": node, "fairness": fairness, "saved_at": time.time()}, f, indent=2, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+        return tmp
+
+    def commit_matrix(self, node: str, staged: Path) -> None:
+        os.replace(staged, self.matrix_path(node))  # readers see the old file or the new one, never half of one
+        fd = os.open(self.dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the rename itself survives a crash
+        finally:
+            os.close(fd)
+
+    def save_matrix(self, node: str, fairness: dict[str, dict[str, float]]) -> None:
+        self.commit_matrix(node, self.stage_matrix(node, fairness))
 
     def load_matrix(self, node: str) -> dict[str, dict[str, float]] | None:
-        path = self._matrix_path(node)
+        path = self.matrix_path(node)
         if not path.exists():
             return None
         try:
@@ -45,8 +56,8 @@ class StateStore:
     def audit_path(self) -> Path:
         return self.dir / "audit.jsonl"
 
-    def audit(self, who: str, what: str, changes: Any) -> None:
-        rec = {"time": time.time(), "who": who, "what": what, "changes": changes}
+    def audit(self, who: str, what: str, changes: Any, uid: int | None = None) -> None:
+        rec = {"time": time.time(), "who": who, "uid": uid, "what": what, "changes": changes}
         fd = os.open(self.audit_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, (json.dumps(rec, sort_keys=True) + "\n").encode())
@@ -57,7 +68,10 @@ class StateStore:
     def read_audit(self, limit: int | None = None) -> list[dict]:
         if not self.audit_path.exists():
             return []
-        lines = self.audit_path.read_text().splitlines()
-        if limit is not None:
-            lines = lines[-limit:]
-        return [json.loads(x) for x in lines if x.strip()]
+        out = []
+        for line in self.audit_path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # a line torn by a crash mid-append: the records around it still count
+        return out if limit is None else out[-limit:] if limit > 0 else []

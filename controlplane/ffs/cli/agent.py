@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import grp
+import json
 import logging
 import sys
 
@@ -18,8 +20,22 @@ from ffs.topology import TopologyError, load
 
 
 class KeyValueFormatter(logging.Formatter):
+    """One line per record: ts=... level=... logger=... msg="..." (the messages carry key=value pairs)."""
+
     def format(self, record: logging.LogRecord) -> str:
-        return f"ts={self.formatTime(record, '%Y-%m-%dT%H:%M:%S')} level={record.levelname.lower()} logger={record.name} msg=\"{record.getMessage()}\""
+        msg = record.getMessage()
+        if record.exc_info:
+            msg += " | " + self.formatException(record.exc_info).replace("\n", " | ")
+        msg = msg.replace("\\", "\\\\").replace('"', '\\"')
+        return f"ts={self.formatTime(record, '%Y-%m-%dT%H:%M:%S')} level={record.levelname.lower()} logger={record.name} msg=\"{msg}\""
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        rec = {"ts": record.created, "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage()}
+        if record.exc_info:
+            rec["exc"] = self.formatException(record.exc_info)
+        return json.dumps(rec)
 
 
 def make_driver(target: str, switch: str | None) -> Driver:
@@ -47,23 +63,34 @@ def make_driver(target: str, switch: str | None) -> Driver:
 @click.option("--delta-fraction", default=0.01, show_default=True, help="tau damping: delta = this * target.")
 @click.option("--max-decrease", default=0.25, show_default=True, help="Largest tau decrease per period.")
 @click.option("--frame-overhead", default=14, show_default=True, help="Bytes per packet the counters count beyond the IP packet.")
-@click.option("--metrics-port", default=None, type=int, help="Serve Prometheus metrics on 127.0.0.1:PORT.")
+@click.option("--metrics-port", default=None, type=int, help="Serve Prometheus metrics on PORT (off by default).")
+@click.option("--metrics-address", default="127.0.0.1", show_default=True,
+              help="Address of the metrics server; anything but loopback only if you mean it.")
 @click.option("--connect-timeout", default=60.0, show_default=True, help="Seconds to wait for the switch.")
-@click.option("-v", "--verbose", count=True)
+@click.option("--log-format", type=click.Choice(["kv", "json"]), default="kv", show_default=True,
+              help="Log lines on stderr as key=value or as JSON objects.")
+@click.option("-v", "--verbose", count=True, help="-vv logs every period's tau per egress.")
 @one_line_errors(TopologyError, MatrixError, DriverError, ValueError, OSError, exit_code=EXIT_FAILURE)
 def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_time_constant_us, lpf_scale_down,
-         delta_fraction, max_decrease, frame_overhead, metrics_port, connect_timeout, verbose) -> None:
+         delta_fraction, max_decrease, frame_overhead, metrics_port, metrics_address, connect_timeout, log_format, verbose) -> None:
     """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(KeyValueFormatter())
+    handler.setFormatter(JsonFormatter() if log_format == "json" else KeyValueFormatter())
     logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, handlers=[handler])
     topo = load(topology)
     topo.node(node)
     if not 0 <= lpf_scale_down <= 31 or period_ms <= 0:
         raise CliError("--lpf-scale-down must be 0..31 and --period-ms positive", 2)
+    if metrics_port is not None and not 0 < metrics_port < 65536:
+        raise CliError("--metrics-port must be 1..65535", 2)
+    if group is not None:
+        try:
+            grp.getgrnam(group)
+        except KeyError:
+            raise CliError(f"--group {group}: no such group", 2) from None
+    store = StateStore(state_dir) if state_dir else None  # a bad state dir fails before the switch is touched
     driver = make_driver(target, switch)
     driver.connect(timeout_s=connect_timeout)
-    store = StateStore(state_dir) if state_dir else None
     agent = Agent(
         driver, topo, node,
         lpf=LpfConfig(lpf_time_constant_us * 1e3, lpf_scale_down),
@@ -72,7 +99,7 @@ def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_
     )
     agent.install()
     logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
-    AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port)).run()
+    AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address)).run()
 
 
 if __name__ == "__main__":
