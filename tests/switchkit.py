@@ -36,8 +36,8 @@ class Rig:
                                                       {"ltau": ltau, "ntau": C.WIDE_OFFSET - ltau, "congested": congested, "lcr": lcr}))])
 
 
-def rig(seed: int = 1, trust: int = 1, insert: int = 0) -> Rig:
-    p = Pipeline(seed)
+def rig(seed: int = 1, trust: int = 1, insert: int = 0, pipeline: type[Pipeline] = Pipeline) -> Rig:
+    p = pipeline(seed)
     d = LocalDriver(p)
     ups = T.static_updates()
     for port in (IN, OTHER, OUT):
@@ -73,3 +73,11 @@ def single_packet_f(ip_len: int, rf_code: int) -> int:
 
 def labelled(rf_code: int, ip_len: int = 1000, flags: int = C.FLAG_RI, rri: int = C.CODE_MAX, echo: int = 0x1234, **kw) -> bytes:
     return ipv4_frame("10.0.1.1", DST, ip_len, shim(rf_code, flags, 17, rri, echo), **kw)
+
+
+def lm_for(rf_code: int, rf_norm_code: int, ip_len: int = 1000) -> int:
+    """The pair's lm that makes a packet's normalized label exactly `rf_norm_code` (spec §7.2:
+    rf_norm = rf - lm + lf, with lf the f_log output of the single-packet LPF value)."""
+    lm = rf_code + lf_of(single_packet_f(ip_len, rf_code)) - rf_norm_code
+    assert 0 <= lm <= 0xFFFF
+    return lm

@@ -15,7 +15,7 @@ from ffs.driver.base import Exact, Lpm, TableEntry, Update
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.labels import decode, encode
 from ffs.switch.packet import ipv4_checksum
-from switchkit import DST, OUT, labelled, lf_of, rig, single_packet_f
+from switchkit import DST, OUT, labelled, lm_for, rig, single_packet_f
 
 
 def shim_of(frame: bytes, ihl: int = 20, l2: int = 14):
@@ -25,14 +25,6 @@ def shim_of(frame: bytes, ihl: int = 20, l2: int = 14):
 
 def events(r):
     return {i: v.packets for i, v in r.driver.read_counters(N.EVENTS.name).items() if v.packets}
-
-
-def lm_for(rf_code: int, rf_norm_code: int, ip_len: int = 1000) -> int:
-    """The pair's lm that makes a packet's normalized label exactly `rf_norm_code` (spec §7.2:
-    rf_norm = rf - lm + lf, with lf the f_log output of the single-packet LPF value)."""
-    lm = rf_code + lf_of(single_packet_f(ip_len, rf_code)) - rf_norm_code
-    assert 0 <= lm <= 0xFFFF
-    return lm
 
 
 # --- parser fates (spec §2) ------------------------------------------------------------------

@@ -439,6 +439,8 @@ class Pipeline:
 
     def process(self, frame: bytes | bytearray, ingress_port: int, t_ns: int) -> Result:
         """One frame arriving on `ingress_port` at time `t_ns` (the LPF's clock)."""
+        if not 0 <= ingress_port < C.NUM_PORTS:
+            raise ValueError(f"ingress port {ingress_port} out of range 0..{C.NUM_PORTS - 1}")
         buf = bytearray(frame)
         frame_len = len(buf)
         events = self.events

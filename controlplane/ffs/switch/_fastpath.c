@@ -1,0 +1,1427 @@
+/* The software switch's per-packet loop in C: a transcription of ffs/switch/pipeline.py.
+ *
+ * pipeline.py is the executable specification; this file repeats it function for function
+ * (one C function per P4 action, the controls' apply blocks in the same order) so that trace mode
+ * reaches Tofino packet rates on one core. tests/test_switch_fastpath.py runs thousands of random
+ * packets and table states through both and requires identical frames, drops, counters,
+ * registers and LPF state.
+ *
+ * Shared state: counters, registers and the LPF live in Python `array` buffers owned by the
+ * pipeline's extern objects (ffs/switch/tna.py); the Engine holds pointers into them, so the
+ * control interface reads what this code counts. Tables are compiled snapshots of the Python
+ * MatchTables, recompiled by ffs/switch/fast.py when a table changes. Random<bit<16>> is CPython's
+ * Mersenne Twister (getrandbits(16) = the top 16 bits of one output) started from the Python
+ * generator's state, so both paths draw the same numbers for a seed.
+ *
+ * Build: setup.py (setuptools Extension) with -ffp-contract=off, so that the LPF's
+ * `y * a + x` rounds like Python's two float operations (no fused multiply-add).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned __int128 u128;
+
+/* --- constants of the contract (checked against ffs.constants by ffs/switch/fast.py) ------- */
+#define IP_PROTO_FFS 253
+#define SHIM_LEN 8
+#define SHIM_VERSION 1
+#define FLAG_RI 0x8
+#define FLAG_DEFAULTED 0x2
+#define FLAG_RESERVED 0x1
+#define CODE_ONE 0x8000u
+#define CODE_MAX 0xFFFFu
+#define WIDE_OFFSET 0x10000u
+#define CONG_CAND_CONST 0x18000u
+#define INV_CONST 0x10000u
+#define NUM_PAIRS 4096
+#define NUM_PORTS 512
+#define EVENT_COUNTER_SIZE 8
+#define EVENT_PARSE_ERROR 0
+#define EVENT_ROUTE_MISS 1
+#define EVENT_OPAQUE_SHIM 2
+#define EVENT_NO_PAIR 3
+#define EVENT_FFS_DROP 4
+#define FFS_STATE_NONE 0
+#define FFS_STATE_VALID 1
+#define FFS_STATE_OPAQUE 2
+#define U32 0xFFFFFFFFu
+
+/* drop reasons returned by engine_process (as -1 - reason) */
+#define R_PARSE_ERROR 0
+#define R_ROUTE_MISS 1
+#define R_FFS_DROP 2
+
+/* tables, in the order of ffs.p4names.TABLES; actions in the order of each table's declaration */
+enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_F_LOG, T_GAMMA, T_RI, T_EGRESS_PORTS, NT };
+static const char *TABLE_NAMES[NT] = {
+    "FfsIngress.forwarding.ipv4_routes", "FfsIngress.forwarding.ipv6_routes", "FfsIngress.pair_map.pairs",
+    "FfsIngress.pair_map.egress_params", "FfsIngress.rate_est.len_log",       "FfsIngress.rate_est.weight",
+    "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsIngress.ri_update.ri",
+    "FfsEgress.egress_acct.egress_ports"};
+static const char *TABLE_ACTIONS[NT] = {
+    "route drop", "route drop", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw lw_zero",
+    "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero",
+    "ri_upstream ri_congested ri_uncongested ri_keep", "strip_shim keep_shim"};
+enum { A_ROUTE = 0 };
+enum { A_SET_PAIR = 0 };
+enum { A_SET_EGRESS = 0 };
+enum { A_SET_LW = 0 };
+enum { A_SET_WEIGHT = 0 };
+enum { A_SET_LF = 0 };
+enum { A_GAMMA_ONE = 0, A_GAMMA_FRAC = 1, A_GAMMA_ZERO = 2 };
+enum { A_RI_UPSTREAM = 0, A_RI_CONGESTED = 1, A_RI_UNCONGESTED = 2, A_RI_KEEP = 3 };
+enum { A_STRIP_SHIM = 0 };
+
+static inline uint32_t sat_sub(uint32_t a, uint32_t b) { return a > b ? a - b : 0; }
+static inline uint32_t umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+/* ============================================================================================
+ * Mersenne Twister MT19937, as CPython's random module runs it
+ * ============================================================================================ */
+#define MT_N 624
+#define MT_M 397
+
+typedef struct {
+    uint32_t mt[MT_N];
+    int index;
+} mt_t;
+
+static uint32_t mt_next(mt_t *s) {
+    static const uint32_t mag01[2] = {0x0u, 0x9908b0dfu};
+    uint32_t y;
+    if (s->index >= MT_N) {
+        int kk;
+        for (kk = 0; kk < MT_N - MT_M; kk++) {
+            y = (s->mt[kk] & 0x80000000u) | (s->mt[kk + 1] & 0x7fffffffu);
+            s->mt[kk] = s->mt[kk + MT_M] ^ (y >> 1) ^ mag01[y & 1u];
+        }
+        for (; kk < MT_N - 1; kk++) {
+            y = (s->mt[kk] & 0x80000000u) | (s->mt[kk + 1] & 0x7fffffffu);
+            s->mt[kk] = s->mt[kk + (MT_M - MT_N)] ^ (y >> 1) ^ mag01[y & 1u];
+        }
+        y = (s->mt[MT_N - 1] & 0x80000000u) | (s->mt[0] & 0x7fffffffu);
+        s->mt[MT_N - 1] = s->mt[MT_M - 1] ^ (y >> 1) ^ mag01[y & 1u];
+        s->index = 0;
+    }
+    y = s->mt[s->index++];
+    y ^= (y >> 11);
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= (y >> 18);
+    return y;
+}
+
+/* random.random(): 53 bits from two outputs */
+static double mt_random(mt_t *s) {
+    uint32_t a = mt_next(s) >> 5, b = mt_next(s) >> 6;
+    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0);
+}
+
+/* state = the middle element of random.Random.getstate(): 624 words and the index */
+static int mt_from_state(mt_t *s, PyObject *state) {
+    PyObject *seq = PySequence_Fast(state, "rng state must be a sequence");
+    if (!seq) return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != MT_N + 1) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "rng state must hold 625 integers");
+        return -1;
+    }
+    for (int i = 0; i <= MT_N; i++) {
+        unsigned long v = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (i < MT_N)
+            s->mt[i] = (uint32_t)v;
+        else
+            s->index = (int)v;
+    }
+    Py_DECREF(seq);
+    if (s->index < 0 || s->index > MT_N) {
+        PyErr_SetString(PyExc_ValueError, "rng state index out of range");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *mt_to_state(const mt_t *s) {
+    PyObject *t = PyTuple_New(MT_N + 1);
+    if (!t) return NULL;
+    for (int i = 0; i < MT_N; i++) PyTuple_SET_ITEM(t, i, PyLong_FromUnsignedLong(s->mt[i]));
+    PyTuple_SET_ITEM(t, MT_N, PyLong_FromLong(s->index));
+    return t;
+}
+
+/* ============================================================================================
+ * Match tables: compiled snapshots (exact, LPM, ternary) with BF-RT lookup semantics
+ * ============================================================================================ */
+enum { K_EXACT = 0, K_LPM = 1, K_TERNARY = 2 };
+
+typedef struct {
+    uint8_t act;
+    uint32_t p[4];
+} tres; /* an action and its parameters in declaration order */
+
+typedef struct {
+    u128 mask;
+    uint32_t cap; /* power of two */
+    u128 *keys;
+    int32_t *idx; /* index into results, -1 empty */
+    int64_t order; /* LPM: prefix length */
+} tgroup;
+
+typedef struct {
+    int kind, width, ngroups, nres;
+    tgroup *groups;
+    tres *res;      /* res[0]: the default action; res[1..]: entries in insertion order */
+    int64_t *prio;  /* per result: $MATCH_PRIORITY (ternary) */
+    int32_t *direct; /* width <= DIRECT_BITS: result index for every key value */
+} ctable;
+
+#define DIRECT_BITS 16
+
+static inline uint32_t hash128(u128 v, uint32_t cap) {
+    uint64_t x = (uint64_t)v ^ ((uint64_t)(v >> 64) * 0x9E3779B97F4A7C15ull);
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    return (uint32_t)x & (cap - 1);
+}
+
+static inline int32_t group_find(const tgroup *g, u128 v) {
+    u128 k = v & g->mask;
+    uint32_t h = hash128(k, g->cap);
+    for (;;) {
+        int32_t i = g->idx[h];
+        if (i < 0) return -1;
+        if (g->keys[h] == k) return i;
+        h = (h + 1) & (g->cap - 1);
+    }
+}
+
+/* lowest priority wins; among equal priorities the older entry (lower index) */
+static inline int better(const ctable *t, int32_t a, int32_t b) {
+    return t->prio[a] < t->prio[b] || (t->prio[a] == t->prio[b] && a < b);
+}
+
+static int32_t table_search(const ctable *t, u128 v) {
+    if (t->kind == K_TERNARY) {
+        int32_t best = 0;
+        for (int g = 0; g < t->ngroups; g++) {
+            int32_t i = group_find(&t->groups[g], v);
+            if (i > 0 && (best == 0 || better(t, i, best))) best = i;
+        }
+        return best;
+    }
+    for (int g = 0; g < t->ngroups; g++) { /* exact: one group; LPM: longest prefix first */
+        int32_t i = group_find(&t->groups[g], v);
+        if (i > 0) return i;
+    }
+    return 0;
+}
+
+static inline const tres *table_lookup(const ctable *t, u128 v) {
+    if (t->direct && (v >> t->width) == 0) return &t->res[t->direct[(uint32_t)v]];
+    return &t->res[table_search(t, v)];
+}
+
+static void table_free(ctable *t) {
+    for (int g = 0; g < t->ngroups; g++) {
+        free(t->groups[g].keys);
+        free(t->groups[g].idx);
+    }
+    free(t->groups);
+    free(t->res);
+    free(t->prio);
+    free(t->direct);
+    memset(t, 0, sizeof(*t));
+}
+
+static int cmp_lpm(const void *a, const void *b) {
+    int64_t x = ((const tgroup *)a)->order, y = ((const tgroup *)b)->order;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static int res_from(PyObject *seq, Py_ssize_t at, tres *r) {
+    /* act, p0, p1, p2, p3 */
+    long act = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, at));
+    if (act == -1 && PyErr_Occurred()) return -1;
+    r->act = (uint8_t)act;
+    for (int i = 0; i < 4; i++) {
+        unsigned long v = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(seq, at + 1 + i));
+        if (PyErr_Occurred()) return -1;
+        r->p[i] = (uint32_t)v;
+    }
+    return 0;
+}
+
+static u128 u128_from(PyObject *hi, PyObject *lo) {
+    unsigned long long h = PyLong_AsUnsignedLongLong(hi), l = PyLong_AsUnsignedLongLong(lo);
+    return ((u128)h << 64) | l;
+}
+
+/* entries: sequence of (value_hi, value_lo, mask_hi, mask_lo, priority, act, p0, p1, p2, p3);
+ * default_: (act, p0, p1, p2, p3) */
+static int table_build(ctable *t, int kind, int width, PyObject *default_, PyObject *entries) {
+    ctable n;
+    memset(&n, 0, sizeof(n));
+    n.kind = kind;
+    n.width = width;
+    PyObject *ents = PySequence_Fast(entries, "entries must be a sequence");
+    if (!ents) return -1;
+    PyObject *def = PySequence_Fast(default_, "default must be a sequence");
+    if (!def) {
+        Py_DECREF(ents);
+        return -1;
+    }
+    Py_ssize_t ne = PySequence_Fast_GET_SIZE(ents);
+    n.nres = (int)ne + 1;
+    n.res = calloc(n.nres, sizeof(tres));
+    n.prio = calloc(n.nres, sizeof(int64_t));
+    u128 *vals = calloc(n.nres, sizeof(u128)), *masks = calloc(n.nres, sizeof(u128));
+    int *grp = calloc(n.nres, sizeof(int));
+    if (!n.res || !n.prio || !vals || !masks || !grp) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (PySequence_Fast_GET_SIZE(def) != 5 || res_from(def, 0, &n.res[0]) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "default must be (act, p0, p1, p2, p3)");
+        goto fail;
+    }
+    /* group the entries by mask, in order of first appearance */
+    n.groups = calloc(ne > 0 ? ne : 1, sizeof(tgroup));
+    int *count = calloc(ne > 0 ? ne : 1, sizeof(int));
+    if (!n.groups || !count) {
+        free(count);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < ne; i++) {
+        PyObject *e = PySequence_Fast(PySequence_Fast_GET_ITEM(ents, i), "entry must be a sequence");
+        if (!e) {
+            free(count);
+            goto fail;
+        }
+        if (PySequence_Fast_GET_SIZE(e) != 10) {
+            Py_DECREF(e);
+            free(count);
+            PyErr_SetString(PyExc_ValueError, "entry must have 10 fields");
+            goto fail;
+        }
+        int r = (int)i + 1;
+        vals[r] = u128_from(PySequence_Fast_GET_ITEM(e, 0), PySequence_Fast_GET_ITEM(e, 1));
+        masks[r] = u128_from(PySequence_Fast_GET_ITEM(e, 2), PySequence_Fast_GET_ITEM(e, 3));
+        n.prio[r] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(e, 4));
+        if (PyErr_Occurred() || res_from(e, 5, &n.res[r]) < 0) {
+            Py_DECREF(e);
+            free(count);
+            goto fail;
+        }
+        Py_DECREF(e);
+        int g;
+        for (g = 0; g < n.ngroups; g++)
+            if (n.groups[g].mask == masks[r]) break;
+        if (g == n.ngroups) {
+            n.groups[g].mask = masks[r];
+            n.groups[g].order = n.prio[r];
+            n.ngroups++;
+        }
+        grp[r] = g;
+        count[g]++;
+    }
+    for (int g = 0; g < n.ngroups; g++) {
+        uint32_t cap = 4;
+        while (cap < 2u * (uint32_t)count[g] + 2u) cap <<= 1;
+        n.groups[g].cap = cap;
+        n.groups[g].keys = calloc(cap, sizeof(u128));
+        n.groups[g].idx = malloc(cap * sizeof(int32_t));
+        if (!n.groups[g].keys || !n.groups[g].idx) {
+            free(count);
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (uint32_t h = 0; h < cap; h++) n.groups[g].idx[h] = -1;
+    }
+    free(count);
+    for (int r = 1; r < n.nres; r++) {
+        tgroup *g = &n.groups[grp[r]];
+        u128 k = vals[r] & g->mask;
+        uint32_t h = hash128(k, g->cap);
+        while (g->idx[h] >= 0 && g->keys[h] != k) h = (h + 1) & (g->cap - 1);
+        if (g->idx[h] < 0) {
+            g->keys[h] = k;
+            g->idx[h] = r;
+        } else if (kind == K_TERNARY ? better(&n, r, g->idx[h]) : 1) {
+            g->idx[h] = r; /* same value and mask: the better priority (ternary) */
+        }
+    }
+    if (kind == K_LPM) {
+        /* the group index stored per entry is no longer needed: sort by prefix length */
+        qsort(n.groups, n.ngroups, sizeof(tgroup), cmp_lpm);
+    }
+    if (width <= DIRECT_BITS) {
+        uint32_t size = 1u << width;
+        n.direct = malloc(size * sizeof(int32_t));
+        if (!n.direct) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (uint32_t v = 0; v < size; v++) n.direct[v] = table_search(&n, (u128)v);
+    }
+    free(vals);
+    free(masks);
+    free(grp);
+    Py_DECREF(ents);
+    Py_DECREF(def);
+    table_free(t);
+    *t = n;
+    return 0;
+fail:
+    free(vals);
+    free(masks);
+    free(grp);
+    Py_DECREF(ents);
+    Py_DECREF(def);
+    table_free(&n);
+    return -1;
+}
+
+/* ============================================================================================
+ * The Engine: one pipeline's compiled tables, its shared externs and its random generator
+ * ============================================================================================ */
+enum {
+    B_PAIR_BYTES_PK, B_PAIR_BYTES_BY, B_PAIR_DROPS_PK, B_PAIR_DROPS_BY, B_EVENTS_PK, B_EVENTS_BY,
+    B_ACCEPTED_PK, B_ACCEPTED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN,
+    B_LPF_DECAY, B_LPF_SHIFT, NB
+};
+static const struct {
+    const char *name;
+    Py_ssize_t itemsize, count;
+} BUF_SPEC[NB] = {
+    {"pair_bytes.packets", 8, NUM_PAIRS}, {"pair_bytes.bytes", 8, NUM_PAIRS},
+    {"pair_drops.packets", 8, NUM_PAIRS}, {"pair_drops.bytes", 8, NUM_PAIRS},
+    {"events.packets", 8, EVENT_COUNTER_SIZE}, {"events.bytes", 8, EVENT_COUNTER_SIZE},
+    {"accepted.packets", 8, NUM_PORTS}, {"accepted.bytes", 8, NUM_PORTS},
+    {"f_est", 4, NUM_PAIRS}, {"f_lpf.state", 8, NUM_PAIRS}, {"f_lpf.last", 8, NUM_PAIRS},
+    {"f_lpf.seen", 1, NUM_PAIRS}, {"f_lpf.kind", 1, NUM_PAIRS}, {"f_lpf.gain", 8, NUM_PAIRS},
+    {"f_lpf.decay", 8, NUM_PAIRS}, {"f_lpf.shift", 1, NUM_PAIRS},
+};
+
+typedef struct {
+    PyObject_HEAD
+    ctable tables[NT];
+    uint8_t port_md[NUM_PORTS][3]; /* ifindex, trust, insert; an unlisted port reads zeros */
+    mt_t rng;
+    uint32_t tables_set; /* bit per table: compiled at least once */
+    Py_buffer bufs[NB];
+    int nbufs;
+    uint64_t *pair_bytes_pk, *pair_bytes_by, *pair_drops_pk, *pair_drops_by;
+    uint64_t *events_pk, *events_by, *accepted_pk, *accepted_by;
+    uint32_t *f_est;
+    double *lpf_y, *lpf_gain, *lpf_decay;
+    int64_t *lpf_last;
+    uint8_t *lpf_seen, *lpf_kind, *lpf_shift;
+} Engine;
+
+/* --- tna.py: Counter, Register, Lpf ----------------------------------------------------------- */
+static inline void counter_count(uint64_t *pk, uint64_t *by, uint32_t index, uint64_t len) {
+    pk[index] += 1;
+    by[index] += len;
+}
+
+static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns) {
+    double y = e->lpf_y[index];
+    if (e->lpf_seen[index]) {
+        int64_t dt = t_ns - e->lpf_last[index];
+        if (dt < 0) dt = 0;
+        int sample = e->lpf_kind[index] == 1;
+        int rising = sample ? ((double)x > y) : 1;
+        double tc = rising ? e->lpf_gain[index] : e->lpf_decay[index];
+        double a = tc > 0 ? exp((double)(-dt) / tc) : 0.0;
+        y = sample ? y * a + (double)x * (1.0 - a) : y * a + (double)x;
+    } else {
+        y = (double)x;
+        e->lpf_seen[index] = 1;
+    }
+    e->lpf_y[index] = y;
+    e->lpf_last[index] = t_ns;
+    if (!(y < 9223372036854775808.0)) return U32; /* floor(y) >> s >= 2^32 for any s <= 31 */
+    uint64_t out = ((uint64_t)y) >> e->lpf_shift[index];
+    return out < U32 ? (uint32_t)out : U32;
+}
+
+/* --- packet.py: parser and deparser on offsets ------------------------------------------------ */
+typedef struct {
+    size_t l3, ihl_bytes, shim;
+    int ip_version, ffs_state;
+    uint32_t l3_len;
+    u128 dst;
+} parsed_t;
+
+#define ETH_LEN 14
+#define VLAN_LEN 4
+#define IPV6_LEN 40
+
+static inline uint32_t rd16(const uint8_t *f, size_t o) { return ((uint32_t)f[o] << 8) | f[o + 1]; }
+static inline void wr16(uint8_t *f, size_t o, uint32_t v) {
+    f[o] = (uint8_t)(v >> 8);
+    f[o + 1] = (uint8_t)v;
+}
+
+static int parse(const uint8_t *f, size_t n, parsed_t *p) {
+    memset(p, 0, sizeof(*p));
+    if (n < ETH_LEN) return -1;
+    uint32_t etype = rd16(f, 12);
+    size_t off = ETH_LEN;
+    if (etype == 0x8100) {
+        if (n < off + VLAN_LEN) return -1;
+        etype = rd16(f, off + 2);
+        off += VLAN_LEN;
+    }
+    if (etype == 0x0800) {
+        if (n < off + 20) return -1;
+        size_t ihl = (size_t)(f[off] & 0x0F) * 4;
+        if (ihl < 20 || n < off + ihl) return -1;
+        p->l3 = off;
+        p->ip_version = 4;
+        p->ihl_bytes = ihl;
+        p->l3_len = rd16(f, off + 2);
+        p->dst = ((u128)f[off + 16] << 24) | ((u128)f[off + 17] << 16) | ((u128)f[off + 18] << 8) | f[off + 19];
+        if (f[off + 9] == IP_PROTO_FFS) {
+            if (n < off + ihl + SHIM_LEN || p->l3_len < ihl + SHIM_LEN) return -1;
+            p->shim = off + ihl;
+        }
+    } else if (etype == 0x86DD) {
+        if (n < off + IPV6_LEN) return -1;
+        p->l3 = off;
+        p->ip_version = 6;
+        p->l3_len = rd16(f, off + 4);
+        u128 d = 0;
+        for (int i = 0; i < 16; i++) d = (d << 8) | f[off + 24 + i];
+        p->dst = d;
+        if (f[off + 6] == IP_PROTO_FFS) {
+            if (n < off + IPV6_LEN + SHIM_LEN || p->l3_len < SHIM_LEN) return -1;
+            p->shim = off + IPV6_LEN;
+        }
+    }
+    if (p->shim) {
+        uint8_t b0 = f[p->shim];
+        int ok = (b0 >> 4) == SHIM_VERSION && !(b0 & FLAG_RESERVED);
+        p->ffs_state = ok ? FFS_STATE_VALID : FFS_STATE_OPAQUE;
+    }
+    return 0;
+}
+
+#define RF_OFF 2
+#define RRI_OFF 4
+
+static uint32_t ipv4_checksum(const uint8_t *h, size_t len) {
+    uint32_t s = 0;
+    for (size_t i = 0; i < len; i += 2) {
+        if (i == 10) continue;
+        s += ((uint32_t)h[i] << 8) | h[i + 1];
+    }
+    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+    return ~s & 0xFFFF;
+}
+
+static void fix_ipv4(uint8_t *f, const parsed_t *p, int delta, uint8_t proto) {
+    size_t l3 = p->l3;
+    wr16(f, l3 + 2, (rd16(f, l3 + 2) + (uint32_t)delta) & 0xFFFF);
+    f[l3 + 9] = proto;
+    wr16(f, l3 + 10, ipv4_checksum(f + l3, p->ihl_bytes));
+}
+
+static void fix_ipv6(uint8_t *f, const parsed_t *p, int delta, uint8_t nh) {
+    size_t l3 = p->l3;
+    wr16(f, l3 + 4, (rd16(f, l3 + 4) + (uint32_t)delta) & 0xFFFF);
+    f[l3 + 6] = nh;
+}
+
+/* buf has room for SHIM_LEN more bytes */
+static void insert_shim(uint8_t *f, size_t *len, parsed_t *p, uint32_t rf) {
+    size_t at = p->l3 + (p->ip_version == 4 ? p->ihl_bytes : IPV6_LEN);
+    size_t proto_off = p->l3 + (p->ip_version == 4 ? 9 : 6);
+    uint8_t old = f[proto_off];
+    memmove(f + at + SHIM_LEN, f + at, *len - at);
+    f[at] = (SHIM_VERSION << 4) | FLAG_DEFAULTED;
+    f[at + 1] = old;
+    wr16(f, at + 2, rf);
+    wr16(f, at + 4, 0xFFFF);
+    wr16(f, at + 6, 0);
+    *len += SHIM_LEN;
+    if (p->ip_version == 4)
+        fix_ipv4(f, p, SHIM_LEN, IP_PROTO_FFS);
+    else
+        fix_ipv6(f, p, SHIM_LEN, IP_PROTO_FFS);
+    p->shim = at;
+}
+
+static void strip_shim(uint8_t *f, size_t *len, parsed_t *p) {
+    uint8_t nh = f[p->shim + 1];
+    memmove(f + p->shim, f + p->shim + SHIM_LEN, *len - p->shim - SHIM_LEN);
+    *len -= SHIM_LEN;
+    if (p->ip_version == 4)
+        fix_ipv4(f, p, -SHIM_LEN, nh);
+    else
+        fix_ipv6(f, p, -SHIM_LEN, nh);
+    p->shim = 0;
+}
+
+/* --- pipeline.py: the ingress metadata and one function per P4 action ------------------------- */
+typedef struct {
+    uint32_t ifindex, trust, insert;
+    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, rf, rri;
+    uint32_t routed, managed, egress_port, pid, lm, ltau, ntau, congested, lcr;
+    uint32_t lw, w, rnd;
+    uint32_t f, k, lf, k2, ik, rf_norm, d_w, c_inv, margin, d16, rf_out, c_cong, c_unc, m_cong, m_unc;
+} meta_t;
+
+static void ingress_parser_metadata(const uint8_t *buf, const parsed_t *p, meta_t *md) {
+    md->l3_len = p->l3_len;
+    md->ffs_state = (uint32_t)p->ffs_state;
+    if (p->ffs_state == FFS_STATE_VALID) {
+        md->rri = rd16(buf, p->shim + RRI_OFF);
+        if (md->trust) { /* ffs_trusted */
+            md->rf = rd16(buf, p->shim + RF_OFF);
+            md->ri_req = (buf[p->shim] & FLAG_RI) >> 3;
+            md->rri_ge_one = md->rri >> 15;
+        }
+    }
+}
+
+/* Forwarding */
+static inline void route(meta_t *md, uint32_t port) {
+    md->egress_port = port;
+    md->routed = 1;
+}
+static inline void fwd_drop(meta_t *md) { md->routed = 0; }
+
+static void forwarding_apply(Engine *e, const parsed_t *p, meta_t *md) {
+    const tres *r;
+    if (p->ip_version == 4)
+        r = table_lookup(&e->tables[T_IPV4], p->dst);
+    else if (p->ip_version == 6)
+        r = table_lookup(&e->tables[T_IPV6], p->dst);
+    else
+        return;
+    if (r->act == A_ROUTE)
+        route(md, r->p[0]);
+    else
+        fwd_drop(md);
+}
+
+/* PairMap */
+static inline void set_pair(meta_t *md, uint32_t pid, uint32_t lm) {
+    md->pid = pid;
+    md->lm = lm;
+    md->managed = 1;
+}
+static inline void no_pair(meta_t *md) { md->managed = 0; }
+static inline void set_egress(meta_t *md, uint32_t ltau, uint32_t ntau, uint32_t congested, uint32_t lcr) {
+    md->ltau = ltau;
+    md->ntau = ntau;
+    md->congested = congested;
+    md->lcr = lcr;
+}
+static inline void egress_unmanaged(meta_t *md) {
+    md->ltau = CODE_MAX;
+    md->ntau = WIDE_OFFSET - CODE_MAX;
+    md->congested = 0;
+    md->lcr = CODE_MAX;
+}
+
+static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md) {
+    const tres *r = table_lookup(&e->tables[T_PAIRS], ((u128)ingress_port << 9) | md->egress_port);
+    if (r->act == A_SET_PAIR)
+        set_pair(md, r->p[0], r->p[1]);
+    else
+        no_pair(md);
+    r = table_lookup(&e->tables[T_EGRESS_PARAMS], md->egress_port);
+    if (r->act == A_SET_EGRESS)
+        set_egress(md, r->p[0], r->p[1], r->p[2], r->p[3]);
+    else
+        egress_unmanaged(md);
+}
+
+/* RateEstimation */
+static inline void set_lw(meta_t *md, uint32_t llen) { md->lw = sat_sub(llen, md->rf); }
+static inline void lw_zero(meta_t *md) { md->lw = 0; }
+static inline void set_weight(meta_t *md, uint32_t w) { md->w = w; }
+static inline void weight_max(meta_t *md) { md->w = U32; }
+static inline void estimate(Engine *e, meta_t *md, int64_t t_ns) { md->f = lpf_execute(e, md->w, md->pid, t_ns); }
+static inline void count_pair(Engine *e, meta_t *md, size_t frame_len) {
+    counter_count(e->pair_bytes_pk, e->pair_bytes_by, md->pid, frame_len);
+}
+static inline void set_lf(meta_t *md, uint32_t lf) { md->lf = lf; }
+static inline void lf_zero(meta_t *md) { md->lf = 0; }
+static inline void store_f(Engine *e, meta_t *md) { e->f_est[md->pid] = md->f; }
+
+static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns) {
+    const tres *r = table_lookup(&e->tables[T_LEN_LOG], md->l3_len);
+    if (r->act == A_SET_LW)
+        set_lw(md, r->p[0]);
+    else
+        lw_zero(md);
+    r = table_lookup(&e->tables[T_WEIGHT], md->lw);
+    if (r->act == A_SET_WEIGHT)
+        set_weight(md, r->p[0]);
+    else
+        weight_max(md);
+    if (md->managed) {
+        estimate(e, md, t_ns);
+        count_pair(e, md, frame_len);
+        r = table_lookup(&e->tables[T_F_LOG], md->f);
+        if (r->act == A_SET_LF)
+            set_lf(md, r->p[0]);
+        else
+            lf_zero(md);
+        store_f(e, md);
+    }
+}
+
+/* Normalize */
+static inline void draw(Engine *e, meta_t *md) { md->rnd = mt_next(&e->rng) >> 16; }
+static inline void norm_k(meta_t *md) { md->k = sat_sub(md->rf, md->lm); }
+static inline void norm_k2(meta_t *md) {
+    md->k2 = md->k + md->ntau; /* 32-bit wrap */
+    md->ik = sat_sub(INV_CONST, md->k);
+}
+static inline void norm_d(meta_t *md) {
+    md->rf_norm = md->k + md->lf;
+    md->d_w = md->k2 + md->lf;
+    md->c_inv = sat_sub(md->ik, md->lf);
+}
+static inline void gamma_one(meta_t *md) {
+    md->margin = 1;
+    md->d16 = 0;
+}
+static inline void gamma_frac(meta_t *md, uint32_t thr, uint32_t d16) {
+    md->margin = sat_sub(thr, md->rnd);
+    md->d16 = d16;
+}
+static inline void gamma_zero(meta_t *md) {
+    md->margin = 0;
+    md->d16 = 0;
+}
+static inline void label_out(meta_t *md) { md->rf_out = umin(md->rf_norm, md->ltau); }
+static inline void count_drop(Engine *e, meta_t *md, size_t frame_len) {
+    counter_count(e->pair_drops_pk, e->pair_drops_by, md->pid, frame_len);
+}
+static inline void rewrite_label(uint8_t *buf, const parsed_t *p, meta_t *md) {
+    wr16(buf, p->shim + RF_OFF, md->rf_out & 0xFFFF);
+}
+static inline void rewrite_defaulted(uint8_t *buf, const parsed_t *p, meta_t *md) {
+    wr16(buf, p->shim + RF_OFF, md->rf_out & 0xFFFF);
+    buf[p->shim] |= FLAG_DEFAULTED;
+}
+
+static int normalize_apply(Engine *e, uint8_t *buf, size_t *len, parsed_t *p, meta_t *md, size_t frame_len) {
+    draw(e, md);
+    norm_k(md);
+    norm_k2(md);
+    norm_d(md);
+    const tres *r = table_lookup(&e->tables[T_GAMMA], md->d_w);
+    if (r->act == A_GAMMA_ONE)
+        gamma_one(md);
+    else if (r->act == A_GAMMA_FRAC)
+        gamma_frac(md, r->p[0], r->p[1]);
+    else
+        gamma_zero(md);
+    label_out(md);
+    if (md->margin == 0) {
+        count_drop(e, md, frame_len);
+        return 0;
+    }
+    if (md->ffs_state == FFS_STATE_VALID) {
+        if (md->trust)
+            rewrite_label(buf, p, md);
+        else
+            rewrite_defaulted(buf, p, md);
+    } else if (md->ffs_state == FFS_STATE_NONE && md->insert) {
+        insert_shim(buf, len, p, md->rf_out & 0xFFFF);
+    }
+    return 1;
+}
+
+/* RiUpdate */
+static inline void candidates(meta_t *md) {
+    md->c_cong = sat_sub(CONG_CAND_CONST, md->d_w);
+    md->c_unc = umax(md->c_inv, md->lcr);
+}
+static inline void limits(meta_t *md) {
+    md->m_cong = umin(md->rri, md->c_cong);
+    md->m_unc = umin(md->rri, md->c_unc);
+}
+static inline void ri_upstream(uint8_t *buf, const parsed_t *p, meta_t *md) {
+    wr16(buf, p->shim + RRI_OFF, sat_sub(rd16(buf, p->shim + RRI_OFF), md->d16));
+}
+static inline void ri_congested(uint8_t *buf, const parsed_t *p, meta_t *md) {
+    wr16(buf, p->shim + RRI_OFF, md->m_cong & 0xFFFF);
+}
+static inline void ri_uncongested(uint8_t *buf, const parsed_t *p, meta_t *md) {
+    wr16(buf, p->shim + RRI_OFF, md->m_unc & 0xFFFF);
+}
+
+static void ri_update_apply(Engine *e, uint8_t *buf, const parsed_t *p, meta_t *md) {
+    candidates(md);
+    limits(md);
+    const tres *r = table_lookup(&e->tables[T_RI], (md->ri_req << 2) | (md->rri_ge_one << 1) | md->congested);
+    if (r->act == A_RI_UPSTREAM)
+        ri_upstream(buf, p, md);
+    else if (r->act == A_RI_CONGESTED)
+        ri_congested(buf, p, md);
+    else if (r->act == A_RI_UNCONGESTED)
+        ri_uncongested(buf, p, md);
+}
+
+/* EgressAccounting */
+static void egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port) {
+    counter_count(e->accepted_pk, e->accepted_by, port, *len);
+    const tres *r = table_lookup(&e->tables[T_EGRESS_PORTS], port);
+    if (r->act == A_STRIP_SHIM) {
+        parsed_t p;
+        if (parse(buf, *len, &p) < 0) return;
+        if (p.shim) strip_shim(buf, len, &p);
+    }
+}
+
+/* Pipeline.process. buf holds *len bytes and has room for SHIM_LEN more. Returns the egress
+ * port, or -1 - reason; *pid_out is the pair of a managed packet, else -1. */
+static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out) {
+    size_t frame_len = *len;
+    meta_t md;
+    memset(&md, 0, sizeof(md));
+    md.ifindex = e->port_md[ingress_port][0];
+    md.trust = e->port_md[ingress_port][1];
+    md.insert = e->port_md[ingress_port][2];
+    md.rf = CODE_ONE;
+    md.rri = CODE_MAX;
+    md.ltau = CODE_MAX;
+    md.ntau = WIDE_OFFSET - CODE_MAX;
+    md.lcr = CODE_MAX;
+    *pid_out = -1;
+    parsed_t p;
+    if (parse(buf, *len, &p) < 0) { /* parse_drop */
+        counter_count(e->events_pk, e->events_by, EVENT_PARSE_ERROR, frame_len);
+        return -1 - R_PARSE_ERROR;
+    }
+    ingress_parser_metadata(buf, &p, &md);
+    forwarding_apply(e, &p, &md);
+    if (md.routed) pair_map_apply(e, ingress_port, &md);
+    rate_est_apply(e, &md, frame_len, t_ns);
+    if (!md.routed) { /* miss_drop */
+        counter_count(e->events_pk, e->events_by, EVENT_ROUTE_MISS, frame_len);
+        return -1 - R_ROUTE_MISS;
+    }
+    if (!md.managed) { /* note_no_pair */
+        counter_count(e->events_pk, e->events_by, EVENT_NO_PAIR, frame_len);
+        egress_acct_apply(e, buf, len, md.egress_port);
+        return (int)md.egress_port;
+    }
+    *pid_out = (int)md.pid;
+    if (!normalize_apply(e, buf, len, &p, &md, frame_len)) {
+        counter_count(e->events_pk, e->events_by, EVENT_FFS_DROP, frame_len);
+        return -1 - R_FFS_DROP;
+    }
+    ri_update_apply(e, buf, &p, &md);
+    if (md.ffs_state == FFS_STATE_OPAQUE) counter_count(e->events_pk, e->events_by, EVENT_OPAQUE_SHIM, frame_len);
+    egress_acct_apply(e, buf, len, md.egress_port);
+    return (int)md.egress_port;
+}
+
+/* --- the Engine as a Python type --------------------------------------------------------------- */
+static void Engine_dealloc(Engine *self) {
+    for (int i = 0; i < NT; i++) table_free(&self->tables[i]);
+    for (int i = 0; i < self->nbufs; i++) PyBuffer_Release(&self->bufs[i]);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Engine(buffers): the NB writable buffers of BUF_SPEC, in that order */
+static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
+    PyObject *bufs;
+    if (!PyArg_ParseTuple(args, "O", &bufs)) return -1;
+    if (self->nbufs) {
+        PyErr_SetString(PyExc_RuntimeError, "Engine already initialised");
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(bufs, "buffers must be a sequence");
+    if (!seq) return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != NB) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "Engine needs %d buffers", NB);
+        return -1;
+    }
+    for (int i = 0; i < NB; i++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &self->bufs[i], PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        self->nbufs = i + 1;
+        if (self->bufs[i].itemsize != BUF_SPEC[i].itemsize || self->bufs[i].len != BUF_SPEC[i].itemsize * BUF_SPEC[i].count) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "buffer %s: want %zd items of %zd bytes", BUF_SPEC[i].name,
+                         BUF_SPEC[i].count, BUF_SPEC[i].itemsize);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    void *b[NB];
+    for (int i = 0; i < NB; i++) b[i] = self->bufs[i].buf;
+    self->pair_bytes_pk = b[B_PAIR_BYTES_PK];
+    self->pair_bytes_by = b[B_PAIR_BYTES_BY];
+    self->pair_drops_pk = b[B_PAIR_DROPS_PK];
+    self->pair_drops_by = b[B_PAIR_DROPS_BY];
+    self->events_pk = b[B_EVENTS_PK];
+    self->events_by = b[B_EVENTS_BY];
+    self->accepted_pk = b[B_ACCEPTED_PK];
+    self->accepted_by = b[B_ACCEPTED_BY];
+    self->f_est = b[B_F_EST];
+    self->lpf_y = b[B_LPF_Y];
+    self->lpf_last = b[B_LPF_LAST];
+    self->lpf_seen = b[B_LPF_SEEN];
+    self->lpf_kind = b[B_LPF_KIND];
+    self->lpf_gain = b[B_LPF_GAIN];
+    self->lpf_decay = b[B_LPF_DECAY];
+    self->lpf_shift = b[B_LPF_SHIFT];
+    self->rng.index = MT_N + 1; /* unusable until set_rng_state, like the tables until set_table */
+    return 0;
+}
+
+static PyObject *Engine_set_table(Engine *self, PyObject *args) {
+    int t, kind, width;
+    PyObject *def, *entries;
+    if (!PyArg_ParseTuple(args, "iiiOO", &t, &kind, &width, &def, &entries)) return NULL;
+    if (t < 0 || t >= NT || kind < K_EXACT || kind > K_TERNARY || width < 1 || width > 128) {
+        PyErr_SetString(PyExc_ValueError, "bad table id, kind or width");
+        return NULL;
+    }
+    if (table_build(&self->tables[t], kind, width, def, entries) < 0) return NULL;
+    self->tables_set |= 1u << t;
+    Py_RETURN_NONE;
+}
+
+/* set_port_md(bytes of NUM_PORTS * 3: ifindex, trust, insert per port) */
+static PyObject *Engine_set_port_md(Engine *self, PyObject *args) {
+    Py_buffer b;
+    if (!PyArg_ParseTuple(args, "y*", &b)) return NULL;
+    if (b.len != NUM_PORTS * 3) {
+        PyBuffer_Release(&b);
+        PyErr_SetString(PyExc_ValueError, "port metadata must be 512 * 3 bytes");
+        return NULL;
+    }
+    memcpy(self->port_md, b.buf, NUM_PORTS * 3);
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Engine_set_rng_state(Engine *self, PyObject *args) {
+    PyObject *state;
+    if (!PyArg_ParseTuple(args, "O", &state)) return NULL;
+    if (mt_from_state(&self->rng, state) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Engine_rng_state(Engine *self, PyObject *noargs) { return mt_to_state(&self->rng); }
+
+static int engine_ready(Engine *e) {
+    if (e->rng.index > MT_N || e->tables_set != (1u << NT) - 1) {
+        PyErr_SetString(PyExc_RuntimeError, "Engine: set every table and the rng state first");
+        return 0;
+    }
+    return 1;
+}
+
+#define STACK_FRAME 2048
+
+/* process(frame, ingress_port, t_ns) -> (egress_port | None, frame | None, reason | None, pid | None)
+ * reason: 0 parse error, 1 route miss, 2 dropped by gamma */
+static PyObject *Engine_process(Engine *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "process(frame, ingress_port, t_ns)");
+        return NULL;
+    }
+    Py_buffer in;
+    if (PyObject_GetBuffer(args[0], &in, PyBUF_SIMPLE) < 0) return NULL;
+    long port = PyLong_AsLong(args[1]);
+    long long t_ns = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred()) {
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    if (port < 0 || port >= NUM_PORTS) {
+        PyBuffer_Release(&in);
+        PyErr_Format(PyExc_ValueError, "ingress port %ld out of range 0..%d", port, NUM_PORTS - 1);
+        return NULL;
+    }
+    if (!engine_ready(self)) {
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    uint8_t stack[STACK_FRAME];
+    size_t len = (size_t)in.len;
+    uint8_t *buf = len + SHIM_LEN <= STACK_FRAME ? stack : malloc(len + SHIM_LEN);
+    if (!buf) {
+        PyBuffer_Release(&in);
+        return PyErr_NoMemory();
+    }
+    memcpy(buf, in.buf, len);
+    PyBuffer_Release(&in);
+    int pid;
+    int out = engine_process(self, buf, &len, (uint32_t)port, (int64_t)t_ns, &pid);
+    PyObject *res;
+    PyObject *pid_obj = pid >= 0 ? PyLong_FromLong(pid) : Py_NewRef(Py_None);
+    if (!pid_obj) {
+        if (buf != stack) free(buf);
+        return NULL;
+    }
+    if (out >= 0)
+        res = Py_BuildValue("(iy#ON)", out, (const char *)buf, (Py_ssize_t)len, Py_None, pid_obj);
+    else
+        res = Py_BuildValue("(OOiN)", Py_None, Py_None, -1 - out, pid_obj);
+    if (buf != stack) free(buf);
+    return res;
+}
+
+static PyMethodDef Engine_methods[] = {
+    {"set_table", (PyCFunction)Engine_set_table, METH_VARARGS,
+     "set_table(id, kind, width, default, entries): replace a compiled table"},
+    {"set_port_md", (PyCFunction)Engine_set_port_md, METH_VARARGS, "set_port_md(bytes): $PORT_METADATA"},
+    {"set_rng_state", (PyCFunction)Engine_set_rng_state, METH_VARARGS, "set_rng_state(625 ints of getstate())"},
+    {"rng_state", (PyCFunction)Engine_rng_state, METH_NOARGS, "the generator state as getstate()[1]"},
+    {"process", (PyCFunction)(void (*)(void))Engine_process, METH_FASTCALL,
+     "process(frame, ingress_port, t_ns) -> (egress_port, frame, reason, pid)"},
+    {NULL}};
+
+static PyTypeObject EngineType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ffs.switch._fastpath.Engine",
+    .tp_basicsize = sizeof(Engine),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One pipeline's compiled tables over the externs' shared buffers.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Engine_init,
+    .tp_dealloc = (destructor)Engine_dealloc,
+    .tp_methods = Engine_methods,
+};
+
+/* ============================================================================================
+ * Trace: trace.run's packet loop (streams -> pipelines -> links / queues -> delivered bins)
+ * ============================================================================================ */
+typedef struct {
+    int engine;      /* first node */
+    uint32_t port;   /* its ingress port */
+    uint8_t *frame;
+    size_t len;
+    int ip_len;
+    double gap, start, stop, t;
+    int active;
+    mt_t rng;
+    double *delivered;
+    Py_ssize_t nbins;
+    int64_t sent, dropped;
+} stream_t;
+
+typedef struct {
+    double rate_bps, buffer_bytes, backlog, last_s, delay_sum_s;
+    int64_t drops, delay_n;
+} queue_t;
+
+typedef struct {
+    double t;
+    int k;
+} hent_t;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *engines; /* tuple of Engine */
+    int nengines;
+    int nstreams;
+    stream_t *streams;
+    Py_buffer *delivered_bufs;
+    int ndelivered;
+    int32_t *link; /* [engine][port] -> next engine * NUM_PORTS + ingress port, or -1 */
+    int32_t *qidx; /* [engine][port] -> queue index, or -1 */
+    queue_t *queues;
+    int nqueues;
+    hent_t *heap;
+    int nheap;
+    int mode; /* 0 constant spacing, 1 Poisson, 2 jitter */
+    double start_s, bin_s;
+    int64_t packets;
+    size_t maxlen;
+    uint8_t *buf;
+} Trace;
+
+static inline int hless(const hent_t *a, const hent_t *b) { return a->t < b->t || (a->t == b->t && a->k < b->k); }
+
+static void heap_push(Trace *tr, double t, int k) {
+    int i = tr->nheap++;
+    tr->heap[i].t = t;
+    tr->heap[i].k = k;
+    while (i > 0) {
+        int parent = (i - 1) / 2;
+        if (!hless(&tr->heap[i], &tr->heap[parent])) break;
+        hent_t tmp = tr->heap[i];
+        tr->heap[i] = tr->heap[parent];
+        tr->heap[parent] = tmp;
+        i = parent;
+    }
+}
+
+static hent_t heap_pop(Trace *tr) {
+    hent_t top = tr->heap[0];
+    tr->heap[0] = tr->heap[--tr->nheap];
+    int i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < tr->nheap && hless(&tr->heap[l], &tr->heap[m])) m = l;
+        if (r < tr->nheap && hless(&tr->heap[r], &tr->heap[m])) m = r;
+        if (m == i) break;
+        hent_t tmp = tr->heap[i];
+        tr->heap[i] = tr->heap[m];
+        tr->heap[m] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+/* trace._arrivals: the next arrival of a stream after t */
+static double advance(Trace *tr, stream_t *s, double t) {
+    if (tr->mode == 1) return t + (-log(1.0 - mt_random(&s->rng)) / (1 / s->gap));
+    if (tr->mode == 2) return t + s->gap * (0.5 + mt_random(&s->rng));
+    return t + s->gap;
+}
+
+/* EgressQueue.admit */
+static int queue_admit(queue_t *q, double t, int size) {
+    double b = q->backlog - (t - q->last_s) * q->rate_bps / 8;
+    q->backlog = b > 0.0 ? b : 0.0;
+    q->last_s = t;
+    if (q->backlog + size > q->buffer_bytes) {
+        q->drops += 1;
+        return 0;
+    }
+    q->backlog += size;
+    q->delay_sum_s += q->backlog * 8 / q->rate_bps;
+    q->delay_n += 1;
+    return 1;
+}
+
+static void Trace_dealloc(Trace *self) {
+    for (int i = 0; i < self->nstreams; i++) free(self->streams[i].frame);
+    for (int i = 0; i < self->ndelivered; i++) PyBuffer_Release(&self->delivered_bufs[i]);
+    free(self->delivered_bufs);
+    free(self->streams);
+    free(self->link);
+    free(self->qidx);
+    free(self->queues);
+    free(self->heap);
+    free(self->buf);
+    Py_XDECREF(self->engines);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Trace(engines, streams, links, queues, mode, start_s, bin_s)
+ *   streams: (engine, port, frame, ip_len, gap, start, stop, rng_state, delivered_array)
+ *   links:   (engine, port, next_engine, next_port)
+ *   queues:  (engine, port, rate_bps, buffer_bytes, backlog, last_s, drops, delay_sum_s, delay_n) */
+static int Trace_init(Trace *self, PyObject *args, PyObject *kwds) {
+    PyObject *engines, *streams, *links, *queues;
+    int mode;
+    double start_s, bin_s;
+    if (!PyArg_ParseTuple(args, "O!OOOidd", &PyTuple_Type, &engines, &streams, &links, &queues, &mode, &start_s, &bin_s))
+        return -1;
+    if (self->engines) {
+        PyErr_SetString(PyExc_RuntimeError, "Trace already initialised");
+        return -1;
+    }
+    int ne = (int)PyTuple_GET_SIZE(engines);
+    for (int i = 0; i < ne; i++) {
+        if (!PyObject_TypeCheck(PyTuple_GET_ITEM(engines, i), &EngineType)) {
+            PyErr_SetString(PyExc_TypeError, "engines must be Engine objects");
+            return -1;
+        }
+    }
+    self->engines = Py_NewRef(engines);
+    self->nengines = ne;
+    self->mode = mode;
+    self->start_s = start_s;
+    self->bin_s = bin_s;
+    self->link = malloc(sizeof(int32_t) * NUM_PORTS * (ne ? ne : 1));
+    self->qidx = malloc(sizeof(int32_t) * NUM_PORTS * (ne ? ne : 1));
+    if (!self->link || !self->qidx) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < NUM_PORTS * ne; i++) self->link[i] = self->qidx[i] = -1;
+
+    PyObject *ss = PySequence_Fast(streams, "streams must be a sequence");
+    if (!ss) return -1;
+    int ns = (int)PySequence_Fast_GET_SIZE(ss);
+    self->streams = calloc(ns ? ns : 1, sizeof(stream_t));
+    self->delivered_bufs = calloc(ns ? ns : 1, sizeof(Py_buffer));
+    self->heap = calloc(ns ? ns : 1, sizeof(hent_t));
+    if (!self->streams || !self->delivered_bufs || !self->heap) {
+        Py_DECREF(ss);
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->maxlen = 64;
+    for (int i = 0; i < ns; i++) {
+        stream_t *s = &self->streams[i];
+        PyObject *state, *delivered;
+        Py_ssize_t flen;
+        const char *fbytes;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ss, i), "iIy#iddd" "OO", &s->engine, &s->port, &fbytes, &flen,
+                              &s->ip_len, &s->gap, &s->start, &s->stop, &state, &delivered)) {
+            Py_DECREF(ss);
+            return -1;
+        }
+        self->nstreams = i + 1;
+        if (s->engine < 0 || s->engine >= ne || s->port >= NUM_PORTS) {
+            Py_DECREF(ss);
+            PyErr_SetString(PyExc_ValueError, "stream engine or port out of range");
+            return -1;
+        }
+        s->frame = malloc((size_t)flen);
+        if (!s->frame) {
+            Py_DECREF(ss);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(s->frame, fbytes, (size_t)flen);
+        s->len = (size_t)flen;
+        if (s->len > self->maxlen) self->maxlen = s->len;
+        if (mt_from_state(&s->rng, state) < 0) {
+            Py_DECREF(ss);
+            return -1;
+        }
+        if (PyObject_GetBuffer(delivered, &self->delivered_bufs[i], PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+            Py_DECREF(ss);
+            return -1;
+        }
+        self->ndelivered = i + 1;
+        Py_buffer *db = &self->delivered_bufs[i];
+        if (db->itemsize != 8 || !db->format || strcmp(db->format, "d") != 0) {
+            Py_DECREF(ss);
+            PyErr_SetString(PyExc_ValueError, "delivered must be a float64 array");
+            return -1;
+        }
+        s->delivered = db->buf;
+        s->nbins = db->len / 8;
+        /* the generator's first value: a random phase within one gap */
+        s->t = s->start + mt_random(&s->rng) * s->gap;
+        s->active = s->t < s->stop;
+        if (s->active) heap_push(self, s->t, i);
+    }
+    Py_DECREF(ss);
+
+    PyObject *ls = PySequence_Fast(links, "links must be a sequence");
+    if (!ls) return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(ls); i++) {
+        int a, p, b, q;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ls, i), "iiii", &a, &p, &b, &q)) {
+            Py_DECREF(ls);
+            return -1;
+        }
+        if (a < 0 || a >= ne || b < 0 || b >= ne || p < 0 || p >= NUM_PORTS || q < 0 || q >= NUM_PORTS) {
+            Py_DECREF(ls);
+            PyErr_SetString(PyExc_ValueError, "link out of range");
+            return -1;
+        }
+        self->link[a * NUM_PORTS + p] = b * NUM_PORTS + q;
+    }
+    Py_DECREF(ls);
+
+    PyObject *qs = PySequence_Fast(queues, "queues must be a sequence");
+    if (!qs) return -1;
+    int nq = (int)PySequence_Fast_GET_SIZE(qs);
+    self->queues = calloc(nq ? nq : 1, sizeof(queue_t));
+    if (!self->queues) {
+        Py_DECREF(qs);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < nq; i++) {
+        int a, p;
+        queue_t *q = &self->queues[i];
+        long long drops, delay_n;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(qs, i), "iidddd" "LdL", &a, &p, &q->rate_bps, &q->buffer_bytes,
+                              &q->backlog, &q->last_s, &drops, &q->delay_sum_s, &delay_n)) {
+            Py_DECREF(qs);
+            return -1;
+        }
+        if (a < 0 || a >= ne || p < 0 || p >= NUM_PORTS) {
+            Py_DECREF(qs);
+            PyErr_SetString(PyExc_ValueError, "queue out of range");
+            return -1;
+        }
+        q->drops = drops;
+        q->delay_n = delay_n;
+        self->qidx[a * NUM_PORTS + p] = i;
+    }
+    self->nqueues = nq;
+    Py_DECREF(qs);
+    /* every hop may insert one shim */
+    self->maxlen += (size_t)SHIM_LEN * (size_t)(ne + 1);
+    self->buf = malloc(self->maxlen);
+    if (!self->buf) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* run_until(limit): every packet arriving before `limit` (virtual seconds); returns the arrival
+ * time of the next packet, or None when every stream has ended. */
+static PyObject *Trace_run_until(Trace *self, PyObject *arg) {
+    double limit = PyFloat_AsDouble(arg);
+    if (limit == -1.0 && PyErr_Occurred()) return NULL;
+    Engine **eng = (Engine **)&PyTuple_GET_ITEM(self->engines, 0);
+    for (int i = 0; i < self->nengines; i++)
+        if (!engine_ready(eng[i])) return NULL;
+    while (self->nheap > 0 && self->heap[0].t < limit) {
+        hent_t h = heap_pop(self);
+        stream_t *s = &self->streams[h.k];
+        double t = h.t;
+        int64_t t_ns = (int64_t)((self->start_s + t) * 1e9);
+        s->sent += 1;
+        self->packets += 1;
+        int node = s->engine;
+        uint32_t port = s->port;
+        uint8_t *buf = self->buf;
+        memcpy(buf, s->frame, s->len);
+        size_t len = s->len;
+        int hops = 0;
+        for (;;) {
+            int pid;
+            if (len + SHIM_LEN > self->maxlen) { /* cannot happen: one shim per hop at most */
+                PyErr_SetString(PyExc_RuntimeError, "frame grew beyond the trace buffer");
+                return NULL;
+            }
+            int out = engine_process(eng[node], buf, &len, port, t_ns, &pid);
+            if (out < 0) {
+                s->dropped += 1;
+                break;
+            }
+            int qi = self->qidx[node * NUM_PORTS + out];
+            if (qi >= 0 && !queue_admit(&self->queues[qi], t, s->ip_len)) {
+                s->dropped += 1;
+                break;
+            }
+            int32_t nxt = self->link[node * NUM_PORTS + out];
+            if (nxt < 0) {
+                Py_ssize_t bin = (Py_ssize_t)(t / self->bin_s);
+                if (bin < 0 || bin >= s->nbins) {
+                    PyErr_SetString(PyExc_IndexError, "delivery time beyond the result bins");
+                    return NULL;
+                }
+                s->delivered[bin] += s->ip_len;
+                break;
+            }
+            /* the frame that left (rewritten in buf) is the one that enters the next node */
+            node = nxt / NUM_PORTS;
+            port = (uint32_t)(nxt % NUM_PORTS);
+            if (++hops > 4 * self->nengines + 4) {
+                PyErr_SetString(PyExc_RuntimeError, "forwarding loop between nodes");
+                return NULL;
+            }
+        }
+        double tn = advance(self, s, t);
+        if (tn < s->stop) heap_push(self, tn, h.k);
+    }
+    if (self->nheap == 0) Py_RETURN_NONE;
+    return PyFloat_FromDouble(self->heap[0].t);
+}
+
+/* counts() -> (packets, [sent per stream], [dropped per stream]) */
+static PyObject *Trace_counts(Trace *self, PyObject *noargs) {
+    PyObject *sent = PyList_New(self->nstreams), *dropped = PyList_New(self->nstreams);
+    if (!sent || !dropped) {
+        Py_XDECREF(sent);
+        Py_XDECREF(dropped);
+        return NULL;
+    }
+    for (int i = 0; i < self->nstreams; i++) {
+        PyList_SET_ITEM(sent, i, PyLong_FromLongLong(self->streams[i].sent));
+        PyList_SET_ITEM(dropped, i, PyLong_FromLongLong(self->streams[i].dropped));
+    }
+    return Py_BuildValue("(LNN)", (long long)self->packets, sent, dropped);
+}
+
+/* queue_states() -> [(backlog, last_s, drops, delay_sum_s, delay_n)] in the order given */
+static PyObject *Trace_queue_states(Trace *self, PyObject *noargs) {
+    PyObject *l = PyList_New(self->nqueues);
+    if (!l) return NULL;
+    for (int i = 0; i < self->nqueues; i++) {
+        queue_t *q = &self->queues[i];
+        PyList_SET_ITEM(l, i, Py_BuildValue("(ddLdL)", q->backlog, q->last_s, (long long)q->drops, q->delay_sum_s,
+                                            (long long)q->delay_n));
+    }
+    return l;
+}
+
+static PyMethodDef Trace_methods[] = {
+    {"run_until", (PyCFunction)Trace_run_until, METH_O, "run_until(limit_s) -> next arrival time or None"},
+    {"counts", (PyCFunction)Trace_counts, METH_NOARGS, "(packets, sent per stream, dropped per stream)"},
+    {"queue_states", (PyCFunction)Trace_queue_states, METH_NOARGS, "queue fields after the run"},
+    {NULL}};
+
+static PyTypeObject TraceType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ffs.switch._fastpath.Trace",
+    .tp_basicsize = sizeof(Trace),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "trace.run's packet loop over Engines in virtual time.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Trace_init,
+    .tp_dealloc = (destructor)Trace_dealloc,
+    .tp_methods = Trace_methods,
+};
+
+/* ============================================================================================ */
+static struct PyModuleDef fastpath_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_fastpath",
+    .m_doc = "The software switch's per-packet loop in C (see pipeline.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__fastpath(void) {
+    if (PyType_Ready(&EngineType) < 0 || PyType_Ready(&TraceType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&fastpath_module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 ||
+        PyModule_AddObjectRef(m, "Trace", (PyObject *)&TraceType) < 0)
+        goto fail;
+    PyObject *names = PyTuple_New(NT), *actions = PyTuple_New(NT), *bufs = PyTuple_New(NB);
+    if (!names || !actions || !bufs) goto fail;
+    for (int i = 0; i < NT; i++) {
+        PyTuple_SET_ITEM(names, i, PyUnicode_FromString(TABLE_NAMES[i]));
+        PyTuple_SET_ITEM(actions, i, PyUnicode_FromString(TABLE_ACTIONS[i]));
+    }
+    for (int i = 0; i < NB; i++) PyTuple_SET_ITEM(bufs, i, PyUnicode_FromString(BUF_SPEC[i].name));
+    PyModule_AddObject(m, "TABLES", names);
+    PyModule_AddObject(m, "ACTIONS", actions);
+    PyModule_AddObject(m, "BUFFERS", bufs);
+    PyObject *c = Py_BuildValue(
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "IP_PROTO_FFS",
+        IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
+        FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "WIDE_OFFSET",
+        WIDE_OFFSET, "CONG_CAND_CONST", CONG_CAND_CONST, "INV_CONST", INV_CONST, "NUM_PAIRS", NUM_PAIRS, "NUM_PORTS",
+        NUM_PORTS, "EVENT_COUNTER_SIZE", EVENT_COUNTER_SIZE, "EVENT_PARSE_ERROR", EVENT_PARSE_ERROR, "EVENT_ROUTE_MISS",
+        EVENT_ROUTE_MISS, "EVENT_OPAQUE_SHIM", EVENT_OPAQUE_SHIM, "EVENT_NO_PAIR", EVENT_NO_PAIR, "EVENT_FFS_DROP",
+        EVENT_FFS_DROP, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
+        FFS_STATE_OPAQUE);
+    if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

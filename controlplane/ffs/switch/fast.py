@@ -1,0 +1,168 @@
+"""The compiled fast path: `FastPipeline` is a `Pipeline` whose per-packet loop runs in C.
+
+Everything but `process` is the Python pipeline: the same MatchTables, the same control interface,
+the same counters, registers and LPF (the C engine counts into their buffers). The engine keeps a
+compiled snapshot of each table and is told to recompile a table when it changes
+(`MatchTable.on_change`); port metadata is pushed when replaced. Random draws continue the
+Python generator's Mersenne Twister state, so for a seed both pipelines draw the same numbers.
+
+The extension is built by `pip install -e .` (setup.py). `available()` says whether it is;
+`new_pipeline(seed)` gives the fast pipeline when it is and the Python one otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ffs import constants as C
+from ffs import p4names as N
+from ffs.driver.base import Exact, Lpm, Range, Ternary
+from ffs.switch.pipeline import DROP_FFS, DROP_PARSE_ERROR, DROP_ROUTE_MISS, Pipeline, Result
+from ffs.switch.tna import MatchTable
+
+try:
+    from ffs.switch import _fastpath
+except ImportError as e:  # not built: pip install -e . with a C compiler
+    _fastpath = None
+    _IMPORT_ERROR = str(e)
+else:
+    _IMPORT_ERROR = ""
+
+_REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS)
+_KIND = {"exact": 0, "lpm": 1, "ternary": 2}
+M64 = (1 << 64) - 1
+
+
+def available() -> bool:
+    return _fastpath is not None
+
+
+def require() -> None:
+    if _fastpath is None:
+        raise RuntimeError(
+            f"the software switch's compiled fast path is not built ({_IMPORT_ERROR}); run `pip install -e .` with gcc"
+        )
+
+
+def _check_contract() -> None:
+    """The C code hard-codes names, orders and constants; refuse to run if they drifted."""
+    if _fastpath is None:
+        return
+    if _fastpath.TABLES != tuple(t.name for t in N.TABLES):
+        raise ImportError("ffs.switch._fastpath: table order differs from ffs.p4names.TABLES; rebuild it")
+    for t, acts in zip(N.TABLES, _fastpath.ACTIONS):
+        if acts.split() != [a.short for a in t.actions]:
+            raise ImportError(f"ffs.switch._fastpath: actions of {t.name} differ from ffs.p4names; rebuild it")
+    for name, value in _fastpath.CONSTANTS.items():
+        if getattr(C, name) != value:
+            raise ImportError(f"ffs.switch._fastpath: {name} = {value} but ffs.constants says {getattr(C, name)}")
+
+
+_check_contract()
+
+
+def _res(spec: N.Table, action: str, params: dict[str, int]) -> tuple[int, int, int, int, int]:
+    a = spec.action(action)
+    vals = [params[n] for n, _w in a.params]
+    return (spec.actions.index(a), *vals, *([0] * (4 - len(vals))))
+
+
+def compile_table(t: MatchTable) -> tuple[int, int, tuple, list[tuple]]:
+    """(kind, key width, default, entries) of a MatchTable for `Engine.set_table`: multi-field keys
+    are concatenated in declaration order (value and mask), LPM entries carry their prefix length
+    and ternary entries their $MATCH_PRIORITY, in the table's insertion order."""
+    spec = t.spec
+    kinds = {k.match for k in spec.keys}
+    if "range" in kinds:
+        raise ValueError(f"{spec.name}: range keys are not compiled")
+    kind = _KIND["ternary"] if "ternary" in kinds else _KIND["lpm"] if "lpm" in kinds else _KIND["exact"]
+    if kind == _KIND["lpm"] and len(spec.keys) != 1:
+        raise ValueError(f"{spec.name}: LPM with several key fields is not compiled")
+    width = sum(k.width for k in spec.keys)
+    entries = []
+    for e in t.entries.values():
+        value = mask = 0
+        for kv, f in zip(e.key, spec.keys):
+            full = (1 << f.width) - 1
+            if isinstance(kv, Exact):
+                v, m = kv.value, full
+            elif isinstance(kv, Ternary):
+                v, m = kv.value, kv.mask
+            elif isinstance(kv, Lpm):
+                v, m = kv.value, full & ~((1 << (f.width - kv.prefix_len)) - 1)
+            else:  # pragma: no cover — Range is refused above
+                raise ValueError(f"{spec.name}: {type(kv).__name__} keys are not compiled")
+            value, mask = (value << f.width) | v, (mask << f.width) | m
+        prio = e.key[0].prefix_len if kind == _KIND["lpm"] else e.priority
+        entries.append((value >> 64, value & M64, mask >> 64, mask & M64, prio, *_res(spec, e.action, e.params)))
+    return kind, width, _res(spec, *t.default()), entries
+
+
+class FastPipeline(Pipeline):
+    """A Pipeline whose `process` runs in C, with identical results (tests/test_switch_fastpath.py)."""
+
+    def __init__(self, seed: int = 1) -> None:
+        require()
+        self._dirty: set[int] = set()
+        self._port_md_dirty = True
+        super().__init__(seed)
+        rate, norm, eg = self.rate_est, self.normalize, self.egress_acct
+        lpf = rate.f_lpf
+        buffers = (
+            rate.pair_bytes.packets, rate.pair_bytes.bytes, norm.pair_drops.packets, norm.pair_drops.bytes,
+            self.events.packets, self.events.bytes, eg.accepted.packets, eg.accepted.bytes,
+            rate.f_est.cells, lpf.state, lpf.last, lpf.seen, lpf.kind, lpf.gain, lpf.decay, lpf.shift,
+        )  # the order of _fastpath.BUFFERS
+        self.engine = _fastpath.Engine(buffers)
+        self.engine.set_rng_state(norm.rng.getstate()[1])
+        self._table_ids = {}
+        for i, t in enumerate(self.tables.values()):
+            self._table_ids[t.spec.name] = i
+            t.on_change = functools.partial(self._dirty.add, i)
+            self._dirty.add(i)
+        self.sync()
+
+    # The control interface replaces the whole dict (atomic batches); mark it for the engine.
+    @property
+    def port_metadata(self) -> dict[int, tuple[int, int, int]]:
+        return self._port_md
+
+    @port_metadata.setter
+    def port_metadata(self, value: dict[int, tuple[int, int, int]]) -> None:
+        self._port_md = value
+        self._port_md_dirty = True
+
+    def sync(self) -> None:
+        """Recompile what changed since the last packet."""
+        if self._dirty:
+            tables = list(self.tables.values())
+            for i in sorted(self._dirty):
+                self.engine.set_table(i, *compile_table(tables[i]))
+            self._dirty.clear()
+        if self._port_md_dirty:
+            md = bytearray(C.NUM_PORTS * 3)
+            for port, (ifindex, trust, insert) in self._port_md.items():
+                md[3 * port : 3 * port + 3] = bytes((ifindex, trust, insert))
+            self.engine.set_port_md(bytes(md))
+            self._port_md_dirty = False
+
+    def process(self, frame: bytes | bytearray, ingress_port: int, t_ns: int) -> Result:
+        if self._dirty or self._port_md_dirty:
+            self.sync()
+        port, out, reason, pid = self.engine.process(frame, ingress_port, t_ns)
+        if port is None:
+            return Result(None, None, _REASONS[reason], pid)
+        return Result(port, out, None, pid)
+
+    def rng_state(self) -> tuple:
+        """The Random extern's generator state (as random.Random.getstate()[1])."""
+        return self.engine.rng_state()
+
+
+def new_pipeline(seed: int = 1, engine: str = "auto") -> Pipeline:
+    """engine: "auto" (compiled when built), "c" (compiled, or an error), "python" (the reference)."""
+    if engine == "python" or (engine == "auto" and not available()):
+        return Pipeline(seed)
+    if engine not in ("auto", "c"):
+        raise ValueError(f"engine must be auto, c or python, not {engine!r}")
+    return FastPipeline(seed)
