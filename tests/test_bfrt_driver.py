@@ -1,5 +1,10 @@
-"""BfrtDriver's mapping onto bfrt_grpc, checked against a small fake of the SDE's `bfrt_grpc.client`
-(the one boundary we cannot reach here: no SDE). The fake records calls and keeps table state."""
+"""BfrtDriver's mapping onto bfrt_grpc, checked against a SMALL FAKE of the SDE's `bfrt_grpc.client`.
+
+The fake stands in for the one boundary we cannot reach here (no SDE): it has the client module's
+surface that the driver uses (ClientInterface, KeyTuple, DataTuple, Target, bfruntime_pb2, the
+request builders of a table) and records every request, so the tests check names, key tuples, data
+tuples, one-request batches, per-pipe sums and counter wrap -- not the behaviour of a real switch.
+"""
 
 import sys
 import types
@@ -8,6 +13,8 @@ import pytest
 
 from ffs import p4names as N
 from ffs.driver.base import DriverError, Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
+
+# --- the fake of bfrt_grpc.client ---------------------------------------------------------------
 
 
 class KeyTuple:
@@ -22,20 +29,20 @@ class DataTuple:
 
 
 class Target:
-    def __init__(self, device_id, pipe_id):
-        self.device_id, self.pipe_id = device_id, pipe_id
+    def __init__(self, device_id=0, pipe_id=0xFFFF):
+        self.device_id_, self.pipe_id_ = device_id, pipe_id
 
 
 class _Key:
     def __init__(self, tuples):
-        self.tuples = tuples
+        self.field_dict = {t.name: t for t in tuples}
 
     def frozen(self):
-        return tuple((t.name, t.value, t.mask, t.prefix_len) for t in self.tuples)
+        return tuple((t.name, t.value, t.mask, t.prefix_len) for t in self.field_dict.values())
 
     def to_dict(self):
         d = {}
-        for t in self.tuples:
+        for t in self.field_dict.values():
             v = {"value": t.value}
             if t.mask is not None:
                 v["mask"] = t.mask
@@ -46,78 +53,146 @@ class _Key:
 
 
 class _Data:
-    def __init__(self, tuples, action=None):
-        self.tuples, self.action = tuples, action
+    def __init__(self, tuples, action_name=None):
+        self.field_dict = {t.name: t for t in tuples}
+        self.action_name = action_name
 
     def to_dict(self):
-        d = {t.name: t.val for t in self.tuples}
-        if self.action:
-            d["action_name"] = self.action
+        d = {t.name: t.val for t in self.field_dict.values()}
+        if self.action_name:
+            d["action_name"] = self.action_name
         return d
 
 
+class WriteRequest:
+    CONTINUE_ON_ERROR, ROLLBACK_ON_ERROR = 0, 1
+
+    def __init__(self):
+        self.atomicity = self.CONTINUE_ON_ERROR
+        self.target = None
+        self.updates = _Updates()
+
+
+class _Updates(list):
+    def add(self):
+        u = types.SimpleNamespace(type=None, entity=types.SimpleNamespace(table_entry=types.SimpleNamespace()))
+        self.append(u)
+        return u
+
+
+bfruntime_pb2 = types.SimpleNamespace(WriteRequest=WriteRequest, Update=types.SimpleNamespace(INSERT=1, MODIFY=2, DELETE=3))
+
+
+def _cpy_target(req, target):
+    req.target = (target.device_id_, target.pipe_id_)
+
+
 class FakeTable:
-    def __init__(self, name, log, fail_on=None):
-        self.name, self.log, self.fail_on = name, log, fail_on
+    """Table state plus the request builders of bfrt_grpc's _Table (they append to a WriteRequest)."""
+
+    def __init__(self, name, log, table_id):
+        self.name, self.log = name, log
+        self.info = types.SimpleNamespace(id_get=lambda: table_id)
         self.entries = {}
-        self.cells = {}
+        self.reads = {}  # what entry_get returns for indexed externs: [(index, data dict)]
+        self.fail_insert = False
 
     def make_key(self, tuples):
         return _Key(tuples)
 
-    def make_data(self, tuples, action=None):
-        return _Data(tuples, action)
+    def make_data(self, tuples, action_name=None):
+        return _Data(tuples, action_name)
 
-    def entry_add(self, target, keys, datas):
-        self.log.append(("add", self.name, [k.to_dict() for k in keys], [d.to_dict() for d in datas]))
-        if self.fail_on == "add":
-            raise RuntimeError("Already exists")
-        for k, d in zip(keys, datas):
-            self.entries[k.frozen()] = (k, d)
+    def _entry_write_req_make(self, req, keys, datas, update_type):
+        for k, d in zip(keys, datas or [None] * len(keys)):
+            up = req.updates.add()
+            up.type = update_type
+            te = up.entity.table_entry
+            te.table, te.is_default_entry, te.key, te.data = self, False, k, d
 
-    def entry_mod(self, target, keys, datas):
-        self.log.append(("mod", self.name, [k.to_dict() for k in keys], [d.to_dict() for d in datas]))
-        for k, d in zip(keys, datas):
-            self.entries[k.frozen()] = (k, d)
+    def _set_table_data(self, te, action_name, fields):
+        te.table, te.data = self, _Data(fields, action_name)
+
+    def entry_add(self, target, keys, datas):  # used for LPF specs and register writes
+        self.log.append(("entry_add", self.name, [k.to_dict() for k in keys], [d.to_dict() for d in datas]))
 
     def entry_del(self, target, keys=None):
-        self.log.append(("del", self.name, None if keys is None else [k.to_dict() for k in keys]))
-        if keys is None:
-            self.entries.clear()
-        for k in keys or []:
-            self.entries.pop(k.frozen(), None)
+        self.log.append(("entry_del", self.name, keys))
+        self.entries.clear()
 
-    def entry_get(self, target, keys=None, flags=None):
-        if self.name.endswith("f_est"):
-            for i in range(3):
-                yield _Data([DataTuple(f"{self.name}.f1", [i, 10 * i, 100])]), _Key([KeyTuple("$REGISTER_INDEX", i)])
-            return
-        if self.name.endswith("pair_bytes"):
-            yield _Data([DataTuple("$COUNTER_SPEC_BYTES", 1500), DataTuple("$COUNTER_SPEC_PKTS", 1)]), _Key([KeyTuple("$COUNTER_INDEX", 7)])
-            return
-        for k, d in self.entries.values():
-            yield d, k
+    def default_entry_reset(self, target):
+        self.log.append(("default_reset", self.name))
 
     def operations_execute(self, target, op):
         self.log.append(("op", self.name, op))
 
-    def default_entry_set(self, target, data):
-        self.log.append(("default", self.name, data.to_dict()))
+    def entry_get(self, target, keys=None, flags=None):
+        self.log.append(("get", self.name, flags))
+        if keys and not self.reads and not self.entries:  # indexed cells never written read as zero
+            for k in keys:
+                (t,) = k.field_dict.values()
+                zero = {"$COUNTER_SPEC_BYTES": 0, "$COUNTER_SPEC_PKTS": 0} if t.name == "$COUNTER_INDEX" else {f"{self.name}.f1": [0, 0]}
+                yield _Data([DataTuple(n, v) for n, v in zero.items()]), k
+            return
+        if self.reads:
+            field = "$COUNTER_INDEX" if "$COUNTER_SPEC_BYTES" in next(iter(self.reads.values())) else "$REGISTER_INDEX"
+            for i, d in self.reads.items():
+                yield _Data([DataTuple(k, v) for k, v in d.items()]), _Key([KeyTuple(field, i)])
+            return
+        for k, d in self.entries.values():
+            yield d, k
+
+
+class ReaderWriter:
+    """The server side of Write: applies a request's updates in order; with ROLLBACK_ON_ERROR a
+    failure restores every table as it was (what bf_switchd does in one transaction)."""
+
+    def __init__(self, log):
+        self.log, self.requests = log, []
+
+    def _write(self, req):
+        self.requests.append(req)
+        tables = {id(u.entity.table_entry.table): u.entity.table_entry.table for u in req.updates}
+        saved = {k: dict(t.entries) for k, t in tables.items()}
+        try:
+            for u in req.updates:
+                te = u.entity.table_entry
+                t = te.table
+                if te.is_default_entry:
+                    t.default = te.data
+                elif u.type == bfruntime_pb2.Update.INSERT:
+                    if t.fail_insert or te.key.frozen() in t.entries:
+                        raise RuntimeError(f"{t.name}: Already exists\nsub-error details")
+                    t.entries[te.key.frozen()] = (te.key, te.data)
+                elif u.type == bfruntime_pb2.Update.MODIFY:
+                    if te.key.frozen() not in t.entries:
+                        raise RuntimeError(f"{t.name}: Object not found")
+                    t.entries[te.key.frozen()] = (te.key, te.data)
+                else:
+                    t.entries.pop(te.key.frozen())
+        except RuntimeError:
+            if req.atomicity == WriteRequest.ROLLBACK_ON_ERROR:
+                for k, t in tables.items():
+                    t.entries = saved[k]
+            raise
 
 
 @pytest.fixture
 def fake_sde(monkeypatch):
-    log = []
-    tables = {}
+    log, tables, connects = [], {}, []
 
     class Info:
         def table_get(self, name):
             if name == "FfsIngress.nope":
                 raise KeyError(name)
-            return tables.setdefault(name, FakeTable(name, log))
+            return tables.setdefault(name, FakeTable(name, log, len(tables) + 1))
 
     class ClientInterface:
         def __init__(self, address, client_id, device_id):
+            connects.append(address)
+            if len(connects) < 3:
+                raise RuntimeError("Failed to subscribe to server at localhost:50052")  # switchd still starting
+            self.reader_writer_interface = ReaderWriter(log)
             log.append(("connect", address, client_id))
 
         def bfrt_info_get(self, name):
@@ -131,74 +206,114 @@ def fake_sde(monkeypatch):
 
     client = types.ModuleType("bfrt_grpc.client")
     client.ClientInterface, client.KeyTuple, client.DataTuple, client.Target = ClientInterface, KeyTuple, DataTuple, Target
+    client.bfruntime_pb2, client._cpy_target = bfruntime_pb2, _cpy_target
     pkg = types.ModuleType("bfrt_grpc")
     pkg.client = client
     monkeypatch.setitem(sys.modules, "bfrt_grpc", pkg)
     monkeypatch.setitem(sys.modules, "bfrt_grpc.client", client)
+    monkeypatch.setattr("ffs.driver.bfrt.time.sleep", lambda s: None)
     from ffs.driver.bfrt import BfrtDriver
 
     d = BfrtDriver("localhost:50052")
-    d.connect(timeout_s=1)
+    d.connect(timeout_s=5)
     return d, log, tables
+
+
+# --- the tests ----------------------------------------------------------------------------------
 
 
 def test_missing_sde_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.delitem(sys.modules, "bfrt_grpc.client", raising=False)
     monkeypatch.delitem(sys.modules, "bfrt_grpc", raising=False)
+    (tmp_path / "lib" / "python3.10" / "site-packages").mkdir(parents=True)
     monkeypatch.setenv("SDE_INSTALL", str(tmp_path))
     from ffs.driver.bfrt import BfrtDriver
 
-    with pytest.raises(DriverError, match="cannot import bfrt_grpc from SDE_INSTALL="):
+    with pytest.raises(DriverError, match=r"cannot import bfrt_grpc from SDE_INSTALL=.*python3\.10/site-packages/tofino"):
         BfrtDriver()
     monkeypatch.delenv("SDE_INSTALL")
-    with pytest.raises(DriverError, match="set SDE_INSTALL"):
+    with pytest.raises(DriverError, match=r"set SDE_INSTALL"):
         BfrtDriver()
 
 
-def test_connect_binds_the_program(fake_sde):
-    _, log, _ = fake_sde
-    assert ("bind", "ffs") in log
-
-
-def test_entries_map_to_key_and_data_tuples(fake_sde):
+def test_connect_retries_while_switchd_starts_then_binds(fake_sde):
     d, log, _ = fake_sde
+    assert ("bind", "ffs") in log and log.index(("bind", "ffs")) > log.index(("connect", "localhost:50052", 1))
+    first = d.program_id()
+    d.close()
+    with pytest.raises(DriverError, match="not connected"):
+        d.read_table(N.PAIRS.name)
+    d.connect(timeout_s=1)  # a dropped stream: reconnect, and the agent sees a new program id
+    assert d.program_id() != first and ("teardown",) in log
+
+
+def test_a_batch_is_one_request_rolled_back_on_error(fake_sde):
+    d, log, tables = fake_sde
     d.write([
         Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "lm": 99})),
-        Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7})),
+        Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=2)),
         Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
+        Update("set_default", TableEntry(N.IPV4_ROUTES.name, {}, "drop")),
     ])
-    adds = [x for x in log if x[0] == "add"]
-    assert adds[0][2] == [{"ingress_port": {"value": 1}, "egress_port": {"value": 3}}]
-    assert adds[0][3] == [{"pid": 5, "lm": 99, "action_name": "FfsIngress.pair_map.set_pair"}]
-    assert adds[1][2] == [{"f": {"value": 0x100, "mask": 0xFF80}, "$MATCH_PRIORITY": {"value": 0}}]
-    assert adds[2][2] == [{"dst_addr": {"value": 0x0A000300, "prefix_len": 24}}]
+    rw = d.iface.reader_writer_interface
+    assert len(rw.requests) == 1
+    req = rw.requests[0]
+    assert req.atomicity == WriteRequest.ROLLBACK_ON_ERROR and req.target == (0, 0xFFFF)
+    ups = [u.entity.table_entry for u in req.updates]
+    assert [u.type for u in req.updates] == [1, 1, 1, 2]
+    assert ups[0].key.to_dict() == {"ingress_port": {"value": 1}, "egress_port": {"value": 3}}
+    assert ups[0].data.to_dict() == {"pid": 5, "lm": 99, "action_name": "FfsIngress.pair_map.set_pair"}
+    assert ups[1].key.to_dict() == {"f": {"value": 0x100, "mask": 0xFF80}, "$MATCH_PRIORITY": {"value": 2}}
+    assert ups[2].key.to_dict() == {"dst_addr": {"value": 0x0A000300, "prefix_len": 24}}
+    assert ups[3].is_default_entry and ups[3].data.action_name == "FfsIngress.forwarding.drop"
 
-
-def test_failed_batch_is_rolled_back(fake_sde):
-    d, log, tables = fake_sde
-    tables[N.EGRESS_PARAMS.name] = FakeTable(N.EGRESS_PARAMS.name, log, fail_on="add")
-    with pytest.raises(DriverError, match="1 earlier update\\(s\\) rolled back"):
+    # a later update fails: the earlier ones of the same request are undone, nothing stays applied
+    before = dict(tables[N.PAIRS.name].entries)
+    with pytest.raises(DriverError, match=r"batch of 2 update\(s\), none applied: .*Already exists$"):
         d.write([
-            Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "lm": 1})),
-            Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress", {"ltau": 1, "ntau": 2, "congested": 0, "lcr": 3})),
+            Update("modify", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "lm": 1})),
+            Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 6, "lm": 2})),
         ])
-    assert tables[N.PAIRS.name].entries == {}  # the first insert was undone
-    assert log[-1][0] == "del"
+    assert tables[N.PAIRS.name].entries == before and len(rw.requests) == 2
+
+
+def test_read_back_maps_keys_and_priorities(fake_sde):
+    d, _, _ = fake_sde
+    d.write([
+        Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=3)),
+        Update("insert", TableEntry(N.PORT_METADATA.name, {"ig_intr_md.ingress_port": Exact(4)}, None, {"ifindex": 2, "trust": 1, "insert": 0})),
+    ])
+    (e,) = d.read_table(N.F_LOG.name)
+    assert e.key == {"f": Ternary(0x100, 0xFF80)} and e.priority == 3 and e.params == {"lf": 7}
+    (pm,) = d.read_table("$PORT_METADATA")
+    assert pm.table == N.PORT_METADATA.name and pm.action is None and pm.params == {"ifindex": 2, "trust": 1, "insert": 0}
+
+
+def test_counters_synced_summed_over_pipes_and_wrapped(fake_sde):
+    d, log, tables = fake_sde
+    c = tables.setdefault(N.PAIR_BYTES.name, FakeTable(N.PAIR_BYTES.name, log, 90))
+    c.reads = {7: {"$COUNTER_SPEC_BYTES": [1500, 3000, 0, 0], "$COUNTER_SPEC_PKTS": [1, 2, 0, 0]},
+               8: {"$COUNTER_SPEC_BYTES": [2**64 - 10, 20], "$COUNTER_SPEC_PKTS": 5}}
+    got = d.read_counters(N.PAIR_BYTES.name, [7, 8])
+    assert got[7].bytes == 4500 and got[7].packets == 3
+    assert got[8].bytes == 10 and got[8].packets == 5  # the sum wraps modulo 2^64, as 64-bit counters do
+    i_sync = log.index(("op", N.PAIR_BYTES.name, "Sync"))
+    assert log[i_sync + 1] == ("get", N.PAIR_BYTES.name, {"from_hw": False})  # Sync, then a software read
 
 
 def test_registers_are_synced_and_summed_over_pipes(fake_sde):
-    d, log, _ = fake_sde
+    d, log, tables = fake_sde
+    r = tables.setdefault(N.F_EST.name, FakeTable(N.F_EST.name, log, 91))
+    r.reads = {i: {f"{N.F_EST.name}.f1": [i, 10 * i, 100, 0]} for i in range(3)}
     assert d.read_registers(N.F_EST.name) == {0: 100, 1: 111, 2: 122}
     assert ("op", N.F_EST.name, "Sync") in log
-    c = d.read_counters(N.PAIR_BYTES.name)
-    assert c[7].bytes == 1500 and c[7].packets == 1
 
 
 def test_lpf_spec_for_every_index(fake_sde):
     d, log, _ = fake_sde
-    d.set_lpf_spec(N.F_LPF.name, [0, 1, 2], LpfSpec("RATE", 2e6, 3e6, 4))
-    op = [x for x in log if x[0] == "add" and x[1] == N.F_LPF.name][-1]
-    assert [k["$LPF_INDEX"]["value"] for k in op[2]] == [0, 1, 2]
+    d.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), LpfSpec("RATE", 2e6, 3e6, 4))
+    op = [x for x in log if x[0] == "entry_add" and x[1] == N.F_LPF.name][-1]
+    assert [k["$LPF_INDEX"]["value"] for k in op[2]] == list(range(N.F_LPF.size))
     assert op[3][0] == {"$LPF_SPEC_TYPE": "RATE", "$LPF_SPEC_GAIN_TIME_CONSTANT_NS": 2e6,
                         "$LPF_SPEC_DECAY_TIME_CONSTANT_NS": 3e6, "$LPF_SPEC_OUT_SCALE_DOWN_FACTOR": 4}
 
@@ -207,3 +322,30 @@ def test_unknown_table_is_a_driver_error(fake_sde):
     d, _, _ = fake_sde
     with pytest.raises(DriverError, match="no table"):
         d.read_table("FfsIngress.nope")
+    with pytest.raises(DriverError, match="no table"):
+        d.write([Update("insert", TableEntry("FfsIngress.nope", {"x": Exact(1)}, "a"))])
+
+
+def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde, tmp_path):
+    from pathlib import Path
+
+    from ffs.agent.core import Agent
+    from ffs.topology import load
+
+    d, log, tables = fake_sde
+    topo = load(Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml")
+    agent = Agent(d, topo, "s1")
+    agent.install()
+    rw = d.iface.reader_writer_interface
+    assert len(rw.requests) == 1  # the whole node: ports, routes, pairs, egresses, generated tables
+    names = {u.entity.table_entry.table.name for u in rw.requests[0].updates}
+    assert {N.PORT_METADATA.name, N.PAIRS.name, N.EGRESS_PARAMS.name, N.GAMMA.name, N.WEIGHT.name} <= names
+    assert len(tables[N.PAIRS.name].entries) == 9  # 3 egress columns x 3 ingresses
+    agent.step(0.0)
+    agent.step(0.1)
+    assert len(rw.requests) == 2
+    push = rw.requests[1]
+    assert push.atomicity == WriteRequest.ROLLBACK_ON_ERROR
+    assert {u.entity.table_entry.table.name for u in push.updates} == {N.EGRESS_PARAMS.name}
+    assert all(u.type == bfruntime_pb2.Update.MODIFY for u in push.updates) and len(push.updates) == 3
+    assert ("op", N.PAIR_BYTES.name, "Sync") in log and ("op", N.ACCEPTED.name, "Sync") in log

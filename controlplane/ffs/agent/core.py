@@ -28,6 +28,7 @@ from ffs.topology import Node, Topology
 log = logging.getLogger("ffs.agent")
 
 WRAP = 1 << 64
+ZERO = CounterValue(0, 0)
 
 
 class MatrixError(ValueError):
@@ -148,7 +149,7 @@ class Agent:
         out = {}
         for i, v in now.items():
             b = last.get(i)
-            out[i] = CounterValue(0, 0) if b is None else CounterValue((v.packets - b.packets) % WRAP, (v.bytes - b.bytes) % WRAP)
+            out[i] = ZERO if b is None else CounterValue((v.packets - b.packets) % WRAP, (v.bytes - b.bytes) % WRAP)
         return out
 
     def _bps(self, c: CounterValue, dt: float) -> float:
@@ -167,15 +168,17 @@ class Agent:
         dt = 0.0 if self._last_t is None else now_s - self._last_t
         self._last_t = now_s
         snap = Snapshot(now_s)
+        node = self.current_node()
         by_egress: dict[str, float] = {}
         drops_by_egress: dict[str, tuple[float, int]] = {}
         for p in pairs:
+            rd, dd = r.get(p.pid, ZERO), drops.get(p.pid, ZERO)  # a target may leave out never-hit cells
             st = PairStatus(
-                p.pid, p.ingress, p.egress, self.current_node().share(p.ingress, p.egress),
-                self._bps(r[p.pid], dt),
+                p.pid, p.ingress, p.egress, node.share(p.ingress, p.egress),
+                self._bps(rd, dt),
                 f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns, self.lpf.scale_down),
-                self._bps(drops[p.pid], dt),
-                drops[p.pid].packets,
+                self._bps(dd, dt),
+                dd.packets,
             )
             by_egress[p.egress] = by_egress.get(p.egress, 0.0) + st.rate_bps
             d_bps, d_pk = drops_by_egress.get(p.egress, (0.0, 0))
@@ -185,7 +188,7 @@ class Agent:
         for e in sorted(self.fairness):
             port = self.node.interfaces[e].port
             target = self.target(e)
-            a_bps = self._bps(a[port], dt)
+            a_bps = self._bps(a.get(port, ZERO), dt)
             r_star = by_egress.get(e, 0.0)
             state = self.taus.get(e, EgressTau())
             if dt > 0:

@@ -3,7 +3,10 @@
 `bfrt_grpc` ships with the SDE and is imported only when this driver is created; without it the
 driver says where it looked. Names are the P4 names of ffs.p4names (BF-RT resolves them under
 `pipe.`); a batch is one WriteRequest with ROLLBACK_ON_ERROR, so it applies whole or not at all.
-Counters and registers are synced once per read and summed over pipes.
+Counters and registers are synced once per read (`Sync`, then a software read with
+`from_hw=False`) and summed over pipes. Building one request across tables uses the client
+module's own request builders (`_Table._entry_write_req_make`, `_set_table_data`, `_cpy_target`)
+because its public calls send one request per table.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from ffs.driver.base import (
 )
 
 PORT_MD_ALIASES = (N.PORT_METADATA.name, "$PORT_METADATA")
+COUNTER_WRAP = 1 << 64
 
 
 def sde_python_paths(sde_install: str) -> list[str]:
@@ -69,6 +73,7 @@ class BfrtDriver(Driver):
         self.info: Any = None
         self.target = self.gc.Target(device_id=device_id, pipe_id=0xFFFF)
         self._program_id = ""
+        self._binds = 0
 
     # -- life cycle ----------------------------------------------------------------------------
     def connect(self, timeout_s: float = 120.0) -> None:
@@ -80,7 +85,8 @@ class BfrtDriver(Driver):
                 self.iface = self.gc.ClientInterface(self.address, client_id=self.client_id, device_id=self.device_id)
                 self.info = self.iface.bfrt_info_get(self.program)
                 self.iface.bind_pipeline_config(self.program)
-                self._program_id = f"{self.program}@{time.time():.6f}"
+                self._binds += 1
+                self._program_id = f"{self.program}@{time.time():.6f}#{self._binds}"
                 return
             except Exception as e:  # noqa: BLE001 - grpc and bfrt raise many kinds while starting
                 last = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -98,7 +104,9 @@ class BfrtDriver(Driver):
             self.iface = None
 
     def program_id(self) -> str:
-        """Changes when the pipeline is reloaded: a fresh bind after a dropped stream."""
+        """One id per binding. BF-RT offers no id of a loaded pipeline, so every (re)connection -- after
+        a dropped stream, a switchd restart or a reload -- counts as a new program, and the agent
+        re-applies its whole state (which is idempotent)."""
         self._require()
         return self._program_id
 
@@ -146,56 +154,32 @@ class BfrtDriver(Driver):
         return t.make_data(data, _qualified(entry))
 
     def write(self, updates: Sequence[Update]) -> None:
-        """Group consecutive updates of one table and kind into one call; the SDE applies each call
-        as one WriteRequest. Across tables, a failure after the first call is undone by re-applying
-        the inverse of what succeeded, so the batch is all-or-nothing as the Driver promises."""
+        """The whole batch as ONE WriteRequest with atomicity ROLLBACK_ON_ERROR: bf_switchd applies
+        it in one transaction and undoes every update of it if one fails."""
         self._require()
-        done: list[tuple[str, Update, TableEntry | None]] = []
-        try:
-            for u in updates:
-                before = self._current(u) if u.kind in ("modify", "delete", "set_default") else None
-                self._apply(u)
-                done.append((u.kind, u, before))
-        except DriverError as e:
-            for kind, u, before in reversed(done):
-                try:
-                    self._undo(kind, u, before)
-                except DriverError:
-                    pass
-            raise DriverError(f"batch refused, {len(done)} earlier update(s) rolled back: {e}") from None
-
-    def _apply(self, u: Update) -> None:
-        t = self._table(u.entry.table)
-        if u.kind == "set_default":
-            self._call(u.entry.table, t.default_entry_set, self.target, self._data(t, u.entry))
+        if not updates:
             return
-        key = self._key(t, u.entry)
-        if u.kind == "insert":
-            self._call(u.entry.table, t.entry_add, self.target, [key], [self._data(t, u.entry)])
-        elif u.kind == "modify":
-            self._call(u.entry.table, t.entry_mod, self.target, [key], [self._data(t, u.entry)])
-        elif u.kind == "delete":
-            self._call(u.entry.table, t.entry_del, self.target, [key])
-        else:
-            raise DriverError(f"unknown update kind {u.kind!r}")
-
-    def _current(self, u: Update) -> TableEntry | None:
-        if u.kind == "set_default":
-            return self.read_default(u.entry.table)
-        for e in self.read_table(u.entry.table):
-            if e.key == u.entry.key and e.priority == u.entry.priority:
-                return e
-        return None
-
-    def _undo(self, kind: str, u: Update, before: TableEntry | None) -> None:
-        if kind == "insert":
-            self._apply(Update("delete", u.entry))
-        elif kind == "modify" and before is not None:
-            self._apply(Update("modify", before))
-        elif kind == "delete" and before is not None:
-            self._apply(Update("insert", before))
-        elif kind == "set_default" and before is not None:
-            self._apply(Update("set_default", before))
+        pb = self.gc.bfruntime_pb2
+        req = pb.WriteRequest()
+        self.gc._cpy_target(req, self.target)
+        req.atomicity = pb.WriteRequest.ROLLBACK_ON_ERROR
+        kinds = {"insert": pb.Update.INSERT, "modify": pb.Update.MODIFY, "delete": pb.Update.DELETE}
+        for u in updates:
+            t = self._table(u.entry.table)
+            if u.kind == "set_default":
+                data = self._data(t, u.entry)
+                up = req.updates.add()
+                up.type = pb.Update.MODIFY
+                te = up.entity.table_entry
+                te.table_id = t.info.id_get()
+                te.is_default_entry = True
+                t._set_table_data(te, data.action_name, list(data.field_dict.values()))
+            elif u.kind in kinds:
+                datas = None if u.kind == "delete" else [self._data(t, u.entry)]
+                t._entry_write_req_make(req, [self._key(t, u.entry)], datas, kinds[u.kind])
+            else:
+                raise DriverError(f"unknown update kind {u.kind!r}")
+        self._call(f"batch of {len(updates)} update(s), none applied", self.iface.reader_writer_interface._write, req)
 
     def read_table(self, table: str) -> list[TableEntry]:
         t = self._table(table)
@@ -223,7 +207,7 @@ class BfrtDriver(Driver):
 
     def read_default(self, table: str) -> TableEntry:
         t = self._table(table)
-        for data, _ in self._call(table, t.default_entry_get, self.target):
+        for data, _ in self._call(table, t.default_entry_get, self.target, {"from_hw": False}):
             dd = data.to_dict()
             action = dd.pop("action_name", None)
             dd.pop("is_default_entry", None)
@@ -250,8 +234,10 @@ class BfrtDriver(Driver):
         return out
 
     def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, CounterValue]:
+        """64-bit packets and bytes per index; a value given per pipe is summed (modulo 2^64, the
+        width the agent takes differences in)."""
         return {
-            i: CounterValue(int(d.get("$COUNTER_SPEC_PKTS", 0)), int(d.get("$COUNTER_SPEC_BYTES", 0)))
+            i: CounterValue(_pipe_sum(d.get("$COUNTER_SPEC_PKTS", 0)) % COUNTER_WRAP, _pipe_sum(d.get("$COUNTER_SPEC_BYTES", 0)) % COUNTER_WRAP)
             for i, d in self._indexed(name, "$COUNTER_INDEX", indices, "Sync")
         }
 
@@ -264,7 +250,7 @@ class BfrtDriver(Driver):
         out = {}
         for i, d in self._indexed(name, "$REGISTER_INDEX", indices, "Sync"):
             v = d.get(field, next((x for k, x in d.items() if not k.startswith("$")), 0))
-            out[i] = int(sum(v)) if isinstance(v, list) else int(v)  # one value per pipe
+            out[i] = _pipe_sum(v)  # one value per pipe: a pair lives in the pipe of its ingress port
         return out
 
     def write_register(self, name: str, index: int, value: int) -> None:
@@ -292,6 +278,11 @@ class BfrtDriver(Driver):
             return LpfSpec(d["$LPF_SPEC_TYPE"], float(d["$LPF_SPEC_GAIN_TIME_CONSTANT_NS"]),
                            float(d["$LPF_SPEC_DECAY_TIME_CONSTANT_NS"]), int(d["$LPF_SPEC_OUT_SCALE_DOWN_FACTOR"]))
         raise DriverError(f"{name}: no LPF at index {index}")
+
+
+def _pipe_sum(v: Any) -> int:
+    """BF-RT returns register cells (and, on some SDEs, counters) as a list with one value per pipe."""
+    return int(sum(int(x) for x in v)) if isinstance(v, (list, tuple)) else int(v)
 
 
 def _qualified(entry: TableEntry) -> str:
