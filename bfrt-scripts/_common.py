@@ -1,5 +1,13 @@
 """Shared by the bfshell scripts: find the ffs package and the node, and write entries the
-bfrt_python way (`add_with_<action>(key=..., param=...)`)."""
+bfrt_python way.
+
+bfrt_python names: `bfrt.ffs.pipe.<Control>.<...>.<table>` with `$` dropped from BF-RT names
+(`FfsIngressParser.$PORT_METADATA` is `FfsIngressParser.PORT_METADATA`); key arguments are the last
+component of the key name (`ig_intr_md.ingress_port` -> `ingress_port`), with `<key>_mask` for
+ternary, `<key>_p_length` for LPM and `MATCH_PRIORITY`; `add_with_<action>(...)` inserts,
+`entry_with_<action>(...).push()` adds or modifies, `delete(...)` removes; nothing reaches the
+device before `bfrt.complete_operations()`.
+"""
 
 import os
 import sys
@@ -7,19 +15,22 @@ import sys
 sys.path.insert(0, os.path.join(os.environ.get("FFS_ROOT", os.getcwd()), "controlplane"))
 
 from ffs import p4names as N  # noqa: E402
-from ffs.driver.base import Exact, Lpm, Ternary  # noqa: E402
+from ffs.driver.base import Exact, Lpm, Range, Ternary  # noqa: E402
 from ffs.topology import load  # noqa: E402
 
 
 def node():
+    for var in ("FFS_TOPOLOGY", "FFS_NODE"):
+        if not os.environ.get(var):
+            raise SystemExit(f"ffs: set {var} (see bfrt-scripts/README.md); nothing written")
     topo = load(os.environ["FFS_TOPOLOGY"])
     return topo.node(os.environ["FFS_NODE"])
 
 
 def table_obj(bfrt, name):
     """bfrt.ffs.pipe.FfsIngress.pair_map.pairs for 'FfsIngress.pair_map.pairs'."""
-    obj = bfrt.ffs.pipe
-    for part in name.split("."):
+    obj = getattr(bfrt, N.P4_NAME).pipe
+    for part in name.replace("$", "").split("."):
         obj = getattr(obj, part)
     return obj
 
@@ -27,7 +38,7 @@ def table_obj(bfrt, name):
 def key_args(entry):
     args = {}
     for k, v in entry.key.items():
-        name = k.replace(".", "_")
+        name = k.rsplit(".", 1)[-1]
         if isinstance(v, Exact):
             args[name] = v.value
         elif isinstance(v, Lpm):
@@ -37,17 +48,39 @@ def key_args(entry):
             args[name] = v.value
             args[f"{name}_mask"] = v.mask
             args["MATCH_PRIORITY"] = entry.priority
+        elif isinstance(v, Range):
+            args[f"{name}_start"] = v.low
+            args[f"{name}_end"] = v.high
+            args["MATCH_PRIORITY"] = entry.priority
     return args
 
 
-def write(bfrt, updates):
+def write(bfrt, updates, upsert=False):
+    """Apply Driver updates through bfrt_python; `upsert` turns inserts into add-or-modify (`push`)."""
     for u in updates:
         e = u.entry
-        t = table_obj(bfrt, e.table.replace("$PORT_METADATA", "_PORT_METADATA_"))
-        if e.action is None:  # $PORT_METADATA
-            bfrt.ffs.pipe.FfsIngressParser._PORT_METADATA.add(ingress_port=e.key[N.PORT_METADATA.key.name].value, **e.params)
-            continue
-        action = e.action.rsplit(".", 1)[-1]
-        verb = {"insert": "add_with_", "modify": "mod_with_"}[u.kind]
-        getattr(t, verb + action)(**key_args(e), **e.params)
+        t = table_obj(bfrt, e.table)
+        action = None if e.action is None else e.action.rsplit(".", 1)[-1]
+        if u.kind == "delete":
+            t.delete(**key_args(e))
+        elif u.kind == "set_default":
+            getattr(t, f"set_default_with_{action}")(**e.params)
+        elif action is None:  # $PORT_METADATA: data fields, no action
+            if upsert or u.kind == "modify":
+                t.entry(**key_args(e), **e.params).push()
+            else:
+                t.add(**key_args(e), **e.params)
+        elif upsert or u.kind == "modify":
+            getattr(t, f"entry_with_{action}")(**key_args(e), **e.params).push()
+        else:
+            getattr(t, f"add_with_{action}")(**key_args(e), **e.params)
+    bfrt.complete_operations()
+
+
+def set_lpf_specs(bfrt, lpf):
+    """The F estimator's spec on every LPF index (spec §4), as the agent sets it."""
+    t = table_obj(bfrt, N.F_LPF.name)
+    for i in range(N.F_LPF.size):
+        t.add(LPF_INDEX=i, LPF_SPEC_TYPE="RATE", LPF_SPEC_GAIN_TIME_CONSTANT_NS=lpf.time_constant_ns,
+              LPF_SPEC_DECAY_TIME_CONSTANT_NS=lpf.time_constant_ns, LPF_SPEC_OUT_SCALE_DOWN_FACTOR=lpf.scale_down)
     bfrt.complete_operations()

@@ -1,20 +1,30 @@
-"""bfshell: apply a fairness matrix file (FFS_MATRIX) to the node's pair entries."""
+"""bfshell: apply the fairness-matrix columns of a file (FFS_MATRIX) to the node's pair entries.
 
+The file's columns replace the topology's columns of the same egress; other columns stay as
+setup_node.py wrote them. The merged matrix is validated as the agent validates it (known
+interfaces, finite non-negative rates, per-egress sums within capacity or target) before anything
+is written; the pushed shares are the column scaled to the egress target (spec §9).
+"""
+
+import dataclasses
 import os
 
 from _common import node, write  # noqa: E402
-from ffs.agent.program import LpfConfig, pair_entry, pairs_of  # noqa: E402
+from ffs.agent.core import MatrixError, validate_matrix  # noqa: E402
+from ffs.agent.program import LpfConfig, egress_entry, pair_entry, pairs_of  # noqa: E402
 from ffs.agent.service import load_matrix_file  # noqa: E402
+from ffs.tables import egress_params  # noqa: E402
 
 n = node()
-fairness = load_matrix_file(os.environ["FFS_MATRIX"])
-unknown = {i for col in fairness.values() for i in col} | set(fairness)
-unknown -= set(n.interfaces)
-if unknown:
-    raise SystemExit(f"ffs: unknown interfaces {sorted(unknown)}; nothing written")
-for e, col in fairness.items():
-    if sum(col.values()) > n.interfaces[e].capacity:
-        raise SystemExit(f"ffs: entries toward {e} exceed its capacity; nothing written")
-write(bfrt, [pair_entry(fairness[p.egress].get(p.ingress, 0.0), p, LpfConfig(), "modify")  # noqa: F821
-             for p in pairs_of(n, fairness)])
-print("ffs: matrix applied")
+try:
+    if not os.environ.get("FFS_MATRIX"):
+        raise MatrixError("set FFS_MATRIX to a matrix file")
+    fairness = validate_matrix(n, {**n.fairness, **load_matrix_file(os.environ["FFS_MATRIX"])})
+except MatrixError as e:
+    raise SystemExit(f"ffs: {e}; nothing written") from None
+new = dataclasses.replace(n, fairness=fairness)
+lpf = LpfConfig()
+ups = [pair_entry(new.share(p.ingress, p.egress), p, lpf, "insert") for p in pairs_of(new)]
+ups += [egress_entry(new.interfaces[e].port, egress_params(None, False, None), "insert") for e in sorted(set(fairness) - set(n.fairness))]
+write(bfrt, ups, upsert=True)  # noqa: F821 - bfrt is the bfshell's global
+print(f"ffs: matrix applied to {len(ups)} entries")

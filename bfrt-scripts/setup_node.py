@@ -1,14 +1,19 @@
-"""bfshell: program one node of a topology (ports, routes, pairs, generated tables, LPF specs)."""
+"""bfshell: program one node of a topology by hand (port metadata, strip ports, routes, pairs, idle
+egress parameters, the generated tables, LPF specs) -- exactly what ffs-agent installs.
 
-from _common import N, node, table_obj, write  # noqa: E402
+    FFS_ROOT=<checkout> FFS_TOPOLOGY=<file> FFS_NODE=<name> $SDE/run_bfshell.sh -b setup_node.py
+"""
+
+from _common import N, node, set_lpf_specs, table_obj, write  # noqa: E402
 from ffs.agent.program import LpfConfig, node_updates, pairs_of  # noqa: E402
 
 n = node()
 lpf = LpfConfig()
-write(bfrt, node_updates(n, lpf))  # noqa: F821 - bfrt is the bfshell's global
-lpf_table = table_obj(bfrt, N.F_LPF.name)  # noqa: F821
-for p in pairs_of(n):
-    lpf_table.add(LPF_INDEX=p.pid, LPF_SPEC_TYPE="RATE", LPF_SPEC_GAIN_TIME_CONSTANT_NS=lpf.time_constant_ns,
-                  LPF_SPEC_DECAY_TIME_CONSTANT_NS=lpf.time_constant_ns, LPF_SPEC_OUT_SCALE_DOWN_FACTOR=lpf.scale_down)
-bfrt.complete_operations()  # noqa: F821
-print(f"ffs: node {n.name} programmed ({len(pairs_of(n))} pairs)")
+# start from empty tables (the RI table's entries are const in the P4 source)
+for t in N.TABLES:
+    if not t.const_entries:
+        table_obj(bfrt, t.name).clear()  # noqa: F821 - bfrt is the bfshell's global
+table_obj(bfrt, N.PORT_METADATA.name).clear()  # noqa: F821
+write(bfrt, node_updates(n, lpf))  # noqa: F821
+set_lpf_specs(bfrt, lpf)  # noqa: F821
+print(f"ffs: node {n.name} programmed ({len(pairs_of(n))} pairs, {len(n.routes)} routes)")

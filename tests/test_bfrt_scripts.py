@@ -7,14 +7,20 @@ from pathlib import Path
 
 import pytest
 
+from ffs import p4names as N
+from ffs import tables as T
 from ffs.agent.program import LpfConfig, node_updates
 from ffs.topology import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "bfrt-scripts"
+M = 1e6
 
 
 class Recorder:
+    """Any attribute path of `bfrt`; calls are recorded as (path, kwargs) and return a Recorder, so
+    `t.entry_with_x(...).push()` records the entry and then the push."""
+
     def __init__(self, path="bfrt", calls=None):
         self._path, self._calls = path, calls if calls is not None else []
 
@@ -23,6 +29,7 @@ class Recorder:
 
     def __call__(self, *args, **kw):
         self._calls.append((self._path, kw))
+        return Recorder(f"{self._path}()", self._calls)
 
 
 @pytest.fixture
@@ -35,28 +42,71 @@ def env(monkeypatch):
     sys.modules.pop("_common", None)
 
 
-def test_setup_node_writes_what_the_agent_writes(env):
+def run(script, **env_globals):
     bfrt = Recorder()
-    runpy.run_path(str(SCRIPTS / "setup_node.py"), init_globals={"bfrt": bfrt})
-    calls = bfrt._calls
+    runpy.run_path(str(SCRIPTS / script), init_globals={"bfrt": bfrt})
+    return bfrt._calls
+
+
+def test_setup_node_writes_what_the_agent_writes(env):
+    calls = run("setup_node.py")
     n = load(ROOT / "topologies" / "dumbbell.yaml").node("s1")
     expected = node_updates(n, LpfConfig())
     writes = [c for c in calls if ".add" in c[0] and "f_lpf" not in c[0]]
     assert len(writes) == len(expected)
-    pair = next(c for c in calls if c[0].endswith("pair_map.pairs.add_with_set_pair"))
+    clears = [c[0] for c in calls if c[0].endswith(".clear")]
+    assert "bfrt.ffs.pipe.FfsIngress.ri_update.ri.clear" not in clears  # const entries
+    assert "bfrt.ffs.pipe.FfsIngressParser.PORT_METADATA.clear" in clears
+    assert calls.index(("bfrt.ffs.pipe.FfsIngress.pair_map.pairs.clear", {})) < calls.index(writes[0])
+    pm = [c for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngressParser.PORT_METADATA.add"]  # `$` dropped
+    assert {"ingress_port": 1, "ifindex": 1, "trust": 1, "insert": 1} in [c[1] for c in pm]
+    pair = next(c for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.pair_map.pairs.add_with_set_pair")
     assert set(pair[1]) == {"ingress_port", "egress_port", "pid", "lm"}
     route = next(c for c in calls if c[0].endswith("ipv4_routes.add_with_route"))
     assert route[1]["dst_addr_p_length"] == 24
     log = next(c for c in calls if c[0].endswith("f_log.add_with_set_lf"))
     assert {"f", "f_mask", "MATCH_PRIORITY", "lf"} == set(log[1])
+    lpf = [c[1] for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.rate_est.f_lpf.add"]
+    assert [x["LPF_INDEX"] for x in lpf] == list(range(N.F_LPF.size))  # every index, as the agent does
+    assert lpf[0]["LPF_SPEC_TYPE"] == "RATE" and lpf[0]["LPF_SPEC_OUT_SCALE_DOWN_FACTOR"] == 4
     assert calls[-1][0] == "bfrt.complete_operations"
 
 
-def test_load_matrix_refuses_unknown_interfaces(env, tmp_path, monkeypatch):
+def test_load_matrix_pushes_scaled_shares(env, tmp_path, monkeypatch):
     m = tmp_path / "m.yaml"
-    m.write_text("p3: {p9: 1Mbps}\n")
+    m.write_text("p3: {p1: 4Mbps, p2: 16Mbps}\n")
+    monkeypatch.setenv("FFS_MATRIX", str(m))
+    calls = run("load_matrix.py")
+    pairs = [c[1] for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.pair_map.pairs.entry_with_set_pair"]
+    lm = {(p["ingress_port"], p["egress_port"]): p["lm"] for p in pairs}
+    assert lm[(1, 3)] == T.lm_code(4 * M) and lm[(2, 3)] == T.lm_code(16 * M)
+    assert lm[(3, 1)] == T.lm_code(20 * M)  # the topology's other columns are kept
+    pushes = [c for c in calls if c[0].endswith("entry_with_set_pair().push")]
+    assert len(pushes) == len(pairs) == 9  # add-or-modify: the script does not know what is installed
+    assert calls[-1][0] == "bfrt.complete_operations"
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("p3: {p9: 1Mbps}\n", "unknown ingress interface 'p9'"),
+        ("p3: {p1: 15Mbps, p2: 15Mbps}\n", "above its capacity"),
+        ("p3: {p1: 0, p2: 0}\n", "sum to 0"),
+        ("p3: {p1: -1Mbps}\n", "negative rate"),
+    ],
+)
+def test_load_matrix_refuses_bad_files_before_writing(env, tmp_path, monkeypatch, content, message):
+    m = tmp_path / "m.yaml"
+    m.write_text(content)
     monkeypatch.setenv("FFS_MATRIX", str(m))
     bfrt = Recorder()
-    with pytest.raises(SystemExit, match="unknown interfaces"):
+    with pytest.raises(SystemExit, match=message):
         runpy.run_path(str(SCRIPTS / "load_matrix.py"), init_globals={"bfrt": bfrt})
     assert bfrt._calls == []
+
+
+def test_show_state_syncs_before_dumping(env):
+    calls = [c[0] for c in run("show_state.py")]
+    i = calls.index("bfrt.ffs.pipe.FfsIngress.rate_est.pair_bytes.operation_counter_sync")
+    assert calls[i + 1] == "bfrt.ffs.pipe.FfsIngress.rate_est.pair_bytes.dump"
+    assert "bfrt.ffs.pipe.FfsIngress.rate_est.f_est.operation_register_sync" in calls
