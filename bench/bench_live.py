@@ -59,6 +59,12 @@ def last_stats(log: Path) -> tuple[float, dict[int, tuple[int, ...]]]:
     raise RuntimeError(f"no stats line in {log}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (its own threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def parse_rate(text: str) -> float:
     return float(text[:-1]) * 1e3 if text.endswith("k") else float(text)
 
@@ -78,11 +84,12 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
             node.procs[0].terminate()
             node.procs[0].wait()
             (work / "switch.log").unlink()
-            node.spawn(["ip", "netns", "exec", node.plan.switch_ns, sys.executable, "-c", IO_SWITCH, str(work / "io.ready")],
-                       log="switch.log")
+            switch = node.spawn(["ip", "netns", "exec", node.plan.switch_ns, sys.executable, "-c", IO_SWITCH,
+                                 str(work / "io.ready")], log="switch.log")
             while not (work / "io.ready").exists():
                 time.sleep(0.1)
         else:
+            switch = node.procs[0]
             drv = ModelDriver(node.switch_address)
             drv.connect(timeout_s=10)
         if config == "ffs":  # every table of the node: shim inserted at p1/p2, stripped at p3; tau stays infinite
@@ -99,8 +106,10 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
                        for h in ("h1", "h2")]
             time.sleep(1.2)  # ramp-up: rings and queues reach their steady state
             t0, s0 = last_stats(log)
+            c0 = cpu_seconds(switch.pid)
             time.sleep(seconds)
             t1, s1 = last_stats(log)
+            cpu = cpu_seconds(switch.pid) - c0
             for p in senders:
                 p.wait()
             dt = t1 - t0
@@ -110,7 +119,11 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
             row = {"offered_pps": round(pps), "received_pps": round(rx), "forwarded_pps": round(d[3][1] / dt),
                    "kernel_ring_drops_pps": round(kdrop), "pipeline_drops_pps": round((d[1][2] + d[2][2]) / dt),
                    "forwarded_mbps": round(d[3][1] * SIZE * 8 / dt / 1e6, 1),
-                   "loss": round(1 - d[3][1] / dt / pps, 4)}
+                   "loss": round(1 - d[3][1] / dt / pps, 4),
+                   # the switch process's own CPU time: packets per CPU second hardly depends on what
+                   # else the machine runs, unlike packets per second
+                   "switch_cpu_share": round(cpu / seconds, 2),
+                   "packets_per_switch_cpu_s": round(d[3][1] / dt * seconds / cpu) if cpu > 0 else None}
             print(json.dumps({"config": config, **row}), file=sys.stderr)
             rows.append(row)
             time.sleep(1.0)  # drain
@@ -134,8 +147,10 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="ffs-bench-live-") as d:
             rows = run_config(config, rates, a.seconds, Path(d))
         lossless = [r["forwarded_pps"] for r in rows if r["loss"] < 0.01]
+        light = [r["packets_per_switch_cpu_s"] for r in rows if r["loss"] < 0.01 and r["packets_per_switch_cpu_s"]]
         report["configs"][config] = {"rows": rows, "max_lossless_pps": max(lossless, default=0),
-                                     "peak_forwarded_pps": max(r["forwarded_pps"] for r in rows)}
+                                     "peak_forwarded_pps": max(r["forwarded_pps"] for r in rows),
+                                     "packets_per_switch_cpu_s": max(light, default=None)}
     print(json.dumps(report, indent=2))
     return 0
 
