@@ -83,8 +83,9 @@ class Stream:
     name: str
     path: tuple[Hop, ...]
     demand: float  # bit/s the source sends
-    r: float  # initial rate label (bit/s)
-    f: float  # initial fair-share label (bit/s): f^pre at the first hop
+    r: float  # initial rate label (bit/s); default: the demand
+    f: float  # initial fair-share label (bit/s), f^pre at the first hop; default r (so rf = 1),
+    #           or r / rf when the file gives the relative label rf instead
     start: float = 0.0  # s
     stop: float | None = None  # s
     packet_size: int = 1250  # bytes (IP length)
@@ -92,15 +93,20 @@ class Stream:
 
     @property
     def rf(self) -> float:
+        """The relative label r/f the source puts in the shim (spec §2)."""
         return self.r / self.f
 
 
 @dataclass(frozen=True)
 class Host:
     name: str
-    attach: str  # "node.interface"
+    attach: str  # "node.interface": a local interface of an FFS node
     address: str  # CIDR
     gateway: str | None = None
+
+    @property
+    def interface(self) -> str:
+        return self.attach
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,10 @@ class Topology:
 # --- loading with line numbers --------------------------------------------------------------
 
 
+_SCALARS = yaml.constructor.SafeConstructor()
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same nodes and marks
+
+
 class _Doc:
     """A parsed YAML document that remembers the line of every key path."""
 
@@ -130,7 +140,7 @@ class _Doc:
         self.path = path
         self.lines: dict[str, int] = {}
         try:
-            root = yaml.compose(text)
+            root = yaml.compose(text, Loader=_LOADER)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             line = mark.line + 1 if mark else 0
@@ -154,7 +164,7 @@ class _Doc:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self._convert(v, f"{path}[{i}]") for i, v in enumerate(node.value)]
-        return yaml.safe_load(yaml.serialize(node))
+        return _SCALARS.construct_object(node, deep=True)  # YAML 1.1 safe types, as safe_load gives
 
     def line(self, path: str) -> int:
         while path and path not in self.lines:
@@ -201,9 +211,22 @@ class _Loader:
         return r
 
     def number(self, v: Any, path: str, lo: float = -math.inf, hi: float = math.inf) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or not lo <= v <= hi:
-            self.fail(path, f"expected a number in [{lo}, {hi}], got {v!r}")
-        return float(v)
+        """A finite number in [lo, hi]."""
+        x = math.nan
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            try:
+                x = float(v)
+            except OverflowError:  # an integer beyond the float range
+                v = f"an integer of {len(str(abs(v)))} digits"
+        if not (math.isfinite(x) and lo <= x <= hi):
+            self.fail(path, f"expected a finite number in [{lo:g}, {hi:g}], got {v!r}")
+        return x
+
+    def name(self, v: Any, path: str, what: str = "an interface name") -> str:
+        """A name written as a YAML scalar: strings, and integers for numbered interfaces ("1")."""
+        if isinstance(v, bool) or not isinstance(v, (str, int)):
+            self.fail(path, f"expected {what}, got {v!r}")
+        return str(v)
 
     def boolean(self, v: Any, path: str) -> bool:
         if not isinstance(v, bool):
@@ -280,6 +303,8 @@ class _Loader:
                     self.fail(f"{ep}.{iname}", f"unknown interface {iname!r}")
                 fairness[ename][iname] = self.rate(rate, f"{ep}.{iname}")
         target_factor = self.number(m.get("target_factor", 1.0), f"{path}.target_factor", 0.0, 1.0)
+        if target_factor <= 0:
+            self.fail(f"{path}.target_factor", "must be above 0 (T_j = factor · Σ_i M(i, j))")
         targets: dict[str, float] = {}
         for ename, rate in self.mapping(m.get("targets", {}) or {}, f"{path}.targets").items():
             if ename not in ifs:
@@ -289,6 +314,8 @@ class _Loader:
                 self.fail(f"{path}.targets.{ename}", "target above the interface capacity")
         for ename, col in fairness.items():
             total = sum(col.values())
+            if total <= 0:
+                self.fail(f"{path}.fairness.{ename}", "entries sum to 0: a managed egress needs a positive share")
             limit = targets.get(ename, ifs[ename].capacity)
             if total > limit * (1 + 1e-9):
                 what = "target" if ename in targets else "capacity"
@@ -308,9 +335,10 @@ class _Loader:
                 ipaddress.ip_network(str(rm["prefix"]), strict=True)
             except ValueError as e:
                 self.fail(f"{rp}.prefix", f"bad prefix: {e}")
-            if rm["interface"] not in ifs:
-                self.fail(f"{rp}.interface", f"unknown interface {rm['interface']!r}")
-            routes.append(Route(str(rm["prefix"]), str(rm["interface"])))
+            iface = self.name(rm["interface"], f"{rp}.interface")
+            if iface not in ifs:
+                self.fail(f"{rp}.interface", f"unknown interface {iface!r}")
+            routes.append(Route(str(rm["prefix"]), iface))
         return Node(name, ifs, fairness, target_factor, targets, tuple(routes))
 
     def check_peers(self, nodes: dict[str, Node]) -> None:
@@ -335,6 +363,8 @@ class _Loader:
         nn, ii = attach.split(".")
         if nn not in nodes or ii not in nodes[nn].interfaces:
             self.fail(f"{path}.attach", f"unknown interface {attach!r}")
+        if nodes[nn].interfaces[ii].peer is not None:
+            self.fail(f"{path}.attach", f"{attach} links to {nodes[nn].interfaces[ii].peer}: hosts attach to local interfaces")
         try:
             ipaddress.ip_interface(str(m["address"]))
         except ValueError as e:
@@ -350,7 +380,7 @@ class _Loader:
     def stream(self, raw: Any, path: str, nodes: dict[str, Node]) -> Stream:
         m = self.mapping(raw, path)
         self.check_keys(
-            m, path, {"name", "path", "demand", "r", "f", "start", "stop", "packet_size", "labelled"}, {"name", "path", "demand"}
+            m, path, {"name", "path", "demand", "r", "f", "rf", "start", "stop", "packet_size", "labelled"}, {"name", "path", "demand"}
         )
         hops = []
         if not isinstance(m["path"], list) or not m["path"]:
@@ -359,22 +389,36 @@ class _Loader:
             hp = f"{path}.path[{k}]"
             hm = self.mapping(h, hp)
             self.check_keys(hm, hp, {"node", "ingress", "egress"}, {"node", "ingress", "egress"})
-            node = nodes.get(str(hm["node"]))
+            node = nodes.get(self.name(hm["node"], f"{hp}.node", "a node name"))
             if node is None:
                 self.fail(f"{hp}.node", f"unknown node {hm['node']!r}")
+            ends = {}
             for role in ("ingress", "egress"):
-                if hm[role] not in node.interfaces:
-                    self.fail(f"{hp}.{role}", f"unknown interface {hm[role]!r} on node {node.name!r}")
-            hops.append(Hop(node.name, str(hm["ingress"]), str(hm["egress"])))
+                ends[role] = self.name(hm[role], f"{hp}.{role}")
+                if ends[role] not in node.interfaces:
+                    self.fail(f"{hp}.{role}", f"unknown interface {ends[role]!r} on node {node.name!r}")
+            if ends["egress"] not in node.fairness:
+                # the data plane bypasses FFS toward an egress without a column: no FFS allocation
+                self.fail(f"{hp}.egress", f"node {node.name!r} has no fairness column for egress {ends['egress']!r}")
+            hops.append(Hop(node.name, ends["ingress"], ends["egress"]))
         for k in range(1, len(hops)):
             prev = nodes[hops[k - 1].node].interfaces[hops[k - 1].egress]
             if prev.peer != f"{hops[k].node}.{hops[k].ingress}":
                 self.fail(f"{path}.path[{k}]", f"does not follow hop {k - 1}: its egress links to {prev.peer!r}")
         demand = self.positive_rate(m["demand"], f"{path}.demand")
         r = self.positive_rate(m["r"], f"{path}.r") if "r" in m else demand
-        f = self.positive_rate(m["f"], f"{path}.f") if "f" in m else r
+        if "rf" in m:
+            if "f" in m:
+                self.fail(f"{path}.rf", "give the fair-share label f or the relative label rf, not both")
+            rf = self.number(m["rf"], f"{path}.rf", 0.0)
+            if not 0 < rf < math.inf:
+                self.fail(f"{path}.rf", f"must be a positive finite ratio, got {m['rf']!r}")
+            f = r / rf
+        else:
+            f = self.positive_rate(m["f"], f"{path}.f") if "f" in m else r
         start = self.number(m.get("start", 0.0), f"{path}.start", 0.0)
         stop = self.number(m["stop"], f"{path}.stop", start) if m.get("stop") is not None else None
         size = int(self.number(m.get("packet_size", 1250), f"{path}.packet_size", 28, 9216))
         labelled = self.boolean(m.get("labelled", True), f"{path}.labelled")
-        return Stream(str(m["name"]), tuple(hops), demand, r, f, start, stop, size, labelled)
+        name = self.name(m["name"], f"{path}.name", "a stream name")
+        return Stream(name, tuple(hops), demand, r, f, start, stop, size, labelled)
