@@ -66,60 +66,111 @@ def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval,
 
 @main.command("replay")
 @click.argument("topology", type=click.Path(dir_okay=False))
-@click.option("--duration", type=float, default=None, help="Virtual seconds (default: the topology's duration, else 1).")
+@click.option("--duration", type=float, default=None, help="Virtual seconds (default: the topology's duration, else 1; with --pcap: the capture's length).")
 @click.option("--period-ms", default=5.0, show_default=True, help="Agent period in virtual time.")
 @click.option("--seed", default=None, type=int, help="Random seed (default: the topology's).")
 @click.option("--poisson", is_flag=True, help="Poisson arrivals instead of constant spacing.")
 @click.option("--no-agent", is_flag=True, help="Run without the tau loop (tau stays infinite: no drops).")
+@click.option("--pcap", "pcap_file", type=click.Path(dir_okay=False), default=None,
+              help="Replay this capture (classic pcap, Ethernet) instead of the topology's streams.")
+@click.option("--ingress", default=None, metavar="NODE.IFACE", help="With --pcap: where the frames enter.")
+@click.option("--line-rate", default=None, metavar="RATE", help="With --pcap: re-time the frames back to back at RATE.")
+@click.option("--speed", default=1.0, show_default=True, help="With --pcap: play the capture this many times faster.")
+@click.option("--engine", type=click.Choice(["auto", "c", "python"]), default="auto", show_default=True,
+              help="Pipeline: compiled (c), the Python reference, or c when built.")
 @click.option("--json", "as_json", is_flag=True)
-@one_line_errors(TopologyError, DriverError, ValueError, exit_code=EXIT_USAGE)
-def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, as_json) -> None:
-    """Run TOPOLOGY's streams through the software switch in virtual time, agents in the loop,
-    and compare the delivered rates with the exact FFS allocation."""
+@one_line_errors(TopologyError, DriverError, ValueError, OSError, RuntimeError, exit_code=EXIT_USAGE)
+def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file, ingress, line_rate, speed, engine,
+               as_json) -> None:
+    """Run TOPOLOGY's streams (or a pcap) through the software switch in virtual time, agents in the
+    loop, and compare the delivered rates with the exact FFS allocation."""
     from ffs.agent.core import Agent
     from ffs.allocator import allocate
     from ffs.driver.model import LocalDriver
     from ffs.switch import trace
-    from ffs.switch.pipeline import Pipeline
+    from ffs.switch.fast import FastPipeline, new_pipeline
+    from ffs.units import parse_rate
 
     topo = load(topology)
-    if not topo.streams:
-        raise CliError(f"{topology}: no streams to replay", EXIT_USAGE)
-    duration = duration or topo.duration or 1.0
     seed = topo.seed if seed is None else seed
-    pipes = {n: Pipeline(seed + k) for k, n in enumerate(sorted(topo.nodes))}
+    pipes = {n: new_pipeline(seed + k, engine) for k, n in enumerate(sorted(topo.nodes))}
+    kind = "c" if all(isinstance(p, FastPipeline) for p in pipes.values()) else "python"
     agents = {n: Agent(LocalDriver(p), topo, n) for n, p in pipes.items()}
     for a in agents.values():
         a.install()
-
-    def on_period(now_ns: int):
-        if no_agent:
-            return None
-        return {n: [(e.egress, e.tau, e.congested) for e in a.step(now_ns / 1e9).egresses] for n, a in agents.items()}
-
     t0 = time.monotonic()
-    res = trace.run(topo, pipes, duration, period_s=period_ms / 1e3, on_period=on_period, seed=seed, poisson=poisson)
+    if pcap_file is not None:
+        out = _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate and parse_rate(line_rate), speed,
+                           duration, period_ms / 1e3, no_agent)
+    else:
+        if ingress or line_rate:
+            raise CliError("--ingress and --line-rate go with --pcap", EXIT_USAGE)
+        if not topo.streams:
+            raise CliError(f"{topology}: no streams to replay", EXIT_USAGE)
+        duration = duration or topo.duration or 1.0
+
+        def on_period(now_ns: int):
+            if no_agent:
+                return None
+            return {n: [(e.egress, e.tau, e.congested) for e in a.step(now_ns / 1e9).egresses] for n, a in agents.items()}
+
+        res = trace.run(topo, pipes, duration, period_s=period_ms / 1e3, on_period=on_period, seed=seed, poisson=poisson)
+        exact = allocate(topo)
+        window = (duration / 2, duration)
+        rows = []
+        for s in exact.streams:
+            got = res.rate_bps(s.name, *window)
+            rows.append({"stream": s.name, "demand": s.demand, "exact": s.rate, "measured": got,
+                         "error": (got - s.rate) / s.rate if s.rate else 0.0})
+        out = {"duration_s": duration, "packets": res.packets, "window_s": list(window), "streams": rows}
     wall = time.monotonic() - t0
-    exact = allocate(topo)
-    window = (duration / 2, duration)
-    rows = []
-    for s in exact.streams:
-        got = res.rate_bps(s.name, *window)
-        rows.append({"stream": s.name, "demand": s.demand, "exact": s.rate, "measured": got,
-                     "error": (got - s.rate) / s.rate if s.rate else 0.0})
-    out = {"duration_s": duration, "packets": res.packets, "wall_s": wall, "packets_per_s": res.packets / wall,
-           "window_s": list(window), "streams": rows,
-           "tau": {f"{n}.{e}": a.taus[e].tau for n, a in agents.items() for e in a.taus}}
+    out.update({"engine": kind, "wall_s": wall, "packets_per_s": out["packets"] / wall if wall > 0 else 0.0,
+                "tau": {f"{n}.{e}": a.taus[e].tau for n, a in agents.items() for e in a.taus}})
     if as_json:
         return dump_json(out)
-    t = Table(title=f"{topo.name}: delivered rates over the second half of {duration:g} s (virtual)")
-    for col in ("stream", "demand", "exact FFS", "measured", "error"):
+    t = Table(title=f"{topo.name}: delivered rates over [{out['window_s'][0]:g}, {out['window_s'][1]:g}) s (virtual)")
+    cols = ("stream", "demand", "exact FFS", "measured", "error") if pcap_file is None else ("stream", "offered", "accepted", "dropped")
+    for col in cols:
         t.add_column(col, justify="left" if col == "stream" else "right")
-    for r in rows:
-        t.add_row(r["stream"], format_rate(r["demand"]), format_rate(r["exact"]), format_rate(r["measured"]), f"{100 * r['error']:+.2f} %")
+    for r in out["streams"]:
+        if pcap_file is None:
+            t.add_row(r["stream"], format_rate(r["demand"]), format_rate(r["exact"]), format_rate(r["measured"]),
+                      f"{100 * r['error']:+.2f} %")
+        else:
+            t.add_row(r["stream"], format_rate(r["offered"]), format_rate(r["accepted"]), str(r["dropped"]))
     Console().print(t)
     click.echo("tau: " + ", ".join(f"{k} = {v:.4f}" for k, v in out["tau"].items()))
-    click.echo(f"{res.packets} packets in {wall:.1f} s ({res.packets / wall:,.0f} packets/s)")
+    click.echo(f"{out['packets']} packets in {wall:.1f} s ({out['packets_per_s']:,.0f} packets/s, engine {kind})")
+
+
+def _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate_bps, speed, duration, period_s, no_agent) -> dict:
+    """A capture into one node's interface; the node's agent steps every period (frames that leave
+    toward another node are counted there, not forwarded)."""
+    from ffs.switch import trace
+
+    if not ingress or "." not in ingress:
+        raise CliError("--pcap needs --ingress NODE.IFACE", EXIT_USAGE)
+    node, iface = ingress.split(".", 1)
+    if node not in topo.nodes or iface not in topo.nodes[node].interfaces:
+        raise CliError(f"--ingress {ingress}: no such node interface in {topo.name}", EXIT_USAGE)
+    if not speed > 0:
+        raise CliError("--speed must be positive", EXIT_USAGE)
+    port = topo.nodes[node].interfaces[iface].port
+    arrivals = list(trace.pcap_arrivals(pcap_file, port, line_rate_bps=line_rate_bps, speed=speed))
+    if not arrivals:
+        raise CliError(f"{pcap_file}: no frames", EXIT_USAGE)
+    last = arrivals[-1].t_s
+    duration = duration or (last + period_s)
+    agent = agents[node]
+    on_period = None if no_agent else (lambda now_ns, drv: agent.step(now_ns / 1e9).egresses and None)
+    res = trace.replay(pipes[node], arrivals, duration, period_s=period_s, on_period=on_period)
+    rows = []
+    for s in sorted(res.sent):
+        offered = sum(len(a.frame) for a in arrivals if a.stream == s and a.t_s < duration) * 8 / duration
+        rows.append({"stream": s, "packets": res.sent[s], "offered": offered, "accepted": res.rate_bps(s, 0, duration),
+                     "dropped": sum(res.dropped[s].values()), "drop_reasons": res.dropped[s]})
+    return {"duration_s": duration, "packets": res.packets, "window_s": [0.0, duration], "streams": rows,
+            "egress_bps": {str(p): float(v.sum()) * 8 / duration for p, v in sorted(res.egress.items())}}
 
 
 if __name__ == "__main__":

@@ -100,7 +100,10 @@ class MatchTable:
                 group = groups.setdefault(masks, {})
                 if vals not in group or rank < group[vals][0]:  # same value/mask, several priorities
                     group[vals] = (rank, e)
-            self._index = (list(groups.items()), ranges)
+            if len(self.spec.keys) == 1 and not ranges:  # every FFS ternary table: no tuples per probe
+                self._index = [(m[0], {v[0]: hit for v, hit in g.items()}) for m, g in groups.items()]
+            else:
+                self._index = (list(groups.items()), ranges)
 
     def _match(self, values: tuple[int, ...]) -> ActionResult:
         idx = self._index
@@ -116,6 +119,14 @@ class MatchTable:
                     return hit
             return self._default
         # BF-RT: the lowest $MATCH_PRIORITY wins; among equal priorities the older entry
+        if isinstance(idx, list):  # one key field
+            v = values[0]
+            found: tuple[tuple[int, int], _Entry] | None = None
+            for mask, table in idx:
+                hit = table.get(v & mask)
+                if hit is not None and (found is None or hit[0] < found[0]):
+                    found = hit
+            return (found[1].action, found[1].params) if found else self._default
         groups, ranges = idx
         best: tuple[tuple[int, int], _Entry] | None = None
         for masks, table in groups:

@@ -1,25 +1,35 @@
-"""Trace mode: the software switch on synthetic traffic in virtual time.
+"""Trace mode: the software switch on synthetic traffic or a pcap in virtual time.
 
-Streams of a topology (rate, packet size, start and stop, labels) become packets with arrival
+`run`: streams of a topology (rate, packet size, start and stop, labels) become packets with arrival
 times (constant spacing with a random phase, or Poisson), merged in time order and run through one
 Pipeline per node; a packet leaving an egress that is linked to another node enters that node at
-the same instant (FFS drops before the queue, so no queue is modelled). Every control period of
+the same instant (FFS drops before the queue, so no queue is modelled unless `queues` puts FIFOs
+behind egresses, as the baselines need). Every control period of
 virtual time, `on_period(now_ns)` runs (the agents' step). Everything is deterministic for a seed.
+With FastPipelines (and no CSFQ baseline) the packet loop runs in C, with identical results.
+
+`replay`: any time-ordered frames (`stream_arrivals`, `merge`, `pcap_arrivals`) through one
+pipeline, `on_period(now_ns, driver)` every period, per-stream accepted bytes per time bin.
 """
 
 from __future__ import annotations
 
 import heapq
 import ipaddress
+import math
 import random
+import struct
 from dataclasses import dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
 from ffs import constants as C
 from ffs.frames import ipv4_frame, shim
+from ffs.driver.base import Driver
 from ffs.labels import encode
+from ffs.switch.fast import FastPipeline
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import Stream, Topology
 
@@ -149,7 +159,11 @@ def run(
             if i.peer:
                 pn, pi = i.peer.split(".")
                 links[(n.name, i.port)] = (pn, topo.nodes[pn].interfaces[pi].port)
-    gens = [_arrivals(s, random.Random(rng.random()), poisson, jitter) for s in streams]
+    stream_rngs = [random.Random(rng.random()) for _ in streams]
+    if csfq is None and all(isinstance(p, FastPipeline) for p in pipelines.values()):
+        return _run_compiled(streams, stream_rngs, pipelines, links, queues or {}, res, duration_s, period_s,
+                             on_period, poisson, jitter, bin_s, progress, start_s)
+    gens = [_arrivals(s, r, poisson, jitter) for s, r in zip(streams, stream_rngs)]
     heap: list[tuple[float, int]] = []
     for k, g in enumerate(gens):
         t = next(g, None)
@@ -204,3 +218,237 @@ def run(
             res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
         next_period += period_s
     return res
+
+
+def _run_compiled(streams: list[TraceStream], stream_rngs: list[random.Random], pipelines: dict[str, Pipeline],
+                  links: dict[tuple[str, int], tuple[str, int]], queues: dict[tuple[str, int], EgressQueue],
+                  res: TraceResult, duration_s: float, period_s: float, on_period, poisson: bool, jitter: bool,
+                  bin_s: float, progress, start_s: float) -> TraceResult:
+    """The loop of `run` in C (`_fastpath.Trace`), packet for packet the same: the same arrival
+    times from the same generators, the same order, the same pipelines, links and queues. Control
+    returns here at every period boundary for `on_period`."""
+    from ffs.switch import _fastpath
+
+    names = list(pipelines)
+    index = {n: i for i, n in enumerate(names)}
+    pipes = [pipelines[n] for n in names]
+    qkeys = [k for k in queues if k[0] in index]
+    tr = _fastpath.Trace(
+        tuple(p.engine for p in pipes),  # type: ignore[attr-defined]
+        [(index[s.node], s.ingress_port, s.frame, s.ip_len, s.ip_len * 8 / s.rate_bps, s.start_s, s.stop_s,
+          r.getstate()[1], res.delivered[s.name]) for s, r in zip(streams, stream_rngs)],
+        [(index[a], ap, index[b], bp) for (a, ap), (b, bp) in links.items() if a in index and b in index],
+        [(index[n], port, q.rate_bps, q.buffer_bytes, q.backlog, q.last_s, q.drops, q.delay_sum_s, q.delay_n)
+         for (n, port), q in ((k, queues[k]) for k in qkeys)],
+        1 if poisson else 2 if jitter else 0, start_s, bin_s,
+    )
+
+    def sync_out() -> None:
+        packets, sent, dropped = tr.counts()
+        res.packets = packets
+        for s, a, b in zip(streams, sent, dropped):
+            res.sent[s.name], res.dropped[s.name] = a, b
+        for k, (backlog, last_s, drops, delay_sum_s, delay_n) in zip(qkeys, tr.queue_states()):
+            q = queues[k]
+            q.backlog, q.last_s, q.drops, q.delay_sum_s, q.delay_n = backlog, last_s, drops, delay_sum_s, delay_n
+
+    next_period = period_s
+    while True:
+        for p in pipes:
+            p.sync()  # type: ignore[attr-defined]  # control writes since the last period
+        top = tr.run_until(next_period if next_period <= duration_s else math.inf)
+        if top is None:
+            break
+        sync_out()
+        while top >= next_period and next_period <= duration_s:
+            if on_period is not None:
+                res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
+            next_period += period_s
+        if progress is not None:
+            progress(top)
+    sync_out()
+    while next_period <= duration_s + 1e-12:
+        if on_period is not None:
+            res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
+        next_period += period_s
+    return res
+
+
+# --- one pipeline, any frames: synthetic arrivals or a pcap ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One frame entering the pipeline at virtual time `t_s` on `port`; `stream` names whose it is
+    (for the per-stream accounting of the result)."""
+
+    t_s: float
+    port: int
+    frame: bytes
+    stream: str = ""
+
+
+@dataclass
+class ReplayResult:
+    bin_s: float
+    accepted: dict[str, np.ndarray]  # stream -> frame bytes (as they arrived) forwarded, per bin
+    egress: dict[int, np.ndarray]  # egress port -> frame bytes (as they left) per bin
+    sent: dict[str, int]
+    dropped: dict[str, dict[str, int]]  # stream -> drop reason -> packets
+    packets: int = 0
+    periods: list[dict] = field(default_factory=list)
+
+    def rate_bps(self, stream: str, t0: float, t1: float) -> float:
+        a, b = int(round(t0 / self.bin_s)), int(round(t1 / self.bin_s))
+        return float(self.accepted[stream][a:b].sum()) * 8 / (t1 - t0)
+
+
+def replay(
+    pipeline: Pipeline,
+    arrivals: Iterable[Arrival],
+    duration_s: float,
+    *,
+    period_s: float = 0.01,
+    on_period: Callable[[int, Driver], object] | None = None,
+    driver: Driver | None = None,
+    bin_s: float = 0.01,
+    start_s: float = 0.0,
+) -> ReplayResult:
+    """Feed time-ordered arrivals in [0, duration_s) through one pipeline. Every `period_s` of
+    virtual time, `on_period(now_ns, driver)` runs first (the agent's step; `driver` defaults to a
+    LocalDriver of the pipeline). The pipeline sees times start_s + t."""
+    from ffs.driver.model import LocalDriver
+
+    drv = driver if driver is not None else LocalDriver(pipeline)
+    nbins = int(np.ceil(duration_s / bin_s)) + 1
+    res = ReplayResult(bin_s, {}, {}, {}, {})
+    next_period = period_s
+    last_t = -math.inf
+    process = pipeline.process
+    for a in arrivals:
+        t = a.t_s
+        if t < last_t:
+            raise ValueError(f"arrivals must be in time order ({t} after {last_t})")
+        if t >= duration_s:
+            break
+        last_t = t
+        while t >= next_period and next_period <= duration_s:
+            if on_period is not None:
+                res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9), drv)})
+            next_period += period_s
+        acc = res.accepted.get(a.stream)
+        if acc is None:
+            acc = res.accepted[a.stream] = np.zeros(nbins)
+            res.sent[a.stream] = 0
+            res.dropped[a.stream] = {}
+        res.sent[a.stream] += 1
+        res.packets += 1
+        r = process(a.frame, a.port, int((start_s + t) * 1e9))
+        b = int(t / bin_s)
+        if r.egress_port is None:
+            d = res.dropped[a.stream]
+            d[r.drop_reason] = d.get(r.drop_reason, 0) + 1
+            continue
+        acc[b] += len(a.frame)
+        eg = res.egress.get(r.egress_port)
+        if eg is None:
+            eg = res.egress[r.egress_port] = np.zeros(nbins)
+        eg[b] += len(r.frame)
+    while next_period <= duration_s + 1e-12:
+        if on_period is not None:
+            res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9), drv)})
+        next_period += period_s
+    return res
+
+
+def stream_arrivals(port: int, frame: bytes, rate_bps: float, start_s: float, stop_s: float, *, stream: str = "",
+                    seed: int = 1, poisson: bool = False) -> Iterator[Arrival]:
+    """A stream of one frame repeated at `rate_bps` (of frame bytes), constant spacing with a
+    random phase or Poisson; merge several with `merge`."""
+    rng = random.Random(seed)
+    gap = len(frame) * 8 / rate_bps
+    t = start_s + rng.random() * gap
+    while t < stop_s:
+        yield Arrival(t, port, frame, stream)
+        t += rng.expovariate(1 / gap) if poisson else gap
+
+
+def merge(*streams: Iterable[Arrival]) -> Iterator[Arrival]:
+    """Time-ordered merge (ties: the stream given first)."""
+    return heapq.merge(*streams, key=lambda a: a.t_s)
+
+
+PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1000), b"\xa1\xb2\xc3\xd4": (">", 1000),  # µs: ns per unit
+              b"\x4d\x3c\xb2\xa1": ("<", 1), b"\xa1\xb2\x3c\x4d": (">", 1)}  # ns
+LINKTYPE_ETHERNET = 1
+
+
+class PcapError(ValueError):
+    pass
+
+
+def read_pcap(path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """(timestamp in ns, frame) from a classic pcap file of Ethernet frames (µs or ns)."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+        if len(head) < 24:
+            raise PcapError(f"{path}: not a pcap file (too short)")
+        if head[:4] == b"\x0a\x0d\x0d\x0a":
+            raise PcapError(f"{path}: pcapng is not read here; convert it: editcap -F pcap IN OUT")
+        if head[:4] not in PCAP_MAGIC:
+            raise PcapError(f"{path}: not a pcap file (magic {head[:4].hex()})")
+        endian, unit = PCAP_MAGIC[head[:4]]
+        (linktype,) = struct.unpack(endian + "I", head[20:24])
+        if linktype & 0x0FFFFFFF != LINKTYPE_ETHERNET:
+            raise PcapError(f"{path}: link type {linktype}, only Ethernet (1) is replayed")
+        rec = struct.Struct(endian + "IIII")
+        while True:
+            h = f.read(16)
+            if not h:
+                return
+            if len(h) < 16:
+                raise PcapError(f"{path}: truncated record header")
+            sec, frac, incl, _orig = rec.unpack(h)
+            data = f.read(incl)
+            if len(data) < incl:
+                raise PcapError(f"{path}: truncated record")
+            yield sec * 1_000_000_000 + frac * unit, data
+
+
+def source_of(frame: bytes) -> str:
+    """The default stream of a frame: its IPv4/IPv6 source address ("-" for anything else)."""
+    off = 14
+    etype = frame[12:14]
+    if etype == b"\x81\x00" and len(frame) >= 18:
+        etype, off = frame[16:18], 18
+    if etype == b"\x08\x00" and len(frame) >= off + 20:
+        return str(ipaddress.IPv4Address(frame[off + 12 : off + 16]))
+    if etype == b"\x86\xdd" and len(frame) >= off + 40:
+        return str(ipaddress.IPv6Address(frame[off + 8 : off + 24]))
+    return "-"
+
+
+def pcap_arrivals(path: str | Path, port: int, *, line_rate_bps: float | None = None, speed: float = 1.0,
+                  stream_of: Callable[[bytes], str] = source_of) -> Iterator[Arrival]:
+    """A pcap's frames entering `port`, from virtual time 0. With `line_rate_bps` the frames are
+    re-timed back to back at that rate (each after the previous one's serialization, or its own
+    capture time divided by `speed` when later); otherwise at their capture times / `speed`."""
+    t0: int | None = None
+    free_at = 0.0
+    for ts, frame in read_pcap(path):
+        if t0 is None:
+            t0 = ts
+        t = (ts - t0) / 1e9 / speed
+        if line_rate_bps is not None:
+            t = max(t, free_at)
+            free_at = t + len(frame) * 8 / line_rate_bps
+        yield Arrival(t, port, frame, stream_of(frame))
+
+
+def write_pcap(path: str | Path, frames: Iterable[tuple[float, bytes]], epoch_s: int = 0) -> None:
+    """A classic pcap (ns timestamps from `epoch_s` on, Ethernet) of (seconds, frame) pairs."""
+    with open(path, "wb") as f:
+        f.write(b"\x4d\x3c\xb2\xa1" + struct.pack("<HHiIII", 2, 4, 0, 0, 65535, LINKTYPE_ETHERNET))
+        for t, frame in frames:
+            ns = epoch_s * 1_000_000_000 + round(t * 1e9)
+            f.write(struct.pack("<IIII", ns // 10**9, ns % 10**9, len(frame), len(frame)) + frame)
