@@ -135,6 +135,50 @@ def test_insert_then_strip_restores_the_frame():
     assert res2.frame == plain
 
 
+INSERT_CASES = {
+    "ipv4": lambda ip_len, ffs: ipv4_frame("10.0.1.1", DST, ip_len, ffs),
+    "ipv4-options": lambda ip_len, ffs: ipv4_frame("10.0.1.1", DST, ip_len, ffs, options=bytes([7, 11, 4]) + bytes(9)),
+    "ipv4-vlan": lambda ip_len, ffs: ipv4_frame("10.0.1.1", DST, ip_len, ffs, vlan=42),
+    "ipv6": lambda ip_len, ffs: ipv6_frame("fc00::1", "fd00::9", ip_len, ffs),
+    "ipv6-vlan": lambda ip_len, ffs: ipv6_frame("fc00::1", "fd00::9", ip_len, ffs, vlan=7),
+}
+
+
+@pytest.mark.parametrize("case", INSERT_CASES)
+def test_insert_and_strip_byte_exact(case):
+    """Spec §2: the inserted shim sits right after the IP header (options included), carries
+    version 1, flag D, the old protocol, rf_out, rri = ∞ and rri_echo = 0; lengths grow by 8 and the
+    IPv4 checksum is recomputed. Stripping gives the original bytes back."""
+    make = INSERT_CASES[case]
+    r = rig(insert=1)
+    r.set_pair(lm_for(C.CODE_ONE, encode(0.75), 500))  # the default label normalizes to 0.75
+    plain = make(500, None)
+    out = r.send(plain).frame
+    expected = make(508, shim(encode(0.75), C.FLAG_DEFAULTED, 17, C.CODE_MAX, 0))
+    assert out == expected
+    if case.startswith("ipv4"):  # scapy recomputes the checksum independently
+        pkt = Ether(out)
+        got = pkt[IP].chksum
+        del pkt[IP].chksum
+        assert Ether(bytes(pkt))[IP].chksum == got and pkt[IP].len == 508
+    r.driver.write([Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
+    assert r.send(out, port=2).frame == plain  # port 2 -> OUT is not a pair: only the strip acts
+    acc = r.driver.read_counters(N.ACCEPTED.name, [OUT])[OUT]
+    assert (acc.packets, acc.bytes) == (2, 2 * len(expected))  # A_j counts frames as egress sees them
+
+
+def test_checksum_untouched_unless_the_header_changes():
+    """A rewritten label changes the shim only: the IPv4 header, even with a wrong checksum, keeps
+    its bytes (the deparser recomputes only when insert/strip changed the header)."""
+    r = rig()
+    r.set_pair(lm_for(encode(0.5), encode(0.25)))
+    f = bytearray(labelled(encode(0.5)))
+    f[24:26] = b"\xbe\xef"  # a wrong checksum passes through as it came
+    out = r.send(bytes(f)).frame
+    assert out[:34] == bytes(f[:34])
+    assert out[36:38] == encode(0.25).to_bytes(2, "big")  # while the label was rewritten
+
+
 # --- normalization, γ, rewrite (Algorithm 3) -------------------------------------------------
 
 
