@@ -1,9 +1,10 @@
 """Benchmark of the software switch: packets per second per core in trace mode (virtual time, the
-Table II workload at 15 Gb/s with the agent in the loop) and in live mode over veth (a UDP flood
-through `ffs-switch run` between two namespaces). Prints a JSON report; docs/benchmarks.md
-records the numbers with the command that made them.
+Table II workload at 15 Gb/s and the two-node chain, agents in the loop) with the compiled engine
+and the Python reference, `Pipeline.process` called per frame from Python, and live mode over
+veth (a UDP flood through `ffs-switch run` between two namespaces). Prints a JSON report;
+docs/benchmarks.md records the numbers with the command that made them.
 
-    python bench/bench_switch.py [--trace-seconds 0.3] [--live-seconds 5] [--no-live]
+    python bench/bench_switch.py [--trace-seconds 1] [--python-seconds 0.1] [--live-seconds 5] [--no-live]
 """
 
 from __future__ import annotations
@@ -22,24 +23,64 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def trace_bench(seconds: float) -> dict:
+def trace_bench(engine: str, topology: str, seconds: float) -> dict:
+    """trace.run over a topology with the agents stepping every 5 ms of virtual time."""
     from ffs.agent.core import Agent
     from ffs.driver.model import LocalDriver
     from ffs.switch import trace
-    from ffs.switch.pipeline import Pipeline
+    from ffs.switch.fast import new_pipeline
     from ffs.topology import load
 
-    topo = load(ROOT / "topologies" / "table2.yaml")
-    p = Pipeline(1)
-    agent = Agent(LocalDriver(p), topo, "n")
-    agent.install()
+    topo = load(ROOT / "topologies" / f"{topology}.yaml")
+    pipes = {n: new_pipeline(1 + k, engine) for k, n in enumerate(sorted(topo.nodes))}
+    agents = [Agent(LocalDriver(p), topo, n) for n, p in pipes.items()]
+    for a in agents:
+        a.install()
+
+    def on_period(ns: int) -> None:
+        for a in agents:
+            a.step(ns / 1e9)
+
     t0 = time.process_time()
     w0 = time.perf_counter()
-    res = trace.run(topo, {"n": p}, seconds, period_s=0.005, on_period=lambda ns: agent.step(ns / 1e9), seed=1)
+    res = trace.run(topo, pipes, seconds, period_s=0.005, on_period=on_period, seed=1)
     cpu = time.process_time() - t0
     wall = time.perf_counter() - w0
-    return {"workload": "table2 at 15 Gb/s, 1250 B, agent every 5 ms", "virtual_s": seconds, "packets": res.packets,
-            "cpu_s": round(cpu, 2), "packets_per_cpu_s": round(res.packets / cpu), "wall_s": round(wall, 2)}
+    hops = sum(len(s.path) for s in topo.streams) / len(topo.streams)
+    return {"engine": engine, "workload": f"{topology}: {len(topo.streams)} streams, {len(pipes)} node(s), "
+            f"1250 B, agents every 5 ms", "virtual_s": seconds, "packets": res.packets,
+            "mean_hops": round(hops, 2), "cpu_s": round(cpu, 2), "packets_per_cpu_s": round(res.packets / cpu),
+            "wall_s": round(wall, 2)}
+
+
+def process_bench(engine: str, packets: int) -> dict:
+    """Pipeline.process called from Python per frame (what live mode does), FFS path, γ < 1."""
+    from ffs import tables as T
+    from ffs.driver.base import Exact, LpfSpec, Lpm, TableEntry, Update
+    from ffs.driver.model import LocalDriver
+    from ffs.frames import ipv4_frame, shim
+    from ffs import constants as C
+    from ffs import p4names as N
+    from ffs.switch.fast import new_pipeline
+
+    p = new_pipeline(1, engine)
+    d = LocalDriver(p)
+    d.write(T.static_updates() + [
+        Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 1, "insert": 0})),
+        Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
+        Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 0, "lm": 3000})),
+        Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress", T.egress_params(1.5, True, 0.9))),
+    ])
+    d.set_lpf_spec(N.F_LPF.name, [0], LpfSpec("RATE", 1e6, 1e6, 4))
+    frame = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(0x8100, C.FLAG_RI))
+    process = p.process
+    t0 = time.process_time()
+    kept = 0
+    for i in range(packets):
+        kept += process(frame, 1, i * 700).egress_port is not None
+    cpu = time.process_time() - t0
+    return {"engine": engine, "workload": "one 1250 B labelled frame per call, trusted port, managed pair",
+            "packets": packets, "forwarded": kept, "cpu_s": round(cpu, 2), "packets_per_cpu_s": round(packets / cpu)}
 
 
 def live_bench(seconds: float) -> dict:
@@ -74,14 +115,17 @@ def live_bench(seconds: float) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--trace-seconds", type=float, default=0.3)
+    ap.add_argument("--trace-seconds", type=float, default=1.0, help="virtual seconds, compiled engine")
+    ap.add_argument("--python-seconds", type=float, default=0.1, help="virtual seconds, Python reference")
     ap.add_argument("--live-seconds", type=float, default=5.0)
     ap.add_argument("--no-live", action="store_true")
     a = ap.parse_args()
     report = {
         "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                     "python": platform.python_version()},
-        "trace": trace_bench(a.trace_seconds),
+        "trace": [trace_bench("c", "table2", a.trace_seconds), trace_bench("c", "chain", a.trace_seconds),
+                  trace_bench("python", "table2", a.python_seconds)],
+        "process": [process_bench("c", 300_000), process_bench("python", 30_000)],
     }
     if not a.no_live:
         report["live"] = live_bench(a.live_seconds)
