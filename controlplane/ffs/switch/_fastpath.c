@@ -441,11 +441,15 @@ static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns)
     if (e->lpf_seen[index]) {
         int64_t dt = t_ns - e->lpf_last[index];
         if (dt < 0) dt = 0;
-        int sample = e->lpf_kind[index] == 1;
-        int rising = sample ? ((double)x > y) : 1;
-        double tc = rising ? e->lpf_gain[index] : e->lpf_decay[index];
-        double a = tc > 0 ? exp((double)(-dt) / tc) : 0.0;
-        y = sample ? y * a + (double)x * (1.0 - a) : y * a + (double)x;
+        if (e->lpf_kind[index] == 1) { /* SAMPLE */
+            double tc = (double)x > y ? e->lpf_gain[index] : e->lpf_decay[index];
+            double a = tc > 0 ? exp((double)(-dt) / tc) : 0.0;
+            y = y * a + (double)x * (1.0 - a);
+        } else { /* RATE: the decay constant (spec §8) */
+            double tc = e->lpf_decay[index];
+            double a = tc > 0 ? exp((double)(-dt) / tc) : 0.0;
+            y = y * a + (double)x;
+        }
     } else {
         y = (double)x;
         e->lpf_seen[index] = 1;

@@ -316,10 +316,11 @@ class Register:
 class Lpf:
     """Per-index low-pass filter (docs/spec.md §8).
 
-    RATE: y <- y·e^(-dt/τ) + x, a leaky integrator whose output for a steady input rate ρ (units per
-    ns) approaches ρ·τ. SAMPLE: y <- y·e^(-dt/τ) + x·(1 - e^(-dt/τ)), an average of the samples.
-    τ is the gain constant while the input pushes the output up and the decay constant otherwise.
-    Output: min(floor(y) >> s, 2^32 - 1).
+    RATE: y <- y·e^(-dt/τ) + x with τ the decay constant (spec §8), a leaky integrator whose output
+    for a steady input rate ρ (units per ns) approaches ρ·τ. SAMPLE: y <- y·e^(-dt/τ) +
+    x·(1 - e^(-dt/τ)), an average of the samples, τ the gain constant while the input is above the
+    state and the decay constant otherwise. The first sample sets y = x. Output:
+    min(floor(y) >> s, 2^32 - 1).
     """
 
     def __init__(self, spec: N.Lpf) -> None:
@@ -343,10 +344,14 @@ class Lpf:
             dt = t_ns - self.last[index]
             if dt < 0:
                 dt = 0
-            rising = x > y if s.kind == "SAMPLE" else True
-            tc = s.gain_time_constant_ns if rising else s.decay_time_constant_ns
-            a = math.exp(-dt / tc) if tc > 0 else 0.0
-            y = y * a + (x if s.kind == "RATE" else x * (1.0 - a))
+            if s.kind == "SAMPLE":
+                tc = s.gain_time_constant_ns if x > y else s.decay_time_constant_ns
+                a = math.exp(-dt / tc) if tc > 0 else 0.0
+                y = y * a + x * (1.0 - a)
+            else:
+                tc = s.decay_time_constant_ns
+                a = math.exp(-dt / tc) if tc > 0 else 0.0
+                y = y * a + x
         else:
             y = float(x)
             self.seen[index] = 1
