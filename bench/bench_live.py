@@ -1,6 +1,7 @@
 """Live-mode throughput of the software switch over veth (root): how many packets per second
-`ffs-switch run` carries between namespaces, with the full FFS path, with forwarding only, and
-with no pipeline at all (the AF_PACKET loop's own ceiling).
+`ffs-switch run` carries between namespaces, with the full FFS path (on the compiled pipeline and on
+the Python reference), with forwarding only, and with no pipeline at all (the AF_PACKET loop's own
+ceiling).
 
 Two senders (h1, h2 of the dumbbell, `ffs.traffic send`, batched sendmmsg) offer 1250-byte UDP
 packets toward h3 at stepped rates; h3 has a bound socket that never reads, so nothing answers
@@ -48,6 +49,14 @@ open(sys.argv[1], "w").write("ready")
 import signal; signal.signal(signal.SIGTERM, lambda *_: sw.stop_event.set())
 sw.run(0.5)
 """
+# config "ffs-python": the full FFS path on the Python reference pipeline instead of the compiled one
+PY_SWITCH = r"""
+import logging, sys
+from ffs.switch.live import run_live
+logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                    format='ts=%(asctime)s level=%(levelname)s logger=%(name)s msg="%(message)s"')
+run_live({1: "p1", 2: "p2", 3: "p3"}, sys.argv[1], ready_file=sys.argv[2], stats_interval_s=0.5, engine="python")
+"""
 
 
 def last_stats(log: Path) -> tuple[float, dict[int, tuple[int, ...]]]:
@@ -80,19 +89,20 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
     topo_file.write_text((ROOT / "topologies" / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}"))
     rows = []
     with live_node(topo_file, work, agent=False, switch_args=["--stats-interval=0.5"]) as node:
-        if config == "io":  # replace the switch by the bare packet loop
-            node.procs[0].terminate()
-            node.procs[0].wait()
+        switch = node.procs[0]
+        if config in ("io", "ffs-python"):  # replace the switch by the bare packet loop / the Python engine
+            switch.terminate()
+            switch.wait()
             (work / "switch.log").unlink()
-            switch = node.spawn(["ip", "netns", "exec", node.plan.switch_ns, sys.executable, "-c", IO_SWITCH,
-                                 str(work / "io.ready")], log="switch.log")
-            while not (work / "io.ready").exists():
+            args = [IO_SWITCH, str(work / "alt.ready")] if config == "io" else \
+                [PY_SWITCH, node.switch_address, str(work / "alt.ready")]
+            switch = node.spawn(["ip", "netns", "exec", node.plan.switch_ns, sys.executable, "-c", *args], log="switch.log")
+            while not (work / "alt.ready").exists():
                 time.sleep(0.1)
-        else:
-            switch = node.procs[0]
+        if config != "io":
             drv = ModelDriver(node.switch_address)
             drv.connect(timeout_s=10)
-        if config == "ffs":  # every table of the node: shim inserted at p1/p2, stripped at p3; tau stays infinite
+        if config.startswith("ffs"):  # every table of the node: shim inserted at p1/p2, stripped at p3; tau stays infinite
             Agent(drv, node.topology, node.plan.node).install()
         elif config == "forward":  # routes only: the parser and forwarding, no pair (FFS bypassed)
             drv.write(route_updates(node.topology.nodes[node.plan.node]))
@@ -116,10 +126,12 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
             d = {port: [b - a for a, b in zip(s0[port], s1[port])] for port in s1}
             rx = (d[1][0] + d[2][0]) / dt
             kdrop = (d[1][4] + d[2][4]) / dt
-            row = {"offered_pps": round(pps), "received_pps": round(rx), "forwarded_pps": round(d[3][1] / dt),
+            arrived = rx + kdrop  # what reached the switch's ports (a starved sender may offer less)
+            row = {"offered_pps": round(pps), "arrived_pps": round(arrived), "received_pps": round(rx),
+                   "forwarded_pps": round(d[3][1] / dt),
                    "kernel_ring_drops_pps": round(kdrop), "pipeline_drops_pps": round((d[1][2] + d[2][2]) / dt),
                    "forwarded_mbps": round(d[3][1] * SIZE * 8 / dt / 1e6, 1),
-                   "loss": round(1 - d[3][1] / dt / pps, 4),
+                   "loss": round(1 - d[3][1] / dt / arrived, 4) if arrived else 0.0,
                    # the switch process's own CPU time: packets per CPU second hardly depends on what
                    # else the machine runs, unlike packets per second
                    "switch_cpu_share": round(cpu / seconds, 2),
@@ -134,7 +146,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rates", default="10k,20k,30k,40k,50k,60k,80k", help="offered packets/s (both senders together)")
     ap.add_argument("--seconds", type=float, default=3.0, help="measurement window per rate")
-    ap.add_argument("--configs", default="ffs,forward,io", help="ffs (full path), forward (routes only), io (no pipeline)")
+    ap.add_argument("--configs", default="ffs,ffs-python,forward,io",
+                    help="ffs (full path, compiled pipeline when built), ffs-python (full path, Python pipeline), "
+                         "forward (routes only), io (no pipeline)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("bench_live: needs root (network namespaces, veth pairs)", file=sys.stderr)

@@ -270,11 +270,14 @@ def _wait_control(address: str, program_id: str, timeout_s: float = 10.0) -> Non
 
 def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_file: str | None = None,
              stats_interval_s: float = 10.0, allow_remote: bool = False,
-             csfq_capacity: dict[int, float] | None = None) -> None:
+             csfq_capacity: dict[int, float] | None = None, engine: str = "auto") -> None:
+    """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast)."""
     from ffs.driver.base import DriverError
+    from ffs.switch.fast import new_pipeline
     from ffs.switch.server import serve
 
-    ctl = SwitchControl(Pipeline(seed))
+    pipeline = new_pipeline(seed, engine)
+    ctl = SwitchControl(pipeline)
     sw = LiveSwitch(ctl, ports, csfq_capacity=csfq_capacity or {})
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: sw.stop_event.set())
@@ -290,7 +293,8 @@ def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_f
             tmp = Path(ready_file).with_name(Path(ready_file).name + ".tmp")
             tmp.write_text(f"{os.getpid()}\n")
             os.replace(tmp, ready_file)
-        log.info("software switch running (control %s, program %s)", control_address, ctl.program_id)
+        log.info("software switch running (control %s, program %s, engine %s)", control_address, ctl.program_id,
+                 "python" if type(pipeline) is Pipeline else "c")
         sw.run(stats_interval_s)
     finally:
         if server is not None:
