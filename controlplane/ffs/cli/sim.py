@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import click
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ffs.allocator import allocate
 from ffs.cli.common import dump_json, one_line_errors
 from ffs.topology import TopologyError, load
 from ffs.units import format_rate
@@ -20,20 +21,26 @@ def main() -> None:
     """FFS simulation tools: the exact allocation (the oracle) and scenario runs."""
 
 
-@main.command("allocate")
+@main.command("allocate", short_help="The exact FFS allocation of a topology's streams (the oracle).")
 @click.argument("topology", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (infinities as null).")
 @one_line_errors(TopologyError, ValueError, OSError)
 def allocate_cmd(topology: str, as_json: bool) -> None:
-    """Compute the exact FFS allocation (Eq. 1-2, tau by Brent's method) of TOPOLOGY's streams."""
-    alloc = allocate(load(topology))
+    """Compute the exact FFS allocation of TOPOLOGY's streams: Eq. 1 per hop, Eq. 2 with tau per
+    congested egress by Brent's method, iterated across hops to a fixed point; RI (Algorithm 2) and
+    RRI (Algorithm 4, pre-gamma label) per hop."""
+    topo = load(topology)  # a bad file fails before scipy is imported
+    from ffs.allocator import allocate
+
+    alloc = allocate(topo)
     if as_json:
         dump_json(alloc.to_dict())
         return
-    console = Console()
-    t = Table(title="streams (per hop: f, rate in -> out, gamma, RI, RRI)")
+    # a terminal wraps to its width; a pipe or a file gets whole lines
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    t = Table(title="streams (per hop: f, rate in -> out, gamma, RI, RRI)", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("stream", "hop", "f", "rate in", "rate out", "gamma", "RI", "RRI"):
-        t.add_column(col, justify="right" if col not in ("stream", "hop") else "left")
+        t.add_column(col, justify="left" if col in ("stream", "hop") else "right", overflow="fold")
     for s in alloc.streams:
         for k, h in enumerate(s.hops):
             t.add_row(
@@ -47,13 +54,20 @@ def allocate_cmd(topology: str, as_json: bool) -> None:
                 "inf" if math.isinf(h.rri) else f"{h.rri:.4f}",
             )
     console.print(t)
-    e = Table(title="egresses")
+    e = Table(title="egresses", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("node", "egress", "target", "offered R*", "accepted A", "tau"):
-        e.add_column(col, justify="right" if col not in ("node", "egress") else "left")
+        e.add_column(col, justify="left" if col in ("node", "egress") else "right", overflow="fold")
     for x in alloc.egresses:
-        e.add_row(x.node, x.egress, format_rate(x.target), format_rate(x.offered), format_rate(x.accepted),
-                  "inf (uncongested)" if math.isinf(x.tau) else f"{x.tau:.6f}")
+        if not x.congested:
+            tau = "inf (uncongested)"
+        elif math.isinf(x.tau):
+            tau = "inf (shares cannot fill the target)"
+        else:
+            tau = f"{x.tau:.6f}"
+        e.add_row(x.node, x.egress, format_rate(x.target), format_rate(x.offered), format_rate(x.accepted), tau)
     console.print(e)
+
+
 @main.command("run")
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Result directory (default results/<name>-<scheme>).")
