@@ -248,3 +248,18 @@ def test_lemma_2_over_paths_and_lemma_1(spec):
     for s in a.streams:
         assert all(h.rate_out <= h.rate_in * (1 + 1e-12) for h in s.hops)
         assert all(s.hops[k + 1].rate_in == s.hops[k].rate_out for k in range(len(s.hops) - 1))
+
+
+@pytest.mark.parametrize(
+    "name, taus, rates",
+    [
+        ("fig2b", {("n", "2"): 1 / 0.9}, {"a": 0.4e9 / 0.9, "b": 0.5e9 / 0.9}),  # 0.4τ + 0.5τ = 1 Gb/s
+        ("dumbbell", {("s1", "p3"): 1.2}, {"well-behaved": 8e6, "flood": 12e6}),  # 8 + 10τ = 20 Mb/s
+        ("chain", {("n1", "l"): 1.0, ("n2", "out"): 1.0}, {"x": 1.2e9, "y": 1.2e9, "z": 1.6e9, "w": 4e9}),
+    ],
+)
+def test_examples_give_their_documented_allocation(topo_dir, name, taus, rates):
+    a = allocate(load(topo_dir / f"{name}.yaml"))
+    for (node, egress), tau in taus.items():
+        assert a.tau(node, egress) == pytest.approx(tau, rel=1e-12)
+    assert {s.name: s.rate for s in a.streams} == pytest.approx(rates, rel=1e-12)
