@@ -5,13 +5,21 @@ compiler. -ffp-contract=off keeps the LPF's float arithmetic rounding like Pytho
 multiply-add), which the differential test against the Python pipeline relies on.
 """
 
+import hashlib
+from pathlib import Path
+
 from setuptools import Extension, setup
+
+SOURCE = "controlplane/ffs/switch/_fastpath.c"
+# the module carries the hash of the source it was built from: ffs.switch.fast refuses a stale build
+DIGEST = hashlib.sha256((Path(__file__).parent / SOURCE).read_bytes()).hexdigest()
 
 setup(
     ext_modules=[
         Extension(
             "ffs.switch._fastpath",
-            ["controlplane/ffs/switch/_fastpath.c"],
+            [SOURCE],
+            define_macros=[("FFS_SOURCE_SHA256", f'"{DIGEST}"')],
             extra_compile_args=["-O2", "-std=gnu11", "-ffp-contract=off", "-Wall", "-Wno-missing-braces"],
         )
     ]

@@ -14,7 +14,9 @@
  * generator's state, so both paths draw the same numbers for a seed.
  *
  * Build: setup.py (setuptools Extension) with -ffp-contract=off, so that the LPF's
- * `y * a + x` rounds like Python's two float operations (no fused multiply-add).
+ * `y * a + x` rounds like Python's two float operations (no fused multiply-add), and with the
+ * SHA-256 of this file, which ffs/switch/fast.py compares to refuse a stale build. After editing
+ * this file: pip install -e . (or python setup.py build_ext --inplace).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1424,6 +1426,10 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         EVENT_FFS_DROP, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
         FFS_STATE_OPAQUE);
     if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;
+#ifndef FFS_SOURCE_SHA256
+#define FFS_SOURCE_SHA256 ""
+#endif
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA256", FFS_SOURCE_SHA256) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

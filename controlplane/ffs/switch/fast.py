@@ -13,6 +13,8 @@ The extension is built by `pip install -e .` (setup.py). `available()` says whet
 from __future__ import annotations
 
 import functools
+import hashlib
+from pathlib import Path
 
 from ffs import constants as C
 from ffs import p4names as N
@@ -45,9 +47,13 @@ def require() -> None:
 
 
 def _check_contract() -> None:
-    """The C code hard-codes names, orders and constants; refuse to run if they drifted."""
+    """The C code hard-codes names, orders and constants; refuse to run if they drifted, or if the
+    built module is older than its source (rebuild with `pip install -e .`)."""
     if _fastpath is None:
         return
+    source = Path(__file__).with_name("_fastpath.c")
+    if source.exists() and hashlib.sha256(source.read_bytes()).hexdigest() != getattr(_fastpath, "SOURCE_SHA256", None):
+        raise ImportError("ffs.switch._fastpath was built from another _fastpath.c: rebuild it (pip install -e .)")
     if _fastpath.TABLES != tuple(t.name for t in N.TABLES):
         raise ImportError("ffs.switch._fastpath: table order differs from ffs.p4names.TABLES; rebuild it")
     for t, acts in zip(N.TABLES, _fastpath.ACTIONS):
@@ -58,7 +64,11 @@ def _check_contract() -> None:
             raise ImportError(f"ffs.switch._fastpath: {name} = {value} but ffs.constants says {getattr(C, name)}")
 
 
-_check_contract()
+try:
+    _check_contract()
+except ImportError as e:  # a stale or mismatched build: run the Python pipeline, say why on use
+    _fastpath = None
+    _IMPORT_ERROR = str(e)
 
 
 def _res(spec: N.Table, action: str, params: dict[str, int]) -> tuple[int, int, int, int, int]:
