@@ -1,6 +1,7 @@
 """The software switch: the FFS pipeline of p4src/ as an executable specification.
 
-`pipeline` (the controls), `tna` (the externs), `packet` (parser/deparser), `control` (the
-BF-Runtime-like control interface), `server` (that interface over gRPC), `trace` (virtual time),
-`live` (Linux interfaces).
+`pipeline` (the controls, the reference), `tna` (the externs), `packet` (parser/deparser), `fast`
+(the same pipeline compiled, `FastPipeline` / `new_pipeline`), `control` (the BF-Runtime-like
+control interface), `server` (that interface over gRPC), `trace` (virtual time, synthetic traffic
+or a pcap), `live` (Linux interfaces).
 """
