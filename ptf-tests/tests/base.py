@@ -1,146 +1,500 @@
-"""The shared base of the FFS PTF tests: one Driver to the target, helpers that program it with
-the project's own generators, and a tearDown that restores every table a test touched.
+"""The shared base of the FFS PTF tests: one `Driver` to the chosen target, helpers that program it
+with the project's generators, packet builders on the scapy shim layer, and a tearDown that puts
+back every table, default entry, port-metadata entry and LPF spec the test touched.
 
-Targets (test param `target`): `model` — the software switch, driven over its gRPC control service
-at `control` (e.g. unix:/tmp/ffs-ptf/switch.sock); `tofino` — bf_switchd (tofino-model or hardware)
-over BF-Runtime gRPC at `grpc_addr`. Test bodies only use the Driver interface.
+Test params (ptf --test-params "k='v';..."):
+  target     'model' (default): the software switch over its control service at `control`
+             (unix:PATH or host:port); 'tofino' (also the SDE's 'asic-model' and 'hw'): bf_switchd
+             over BF-Runtime gRPC at `grpc_addr` (default: the SDE's grpc_server:bfrt_grpc_port).
+  ports      the three device ports "in,out,other" (default "1,2,3", as in port_maps/).
+  packets    'large' or 'small' sizes for the tests that send thousands of packets, or a number;
+             default 'small' on tofino (tofino-model manages a few thousand packets/s), else 'large'.
+  send_gap_ms  pause between packets of a burst (default 0; the tofino-model runner sets 1).
+  counter_byte_adjust  bytes a target counts per packet beyond the frame PTF sends (the SDE sets it).
+Test bodies use only the Driver interface, never bfrt_grpc.
 """
 
 from __future__ import annotations
 
-import math
+import atexit
+import ipaddress
+import socket
+import sys
+import time
+from dataclasses import dataclass
 
 import ptf
 import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.packet import Packet
 
+import expect as X
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import Exact, LpfSpec, Lpm, TableEntry, Update
-from ffs.scapy_ffs import FFS  # noqa: F401 - binds the shim to IPv4/IPv6 protocol 253
+from ffs.driver.base import CounterValue, Driver, Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.scapy_ffs import FFS
 
-IN, OUT, OTHER = 1, 2, 3  # device ports of the port map
-DST = "10.0.2.7"
-SCALE = 4
-# An LPF that forgets between test packets (ms apart): its output is the last weight, so F and
-# rf' are deterministic (spec §8: y <- y e^(-dt/tau) + x).
-FORGETFUL = LpfSpec("RATE", 1.0, 1.0, SCALE)
+# --- test params ------------------------------------------------------------------------------
 
 
 def params() -> dict:
-    return tu.test_params_get()
+    return tu.test_params_get() or {}
 
 
-def make_driver():
+def target() -> str:
+    """'model' (the software switch) or 'tofino' (bf_switchd: tofino-model or hardware)."""
+    t = str(params().get("target", "model")).lower()
+    if t == "model":
+        return "model"
+    if t in ("tofino", "asic-model", "hw"):
+        return "tofino"
+    raise ValueError(f"unknown target {t!r}: use 'model' or 'tofino'")
+
+
+def _ports() -> tuple[int, int, int]:
+    p = [int(x) for x in str(params().get("ports", "1,2,3")).split(",")]
+    if len(p) != 3 or len(set(p)) != 3:
+        raise ValueError(f"test param ports wants three distinct device ports, got {params().get('ports')!r}")
+    return p[0], p[1], p[2]
+
+
+IN, OUT, OTHER = _ports()  # PTF port numbers = device ports (the port maps say so)
+PID = 5  # the managed pair (IN -> OUT)
+SCALE = C.LPF_SCALE_DOWN
+# An F estimator that forgets between packets (time constant 1 ns, packets microseconds apart):
+# F is the packet's own weight w >> s (spec §8), so a test can choose rf' exactly through lm.
+FORGETFUL = LpfSpec("RATE", 1.0, 1.0, SCALE)
+
+NET4, NET4_OTHER, NET6 = "10.0.2.0/24", "10.0.3.0/24", "fd00:2::/32"
+SRC4, DST4, DST4_OTHER, DST4_MISS = "10.0.1.1", "10.0.2.7", "10.0.3.7", "192.0.2.1"
+SRC6, DST6, DST6_MISS = "fd00:1::1", "fd00:2::7", "2001:db8::1"
+MAC_SRC, MAC_DST = "02:00:00:00:00:01", "02:00:00:00:00:02"
+
+
+def packets(large: int, small: int) -> int:
+    """The size of a many-packet test on this target (test param `packets`)."""
+    p = str(params().get("packets", "small" if target() == "tofino" else "large"))
+    if p.isdigit():
+        return int(p)
+    if p not in ("small", "large"):
+        raise ValueError(f"test param packets wants 'small', 'large' or a number, got {p!r}")
+    return large if p == "large" else small
+
+
+def byte_adjust() -> int:
+    return int(params().get("counter_byte_adjust", 0))
+
+
+def make_driver() -> Driver:
     p = params()
-    if p.get("target", "model") == "model":
+    if target() == "model":
         from ffs.driver.model import ModelDriver
 
-        return ModelDriver(p.get("control", "unix:/tmp/ffs-ptf/switch.sock"))
+        return ModelDriver(str(p.get("control", "localhost:50052")))
     from ffs.driver.bfrt import BfrtDriver
 
-    return BfrtDriver(p.get("grpc_addr", "localhost:50052"))
+    addr = p.get("grpc_addr") or f"{p.get('grpc_server', 'localhost')}:{p.get('bfrt_grpc_port', 50052)}"
+    return BfrtDriver(str(addr), client_id=int(p.get("client_id", 1)))
 
 
-def packets(small: int, large: int) -> int:
-    """Test sizes per target: tofino-model manages a few thousand packets per second."""
-    return small if params().get("target", "model") == "tofino" else large
+# --- saving and restoring what a test touches --------------------------------------------------
+
+TEST_TABLES = (N.IPV4_ROUTES, N.IPV6_ROUTES, N.PAIRS, N.EGRESS_PARAMS, N.EGRESS_PORTS)
+STATIC_TABLES = (N.LEN_LOG, N.WEIGHT, N.F_LOG, N.GAMMA)
+
+
+def canon(e: TableEntry) -> tuple:
+    """An entry without the naming differences between targets (qualified or short action names)."""
+    action = e.action.rsplit(".", 1)[-1] if e.action else None
+    return tuple(sorted(e.key.items())), action, tuple(sorted(e.params.items())), e.priority
+
+
+@dataclass
+class TableState:
+    name: str
+    entries: list[TableEntry]
+    default: TableEntry | None  # None for $PORT_METADATA (no default entry)
+
+    @classmethod
+    def read(cls, driver: Driver, name: str, with_default: bool = True) -> "TableState":
+        return cls(name, driver.read_table(name), driver.read_default(name) if with_default else None)
+
+    def updates(self) -> list[Update]:
+        ups = [Update("insert", e) for e in self.entries]
+        if self.default is not None:
+            ups.append(Update("set_default", TableEntry(self.name, {}, self.default.action, dict(self.default.params))))
+        return ups
+
+
+def restore(driver: Driver, states: list[TableState]) -> None:
+    for s in states:
+        driver.clear_table(s.name)
+    driver.write([u for s in states for u in s.updates()])
+
+
+@dataclass
+class Saved:
+    """The state a test may change, read before it starts."""
+
+    tables: list[TableState]
+    lpf: dict[int, LpfSpec]
+
+    @classmethod
+    def capture(cls, driver: Driver, lpf_indices: tuple[int, ...]) -> "Saved":
+        tables = [TableState.read(driver, t.name) for t in TEST_TABLES]
+        tables.append(TableState.read(driver, N.PORT_METADATA.name, with_default=False))
+        return cls(tables, {i: driver.read_lpf_spec(N.F_LPF.name, i) for i in lpf_indices})
+
+    def restore(self, driver: Driver) -> None:
+        restore(driver, self.tables)
+        by_spec: dict[LpfSpec, list[int]] = {}
+        for i, spec in self.lpf.items():
+            by_spec.setdefault(spec, []).append(i)
+        for spec, idx in by_spec.items():
+            driver.set_lpf_spec(N.F_LPF.name, idx, spec)
+
+
+class _StaticTables:
+    """len_log, weight, f_log and gamma hold the generated entries of ffs.tables on every target.
+    They are checked once per run (and after an agent rewrote them); if the target held anything
+    else they are loaded, and what was there is put back when the run ends."""
+
+    verified = False
+    before: list[TableState] | None = None
+
+    @classmethod
+    def ensure(cls, driver: Driver) -> None:
+        if cls.verified:
+            return
+        want: dict[str, set] = {t.name: set() for t in STATIC_TABLES}
+        for u in T.static_updates():
+            want[u.entry.table].add(canon(u.entry))
+        states = [TableState.read(driver, t.name) for t in STATIC_TABLES]
+        if any({canon(e) for e in s.entries} != want[s.name] or canon(s.default) != canon(driver_default(s.name))
+               for s in states):
+            if cls.before is None:
+                cls.before = states
+                atexit.register(cls.restore_at_exit)
+            for s in states:
+                driver.clear_table(s.name)
+            driver.write(T.static_updates())
+        cls.verified = True
+
+    @classmethod
+    def restore_at_exit(cls) -> None:
+        if cls.before is None:
+            return
+        try:
+            d = make_driver()
+            d.connect(timeout_s=10)
+            try:
+                restore(d, cls.before)
+            finally:
+                d.close()
+        except Exception as e:  # noqa: BLE001 - report, never hide the run's own result
+            print(f"ptf: could not restore the generated tables to their state before the run: {e}", file=sys.stderr)
+
+
+def driver_default(table: str) -> TableEntry:
+    """The P4 default action of a table (what clear_table restores)."""
+    t = N.table(table)
+    return TableEntry(t.name, {}, t.default_action, {})
+
+
+# --- the base test -----------------------------------------------------------------------------
+
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+RECEIVE_BUFFER = 64 << 20
+
+
+def _grow_receive_buffers(dataplane) -> None:
+    """PTF's raw sockets keep the kernel's default receive buffer (about 200 kB): a burst of a
+    thousand packets overflows it while the test thread is still sending, and the count looks
+    like drops. Root may force a larger buffer; without root the default stays."""
+    for port in getattr(dataplane, "ports", {}).values():
+        sock = getattr(port, "socket", None)
+        for opt in (SO_RCVBUFFORCE, socket.SO_RCVBUF) if sock is not None else ():
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, opt, RECEIVE_BUFFER)
+                break
+            except OSError:
+                continue
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Counter deltas the tests check: R (pair_bytes), drops (pair_drops), A (accepted) per port,
+    and the events cells."""
+
+    r: CounterValue
+    drops: CounterValue
+    accepted: dict[int, CounterValue]
+    events: tuple[int, ...]
+
+
+WRAP = 1 << 64
+
+
+def _sub(a: CounterValue, b: CounterValue) -> CounterValue:
+    return CounterValue((a.packets - b.packets) % WRAP, (a.bytes - b.bytes) % WRAP)
 
 
 class FfsTest(BaseTest):
-    touched = (N.PAIRS, N.EGRESS_PARAMS, N.IPV4_ROUTES, N.IPV6_ROUTES, N.EGRESS_PORTS)
+    """Programs the node every test starts from (base_setup) and restores the target afterwards."""
+
+    lpf_indices: tuple[int, ...] = (PID,)
 
     def setUp(self) -> None:
         BaseTest.setUp(self)
         self.dataplane = ptf.dataplane_instance
+        _grow_receive_buffers(self.dataplane)
         self.dataplane.flush()
-        self.driver = make_driver()
+        self.driver: Driver | None = make_driver()
         self.driver.connect(timeout_s=60)
-        self.saved = {t.name: self.driver.read_table(t.name) for t in self.touched}
-        self.saved_defaults = {t.name: self.driver.read_default(t.name) for t in self.touched}
-        self.saved_ports = self.driver.read_table(N.PORT_METADATA.name)
-        if len(self.driver.read_table(N.WEIGHT.name)) != C.WEIGHT_KEYS:
-            for t in (N.LEN_LOG, N.WEIGHT, N.F_LOG, N.GAMMA):
-                self.driver.clear_table(t.name)
-            self.driver.write(T.static_updates())
-        self.driver.set_lpf_spec(N.F_LPF.name, range(16), FORGETFUL)
+        self.saved = Saved.capture(self.driver, self.lpf_indices)
+        _StaticTables.ensure(self.driver)
+        self._f_cache: dict[tuple[int, int], int] = {}
         self.base_setup()
 
     def tearDown(self) -> None:
-        for t in self.touched:
-            self.driver.clear_table(t.name)
-        ups = [Update("insert", e) for name in self.saved for e in self.saved[name]]
-        ups += [Update("set_default", TableEntry(n, {}, e.action, e.params)) for n, e in self.saved_defaults.items()]
-        self.driver.clear_table(N.PORT_METADATA.name)
-        ups += [Update("insert", e) for e in self.saved_ports]
-        self.driver.write(ups)
-        self.driver.close()
-        BaseTest.tearDown(self)
+        try:
+            self.dataplane.flush()
+            if self.driver is None:
+                self.reconnect()
+            self.saved.restore(self.driver)
+        finally:
+            if self.driver is not None:
+                self.driver.close()
+            BaseTest.tearDown(self)
 
-    # -- programming helpers -------------------------------------------------------------------
-    def base_setup(self, trust: int = 1, insert: int = 0) -> None:
-        """Ports 1..3 known, 10.0.2.0/24 -> port 2, pair (1 -> 2) managed with pid 5."""
-        for t in self.touched:
-            self.driver.clear_table(t.name)
-        self.driver.clear_table(N.PORT_METADATA.name)
-        ups = [self.port(p, trust=trust, insert=insert) for p in (IN, OUT, OTHER)]
-        ups.append(Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000200, 24)}, "route", {"port": OUT})))
-        ups.append(Update("insert", TableEntry(N.IPV6_ROUTES.name, {"dst_addr": Lpm(0xFD00 << 112, 16)}, "route", {"port": OUT})))
-        ups.append(self.pair(0))
-        ups.append(Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress", T.egress_params(None, False, None))))
-        self.driver.write(ups)
-        self.driver.reset_counters(N.PAIR_BYTES.name)
-        self.driver.reset_counters(N.PAIR_DROPS.name)
-        self.driver.reset_counters(N.ACCEPTED.name)
-        self.driver.reset_counters(N.EVENTS.name)
+    def reconnect(self) -> None:
+        self.driver = make_driver()
+        self.driver.connect(timeout_s=60)
 
-    def port(self, p: int, trust: int = 1, insert: int = 0, kind: str = "insert") -> Update:
-        return Update(kind, TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(p)}, None,
-                                       {"ifindex": p, "trust": trust, "insert": insert}))
+    def release(self) -> None:
+        """Hand the target to another client (BF-Runtime lets one client own a program)."""
+        if self.driver is not None:
+            self.driver.close()
+            self.driver = None
 
-    def pair(self, lm: int, pid: int = 5, kind: str = "insert") -> Update:
-        return Update(kind, TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", {"pid": pid, "lm": lm}))
+    # -- programming ---------------------------------------------------------------------------
+    def base_setup(self) -> None:
+        """Ports IN, OUT, OTHER trusted; 10.0.2.0/24 and fd00:2::/32 -> OUT, 10.0.3.0/24 -> OTHER;
+        the pair IN -> OUT managed as PID (lm 0x4000: normalized labels far below any tau);
+        IN -> OTHER unmanaged; OUT uncongested (tau = infinity)."""
+        d = self.driver
+        for t in TEST_TABLES:
+            d.clear_table(t.name)
+        d.clear_table(N.PORT_METADATA.name)
+        ups = [self.port_update(p, trust=1, insert=0) for p in (IN, OUT, OTHER)]
+        ups += [self.route_update(NET4, OUT), self.route_update(NET4_OTHER, OTHER), self.route_update(NET6, OUT)]
+        ups.append(self.pair_update(0x4000))
+        ups.append(Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
+                                               X.Egress().params())))
+        d.write(ups)
+        d.set_lpf_spec(N.F_LPF.name, [PID], FORGETFUL)
+        d.write_register(N.F_EST.name, PID, 0)
+        self.lm, self.egress = 0x4000, X.Egress()
+
+    @staticmethod
+    def port_update(port: int, trust: int, insert: int, kind: str = "insert") -> Update:
+        return Update(kind, TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(port)}, None,
+                                       {"ifindex": port & 0xFF, "trust": trust, "insert": insert}))
+
+    @staticmethod
+    def route_update(prefix: str, port: int, kind: str = "insert") -> Update:
+        net = ipaddress.ip_network(prefix)
+        table = N.IPV4_ROUTES if net.version == 4 else N.IPV6_ROUTES
+        return Update(kind, TableEntry(table.name, {"dst_addr": Lpm(int(net.network_address), net.prefixlen)}, "route",
+                                       {"port": port}))
+
+    @staticmethod
+    def pair_update(lm: int, kind: str = "insert") -> Update:
+        return Update(kind, TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)},
+                                       "set_pair", {"pid": PID, "lm": lm}))
+
+    def set_port(self, port: int, trust: int = 1, insert: int = 0) -> None:
+        self.driver.write([self.port_update(port, trust, insert, kind="modify")])
 
     def set_lm(self, lm: int) -> None:
-        self.driver.write([self.pair(lm, kind="modify")])
+        self.driver.write([self.pair_update(lm, kind="modify")])
+        self.lm = lm
 
-    def set_tau(self, ltau: int, congested: int = 1, lcr: int = C.CODE_MAX) -> None:
+    def set_egress(self, egress: X.Egress) -> None:
         self.driver.write([Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
-                                                       {"ltau": ltau, "ntau": C.WIDE_OFFSET - ltau, "congested": congested, "lcr": lcr}))])
+                                                       egress.params()))])
+        self.egress = egress
 
-    def lm_for(self, rf_code: int, rf_norm_code: int, ip_len: int) -> int:
-        """The lm that makes a packet normalize to exactly `rf_norm_code` with a forgetful LPF
-        (spec §7.2: rf' = rf - lm + log F, F = w >> s, w from the generated tables)."""
-        llen = next(T.llen_code(lo, hi) for v, m, lo, hi in T.log_buckets(16) if ip_len & m == v)
-        lw = max(llen - rf_code, 0)
-        f = (T.weight_value(lw) if lw < C.WEIGHT_KEYS else C.WEIGHT_MAX) >> SCALE
-        lf = next(T.bucket_log(lo, hi) for v, m, lo, hi in T.log_buckets(32) if f & m == v)
-        return rf_code + lf - rf_norm_code
+    def set_strip(self, port: int) -> None:
+        self.driver.write([Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(port)}, "strip_shim"))])
+
+    # -- reading the target --------------------------------------------------------------------
+    def counts(self) -> Counts:
+        d = self.driver
+        return Counts(
+            d.read_counters(N.PAIR_BYTES.name, [PID])[PID],
+            d.read_counters(N.PAIR_DROPS.name, [PID])[PID],
+            d.read_counters(N.ACCEPTED.name, [OUT, OTHER]),
+            tuple(v.packets for _, v in sorted(d.read_counters(N.EVENTS.name).items())),
+        )
+
+    def since(self, before: Counts) -> Counts:
+        now = self.counts()
+        return Counts(
+            _sub(now.r, before.r),
+            _sub(now.drops, before.drops),
+            {p: _sub(now.accepted[p], before.accepted[p]) for p in now.accepted},
+            tuple((a - b) % WRAP for a, b in zip(now.events, before.events)),
+        )
+
+    def assert_events(self, delta: Counts, **cells: int) -> None:
+        """Exactly these events cells moved, by these amounts (spec §7.6: one cell per packet)."""
+        names = {"parse_error": C.EVENT_PARSE_ERROR, "route_miss": C.EVENT_ROUTE_MISS, "opaque": C.EVENT_OPAQUE_SHIM,
+                 "no_pair": C.EVENT_NO_PAIR, "ffs_drop": C.EVENT_FFS_DROP}
+        want = [0] * len(delta.events)
+        for k, v in cells.items():
+            want[names[k]] = v
+        self.assertEqual(list(delta.events), want, "events counter cells (spec §7.6)")
+
+    def f_est(self) -> int:
+        return self.driver.read_registers(N.F_EST.name, [PID])[PID]
 
     # -- packets -------------------------------------------------------------------------------
-    def ffs_pkt(self, rf: int, flags: str = "R", rri: int = C.CODE_MAX, echo: int = 0x1234, ip_len: int = 500, **ip):
-        pkt = Ether(dst="02:00:00:00:00:02", src="02:00:00:00:00:01") / IP(src="10.0.1.1", dst=DST, **ip) / \
-            FFS(flags=flags, rf=rf, rri=rri, rri_echo=echo) / UDP(sport=4000, dport=5001, chksum=0)
-        pad = ip_len - len(pkt[IP])
-        return pkt / bytes(max(0, pad))
+    def send(self, pkt: Packet | bytes, port: int = IN, count: int = 1) -> None:
+        gap = float(params().get("send_gap_ms", 0)) / 1e3
+        for _ in range(count):
+            tu.send_packet(self, port, pkt)
+            if gap:
+                time.sleep(gap)
 
-    def counter(self, name: str, index: int):
-        return self.driver.read_counters(name, [index])[index]
+    def recv(self, port: int = OUT, timeout: float = 2.0) -> bytes | None:
+        r = tu.dp_poll(self, port_number=port, timeout=timeout)
+        return bytes(r.packet) if isinstance(r, self.dataplane.PollSuccess) else None
 
-    def count_received(self, port: int, n_sent: int, timeout: float = 1.0) -> int:
+    def expect_frame(self, exp: Packet | bytes, port: int = OUT, got: bytes | None = None, what: str = "") -> bytes:
+        """The next frame on `port` is exactly `exp`, byte for byte."""
+        if got is None:
+            got = self.recv(port)
+        self.assertIsNotNone(got, f"no frame on port {port} {what}".strip())
+        want = bytes(exp)
+        if got != want:
+            at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            self.fail(f"frame on port {port} {what} differs from byte {at} (got {len(got)} bytes, want {len(want)}):\n"
+                      f"got:  {Ether(got)!r}\nwant: {Ether(want)!r}")
+        return got
+
+    def expect_nothing(self, timeout: float = 0.5) -> None:
+        """No frame at all on any port within `timeout` (independent of ptf's --relax)."""
+        for port in (IN, OUT, OTHER):
+            got = self.recv(port, timeout=timeout)
+            self.assertIsNone(got, f"unexpected frame on port {port}: {Ether(got)!r}" if got else "")
+
+    def count_received(self, port: int, expected_at_most: int, timeout: float = 1.0) -> int:
         got = 0
-        while True:
-            r = tu.dp_poll(self, port_number=port, timeout=timeout)
-            if not isinstance(r, self.dataplane.PollSuccess):
-                return got
+        while got < expected_at_most and self.recv(port, timeout=timeout) is not None:
             got += 1
-            if got >= n_sent:
-                return got
+        return got
+
+    def one(self, pkt: Packet, trust: bool = True, timeout: float = 2.0) -> tuple[bytes | None, X.Outcome, Counts]:
+        """Send one packet on the managed pair IN -> OUT. Returns the frame that left OUT (None if
+        none did within `timeout`), what Algorithms 3 and 4 make of the packet with the F the
+        estimator used for it (read back from f_est), and the counter deltas."""
+        before = self.counts()
+        self.send(pkt)
+        got = self.recv(OUT, timeout=timeout)
+        valid = shim_valid(pkt)
+        ri = bool(valid and trust and int(pkt[FFS].flags) & C.FLAG_RI)
+        rri = pkt[FFS].rri if valid else C.CODE_MAX
+        o = X.outcome(label_in(pkt, trust), self.lm, self.f_est(), self.egress, rri=rri, ri=ri)
+        return got, o, self.since(before)
+
+    def first_survivor(self, pkt: Packet, tries: int = 60) -> tuple[bytes, X.Outcome]:
+        """Send until one copy is forwarded (gamma < 1 states); that copy and its outcome."""
+        for _ in range(tries):
+            got, o, _ = self.one(pkt, timeout=0.3)
+            if got is not None:
+                return got, o
+        self.fail(f"none of {tries} packets was forwarded")
+
+    def f_of(self, pkt: Packet) -> int:
+        """F as the target's estimator reads it for this packet (the f_est register, spec §7.2
+        stage 3), with OUT uncongested so that the packet is forwarded. The estimator forgets
+        between packets, so every packet of the same length and label reads the same F."""
+        key = (l3_len(pkt), label_in(pkt))
+        if key not in self._f_cache:
+            self.set_egress(X.Egress())
+            self.send(pkt)
+            self.assertIsNotNone(self.recv(OUT), "the F probe was not forwarded")
+            self._f_cache[key] = self.f_est()
+        return self._f_cache[key]
 
 
-def binomial_bounds(n: int, p: float, sigmas: float = 4.0) -> tuple[float, float]:
-    s = math.sqrt(n * p * (1 - p))
-    return n * p - sigmas * s, n * p + sigmas * s
+# --- packet builders (scapy, the ffs.scapy_ffs shim layer) --------------------------------------
+
+
+def udp_payload(n: int) -> Packet:
+    return UDP(sport=40000, dport=5001, chksum=0) / bytes(n)
+
+
+def ffs_v4(rf: int, flags: str | int = "R", rri: int = C.CODE_MAX, echo: int = 0x1234, ip_len: int = 500,
+           dst: str = DST4, options: bytes = b"", vlan: int | None = None, **shim) -> Packet:
+    """Ether / [802.1Q] / IPv4 (IHL from the options) / FFS / UDP, IP total length `ip_len`."""
+    pkt = _l2(vlan) / IP(src=SRC4, dst=dst, id=7, ttl=64, options=options) / FFS(flags=flags, rf=rf, rri=rri, rri_echo=echo, **shim) / udp_payload(0)
+    return Ether(bytes(pkt / bytes(ip_len - len(pkt[IP]))))
+
+
+def _l2(vlan: int | None) -> Packet:
+    l2 = Ether(src=MAC_SRC, dst=MAC_DST)
+    return l2 / Dot1Q(vlan=vlan) if vlan is not None else l2
+
+
+def ffs_v6(rf: int, flags: str | int = "R", rri: int = C.CODE_MAX, echo: int = 0x1234, payload_len: int = 500,
+           dst: str = DST6, vlan: int | None = None, **shim) -> Packet:
+    pkt = _l2(vlan) / IPv6(src=SRC6, dst=dst, hlim=64) / FFS(flags=flags, rf=rf, rri=rri, rri_echo=echo, **shim) / \
+        udp_payload(0)
+    return Ether(bytes(pkt / bytes(payload_len - len(pkt[IPv6].payload))))
+
+
+def plain_v4(ip_len: int = 500, dst: str = DST4) -> Packet:
+    pkt = Ether(src=MAC_SRC, dst=MAC_DST) / IP(src=SRC4, dst=dst, id=7, ttl=64) / udp_payload(0)
+    return Ether(bytes(pkt / bytes(ip_len - len(pkt[IP]))))
+
+
+def plain_v6(payload_len: int = 500, dst: str = DST6) -> Packet:
+    pkt = Ether(src=MAC_SRC, dst=MAC_DST) / IPv6(src=SRC6, dst=dst, hlim=64) / udp_payload(0)
+    return Ether(bytes(pkt / bytes(payload_len - len(pkt[IPv6].payload))))
+
+
+def l3_len(pkt: Packet) -> int:
+    """The pipeline's len (spec §4): IPv4 total_len, IPv6 payload_len."""
+    return pkt[IP].len if IP in pkt else pkt[IPv6].plen
+
+
+def shim_valid(pkt: Packet) -> bool:
+    """ffs_state = 1 (spec §7.1): a shim of version 1 with the reserved flag clear."""
+    return FFS in pkt and pkt[FFS].version == C.SHIM_VERSION and not int(pkt[FFS].flags) & C.FLAG_RESERVED
+
+
+def label_in(pkt: Packet, trust: bool = True) -> int:
+    """The label the pipeline uses (spec §7.1): a valid shim's rf on a trusted port, else 1.0."""
+    return pkt[FFS].rf if trust and shim_valid(pkt) else C.CODE_ONE
+
+
+def rewritten(pkt: Packet, **fields: int) -> Packet:
+    """`pkt` with shim fields changed (IP headers, checksum included, are not touched by a rewrite)."""
+    out = Ether(bytes(pkt))
+    for k, v in fields.items():
+        setattr(out[FFS], k, v)
+    return Ether(bytes(out))
+
+
+def emitted(pkt: Packet, o: X.Outcome) -> Packet:
+    """`pkt` as it must leave after Algorithms 3 and 4: rf out, and rri where RI ran."""
+    fields = {"rf": o.rf_out}
+    if o.rri_out is not None:
+        fields["rri"] = o.rri_out
+    return rewritten(pkt, **fields)

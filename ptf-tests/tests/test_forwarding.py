@@ -1,25 +1,75 @@
-"""Forwarding: LPM to an egress port, and the configurable miss action."""
+"""Forwarding (spec §7.2 stage 0-1): longest-prefix routes for IPv4 and IPv6, the configurable
+miss action, and pairs the node does not manage."""
 
-import ptf.testutils as tu
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
-
-from ffs import constants as C
+import expect as X
+from base import (
+    DST4,
+    DST4_MISS,
+    DST4_OTHER,
+    DST6,
+    DST6_MISS,
+    OTHER,
+    OUT,
+    FfsTest,
+    byte_adjust,
+    ffs_v4,
+    plain_v4,
+    plain_v6,
+)
 from ffs import p4names as N
 from ffs.driver.base import TableEntry, Update
-from base import IN, OTHER, OUT, FfsTest
+from ffs.labels import encode
 
 
-class RouteAndMiss(FfsTest):
+class RoutesAndLongestPrefix(FfsTest):
     def runTest(self):
-        hit = Ether() / IP(src="10.0.1.1", dst="10.0.2.9") / UDP(chksum=0) / bytes(64)
-        miss = Ether() / IP(src="10.0.1.1", dst="192.0.2.1") / UDP(chksum=0) / bytes(64)
-        tu.send_packet(self, IN, hit)
-        tu.verify_packet(self, hit, OUT)
-        tu.send_packet(self, IN, miss)
-        tu.verify_no_other_packets(self, timeout=1)
-        assert self.counter(N.EVENTS.name, C.EVENT_ROUTE_MISS).packets == 1
+        for pkt, port in ((plain_v4(200, DST4), OUT), (plain_v4(200, DST4_OTHER), OTHER), (plain_v6(200, DST6), OUT)):
+            self.send(pkt)
+            self.expect_frame(pkt, port=port, what=pkt.summary())
+        # a longer prefix inside 10.0.2.0/24 wins for its addresses only
+        self.driver.write([self.route_update("10.0.2.128/25", OTHER)])
+        self.send(plain_v4(200, "10.0.2.200"))
+        self.expect_frame(plain_v4(200, "10.0.2.200"), port=OTHER, what="10.0.2.200 via /25")
+        self.send(plain_v4(200, DST4))
+        self.expect_frame(plain_v4(200, DST4), port=OUT, what=f"{DST4} via /24")
+        self.driver.write([self.route_update("fd00:2:0:1::/64", OTHER)])
+        self.send(plain_v6(200, "fd00:2:0:1::9"))
+        self.expect_frame(plain_v6(200, "fd00:2:0:1::9"), port=OTHER, what="fd00:2:0:1::9 via /64")
+        self.expect_nothing(timeout=0.2)
+
+
+class RouteMissDropsByDefault(FfsTest):
+    """No route: dropped and counted (EVENT_ROUTE_MISS); the miss action is the table's default
+    entry, so setting it to route(port) forwards misses (tearDown puts drop back)."""
+
+    def runTest(self):
+        before = self.counts()
+        self.send(plain_v4(200, DST4_MISS))
+        self.send(plain_v6(200, DST6_MISS))
+        self.expect_nothing()
+        self.assert_events(self.since(before), route_miss=2)
         self.driver.write([Update("set_default", TableEntry(N.IPV4_ROUTES.name, {}, "route", {"port": OTHER}))])
-        tu.send_packet(self, IN, miss)
-        tu.verify_packet(self, miss, OTHER)
-        tu.verify_no_other_packets(self)
+        before = self.counts()
+        self.send(plain_v4(200, DST4_MISS))
+        self.expect_frame(plain_v4(200, DST4_MISS), port=OTHER, what="IPv4 miss with default route(OTHER)")
+        self.send(plain_v6(200, DST6_MISS))  # the IPv6 table still drops
+        self.expect_nothing()
+        self.assert_events(self.since(before), route_miss=1, no_pair=1)  # IN -> OTHER is not a managed pair
+
+
+class UnmanagedPairBypassesFfs(FfsTest):
+    """IN -> OTHER has no pairs entry (no_pair): FFS is bypassed, so even a labelled packet with the
+    R flag leaves unchanged toward an egress whose tau would drop it; counted as EVENT_NO_PAIR and
+    in A of OTHER, not in any pair's R."""
+
+    def runTest(self):
+        self.set_egress(X.Egress(tau=1.0, congested=True))  # OUT congested; OTHER has no parameters at all
+        pkt = ffs_v4(encode(64.0), dst=DST4_OTHER)
+        before = self.counts()
+        for _ in range(5):
+            self.send(pkt)
+            self.expect_frame(pkt, port=OTHER)
+        delta = self.since(before)
+        self.assert_events(delta, no_pair=5)
+        self.assertEqual(delta.r.packets, 0)
+        self.assertEqual((delta.accepted[OTHER].packets, delta.accepted[OTHER].bytes), (5, 5 * (len(pkt) + byte_adjust())))

@@ -1,73 +1,144 @@
-"""Parser and deparser fates (spec §2, §7.1) on the target."""
+"""Parser and deparser (spec §2, §7.1): where the shim is found, what happens to packets without
+one, and the fates of truncated and foreign shims."""
 
-import ptf.testutils as tu
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import IP
 from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import Dot1Q, Ether
+from scapy.layers.l2 import ARP, Ether
 
+import expect as X
+from base import (
+    DST4,
+    DST6,
+    MAC_DST,
+    MAC_SRC,
+    OUT,
+    SCALE,
+    SRC4,
+    SRC6,
+    FfsTest,
+    byte_adjust,
+    ffs_v4,
+    ffs_v6,
+    plain_v4,
+    plain_v6,
+    rewritten,
+    target,
+)
 from ffs import constants as C
-from ffs import p4names as N
 from ffs.labels import encode
-from ffs.frames import ipv4_frame, shim
-from ffs.scapy_ffs import FFS
-from base import DST, IN, OUT, FfsTest
+
+# Table II stream s1 (FFS paper; digest §1.14 vector 1) at a congested node: tau = 4/3 and the
+# normalized label rf' = 0.5, so gamma = 1, rf leaves as 0.5 and RRI = tau / rf' = 8/3.
+TABLE2_S1 = X.Egress(tau=4 / 3, congested=True)
+OPTIONS = b"\x01" * 7 + b"\x00"  # 7 x NOP, EOL: IHL 7
+OPTIONS_MAX = b"\x01" * 39 + b"\x00"  # IHL 15, the longest IPv4 header
 
 
-class FfsOverIpv4(FfsTest):
-    """With and without IPv4 options: the label is rewritten to min(rf', tau), nothing else changes."""
+class ShimRewriteCase(FfsTest):
+    """Send `pkt` with state chosen so that rf' = 0.5 under tau = 4/3; the frame must leave with
+    exactly the shim Algorithms 3 and 4 give, every other byte unchanged."""
+
+    def rewrite(self, pkt, what: str) -> None:
+        rf = pkt["FFS"].rf
+        lm = X.lm_for(rf, self.f_of(pkt), encode(0.5))
+        self.set_lm(lm)
+        self.set_egress(TABLE2_S1)
+        got, o, delta = self.one(pkt)
+        self.assertEqual(o.rf_norm, encode(0.5), f"{what}: F moved between packets; the estimator must forget (spec §8)")
+        self.assertEqual(o.rf_out, encode(0.5))
+        self.assertEqual(o.rri_out, encode(4 / 3) - encode(0.5) + C.CODE_BIAS)  # code(tau / rf'), spec §7.2
+        self.expect_frame(rewritten(pkt, rf=o.rf_out, rri=o.rri_out), got=got, what=what)
+        self.assertEqual((delta.r.packets, delta.accepted[OUT].packets, delta.drops.packets), (1, 1, 0), what)
+        self.assert_events(delta)
+
+
+class FfsOverIpv4(ShimRewriteCase):
+    """The shim right after the IPv4 header, with no options, 8 bytes of options and the
+    longest header (IHL 15): the parser skips 4·IHL - 20 option bytes."""
 
     def runTest(self):
-        self.set_lm(self.lm_for(encode(2.0), encode(0.5), 500))
-        self.set_tau(encode(4 / 3))
-        for options in (b"", b"\x01\x01\x01\x00" * 2):
-            pkt = Ether(ipv4_frame("10.0.1.1", DST, 500, shim(encode(2.0), C.FLAG_RI, 17, C.CODE_MAX, 0x1234), options=options))
-            exp = pkt.copy()
-            exp[FFS].rf = encode(0.5)
-            exp[FFS].rri = encode(4 / 3) - encode(0.5) + C.CODE_BIAS  # tau / rf' (Algorithm 4, pre-gamma)
-            tu.send_packet(self, IN, pkt)
-            tu.verify_packet(self, exp, OUT)
-        tu.verify_no_other_packets(self)
+        for options in (b"", OPTIONS, OPTIONS_MAX):
+            self.rewrite(ffs_v4(encode(2.0), options=options), f"IPv4 with {len(options)} option bytes")
+        self.expect_nothing(timeout=0.2)
 
 
-class FfsOverIpv6AndVlan(FfsTest):
+class FfsOverIpv6(ShimRewriteCase):
+    """The shim right after the fixed IPv6 header; len is payload_len (spec §4)."""
+
     def runTest(self):
-        self.set_lm(0xFFFF)  # a huge share: everything normalizes far below tau, nothing drops
-        self.set_tau(encode(1.0))
-        v6 = Ether() / IPv6(src="fc00::1", dst="fd00::9") / FFS(rf=encode(4.0), flags=0) / UDP(chksum=0) / bytes(100)
-        tu.send_packet(self, IN, v6)
-        r = tu.dp_poll(self, port_number=OUT, timeout=2)
-        assert isinstance(r, self.dataplane.PollSuccess), "IPv6 shim packet not forwarded"
-        got = Ether(r.packet)
-        assert got[FFS].version == 1 and got[FFS].rf != encode(4.0) and got[IPv6].plen == Ether(bytes(v6))[IPv6].plen
-        vlan = Ether() / Dot1Q(vlan=12) / IP(src="10.0.1.1", dst=DST) / FFS(rf=encode(4.0), flags=0) / UDP(chksum=0) / bytes(100)
-        tu.send_packet(self, IN, vlan)
-        r = tu.dp_poll(self, port_number=OUT, timeout=2)
-        assert isinstance(r, self.dataplane.PollSuccess), "VLAN shim packet not forwarded"
-        assert Ether(r.packet)[Dot1Q].vlan == 12
+        self.rewrite(ffs_v6(encode(2.0)), "IPv6")
+        self.expect_nothing(timeout=0.2)
+
+
+class FfsWithVlan(ShimRewriteCase):
+    """One 802.1Q tag before IPv4 and before IPv6: the tag leaves as it came."""
+
+    def runTest(self):
+        self.rewrite(ffs_v4(encode(2.0), vlan=12), "IPv4 in VLAN 12")
+        self.rewrite(ffs_v6(encode(2.0), vlan=4000), "IPv6 in VLAN 4000")
+        self.expect_nothing(timeout=0.2)
 
 
 class NonFfsTraffic(FfsTest):
+    """IP without a shim is accounted on its pair with the default label rf = 1.0 and leaves
+    byte for byte (no shim inserted where the port does not say insert); a non-IP frame takes the
+    forwarding miss (spec §2)."""
+
     def runTest(self):
-        pkt = Ether() / IP(src="10.0.1.1", dst=DST) / UDP(chksum=0) / bytes(200)
-        tu.send_packet(self, IN, pkt)
-        tu.verify_packet(self, pkt, OUT)  # default label 1.0, no shim inserted without `insert`
-        tu.verify_no_other_packets(self)
+        for pkt in (plain_v4(500), plain_v6(500)):
+            before = self.counts()
+            self.send(pkt)
+            self.expect_frame(pkt, what=pkt.summary())
+            delta = self.since(before)
+            self.assertEqual((delta.r.packets, delta.r.bytes), (1, len(pkt) + byte_adjust()))
+            self.assert_events(delta)
+            if target() == "model":  # the weight of a 500-byte packet with rf = 1.0 (spec §5, §8)
+                self.assertEqual(self.f_est(), X.forgetful_f(500, C.CODE_ONE, SCALE))
+        before = self.counts()
+        self.send(Ether(src=MAC_SRC, dst="ff:ff:ff:ff:ff:ff") / ARP(hwsrc=MAC_SRC, psrc=SRC4, pdst=DST4))
+        self.expect_nothing()
+        self.assert_events(self.since(before), route_miss=1)
 
 
 class TruncatedShimDropped(FfsTest):
+    """A frame that ends inside the shim, or an IP length that does not cover it, is dropped at
+    ingress and counted as a parse error (spec §2)."""
+
     def runTest(self):
-        pkt = Ether() / IP(src="10.0.1.1", dst=DST, proto=253, len=24) / b"\x10\x11\x80\x00"
-        tu.send_packet(self, IN, pkt)
-        tu.verify_no_other_packets(self, timeout=1)
-        assert self.counter(N.EVENTS.name, C.EVENT_PARSE_ERROR).packets == 1
+        shim = bytes([0x18, 17]) + encode(2.0).to_bytes(2, "big") + b"\xff\xff\x00\x00"
+        eth = Ether(src=MAC_SRC, dst=MAC_DST)
+        cases = {
+            # 78-byte frame (no padding on any link): IPv4 with IHL 15 and 4 of the shim's 8 bytes
+            "frame ends inside the shim (IPv4)": eth / IP(src=SRC4, dst=DST4, proto=253, options=OPTIONS_MAX, len=168) / shim[:4],
+            "frame ends inside the shim (IPv6)": eth / IPv6(src=SRC6, dst=DST6, nh=253, plen=108) / shim[:4],
+            "IPv4 total_len < 4·IHL + 8": eth / IP(src=SRC4, dst=DST4, proto=253, len=24) / shim / bytes(100),
+            "IPv6 payload_len < 8": eth / IPv6(src=SRC6, dst=DST6, nh=253, plen=7) / shim / bytes(100),
+        }
+        for what, pkt in cases.items():
+            before = self.counts()
+            self.send(pkt)
+            self.expect_nothing(timeout=0.3)
+            delta = self.since(before)
+            self.assert_events(delta, parse_error=1)
+            self.assertEqual(delta.accepted[OUT].packets, 0, what)
 
 
-class UnknownVersionAndReservedBitsPassUntouched(FfsTest):
+class OpaqueShimsPassUntouched(FfsTest):
+    """version != 1 or the reserved flag: forwarded, the shim passes unchanged, and the packet is
+    accounted with the default label 1.0 (spec §2): its F is that of an unlabelled packet of the
+    same length. tau is set low enough that a valid shim with this label would be rewritten."""
+
     def runTest(self):
-        self.set_lm(self.lm_for(encode(1.0), encode(0.5), 500))
-        for version, flags in ((2, 0), (1, 1)):
-            pkt = self.ffs_pkt(encode(8.0))
-            pkt[FFS].version, pkt[FFS].flags = version, flags
-            tu.send_packet(self, IN, pkt)
-            tu.verify_packet(self, pkt, OUT)
-        assert self.counter(N.EVENTS.name, C.EVENT_OPAQUE_SHIM).packets == 2
+        f_default = self.f_of(plain_v4(500))
+        self.set_lm(X.lm_for(C.CODE_ONE, f_default, encode(0.5)))
+        self.set_egress(X.Egress(tau=1.0, congested=True))
+        for what, pkt in (("version 2", ffs_v4(encode(8.0), version=2)),
+                          ("version 15", ffs_v4(encode(8.0), version=15)),
+                          ("reserved flag", ffs_v4(encode(8.0), flags=C.FLAG_RI | C.FLAG_RESERVED))):
+            before = self.counts()
+            self.send(pkt)
+            self.expect_frame(pkt, what=what)
+            delta = self.since(before)
+            self.assert_events(delta, opaque=1)
+            self.assertEqual(delta.r.packets, 1, f"{what}: accounted on its pair")
+            self.assertEqual(self.f_est(), f_default, f"{what}: estimated with rf = 1.0")

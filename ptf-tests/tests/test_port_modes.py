@@ -1,43 +1,121 @@
-"""Port modes (spec §6): trust, reset, insert, strip — with lengths and IPv4 checksums."""
+"""Port modes (spec §6): trust, reset, insert at ingress; strip at egress; lengths and IPv4
+header checksums (the expected checksums are scapy's, computed from the expected headers)."""
 
-import ptf.testutils as tu
 from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
+import expect as X
+from base import (
+    IN,
+    MAC_DST,
+    MAC_SRC,
+    OUT,
+    FfsTest,
+    ffs_v4,
+    ffs_v6,
+    plain_v4,
+    plain_v6,
+    rewritten,
+)
 from ffs import constants as C
-from ffs import p4names as N
-from ffs.driver.base import Exact, TableEntry, Update
 from ffs.labels import encode
 from ffs.scapy_ffs import FFS
-from base import DST, IN, OUT, FfsTest
+
+CONGESTED = X.Egress(tau=4 / 3, congested=True)
 
 
-class ResetPortDefaultsTheLabel(FfsTest):
+def with_shim(plain, rf: int):
+    """`plain` as an insert port must emit it (spec §2): protocol/next header 253, length + 8,
+    IPv4 checksum recomputed, shim version 1, flags D, next header = the old protocol,
+    rf = the rewritten label, rri = infinity, rri_echo = 0."""
+    old = plain[IP].proto if IP in plain else plain[IPv6].nh
+    shim = FFS(flags="D", nh=old, rf=rf, rri=C.CODE_MAX, rri_echo=0)
+    if IP in plain:
+        ip = plain[IP]
+        out = Ether(src=MAC_SRC, dst=MAC_DST) / IP(src=ip.src, dst=ip.dst, id=ip.id, ttl=ip.ttl) / shim / plain[UDP]
+    else:
+        ip6 = plain[IPv6]
+        out = Ether(src=MAC_SRC, dst=MAC_DST) / IPv6(src=ip6.src, dst=ip6.dst, hlim=ip6.hlim) / shim / plain[UDP]
+    return Ether(bytes(out))
+
+
+def without_shim(pkt):
+    """`pkt` as a strip port must emit it: the shim's next header back in IP, length - 8, IPv4
+    checksum recomputed."""
+    if IP in pkt:
+        ip = pkt[IP]
+        out = Ether(src=MAC_SRC, dst=MAC_DST) / IP(src=ip.src, dst=ip.dst, id=ip.id, ttl=ip.ttl) / pkt[UDP]
+    else:
+        ip6 = pkt[IPv6]
+        out = Ether(src=MAC_SRC, dst=MAC_DST) / IPv6(src=ip6.src, dst=ip6.dst, hlim=ip6.hlim) / pkt[UDP]
+    return Ether(bytes(out))
+
+
+class TrustUsesTheArrivingLabel(FfsTest):
+    """On a trusted port the shim's rf is the label: F is estimated with w = len / rf and the
+    label normalized from it (Algorithm 3 line 1), so rf = 64 and rf = 1 give different F."""
+
     def runTest(self):
-        self.driver.write([self.port(IN, trust=0, kind="modify")])
-        self.set_lm(self.lm_for(C.CODE_ONE, encode(0.5), 500))  # the label entering is 1.0, whatever arrives
-        self.set_tau(encode(4.0))
-        pkt = self.ffs_pkt(encode(64.0), rri=encode(0.5))
-        exp = pkt.copy()
-        exp[FFS].rf = encode(0.5)
-        exp[FFS].flags = "R+D"
-        tu.send_packet(self, IN, pkt)
-        tu.verify_packet(self, exp, OUT)  # rri unchanged: no RI for a defaulted label
+        pkt = ffs_v4(encode(64.0))
+        f64, f1 = self.f_of(pkt), self.f_of(plain_v4(500))
+        self.assertLess(f64, f1, "w = len/rf: a larger label weighs less")
+        self.set_lm(X.lm_for(encode(64.0), f64, encode(0.5)))
+        self.set_egress(CONGESTED)
+        got, o, _ = self.one(pkt)
+        self.assertEqual((o.rf_out, o.rri_out), (encode(0.5), encode(4 / 3) - encode(0.5) + C.CODE_BIAS))
+        self.expect_frame(rewritten(pkt, rf=o.rf_out, rri=o.rri_out), got=got)
 
 
-class InsertThenStrip(FfsTest):
+class ResetDefaultsTheLabel(FfsTest):
+    """trust = 0: whatever arrives, the label is 1.0 (F as for an unlabelled packet), the rewrite
+    sets D, and RI is not updated: rri = infinity stays although a trusted packet in this state
+    would leave with tau / rf' (spec §6)."""
+
     def runTest(self):
-        self.driver.write([self.port(IN, trust=1, insert=1, kind="modify")])
-        self.set_lm(self.lm_for(C.CODE_ONE, encode(0.5), 500))
-        plain = Ether() / IP(src="10.0.1.1", dst=DST, id=7) / UDP(sport=1, dport=2, chksum=0) / bytes(472)
-        exp = Ether(bytes(plain))
-        exp[IP].remove_payload()
-        exp = exp / FFS(flags="D", nh=17, rf=encode(0.5), rri=C.CODE_MAX, rri_echo=0) / plain[UDP]
-        exp[IP].proto, exp[IP].len, exp[IP].chksum = 253, 508, None
-        exp = Ether(bytes(exp))  # scapy recomputes the IPv4 checksum: the switch must match it
-        tu.send_packet(self, IN, plain)
-        tu.verify_packet(self, exp, OUT)
-        self.driver.write([Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
-        tu.send_packet(self, IN, plain)
-        tu.verify_packet(self, plain, OUT)  # stripped at egress: the original bytes, checksum included
-        tu.verify_no_other_packets(self)
+        self.set_port(IN, trust=0)
+        f1 = self.f_of(plain_v4(500))
+        self.set_lm(X.lm_for(C.CODE_ONE, f1, encode(0.5)))
+        self.set_egress(CONGESTED)
+        pkt = ffs_v4(encode(64.0), flags="R", rri=C.CODE_MAX)
+        got, o, _ = self.one(pkt, trust=False)
+        self.assertEqual(self.f_est(), f1, "the reset label is 1.0")
+        self.assertEqual((o.rf_out, o.rri_out), (encode(0.5), None))
+        self.expect_frame(rewritten(pkt, rf=o.rf_out, flags=C.FLAG_RI | C.FLAG_DEFAULTED), got=got)
+
+
+class InsertShim(FfsTest):
+    """insert = 1: IPv4 and IPv6 packets without a shim leave with one carrying the rewritten
+    default label; a packet that already has one is not given a second."""
+
+    def runTest(self):
+        self.set_port(IN, trust=1, insert=1)
+        for plain in (plain_v4(500), plain_v6(500)):
+            self.set_lm(X.lm_for(C.CODE_ONE, self.f_of(plain), encode(0.5)))  # f_of also checks it is forwarded
+            self.set_egress(CONGESTED)
+            got, o, _ = self.one(plain)
+            self.assertEqual(o.rf_out, encode(0.5))
+            self.expect_frame(with_shim(plain, o.rf_out), got=got, what=f"{plain.summary()} inserted")
+        pkt = ffs_v4(encode(2.0))
+        self.set_lm(X.lm_for(encode(2.0), self.f_of(pkt), encode(0.5)))
+        self.set_egress(CONGESTED)
+        got, o, _ = self.one(pkt)
+        self.expect_frame(rewritten(pkt, rf=o.rf_out, rri=o.rri_out), got=got, what="arrived with a shim")
+        self.expect_nothing(timeout=0.2)
+
+
+class StripShim(FfsTest):
+    """strip_shim on the egress: the shim leaves the FFS domain (IPv4 and IPv6, checksum and
+    lengths restored); insert at ingress plus strip at egress gives back the original bytes."""
+
+    def runTest(self):
+        self.set_strip(OUT)
+        for pkt in (ffs_v4(encode(2.0)), ffs_v6(encode(2.0))):
+            self.send(pkt)
+            self.expect_frame(without_shim(pkt), what=f"{pkt.summary()} stripped")
+        self.set_port(IN, trust=1, insert=1)
+        for plain in (plain_v4(500), plain_v6(500)):
+            self.send(plain)
+            self.expect_frame(plain, what=f"{plain.summary()} inserted, then stripped")
+        self.expect_nothing(timeout=0.2)
+
