@@ -10,9 +10,8 @@ import dataclasses
 import os
 
 from _common import node, write  # noqa: E402
-from ffs.agent.core import MatrixError, validate_matrix  # noqa: E402
+from ffs.agent.matrix import MatrixError, load_matrix_file, validate_matrix  # noqa: E402
 from ffs.agent.program import LpfConfig, egress_entry, pair_entry, pairs_of  # noqa: E402
-from ffs.agent.service import load_matrix_file  # noqa: E402
 from ffs.tables import egress_params  # noqa: E402
 
 n = node()

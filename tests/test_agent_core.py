@@ -10,7 +10,7 @@ from ffs import tables as T
 from ffs.agent.core import MatrixError
 from ffs.agent.state import StateStore
 from ffs.allocator import allocate
-from ffs.driver.base import DriverError
+from ffs.driver.base import DriverError, Update
 from ffs.driver.model import LocalDriver
 from ffs.switch.pipeline import Pipeline
 from agentkit import LPF, Clock, dump, make_agent
@@ -46,6 +46,8 @@ def test_dumbbell_packet_level_matches_exact_and_matrix_change_moves_drops(tmp_p
         ({"p3": {"p1": math.nan}}, "finite"),
         ({"p3": {"p1": 15 * M, "p2": 15 * M}}, "above its capacity"),
         ({"p3": "lots"}, "expected ingress -> rate"),
+        ({"p3": {"p1": 0.0, "p2": 0.0}}, "sum to 0"),
+        ({"p3": {"p1": True}}, "finite rate"),
     ],
 )
 def test_invalid_matrix_changes_nothing(tmp_path, bad, message):
@@ -73,6 +75,74 @@ def test_switch_refusal_keeps_old_matrix(tmp_path):
         agent.apply_matrix({**agent.fairness, "p3": {"p1": 5 * M, "p2": 5 * M}})
     assert agent.fairness == fairness and dump(agent.driver) == before
     assert not (tmp_path / "matrix-s1.json").exists()
+
+
+class PoisonedDriver(LocalDriver):
+    """The switch accepts the first updates of a batch and refuses the last one (here: a duplicate
+    insert), so the software switch's own rollback is what keeps the old matrix."""
+
+    def write(self, updates):
+        pair = next((u for u in updates if u.entry.table == N.PAIRS.name), None)
+        if pair is not None:
+            updates = list(updates) + [Update("insert", pair.entry)]  # that key exists by now
+        super().write(updates)
+
+
+def test_switch_failing_mid_batch_keeps_old_matrix_and_agent_state(tmp_path):
+    agent = make_agent(tmp_path)
+    Clock(agent).run(0.5)
+    before, fairness, taus = dump(agent.driver), dict(agent.fairness), dict(agent.taus)
+    agent.driver = PoisonedDriver(agent.driver.control)
+    with pytest.raises(DriverError, match="refused, nothing applied"):
+        agent.apply_matrix({**agent.fairness, "p3": {"p1": 5 * M, "p2": 5 * M}}, who="bob")
+    assert dump(agent.driver) == before
+    assert agent.fairness == fairness and agent.taus == taus
+    assert list(tmp_path.iterdir()) == []  # no state file, no staged file, no audit record
+
+
+def test_adding_and_removing_egress_columns(tmp_path):
+    agent = make_agent(tmp_path)
+    full = dict(agent.fairness)
+    clock = Clock(agent)
+    agent.apply_matrix({"p3": full["p3"]})
+    assert {e.key["egress_port"].value for e in agent.driver.read_table(N.PAIRS.name)} == {3}
+    assert [e.key["egress_port"].value for e in agent.driver.read_table(N.EGRESS_PARAMS.name)] == [3]
+    clock.run(0.3)
+    agent.apply_matrix(full)  # the pairs toward p1 and p2 come back; their counters have no baseline yet
+    snap = agent.step(clock.t + 0.05)
+    assert {e.egress for e in snap.egresses} == {"p1", "p2", "p3"}
+    assert len(agent.driver.read_table(N.PAIRS.name)) == 9
+    res = clock.run(1.0)  # and the loop keeps running: p3 still isolates the well-behaved sender
+    assert res.rate_bps("well-behaved", 0.5, 1.0) == pytest.approx(8 * M, rel=0.05)
+
+
+class WrappingDriver(LocalDriver):
+    """Counters that started just below 2^64 (a long-running switch): every read is offset."""
+
+    OFFSET = (1 << 64) - 5_000
+
+    def read_counters(self, name, indices=None):
+        from ffs.driver.base import CounterValue
+
+        wrap = 1 << 64
+        return {i: CounterValue((v.packets + self.OFFSET) % wrap, (v.bytes + self.OFFSET) % wrap)
+                for i, v in super().read_counters(name, indices).items()}
+
+
+def test_counter_wrap_does_not_disturb_rates_or_tau(tmp_path):
+    plain = make_agent(seed=4)
+    wrapped = make_agent(seed=4, driver=WrappingDriver(Pipeline(4)))
+    a, b = Clock(plain).run(0.6), Clock(wrapped).run(0.6)
+    assert [p["value"].to_dict() for p in a.periods] == [p["value"].to_dict() for p in b.periods]
+    assert any(e.congested for e in wrapped.snapshot.egresses)
+
+
+def test_on_period_adapter_takes_either_signature():
+    agent = make_agent()
+    other = LocalDriver(agent.driver.control)
+    first = agent.on_period(1_000_000_000)
+    snap = agent.on_period(1_100_000_000, other)
+    assert first.time_s == 1.0 and snap.time_s == pytest.approx(1.1) and agent.driver is other
 
 
 def test_restart_restores_applied_matrix(tmp_path):

@@ -6,6 +6,7 @@ import os
 import pwd
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,9 @@ from ffs import tables as T
 from ffs.agent.api import ApiError, ControlServer, call
 from ffs.agent.service import AgentService, ServiceConfig
 from agentkit import LPF, Clock, dump, make_agent
-from conftest import requires_root
+from conftest import is_root
+
+requires_root = pytest.mark.skipif(not is_root(), reason="running a client as another uid (os.setuid in a child) needs root")
 
 M = 1e6
 
@@ -105,40 +108,139 @@ def test_socket_is_owner_only(running):
         call(sock, {"op": "reboot"})
 
 
-@requires_root
-def test_socket_refuses_other_users(running):
-    _, _, sock = running
-    pid = os.fork()
-    if pid == 0:  # child: become nobody and try to talk to the agent
-        code = 3
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            call(sock, {"op": "status"})
-            code = 0  # the agent answered: a failure
-        except ApiError as e:
-            code = 1 if "permission denied" in str(e) else 2
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.WEXITSTATUS(status) == 1
-
-
-@requires_root
-def test_peer_check_holds_even_if_mode_is_opened(running):
-    _, _, sock = running
-    os.chmod(sock, 0o666)  # an operator mistake: SO_PEERCRED still refuses
+def as_user(sock, uid=65534, gid=65534, groups=()) -> str:
+    """Call the agent from a forked child running as another user; returns what happened."""
+    r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        code = 3
+        os.close(r)
+        out = "crashed"
         try:
-            os.setgid(65534)
-            os.setuid(65534)
+            os.setgroups(list(groups))
+            os.setgid(gid)
+            os.setuid(uid)
             call(sock, {"op": "status"})
-            code = 0
+            out = "answered"
         except ApiError as e:
-            code = 1 if "permission denied" in str(e) else 2
+            out = "refused by agent" if "permission denied for" in str(e) else f"refused: {e}"
+        except BaseException as e:  # noqa: BLE001 - report anything to the parent
+            out = f"error: {e}"
         finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.WEXITSTATUS(status) == 1
+            os.write(w, out.encode())
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = f.read()
+    os.waitpid(pid, 0)
+    return got
+
+
+@pytest.fixture
+def open_dir():
+    """A directory every user can traverse (pytest's own tmp dirs are 0700 for root), so only the
+    socket's mode and the agent's SO_PEERCRED check stand between another user and the agent."""
+    import shutil
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="ffs-sock-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def serve(agent, path, group=None):
+    server = ControlServer(path, AgentService(agent, ServiceConfig()).handle, group=group)
+    server.start()
+    return server
+
+
+@requires_root
+def test_socket_refuses_other_users(tmp_path, open_dir):
+    server = serve(make_agent(tmp_path), open_dir / "agent.sock")
+    try:
+        assert as_user(open_dir / "agent.sock").startswith("refused: permission denied on")  # the file mode: 0600
+        os.chmod(open_dir / "agent.sock", 0o666)  # an operator mistake: SO_PEERCRED still refuses
+        assert as_user(open_dir / "agent.sock") == "refused by agent"
+        assert call(open_dir / "agent.sock", {"op": "tau_show"}) is not None  # root still gets in
+    finally:
+        server.stop()
+
+
+@requires_root
+def test_group_socket_admits_members_only(tmp_path, open_dir):
+    import grp
+
+    group = grp.getgrgid(1).gr_name  # a system group the test user "nobody" is not in
+    sock = open_dir / "g.sock"
+    server = serve(make_agent(tmp_path), sock, group)
+    try:
+        st = os.stat(sock)
+        assert oct(st.st_mode & 0o777) == "0o660" and st.st_gid == 1
+        assert as_user(sock, groups=[1]) == "answered"  # a supplementary member (SO_PEERGROUPS)
+        assert as_user(sock, gid=1) == "answered"  # a primary member
+        assert as_user(sock).startswith("refused: permission denied on")
+        os.chmod(sock, 0o666)
+        assert as_user(sock) == "refused by agent"
+    finally:
+        server.stop()
+
+
+def test_malformed_requests_get_one_line_errors(running):
+    _, _, sock = running
+    with pytest.raises(ApiError, match="matrix_set: missing 'rate'"):
+        call(sock, {"op": "matrix_set", "ingress": "p1", "egress": "p3"})
+    with pytest.raises(ApiError, match="a request is a JSON object"):
+        call(sock, {"no": "op"})
+    with pytest.raises(ApiError, match="limit must be an integer"):
+        call(sock, {"op": "log", "limit": "many"})
+
+
+def test_bad_rate_and_env_socket(running, monkeypatch):
+    agent, _, sock = running
+    before = dump(agent.driver)
+    env = {**os.environ, "FFS_AGENT_SOCKET": str(sock)}
+    p = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", "matrix", "set", "--ingress", "p1", "--egress", "p3",
+                        "--rate", "lots"], capture_output=True, text=True, env=env)
+    assert p.returncode == 1 and p.stderr.startswith("ffsctl: error: M(p1,p3): not a rate") and p.stderr.count("\n") == 1
+    assert dump(agent.driver) == before
+    p = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", "matrix", "set", "--ingress", "p1", "--egress", "p3",
+                        "--rate", "40Mbps"], capture_output=True, text=True, env=env)
+    assert p.returncode == 1 and "above its capacity" in p.stderr and dump(agent.driver) == before
+
+
+def test_human_output(running):
+    agent, svc, sock = running
+    Clock(agent).run(0.5, svc.lock)
+    st = ctl(sock, "status")
+    assert st.returncode == 0 and "node s1: egresses" in st.stdout and "p3" in st.stdout and "yes" in st.stdout
+    tau = ctl(sock, "tau", "show")
+    assert tau.returncode == 0 and "p1: inf (uncongested)" in tau.stdout
+    p3 = next(e for e in agent.snapshot.egresses if e.egress == "p3")
+    assert f"p3: {p3.tau:.4f}" in tau.stdout
+    show = ctl(sock, "matrix", "show")
+    assert show.returncode == 0 and "10 Mbps" in show.stdout
+
+
+def test_metrics_on_loopback(running):
+    import socket
+    import urllib.request
+
+    from ffs.agent.metrics import Metrics
+
+    agent, svc, _ = running
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    m = Metrics(port)
+    try:
+        assert m.server.server_address[0] == "127.0.0.1"
+        Clock(agent).run(0.5, svc.lock)
+        m.update(agent.snapshot)
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        p3 = next(e for e in agent.snapshot.egresses if e.egress == "p3")
+        assert f'ffs_tau{{egress="p3"}} {p3.tau}' in text
+        drops = sum(p.drops for p in agent.snapshot.pairs if p.ingress == "p2" and p.egress == "p3")
+        assert drops > 0 and f'ffs_pair_drops_total{{egress="p3",ingress="p2"}} {float(drops)}' in text
+        assert 'ffs_pair_share_bps{egress="p3",ingress="p1"} 1e+07' in text
+    finally:
+        m.close()

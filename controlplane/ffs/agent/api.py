@@ -50,10 +50,22 @@ class ApiError(Exception):
     """A request the agent refuses; the message is returned to the client as one line."""
 
 
+SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)  # Linux >= 4.13; Python does not name it everywhere
+
+
 def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
     """(pid, uid, gid) of the process at the other end of a Unix socket."""
     data = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     return struct.unpack("3i", data)
+
+
+def peer_groups(sock: socket.socket) -> list[int] | None:
+    """The peer's supplementary groups (SO_PEERGROUPS), or None where the kernel cannot tell."""
+    try:
+        data = sock.getsockopt(socket.SOL_SOCKET, SO_PEERGROUPS, 4 * 256)
+    except OSError:
+        return None
+    return list(struct.unpack(f"{len(data) // 4}I", data))
 
 
 def user_name(uid: int) -> str:
@@ -72,16 +84,20 @@ class ControlServer:
         self._server: socketserver.ThreadingUnixStreamServer | None = None
         self._thread: threading.Thread | None = None
 
-    def allowed(self, uid: int, gid: int) -> bool:
+    def allowed(self, uid: int, gid: int, groups: list[int] | None = None) -> bool:
+        """Root and the agent's own user; with a configured group, members of it: the peer's primary
+        group, its supplementary groups (SO_PEERGROUPS), or, where the kernel cannot give those,
+        the groups the user database lists for it."""
         if uid in (0, self.owner):
             return True
         if self.gid is None:
             return False
-        try:
-            groups = os.getgrouplist(user_name(uid), gid)
-        except (KeyError, OSError):
-            groups = [gid]
-        return self.gid in groups
+        if groups is None:
+            try:
+                groups = os.getgrouplist(user_name(uid), gid)
+            except (KeyError, OSError):
+                groups = []
+        return self.gid == gid or self.gid in groups
 
     def start(self) -> None:
         if self.path.exists() or self.path.is_symlink():
@@ -93,9 +109,16 @@ class ControlServer:
             def handle(self) -> None:
                 pid, uid, gid = peer_credentials(self.request)
                 who = Peer(pid, uid, gid, user_name(uid))
-                if not outer.allowed(uid, gid):
+                if not outer.allowed(uid, gid, peer_groups(self.request)):
                     log.warning("refused control client uid=%d pid=%d", uid, pid)
-                    self._reply({"ok": False, "error": f"permission denied for {who} (uid {uid})"})
+                    # read (and ignore) the request first, so the client is not cut off mid-write
+                    # and gets the reason instead of a broken pipe
+                    self.request.settimeout(1.0)
+                    try:
+                        self.rfile.readline(1 << 16)
+                        self._reply({"ok": False, "error": f"permission denied for {who} (uid {uid})"})
+                    except OSError:
+                        pass
                     return
                 for line in self.rfile:
                     if not line.strip():
@@ -161,9 +184,17 @@ def call(path: str | Path, request: dict[str, Any], timeout_s: float = 10.0) -> 
     except OSError as e:
         raise ApiError(f"cannot reach the agent at {path}: {e.strerror}") from None
     with s, s.makefile("rwb") as f:
-        f.write((json.dumps(request) + "\n").encode())
-        f.flush()
-        line = f.readline()
+        try:
+            f.write((json.dumps(request) + "\n").encode())
+            f.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the agent may have answered (a refusal) and closed already: read what it said
+        try:
+            line = f.readline()
+        except ConnectionResetError:
+            line = b""
+        except socket.timeout:
+            raise ApiError(f"the agent at {path} did not answer within {timeout_s:g} s") from None
     if not line:
         raise ApiError("the agent closed the connection without answering")
     resp = json.loads(line)

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 
-from ffs import constants as C
 from ffs import p4names as N
+from ffs.agent.matrix import MatrixError, diff_matrices, validate_matrix
 from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of
 from ffs.agent.state import StateStore
 from ffs.driver.base import CounterValue, Driver, Update
@@ -29,10 +28,6 @@ log = logging.getLogger("ffs.agent")
 
 WRAP = 1 << 64
 ZERO = CounterValue(0, 0)
-
-
-class MatrixError(ValueError):
-    """A proposed fairness matrix is invalid; nothing was changed."""
 
 
 @dataclass
@@ -243,7 +238,7 @@ class Agent:
         place only after the switch accepted it: a refusal leaves the switch, the agent and the file
         as they were, and an accepted change is never lost to a full disk."""
         new = self.validate(fairness)
-        changes = _diff(self.fairness, new)
+        changes = diff_matrices(self.fairness, new)
         ups = self.matrix_updates(new)
         staged = self.store.stage_matrix(self.node.name, new) if self.store is not None and changes else None
         try:
@@ -265,48 +260,3 @@ class Agent:
             self.store.audit(who, "matrix", changes, uid=uid)
         log.info("matrix applied by=%s uid=%s changes=%d", who, uid, len(changes))
         return changes
-
-
-def validate_matrix(node: Node, fairness: object) -> dict[str, dict[str, float]]:
-    """Check a whole proposed matrix {egress: {ingress: bit/s}} for a node; return it with float rates
-    or raise MatrixError naming the first problem. Nothing is changed either way."""
-    ifs = node.interfaces
-    have = ", ".join(sorted(ifs))
-    if not isinstance(fairness, dict):
-        raise MatrixError("a matrix maps egress -> ingress -> rate")
-    out: dict[str, dict[str, float]] = {}
-    for e, col in fairness.items():
-        if e not in ifs:
-            raise MatrixError(f"unknown egress interface {e!r} (node {node.name} has {have})")
-        if not isinstance(col, dict):
-            raise MatrixError(f"egress {e}: expected ingress -> rate")
-        out[e] = {}
-        for i, rate in col.items():
-            if i not in ifs:
-                raise MatrixError(f"unknown ingress interface {i!r} (node {node.name} has {have})")
-            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or math.isnan(rate) or math.isinf(rate):
-                raise MatrixError(f"M({i},{e}) must be a finite rate, got {rate!r}")
-            if rate < 0:
-                raise MatrixError(f"M({i},{e}) is negative ({rate!r})")
-            out[e][i] = float(rate)
-        total = sum(out[e].values())
-        if total <= 0:
-            # T_j defaults to the column sum: an all-zero column would drop everything toward e
-            raise MatrixError(f"entries toward {e} sum to 0; leave the column out to stop managing {e}")
-        limit = node.targets.get(e, ifs[e].capacity)
-        if total > limit * (1 + 1e-9):
-            what = "target" if e in node.targets else "capacity"
-            raise MatrixError(f"entries toward {e} sum to {total:.6g} bit/s, above its {what} {limit:.6g} bit/s")
-    if len(ifs) ** 2 > C.NUM_PAIRS:
-        raise MatrixError(f"node {node.name}: {len(ifs)} interfaces need more than {C.NUM_PAIRS} pairs")
-    return out
-
-
-def _diff(old: dict[str, dict[str, float]], new: dict[str, dict[str, float]]) -> list[dict]:
-    out = []
-    for e in sorted(set(old) | set(new)):
-        for i in sorted(set(old.get(e, {})) | set(new.get(e, {}))):
-            a, b = old.get(e, {}).get(i), new.get(e, {}).get(i)
-            if a != b:
-                out.append({"ingress": i, "egress": e, "old": a, "new": b})
-    return out

@@ -12,52 +12,19 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
 
 from ffs.agent.api import ApiError, ControlServer, Peer
-from ffs.jsonsafe import finite
-from ffs.agent.core import Agent, MatrixError
+from ffs.agent.core import Agent
+from ffs.agent.matrix import MatrixError, load_matrix_file, parse_matrix  # noqa: F401 - re-exported
 from ffs.allocator import allocate
 from ffs.driver.base import DriverError
+from ffs.jsonsafe import finite
 from ffs.topology import Hop, Stream, Topology
 from ffs.units import parse_rate
 
 log = logging.getLogger("ffs.agent")
-
-
-def parse_matrix(data: Any, source: str = "matrix") -> dict[str, dict[str, float]]:
-    """{egress: {ingress: rate}} (rates as '400Mbps' or bit/s), optionally under `fairness:`."""
-    if isinstance(data, dict) and "fairness" in data:
-        data = data["fairness"]
-    if not isinstance(data, dict) or not data:
-        raise MatrixError(f"{source}: expected a mapping egress -> ingress -> rate")
-    out: dict[str, dict[str, float]] = {}
-    for e, col in data.items():
-        if not isinstance(col, dict):
-            raise MatrixError(f"{source}: {e}: expected a mapping ingress -> rate")
-        out[str(e)] = {}
-        for i, r in col.items():
-            try:
-                out[str(e)][str(i)] = parse_rate(r)
-            except ValueError as err:
-                raise MatrixError(f"{source}: M({i},{e}): {err}") from None
-    return out
-
-
-def load_matrix_file(path: str | Path) -> dict[str, dict[str, float]]:
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise MatrixError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise MatrixError(f"{path}:{mark.line + 1 if mark else 0}: invalid YAML") from None
-    return parse_matrix(data, str(path))
 
 
 def _field(req: dict[str, Any], key: str) -> Any:

@@ -25,7 +25,7 @@ class StateStore:
     def stage_matrix(self, node: str, fairness: dict[str, dict[str, float]]) -> Path:
         """Write the new matrix next to the current one (fsynced); `commit_matrix` renames it in."""
         tmp = self.matrix_path(node).with_suffix(".tmp")
-        with open(tmp, "w") as f:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             json.dump({"node": node, "fairness": fairness, "saved_at": time.time()}, f, indent=2, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())

@@ -103,4 +103,5 @@ def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_
 
 
 if __name__ == "__main__":
+    sys.argv[0] = "ffs-agent"  # errors name the command, also under `python -m ffs.cli.agent`
     main()

@@ -8,8 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ffs.agent.api import ApiError, call
-from ffs.agent.core import MatrixError
-from ffs.agent.service import load_matrix_file
+from ffs.agent.matrix import MatrixError, diff_matrices, load_matrix_file
 from ffs.cli.common import EXIT_FAILURE, dump_json, one_line_errors
 from ffs.units import format_rate
 
@@ -127,13 +126,7 @@ def matrix_diff(ctx, file) -> None:
     """What loading FILE would change."""
     new = load_matrix_file(file)
     cur = _call(ctx, {"op": "matrix_show"})["fairness"]
-    changes = []
-    for e in sorted(set(cur) | set(new)):
-        for i in sorted(set(cur.get(e, {})) | set(new.get(e, {}))):
-            a, b = cur.get(e, {}).get(i), new.get(e, {}).get(i)
-            if a != b:
-                changes.append({"ingress": i, "egress": e, "old": a, "new": b})
-    _print_changes(ctx, {"changes": changes})
+    _print_changes(ctx, {"changes": diff_matrices(cur, new)})
 
 
 @matrix.command("plan")
@@ -190,4 +183,7 @@ def audit_log(ctx, limit) -> None:
 
 
 if __name__ == "__main__":
+    import sys
+
+    sys.argv[0] = "ffsctl"  # errors name the command, also under `python -m ffs.cli.ctl`
     main()

@@ -1,0 +1,100 @@
+"""Fairness matrices {egress: {ingress: bit/s}}: reading them from files and requests, checking
+them against a node, and comparing two. Light on imports, so ffsctl and the bfshell scripts can
+use it without the agent's machinery."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ffs import constants as C
+from ffs.topology import Node
+from ffs.units import parse_rate
+
+Matrix = dict[str, dict[str, float]]
+
+
+class MatrixError(ValueError):
+    """A proposed fairness matrix is invalid; nothing was changed."""
+
+
+def parse_matrix(data: Any, source: str = "matrix") -> Matrix:
+    """{egress: {ingress: rate}} (rates as '400Mbps' or bit/s), optionally under `fairness:`."""
+    if isinstance(data, dict) and "fairness" in data:
+        data = data["fairness"]
+    if not isinstance(data, dict) or not data:
+        raise MatrixError(f"{source}: expected a mapping egress -> ingress -> rate")
+    out: Matrix = {}
+    for e, col in data.items():
+        if not isinstance(col, dict):
+            raise MatrixError(f"{source}: {e}: expected a mapping ingress -> rate")
+        out[str(e)] = {}
+        for i, r in col.items():
+            try:
+                out[str(e)][str(i)] = parse_rate(r)
+            except ValueError as err:
+                raise MatrixError(f"{source}: M({i},{e}): {err}") from None
+    return out
+
+
+def load_matrix_file(path: str | Path) -> Matrix:
+    """A matrix file (YAML or JSON); a one-line MatrixError naming the file if it is unusable."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise MatrixError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise MatrixError(f"{path}:{mark.line + 1 if mark else 0}: invalid YAML") from None
+    return parse_matrix(data, str(path))
+
+
+def validate_matrix(node: Node, fairness: object) -> Matrix:
+    """Check a whole proposed matrix {egress: {ingress: bit/s}} for a node; return it with float rates
+    or raise MatrixError naming the first problem. Nothing is changed either way."""
+    ifs = node.interfaces
+    have = ", ".join(sorted(ifs))
+    if not isinstance(fairness, dict):
+        raise MatrixError("a matrix maps egress -> ingress -> rate")
+    out: Matrix = {}
+    for e, col in fairness.items():
+        if e not in ifs:
+            raise MatrixError(f"unknown egress interface {e!r} (node {node.name} has {have})")
+        if not isinstance(col, dict):
+            raise MatrixError(f"egress {e}: expected ingress -> rate")
+        out[e] = {}
+        for i, rate in col.items():
+            if i not in ifs:
+                raise MatrixError(f"unknown ingress interface {i!r} (node {node.name} has {have})")
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or math.isnan(rate) or math.isinf(rate):
+                raise MatrixError(f"M({i},{e}) must be a finite rate, got {rate!r}")
+            if rate < 0:
+                raise MatrixError(f"M({i},{e}) is negative ({rate!r})")
+            out[e][i] = float(rate)
+        total = sum(out[e].values())
+        if total <= 0:
+            # T_j defaults to the column sum: an all-zero column would drop everything toward e
+            raise MatrixError(f"entries toward {e} sum to 0; leave the column out to stop managing {e}")
+        limit = node.targets.get(e, ifs[e].capacity)
+        if total > limit * (1 + 1e-9):
+            what = "target" if e in node.targets else "capacity"
+            raise MatrixError(f"entries toward {e} sum to {total:.6g} bit/s, above its {what} {limit:.6g} bit/s")
+    if len(ifs) ** 2 > C.NUM_PAIRS:
+        raise MatrixError(f"node {node.name}: {len(ifs)} interfaces need more than {C.NUM_PAIRS} pairs")
+    return out
+
+
+def diff_matrices(old: Matrix, new: Matrix) -> list[dict]:
+    """Every entry that differs, as {"ingress", "egress", "old", "new"} (None where absent)."""
+    out = []
+    for e in sorted(set(old) | set(new)):
+        for i in sorted(set(old.get(e, {})) | set(new.get(e, {}))):
+            a, b = old.get(e, {}).get(i), new.get(e, {}).get(i)
+            if a != b:
+                out.append({"ingress": i, "egress": e, "old": a, "new": b})
+    return out
