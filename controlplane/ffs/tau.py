@@ -23,6 +23,14 @@ class TauParams:
     tau_min: float = C.TAU_MIN
     tau_max: float = C.TAU_MAX
 
+    def __post_init__(self) -> None:
+        if not (0.0 <= self.delta_fraction < math.inf) or (self.delta_bps is not None and not 0.0 <= self.delta_bps < math.inf):
+            raise ValueError("delta must be a finite non-negative value")
+        if not 0.0 <= self.max_decrease < 1.0:
+            raise ValueError(f"max_decrease must be in [0, 1), got {self.max_decrease!r}")
+        if not 0.0 <= self.tau_min <= self.tau_max < math.inf:
+            raise ValueError(f"need 0 <= tau_min <= tau_max < inf, got {self.tau_min!r}, {self.tau_max!r}")
+
     def delta(self, target_bps: float) -> float:
         return self.delta_bps if self.delta_bps is not None else self.delta_fraction * target_bps
 
@@ -34,8 +42,10 @@ class EgressTau:
 
 
 def tau_update(tau: float, target_bps: float, accepted_bps: float, delta_bps: float) -> float:
-    """Appendix A, unclamped: τ · (C + δ) / (A + δ)."""
-    return tau * (target_bps + delta_bps) / (accepted_bps + delta_bps)
+    """Appendix A, unclamped: τ · (C + δ) / (A + δ); ∞ when nothing was accepted and δ = 0
+    (the step clamps it to τ_max)."""
+    den = accepted_bps + delta_bps
+    return tau * (target_bps + delta_bps) / den if den > 0 else math.inf
 
 
 def tau_step(
