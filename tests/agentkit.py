@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ffs import p4names as N
@@ -9,7 +10,7 @@ from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.agent.state import StateStore
 from ffs.driver.model import LocalDriver
-from ffs.switch import trace
+from ffs.switch import trace, wire
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load
 
@@ -25,10 +26,14 @@ def make_agent(state_dir: Path | None = None, seed: int = 3, driver=None) -> Age
     return agent
 
 
-def dump(driver) -> dict:
-    out = {t.name: (driver.read_table(t.name), driver.read_default(t.name)) for t in N.TABLES}
-    out["ports"] = driver.read_table(N.PORT_METADATA.name)
-    return out
+def dump(driver) -> str:
+    """Everything the control plane can write, as one canonical JSON text: every table's entries and
+    default entry, the port metadata, every LPF index's spec. Equal texts = byte-for-byte the same state."""
+    out = {t.name: {"entries": [wire.entry_to_json(e) for e in driver.read_table(t.name)],
+                    "default": wire.entry_to_json(driver.read_default(t.name))} for t in N.TABLES}
+    out["ports"] = [wire.entry_to_json(e) for e in driver.read_table(N.PORT_METADATA.name)]
+    out["lpf"] = [wire.lpf_to_json(driver.read_lpf_spec(N.F_LPF.name, i)) for i in range(N.F_LPF.size)]
+    return json.dumps(out, sort_keys=True)
 
 
 class Clock:

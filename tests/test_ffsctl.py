@@ -68,6 +68,9 @@ def test_matrix_set_changes_what_the_data_plane_drops(running):
         ("p3: {p1: .nan}", "not a finite rate"),
         ("p3: {p1: 15Mbps, p2: 15Mbps}", "above its capacity"),
         ("p3: {p1: [", "invalid YAML"),
+        ("- p3\n- p1", "expected a mapping egress -> ingress -> rate"),
+        ("q7: {p1: 1Mbps}", "unknown egress interface 'q7'"),
+        ("p3: {p1: 0, p2: 0}", "sum to 0"),
     ],
 )
 def test_invalid_matrix_file_rejected_whole(running, tmp_path, content, fragment):
@@ -93,6 +96,16 @@ def test_plan_and_diff(running, tmp_path):
     assert pred["p1->p3"] == pytest.approx(4 * M, rel=0.05)  # exact FFS: 4 and 16 under the new shares
     assert pred["p2->p3"] == pytest.approx(16 * M, rel=0.05)
     assert agent.fairness["p3"]["p1"] == 10 * M  # planning changes nothing
+    load = ctl(sock, "--json", "matrix", "load", str(f))
+    assert load.returncode == 0, load.stderr
+    assert {(c["ingress"], c["egress"], c["new"]) for c in json.loads(load.stdout)["changes"]} == {
+        ("p1", "p3", 4 * M), ("p2", "p3", 16 * M)}
+    assert agent.fairness == {"p3": {"p1": 4 * M, "p2": 16 * M}, "p1": {"p3": 20 * M}, "p2": {"p3": 20 * M}}
+    saved = json.loads((tmp_path / "state" / "matrix-s1.json").read_text())
+    assert saved["fairness"] == agent.fairness and oct((tmp_path / "state" / "matrix-s1.json").stat().st_mode & 0o777) == "0o600"
+    assert "no change" in ctl(sock, "matrix", "diff", str(f)).stdout
+    lines = ctl(sock, "log").stdout.splitlines()
+    assert len(lines) == 2 and all("M(p" in x and "-> " in x for x in lines)
 
 
 def test_unreachable_agent_is_one_line(tmp_path):

@@ -178,8 +178,11 @@ def audit_log(ctx, limit) -> None:
 
     for rec in r:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec["time"]))
+        who = rec["who"] if rec.get("uid") is None else f"{rec['who']} (uid {rec['uid']})"
         for c in rec["changes"]:
-            click.echo(f"{when} {rec['who']}: M({c['ingress']},{c['egress']}) {c['old']} -> {c['new']}")
+            old = "-" if c["old"] is None else format_rate(c["old"])
+            new = "-" if c["new"] is None else format_rate(c["new"])
+            click.echo(f"{when} {who}: M({c['ingress']},{c['egress']}): {old} -> {new}")
 
 
 if __name__ == "__main__":
