@@ -21,9 +21,10 @@ from ffs.switch.server import serve
 DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
 
 
-def start_agent(tmp: Path, switch: str) -> subprocess.Popen:
+def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
     p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
-                          f"--switch={switch}", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state", "--period-ms=50"],
+                          f"--switch={switch}", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state", "--period-ms=50",
+                          *extra],
                          stdout=subprocess.DEVNULL, stderr=open(tmp / "agent.log", "a"))
     end = time.monotonic() + 30
     while time.monotonic() < end:
@@ -64,3 +65,55 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
             agent.terminate()
             agent.wait(timeout=5)
         server.stop(0)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_agent_process_metrics_logs_and_clean_stop(tmp_path):
+    import urllib.request
+
+    switch = f"unix:{tmp_path}/switch.sock"
+    server = serve(SwitchControl(Pipeline(1)), switch)
+    agent = None
+    try:
+        port = free_port()
+        agent = start_agent(tmp_path, switch, f"--metrics-port={port}", "--log-format=json")
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert 'ffs_tau{egress="p3"}' in text and 'ffs_pair_rate_bps{egress="p3",ingress="p1"}' in text
+        agent.send_signal(signal.SIGTERM)
+        assert agent.wait(timeout=10) == 0
+        assert not (tmp_path / "agent.sock").exists()  # the socket is removed on the way out
+        import json
+
+        logs = [json.loads(x) for x in (tmp_path / "agent.log").read_text().splitlines()]
+        assert any(r["msg"].startswith("installed node=s1 pairs=9") for r in logs)
+        assert logs[-1]["msg"] == "agent stopped"
+    finally:
+        if agent is not None and agent.poll() is None:
+            agent.kill()
+            agent.wait(timeout=5)
+        server.stop(0)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--node=s9"], "unknown node 's9'"),
+        (["--node=s1", "--group=no-such-group-ffs"], "--group no-such-group-ffs: no such group"),
+        (["--node=s1", "--switch=unix:/nonexistent/ffs.sock", "--connect-timeout=0.5"], "did not answer within 0.5 s"),
+        (["--node=s1", "--target=tofino", "--connect-timeout=0.5"], "SDE_INSTALL"),
+        (["--node=s1", "--max-decrease=1.5", "--switch=unix:/nonexistent/x"], "max_decrease must be in [0, 1)"),
+    ],
+)
+def test_agent_cli_errors_are_one_line(tmp_path, args, message):
+    env = {k: v for k, v in os.environ.items() if k != "SDE_INSTALL"}
+    p = subprocess.run([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", *args],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode in (1, 2)
+    assert p.stderr.startswith("ffs-agent: error: ") and message in p.stderr and p.stderr.count("\n") == 1, p.stderr

@@ -108,19 +108,30 @@ class AgentService:
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> None:
-        if self.config.socket:
-            self.api = ControlServer(self.config.socket, self.handle, self.config.group)
-            self.api.start()
+        """Serve until SIGINT/SIGTERM. The control socket comes up last: once it answers, the switch
+        is programmed and the metrics are served (scripts wait for the socket)."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: self.stop_event.set())
         if self.config.metrics_port:
             from ffs.agent.metrics import Metrics
 
             self.metrics = Metrics(self.config.metrics_port, self.config.metrics_address)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_address, self.config.metrics_port)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: self.stop_event.set())
+        snap = self.agent.step()  # the first reading (a baseline): status and metrics have rows from the start
+        if self.metrics is not None:
+            self.metrics.update(snap)
+        if self.config.socket:
+            self.api = ControlServer(self.config.socket, self.handle, self.config.group)
+            self.api.start()
         next_t = time.monotonic()
         try:
-            while not self.stop_event.is_set():
+            while True:
+                # wait first: every step measures over (about) one full period
+                next_t += self.config.period_s
+                if self.stop_event.wait(max(0.0, next_t - time.monotonic())):
+                    break
+                if time.monotonic() - next_t > 5 * self.config.period_s:
+                    next_t = time.monotonic()  # we fell far behind (a stall): do not burst
                 try:
                     with self.lock:
                         self.agent.ensure_installed()
@@ -132,10 +143,6 @@ class AgentService:
                 except DriverError as e:
                     log.error("switch unreachable or refusing: %s (retrying)", e)
                     self._reconnect()
-                next_t += self.config.period_s
-                self.stop_event.wait(max(0.0, next_t - time.monotonic()))
-                if time.monotonic() - next_t > 5 * self.config.period_s:
-                    next_t = time.monotonic()  # we fell far behind (a stall): do not burst
         finally:
             if self.api is not None:
                 self.api.stop()

@@ -88,15 +88,13 @@ def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_
             grp.getgrnam(group)
         except KeyError:
             raise CliError(f"--group {group}: no such group", 2) from None
-    store = StateStore(state_dir) if state_dir else None  # a bad state dir fails before the switch is touched
+    # everything that can be wrong with the options fails before the switch is touched
+    tau_params = TauParams(delta_fraction=delta_fraction, max_decrease=max_decrease)
+    lpf = LpfConfig(lpf_time_constant_us * 1e3, lpf_scale_down)
+    store = StateStore(state_dir) if state_dir else None
     driver = make_driver(target, switch)
     driver.connect(timeout_s=connect_timeout)
-    agent = Agent(
-        driver, topo, node,
-        lpf=LpfConfig(lpf_time_constant_us * 1e3, lpf_scale_down),
-        tau_params=TauParams(delta_fraction=delta_fraction, max_decrease=max_decrease),
-        frame_overhead_bytes=frame_overhead, store=store,
-    )
+    agent = Agent(driver, topo, node, lpf=lpf, tau_params=tau_params, frame_overhead_bytes=frame_overhead, store=store)
     agent.install()
     logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
     AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address)).run()
