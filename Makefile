@@ -32,13 +32,14 @@ endif
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 
-.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf results experiment-cca
+.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf ptf-list results experiment-cca
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
 	@echo "make build        compile p4src/ with the SDE's bf-p4c (TARGET=tofino|tofino2, PLATFORM=model|hw) and install ffs.conf"
 	@echo "make clean-build  remove build/"
-	@echo "make ptf          (root) the PTF suite on the software switch; TARGET=tofino-model with an SDE"
+	@echo "make ptf          (root) the PTF suite on the software switch; TARGET=tofino-model with an SDE; PTF_ARGS=test_parser"
+	@echo "make ptf-list     the PTF tests and their groups"
 	@echo "make demo         (root) FFS isolating a sender from a flood, live, on the software switch"
 	@echo "make netns-up     (root) namespaces and veths of TOPO=$(TOPO); make netns-down removes them"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
@@ -58,11 +59,24 @@ system-deps:
 test: unit-tests
 
 unit-tests:
-	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q -rs tests
 
-# PTF: TARGET=model (default here) runs on the software switch; TARGET=tofino-model uses the SDE
+# PTF (ptf-tests/, docs/testing.md): TARGET=model, the software switch (the default for this
+# target), or TARGET=tofino-model, the SDE flow. PTF_ARGS picks tests: a module (test_parser), a
+# test (test_ri.RriChainOfUpdates) or groups ('standard ^many-packets').
+PTF_TARGET := $(if $(filter command line environment,$(origin TARGET)),$(TARGET),model)
+PTF_ARGS ?=
 ptf:
-	@if [ "$(TARGET)" = "tofino-model" ]; then ptf-tests/run/tofino-model/run; else ptf-tests/run/model/run; fi
+	@case "$(PTF_TARGET)" in \
+	  model) ptf-tests/run/model/run $(PTF_ARGS) ;; \
+	  tofino-model) ptf-tests/run/tofino-model/run $(PTF_ARGS) ;; \
+	  *) echo "make ptf: TARGET=model (the software switch) or TARGET=tofino-model (with an SDE), not '$(PTF_TARGET)';" \
+	       "on a hardware switch run the SDE's run_p4_tests.sh as docs/testing.md shows" >&2; exit 2 ;; \
+	esac
+
+# The PTF tests and their groups, without running them (no root needed)
+ptf-list:
+	@ptf --test-dir ptf-tests/tests --list
 
 demo: setup
 	$(PYTHON) -m ffs.demo $(TOPO) --duration $(DURATION)

@@ -1,20 +1,137 @@
-"""`make test` runs the PTF suite (ptf-tests/) against the software switch in a private namespace."""
+"""`make test` runs the PTF suite (ptf-tests/) on the software switch, in private network namespaces
+made and removed by ptf-tests/run/model/run. It needs root; as another user it is skipped and the
+reason says so."""
+
+from __future__ import annotations
 
 import os
+import re
 import shutil
+import time
 import subprocess
 from pathlib import Path
 
 import pytest
 
-RUN = Path(__file__).resolve().parent.parent / "ptf-tests" / "run" / "model" / "run"
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "ptf-tests" / "run" / "model" / "run"
+SUITE = ROOT / "ptf-tests" / "tests"
+TIMEOUT_S = 600  # the suite takes about a minute; a hang must still end the run
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the PTF suite needs root (namespaces, veth pairs, raw sockets): run make test as root")
-@pytest.mark.skipif(shutil.which("ptf") is None, reason="the ptf package is not installed: make setup")
+def why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "the PTF suite needs root (network namespaces, veth pairs, raw sockets): run make test as root, or sudo make ptf"
+    for tool, what in (("ptf", "the ptf package"), ("ip", "iproute2 (the ip command)")):
+        if shutil.which(tool) is None:
+            return f"{what} is not installed: make setup"
+    return None
+
+
+def suite_tests() -> list[str]:
+    out = subprocess.run(["ptf", "--test-dir", str(SUITE), "--list-test-names"], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    return [line.strip() for line in out.splitlines() if re.fullmatch(r"test_\w+\.\w+", line.strip())]
+
+
+@pytest.mark.root
+@pytest.mark.skipif(why_not() is not None, reason=why_not() or "")
 def test_ptf_suite_on_the_software_switch():
-    p = subprocess.run([str(RUN)], capture_output=True, text=True, timeout=600)
+    expected = suite_tests()
+    assert len(expected) >= 20, "the PTF suite lists too few tests"
+    try:
+        p = subprocess.run([str(RUN)], capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+        pytest.fail(f"the PTF suite did not finish within {TIMEOUT_S} s:\n{out[-6000:]}")
     out = p.stdout + p.stderr
-    assert p.returncode == 0, out[-6000:]
-    ran = [line for line in out.splitlines() if line.startswith("Ran ")]
-    assert ran and int(ran[-1].split()[1]) >= 15, out[-3000:]  # the whole suite ran, not a subset
+    assert p.returncode == 0, f"ptf-tests/run/model/run exited {p.returncode}:\n{out[-8000:]}"
+    passed = set(re.findall(r"^(test_\w+\.\w+) \.\.\. ok$", out, re.M))
+    missing = [t for t in expected if t not in passed]
+    assert not missing, f"tests that did not report ok: {missing}\n{out[-4000:]}"
+
+
+# --- the tofino-model runner, against a recording stand-in of the SDE's scripts ----------------
+
+RUN_TOFINO_MODEL = ROOT / "ptf-tests" / "run" / "tofino-model" / "run"
+
+STUB = """#!/usr/bin/env bash
+printf '%s\\n' "$@" > "{rec}/{name}.args"
+echo "PKTPY=${{PKTPY:-}}" > "{rec}/{name}.env"
+echo $$ > "{rec}/{name}.pid"
+{body}
+"""
+LISTEN = """exec python3 -c '
+import socket, sys, time
+socks = []
+for port in sys.argv[1:]:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", int(port))); s.listen(); socks.append(s)
+time.sleep(600)' {ports}"""
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fake_sde(tmp: Path, tests_rc: int) -> tuple[dict[str, str], Path]:
+    """SDE scripts that record how they were called: the model sleeps, switchd listens on the
+    status and BF-Runtime ports, run_p4_tests.sh exits with `tests_rc`."""
+    sde, rec = tmp / "sde", tmp / "rec"
+    (sde / "install" / "bin").mkdir(parents=True)
+    (sde / "install" / "share" / "p4" / "targets" / "tofino").mkdir(parents=True)
+    (sde / "install" / "share" / "p4" / "targets" / "tofino" / "ffs.conf").write_text("{}\n")
+    rec.mkdir()
+    status, grpc = free_port(), free_port()
+    scripts = {
+        sde / "run_tofino_model.sh": ("model", "exec sleep 600"),
+        sde / "run_switchd.sh": ("switchd", LISTEN.format(ports=f"{status} {grpc}")),
+        sde / "run_p4_tests.sh": ("p4tests", f"exit {tests_rc}"),
+        sde / "install" / "bin" / "veth_setup.sh": ("veth", "exit 0"),
+    }
+    for path, (name, body) in scripts.items():
+        path.write_text(STUB.format(rec=rec, name=name, body=body))
+        path.chmod(0o755)
+    env = dict(os.environ, SDE=str(sde), SDE_INSTALL=str(sde / "install"), STATUS_PORT=str(status),
+               GRPC_PORT=str(grpc), READY_TIMEOUT="30")
+    return env, rec
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+@pytest.mark.parametrize("tests_rc", [0, 1])
+def test_tofino_model_runner_follows_the_sde_flow(tmp_path, tests_rc):
+    env, rec = fake_sde(tmp_path, tests_rc)
+    p = subprocess.run([str(RUN_TOFINO_MODEL), "test_parser"], env=env, capture_output=True, text=True, timeout=120)
+    assert (p.returncode == 0) == (tests_rc == 0), p.stderr
+    port_map = str(ROOT / "ptf-tests" / "port_maps" / "tofino-model.json")
+    args = {n: (rec / f"{n}.args").read_text().split("\n")[:-1] for n in ("model", "switchd", "p4tests", "veth")}
+    assert args["veth"] == ["8"]  # veth0..veth7 cover the port map's veths
+    assert args["model"] == ["-p", "ffs", "--arch", "tofino", "-f", port_map]
+    assert args["switchd"] == ["-p", "ffs", "--arch", "tofino"]
+    t = args["p4tests"]
+    assert t[:8] == ["-p", "ffs", "--arch", "tofino", "-t", str(SUITE), "-f", port_map]
+    params = t[t.index("--test-params") + 1]
+    assert "target='tofino'" in params and "packets='small'" in params and f"localhost:{env['GRPC_PORT']}" in params
+    assert t[-2:] == ["-s", "test_parser"]
+    assert (rec / "p4tests.env").read_text().strip() == "PKTPY=false"  # the scapy shim layer, not bf_pktpy
+    time.sleep(1.5)
+    for n in ("model", "switchd"):  # stopped with their process groups, whatever the result
+        assert gone(int((rec / f"{n}.pid").read_text())), f"{n} still running"
+
+
+def test_tofino_model_runner_without_an_sde_says_what_is_missing():
+    env = {k: v for k, v in os.environ.items() if k not in ("SDE", "SDE_INSTALL")}
+    p = subprocess.run([str(RUN_TOFINO_MODEL)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "not set: SDE " in p.stderr and "not set: SDE_INSTALL" in p.stderr and "make ptf" in p.stderr

@@ -6,6 +6,7 @@ BF-Runtime lets one client own a program, so the test hands the target to the ag
 agent's lifetime (`release`) and reconnects afterwards to read f_est and restore the tables.
 """
 
+import logging
 import shutil
 import subprocess
 import sys
@@ -201,8 +202,8 @@ class TauRaisesDropsOnSustainedOverload(AgentTest):
         sent, got, views = self.phase(window, 8 * t)
         offered, forwarded = (n * self.IP_LEN * 8 / window for n in (sent, got))
         congested = [v for v in views if v["congested"]]
-        print(f"T {t / 1e6:g} Mb/s: offered {offered / 1e6:.2f} Mb/s, forwarded {forwarded / 1e6:.2f} Mb/s, "
-              f"tau {[round(v['tau'], 2) for v in congested]}", file=sys.stderr)
+        logging.info("T %g Mb/s: offered %.2f Mb/s, forwarded %.2f Mb/s, tau %s", t / 1e6, offered / 1e6,
+                     forwarded / 1e6, [round(v["tau"], 2) for v in congested])
         self.assertGreater(offered, 3 * t, "PTF could not send fast enough to overload the egress")
         self.assertGreater(len(congested), len(views) / 2, views)
         self.assertTrue(all(v["tau"] >= 1.0 for v in congested), views)  # Lemma 1
