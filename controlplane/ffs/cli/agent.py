@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import grp
+import ipaddress
 import json
 import logging
 import sys
@@ -88,6 +89,8 @@ def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_
             grp.getgrnam(group)
         except KeyError:
             raise CliError(f"--group {group}: no such group", 2) from None
+    if metrics_port is not None and not ipaddress.ip_address(metrics_address).is_loopback:
+        logging.getLogger("ffs.agent").warning("metrics served on a non-loopback address=%s, as asked", metrics_address)
     # everything that can be wrong with the options fails before the switch is touched
     tau_params = TauParams(delta_fraction=delta_fraction, max_decrease=max_decrease)
     lpf = LpfConfig(lpf_time_constant_us * 1e3, lpf_scale_down)
