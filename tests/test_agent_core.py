@@ -2,6 +2,7 @@
 matrices change nothing, failures roll back, and a restarted agent restores the applied matrix."""
 
 import math
+import time
 
 import pytest
 
@@ -135,6 +136,46 @@ def test_counter_wrap_does_not_disturb_rates_or_tau(tmp_path):
     a, b = Clock(plain).run(0.6), Clock(wrapped).run(0.6)
     assert [p["value"].to_dict() for p in a.periods] == [p["value"].to_dict() for p in b.periods]
     assert any(e.congested for e in wrapped.snapshot.egresses)
+
+
+class LateReadDriver(LocalDriver):
+    """Counters that grow with wall time at exactly RATE, read through an RPC whose latency swings
+    between 0 and 2 x 40 ms from one period to the next (a switch starved of CPU answers late).
+    Each value is sampled in the middle of its read, as a real switch samples its counters."""
+
+    RATE = 80e6  # b/s of frames at every pair and egress
+    FRAME = 1000  # bytes per packet
+
+    def __init__(self, pipeline) -> None:
+        super().__init__(pipeline)
+        self.reads = 0
+        self.t0 = time.monotonic()
+
+    def read_counters(self, name, indices=None):
+        from ffs.driver.base import CounterValue
+
+        half = 0.04 if (self.reads // 3) % 2 else 0.0  # R, D and A reads of one step share a latency
+        self.reads += 1
+        time.sleep(half)
+        bytes_ = int((time.monotonic() - self.t0) * self.RATE / 8)
+        time.sleep(half)
+        return {i: CounterValue(bytes_ // self.FRAME, bytes_) for i in (indices or [])}
+
+
+def test_rates_hold_when_counter_reads_come_back_late():
+    """The loop's rates come from the time between the reads of each counter, not between the
+    starts of the periods: with the old timing, a period whose reads took 80 ms longer than the last
+    one measured its rates 80 ms / 100 ms too high, and tau jumped (seen under load as spikes)."""
+    agent = make_agent(driver=LateReadDriver(Pipeline(3)))
+    want = LateReadDriver.RATE * (1 - 14 / LateReadDriver.FRAME)  # IP-layer rate: frames minus Ethernet headers
+    seen = []
+    for _ in range(7):
+        snap = agent.step()
+        seen += [p.rate_bps for p in snap.pairs] + [e.accepted_bps for e in snap.egresses]
+        time.sleep(0.1)
+    seen = [x for x in seen if x]  # the first step has no interval yet
+    assert len(seen) >= 6 * (len(agent.pairs()) + 1)
+    assert max(abs(x / want - 1) for x in seen) < 0.1, [round(x / want, 3) for x in seen]
 
 
 def test_on_period_adapter_takes_either_signature():

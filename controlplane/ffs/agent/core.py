@@ -95,7 +95,7 @@ class Agent:
                     raise MatrixError(f"{store.matrix_path(self.node.name)}: the saved matrix no longer fits the topology: {e}") from None
         self.taus: dict[str, EgressTau] = {}
         self._last: dict[str, dict[int, CounterValue]] = {}
-        self._last_t: float | None = None
+        self._last_t: dict[str, float] = {}  # when each counter was last read
         self._program_id: str | None = None
         self.snapshot = Snapshot(0.0)
 
@@ -121,7 +121,7 @@ class Agent:
         self.driver.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), self.lpf.spec())
         pids = [p.pid for p in self.pairs()]
         self.taus = {e: EgressTau() for e in self.fairness}
-        self._last, self._last_t = {}, None
+        self._last, self._last_t = {}, {}
         self._program_id = self.driver.program_id()
         log.info("installed node=%s pairs=%d egresses=%d program=%s", self.node.name, len(pids), len(self.fairness), self._program_id)
 
@@ -135,6 +135,18 @@ class Agent:
         return False
 
     # -- the τ loop ------------------------------------------------------------------------
+    def _measure(self, name: str, counter: str, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
+        """Increments of one counter since its last read, and the seconds between the two reads.
+        Live, each read is timed at the middle of its own RPC, so a slow or starved read (a loaded
+        switch answers late) stretches its interval with it instead of inflating the rate; in
+        virtual time every read is at `now_s`."""
+        t0 = time.monotonic()
+        values = self.driver.read_counters(counter, indices)
+        t = (t0 + time.monotonic()) / 2 if now_s is None else now_s
+        prev = self._last_t.get(name)
+        self._last_t[name] = t
+        return self._delta(name, values), (0.0 if prev is None else t - prev)
+
     def _delta(self, name: str, now: dict[int, CounterValue]) -> dict[int, CounterValue]:
         """Per-index counter increments since the last read, modulo 2^64 (a counter may wrap).
         An index read for the first time (a pair or egress a matrix change added) has no baseline
@@ -152,16 +164,15 @@ class Agent:
 
     def step(self, now_s: float | None = None) -> Snapshot:
         """One control period: measure, update τ per egress, push every egress in one batch."""
+        virtual = now_s
         now_s = time.monotonic() if now_s is None else now_s
         pairs = self.pairs()
         pids = [p.pid for p in pairs]
         ports = sorted({self.node.interfaces[e].port for e in self.fairness})
-        r = self._delta("R", self.driver.read_counters(N.PAIR_BYTES.name, pids))
-        drops = self._delta("D", self.driver.read_counters(N.PAIR_DROPS.name, pids))
-        a = self._delta("A", self.driver.read_counters(N.ACCEPTED.name, ports))
+        r, dt = self._measure("R", N.PAIR_BYTES.name, pids, virtual)
+        drops, dt_d = self._measure("D", N.PAIR_DROPS.name, pids, virtual)
+        a, dt_a = self._measure("A", N.ACCEPTED.name, ports, virtual)
         f_est = self.driver.read_registers(N.F_EST.name, pids)
-        dt = 0.0 if self._last_t is None else now_s - self._last_t
-        self._last_t = now_s
         snap = Snapshot(now_s)
         node = self.current_node()
         by_egress: dict[str, float] = {}
@@ -172,7 +183,7 @@ class Agent:
                 p.pid, p.ingress, p.egress, node.share(p.ingress, p.egress),
                 self._bps(rd, dt),
                 f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns, self.lpf.scale_down),
-                self._bps(dd, dt),
+                self._bps(dd, dt_d),
                 dd.packets,
             )
             by_egress[p.egress] = by_egress.get(p.egress, 0.0) + st.rate_bps
@@ -183,10 +194,10 @@ class Agent:
         for e in sorted(self.fairness):
             port = self.node.interfaces[e].port
             target = self.target(e)
-            a_bps = self._bps(a.get(port, ZERO), dt)
+            a_bps = self._bps(a.get(port, ZERO), dt_a)
             r_star = by_egress.get(e, 0.0)
             state = self.taus.get(e, EgressTau())
-            if dt > 0:
+            if dt > 0 and dt_a > 0:
                 state = tau_step(state, a_bps, r_star, target, self.tau_params)
                 self.taus[e] = state
             batch.append(egress_entry(port, egress_action_params(state, r_star, target), "modify"))
