@@ -27,7 +27,7 @@ from ffs.baselines import Csfq
 from ffs.jsonsafe import finite
 from ffs.driver.model import LocalDriver
 from ffs.switch import trace
-from ffs.switch.pipeline import Pipeline
+from ffs.switch.fast import new_pipeline
 from ffs.topology import Topology
 
 SCHEMES = ("ffs", "fifo", "csfq")
@@ -89,7 +89,7 @@ def run_scenario(
         raise ValueError(f"unknown scheme {scheme!r} (have: {', '.join(SCHEMES)})")
     duration_s = duration_s or topo.duration or 1.0
     seed = topo.seed if seed is None else seed
-    pipes = {n: Pipeline(seed + k) for k, n in enumerate(sorted(topo.nodes))}
+    pipes = {n: new_pipeline(seed + k) for k, n in enumerate(sorted(topo.nodes))}  # compiled when built: same results
     agents = {n: Agent(LocalDriver(p), topo, n, lpf=lpf) for n, p in pipes.items()}
     for a in agents.values():
         a.install()
