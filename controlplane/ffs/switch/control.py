@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 
 from ffs import constants as C
 from ffs import p4names as N
+from ffs.tables import egress_params_consistent
 from ffs.driver.base import CounterValue, Exact, LpfSpec, TableEntry, Update
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError, MatchTable
@@ -176,11 +177,14 @@ def _clone(t: MatchTable) -> MatchTable:
 
 
 def _check_derived(t: MatchTable, action: str, params: dict[str, int]) -> None:
-    """spec §5.3: ntau is derived from ltau (an action cannot subtract two immediates)."""
-    if t.spec is N.EGRESS_PARAMS and action == "set_egress" and params["ntau"] != C.WIDE_OFFSET - params["ltau"]:
-        raise ControlError(
-            f"{t.spec.name}: set_egress needs ntau = 0x10000 - ltau = {C.WIDE_OFFSET - params['ltau']:#x}, got {params['ntau']:#x}"
-        )
+    """spec §5.3: ltau_p is derived from ltau, and lm within 0..LM_MAX (the data plane's 16-bit
+    arithmetic relies on both; an action cannot subtract two immediates)."""
+    if t.spec is N.EGRESS_PARAMS and action == "set_egress":
+        why = egress_params_consistent(params)
+        if why:
+            raise ControlError(f"{t.spec.name}: set_egress: {why}")
+    if t.spec is N.PAIRS and action == "set_pair" and not (-params["nlm"]) & C.CODE_MAX <= C.LM_MAX:
+        raise ControlError(f"{t.spec.name}: set_pair needs nlm = -lm with lm <= {C.LM_MAX:#x}, got nlm {params['nlm']:#x}")
 
 
 def _apply(t: MatchTable, u: Update) -> None:
