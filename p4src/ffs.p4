@@ -104,13 +104,16 @@ control FfsIngress(inout headers_t hdr,
         md.parse_error = 1;
     }
 
+    action shim_fits() {
+    }
+
     table ipv4_shim_len {
         key = {
             hdr.ipv4.ihl:       exact @name("ihl");
             hdr.ipv4.total_len: range @name("total_len");
         }
-        actions = { short_shim; NoAction; }
-        default_action = NoAction();
+        actions = { short_shim; shim_fits; }
+        default_action = shim_fits();
         size = 16;
         /* the same entries as ffs.tables.ipv4_shim_len_entries (tests/test_p4_schema.py) */
         const entries = {

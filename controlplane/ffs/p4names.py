@@ -183,12 +183,12 @@ PORT_LABEL = Table(
     const_entries=True,
 )
 
-_NO_ACTION = Action("NoAction")
+_SHIM_FITS = Action(f"{ING}.shim_fits")
 IPV4_SHIM_LEN = Table(
     f"{ING}.ipv4_shim_len",
     (Key("ihl", "exact", 4), Key("total_len", "range", 16)),
-    (Action(f"{ING}.short_shim"), _NO_ACTION),
-    _NO_ACTION.name,
+    (Action(f"{ING}.short_shim"), _SHIM_FITS),
+    _SHIM_FITS.name,
     16,
     const_entries=True,
 )

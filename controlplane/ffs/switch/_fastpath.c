@@ -71,7 +71,7 @@ static const char *TABLE_NAMES[NT] = {
 static const char *TABLE_ACTIONS[NT_ALL] = {
     "route drop", "route drop", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_reset lw_zero",
     "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
-    "use_label use_label_ri reset_label may_insert_v4", "short_shim NoAction",
+    "use_label use_label_ri reset_label may_insert_v4", "short_shim shim_fits",
     "candidate_upstream candidate_keep candidate_congested candidate_uncongested",
     "parse_drop miss_drop note_no_pair ffs_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
     "insert_shim_v6 forward"};
