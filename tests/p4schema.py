@@ -95,7 +95,7 @@ def read(p4dir: Path) -> P4Program:
         }
     prog.port_metadata = [
         (n, width(t)) for n, t in fields["port_metadata_t"].items()
-        if not re.search(rf"@padding\s+\S+\s+{n}\s*;", text)
+        if not re.search(rf"@padding\s+[^;]*?\b{n}\s*;", text)
     ]
 
     def key_width(expr: str, md_struct: str) -> int:
