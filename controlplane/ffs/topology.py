@@ -27,7 +27,9 @@ class Interface:
     name: str
     capacity: float  # bit/s, the same in both directions
     port: int  # device port on the switch
-    trust: bool = True  # use arriving labels (False: reset them to the default 1.0)
+    # use arriving labels (False: reset them to the default 1.0). The loader's default is True only
+    # on links to another FFS node (`peer`): a host could otherwise forge its own label (FFS §XI)
+    trust: bool = False
     insert: bool = False  # add the shim to packets arriving without one
     strip: bool = False  # remove the shim from packets leaving here
     peer: str | None = None  # "node.interface" at the other end of a link between FFS nodes
@@ -285,7 +287,7 @@ class _Loader:
                 iname,
                 self.positive_rate(im["capacity"], f"{ip}.capacity"),
                 port,
-                self.boolean(im.get("trust", True), f"{ip}.trust"),
+                self.boolean(im.get("trust", peer is not None), f"{ip}.trust"),
                 self.boolean(im.get("insert", False), f"{ip}.insert"),
                 self.boolean(im.get("strip", False), f"{ip}.strip"),
                 peer,
