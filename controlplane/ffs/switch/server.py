@@ -2,24 +2,42 @@
 
 Each Driver operation is one unary method whose request and response are JSON documents
 (`ffs.switch.wire`). A refused operation returns INVALID_ARGUMENT (or NOT_FOUND) with a one-line
-message and changes nothing. The server listens on a Unix socket or on loopback only, unless the
-operator names another address explicitly.
+message and changes nothing.
+
+Who may use it (docs/security.md): by default an owner-only Unix socket (mode 0600, bound in a
+private directory and renamed into place, so its mode never follows the umask and there is no
+moment when others could connect). TCP only when asked, on loopback, with a warning: the service
+has no authentication, so anyone on the machine can then change the tables; another address needs
+--allow-remote as well. Requests are bounded (`MAX_REQUEST_BYTES`, ffs.safeload's depth), at most
+`WORKERS` run at once, and large reads release the packet lock between chunks (ffs.switch.control),
+so that a slow or greedy client cannot stall forwarding.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
+import socket
+import stat
+import tempfile
 from concurrent import futures
+from pathlib import Path
 from typing import Any, Callable
 
 import grpc
 
+from ffs.safeload import LoadError, loads_json
 from ffs.switch import wire
 from ffs.switch.control import SwitchControl
 from ffs.switch.tna import ControlError
 
 log = logging.getLogger("ffs.switch.server")
+
+MAX_REQUEST_BYTES = 16 << 20  # the agent's first install writes about 2 MB of tables in one batch
+WORKERS = 2  # RPCs served at once: each one competes with the packet loop for the interpreter
+MAX_PENDING = 64  # RPCs admitted (running or queued); more get RESOURCE_EXHAUSTED at once
 
 
 def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
@@ -43,8 +61,12 @@ def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
 def _wrap(fn: Callable[[dict[str, Any]], Any]) -> Callable[[bytes, grpc.ServicerContext], bytes]:
     def call(request: bytes, context: grpc.ServicerContext) -> bytes:
         try:
-            req = json.loads(request) if request else {}
+            req = loads_json(request, "request", MAX_REQUEST_BYTES) if request else {}
+            if not isinstance(req, dict):
+                raise ValueError("a request is a JSON object")
             return json.dumps(fn(req)).encode()
+        except LoadError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except ControlError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except (KeyError, TypeError, ValueError) as e:
@@ -57,6 +79,8 @@ def _wrap(fn: Callable[[dict[str, Any]], Any]) -> Callable[[bytes, grpc.Servicer
 def check_address(address: str, allow_remote: bool = False) -> str:
     """unix:PATH, localhost:PORT or 127.0.0.1:PORT / [::1]:PORT; anything else needs allow_remote."""
     if address.startswith("unix:"):
+        if not address[5:]:
+            raise ValueError("unix: needs a path")
         return address
     host = address.rsplit(":", 1)[0].strip("[]")
     if host in ("localhost", "127.0.0.1", "::1") or allow_remote:
@@ -67,13 +91,73 @@ def check_address(address: str, allow_remote: bool = False) -> str:
 def serve(ctl: SwitchControl, address: str, allow_remote: bool = False) -> grpc.Server:
     """Start the control service on `address` and return the running server."""
     address = check_address(address, allow_remote)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="ffs-control"),
+        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES), ("grpc.so_reuseport", 0)],
+        maximum_concurrent_rpcs=MAX_PENDING,
+    )
     handlers = {
         name: grpc.unary_unary_rpc_method_handler(_wrap(fn)) for name, fn in _handlers(ctl).items()
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(wire.SERVICE, handlers),))
-    if server.add_insecure_port(address) == 0 and not address.startswith("unix:"):
-        raise OSError(f"cannot listen on {address}")
+    if address.startswith("unix:"):
+        _listen_unix(server, Path(address[5:]))
+    else:
+        if server.add_insecure_port(address) == 0:
+            raise OSError(f"cannot listen on {address}")
+        if address.rsplit(":", 1)[0].strip("[]") in ("localhost", "127.0.0.1", "::1"):
+            log.warning("control service on TCP %s: any local user can change the switch's tables "
+                        "(the default, an owner-only unix socket, allows only this user and root)", address)
+        else:
+            log.warning("control service on %s, off loopback and unauthenticated: anyone who can reach it "
+                        "can change the switch's tables", address)
     server.start()
     log.info("control service listening on %s", address)
     return server
+
+
+def _listen_unix(server: grpc.Server, path: Path) -> None:
+    """Bind `path` with mode 0600 whatever the umask: bind inside a fresh 0700 directory beside it,
+    set the mode, then rename the socket into place (a socket stays bound to its inode)."""
+    parent = path.parent
+    if not parent.exists():
+        parent.mkdir(mode=0o700, parents=True)
+        os.chmod(parent, 0o700)  # mkdir's mode is filtered by the umask
+    st = os.stat(parent)
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise OSError(f"{parent}: writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
+                      "they could replace the control socket; use a private directory")
+    if os.path.lexists(path):
+        _remove_stale(path)
+    tmpdir = tempfile.mkdtemp(prefix=".ffs-switch-", dir=parent)
+    try:
+        os.chmod(tmpdir, 0o700)
+        tmp = os.path.join(tmpdir, "control.sock")
+        if server.add_insecure_port(f"unix:{tmp}") == 0 or not os.path.exists(tmp):
+            raise OSError(f"cannot listen on unix:{path}")
+        os.chmod(tmp, 0o600)
+        os.rename(tmp, path)
+    finally:
+        if os.path.exists(tmpdir):
+            for f in os.listdir(tmpdir):
+                os.unlink(os.path.join(tmpdir, f))
+            os.rmdir(tmpdir)
+
+
+def _remove_stale(path: Path) -> None:
+    """A leftover socket of ours from a run that did not clean up is removed; a live one, or anything
+    that is not our socket, is refused."""
+    st = os.lstat(path)
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.geteuid():
+        raise OSError(f"{path} exists and is not this user's socket: not replacing it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError as e:
+        if e.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+            raise OSError(f"{path}: cannot tell whether it is in use: {e.strerror}") from None
+        os.unlink(path)
+        return
+    finally:
+        probe.close()
+    raise OSError(f"{path}: another process is serving on it")
