@@ -22,6 +22,7 @@ import os
 import socket
 import stat
 import tempfile
+import time
 from concurrent import futures
 from pathlib import Path
 from typing import Any, Callable
@@ -40,11 +41,20 @@ WORKERS = 2  # RPCs served at once: each one competes with the packet loop for t
 MAX_PENDING = 64  # RPCs admitted (running or queued); more get RESOURCE_EXHAUSTED at once
 
 
+def _yielding(fn: Callable[[Any], Any], items: list[Any], chunk: int = 256) -> list[Any]:
+    """[fn(x) for x in items], handing the interpreter to the packet thread between chunks."""
+    out: list[Any] = []
+    for k in range(0, len(items), chunk):
+        out.extend(fn(x) for x in items[k : k + chunk])
+        time.sleep(0)
+    return out
+
+
 def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
     return {
         "ProgramId": lambda r: {"program_id": ctl.program_id},
         "Write": lambda r: ctl.write([wire.update_from_json(u) for u in r["updates"]]) or {},
-        "ReadTable": lambda r: {"entries": [wire.entry_to_json(e) for e in ctl.read_table(r["table"])]},
+        "ReadTable": lambda r: {"entries": _yielding(wire.entry_to_json, ctl.read_table(r["table"]))},
         "ReadDefault": lambda r: {"entry": wire.entry_to_json(ctl.read_default(r["table"]))},
         "ClearTable": lambda r: ctl.clear_table(r["table"]) or {},
         "ReadCounters": lambda r: {
