@@ -1,0 +1,221 @@
+"""The control plane against hostile or mistaken input (docs/security.md): every malformed matrix
+file and request gets one line of error and leaves the switch's tables, the state file and the audit
+log byte-identical; the agent API serves 200 concurrent clients; a huge request line is cut off
+after the limit."""
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from ffs.agent import api
+from ffs.agent.api import ApiError, ControlServer, call
+from ffs.agent.matrix import MatrixError, validate_matrix
+from ffs.agent.service import AgentService, ServiceConfig
+from ffs.shares import MIN_SHARE_BPS, MIN_SHARE_FRACTION
+from ffs.topology import TopologyError, load
+from agentkit import DUMBBELL, dump, make_agent
+from test_safeload import laughs
+
+M = 1e6
+
+
+@pytest.fixture
+def running(tmp_path):
+    agent = make_agent(tmp_path / "state")
+    svc = AgentService(agent, ServiceConfig(socket=str(tmp_path / "agent.sock")))
+    server = ControlServer(tmp_path / "agent.sock", svc.handle)
+    server.start()
+    sock = tmp_path / "agent.sock"
+    # one accepted change first, so that a state file and an audit record exist to compare
+    call(sock, {"op": "matrix_set", "ingress": "p1", "egress": "p3", "rate": "9Mbps"})
+    yield agent, sock, tmp_path / "state"
+    server.stop()
+
+
+def snapshot(agent, state: Path) -> tuple[str, dict[str, bytes]]:
+    return dump(agent.driver), {p.name: p.read_bytes() for p in sorted(state.iterdir())}
+
+
+def ctl(sock, *args):
+    return subprocess.run([sys.executable, "-m", "ffs.cli.ctl", "--socket", str(sock), *args], capture_output=True, text=True)
+
+
+BAD_FILES = {
+    "5000-deep YAML": ("p3: " + "{a: " * 5000 + "1" + "}" * 5000, "nested deeper than 64 levels"),
+    "billion laughs": (laughs(), "expands to more than 1000000 nodes"),
+    "duplicate key": ("p3: {p1: 10Mbps, p1: 1Mbps, p2: 10Mbps}", "p3.p1: duplicate key"),
+    "subnormal share": ("p3: {p1: 5e-324, p2: 10Mbps}", "below the smallest share, 1 kbps"),
+    "a 1e-300 column": ("p3: {p1: 1e-300, p2: 1e-300}", "M(p1,p3) = 1e-300 bps is below the smallest share"),
+    "a sliver of the column": ("p3: {p1: 0.2kbps, p2: 19Mbps}", "below the smallest share"),
+    "under 1/65536 of the column": ("p3: {p1: 250bps, p2: 20Mbps}", "below the smallest share"),
+    "infinite share": ("p3: {p1: .inf, p2: 1Mbps}", "not a finite rate"),
+    "python tag": ("p3: !!python/object/apply:os.system ['true']", "unsupported tag"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_FILES))
+def test_bad_matrix_file_changes_nothing(running, tmp_path, name):
+    agent, sock, state = running
+    content, fragment = BAD_FILES[name]
+    before = snapshot(agent, state)
+    f = tmp_path / "m.yaml"
+    f.write_text(content + "\n")
+    p = ctl(sock, "matrix", "load", str(f))
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+    assert fragment in p.stderr, p.stderr
+    assert snapshot(agent, state) == before
+
+
+def test_dev_zero_as_matrix_file(running):
+    agent, sock, state = running
+    before = snapshot(agent, state)
+    p = ctl(sock, "matrix", "load", "/dev/zero")
+    assert p.returncode == 1 and p.stderr.strip() == "ffsctl: error: /dev/zero: more than the limit of 4 MiB", p.stderr
+    assert snapshot(agent, state) == before
+
+
+def raw(sock: Path, payload: bytes) -> dict:
+    """Send bytes as they are and read one answer line."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(sock))
+        s.sendall(payload)
+        return json.loads(s.makefile("rb").readline())
+
+
+BAD_REQUESTS = {
+    "100k-deep JSON": (b"[" * 100_000 + b"]" * 100_000 + b"\n", "nested deeper than 64 levels"),
+    "limit: Infinity": (b'{"op": "log", "limit": Infinity}\n', "Infinity is not a number JSON can carry"),
+    "rate 1e999": (b'{"op": "matrix_load", "fairness": {"p3": {"p1": 1e999, "p2": 1}}}\n', "1e999 is out of the range"),
+    "a 1e-300 column": (b'{"op": "matrix_load", "fairness": {"p3": {"p1": 1e-300, "p2": 1e-300}}}\n', "below the smallest share"),
+    "matrix_set 1e-300": (b'{"op": "matrix_set", "ingress": "p1", "egress": "p3", "rate": "1e-300"}\n', "below the smallest share"),
+    "not an object": (b"[1, 2]\n", "a request is a JSON object with an 'op'"),
+    "not JSON": (b"status\n", "invalid JSON"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_REQUESTS))
+def test_bad_request_changes_nothing(running, name):
+    agent, sock, state = running
+    payload, fragment = BAD_REQUESTS[name]
+    before = snapshot(agent, state)
+    resp = raw(sock, payload)
+    assert resp["ok"] is False and fragment in resp["error"] and "\n" not in resp["error"], resp
+    assert snapshot(agent, state) == before
+    assert call(sock, {"op": "matrix_show"})["fairness"]["p3"]["p1"] == 9 * M  # still serving, still as it was
+
+
+def test_256_mib_request_line_is_cut_off(running):
+    """The agent reads at most MAX_REQUEST_BYTES of a line, answers, and closes: the client cannot
+    push 256 MiB into it, and the agent's memory stays bounded."""
+    agent, sock, state = running
+    before = snapshot(agent, state)
+    chunk = b'{"op": "status", "pad": "' + b"x" * (1 << 20)
+    sent = 0
+    tracemalloc.start()
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(10)
+            s.connect(str(sock))
+            try:
+                while sent < 256 << 20:
+                    s.sendall(chunk)
+                    sent += len(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            resp = json.loads(s.makefile("rb").readline())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert resp == {"ok": False, "error": f"request longer than {api.MAX_REQUEST_BYTES} bytes"}
+    assert sent < 64 << 20  # refused long before 256 MiB (what the socket buffers held meanwhile)
+    assert peak < 32 << 20, peak
+    assert snapshot(agent, state) == before
+    assert call(sock, {"op": "tau_show"}) is not None
+
+
+def test_200_concurrent_clients_all_answered(running):
+    """Listen backlog and connect: with 200 clients at once every call is answered (before: a
+    backlog of 5 and a non-blocking connect failed 94 % of 600 calls, bench/bench_control.py api)."""
+    _, sock, _ = running
+    n = 200
+    go = threading.Barrier(n)
+    results: list[str] = []
+
+    def one() -> None:
+        go.wait()
+        try:
+            call(sock, {"op": "status"}, timeout_s=60)
+            results.append("ok")
+        except ApiError as e:
+            results.append(str(e))
+
+    ts = [threading.Thread(target=one) for _ in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert results.count("ok") == n, {r for r in results if r != "ok"}
+
+
+def test_connections_beyond_the_cap_are_told_busy(running, monkeypatch):
+    _, sock, _ = running
+    held = []
+    for _ in range(api.MAX_CONNECTIONS):  # idle connections each hold a slot
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(str(sock))
+        held.append(s)
+    try:
+        # the server takes the slots as it accepts; wait until the next client is turned away
+        for _ in range(100):
+            try:
+                call(sock, {"op": "status"}, timeout_s=5)
+            except ApiError as e:
+                assert "the agent is busy (256 connections open)" in str(e)
+                break
+            threading.Event().wait(0.05)
+        else:
+            pytest.fail("a client beyond MAX_CONNECTIONS was served")
+    finally:
+        for s in held:
+            s.close()
+    for _ in range(100):  # the slots come back as the idle connections close
+        try:
+            assert call(sock, {"op": "status"}, timeout_s=5)
+            break
+        except ApiError:
+            threading.Event().wait(0.05)
+    else:
+        pytest.fail("slots were not released")
+
+
+# --- the share floor (ffs.shares) ------------------------------------------------------------
+
+
+def test_share_floor_numbers():
+    node = load(DUMBBELL).node("s1")
+    assert MIN_SHARE_FRACTION == 2.0**-16 and MIN_SHARE_BPS == 1e3
+    # 1/65536 of a 20 Mb/s column is 305 b/s, under the absolute floor: 1 kb/s decides
+    validate_matrix(node, {"p3": {"p1": 1e3, "p2": 19.999e6}})
+    with pytest.raises(MatrixError, match=r"^M\(p1,p3\) = 999 bps is below the smallest share, 1 kbps"):
+        validate_matrix(node, {"p3": {"p1": 999.0, "p2": 19e6}})
+    validate_matrix(node, {"p3": {"p1": 0.0, "p2": 20e6}})  # zero: no share, allowed
+
+
+def test_share_floor_relative_to_the_column(tmp_path):
+    """On a 100 Gb/s egress, 1/65536 of the column (1.526 Mb/s) is the floor: τ is clamped to 65536
+    (spec §9), so a smaller share could never be scaled up to the whole egress."""
+    text = (DUMBBELL.read_text().replace("20Mbps", "100Gbps")
+            .replace("p3: {p1: 10Mbps, p2: 10Mbps}", "p3: {p1: 1.5Mbps, p2: 99Gbps}"))
+    f = tmp_path / "t.yaml"
+    f.write_text(text)
+    with pytest.raises(TopologyError, match=r":14: nodes.s1.fairness.p3.p1: M\(p1,p3\) = 1.5 Mbps is below 1/65536 of the 99 Gbps"):
+        load(f)
+    f.write_text(text.replace("1.5Mbps", "1.6Mbps"))
+    assert load(f).node("s1").fairness["p3"]["p1"] == 1.6e6
