@@ -219,3 +219,22 @@ def test_share_floor_relative_to_the_column(tmp_path):
         load(f)
     f.write_text(text.replace("1.5Mbps", "1.6Mbps"))
     assert load(f).node("s1").fairness["p3"]["p1"] == 1.6e6
+
+
+# --- safe defaults: a host's label is not trusted -------------------------------------------
+
+
+def test_forged_label_from_a_host_port_buys_nothing(topo_dir):
+    """scenarios/forged-label.yaml: a host floods with rf = 2^-14. Its port does not trust labels (the
+    default for host-facing ports), so the label is reset to 1.0 and the flood gets exactly its FFS
+    rate (Eq. 1: τ = 1.25, 600 Mb/s) while the victim keeps its 400 Mb/s (Corollary 1)."""
+    from ffs.allocator import allocate
+    from ffs.experiments import run_scenario
+
+    topo = load(topo_dir.parent / "scenarios" / "forged-label.yaml")
+    assert not topo.node("s1").interfaces["p2"].trust
+    exact = {s.name: s.rate for s in allocate(topo).streams}
+    assert exact == pytest.approx({"well-behaved": 400 * M, "flood": 600 * M})
+    got = {s["stream"]: s["measured"] for s in run_scenario(topo, "ffs", duration_s=0.4).streams}
+    assert got["well-behaved"] >= 0.95 * 400 * M
+    assert got["flood"] == pytest.approx(600 * M, rel=0.05)
