@@ -9,7 +9,11 @@ Unix sockets only (nothing leaves the machine, no root needed):
   pattern (`ffs.switch.live`: the control lock per batch of 64 frames) on frames arriving at a fixed
   rate, and records how late each frame was processed after its arrival time.
 
+- `inputs`: each hostile file and request of docs/security.md through what ffsctl and the agent do
+  with them (`load_matrix_file` and `validate_matrix` on the dumbbell node, the API's JSON parser): its one-line error, time and peak memory.
+
     python bench/bench_control.py api [--clients 200] [--rounds 3]
+    python bench/bench_control.py inputs
     python bench/bench_control.py switch [--readers 4] [--seconds 5] [--rate 20000]
 
 Prints one JSON object. The module under test is whatever `ffs` PYTHONPATH selects, so the same
@@ -162,6 +166,49 @@ def bench_switch(readers: int, seconds: float, rate: float) -> dict:
             "reads_done": reads[0], "no_readers": summary(quiet), "with_readers": summary(loaded)}
 
 
+def bench_inputs() -> dict:
+    import tracemalloc
+
+    from ffs.agent.matrix import MatrixError, load_matrix_file, validate_matrix
+    from ffs.safeload import LoadError, loads_json
+    from ffs.topology import load
+
+    node = load(ROOT / "topologies" / "dumbbell.yaml").node("s1")
+
+    work = Path(tempfile.mkdtemp(prefix="ffs-bench-in-"))
+    lol = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, c in zip("abcdefgh", "bcdefghi"):
+        lol.append(f"{c}: &{c} [" + ",".join([f"*{prev}"] * 9) + "]")
+    files = {
+        "5000-deep YAML": "p3: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n",
+        "billion laughs (9^9)": "\n".join(lol) + "\n",
+        "duplicate key": "p3: {p1: 10Mbps, p1: 1Mbps, p2: 10Mbps}\n",
+        "column of 1e-300": "p3: {p1: 1e-300, p2: 1e-300}\n",
+    }
+    cases: list[tuple[str, object]] = []
+    for name, text in files.items():
+        f = work / f"{len(cases)}.yaml"
+        f.write_text(text)
+        cases.append((name, lambda f=f: validate_matrix(node, load_matrix_file(f))))  # what ffsctl + the agent do
+    cases.append(("/dev/zero", lambda: load_matrix_file("/dev/zero")))
+    cases.append(("100k-deep JSON request", lambda: loads_json(b"[" * 100_000 + b"]" * 100_000)))
+    cases.append(('{"limit": Infinity}', lambda: loads_json(b'{"op": "log", "limit": Infinity}')))
+    out = []
+    for name, fn in cases:
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        try:
+            fn()
+            err = "(accepted)"
+        except (MatrixError, LoadError) as e:
+            err = str(e).replace(str(work) + "/", "")
+        dt = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        out.append({"input": name, "error": err, "ms": round(1e3 * dt, 1), "peak_MiB": round(peak / 2**20, 1)})
+    return {"inputs": out}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -172,8 +219,14 @@ def main() -> None:
     s.add_argument("--readers", type=int, default=4)
     s.add_argument("--seconds", type=float, default=5.0)
     s.add_argument("--rate", type=float, default=20000.0)
+    sub.add_parser("inputs")
     args = ap.parse_args()
-    out = bench_api(args.clients, args.rounds) if args.what == "api" else bench_switch(args.readers, args.seconds, args.rate)
+    if args.what == "api":
+        out = bench_api(args.clients, args.rounds)
+    elif args.what == "switch":
+        out = bench_switch(args.readers, args.seconds, args.rate)
+    else:
+        out = bench_inputs()
     out["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "load1": round(os.getloadavg()[0], 2)}
     json.dump(out, sys.stdout, indent=1)
     print()
