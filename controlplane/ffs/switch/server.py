@@ -130,9 +130,10 @@ def _listen_unix(server: grpc.Server, path: Path) -> None:
     """Bind `path` with mode 0600 whatever the umask: bind inside a fresh 0700 directory beside it,
     set the mode, then rename the socket into place (a socket stays bound to its inode)."""
     parent = path.parent
-    if not parent.exists():
-        parent.mkdir(mode=0o700, parents=True)
-        os.chmod(parent, 0o700)  # mkdir's mode is filtered by the umask
+    for d in reversed([parent, *parent.parents]):
+        if not d.exists():  # every directory we create is private (mkdir's mode is filtered by the umask)
+            d.mkdir(mode=0o700)
+            os.chmod(d, 0o700)
     st = os.stat(parent)
     if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
         raise OSError(f"{parent}: writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
