@@ -187,3 +187,36 @@ def test_read_table_is_a_consistent_snapshot_while_writes_go_on(ctl, tmp_path):
     finally:
         stop.set()
         t.join()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="connecting as another user (setuid in a child) needs root")
+def test_other_users_cannot_connect(ctl, tmp_path):
+    """What `clear_table('pairs')` by any local user needed before: a connection. Now the kernel refuses it."""
+    sock = tmp_path / "ffs" / "switch.sock"
+    os.chmod(tmp_path, 0o755)  # let the other user reach the directory, to test the socket's own mode
+    server = serve(ctl, f"unix:{sock}")
+    os.chmod(sock.parent, 0o755)
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: as nobody, try to connect
+            os.close(r)
+            out = b"connected"
+            try:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(str(sock))
+            except PermissionError:
+                out = b"refused"
+            except BaseException as e:  # noqa: BLE001 - report anything to the parent
+                out = repr(e).encode()
+            os.write(w, out)
+            os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        assert os.read(r, 200) == b"refused"
+        os.close(r)
+    finally:
+        server.stop(0)
