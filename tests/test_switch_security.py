@@ -8,6 +8,7 @@ import os
 import socket
 import stat
 import threading
+from pathlib import Path
 
 import grpc
 import pytest
@@ -190,12 +191,16 @@ def test_read_table_is_a_consistent_snapshot_while_writes_go_on(ctl, tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="connecting as another user (setuid in a child) needs root")
-def test_other_users_cannot_connect(ctl, tmp_path):
+def test_other_users_cannot_connect(ctl):
     """What `clear_table('pairs')` by any local user needed before: a connection. Now the kernel refuses it."""
-    sock = tmp_path / "ffs" / "switch.sock"
-    os.chmod(tmp_path, 0o755)  # let the other user reach the directory, to test the socket's own mode
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp())  # pytest's tmp_path sits under a 0700 directory: out of nobody's reach anyway
+    os.chmod(base, 0o755)
+    sock = base / "ffs" / "switch.sock"
     server = serve(ctl, f"unix:{sock}")
-    os.chmod(sock.parent, 0o755)
+    os.chmod(sock.parent, 0o755)  # the other user can reach the socket: only its own mode stands in the way
     try:
         r, w = os.pipe()
         pid = os.fork()
@@ -220,3 +225,4 @@ def test_other_users_cannot_connect(ctl, tmp_path):
         os.close(r)
     finally:
         server.stop(0)
+        shutil.rmtree(base)
