@@ -238,3 +238,38 @@ def test_forged_label_from_a_host_port_buys_nothing(topo_dir):
     got = {s["stream"]: s["measured"] for s in run_scenario(topo, "ffs", duration_s=0.4).streams}
     assert got["well-behaved"] >= 0.95 * 400 * M
     assert got["flood"] == pytest.approx(600 * M, rel=0.05)
+
+
+# --- the agent's socket ------------------------------------------------------------------------
+
+
+def test_agent_socket_mode_does_not_follow_the_umask(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0)
+    try:
+        server = ControlServer(tmp_path / "run" / "agent.sock", lambda req, who: "pong")
+        server.start()
+    finally:
+        os.umask(old)
+    try:
+        sock = tmp_path / "run" / "agent.sock"
+        assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600 and stat.S_IMODE(os.stat(sock.parent).st_mode) == 0o700
+        assert call(sock, {"op": "ping"}) == "pong"
+        # a second agent on the same path does not take the live socket over
+        with pytest.raises(OSError, match="another process is serving on it"):
+            ControlServer(sock, lambda req, who: "impostor").start()
+        assert call(sock, {"op": "ping"}) == "pong"
+    finally:
+        server.stop()
+    # a stale socket (its agent gone without cleaning up) is replaced
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(sock))
+    s.close()
+    server = ControlServer(sock, lambda req, who: "again")
+    server.start()
+    try:
+        assert call(sock, {"op": "ping"}) == "again"
+    finally:
+        server.stop()

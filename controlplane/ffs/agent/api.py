@@ -7,7 +7,8 @@ One request per line, one response per line:
   {"op": "matrix_show"} | {"op": "matrix_plan", "fairness": ...} | {"op": "tau_show"} | {"op": "log", "limit": 20}
 Errors: {"ok": false, "error": "<one line>"}.
 
-The socket is created mode 0600 (0660 when a group is configured); every connection is also
+The socket is created mode 0600 (0660 when a group is configured) whatever the umask (ffs.unixsock:
+a live agent's socket is never taken over, a stale one is replaced); every connection is also
 checked with SO_PEERCRED, so a client that is neither the owner, root, nor in the configured group
 is refused even if the file mode was changed.
 
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ffs.safeload import LoadError, loads_json
+from ffs.unixsock import bind_private
 
 BACKLOG = 512  # connections the kernel queues before accept (socketserver's default is 5)
 MAX_CONNECTIONS = 256  # served at once; each holds a thread and at most one request line
@@ -112,9 +114,6 @@ class ControlServer:
         return self.gid == gid or self.gid in groups
 
     def start(self) -> None:
-        if self.path.exists() or self.path.is_symlink():
-            self.path.unlink()  # a stale socket from a previous run
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         outer = self
 
         slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -179,16 +178,19 @@ class ControlServer:
                 self.wfile.write((json.dumps(obj, default=_json_default) + "\n").encode())
                 self.wfile.flush()
 
-        old = os.umask(0o177 if self.gid is None else 0o117)
+        server = _Server(str(self.path), Conn, bind_and_activate=False)
         try:
-            self._server = _Server(str(self.path), Conn)
-        finally:
-            os.umask(old)
-        if self.gid is not None:
-            os.chown(self.path, -1, self.gid)
-            os.chmod(self.path, 0o660)
-        else:
-            os.chmod(self.path, 0o600)
+            # bound in a private directory with its mode set, then renamed into place (ffs.unixsock)
+            def bind(tmp: str) -> None:  # listening before it appears under its name: never seen as stale
+                server.socket.bind(tmp)
+                server.server_activate()
+
+            bind_private(self.path, bind, 0o600 if self.gid is None else 0o660, self.gid)
+            server.server_address = str(self.path)
+        except BaseException:
+            server.server_close()
+            raise
+        self._server = server
         self._thread = threading.Thread(target=self._server.serve_forever, name="ffs-api", daemon=True)
         self._thread.start()
         log.info("control API on %s", self.path)

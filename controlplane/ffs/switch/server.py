@@ -15,13 +15,9 @@ so that a slow or greedy client cannot stall forwarding.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
-import socket
-import stat
-import tempfile
 import time
 from concurrent import futures
 from pathlib import Path
@@ -33,6 +29,7 @@ from ffs.safeload import LoadError, loads_json
 from ffs.switch import wire
 from ffs.switch.control import SwitchControl
 from ffs.switch.tna import ControlError
+from ffs.unixsock import bind_private
 
 log = logging.getLogger("ffs.switch.server")
 
@@ -145,48 +142,10 @@ def serve(ctl: SwitchControl, address: str, allow_remote: bool = False) -> grpc.
 
 
 def _listen_unix(server: grpc.Server, path: Path) -> None:
-    """Bind `path` with mode 0600 whatever the umask: bind inside a fresh 0700 directory beside it,
-    set the mode, then rename the socket into place (a socket stays bound to its inode)."""
-    parent = path.parent
-    for d in reversed([parent, *parent.parents]):
-        if not d.exists():  # every directory we create is private (mkdir's mode is filtered by the umask)
-            d.mkdir(mode=0o700)
-            os.chmod(d, 0o700)
-    st = os.stat(parent)
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        raise OSError(f"{parent}: writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
-                      "they could replace the control socket; use a private directory")
-    if os.path.lexists(path):
-        _remove_stale(path)
-    tmpdir = tempfile.mkdtemp(prefix=".ffs-switch-", dir=parent)
-    try:
-        os.chmod(tmpdir, 0o700)
-        tmp = os.path.join(tmpdir, "control.sock")
-        if server.add_insecure_port(f"unix:{tmp}") == 0 or not os.path.exists(tmp):
+    """Bind `path` with mode 0600 whatever the umask (ffs.unixsock)."""
+
+    def bind(tmp: str) -> None:
+        if server.add_insecure_port(f"unix:{tmp}") == 0:
             raise OSError(f"cannot listen on unix:{path}")
-        os.chmod(tmp, 0o600)
-        os.rename(tmp, path)
-    finally:
-        if os.path.exists(tmpdir):
-            for f in os.listdir(tmpdir):
-                os.unlink(os.path.join(tmpdir, f))
-            os.rmdir(tmpdir)
 
-
-def _remove_stale(path: Path) -> None:
-    """A leftover socket of ours from a run that did not clean up is removed; a live one, or anything
-    that is not our socket, is refused."""
-    st = os.lstat(path)
-    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.geteuid():
-        raise OSError(f"{path} exists and is not this user's socket: not replacing it")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(str(path))
-    except OSError as e:
-        if e.errno not in (errno.ECONNREFUSED, errno.ENOENT):
-            raise OSError(f"{path}: cannot tell whether it is in use: {e.strerror}") from None
-        os.unlink(path)
-        return
-    finally:
-        probe.close()
-    raise OSError(f"{path}: another process is serving on it")
+    bind_private(path, bind)
