@@ -273,3 +273,32 @@ def test_agent_socket_mode_does_not_follow_the_umask(tmp_path):
         assert call(sock, {"op": "ping"}) == "again"
     finally:
         server.stop()
+
+
+# --- hostile topology files for every tool that reads one ---------------------------------------
+
+HOSTILE_TOPOLOGIES = {
+    "5000-deep": ("nodes: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n", "nested deeper than 64 levels"),
+    "billion laughs": (laughs(), "expands to more than 1000000 nodes"),
+    "duplicate interface": (DUMBBELL.read_text().replace("      p2: {capacity: 20Mbps", "      p1: {capacity: 20Mbps", 1),
+                            "nodes.s1.interfaces.p1: duplicate key"),
+    "a 1e-300 column": (DUMBBELL.read_text().replace("p3: {p1: 10Mbps, p2: 10Mbps}", "p3: {p1: 1e-300, p2: 1e-300}"),
+                        "below the smallest share"),
+}
+
+
+@pytest.mark.parametrize(
+    "tool, name",
+    [("ffs.cli.agent", n) for n in HOSTILE_TOPOLOGIES] + [("ffs.cli.sim", "billion laughs"), ("ffs.cli.switch", "5000-deep")],
+)
+def test_hostile_topology_one_line_for_every_tool(tmp_path, tool, name):
+    """The agent refuses before it touches a switch; ffs-sim and ffs-switch replay exit 2."""
+    text, fragment = HOSTILE_TOPOLOGIES[name]
+    f = tmp_path / "t.yaml"
+    f.write_text(text)
+    args = {"ffs.cli.agent": [f"--topology={f}", "--node=s1", "--switch=unix:/nonexistent/x", "--connect-timeout=0.5"],
+            "ffs.cli.sim": ["allocate", str(f)],
+            "ffs.cli.switch": ["replay", str(f)]}[tool]
+    p = subprocess.run([sys.executable, "-m", tool, *args], capture_output=True, text=True, timeout=60)
+    assert p.returncode in (1, 2) and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+    assert fragment in p.stderr, p.stderr
