@@ -1,8 +1,8 @@
 """Reading YAML and JSON that someone else wrote, with bounded time and memory.
 
-Every file and request the agent, ffsctl and the software switch parse goes through here, so a
-5000-deep document, an alias bomb, /dev/zero, a 100k-deep JSON array or `Infinity` ends in one
-`LoadError` line instead of a traceback or an exhausted machine:
+Topology and matrix files, the agent's API requests and the software switch's control requests are
+parsed here, so a 5000-deep document, an alias bomb, /dev/zero, a 100k-deep JSON array or
+`Infinity` ends in one `LoadError` line instead of a traceback or an exhausted machine:
 
 - size: at most `MAX_BYTES` of input (files are read with a bounded read, never whole);
 - depth: at most `MAX_DEPTH` nested collections (YAML is composed from its event stream with an
