@@ -42,8 +42,9 @@ class JsonFormatter(logging.Formatter):
 def make_driver(target: str, switch: str | None) -> Driver:
     if target == "model":
         from ffs.driver.model import ModelDriver
+        from ffs.switch.wire import default_control_address
 
-        return ModelDriver(switch or "localhost:50052")
+        return ModelDriver(switch or default_control_address())  # where `ffs-switch run` listens by default
     from ffs.driver.bfrt import BfrtDriver
 
     return BfrtDriver(switch or "localhost:50052")
@@ -54,7 +55,7 @@ def make_driver(target: str, switch: str | None) -> Driver:
 @click.option("--node", required=True, help="The node of the topology this switch is.")
 @click.option("--target", type=click.Choice(["model", "tofino"]), default="model", show_default=True,
               help="model: the software switch (ffs-switch); tofino: bf_switchd over BF-Runtime gRPC.")
-@click.option("--switch", "switch", default=None, help="Control address: unix:PATH or host:port (default localhost:50052).")
+@click.option("--switch", "switch", default=None, help="Control address: unix:PATH or host:port (default: ffs-switch run's socket for model, localhost:50052 for tofino).")
 @click.option("--socket", "sock", default=None, help="Unix socket of the control API for ffsctl.")
 @click.option("--group", default=None, help="Let this group use the control socket (mode 0660).")
 @click.option("--state-dir", default=None, type=click.Path(file_okay=False), help="Where the applied matrix and the audit log live.")

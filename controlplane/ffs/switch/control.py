@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 import uuid
 from typing import Iterable, Sequence
 
@@ -20,6 +21,7 @@ from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError, MatchTable
 
 PORT_MD = N.PORT_METADATA
+READ_CHUNK = 256  # counter/register cells read per hold of the packet lock (as a Tofino sync reads them: per cell, not as one snapshot)
 
 
 class SwitchControl:
@@ -96,7 +98,14 @@ class SwitchControl:
                     for port, v in sorted(self.pipeline.port_metadata.items())
                 ]
             t = self._table(name)
-            return sorted((t.to_entry(e) for e in t.entries.values()), key=_entry_order)
+            entries = list(t.entries.values())  # a snapshot: writes replace the entries, never edit them
+        # converting thousands of entries happens outside the lock, and lets the packet thread run
+        # between chunks (sleep(0) hands over the interpreter at once instead of after its 5 ms slice)
+        out: list[TableEntry] = []
+        for k in range(0, len(entries), READ_CHUNK):
+            out.extend(t.to_entry(e) for e in entries[k : k + READ_CHUNK])
+            time.sleep(0)
+        return sorted(out, key=_entry_order)
 
     def read_default(self, name: str) -> TableEntry:
         with self.lock:
@@ -133,7 +142,13 @@ class SwitchControl:
     def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, CounterValue]:
         with self.lock:
             c = self._named(self.pipeline.counters, name, "counter")
-            return {i: c.read(i) for i in self._indices(c.spec.size, indices, c.spec.name)}
+        idx = self._indices(c.spec.size, indices, c.spec.name)
+        out: dict[int, CounterValue] = {}
+        for k in range(0, len(idx), READ_CHUNK):  # the lock per chunk: forwarding goes on between chunks
+            with self.lock:
+                out.update((i, c.read(i)) for i in idx[k : k + READ_CHUNK])
+            time.sleep(0)
+        return out
 
     def reset_counters(self, name: str) -> None:
         with self.lock:
@@ -142,7 +157,13 @@ class SwitchControl:
     def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
         with self.lock:
             r = self._named(self.pipeline.registers, name, "register")
-            return {i: r.cells[i] for i in self._indices(r.spec.size, indices, r.spec.name)}
+        idx = self._indices(r.spec.size, indices, r.spec.name)
+        out: dict[int, int] = {}
+        for k in range(0, len(idx), READ_CHUNK):
+            with self.lock:
+                out.update((i, r.cells[i]) for i in idx[k : k + READ_CHUNK])
+            time.sleep(0)
+        return out
 
     def write_register(self, name: str, index: int, value: int) -> None:
         with self.lock:
