@@ -79,7 +79,7 @@ def _lm(rng: random.Random) -> int:
 def _egress(rng: random.Random, port: int, kind: str) -> Update:
     # any τ the control interface admits (τ in [1, 2^16] while congested, spec §5.3), any lcr
     congested = rng.randint(0, 1)
-    ltau = rng.choice([C.CODE_ONE, rng.randint(C.CODE_ONE, 0x8400), rng.randint(C.CODE_ONE, C.RF_CODE_MAX)]) if congested else 0xFFFF
+    ltau = rng.choice([C.CODE_ONE, rng.randint(C.CODE_ONE, 0x8400), rng.randint(C.CODE_ONE, C.LTAU_MAX)]) if congested else 0xFFFF
     lcr = rng.choice([0xFFFF, rng.getrandbits(16)])
     params = {"ltau": ltau, "ltau_p": ltau - C.CODE_ONE if congested else 0, "congested": congested, "lcr": lcr}
     return Update(kind, TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(port)}, "set_egress", params))

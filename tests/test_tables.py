@@ -223,7 +223,7 @@ def test_egress_params():
     assert p == {"ltau": encode(4 / 3), "ltau_p": encode(4 / 3) - 0x8000, "congested": 1, "lcr": C.CODE_MAX}
     idle = T.egress_params(None, False, 2.0)
     assert idle == {"ltau": C.CODE_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
-    assert T.egress_params(2.0**20, True, None)["ltau"] == C.RF_CODE_MAX  # τ <= 2^16
+    assert T.egress_params(2.0**20, True, None)["ltau"] == C.LTAU_MAX  # τ <= 2^16
     assert T.egress_params_consistent(p) is None and T.egress_params_consistent(idle) is None
     assert "ltau_p" in T.egress_params_consistent({**p, "ltau_p": 0})
     assert T.egress_params(3.0, False, math.inf)["ltau"] == C.CODE_MAX  # uncongested: tau ignored
@@ -290,3 +290,16 @@ def test_precision_budget_over_a_grid():
     assert 0.006 < worst_norm <= 2**octaves_norm - 1  # 0.93 % bound; the grid reaches 0.85 %
     bound_gamma = 2 ** (octaves_norm + 1 / 256) - 1 + 0.5 / 256  # + ltau, + thr rounding at 2^-8
     assert 0.009 < worst_gamma <= bound_gamma < 0.02  # spec §10: ≤ 1.4 %, within the 2 % requirement
+
+
+@pytest.mark.parametrize("capacity", [10e6, 1e9, 10e9, 100e9, 400e9])
+def test_estimator_sized_for_line_rate_at_the_smallest_label(capacity):
+    """spec §4: with the scale-down the agent derives, a stream at line rate whose packets all carry
+    rf = 2^-8 (or anything below, clamped) keeps the F LPF below 2^32, with room for a burst of 2;
+    one step less would not."""
+    s = T.lpf_scale_down_for(capacity)
+    per_s = capacity / 8 * 256 * 256  # weight units per second at rf = 2^-8
+    held = per_s * C.LPF_TIME_CONSTANT_NS * 1e-9  # what the RATE filter holds at a steady rate
+    assert 2 * held / 2**s <= C.WEIGHT_MAX
+    if s > 0:
+        assert 2 * held / 2 ** (s - 1) > C.WEIGHT_MAX

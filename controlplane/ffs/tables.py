@@ -261,6 +261,21 @@ def lpf_units_per_bps(
     return (1 / 8) * (1 << C.WEIGHT_SHIFT) * (lpf_time_constant_ns * 1e-9) / (1 << lpf_scale_down)
 
 
+def lpf_scale_down_for(capacity_bps: float, lpf_time_constant_ns: float = C.LPF_TIME_CONSTANT_NS) -> int:
+    """The smallest output scale-down s with which a pair's F estimator cannot saturate (spec §4):
+    a stream at `capacity_bps` (the ingress line rate) whose every packet carries the smallest
+    admitted label 2^-8 weighs len · 2^8 · 2^8 per byte; the RATE filter then holds about
+    rate · τ_F of it, and with a factor 2 for bursts that must stay below 2^32 after >> s."""
+    if not (capacity_bps > 0 and math.isfinite(capacity_bps)):
+        raise ValueError(f"capacity must be a finite positive rate, got {capacity_bps!r}")
+    max_weight_per_byte = (1 << C.WEIGHT_SHIFT) * 2.0 ** ((C.CODE_ONE - C.RF_CODE_MIN) / C.CODE_STEPS_PER_OCTAVE)
+    peak = 2 * (capacity_bps / 8) * max_weight_per_byte * lpf_time_constant_ns * 1e-9
+    s = max(0, math.ceil(math.log2(peak / C.WEIGHT_MAX))) if peak > C.WEIGHT_MAX else 0
+    if s > 31:
+        raise ValueError(f"no 5-bit scale-down keeps the estimator below 2^32 at {capacity_bps:.3g} bit/s; shorten τ_F")
+    return s
+
+
 def lm_code(
     m_bps: float, lpf_time_constant_ns: float = C.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = C.LPF_SCALE_DOWN
 ) -> int:
@@ -301,7 +316,7 @@ def egress_params(tau: float | None, congested: bool, cr_ratio: float | None) ->
     if congested:
         if tau is None or not (tau >= 1.0 and math.isfinite(tau)):
             raise ValueError(f"a congested egress needs a finite tau >= 1, got {tau!r}")
-        ltau = min(encode(tau), C.RF_CODE_MAX)  # τ <= TAU_MAX = 2^16
+        ltau = min(encode(tau), C.LTAU_MAX)  # τ <= TAU_MAX = 2^16
         ltau_p = ltau - C.CODE_ONE
     else:
         ltau, ltau_p = C.CODE_MAX, 0
@@ -313,8 +328,8 @@ def egress_params_consistent(params: dict[str, int]) -> str | None:
     """Why set_egress action data breaks spec §5.3's derivation, or None when it holds."""
     ltau, ltau_p, congested = params["ltau"], params["ltau_p"], params["congested"]
     if congested:
-        if not C.CODE_ONE <= ltau <= C.RF_CODE_MAX:
-            return f"a congested egress needs ltau in [{C.CODE_ONE:#x}, {C.RF_CODE_MAX:#x}] (tau in [1, 2^16]), got {ltau:#x}"
+        if not C.CODE_ONE <= ltau <= C.LTAU_MAX:
+            return f"a congested egress needs ltau in [{C.CODE_ONE:#x}, {C.LTAU_MAX:#x}] (tau in [1, 2^16]), got {ltau:#x}"
         if ltau_p != ltau - C.CODE_ONE:
             return f"ltau_p must be ltau - 0x8000 = {ltau - C.CODE_ONE:#x}, got {ltau_p:#x}"
     elif ltau_p != 0:

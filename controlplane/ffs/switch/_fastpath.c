@@ -37,8 +37,8 @@ typedef unsigned __int128 u128;
 #define FLAG_RESERVED 0x1
 #define CODE_ONE 0x8000u
 #define CODE_MAX 0xFFFFu
-#define RF_CODE_MIN 0x7800u
-#define RF_CODE_MAX 0x8800u
+#define RF_CODE_MIN 0x7C00u
+#define RF_CODE_MAX 0x8400u
 #define D_OFFSET 0x1000u
 #define U16 0xFFFFu
 #define NUM_PAIRS 4096

@@ -8,7 +8,7 @@ control PairMap(inout ffs_metadata_t md,
                 in ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     /* k = code(rf / M) = rf - lm: Algorithm 3 line 1 starts here. The agent pushes nlm = -lm
      * (mod 2^16) because action data cannot be subtracted; with rf >= RF_CODE_MIN and
-     * lm <= D_OFFSET the sum never wraps (k >= 0x6800, spec §7.2). */
+     * lm <= D_OFFSET the sum never wraps (k >= 0x6C00, spec §7.2). */
     action set_pair(pid_t pid, bit<16> nlm) {
         md.pid = pid;
         md.k = nlm + md.rf;

@@ -5,7 +5,7 @@
  *   stage 2  f_lpf    F <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive
  *   stage 3  f_log    lf = log F (disjoint ternary buckets), applied at once (Algorithm 3 line 1):
  *                     rf_norm = k + lf, c_cong = cc - lf; f_est[pid] <- F for the agent
- * Neither sum saturates or wraps: k, cc lie in [0x6800, 0x9800] and lf <= D_OFFSET (spec §7.2),
+ * Neither sum saturates or wraps: k, cc lie in [0x6C00, 0x9C00] and lf <= D_OFFSET (spec §7.2),
  * so plain adds do it; nlf = -lf (mod 2^16) comes with lf because action data cannot be
  * subtracted.
  */
