@@ -86,6 +86,21 @@ def _alus(log: Path) -> dict[str, int]:
     return out
 
 
+def parser_selects_lost(out: Path) -> bool:
+    """Whether the compiler's output (the .bfa) lost the ingress parser's selects: p4src/'s parser
+    branches on EtherType, IP version and protocol, and the shim's first word, so a correct build
+    has `match:` lines on packet data in `parser ingress`; a build without any (only the padding
+    loop's counter matches) takes the first transition of every state. bf-p4c 9.13.4 as built from
+    p4c 1.2.5.16 does this on Tofino 1 (fixed upstream by p4c pull request 5753, "tofino: keep
+    non-scratch parser match register slices"): such a program parses no packet as written."""
+    (bfa,) = (out / "pipe").glob("*.bfa")
+    text = bfa.read_text()
+    m = re.search(r"^parser ingress:\n(.*?)(?=^\S)", text, flags=re.S | re.M)
+    section = m.group(1) if m else ""
+    data_matches = [l for l in re.findall(r"^\s+match:(.*)$", section, flags=re.M) if "ctr_" not in l]
+    return not data_matches
+
+
 def compile_target(target: str) -> Path:
     build = ROOT / "build" / "resources" / target
     subprocess.run(["make", "-s", "-C", str(ROOT), "compile", f"TARGET={target}", f"BUILD={build}"], check=True,
@@ -93,7 +108,7 @@ def compile_target(target: str) -> Path:
     return build / "ffs"
 
 
-def summary(b: Build) -> str:
+def summary(b: Build) -> str:  # noqa: D103
     phv = ", ".join(f"{n}x{w}b" for w, n in sorted(b.phv.items()))
     return (f"{b.target}: {b.ingress_stages} ingress / {b.egress_stages} egress stages; PHV {phv} "
             f"(+ tagalong {sum(b.phv_tagalong.values())}); SRAM {b.mau.get('srams')}, TCAM {b.mau.get('tcams')}, "
@@ -152,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.summary:
             print(summary(read_build(a.summary)))
+            if parser_selects_lost(a.summary):
+                print("warning: this bf-p4c dropped the parser's select values (p4c pull request 5753): "
+                      "the build parses no packet as written (docs/pipeline.md)")
             return 0
         builds = [read_build(compile_target(t)) for t in TARGETS]
     except (OSError, KeyError, ValueError, subprocess.CalledProcessError) as e:

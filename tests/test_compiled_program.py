@@ -63,6 +63,21 @@ def test_stage_budget_without_recirculation(build):
     assert not re.search(r"\b(resubmit|recirc|mirror)\w*\s*[.(=]", src), "FFS needs one pass"
 
 
+def test_parser_keeps_its_selects(build):
+    """Every select of p4src/'s parsers must reach the .bfa as match values. The bf-p4c built from
+    p4c 1.2.5.16 drops them (p4c pull request 5753 fixes it): then the first transition of every
+    state wins and no packet is parsed as written, on tofino-model or hardware. That is the
+    compiler's defect, not the program's, so it is reported here as an expected failure."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from p4_resources import parser_selects_lost
+
+    if parser_selects_lost(build[1]):
+        pytest.xfail("this bf-p4c dropped every parser select value (p4c pull request 5753 not in this build)")
+    assert not parser_selects_lost(build[1])
+
+
 def _schema(out: Path) -> dict[str, dict]:
     return {t["name"].removeprefix("pipe."): t for t in json.loads((out / "bf-rt.json").read_text())["tables"]}
 
