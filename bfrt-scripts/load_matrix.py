@@ -22,7 +22,7 @@ try:
 except MatrixError as e:
     raise SystemExit(f"ffs: {e}; nothing written") from None
 new = dataclasses.replace(n, fairness=fairness)
-lpf = LpfConfig()
+lpf = LpfConfig().for_node(n)  # sized as the agent sizes it (spec §4)
 ups = [pair_entry(new.share(p.ingress, p.egress), p, lpf, "insert") for p in pairs_of(new)]
 ups += [egress_entry(new.interfaces[e].port, egress_params(None, False, None), "insert") for e in sorted(set(fairness) - set(n.fairness))]
 write(bfrt, ups, upsert=True)  # noqa: F821 - bfrt is the bfshell's global

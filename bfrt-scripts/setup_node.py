@@ -8,7 +8,7 @@ from _common import N, node, set_lpf_specs, table_obj, write  # noqa: E402
 from ffs.agent.program import LpfConfig, node_updates, pairs_of  # noqa: E402
 
 n = node()
-lpf = LpfConfig()
+lpf = LpfConfig().for_node(n)  # sized for the node's fastest port, as the agent does
 # start from empty tables (the RI table's entries are const in the P4 source)
 for t in N.TABLES:
     if not t.const_entries:

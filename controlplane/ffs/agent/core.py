@@ -81,7 +81,7 @@ class Agent:
         self.driver = driver
         self.topology = topology
         self.node: Node = topology.node(node)
-        self.lpf = lpf
+        self.lpf = lpf.for_node(self.node)  # spec §4: F sized for the fastest port
         self.tau_params = tau_params
         self.frame_overhead = frame_overhead_bytes  # counters count frames; rates are IP-layer
         self.store = store

@@ -19,10 +19,23 @@ from ffs.topology import Node
 
 @dataclass(frozen=True)
 class LpfConfig:
+    """The F estimator's time constant and output scale-down. `scale_down=None` (the default) sizes
+    it for the node's fastest port (`for_node`), so that no admitted label saturates F at line
+    rate (spec §4)."""
+
     time_constant_ns: float = C.LPF_TIME_CONSTANT_NS
-    scale_down: int = C.LPF_SCALE_DOWN
+    scale_down: int | None = None
+
+    def for_node(self, node: Node) -> "LpfConfig":
+        if self.scale_down is not None:
+            return self
+        fastest = max((i.capacity for i in node.interfaces.values()), default=0.0)
+        s = T.lpf_scale_down_for(fastest, self.time_constant_ns) if fastest > 0 else C.LPF_SCALE_DOWN
+        return LpfConfig(self.time_constant_ns, s)
 
     def spec(self) -> LpfSpec:
+        if self.scale_down is None:
+            raise ValueError("LpfConfig.spec: size the scale-down for a node first (for_node)")
         return LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns, self.scale_down)
 
 
@@ -92,6 +105,8 @@ def route_updates(node: Node) -> list[Update]:
 
 
 def pair_entry(m_bps: float, p: Pair, lpf: LpfConfig, kind: str = "insert") -> Update:
+    if lpf.scale_down is None:
+        raise ValueError("pair_entry: size the estimator for the node first (LpfConfig.for_node)")
     lm = T.lm_code(m_bps, lpf.time_constant_ns, lpf.scale_down)
     return Update(
         kind,
@@ -110,6 +125,7 @@ def egress_entry(port: int, params: dict[str, int], kind: str = "insert") -> Upd
 
 def node_updates(node: Node, lpf: LpfConfig) -> list[Update]:
     """The complete static state of a node: ports, routes, pairs, egress params, generated tables."""
+    lpf = lpf.for_node(node)
     ups = port_updates(node) + route_updates(node)
     ups += [pair_entry(node.share(p.ingress, p.egress), p, lpf) for p in pairs_of(node)]
     idle = T.egress_params(None, False, None)

@@ -61,7 +61,8 @@ def make_driver(target: str, switch: str | None) -> Driver:
 @click.option("--state-dir", default=None, type=click.Path(file_okay=False), help="Where the applied matrix and the audit log live.")
 @click.option("--period-ms", default=100.0, show_default=True, help="Control period.")
 @click.option("--lpf-time-constant-us", default=1000.0, show_default=True, help="F estimator time constant.")
-@click.option("--lpf-scale-down", default=4, show_default=True, help="F estimator output scale-down (0..31).")
+@click.option("--lpf-scale-down", type=int, default=None,
+              help="F estimator output scale-down (0..31); default: sized for the node's fastest port (spec §4).")
 @click.option("--delta-fraction", default=0.01, show_default=True, help="tau damping: delta = this * target.")
 @click.option("--max-decrease", default=0.25, show_default=True, help="Largest tau decrease per period.")
 @click.option("--frame-overhead", default=14, show_default=True, help="Bytes per packet the counters count beyond the IP packet.")
@@ -81,7 +82,7 @@ def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_
     logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, handlers=[handler])
     topo = load(topology)
     topo.node(node)
-    if not 0 <= lpf_scale_down <= 31 or period_ms <= 0:
+    if (lpf_scale_down is not None and not 0 <= lpf_scale_down <= 31) or period_ms <= 0:
         raise CliError("--lpf-scale-down must be 0..31 and --period-ms positive", 2)
     if metrics_port is not None and not 0 < metrics_port < 65536:
         raise CliError("--metrics-port must be 1..65535", 2)
