@@ -13,10 +13,12 @@ import pytest
 from ffs import p4names as N
 from ffs import tables as T
 from ffs.agent.api import ApiError, call
+from ffs.agent.program import LpfConfig
 from ffs.driver.model import ModelDriver
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
+from ffs.topology import load
 
 DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
 
@@ -52,12 +54,13 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
         r = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
                             "--ingress", "p1", "--egress", "p3", "--rate", "2Mbps"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-        assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6)
+        lpf = LpfConfig().for_node(load(DUMBBELL).node("s1"))  # the estimator as the agent sizes it
+        assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)
         os.kill(agent.pid, signal.SIGKILL)
         agent.wait(timeout=5)
         drv.clear_table(N.PAIRS.name)  # whatever happened to the switch meanwhile
         agent = start_agent(tmp_path, switch)
-        assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6)  # restored from the state dir, not the topology's 10 Mbps
+        assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)  # restored from the state dir, not the topology's 10 Mbps
         shown = call(tmp_path / "agent.sock", {"op": "matrix_show"})
         assert shown["fairness"]["p3"]["p1"] == pytest.approx(2e6)
     finally:
