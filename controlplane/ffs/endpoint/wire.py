@@ -1,11 +1,12 @@
 """What the transfer puts on the wire after the IPv4 header: the FFS/RI shim (docs/spec.md §2, built
 by `ffs.frames.shim`), a UDP header, and one of two messages:
 
-    DATA  type 1 | pad | payload length (16) | transfer id (32) | seq (32) | total bytes (64) | payload
+    DATA  type 1 | pad | packet payload (16) | transfer id (32) | seq (32) | total bytes (64) | payload
     ACK   type 2 | n blocks | pad (16)        | transfer id (32) | cum (32) | echo seq (32)
           | n × (start (32), end (32))
 
-`seq` numbers packets from 0; `cum` says every packet below it arrived; blocks are half-open ranges
+`packet payload` is the transfer's payload per packet (the last packet may carry less), so a
+receiver knows the packet count from any packet; `seq` numbers packets from 0; `cum` says every packet below it arrived; blocks are half-open ranges
 [start, end) above `cum` that arrived (selective acknowledgements). `echo seq` names the data packet
 whose `rri` the ACK's shim returns in `rri_echo` with flag E, so the source knows when it sent it.
 """
@@ -57,6 +58,7 @@ class Data:
     xfer: int
     seq: int
     total: int  # bytes of the whole transfer
+    psize: int  # payload bytes per packet (all but the last)
     payload: bytes
 
 
@@ -75,7 +77,7 @@ def udp(sport: int, dport: int, body: bytes) -> bytes:
 
 def data_datagram(d: Data, sport: int, dport: int) -> bytes:
     """Shim (R flag: nodes update rri, initialised to ∞) + UDP + DATA: what follows the IPv4 header."""
-    body = _DATA.pack(DATA, len(d.payload), d.xfer, d.seq, d.total) + d.payload
+    body = _DATA.pack(DATA, d.psize, d.xfer, d.seq, d.total) + d.payload
     return shim(C.CODE_ONE, C.FLAG_RI, 17) + udp(sport, dport, body)
 
 
@@ -116,7 +118,7 @@ def parse_after_ip(b: bytes, src: str = "") -> Datagram:
     kind = body[0]
     if kind == DATA and len(body) >= DATA_HDR:
         _, n, xfer, seq, total = _DATA.unpack_from(body)
-        msg: Data | Ack = Data(xfer, seq, total, body[DATA_HDR:DATA_HDR + n])
+        msg: Data | Ack = Data(xfer, seq, total, n, body[DATA_HDR:])
     elif kind == ACK and len(body) >= _ACK.size:
         _, nb, xfer, cum, echo = _ACK.unpack_from(body)
         if len(body) < _ACK.size + nb * _BLOCK.size:
