@@ -94,6 +94,7 @@ class VirtualResult:
     bin_s: float
     flows: list[FlowResult]
     tau: list[tuple[float, float]] = field(default_factory=list)  # (t, τ or inf) of the flows' egress
+    deliveries: list[tuple[str, int, float, int]] = field(default_factory=list)  # record=True: (flow, seq, sent, rri)
     events: int = 0
 
     def flow(self, name: str) -> FlowResult:
@@ -119,10 +120,11 @@ def default_controller(scheme: str, capacity: float, t0: float, settle_s: float)
 
 def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed: int = 1, period_s: float = 0.005,
         lpf: LpfConfig = LpfConfig(), one_way_s: float = 0.0002, ip_size: int = 9000, queue_ms: float = 1.0,
-        bin_s: float = 0.005, settle_s: float | None = None) -> VirtualResult:
+        bin_s: float = 0.005, settle_s: float | None = None, record: bool = False) -> VirtualResult:
     """Run `flows` for `duration_s` of virtual time (or until all finish). MinLoss ignores echoes of
     packets sent within `settle_s` of a rate change (default: two control periods plus the F
-    estimator's time constant, the age of the node's oldest measurement)."""
+    estimator's time constant, the age of the node's oldest measurement). With `record`, every
+    delivered data packet is listed with the rri the node wrote into it."""
     if settle_s is None:
         settle_s = 2 * period_s + lpf.time_constant_ns / 1e9
     pipe = new_pipeline(seed)
@@ -212,6 +214,8 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
             delay = q.backlog * 8 / q.rate_bps if q is not None else 0.0
             sh = parse_shim(r.frame[ETH + IP_HDR:])
             push(t + delay + half, DELIVER, k, (seq, sh.rri))
+            if record:
+                res.deliveries.append((f"{flows[k].name}", seq, float(snd.sent_at[seq]), sh.rri))
         elif kind == DELIVER:
             seq, rri = data
             s["delivered"] += 1
