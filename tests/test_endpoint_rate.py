@@ -21,7 +21,7 @@ def test_rri_factor_decodes_the_code_and_infinity_means_no_information():
 
 
 def test_indicator_is_rri_times_the_rate_when_the_packet_was_sent():
-    ml = MinLoss(MinLossParams(start_bps=1e6, capacity_bps=100e6, settle_s=0.1, deadband=0, headroom=0))
+    ml = MinLoss(MinLossParams(start_bps=1e6, capacity_bps=100e6, settle_s=0.1, deadband=0, headroom=0, window=1))
     ml.history.set(1.0, 4e6)  # the rate changed at t = 1 s
     # a packet sent at 0.5 s (1 Mb/s then) comes back with RRI 8: the fair rate is 8 Mb/s, not 32
     ml.on_echo(1.02, Echo(encode(8.0), 0.5))
@@ -31,6 +31,26 @@ def test_indicator_is_rri_times_the_rate_when_the_packet_was_sent():
     # an echo of a packet sent within settle_s of that change is ignored
     ml.on_echo(changed + 0.06, Echo(encode(0.5), changed + 0.05))
     assert ml.tracker.ignored == 1 and ml.rate(2.0) == pytest.approx(8e6, rel=0.003)
+
+
+def test_minloss_moves_on_a_full_window_only_and_collects_anew_after_a_move():
+    ml = MinLoss(MinLossParams(start_bps=1e6, capacity_bps=100e6, settle_s=0, deadband=0, headroom=0))
+    for k in range(20):
+        ml.on_echo(1 + k / 100, Echo(encode(4.0), 0.5 + k / 100))
+    assert ml.rate(2.0) == 1e6  # 20 values: not yet
+    ml.on_echo(1.3, Echo(encode(4.0), 0.8))
+    assert ml.rate(2.0) == pytest.approx(4e6, rel=0.003) and len(ml.tracker.window) == 0
+
+
+def test_send_log_measures_what_left_over_the_nodes_window():
+    ml = MinLoss(MinLossParams(start_bps=8e6, capacity_bps=100e6, settle_s=0, deadband=0, headroom=0, window=1,
+                               measure_s=0.1))
+    for k in range(100):  # paced at 8 Mb/s but only half of it left: 4 Mb/s actually sent
+        ml.on_sent(k * 0.002, 1000)
+    assert ml.sent.rate(0.15) == pytest.approx(4e6, rel=0.02)
+    assert ml.sent.rate(0.05) is None  # less than one window since the first send
+    ml.on_echo(0.2, Echo(encode(2.0), 0.15))  # the node saw 4 Mb/s and says "twice that"
+    assert ml.rate(0.2) == pytest.approx(8e6, rel=0.03)
 
 
 def test_median_of_the_21_most_recent_values():

@@ -45,7 +45,7 @@ def test_minloss_one_stream_converges_to_its_exact_rate_and_loses_nothing():
     f = res.flow("h1")
     got = mean_rate(f, 0.05, 0.25, res.bin_s)
     assert abs(got - exact) / exact <= 0.05, (got, exact)
-    assert f.send_bps[0] < 0.05 * exact  # it started low
+    assert f.send_bps[0] < 0.15 * exact  # it started low (capacity / 10)
     assert f.router_drops == 0 and f.lost == 0 and f.retransmitted == 0
 
 

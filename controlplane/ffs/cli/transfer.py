@@ -73,18 +73,21 @@ def main() -> None:
 @click.option("--scheme", type=click.Choice(["minloss", "mintime"]), default="minloss", show_default=True,
               help="MinLoss: follow the echoed rate indicator; MinTime: send at --capacity.")
 @click.option("--capacity", required=True, help="The source's egress capacity (IP bit/s), e.g. 20Mbps.")
-@click.option("--start-rate", help="MinLoss: the initial rate [default: capacity / 100].")
+@click.option("--start-rate", help="MinLoss: the initial rate [default: capacity / 10].")
 @click.option("--settle", type=click.FloatRange(0, 10), default=0.2, show_default=True,
               help="MinLoss: seconds after a rate change whose echoes are ignored (>= the node's control period + estimator time constant).")
+@click.option("--measure", type=click.FloatRange(0, 10), default=0.1, show_default=True,
+              help="MinLoss: apply the indicator to the rate actually sent over this many seconds (the node's control period); 0: to the pacing rate.")
 @click.option("--headroom", type=click.FloatRange(0, 0.5), default=0.01, show_default=True,
               help="MinLoss: send at (1 - headroom) x the indicated rate.")
-@click.option("--size", type=click.IntRange(64, 9000), default=1500, show_default=True, help="IP packet size in bytes.")
+@click.option("--size", type=click.IntRange(64, 9000), default=1400, show_default=True,
+              help="IP packet size in bytes (at most the path MTU: packets are never fragmented).")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600), default=60.0, show_default=True, help="Give up after this many seconds.")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), help="JSON lines every 100 ms: controller rate and sending rate.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report, no progress bar.")
 @one_line_errors(TransferError, ValueError, OSError)
 def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: str, capacity: str,
-             start_rate: str | None, settle: float, headroom: float, size: int, timeout: float,
+             start_rate: str | None, settle: float, measure: float, headroom: float, size: int, timeout: float,
              log_path: str | None, as_json: bool) -> None:
     """Send --file or --bytes to `ffs-transfer recv` on --dst, reliably (selective acknowledgements),
     and report transfer time, goodput, retransmissions and loss."""
@@ -104,10 +107,11 @@ def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: 
     if scheme == "mintime":
         ctl = MinTime(cap)
     else:
-        start = parse_rate(start_rate) if start_rate else cap / 100
+        start = parse_rate(start_rate) if start_rate else cap / 10
         if not 0 < start <= cap:
             raise ValueError("--start-rate must be positive and at most --capacity")
-        ctl = MinLoss(MinLossParams(start_bps=start, capacity_bps=cap, settle_s=settle, headroom=headroom), now)
+        ctl = MinLoss(MinLossParams(start_bps=start, capacity_bps=cap, settle_s=settle, headroom=headroom,
+                                   measure_s=measure or None), now)
     bar = _Bar(not as_json, "send")
     log: IO[str] | None = open(log_path, "w") if log_path else None
     try:

@@ -8,6 +8,7 @@ state machines as the virtual-time runs. Needs root or CAP_NET_RAW (a raw socket
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -23,6 +24,9 @@ from ffs.endpoint.transport import Receiver, Sender
 from ffs.endpoint.wire import OVERHEAD, Ack, Data, WireError, ack_datagram, data_datagram, parse_ip
 
 MAX_IP_SIZE = 9000
+DEFAULT_IP_SIZE = 1400  # fits hosts whose MTU leaves room for a shim inserted on the way
+IP_MTU_DISCOVER = getattr(socket, "IP_MTU_DISCOVER", 10)
+IP_PMTUDISC_DO = getattr(socket, "IP_PMTUDISC_DO", 2)
 
 
 class TransferError(Exception):
@@ -36,6 +40,9 @@ def open_raw() -> socket.socket:
         raise TransferError("the FFS shim needs a raw socket (IP protocol 253): run as root or with CAP_NET_RAW") from None
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    # never fragment: a fragment without the shim would be a different packet to the node (and
+    # count twice); a packet larger than the path MTU fails with EMSGSIZE instead
+    s.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
     s.setblocking(False)
     return s
 
@@ -60,7 +67,7 @@ class TransferReport:
         return asdict(self)
 
 
-def send_transfer(dst: str, port: int, data: bytes, controller: Controller, *, ip_size: int = 1500, sport: int = 0,
+def send_transfer(dst: str, port: int, data: bytes, controller: Controller, *, ip_size: int = DEFAULT_IP_SIZE, sport: int = 0,
                   timeout_s: float = 60.0, progress: Callable[[int, int], None] | None = None,
                   log: IO[str] | None = None, log_interval_s: float = 0.1) -> TransferReport:
     """Send `data` to a receiver at dst:port; returns when every byte is acknowledged. `log` gets a
@@ -100,6 +107,10 @@ def send_transfer(dst: str, port: int, data: bytes, controller: Controller, *, i
                     sent_bytes += OVERHEAD + len(chunk)
                 except BlockingIOError:
                     pass  # the host's queue is full: lost as on a wire, the transport retransmits
+                except OSError as e:
+                    if e.errno == errno.EMSGSIZE:
+                        raise TransferError(f"--size {ip_size} exceeds the path MTU toward {dst}: use a smaller --size") from None
+                    raise
             if progress is not None:
                 progress(snd.cum, snd.npkts)
             if log is not None and now - last_log >= log_interval_s:

@@ -72,6 +72,40 @@ class RateHistory:
         return self._r[-1]
 
 
+class SendLog:
+    """What the source actually sent: cumulative IP bytes over time, so an indicator can be applied
+    to the rate the node measured, the bytes sent over the `window_s` before the packet left
+    (App. D: "the rate 1 RTT ago"). The nominal pacing rate is not enough live: a starved process
+    or a full host queue sends less than it meant to, and the node judged what arrived."""
+
+    def __init__(self, window_s: float, keep_s: float = 10.0) -> None:
+        if not window_s > 0:
+            raise ValueError("the send-log window must be positive")
+        self.window_s = window_s
+        self.keep_s = keep_s
+        self._t: deque[float] = deque()
+        self._cum: deque[int] = deque()
+        self._total = 0
+
+    def sent(self, t: float, size: int) -> None:
+        self._total += size
+        self._t.append(t)
+        self._cum.append(self._total)
+        while len(self._t) > 1 and self._t[0] < t - self.keep_s:
+            self._t.popleft()
+            self._cum.popleft()
+
+    def rate(self, t: float) -> float | None:
+        """Bit/s sent over (t − window, t]; None before a whole window has passed since the first send."""
+        if not self._t or t - self.window_s < self._t[0]:
+            return None
+        a = bisect.bisect_right(self._t, t - self.window_s)
+        b = bisect.bisect_right(self._t, t)
+        lo = self._cum[a - 1] if a > 0 else 0
+        hi = self._cum[b - 1] if b > 0 else 0
+        return (hi - lo) * 8 / self.window_s
+
+
 class MedianWindow:
     """The `size` most recent values and their median (FFS §IX)."""
 
@@ -108,6 +142,9 @@ class Controller:
         raise NotImplementedError
 
     def on_echo(self, now: float, echo: Echo) -> None:  # feedback arrived
+        pass
+
+    def on_sent(self, now: float, size: int) -> None:  # a packet of `size` IP bytes left
         pass
 
     def indicator(self) -> float | None:  # the median absolute indicator, if any (for reports)
@@ -150,6 +187,8 @@ class MinLossParams:
     deadband: float = 0.02
     headroom: float = 0.01
     min_bps: float = 0.0  # never below this (default: the start rate / 10)
+    measure_s: float | None = None  # apply RRIs to the rate actually sent over this window (the
+    #                                 node's control period); None: to the nominal pacing rate
 
 
 class IndicatorTracker:
@@ -157,8 +196,9 @@ class IndicatorTracker:
     (App. D), median of the most recent `window` values (§IX), ignoring echoes of packets sent
     within `settle_s` after a rate change."""
 
-    def __init__(self, history: RateHistory, window: int, settle_s: float) -> None:
+    def __init__(self, history: RateHistory, window: int, settle_s: float, sent: SendLog | None = None) -> None:
         self.history = history
+        self.sent = sent
         self.window = MedianWindow(window)
         self.settle_s = settle_s
         self.used = 0
@@ -169,7 +209,8 @@ class IndicatorTracker:
         if factor is None or echo.sent_at - self.history.last_change_before(echo.sent_at) < self.settle_s:
             self.ignored += 1
             return None
-        self.window.push(factor * self.history.at(echo.sent_at))
+        rate = self.sent.rate(echo.sent_at) if self.sent is not None else None
+        self.window.push(factor * (rate if rate is not None else self.history.at(echo.sent_at)))
         self.used += 1
         return self.window.median()
 
@@ -188,24 +229,32 @@ class MinLoss(Controller):
         self.p = p
         self.floor = p.min_bps or p.start_bps / 10
         self.history = RateHistory(t0, p.start_bps)
-        self.tracker = IndicatorTracker(self.history, p.window, p.settle_s)
+        self.sent = SendLog(p.measure_s) if p.measure_s else None
+        self.tracker = IndicatorTracker(self.history, p.window, p.settle_s, self.sent)
         self.changes = 0
+        self._indicator: float | None = None
+
+    def on_sent(self, now: float, size: int) -> None:
+        if self.sent is not None:
+            self.sent.sent(now, size)
 
     def rate(self, now: float) -> float:
         return self.history.current
 
     def indicator(self) -> float | None:
-        return self.tracker.window.median()
+        return self._indicator
 
     def on_echo(self, now: float, echo: Echo) -> None:
         med = self.tracker.on_echo(echo)
-        if med is None:
-            return
+        if med is None or len(self.tracker.window) < self.p.window:
+            return  # a median of a full window only (FFS §IX): one early echo is no estimate
+        self._indicator = med
         want = min(max(med * (1 - self.p.headroom), self.floor), self.p.capacity_bps)
         cur = self.history.current
         if abs(want - cur) > self.p.deadband * cur:
             self.history.set(now, want)
             self.changes += 1
+            self.tracker.window.values.clear()  # judged at the old rate: collect anew
 
 
 class IndicatorCap:

@@ -86,6 +86,7 @@ class Sender:
         else:
             self.next_new += 1
         self.bucket.sent(now, self.size_of(seq), self.ctl.rate(now))
+        self.ctl.on_sent(now, self.size_of(seq))
         self.outstanding.pop(seq, None)
         self.outstanding[seq] = now
         self.sent_at[seq] = now

@@ -114,7 +114,7 @@ def default_controller(scheme: str, capacity: float, t0: float, settle_s: float)
     if scheme == "mintime":
         return MinTime(capacity)
     if scheme == "minloss":
-        return MinLoss(MinLossParams(start_bps=capacity / 100, capacity_bps=capacity, settle_s=settle_s), t0)
+        return MinLoss(MinLossParams(start_bps=capacity / 10, capacity_bps=capacity, settle_s=settle_s), t0)
     raise ValueError(f"unknown scheme {scheme!r} (minloss or mintime)")
 
 
