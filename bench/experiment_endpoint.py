@@ -42,7 +42,10 @@ DST = "10.0.3.1"
 SCHEMES = ("minloss", "mintime", "cubic", "bbr")
 SENDERS = {"h1": "p1", "h2": "p2"}
 POLL_S = 0.1
-EXTRA = {"minloss": ["--settle", "0.25", "--measure", "0.1", "--headroom", "0.03"]}
+PERIOD_MS = 100  # the agent's control period
+# MinLoss: echoes of packets sent within 2 periods + the F estimator's 20 ms of a rate change are
+# stale; RRIs apply to the rate sent over one period; 3 % below the indicator (docs/endpoint.md)
+EXTRA = {"minloss": ["--settle", "0.25", "--measure", str(PERIOD_MS / 1000), "--headroom", "0.03"]}
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -265,7 +268,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="ffs-endpoint-"))
     runs = []
     started = time.monotonic()
-    with live_node(TOPO, work, agent=True, period_ms=50, before_switch=bottleneck) as node:
+    with live_node(TOPO, work, agent=True, period_ms=PERIOD_MS, before_switch=bottleneck) as node:
         router = Router(node)
         for scheme in schemes:
             for plan in ([("h1", 10**6, 0.0)], [("h1", 10**7, 0.0)],
@@ -283,7 +286,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     stag = {r["scheme"]: r["router_drops"] for r in runs if r["series"] is not None}
     summary = {"capacity_mbit": CAPACITY_MBIT, "target_factor": 0.85, "one_way_delay_ms": 10 if netem["on"] else 0,
-               "fifo_bytes": 65536, "agent_period_ms": 50, "elapsed_s": round(time.monotonic() - started, 1),
+               "fifo_bytes": 65536, "agent_period_ms": PERIOD_MS, "minloss_args": EXTRA["minloss"], "elapsed_s": round(time.monotonic() - started, 1),
                "staggered_drops": stag,
                "staggered_drops_vs_minloss": {k: (v / stag["minloss"] if stag.get("minloss") else None) for k, v in stag.items()},
                "runs": runs}
