@@ -44,8 +44,10 @@ SENDERS = {"h1": "p1", "h2": "p2"}
 POLL_S = 0.1
 PERIOD_MS = 100  # the agent's control period
 # MinLoss: echoes of packets sent within 2 periods + the F estimator's 20 ms of a rate change are
-# stale; RRIs apply to the rate sent over one period; 3 % below the indicator (docs/endpoint.md)
-EXTRA = {"minloss": ["--settle", "0.25", "--measure", str(PERIOD_MS / 1000), "--headroom", "0.03"]}
+# stale; RRIs apply to the rate sent over one period; increases must hold for one period; 3 % below
+# the indicator (docs/endpoint.md)
+EXTRA = {"minloss": ["--settle", "0.25", "--measure", str(PERIOD_MS / 1000), "--confirm", str(PERIOD_MS / 1000),
+                     "--headroom", "0.03"]}
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -116,6 +118,19 @@ class Router:
         return out
 
 
+def wait_listening(ns: str, scheme: str, n: int, timeout_s: float = 20.0) -> None:
+    """Until the receivers' sockets exist (a loaded machine takes a while to start Python)."""
+    raw = scheme in ("minloss", "mintime")
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        lines = sh("ip", "netns", "exec", ns, "cat", "/proc/net/raw" if raw else "/proc/net/tcp").stdout.splitlines()[1:]
+        # raw: local address ":00FD" is IP protocol 253; tcp: state 0A is LISTEN
+        if sum(1 for x in lines if (x.split()[1].endswith(":00FD") if raw else x.split()[3] == "0A")) >= n:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{scheme}: the receivers did not start within {timeout_s:g} s")
+
+
 def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, float]], series: bool = False) -> dict:
     """plan: (sender host, bytes, start delay in s). Returns per-sender results and router counts."""
     ex = lambda h: node.exec_args(h)  # noqa: E731
@@ -127,7 +142,7 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
         else:
             args = [PY, str(Path(__file__).resolve()), "tcp-recv", "--port", str(port)]
         recvs.append(subprocess.Popen(ex("h3") + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    time.sleep(0.5)
+    wait_listening(node.plan.host("h3").netns, scheme, len(plan))
     before = router.counters()
     samples: list[dict] = []
     stop = threading.Event()

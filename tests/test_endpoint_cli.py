@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,11 @@ def test_bad_input_is_one_line(args, msg):
     assert len(lines) == 1 and "error:" in lines[0] and msg in lines[0]
 
 
+def raw_ffs_sockets() -> int:
+    """Raw sockets of IP protocol 253 (0xFD) open in this namespace."""
+    return sum(1 for line in Path("/proc/net/raw").read_text().splitlines()[1:] if line.split()[1].endswith(":00FD"))
+
+
 @requires_root
 def test_transfer_over_loopback_arrives_intact(tmp_path):
     data = os.urandom(300_000)
@@ -44,8 +50,12 @@ def test_transfer_over_loopback_arrives_intact(tmp_path):
     src.write_bytes(data)
     env = {**os.environ, "PYTHONPATH": str(CP)}
     cmd = [sys.executable, "-m", "ffs.cli.transfer"]
+    before = raw_ffs_sockets()
     rx = subprocess.Popen(cmd + ["recv", "--port", "47311", "--out", str(dst), "--timeout", "20", "--json"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    end = time.monotonic() + 20  # the receiver's socket must exist before the first packet
+    while raw_ffs_sockets() <= before and time.monotonic() < end and rx.poll() is None:
+        time.sleep(0.05)
     tx = subprocess.run(cmd + ["send", "--dst", "127.0.0.1", "--port", "47311", "--file", str(src), "--scheme", "mintime",
                                "--capacity", "40Mbps", "--timeout", "20", "--json"],
                         capture_output=True, text=True, env=env, timeout=30)

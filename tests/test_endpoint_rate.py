@@ -42,6 +42,23 @@ def test_minloss_moves_on_a_full_window_only_and_collects_anew_after_a_move():
     assert ml.rate(2.0) == pytest.approx(4e6, rel=0.003) and len(ml.tracker.window) == 0
 
 
+def test_minloss_confirms_increases_but_follows_decreases_at_once():
+    ml = MinLoss(MinLossParams(start_bps=4e6, capacity_bps=100e6, settle_s=0, deadband=0, headroom=0, window=1,
+                               confirm_s=0.1))
+    ml.on_echo(1.0, Echo(encode(2.0), 0.90))  # "double it", first said by a packet sent at 0.90
+    ml.on_echo(1.05, Echo(encode(2.0), 0.95))
+    assert ml.rate(1.1) == 4e6  # not yet confirmed for 0.1 s
+    ml.on_echo(1.1, Echo(encode(2.0), 1.01))
+    assert ml.rate(1.1) == pytest.approx(8e6, rel=0.003)
+    ml.on_echo(2.0, Echo(encode(0.5), 1.9))  # "halve it": at once
+    assert ml.rate(2.0) == pytest.approx(4e6, rel=0.003)
+    ml.on_echo(2.5, Echo(encode(2.0), 2.4))  # an increase ...
+    ml.on_echo(2.55, Echo(encode(1.0), 2.45))  # ... interrupted: the confirmation starts over
+    ml.on_echo(2.6, Echo(encode(2.0), 2.5))
+    ml.on_echo(2.65, Echo(encode(2.0), 2.55))
+    assert ml.rate(2.7) == pytest.approx(4e6, rel=0.003)
+
+
 def test_send_log_measures_what_left_over_the_nodes_window():
     ml = MinLoss(MinLossParams(start_bps=8e6, capacity_bps=100e6, settle_s=0, deadband=0, headroom=0, window=1,
                                measure_s=0.1))

@@ -78,6 +78,8 @@ def main() -> None:
               help="MinLoss: seconds after a rate change whose echoes are ignored (>= the node's control period + estimator time constant).")
 @click.option("--measure", type=click.FloatRange(0, 10), default=0.1, show_default=True,
               help="MinLoss: apply the indicator to the rate actually sent over this many seconds (the node's control period); 0: to the pacing rate.")
+@click.option("--confirm", type=click.FloatRange(0, 10), default=0.1, show_default=True,
+              help="MinLoss: raise the rate only when the indicator says so for this many seconds (decreases are immediate).")
 @click.option("--headroom", type=click.FloatRange(0, 0.5), default=0.01, show_default=True,
               help="MinLoss: send at (1 - headroom) x the indicated rate.")
 @click.option("--size", type=click.IntRange(64, 9000), default=1400, show_default=True,
@@ -87,7 +89,7 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report, no progress bar.")
 @one_line_errors(TransferError, ValueError, OSError)
 def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: str, capacity: str,
-             start_rate: str | None, settle: float, measure: float, headroom: float, size: int, timeout: float,
+             start_rate: str | None, settle: float, measure: float, confirm: float, headroom: float, size: int, timeout: float,
              log_path: str | None, as_json: bool) -> None:
     """Send --file or --bytes to `ffs-transfer recv` on --dst, reliably (selective acknowledgements),
     and report transfer time, goodput, retransmissions and loss."""
@@ -111,7 +113,7 @@ def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: 
         if not 0 < start <= cap:
             raise ValueError("--start-rate must be positive and at most --capacity")
         ctl = MinLoss(MinLossParams(start_bps=start, capacity_bps=cap, settle_s=settle, headroom=headroom,
-                                   measure_s=measure or None), now)
+                                   measure_s=measure or None, confirm_s=confirm), now)
     bar = _Bar(not as_json, "send")
     log: IO[str] | None = open(log_path, "w") if log_path else None
     try:

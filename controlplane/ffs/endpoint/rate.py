@@ -187,6 +187,8 @@ class MinLossParams:
     deadband: float = 0.02
     headroom: float = 0.01
     min_bps: float = 0.0  # never below this (default: the start rate / 10)
+    confirm_s: float = 0.0  # an increase must be indicated for this long (by packets sent this far
+    #                         apart) before the rate follows; decreases follow at once
     measure_s: float | None = None  # apply RRIs to the rate actually sent over this window (the
     #                                 node's control period); None: to the nominal pacing rate
 
@@ -233,6 +235,7 @@ class MinLoss(Controller):
         self.tracker = IndicatorTracker(self.history, p.window, p.settle_s, self.sent)
         self.changes = 0
         self._indicator: float | None = None
+        self._up_since: float | None = None  # send time of the first packet that indicated an increase
 
     def on_sent(self, now: float, size: int) -> None:
         if self.sent is not None:
@@ -251,6 +254,14 @@ class MinLoss(Controller):
         self._indicator = med
         want = min(max(med * (1 - self.p.headroom), self.floor), self.p.capacity_bps)
         cur = self.history.current
+        if want > cur * (1 + self.p.deadband) and self.p.confirm_s > 0:
+            # one node period that under-measured R* (Algorithm 2's C/R*) must not raise the rate:
+            # the 21 values of a median window often come from one period
+            if self._up_since is None:
+                self._up_since = echo.sent_at
+            if echo.sent_at - self._up_since < self.p.confirm_s:
+                return
+        self._up_since = None
         if abs(want - cur) > self.p.deadband * cur:
             self.history.set(now, want)
             self.changes += 1

@@ -110,11 +110,12 @@ def _host_port(topo: Topology, node: str, host: str) -> tuple[int, str, float]:
     return itf.port, h.address.split("/")[0], itf.capacity
 
 
-def default_controller(scheme: str, capacity: float, t0: float, settle_s: float) -> Controller:
+def default_controller(scheme: str, capacity: float, t0: float, settle_s: float, confirm_s: float = 0.0) -> Controller:
     if scheme == "mintime":
         return MinTime(capacity)
     if scheme == "minloss":
-        return MinLoss(MinLossParams(start_bps=capacity / 10, capacity_bps=capacity, settle_s=settle_s), t0)
+        return MinLoss(MinLossParams(start_bps=capacity / 10, capacity_bps=capacity, settle_s=settle_s,
+                                     confirm_s=confirm_s), t0)
     raise ValueError(f"unknown scheme {scheme!r} (minloss or mintime)")
 
 
@@ -137,7 +138,7 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
     for k, f in enumerate(flows):
         port, src_ip, cap = _host_port(topo, node, f.src)
         dport, dst_ip, dcap = _host_port(topo, node, f.dst)
-        ctl = f.controller(cap, f.start_s) if f.controller else default_controller(f.scheme, cap, f.start_s, settle_s)
+        ctl = f.controller(cap, f.start_s) if f.controller else default_controller(f.scheme, cap, f.start_s, settle_s, period_s)
         snd = Sender(f.size_bytes, payload, ctl, xfer=k + 1)
         frames = {sz: ipv4_frame(src_ip, dst_ip, sz, shim(C.CODE_ONE, C.FLAG_RI, 17))
                   for sz in {snd.size_of(0), snd.size_of(snd.npkts - 1)}}
