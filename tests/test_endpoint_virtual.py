@@ -18,8 +18,9 @@ SCALE = 500  # the live 20 Mb/s dumbbell at 10 Gb/s
 BIG = 10**10  # bytes: the transfers outlast the runs (greedy streams)
 
 
-def topology(streams: tuple[str, ...]):
+def topology(streams: tuple[str, ...], scale: float = SCALE):
     t = load(TOPO)
+    SCALE = scale
     nodes = {n: dataclasses.replace(
         node, interfaces={i: dataclasses.replace(x, capacity=x.capacity * SCALE) for i, x in node.interfaces.items()},
         fairness={e: {i: v * SCALE for i, v in col.items()} for e, col in node.fairness.items()})
@@ -47,6 +48,17 @@ def test_minloss_one_stream_converges_to_its_exact_rate_and_loses_nothing():
     assert abs(got - exact) / exact <= 0.05, (got, exact)
     assert f.send_bps[0] < 0.15 * exact  # it started low (capacity / 10)
     assert f.router_drops == 0 and f.lost == 0 and f.retransmitted == 0
+
+
+@pytest.mark.slow
+def test_minloss_converges_at_100_gbps_too():
+    topo = topology(("h1",), scale=5000)  # 100 Gb/s egress, target 85 Gb/s
+    exact = allocate(topo).stream("h1").rate
+    res = run(topo, "s1", [Flow("h1", "h1", "h3", 10**11, "minloss")], duration_s=0.05, bin_s=0.002)
+    f = res.flow("h1")
+    got = mean_rate(f, 0.03, 0.05, res.bin_s)
+    assert abs(got - exact) / exact <= 0.05, (got, exact)
+    assert f.router_drops == 0
 
 
 def test_minloss_two_streams_both_converge_to_their_exact_rates():
