@@ -1,5 +1,6 @@
 """The FFS paper's rate-feedback evaluation (§IX, Figures 5 and 6), live: FFS-aware endpoints
-(`ffs-transfer`, MinTime and MinLoss) and the kernel's TCP (cubic, bbr) moving 1 and 10 MB from one
+(`ffs-transfer`, MinTime and MinLoss), the kernel's TCP (cubic, bbr) and cubic capped by the
+indicator (partial deployment, App. C: `ffs-transfer --scheme partial`) moving 1 and 10 MB from one
 and two senders through the software switch with its agent (FFS-C85, RI on) over a 20 Mb/s egress
 (topologies/endpoint.yaml; a tbf FIFO of 64 KB behind it, 10 ms one-way delay on every host where
 the kernel has netem). Per scheme: transfer time and the router's drops (FFS drops of the sender's
@@ -39,7 +40,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "controlplan
 TOPO = ROOT / "topologies" / "endpoint.yaml"
 CAPACITY_MBIT = 20
 DST = "10.0.3.1"
-SCHEMES = ("minloss", "mintime", "cubic", "bbr")
+SCHEMES = ("minloss", "mintime", "cubic", "bbr", "partial")  # partial: cubic capped by the indicator (App. C)
 SENDERS = {"h1": "p1", "h2": "p2"}
 POLL_S = 0.1
 PERIOD_MS = 100  # the agent's control period
@@ -139,6 +140,8 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
         port = 5301 + k
         if scheme in ("minloss", "mintime"):
             args = [PY, "-m", "ffs.cli.transfer", "recv", "--port", str(port), "--timeout", "40", "--json"]
+        elif scheme == "partial":
+            args = [PY, "-m", "ffs.cli.transfer", "recv", "--tcp", "--port", str(port), "--timeout", "40", "--json"]
         else:
             args = [PY, str(Path(__file__).resolve()), "tcp-recv", "--port", str(port)]
         recvs.append(subprocess.Popen(ex("h3") + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -165,6 +168,10 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
         if scheme in ("minloss", "mintime"):
             args = [PY, "-m", "ffs.cli.transfer", "send", "--dst", DST, "--port", str(port), "--bytes", str(nbytes),
                     "--scheme", scheme, *EXTRA.get(scheme, []), "--capacity", f"{CAPACITY_MBIT}Mbps", "--timeout", "40", "--json"]
+        elif scheme == "partial":
+            args = [PY, "-m", "ffs.cli.transfer", "send", "--dst", DST, "--port", str(port), "--bytes", str(nbytes),
+                    "--scheme", "partial", "--cca", "cubic", "--settle", "0.25", "--measure", str(PERIOD_MS / 1000),
+                    "--timeout", "40", "--json"]
         else:
             args = [PY, str(Path(__file__).resolve()), "tcp-send", "--port", str(port), "--bytes", str(nbytes), "--cca", scheme]
         sends.append((h, delay, subprocess.Popen(ex(h) + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
@@ -270,7 +277,8 @@ def main() -> int:
         print("experiment-endpoint: needs root (namespaces, veth, tc, raw sockets)", file=sys.stderr)
         return 2
     avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-    schemes = [s for s in args.schemes.split(",") if s in ("minloss", "mintime") or s in avail]
+    schemes = [s for s in args.schemes.split(",") if s in ("minloss", "mintime") or s in avail
+               or (s == "partial" and "cubic" in avail)]
     netem = {"on": False}
 
     def bottleneck(plan) -> None:

@@ -18,7 +18,7 @@ from typing import IO
 import click
 
 from ffs.cli.common import dump_json, one_line_errors
-from ffs.endpoint.live import TransferError, receive_transfer, send_transfer
+from ffs.endpoint.live import TransferError, receive_partial, receive_transfer, send_partial, send_transfer
 from ffs.endpoint.rate import MinLoss, MinLossParams, MinTime
 from ffs.units import format_rate, parse_rate
 
@@ -70,9 +70,11 @@ def main() -> None:
 @click.option("--port", type=click.IntRange(1, 65535), default=5301, show_default=True, help="Receiver's port.")
 @click.option("--file", "path", type=click.Path(dir_okay=False, exists=True), help="Send this file.")
 @click.option("--bytes", "nbytes", help="Or send this many bytes (10MB, 4MiB, 1500).")
-@click.option("--scheme", type=click.Choice(["minloss", "mintime"]), default="minloss", show_default=True,
-              help="MinLoss: follow the echoed rate indicator; MinTime: send at --capacity.")
-@click.option("--capacity", required=True, help="The source's egress capacity (IP bit/s), e.g. 20Mbps.")
+@click.option("--scheme", type=click.Choice(["minloss", "mintime", "partial"]), default="minloss", show_default=True,
+              help="MinLoss: follow the echoed rate indicator; MinTime: send at --capacity; partial: kernel TCP "
+                   "(--cca) capped by the indicator (FFS App. C; the receiver runs `recv --tcp`).")
+@click.option("--cca", default="cubic", show_default=True, help="partial: the kernel's congestion control.")
+@click.option("--capacity", help="The source's egress capacity (IP bit/s), e.g. 20Mbps (MinTime, MinLoss).")
 @click.option("--start-rate", help="MinLoss: the initial rate [default: capacity / 10].")
 @click.option("--settle", type=click.FloatRange(0, 10), default=0.2, show_default=True,
               help="MinLoss: seconds after a rate change whose echoes are ignored (>= the node's control period + estimator time constant).")
@@ -88,15 +90,17 @@ def main() -> None:
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), help="JSON lines every 100 ms: controller rate and sending rate.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report, no progress bar.")
 @one_line_errors(TransferError, ValueError, OSError)
-def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: str, capacity: str,
+def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: str, cca: str, capacity: str | None,
              start_rate: str | None, settle: float, measure: float, confirm: float, headroom: float, size: int, timeout: float,
              log_path: str | None, as_json: bool) -> None:
     """Send --file or --bytes to `ffs-transfer recv` on --dst, reliably (selective acknowledgements),
     and report transfer time, goodput, retransmissions and loss."""
     if (path is None) == (nbytes is None):
         raise ValueError("give exactly one of --file and --bytes")
-    cap = parse_rate(capacity)
-    if not cap > 0:
+    if scheme != "partial" and capacity is None:
+        raise ValueError(f"--scheme {scheme} needs --capacity (the source's egress capacity)")
+    cap = parse_rate(capacity) if capacity is not None else 0.0
+    if scheme != "partial" and not cap > 0:
         raise ValueError("--capacity must be positive")
     if path is not None:
         with open(path, "rb") as f:
@@ -106,6 +110,20 @@ def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: 
     else:
         data = os.urandom(parse_size(nbytes or ""))
     now = time.monotonic()
+    if scheme == "partial":
+        bar = _Bar(not as_json, "send")
+        try:
+            prep = send_partial(dst, port, data, cca, settle_s=settle, measure_s=measure or 0.1, timeout_s=timeout,
+                                progress=bar)
+        finally:
+            bar.close()
+        if as_json:
+            dump_json(prep.to_json())
+            return
+        capped = format_rate(prep.cap_bps) if prep.cap_bps else "never"
+        click.echo(f"{prep.bytes} B in {prep.transfer_s:.3f} s over TCP ({prep.cca}): {format_rate(prep.goodput_bps)} goodput, "
+                   f"{prep.retransmitted} retransmitted; {prep.echoes}/{prep.probes} probes echoed, capped at {capped}")
+        return
     if scheme == "mintime":
         ctl = MinTime(cap)
     else:
@@ -133,16 +151,20 @@ def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: 
 @main.command("recv", short_help="Receive one transfer.")
 @click.option("--port", type=click.IntRange(1, 65535), default=5301, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the received bytes here.")
+@click.option("--tcp", is_flag=True, help="Receive a `send --scheme partial` transfer (TCP + echoed probes).")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600), default=60.0, show_default=True,
               help="Give up after this many seconds without data.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report, no progress bar.")
 @one_line_errors(TransferError, ValueError, OSError)
-def recv_cmd(port: int, out: str | None, timeout: float, as_json: bool) -> None:
+def recv_cmd(port: int, out: str | None, tcp: bool, timeout: float, as_json: bool) -> None:
     """Receive one transfer on --port, acknowledging every packet and echoing the rate indicator
     (rri_echo, flag E) on the acknowledgements."""
-    bar = _Bar(not as_json, "recv")
+    bar = _Bar(not as_json and not tcp, "recv")
     try:
-        rep, data = receive_transfer(port, timeout_s=timeout, keep=out is not None, progress=bar)
+        if tcp:
+            rep, data = receive_partial(port, timeout_s=timeout, keep=out is not None)
+        else:
+            rep, data = receive_transfer(port, timeout_s=timeout, keep=out is not None, progress=bar)
     finally:
         bar.close()
     if out is not None:
