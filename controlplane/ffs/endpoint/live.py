@@ -14,6 +14,7 @@ import math
 import os
 import select
 import socket
+import struct
 import time
 from dataclasses import asdict, dataclass
 from typing import IO, Callable
@@ -246,8 +247,6 @@ class PartialReport:
 
 def _tcp_info(sock: socket.socket) -> tuple[int | None, int | None]:
     """(bytes sent, retransmissions) of a TCP socket, where the kernel reports them."""
-    import struct
-
     info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
     sent = struct.unpack_from("Q", info, TCP_INFO_BYTES_SENT)[0] if len(info) >= TCP_INFO_BYTES_SENT + 8 else None
     retx = struct.unpack_from("I", info, TCP_INFO_TOTAL_RETRANS)[0] if len(info) >= TCP_INFO_TOTAL_RETRANS + 4 else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -125,7 +125,7 @@ class Sender:
         # RTT from the packet this ACK answers, unless it was retransmitted (Karn)
         e = ack.echo_seq
         if 0 <= e < self.npkts and not self.retransmitted[e] and e in newly:
-            self._rtt_sample(now - self.sent_at[e])
+            self._rtt_sample(float(now - self.sent_at[e]))
         if rri_echo is not None and 0 <= e < self.npkts and not math.isnan(self.sent_at[e]):
             self.stats.echoes += 1
             self.ctl.on_echo(now, Echo(rri_echo, float(self.sent_at[e])))

@@ -101,6 +101,23 @@ class VirtualResult:
         return next(f for f in self.flows if f.name == name)
 
 
+@dataclass
+class _FlowState:
+    flow: Flow
+    port: int  # the node's ingress port of the sender
+    snd: Sender
+    rcv: Receiver
+    frames: dict[int, bytes]  # IP size -> frame
+    cap: float
+    send: np.ndarray
+    drop: np.ndarray
+    steps: list[tuple[float, float]]
+    wake: float = math.inf  # the pending SEND event (others are stale)
+    timer: float = math.inf  # the pending TIMER event
+    drops: int = 0
+    delivered: int = 0
+
+
 def _host_port(topo: Topology, node: str, host: str) -> tuple[int, str, float]:
     h = topo.hosts[host]
     n, i = h.attach.split(".")
@@ -133,7 +150,7 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
     agent.install()
     payload = ip_size - OVERHEAD
     nb = int(math.ceil(duration_s / bin_s)) + 1
-    st = []
+    st: list[_FlowState] = []
     queues: dict[int, EgressQueue] = {}
     for k, f in enumerate(flows):
         port, src_ip, cap = _host_port(topo, node, f.src)
@@ -143,9 +160,8 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
         frames = {sz: ipv4_frame(src_ip, dst_ip, sz, shim(C.CODE_ONE, C.FLAG_RI, 17))
                   for sz in {snd.size_of(0), snd.size_of(snd.npkts - 1)}}
         queues.setdefault(dport, EgressQueue(dcap, max(3 * ip_size, int(dcap * queue_ms / 8e3))))
-        st.append({"f": f, "port": port, "dport": dport, "snd": snd, "rcv": Receiver(), "frames": frames,
-                   "wake": math.inf, "timer": math.inf, "send": np.zeros(nb), "drop": np.zeros(nb),
-                   "drops": 0, "delivered": 0, "cap": cap, "steps": [(f.start_s, ctl.rate(f.start_s))]})
+        st.append(_FlowState(f, port, snd, Receiver(), frames, cap, np.zeros(nb), np.zeros(nb),
+                             [(f.start_s, ctl.rate(f.start_s))]))
     heap: list[tuple[float, int, int, int, object]] = []
     order = 0
 
@@ -158,18 +174,18 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
 
     def reschedule(k: int, now: float) -> None:
         s = st[k]
-        due = s["snd"].due(now)
-        if due is not None and due != s["wake"]:
-            s["wake"] = due
+        due = s.snd.due(now)
+        if due is not None and due != s.wake:
+            s.wake = due
             push(due, SEND, k)
-        td = s["snd"].timer_due()
-        if td is not None and td < s["timer"]:
-            s["timer"] = td
+        td = s.snd.timer_due()
+        if td is not None and td < s.timer:
+            s.timer = td
             push(td, TIMER, k)
 
     for k, f in enumerate(flows):
         push(f.start_s, SEND, k)
-        st[k]["wake"] = f.start_s
+        st[k].wake = f.start_s
     push(period_s, PERIOD, -1)
     res = VirtualResult(bin_s, [])
     half = one_way_s / 2
@@ -188,11 +204,11 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
             push(t + period_s, PERIOD, -1)
             continue
         s = st[k]
-        snd: Sender = s["snd"]
+        snd = s.snd
         if kind == SEND:
-            if t != s["wake"]:
+            if t != s.wake:
                 continue  # superseded
-            s["wake"] = math.inf
+            s.wake = math.inf
             if snd.done or snd.due(t) is None:
                 continue
             if snd.due(t) > t:
@@ -200,17 +216,17 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
                 continue
             seq = snd.send(t)
             size = snd.size_of(seq)
-            s["send"][b] += size
+            s.send[b] += size
             push(t + half, ARRIVE, k, seq)
             reschedule(k, t)
         elif kind == ARRIVE:
             seq = data
             size = snd.size_of(seq)
-            r = pipe.process(s["frames"][size], s["port"], int(t * 1e9))
+            r = pipe.process(s.frames[size], s.port, int(t * 1e9))
             q = queues.get(r.egress_port) if r.egress_port is not None else None
             if r.egress_port is None or (q is not None and not q.admit(t, size)):
-                s["drops"] += 1
-                s["drop"][b] += size
+                s.drops += 1
+                s.drop[b] += size
                 continue
             delay = q.backlog * 8 / q.rate_bps if q is not None else 0.0
             sh = parse_shim(r.frame[ETH + IP_HDR:])
@@ -219,30 +235,30 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
                 res.deliveries.append((f"{flows[k].name}", seq, float(snd.sent_at[seq]), sh.rri))
         elif kind == DELIVER:
             seq, rri = data
-            s["delivered"] += 1
-            ack = s["rcv"].on_data(t, snd.xfer, seq, snd.total, b"", snd.payload, rri)
+            s.delivered += 1
+            ack = s.rcv.on_data(t, snd.xfer, seq, snd.total, b"", snd.payload, rri)
             if ack is not None:
-                push(t + one_way_s, ACK, k, (ack, s["rcv"].latest_rri))
+                push(t + one_way_s, ACK, k, (ack, s.rcv.latest_rri))
         elif kind == ACK:
             ack, echo = data
             before = snd.ctl.rate(t)
             snd.on_ack(t, ack, echo)
             after = snd.ctl.rate(t)
             if after != before:
-                s["steps"].append((t, after))
+                s.steps.append((t, after))
             reschedule(k, t)
         elif kind == TIMER:
-            if t != s["timer"]:
+            if t != s.timer:
                 continue
-            s["timer"] = math.inf
+            s.timer = math.inf
             snd.on_timer(t)
             reschedule(k, t)
     res.events = n_events
     for k, f in enumerate(flows):
         s = st[k]
-        snd = s["snd"]
+        snd = s.snd
         res.flows.append(FlowResult(
-            f.name, snd.ctl.name, f.size_bytes, f.start_s, snd.stats.finish, s["cap"], snd.stats.sent,
-            snd.stats.retransmitted, snd.stats.lost, s["drops"], s["delivered"], snd.stats.echoes,
-            s["send"] * 8 / bin_s, s["drop"] * 8 / bin_s, s["steps"]))
+            f.name, snd.ctl.name, f.size_bytes, f.start_s, snd.stats.finish, s.cap, snd.stats.sent,
+            snd.stats.retransmitted, snd.stats.lost, s.drops, s.delivered, snd.stats.echoes,
+            s.send * 8 / bin_s, s.drop * 8 / bin_s, s.steps))
     return res
