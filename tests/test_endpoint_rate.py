@@ -112,6 +112,22 @@ def test_leaky_bucket_paces_packet_by_packet_and_does_not_burst_after_idling():
     d = LeakyBucket(depth_bytes=2000)
     d.sent(0.0, size, rate)
     assert d.due(0.0, size, rate) == 0.0  # a depth of two packets lets the next one go at once
+    for start in (0.0, 5.0):  # fresh, and after a long idle: depth/size + 1 = 3 back to back, then paced
+        burst = 0
+        while d.due(start, size, rate) <= start + 1e-9:
+            d.sent(start, size, rate)
+            burst += 1
+        assert burst == (3 if start else 2)  # (one of the first three left above)
+    # late wake-ups never let it get ahead: n packets take at least (n - 3) gaps
+    e, t, times = LeakyBucket(depth_bytes=2000), 0.0, []
+    while len(times) < 200:
+        due = e.due(t, size, rate)
+        if due <= t:
+            e.sent(t, size, rate)
+            times.append(t)
+        else:
+            t = due + (0.0007 if len(times) % 7 == 0 else 0.0)  # woken late now and then
+    assert times[-1] >= (200 - 3) * 0.001 - 1e-9
 
 
 def test_wire_messages_round_trip_and_the_project_scapy_layer_reads_the_shim():

@@ -304,7 +304,7 @@ class LeakyBucket:
         return max(now, self._next - credit_s)
 
     def sent(self, now: float, size: int, rate_bps: float) -> None:
-        """A `size`-byte packet left at `now`: the bucket fills by its serialization time at `rate`.
-        Unused time does not accumulate beyond the depth (no bursts after idling)."""
-        credit_s = self.depth_bytes * 8 / rate_bps
-        self._next = max(self._next, now - credit_s) + size * 8 / rate_bps
+        """A `size`-byte packet left at `now`: the theoretical departure time moves on by its
+        serialization time at `rate` from where it was or, after idling, from now (GCRA): credit
+        never exceeds the depth, so at most depth/size + 1 packets leave back to back."""
+        self._next = max(self._next, now) + size * 8 / rate_bps
