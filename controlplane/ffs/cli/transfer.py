@@ -82,7 +82,7 @@ def main() -> None:
               help="MinLoss, partial: apply the indicator to the rate actually sent over this many seconds (the node's control period); 0: to the pacing rate.")
 @click.option("--confirm", type=click.FloatRange(0, 10), default=0.1, show_default=True,
               help="MinLoss: raise the rate only when the indicator says so for this many seconds (decreases are immediate).")
-@click.option("--headroom", type=click.FloatRange(0, 0.5), default=0.01, show_default=True,
+@click.option("--headroom", type=click.FloatRange(0, 0.5), default=0.03, show_default=True,
               help="MinLoss: send at (1 - headroom) x the indicated rate.")
 @click.option("--size", type=click.IntRange(64, 9000), default=1400, show_default=True,
               help="IP packet size in bytes (at most the path MTU: packets are never fragmented).")
