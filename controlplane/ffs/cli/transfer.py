@@ -76,7 +76,7 @@ def main() -> None:
 @click.option("--cca", default="cubic", show_default=True, help="partial: the kernel's congestion control.")
 @click.option("--capacity", help="The source's egress capacity (IP bit/s), e.g. 20Mbps (MinTime, MinLoss).")
 @click.option("--start-rate", help="MinLoss: the initial rate [default: capacity / 10].")
-@click.option("--settle", type=click.FloatRange(0, 10), default=0.2, show_default=True,
+@click.option("--settle", type=click.FloatRange(0, 10), default=0.25, show_default=True,
               help="MinLoss, partial: seconds after a rate change whose echoes are ignored (>= the node's control period + estimator time constant).")
 @click.option("--measure", type=click.FloatRange(0, 10), default=0.1, show_default=True,
               help="MinLoss, partial: apply the indicator to the rate actually sent over this many seconds (the node's control period); 0: to the pacing rate.")
