@@ -32,7 +32,7 @@ endif
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 
-.PHONY: help setup system-deps test unit-tests build compile install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf ptf-list results experiment-cca
+.PHONY: help setup system-deps test unit-tests build compile install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf ptf-list results experiment-cca experiment-endpoint
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
@@ -45,6 +45,7 @@ help:
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
 	@echo "make results      every scenario of scenarios/ in virtual time (FFS, FIFO, CSFQ) -> docs/results/"
 	@echo "make experiment-cca (root) real TCP CCA pairs through the live switch: FIFO, FFS-C100, FFS-C85"
+	@echo "make experiment-endpoint (root) MinTime/MinLoss (ffs-transfer) against cubic and bbr through the live switch (FFS-C85, RI)"
 
 setup: system-deps
 	$(PIP) install -q -e '.[dev]'
@@ -90,6 +91,9 @@ results:
 
 experiment-cca:
 	$(PYTHON) bench/experiment_cca.py
+
+experiment-endpoint:
+	$(PYTHON) bench/experiment_endpoint.py
 
 netns-up:
 	$(PYTHON) -m ffs.netns up $(TOPO)

@@ -1,0 +1,264 @@
+"""Transfers through the software switch in virtual time: the endpoints' state machines
+(`ffs.endpoint.transport`, `ffs.endpoint.rate`) exchange packets with one node's pipeline, whose
+agent runs its τ loop every control period, all on one deterministic event clock. This is how the
+convergence of MinLoss is tested at 10–100 Gb/s (tests/test_endpoint_virtual.py).
+
+    from ffs.endpoint.virtual import Flow, run
+    res = run(topology, "s1", [Flow("a", "h1", "h3", 50_000_000, "minloss")], duration_s=0.3)
+
+The forward path is host → node (ingress port of the sender's interface) → FFS decision → a FIFO at
+the egress's line rate → receiver; each link adds `one_way_s / 2`. Acknowledgements return over an
+uncongested path of `one_way_s` that bypasses the node (the reverse pair carries only ACKs, which
+never congest it). Everything is deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ffs import constants as C
+from ffs.agent.core import Agent
+from ffs.agent.program import LpfConfig
+from ffs.driver.model import LocalDriver
+from ffs.endpoint.rate import Controller, MinLoss, MinLossParams, MinTime
+from ffs.endpoint.transport import Receiver, Sender
+from ffs.endpoint.wire import OVERHEAD, parse_shim
+from ffs.frames import ipv4_frame, shim
+from ffs.switch.fast import new_pipeline
+from ffs.switch.trace import EgressQueue
+from ffs.topology import Topology
+
+ETH = 14
+IP_HDR = 20
+
+
+@dataclass
+class Flow:
+    """One transfer from host `src` to host `dst` of `topology.hosts`."""
+
+    name: str
+    src: str
+    dst: str
+    size_bytes: int
+    scheme: str = "minloss"  # "minloss", "mintime", or use `controller`
+    start_s: float = 0.0
+    controller: Callable[[float, float], Controller] | None = None  # (capacity, start time) -> controller
+
+
+@dataclass
+class FlowResult:
+    name: str
+    scheme: str
+    size_bytes: int
+    start_s: float
+    finish_s: float | None
+    capacity_bps: float
+    sent: int
+    retransmitted: int
+    lost: int
+    router_drops: int
+    delivered: int
+    echoes: int
+    send_bps: np.ndarray  # IP bytes handed to the network per bin, as bit/s
+    drop_bps: np.ndarray  # IP bytes dropped at the node per bin, as bit/s
+    rate_steps: list[tuple[float, float]]  # (time, controller rate) at every change
+
+    @property
+    def transfer_s(self) -> float | None:
+        return None if self.finish_s is None else self.finish_s - self.start_s
+
+    @property
+    def goodput_bps(self) -> float | None:
+        t = self.transfer_s
+        return self.size_bytes * 8 / t if t else None
+
+    @property
+    def loss(self) -> float:
+        """Router drops over packets sent (the paper's loss rate, Figure 5)."""
+        return self.router_drops / self.sent if self.sent else 0.0
+
+    def summary(self) -> dict:
+        return {"flow": self.name, "scheme": self.scheme, "bytes": self.size_bytes, "start_s": self.start_s,
+                "transfer_s": self.transfer_s, "goodput_bps": self.goodput_bps, "sent": self.sent,
+                "retransmitted": self.retransmitted, "lost": self.lost, "router_drops": self.router_drops,
+                "loss": self.loss}
+
+
+@dataclass
+class VirtualResult:
+    bin_s: float
+    flows: list[FlowResult]
+    tau: list[tuple[float, float]] = field(default_factory=list)  # (t, τ or inf) of the flows' egress
+    deliveries: list[tuple[str, int, float, int]] = field(default_factory=list)  # record=True: (flow, seq, sent, rri)
+    events: int = 0
+
+    def flow(self, name: str) -> FlowResult:
+        return next(f for f in self.flows if f.name == name)
+
+
+@dataclass
+class _FlowState:
+    flow: Flow
+    port: int  # the node's ingress port of the sender
+    snd: Sender
+    rcv: Receiver
+    frames: dict[int, bytes]  # IP size -> frame
+    cap: float
+    send: np.ndarray
+    drop: np.ndarray
+    steps: list[tuple[float, float]]
+    wake: float = math.inf  # the pending SEND event (others are stale)
+    timer: float = math.inf  # the pending TIMER event
+    drops: int = 0
+    delivered: int = 0
+
+
+def _host_port(topo: Topology, node: str, host: str) -> tuple[int, str, float]:
+    h = topo.hosts[host]
+    n, i = h.attach.split(".")
+    if n != node:
+        raise ValueError(f"host {host} is attached to {n}, not {node}")
+    itf = topo.nodes[n].interfaces[i]
+    return itf.port, h.address.split("/")[0], itf.capacity
+
+
+def default_controller(scheme: str, capacity: float, t0: float, settle_s: float, confirm_s: float = 0.0) -> Controller:
+    if scheme == "mintime":
+        return MinTime(capacity)
+    if scheme == "minloss":
+        return MinLoss(MinLossParams(start_bps=capacity / 10, capacity_bps=capacity, settle_s=settle_s,
+                                     confirm_s=confirm_s), t0)
+    raise ValueError(f"unknown scheme {scheme!r} (minloss or mintime)")
+
+
+def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed: int = 1, period_s: float = 0.005,
+        lpf: LpfConfig = LpfConfig(), one_way_s: float = 0.0002, ip_size: int = 9000, queue_ms: float = 1.0,
+        bin_s: float = 0.005, settle_s: float | None = None, record: bool = False) -> VirtualResult:
+    """Run `flows` for `duration_s` of virtual time (or until all finish). MinLoss ignores echoes of
+    packets sent within `settle_s` of a rate change (default: two control periods plus the F
+    estimator's time constant, the age of the node's oldest measurement). With `record`, every
+    delivered data packet is listed with the rri the node wrote into it."""
+    if settle_s is None:
+        settle_s = 2 * period_s + lpf.time_constant_ns / 1e9
+    pipe = new_pipeline(seed)
+    agent = Agent(LocalDriver(pipe), topo, node, lpf=lpf)
+    agent.install()
+    payload = ip_size - OVERHEAD
+    nb = int(math.ceil(duration_s / bin_s)) + 1
+    st: list[_FlowState] = []
+    queues: dict[int, EgressQueue] = {}
+    for k, f in enumerate(flows):
+        port, src_ip, cap = _host_port(topo, node, f.src)
+        dport, dst_ip, dcap = _host_port(topo, node, f.dst)
+        ctl = f.controller(cap, f.start_s) if f.controller else default_controller(f.scheme, cap, f.start_s, settle_s, period_s)
+        snd = Sender(f.size_bytes, payload, ctl, xfer=k + 1)
+        frames = {sz: ipv4_frame(src_ip, dst_ip, sz, shim(C.CODE_ONE, C.FLAG_RI, 17))
+                  for sz in {snd.size_of(0), snd.size_of(snd.npkts - 1)}}
+        queues.setdefault(dport, EgressQueue(dcap, max(3 * ip_size, int(dcap * queue_ms / 8e3))))
+        st.append(_FlowState(f, port, snd, Receiver(), frames, cap, np.zeros(nb), np.zeros(nb),
+                             [(f.start_s, ctl.rate(f.start_s))]))
+    heap: list[tuple[float, int, int, int, object]] = []
+    order = 0
+
+    def push(t: float, kind: int, k: int, data: object = None) -> None:
+        nonlocal order
+        order += 1
+        heapq.heappush(heap, (t, order, kind, k, data))
+
+    SEND, ARRIVE, DELIVER, ACK, TIMER, PERIOD = range(6)
+
+    def reschedule(k: int, now: float) -> None:
+        s = st[k]
+        due = s.snd.due(now)
+        if due is not None and due != s.wake:
+            s.wake = due
+            push(due, SEND, k)
+        td = s.snd.timer_due()
+        if td is not None and td < s.timer:
+            s.timer = td
+            push(td, TIMER, k)
+
+    for k, f in enumerate(flows):
+        push(f.start_s, SEND, k)
+        st[k].wake = f.start_s
+    push(period_s, PERIOD, -1)
+    res = VirtualResult(bin_s, [])
+    half = one_way_s / 2
+    n_events = 0
+    while heap:
+        t, _, kind, k, data = heapq.heappop(heap)
+        if t >= duration_s:
+            break
+        n_events += 1
+        b = int(t / bin_s)
+        if kind == PERIOD:
+            snap = agent.step(t)
+            for e in snap.egresses:
+                if e.port in queues:
+                    res.tau.append((t, e.tau if e.congested else math.inf))
+            push(t + period_s, PERIOD, -1)
+            continue
+        s = st[k]
+        snd = s.snd
+        if kind == SEND:
+            if t != s.wake:
+                continue  # superseded
+            s.wake = math.inf
+            if snd.done or snd.due(t) is None:
+                continue
+            if snd.due(t) > t:
+                reschedule(k, t)
+                continue
+            seq = snd.send(t)
+            size = snd.size_of(seq)
+            s.send[b] += size
+            push(t + half, ARRIVE, k, seq)
+            reschedule(k, t)
+        elif kind == ARRIVE:
+            seq = data
+            size = snd.size_of(seq)
+            r = pipe.process(s.frames[size], s.port, int(t * 1e9))
+            q = queues.get(r.egress_port) if r.egress_port is not None else None
+            if r.egress_port is None or (q is not None and not q.admit(t, size)):
+                s.drops += 1
+                s.drop[b] += size
+                continue
+            delay = q.backlog * 8 / q.rate_bps if q is not None else 0.0
+            sh = parse_shim(r.frame[ETH + IP_HDR:])
+            push(t + delay + half, DELIVER, k, (seq, sh.rri))
+            if record:
+                res.deliveries.append((f"{flows[k].name}", seq, float(snd.sent_at[seq]), sh.rri))
+        elif kind == DELIVER:
+            seq, rri = data
+            s.delivered += 1
+            ack = s.rcv.on_data(t, snd.xfer, seq, snd.total, b"", snd.payload, rri)
+            if ack is not None:
+                push(t + one_way_s, ACK, k, (ack, s.rcv.latest_rri))
+        elif kind == ACK:
+            ack, echo = data
+            before = snd.ctl.rate(t)
+            snd.on_ack(t, ack, echo)
+            after = snd.ctl.rate(t)
+            if after != before:
+                s.steps.append((t, after))
+            reschedule(k, t)
+        elif kind == TIMER:
+            if t != s.timer:
+                continue
+            s.timer = math.inf
+            snd.on_timer(t)
+            reschedule(k, t)
+    res.events = n_events
+    for k, f in enumerate(flows):
+        s = st[k]
+        snd = s.snd
+        res.flows.append(FlowResult(
+            f.name, snd.ctl.name, f.size_bytes, f.start_s, snd.stats.finish, s.cap, snd.stats.sent,
+            snd.stats.retransmitted, snd.stats.lost, s.drops, s.delivered, snd.stats.echoes,
+            s.send * 8 / bin_s, s.drop * 8 / bin_s, s.steps))
+    return res
