@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.summary:
             print(summary(read_build(a.summary)))
             if parser_selects_lost(a.summary):
-                print("warning: this bf-p4c dropped the parser's select values (p4c pull request 5753): "
+                print("note: this bf-p4c dropped the parser's select values (p4c pull request 5753): "
                       "the build parses no packet as written (docs/pipeline.md)")
             return 0
         builds = [read_build(compile_target(t)) for t in TARGETS]
