@@ -22,6 +22,7 @@ import contextlib
 import glob
 import importlib
 import logging
+import operator
 import os
 import sys
 import time
@@ -249,24 +250,24 @@ class BfrtDriver(Driver):
 
     # -- tables --------------------------------------------------------------------------------
     def _key(self, t: Any, entry: TableEntry) -> Any:
-        """Values are coerced to int: the client accepts int/bytearray only (numpy or bool values
-        from callers would fail its type checks)."""
+        """Values are coerced to int: the client accepts int/bytearray only (a numpy integer would
+        fail its type checks); a float or a string is refused, not truncated."""
         kt = []
         for name, v in entry.key.items():
             if isinstance(v, Exact):
-                kt.append(self.gc.KeyTuple(name, int(v.value)))
+                kt.append(self.gc.KeyTuple(name, _int(v.value)))
             elif isinstance(v, Lpm):
-                kt.append(self.gc.KeyTuple(name, int(v.value), prefix_len=int(v.prefix_len)))
+                kt.append(self.gc.KeyTuple(name, _int(v.value), prefix_len=_int(v.prefix_len)))
             elif isinstance(v, Ternary):
-                kt.append(self.gc.KeyTuple(name, int(v.value), int(v.mask)))
+                kt.append(self.gc.KeyTuple(name, _int(v.value), _int(v.mask)))
             elif isinstance(v, Range):
-                kt.append(self.gc.KeyTuple(name, low=int(v.low), high=int(v.high)))
+                kt.append(self.gc.KeyTuple(name, low=_int(v.low), high=_int(v.high)))
         if any(isinstance(v, (Ternary, Range)) for v in entry.key.values()):
-            kt.append(self.gc.KeyTuple("$MATCH_PRIORITY", int(entry.priority)))
+            kt.append(self.gc.KeyTuple("$MATCH_PRIORITY", _int(entry.priority)))
         return t.make_key(kt)
 
     def _data(self, t: Any, entry: TableEntry) -> Any:
-        data = [self.gc.DataTuple(k, int(v)) for k, v in entry.params.items()]
+        data = [self.gc.DataTuple(k, _int(v)) for k, v in entry.params.items()]
         if entry.action is None:
             return t.make_data(data)
         return t.make_data(data, _qualified(entry))
@@ -383,7 +384,7 @@ class BfrtDriver(Driver):
     def write_register(self, name: str, index: int, value: int) -> None:
         t = self._table(name)
         key = self._build(name, lambda: t.make_key([self.gc.KeyTuple("$REGISTER_INDEX", int(index))]))
-        data = self._build(name, lambda: t.make_data([self.gc.DataTuple(f"{name}.f1", int(value))]))
+        data = self._build(name, lambda: t.make_data([self.gc.DataTuple(f"{name}.f1", _int(value))]))
         self._call(name, t.entry_add, self.target, [key], [data])
 
     def set_lpf_spec(self, name: str, indices: Iterable[int], spec: LpfSpec) -> None:
@@ -407,6 +408,10 @@ class BfrtDriver(Driver):
             return LpfSpec(d["$LPF_SPEC_TYPE"], float(d["$LPF_SPEC_GAIN_TIME_CONSTANT_NS"]),
                            float(d["$LPF_SPEC_DECAY_TIME_CONSTANT_NS"]), int(d["$LPF_SPEC_OUT_SCALE_DOWN_FACTOR"]))
         raise DriverError(f"{name}: no LPF at index {index}")
+
+
+def _int(v: Any) -> int:
+    return operator.index(v)
 
 
 def _pipe_sum(v: Any) -> int:
