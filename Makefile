@@ -32,7 +32,7 @@ endif
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 
-.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf ptf-list results experiment-cca
+.PHONY: help setup system-deps test unit-tests build install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down bench-switch ptf ptf-list results experiment-cca
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
@@ -127,7 +127,17 @@ install-conf: check-sde
 	cp $(BUILD)/ffs/pipe/context.json $(BUILD)/ffs/pipe/$(BIN) "$$SDE_INSTALL/share/tofinopd/ffs/pipe/"
 	sed -e 's/@CHIP_FAMILY@/$(CHIP)/' -e 's/@BIN_NAME@/$(BIN)/' -e 's|@AGENT0@|$(AGENT0_LINE)|' p4src/ffs.conf.in \
 	  > "$$SDE_INSTALL/share/p4/targets/$(CHIP)/ffs.conf"
+	@# the sha256 of the p4src/ this program was compiled from: the tofino-model PTF runner and the
+	@# switchd tests refuse an installed ffs whose hash is not the checkout's (a stale program)
+	@newer=$$(find $(P4DEPS) -newer $(BUILD)/ffs/pipe/$(BIN)); [ -z "$$newer" ] || { \
+	  echo "install-conf: p4src/ changed since $(BUILD)/ffs/pipe/$(BIN) was compiled ($$newer): make build" >&2; exit 2; }
+	$(MAKE) -s p4src-sha256 > $(BUILD)/ffs/p4src.sha256
+	cp $(BUILD)/ffs/p4src.sha256 "$$SDE_INSTALL/share/tofinopd/ffs/"
 	@echo "installed: run_switchd.sh -p ffs --arch $(CHIP)"
+
+# One hash over every file of p4src/ (names and contents), printed: what install-conf records
+p4src-sha256:
+	@find p4src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
 
 clean-build:
 	rm -rf build
