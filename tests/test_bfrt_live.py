@@ -124,3 +124,16 @@ def test_the_clients_log_lines_do_not_reach_stderr_raw(drv, capfd):
     drv.close()
     drv.connect(timeout_s=30)  # the client logs "Subscribe attempt #1", "Binding with p4_name ..." at INFO
     assert "Binding with" not in capfd.readouterr().err
+
+
+def test_after_a_switchd_restart_the_driver_binds_again_as_a_new_program(sde, drv):
+    drv.write([Update("insert", hit(0x30, 3))])
+    first = drv.program_id()
+    sde.stop_switchd()
+    with pytest.raises(DriverError, match="UNAVAILABLE"):
+        drv.read_table(FWD)
+    sde.start_switchd()
+    drv.close()
+    drv.connect(timeout_s=60)  # retries until switchd has bound the program again
+    assert drv.program_id() != first  # the agent re-applies its state on a new program id
+    assert drv.read_table(FWD) == []  # a restarted switchd starts from empty tables

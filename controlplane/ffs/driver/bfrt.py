@@ -121,7 +121,13 @@ def error_reason(e: BaseException) -> str:
             return f"{getattr(code, 'name', code)}: {details}".strip().rstrip(":").replace("\n", " ")
         except Exception:  # noqa: BLE001 - not a call-side gRPC error after all
             pass
-    lines = [ln.strip(" \t*") for ln in str(e).splitlines() if ln.strip(" \t*") and ln.strip() != "Error(s):"]
+    text = str(e)
+    if len(e.args) > 1 and isinstance(e.args[0], str) and "%" in e.args[0]:
+        try:  # the client raises RuntimeError("Failed to subscribe to server at %s", addr)
+            text = e.args[0] % e.args[1:]
+        except (TypeError, ValueError):
+            pass
+    lines = [ln.strip(" \t*") for ln in text.splitlines() if ln.strip(" \t*") and ln.strip() != "Error(s):"]
     return "; ".join(lines) if lines else type(e).__name__
 
 
@@ -192,6 +198,8 @@ class BfrtDriver(Driver):
                 return
             except Exception as e:  # noqa: BLE001 - grpc and bfrt raise many kinds while starting
                 last = error_reason(e)
+                if "Failed to subscribe" in last:  # switchd logs the reason; say the two usual ones
+                    last += f" (bf_switchd still starting, or client id {self.client_id} held by another client)"
                 self.close()
             if time.monotonic() >= deadline:
                 raise DriverError(f"BF-Runtime at {self.address} not ready within {timeout_s:g} s: {last}")
