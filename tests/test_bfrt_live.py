@@ -12,6 +12,7 @@ while it is iterated, a deadline on a hung switchd, reconnect. Run them under th
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -137,3 +138,22 @@ def test_after_a_switchd_restart_the_driver_binds_again_as_a_new_program(sde, dr
     drv.connect(timeout_s=60)  # retries until switchd has bound the program again
     assert drv.program_id() != first  # the agent re-applies its state on a new program id
     assert drv.read_table(FWD) == []  # a restarted switchd starts from empty tables
+
+
+def test_ffs_agent_against_a_switchd_without_ffs_fails_in_one_line(sde, tmp_path):
+    """`ffs-agent --target tofino` with the real client: bf_switchd runs another program, so the
+    agent cannot bind ffs; it says so in one line after its connect timeout, no traceback, and its
+    log lines stay JSON (the client's own log handler is gone)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    topo = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
+    p = subprocess.run([sys.executable, "-m", "ffs.cli.agent", "--target", "tofino", f"--topology={topo}", "--node=s1",
+                        "--connect-timeout=3", "--log-format=json"], capture_output=True, text=True, timeout=120)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert lines[-1].startswith("ffs-agent: ") and "BF-Runtime at localhost:50052 not ready within 3 s" in lines[-1], p.stderr
+    assert "BF_RT_INFO not received" in lines[-1]
+    for line in lines[:-1]:
+        json.loads(line)
