@@ -121,3 +121,9 @@ class Sde:
         self.stop_switchd()
         self._stop(self.model)
         self.model = None
+
+    def restart(self) -> None:
+        """bf_switchd restarted, as after a crash or a reboot of the switch. The model goes with it:
+        once its switchd disconnected, tofino-model does not reliably accept the next one."""
+        self.stop()
+        self.start()

@@ -133,7 +133,7 @@ def test_after_a_switchd_restart_the_driver_binds_again_as_a_new_program(sde, dr
     sde.stop_switchd()
     with pytest.raises(DriverError, match="UNAVAILABLE"):
         drv.read_table(FWD)
-    sde.start_switchd()
+    sde.restart()
     drv.close()
     drv.connect(timeout_s=60)  # retries until switchd has bound the program again
     assert drv.program_id() != first  # the agent re-applies its state on a new program id

@@ -118,8 +118,7 @@ def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde
 
         # switchd restarts (tables empty, the binding gone): the agent's reads fail as DriverError,
         # it reconnects and re-applies its whole state, the matrix change included
-        sde.stop_switchd()
-        sde.start_switchd()
+        sde.restart()
         log = tmp_path / "agent.log"
         wait_for(lambda: "re-applying state" in log.read_text(), 180, "the agent re-applies after the restart")
         assert agent.poll() is None, log.read_text()[-1500:]
