@@ -435,6 +435,7 @@ def test_counters_synced_summed_over_pipes_and_wrapped(fake_sde):
     c = tables.setdefault(N.PAIR_BYTES.name, FakeTable(N.PAIR_BYTES.name, log, 90))
     c.reads = {7: {"$COUNTER_SPEC_BYTES": [1500, 3000, 0, 0], "$COUNTER_SPEC_PKTS": [1, 2, 0, 0]},
                8: {"$COUNTER_SPEC_BYTES": [2**64 - 10, 20], "$COUNTER_SPEC_PKTS": 5}}
+    d.hw_read_max_indices = 1  # two indices: more than a hardware read is worth
     got = d.read_counters(N.PAIR_BYTES.name, [7, 8])
     assert got[7].bytes == 4500 and got[7].packets == 3
     assert got[8].bytes == 10 and got[8].packets == 5  # the sum wraps modulo 2^64, as 64-bit counters do
@@ -442,11 +443,23 @@ def test_counters_synced_summed_over_pipes_and_wrapped(fake_sde):
     assert log[i_sync + 1] == ("get", N.PAIR_BYTES.name, {"from_hw": False})  # Sync, then a software read
 
 
+def test_a_few_indices_are_read_from_the_hardware_without_a_sync(fake_sde):
+    d, log, tables = fake_sde
+    c = tables.setdefault(N.PAIR_BYTES.name, FakeTable(N.PAIR_BYTES.name, log, 90))
+    c.rw = d.iface.reader_writer_interface
+    c.reads = {i: {"$COUNTER_SPEC_BYTES": 100 * i, "$COUNTER_SPEC_PKTS": i} for i in range(d.hw_read_max_indices)}
+    got = d.read_counters(N.PAIR_BYTES.name, range(d.hw_read_max_indices))
+    assert got[9].bytes == 900 and len(got) == d.hw_read_max_indices
+    assert ("op", N.PAIR_BYTES.name, "Sync") not in log and log[-1] == ("get", N.PAIR_BYTES.name, {"from_hw": True})
+    d.read_counters(N.PAIR_BYTES.name)  # the whole table: a Sync, then from software
+    assert log[-2:] == [("op", N.PAIR_BYTES.name, "Sync"), ("get", N.PAIR_BYTES.name, {"from_hw": False})]
+
+
 def test_registers_are_synced_and_summed_over_pipes(fake_sde):
     d, log, tables = fake_sde
     r = tables.setdefault(N.F_EST.name, FakeTable(N.F_EST.name, log, 91))
     r.reads = {i: {f"{N.F_EST.name}.f1": [i, 10 * i, 100, 0]} for i in range(3)}
-    assert d.read_registers(N.F_EST.name) == {0: 100, 1: 111, 2: 122}
+    assert d.read_registers(N.F_EST.name) == {0: 100, 1: 111, 2: 122}  # the whole register
     assert ("op", N.F_EST.name, "Sync") in log
 
 
@@ -489,7 +502,9 @@ def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde,
     assert push.atomicity == WriteRequest.ROLLBACK_ON_ERROR
     assert {u.entity.table_entry.table.name for u in push.updates} == {N.EGRESS_PARAMS.name}
     assert all(u.type == bfruntime_pb2.Update.MODIFY for u in push.updates) and len(push.updates) == 3
-    assert ("op", N.PAIR_BYTES.name, "Sync") in log and ("op", N.ACCEPTED.name, "Sync") in log
+    reads = [x for x in log if x[0] == "get" and x[1] in (N.PAIR_BYTES.name, N.ACCEPTED.name, N.F_EST.name)]
+    assert reads and all(x[2] == {"from_hw": True} for x in reads)  # 9 pairs, 3 ports: hardware reads, no Sync
+    assert not any(x[0] == "op" for x in log)
 
 
 # --- the real client's awkward spots (each was a raw exception or a lost reason before) --------
