@@ -118,9 +118,11 @@ class Sde:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        self.stop_switchd()
+        """The model first: a SIGTERM to bf_switchd while the model's ports are up (a port map)
+        ends it with SIGSEGV; once the model is gone switchd exits on its own terms."""
         self._stop(self.model)
         self.model = None
+        self.stop_switchd()
 
     def restart(self) -> None:
         """bf_switchd restarted, as after a crash or a reboot of the switch. The model goes with it:
