@@ -13,6 +13,7 @@ every test here is skipped with the reason. Run under the live lock, e.g.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -25,9 +26,8 @@ from pathlib import Path
 import pytest
 
 from ffs import p4names as N
-from ffs import tables as T
 from ffs.agent.api import ApiError, call
-from ffs.agent.program import LpfConfig, pairs_of
+from ffs.agent.program import LpfConfig, node_updates, pairs_of
 from ffs.topology import load
 from sdekit import Sde, sde_missing
 
@@ -141,11 +141,23 @@ def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde
 
     d = driver()  # the agent released client id 1
     try:
-        lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params["lm"] for e in d.read_table(N.PAIRS.name)}
-        assert lm[(port["p1"], port["p3"])] == T.lm_code(2e6)  # applied again after the restart
-        assert lm[(port["p2"], port["p3"])] == T.lm_code(10e6)
-        spec = LpfConfig(1000 * 1e3, 4).spec()  # ffs-agent's defaults: 1000 us, scale-down 4
-        for p in pairs:
+        # the pairs as the agent's own generator writes them for the changed matrix (p1 -> p3 at
+        # 2 Mb/s): applied again after the restart
+        lpf = LpfConfig(1000 * 1e3, 4)  # ffs-agent's defaults: 1000 us, scale-down 4
+        changed = dataclasses.replace(node, fairness={**node.fairness, "p3": {**node.fairness["p3"], "p1": 2e6}})
+
+        def pair_params(entries) -> dict:
+            return {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params for e in entries}
+
+        def generated(n) -> dict:
+            return pair_params(u.entry for u in node_updates(n, lpf) if u.entry.table == N.PAIRS.name)
+
+        got = pair_params(d.read_table(N.PAIRS.name))
+        assert got == generated(changed)
+        p13 = (port["p1"], port["p3"])
+        assert got[p13] != generated(node)[p13]  # the change is visible: not the topology's 10 Mb/s
+        spec = lpf.spec()
+        for p in pairs:  # the topology's pairs (pairs_of)
             got = d.read_lpf_spec(N.F_LPF.name, p.pid)
             assert got.kind == spec.kind and got.out_scale_down == spec.out_scale_down
             # the device keeps a time constant in its own float encoding: 1e6 ns reads back as
