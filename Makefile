@@ -32,7 +32,7 @@ endif
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 
-.PHONY: help setup system-deps test unit-tests build compile install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf ptf-list results experiment-cca experiment-endpoint
+.PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
@@ -43,6 +43,7 @@ help:
 	@echo "make demo         (root) FFS isolating a sender from a flood, live, on the software switch"
 	@echo "make netns-up     (root) namespaces and veths of TOPO=$(TOPO); make netns-down removes them"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
+	@echo "make bench-switchd the agent's period on bf_switchd + tofino-model (SDE, compiled ffs, root)"
 	@echo "make results      every scenario of scenarios/ in virtual time (FFS, FIFO, CSFQ) -> docs/results/"
 	@echo "make experiment-cca (root) real TCP CCA pairs through the live switch: FIFO, FFS-C100, FFS-C85"
 	@echo "make experiment-endpoint (root) MinTime/MinLoss (ffs-transfer) against cubic and bbr through the live switch (FFS-C85, RI)"
@@ -84,6 +85,12 @@ demo: setup
 
 bench-switch:
 	$(PYTHON) bench/bench_switch.py
+
+# The agent's period on bf_switchd + tofino-model (the compiled ffs, installed by make build; root):
+# the time of one step -- R, drops and A counters and F for all pairs over BF-Runtime gRPC, and the
+# egress push -- printed for docs/benchmarks.md, or the reason it cannot run here
+bench-switchd:
+	$(PYTHON) -m pytest -q -s -rs -p no:cacheprovider tests/test_switchd.py -k period
 
 # Evaluation (docs/results.md): scenarios in virtual time; the live CCA experiment (root)
 results:
@@ -135,7 +142,17 @@ install-conf: check-sde
 	cp $(BUILD)/ffs/pipe/context.json $(BUILD)/ffs/pipe/$(BIN) "$$SDE_INSTALL/share/tofinopd/ffs/pipe/"
 	sed -e 's/@CHIP_FAMILY@/$(CHIP)/' -e 's/@BIN_NAME@/$(BIN)/' -e 's|@AGENT0@|$(AGENT0_LINE)|' p4src/ffs.conf.in \
 	  > "$$SDE_INSTALL/share/p4/targets/$(CHIP)/ffs.conf"
+	@# the sha256 of the p4src/ this program was compiled from: the tofino-model PTF runner and the
+	@# switchd tests refuse an installed ffs whose hash is not the checkout's (a stale program)
+	@newer=$$(find $(P4DEPS) -newer $(BUILD)/ffs/pipe/$(BIN)); [ -z "$$newer" ] || { \
+	  echo "install-conf: p4src/ changed since $(BUILD)/ffs/pipe/$(BIN) was compiled ($$newer): make build" >&2; exit 2; }
+	$(MAKE) -s p4src-sha256 > $(BUILD)/ffs/p4src.sha256
+	cp $(BUILD)/ffs/p4src.sha256 "$$SDE_INSTALL/share/tofinopd/ffs/"
 	@echo "installed: run_switchd.sh -p ffs --arch $(CHIP)"
+
+# One hash over every file of p4src/ (names and contents), printed: what install-conf records
+p4src-sha256:
+	@find p4src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
 
 clean-build:
 	rm -rf build

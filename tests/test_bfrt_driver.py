@@ -1,11 +1,17 @@
 """BfrtDriver's mapping onto bfrt_grpc, checked against a SMALL FAKE of the SDE's `bfrt_grpc.client`.
 
-The fake stands in for the one boundary we cannot reach here (no SDE): it has the client module's
-surface that the driver uses (ClientInterface, KeyTuple, DataTuple, Target, bfruntime_pb2, the
-request builders of a table) and records every request, so the tests check names, key tuples, data
-tuples, one-request batches, per-pipe sums and counter wrap -- not the behaviour of a real switch.
+The fake stands in for the client where no SDE is installed (tests/test_bfrt_live.py runs the same
+driver paths against the real client and bf_switchd). It has the client module's surface that the
+driver uses (ClientInterface, KeyTuple, DataTuple, Target, bfruntime_pb2, the request builders of
+a table) and records every request, so the tests check names, key tuples, data tuples, one-request
+batches, per-pipe sums and counter wrap. Where the real client is awkward the fake is too: reads
+are generators that raise the switch's error while they are iterated, errors print as a bare
+"Error(s):" with the reason in sub-errors, DataTuple refuses an int for a float field, the gRPC
+stub takes a `timeout`, the module logs through its own StreamHandler, and $PORT_METADATA reads
+back the compiler's padding field.
 """
 
+import logging
 import sys
 import types
 
@@ -19,13 +25,75 @@ from ffs.driver.base import DriverError, Exact, LpfSpec, Lpm, TableEntry, Ternar
 
 class KeyTuple:
     def __init__(self, name, value=None, mask=None, prefix_len=None, low=None, high=None):
+        for v in (value, mask, low, high):
+            if v is not None and not isinstance(v, (int, bytearray, str)):
+                raise TypeError("Expected type int/long, ByteArray or a string")  # the client's words
         self.name, self.value, self.mask, self.prefix_len, self.low, self.high = name, value, mask, prefix_len, low, high
 
 
 class DataTuple:
+    """The client's type checks, with its messages."""
+
     def __init__(self, name, val=None, float_val=None, str_val=None):
+        if val is not None and not isinstance(val, (int, bytearray, str)):
+            raise TypeError(f"Please pass an int/long or bytearray. you passed {type(val)}")
+        if val is None and float_val is not None and not isinstance(float_val, float):
+            raise TypeError("Please pass a float for float_val")
+        if val is None and float_val is None and str_val is not None and not isinstance(str_val, str):
+            raise TypeError("Please pass a string for str_val")
         self.name = name
         self.val = next(v for v in (val, float_val, str_val) if v is not None)
+
+
+# --- the client's errors: a gRPC error, wrapped; str() is a bare "Error(s):" plus one line per sub-error
+
+
+class StatusCode(types.SimpleNamespace):
+    pass
+
+
+class FakeRpcError(Exception):
+    """A grpc.RpcError as the client sees it: code(), details(), and per-update p4 errors
+    (canonical code, message) for UNKNOWN, which is how bf_switchd reports a failed batch."""
+
+    CODES = {"UNKNOWN": 2, "DEADLINE_EXCEEDED": 4, "NOT_FOUND": 5, "ALREADY_EXISTS": 6, "UNAVAILABLE": 14}
+
+    def __init__(self, code, details, sub_errors=()):
+        super().__init__(details)
+        self._code, self._details, self.sub_errors = StatusCode(name=code), details, list(sub_errors)
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+
+class BfruntimeReadWriteRpcException(Exception):
+    def __init__(self, grpc_error):
+        super().__init__()
+        self.grpc_error = grpc_error
+        self.errors = [(i, types.SimpleNamespace(canonical_code=FakeRpcError.CODES[c], message=m)) for i, (c, m) in enumerate(grpc_error.sub_errors)]
+
+    def __str__(self):
+        names = {v: k for k, v in FakeRpcError.CODES.items()}
+        return "Error(s):\n" + "".join(f"\t* At index {i}: {names[e.canonical_code]}, '{e.message}'\n" for i, e in self.errors)
+
+    def grpc_error_get(self):
+        return self.grpc_error
+
+    def sub_errors_get(self):
+        return self.errors
+
+
+def read_field(name, value):
+    """A field parsed from a read response: the client builds these without DataTuple's checks
+    (register cells come back as one value per pipe)."""
+    return types.SimpleNamespace(name=name, val=value)
+
+
+def batch_error(code, message):
+    return FakeRpcError("UNKNOWN", "Write Error Status", [(code, message)])
 
 
 class Target:
@@ -96,6 +164,8 @@ class FakeTable:
         self.entries = {}
         self.reads = {}  # what entry_get returns for indexed externs: [(index, data dict)]
         self.fail_insert = False
+        self.fail_read: FakeRpcError | None = None  # raised by the Read stream after its first result
+        self.rw = None  # the client's reader-writer interface, set by Info.table_get
 
     def make_key(self, tuples):
         return _Key(tuples)
@@ -127,30 +197,90 @@ class FakeTable:
         self.log.append(("op", self.name, op))
 
     def entry_get(self, target, keys=None, flags=None):
+        """As the client's: the Read RPC returns a stream, and its error comes while iterating."""
+        stream = self.rw._read(("read", self.name))
+        return self._parse(stream, self._results(keys, flags))
+
+    def default_entry_get(self, target, flags=None):
+        stream = self.rw._read(("read-default", self.name))
+        default = getattr(self, "default", None) or _Data([], f"{self.name.rsplit('.', 1)[0]}.NoAction")
+        return self._parse(stream, iter([(default, None)]))
+
+    def _parse(self, stream, results):
+        try:
+            for n, item in enumerate(results):
+                if n == 1 and self.fail_read is not None:
+                    raise self.fail_read
+                next(stream, None)
+                yield item
+            if self.fail_read is not None:
+                raise self.fail_read
+        except FakeRpcError as e:
+            raise BfruntimeReadWriteRpcException(e)
+
+    def _results(self, keys, flags):
         self.log.append(("get", self.name, flags))
         if keys and not self.reads and not self.entries:  # indexed cells never written read as zero
             for k in keys:
                 (t,) = k.field_dict.values()
                 zero = {"$COUNTER_SPEC_BYTES": 0, "$COUNTER_SPEC_PKTS": 0} if t.name == "$COUNTER_INDEX" else {f"{self.name}.f1": [0, 0]}
-                yield _Data([DataTuple(n, v) for n, v in zero.items()]), k
+                yield _Data([read_field(n, v) for n, v in zero.items()]), k
             return
         if self.reads:
             field = "$COUNTER_INDEX" if "$COUNTER_SPEC_BYTES" in next(iter(self.reads.values())) else "$REGISTER_INDEX"
             for i, d in self.reads.items():
-                yield _Data([DataTuple(k, v) for k, v in d.items()]), _Key([KeyTuple(field, i)])
+                yield _Data([read_field(k, v) for k, v in d.items()]), _Key([KeyTuple(field, i)])
             return
         for k, d in self.entries.values():
+            if self.name == N.PORT_METADATA.name:  # bf-p4c pads the port-metadata header to 64 bits
+                d = _Data(list(d.field_dict.values()) + [read_field("pad", 0)], d.action_name)
             yield d, k
 
 
+class Stub:
+    """The gRPC stub: records the deadline (`timeout`) of every call."""
+
+    def __init__(self, server):
+        self.server, self.timeouts = server, []
+
+    def Write(self, req, metadata=None, timeout=None):
+        self.timeouts.append(("Write", timeout))
+        return self.server.write(req)
+
+    def Read(self, req, metadata=None, timeout=None):
+        self.timeouts.append(("Read", timeout))
+        return iter(range(1 << 30))
+
+
 class ReaderWriter:
-    """The server side of Write: applies a request's updates in order; with ROLLBACK_ON_ERROR a
-    failure restores every table as it was (what bf_switchd does in one transaction)."""
+    """The client's _ReaderWriterInterface: the stub's gRPC errors become BfruntimeReadWriteRpcException."""
+
+    def __init__(self, stub):
+        self.stub = stub
+
+    def _write(self, req, metadata=None):
+        try:
+            return self.stub.Write(req, metadata=metadata)
+        except FakeRpcError as e:
+            raise BfruntimeReadWriteRpcException(e)
+
+    def _read(self, req, metadata=None):
+        return self.stub.Read(req, metadata=metadata)
+
+    @property
+    def requests(self):
+        return self.stub.server.requests
+
+
+class Server:
+    """bf_switchd's Write: applies a request's updates in order; with ROLLBACK_ON_ERROR a failure
+    restores every table as it was (it runs a batch in one transaction). Errors are UNKNOWN with
+    one p4 error per failed update, as bf_switchd sends them."""
 
     def __init__(self, log):
         self.log, self.requests = log, []
 
-    def _write(self, req):
+    def write(self, req):
         self.requests.append(req)
         tables = {id(u.entity.table_entry.table): u.entity.table_entry.table for u in req.updates}
         saved = {k: dict(t.entries) for k, t in tables.items()}
@@ -162,15 +292,15 @@ class ReaderWriter:
                     t.default = te.data
                 elif u.type == bfruntime_pb2.Update.INSERT:
                     if t.fail_insert or te.key.frozen() in t.entries:
-                        raise RuntimeError(f"{t.name}: Already exists\nsub-error details")
+                        raise batch_error("ALREADY_EXISTS", f"Table Add failed table:pipe.{t.name} Already exists")
                     t.entries[te.key.frozen()] = (te.key, te.data)
                 elif u.type == bfruntime_pb2.Update.MODIFY:
                     if te.key.frozen() not in t.entries:
-                        raise RuntimeError(f"{t.name}: Object not found")
+                        raise batch_error("NOT_FOUND", f"Table Entry modify failed table:pipe.{t.name} Object not found")
                     t.entries[te.key.frozen()] = (te.key, te.data)
                 else:
                     t.entries.pop(te.key.frozen())
-        except RuntimeError:
+        except FakeRpcError:
             if req.atomicity == WriteRequest.ROLLBACK_ON_ERROR:
                 for k, t in tables.items():
                     t.entries = saved[k]
@@ -181,22 +311,30 @@ class ReaderWriter:
 def fake_sde(monkeypatch):
     log, tables, connects = [], {}, []
 
+    server = Server(log)
+
     class Info:
+        def __init__(self, rw):
+            self.rw = rw
+
         def table_get(self, name):
             if name == "FfsIngress.nope":
                 raise KeyError(name)
-            return tables.setdefault(name, FakeTable(name, log, len(tables) + 1))
+            t = tables.setdefault(name, FakeTable(name, log, len(tables) + 1))
+            t.rw = self.rw
+            return t
 
     class ClientInterface:
         def __init__(self, address, client_id, device_id):
             connects.append(address)
             if len(connects) < 3:
                 raise RuntimeError("Failed to subscribe to server at localhost:50052")  # switchd still starting
-            self.reader_writer_interface = ReaderWriter(log)
+            self.stub = Stub(server)
+            self.reader_writer_interface = ReaderWriter(self.stub)
             log.append(("connect", address, client_id))
 
         def bfrt_info_get(self, name):
-            return Info()
+            return Info(self.reader_writer_interface)
 
         def bind_pipeline_config(self, name):
             log.append(("bind", name))
@@ -205,6 +343,9 @@ def fake_sde(monkeypatch):
             log.append(("teardown",))
 
     client = types.ModuleType("bfrt_grpc.client")
+    client_log = logging.getLogger("bfruntime_grpc_client")  # the client adds a raw handler on import
+    monkeypatch.setattr(client_log, "handlers", [logging.StreamHandler()])
+    monkeypatch.setattr(client_log, "level", logging.INFO)
     client.ClientInterface, client.KeyTuple, client.DataTuple, client.Target = ClientInterface, KeyTuple, DataTuple, Target
     client.bfruntime_pb2, client._cpy_target = bfruntime_pb2, _cpy_target
     pkg = types.ModuleType("bfrt_grpc")
@@ -294,6 +435,7 @@ def test_counters_synced_summed_over_pipes_and_wrapped(fake_sde):
     c = tables.setdefault(N.PAIR_BYTES.name, FakeTable(N.PAIR_BYTES.name, log, 90))
     c.reads = {7: {"$COUNTER_SPEC_BYTES": [1500, 3000, 0, 0], "$COUNTER_SPEC_PKTS": [1, 2, 0, 0]},
                8: {"$COUNTER_SPEC_BYTES": [2**64 - 10, 20], "$COUNTER_SPEC_PKTS": 5}}
+    d.hw_read_max_indices = 1  # two indices: more than a hardware read is worth
     got = d.read_counters(N.PAIR_BYTES.name, [7, 8])
     assert got[7].bytes == 4500 and got[7].packets == 3
     assert got[8].bytes == 10 and got[8].packets == 5  # the sum wraps modulo 2^64, as 64-bit counters do
@@ -301,11 +443,23 @@ def test_counters_synced_summed_over_pipes_and_wrapped(fake_sde):
     assert log[i_sync + 1] == ("get", N.PAIR_BYTES.name, {"from_hw": False})  # Sync, then a software read
 
 
+def test_a_few_indices_are_read_from_the_hardware_without_a_sync(fake_sde):
+    d, log, tables = fake_sde
+    c = tables.setdefault(N.PAIR_BYTES.name, FakeTable(N.PAIR_BYTES.name, log, 90))
+    c.rw = d.iface.reader_writer_interface
+    c.reads = {i: {"$COUNTER_SPEC_BYTES": 100 * i, "$COUNTER_SPEC_PKTS": i} for i in range(d.hw_read_max_indices)}
+    got = d.read_counters(N.PAIR_BYTES.name, range(d.hw_read_max_indices))
+    assert got[9].bytes == 900 and len(got) == d.hw_read_max_indices
+    assert ("op", N.PAIR_BYTES.name, "Sync") not in log and log[-1] == ("get", N.PAIR_BYTES.name, {"from_hw": True})
+    d.read_counters(N.PAIR_BYTES.name)  # the whole table: a Sync, then from software
+    assert log[-2:] == [("op", N.PAIR_BYTES.name, "Sync"), ("get", N.PAIR_BYTES.name, {"from_hw": False})]
+
+
 def test_registers_are_synced_and_summed_over_pipes(fake_sde):
     d, log, tables = fake_sde
     r = tables.setdefault(N.F_EST.name, FakeTable(N.F_EST.name, log, 91))
     r.reads = {i: {f"{N.F_EST.name}.f1": [i, 10 * i, 100, 0]} for i in range(3)}
-    assert d.read_registers(N.F_EST.name) == {0: 100, 1: 111, 2: 122}
+    assert d.read_registers(N.F_EST.name) == {0: 100, 1: 111, 2: 122}  # the whole register
     assert ("op", N.F_EST.name, "Sync") in log
 
 
@@ -348,4 +502,112 @@ def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde,
     assert push.atomicity == WriteRequest.ROLLBACK_ON_ERROR
     assert {u.entity.table_entry.table.name for u in push.updates} == {N.EGRESS_PARAMS.name}
     assert all(u.type == bfruntime_pb2.Update.MODIFY for u in push.updates) and len(push.updates) == 3
-    assert ("op", N.PAIR_BYTES.name, "Sync") in log and ("op", N.ACCEPTED.name, "Sync") in log
+    reads = [x for x in log if x[0] == "get" and x[1] in (N.PAIR_BYTES.name, N.ACCEPTED.name, N.F_EST.name)]
+    assert reads and all(x[2] == {"from_hw": True} for x in reads)  # 9 pairs, 3 ports: hardware reads, no Sync
+    assert not any(x[0] == "op" for x in log)
+
+
+# --- the real client's awkward spots (each was a raw exception or a lost reason before) --------
+
+
+def test_a_refused_batch_names_the_switchs_reason_not_a_bare_error_header(fake_sde):
+    d, _, _ = fake_sde
+    e = TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(2)}, "set_pair", {"pid": 1, "lm": 1})
+    d.write([Update("insert", e)])
+    with pytest.raises(DriverError) as err:
+        d.write([Update("insert", e)])
+    msg = str(err.value)
+    assert "\n" not in msg and "Error(s)" not in msg
+    assert msg == ("batch of 1 update(s), none applied: entry 0: ALREADY_EXISTS "
+                   f"Table Add failed table:pipe.{N.PAIRS.name} Already exists")
+
+
+@pytest.mark.parametrize("read", [
+    lambda d: d.read_counters(N.PAIR_BYTES.name),
+    lambda d: d.read_registers(N.F_EST.name),
+    lambda d: d.read_table(N.PAIRS.name),
+    lambda d: d.read_default(N.PAIRS.name),
+    lambda d: d.read_lpf_spec(N.F_LPF.name, 0),
+], ids=["counters", "registers", "table", "default", "lpf_spec"])
+def test_a_read_failing_while_its_results_are_iterated_is_a_driver_error(fake_sde, read):
+    d, log, tables = fake_sde
+    for name in (N.PAIR_BYTES.name, N.F_EST.name, N.PAIRS.name, N.F_LPF.name):
+        t = tables.setdefault(name, FakeTable(name, log, 100 + len(tables)))
+        t.rw = d.iface.reader_writer_interface
+        t.reads = {0: {"$COUNTER_SPEC_BYTES": 1, "$COUNTER_SPEC_PKTS": 1}, 1: {"$COUNTER_SPEC_BYTES": 1, "$COUNTER_SPEC_PKTS": 1}}
+        t.fail_read = FakeRpcError("UNAVAILABLE", "Socket closed")
+    with pytest.raises(DriverError, match=r": UNAVAILABLE: Socket closed$"):
+        read(d)
+    for name in (N.PAIR_BYTES.name, N.F_EST.name, N.PAIRS.name, N.F_LPF.name):
+        tables[name].fail_read = FakeRpcError("UNKNOWN", "Read Error Status", [("NOT_FOUND", "Object not found")])
+    with pytest.raises(DriverError, match=r": entry 0: NOT_FOUND Object not found$"):
+        read(d)
+
+
+def test_lpf_time_constants_are_sent_as_floats_even_when_given_as_ints(fake_sde):
+    d, log, _ = fake_sde
+    d.set_lpf_spec(N.F_LPF.name, [0], LpfSpec("RATE", 2_000_000, 3_000_000, 4))  # ints: the client wants floats
+    op = [x for x in log if x[0] == "entry_add" and x[1] == N.F_LPF.name][-1]
+    gain = op[3][0]["$LPF_SPEC_GAIN_TIME_CONSTANT_NS"]
+    assert gain == 2e6 and isinstance(gain, float)
+
+
+def test_a_value_the_client_refuses_is_a_one_line_driver_error_and_nothing_is_sent(fake_sde):
+    d, _, _ = fake_sde
+    rw = d.iface.reader_writer_interface
+    before = len(rw.requests)
+    with pytest.raises(DriverError, match=rf"^{N.PAIRS.name}: bad value: .*integer"):
+        d.write([Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(2)}, "set_pair", {"pid": 1.5, "lm": 1}))])
+    assert len(rw.requests) == before
+
+
+def test_every_rpc_carries_a_deadline_writes_scaled_by_their_size(fake_sde):
+    d, _, _ = fake_sde
+    stub = d.iface.reader_writer_interface.stub._stub
+    updates = [Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(p)}, "set_pair", {"pid": p, "lm": 1}))
+               for p in range(200)]
+    d.write(updates)
+    d.read_table(N.PAIRS.name)
+    assert stub.timeouts[-2] == ("Write", pytest.approx(d.rpc_timeout_s + 200 * d.write_timeout_per_update_s))
+    assert stub.timeouts[-1] == ("Read", d.rpc_timeout_s)
+    assert all(t is not None for _, t in stub.timeouts)
+
+
+def test_the_clients_own_log_handler_is_removed(fake_sde):
+    lg = logging.getLogger("bfruntime_grpc_client")
+    assert lg.handlers == [] and lg.level == logging.WARNING  # its INFO chatter never reaches stderr raw
+
+
+def test_sde_paths_are_appended_after_the_agents_own_packages(monkeypatch, tmp_path):
+    monkeypatch.delitem(sys.modules, "bfrt_grpc.client", raising=False)
+    monkeypatch.delitem(sys.modules, "bfrt_grpc", raising=False)
+    pkg = tmp_path / "lib64" / "python3.9" / "site-packages" / "tofino" / "bfrt_grpc"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "client.py").write_text("FROM_SDE = True\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    first = list(sys.path)
+    monkeypatch.setenv("SDE_INSTALL", str(tmp_path))
+    from ffs.driver.bfrt import import_bfrt_grpc
+
+    gc = import_bfrt_grpc()
+    assert gc.FROM_SDE and sys.path[: len(first)] == first  # nothing put in front of the agent's grpcio
+    assert str(pkg.parent) in sys.path[len(first):]  # lib64 searched too
+    monkeypatch.delitem(sys.modules, "bfrt_grpc.client")
+    monkeypatch.delitem(sys.modules, "bfrt_grpc")
+
+
+def test_agent_step_on_a_failing_read_raises_driver_error_the_service_catches(fake_sde):
+    from pathlib import Path
+
+    from ffs.agent.core import Agent
+    from ffs.topology import load
+
+    d, log, tables = fake_sde
+    topo = load(Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml")
+    agent = Agent(d, topo, "s1")
+    agent.install()
+    agent.step(0.0)
+    tables[N.PAIR_BYTES.name].fail_read = FakeRpcError("UNAVAILABLE", "Socket closed")
+    with pytest.raises(DriverError, match="UNAVAILABLE"):
+        agent.step(0.1)

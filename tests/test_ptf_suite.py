@@ -78,6 +78,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def p4src_sha256() -> str:
+    return subprocess.run(["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
 def fake_sde(tmp: Path, tests_rc: int) -> tuple[dict[str, str], Path]:
     """SDE scripts that record how they were called: the model sleeps, switchd listens on the
     status and BF-Runtime ports, run_p4_tests.sh exits with `tests_rc`."""
@@ -85,6 +90,8 @@ def fake_sde(tmp: Path, tests_rc: int) -> tuple[dict[str, str], Path]:
     (sde / "install" / "bin").mkdir(parents=True)
     (sde / "install" / "share" / "p4" / "targets" / "tofino").mkdir(parents=True)
     (sde / "install" / "share" / "p4" / "targets" / "tofino" / "ffs.conf").write_text("{}\n")
+    (sde / "install" / "share" / "tofinopd" / "ffs").mkdir(parents=True)  # as make build installs it
+    (sde / "install" / "share" / "tofinopd" / "ffs" / "p4src.sha256").write_text(p4src_sha256() + "\n")
     rec.mkdir()
     status, grpc = free_port(), free_port()
     scripts = {
@@ -97,7 +104,7 @@ def fake_sde(tmp: Path, tests_rc: int) -> tuple[dict[str, str], Path]:
         path.write_text(STUB.format(rec=rec, name=name, body=body))
         path.chmod(0o755)
     env = dict(os.environ, SDE=str(sde), SDE_INSTALL=str(sde / "install"), STATUS_PORT=str(status),
-               GRPC_PORT=str(grpc), READY_TIMEOUT="30")
+               GRPC_PORT=str(grpc), READY_TIMEOUT="30", LOG_DIR=str(tmp / "logs"))
     return env, rec
 
 
@@ -112,13 +119,15 @@ def gone(pid: int) -> bool:
 @pytest.mark.parametrize("tests_rc", [0, 1])
 def test_tofino_model_runner_follows_the_sde_flow(tmp_path, tests_rc):
     env, rec = fake_sde(tmp_path, tests_rc)
-    p = subprocess.run([str(RUN_TOFINO_MODEL), "test_parser"], env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run([str(RUN_TOFINO_MODEL), "test_parser"], env=env, capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
     assert (p.returncode == 0) == (tests_rc == 0), p.stderr
     port_map = str(ROOT / "ptf-tests" / "port_maps" / "tofino-model.json")
     args = {n: (rec / f"{n}.args").read_text().split("\n")[:-1] for n in ("model", "switchd", "p4tests", "veth")}
     assert args["veth"] == ["8"]  # veth0..veth7 cover the port map's veths
-    assert args["model"] == ["-p", "ffs", "--arch", "tofino", "-f", port_map]
-    assert args["switchd"] == ["-p", "ffs", "--arch", "tofino"]
+    logs = str(tmp_path / "logs")
+    assert args["model"] == ["-p", "ffs", "--arch", "tofino", "-f", port_map, "--log-dir", logs]
+    assert args["switchd"] == ["-p", "ffs", "--arch", "tofino", "--status-port", env["STATUS_PORT"]]  # the port it waits on
     t = args["p4tests"]
     assert t[:8] == ["-p", "ffs", "--arch", "tofino", "-t", str(SUITE), "-f", port_map]
     params = t[t.index("--test-params") + 1]
@@ -126,8 +135,18 @@ def test_tofino_model_runner_follows_the_sde_flow(tmp_path, tests_rc):
     assert t[-2:] == ["-s", "test_parser"]
     assert (rec / "p4tests.env").read_text().strip() == "PKTPY=false"  # the scapy shim layer, not bf_pktpy
     time.sleep(1.5)
-    for n in ("model", "switchd"):  # stopped with their process groups, whatever the result
+    for n in ("model", "switchd"):  # stopped (a plain kill, then wait), whatever the result
         assert gone(int((rec / f"{n}.pid").read_text())), f"{n} still running"
+    assert {"model.log", "switchd.log"} <= {f.name for f in (tmp_path / "logs").iterdir()}
+    assert list(tmp_path.glob("*.log")) == []  # nothing written where the runner was started
+
+
+def test_tofino_model_runner_refuses_a_program_not_compiled_from_this_p4src(tmp_path):
+    env, rec = fake_sde(tmp_path, 0)
+    (Path(env["SDE_INSTALL"]) / "share" / "tofinopd" / "ffs" / "p4src.sha256").write_text("0" * 64 + "\n")
+    p = subprocess.run([str(RUN_TOFINO_MODEL)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "not compiled from the current p4src/" in p.stderr and "make build" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and not (rec / "model.args").exists()
 
 
 def test_tofino_model_runner_without_an_sde_says_what_is_missing():

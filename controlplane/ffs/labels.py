@@ -14,6 +14,7 @@ import math
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from numbers import Rational
+from typing import Union
 
 from ffs.constants import CODE_BIAS, CODE_MAX, CODE_MIN, CODE_STEPS_PER_OCTAVE
 
@@ -22,7 +23,7 @@ _STEPS = CODE_STEPS_PER_OCTAVE
 # rounding boundary are re-decided exactly. The margin is generous: exact checks cost microseconds.
 _NEAR = 1e-6
 
-Real = float | int | Fraction
+Real = Union[float, int, Fraction]  # not `float | int | ...`: the bfshell scripts import this on Python 3.8
 
 
 def _ratio(x: Real) -> tuple[int, int]:

@@ -253,23 +253,41 @@ class FfsTest(BaseTest):
         self.dataplane = ptf.dataplane_instance
         _grow_receive_buffers(self.dataplane)
         self.dataplane.flush()
-        self.driver: Driver | None = make_driver()
-        self.driver.connect(timeout_s=60)
-        self.saved = Saved.capture(self.driver, self.lpf_indices)
-        _StaticTables.ensure(self.driver)
+        self.driver: Driver | None = None
+        self.saved: Saved | None = None
         self._f_cache: dict[tuple[int, int], int] = {}
-        self.base_setup()
+        try:
+            self.driver = make_driver()
+            self.driver.connect(timeout_s=60)
+            self.saved = Saved.capture(self.driver, self.lpf_indices)
+            _StaticTables.ensure(self.driver)
+            self.base_setup()
+        except BaseException:
+            # unittest does not run tearDown when setUp raises: without this the binding stays open,
+            # bf_switchd keeps client 1 for this process, and every later test's connect waits 60 s
+            self._undo_and_release()
+            BaseTest.tearDown(self)
+            raise
 
     def tearDown(self) -> None:
         try:
             self.dataplane.flush()
-            if self.driver is None:
-                self.reconnect()
-            self.saved.restore(self.driver)
         finally:
-            if self.driver is not None:
-                self.driver.close()
-            BaseTest.tearDown(self)
+            try:
+                if self.saved is not None and self.driver is None:
+                    self.reconnect()
+            finally:
+                self._undo_and_release()
+                BaseTest.tearDown(self)
+
+    def _undo_and_release(self) -> None:
+        """Put back what the test changed (if it got as far as saving it), then always close the
+        binding, whatever the restore raised."""
+        try:
+            if self.saved is not None and self.driver is not None:
+                self.saved.restore(self.driver)
+        finally:
+            self.release()
 
     def reconnect(self) -> None:
         self.driver = make_driver()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Dict
 
 from ffs import constants as C
 from ffs.safeload import LoadError, YamlDoc, read_text
@@ -14,7 +14,7 @@ from ffs.shares import share_problem
 from ffs.topology import Node
 from ffs.units import parse_rate
 
-Matrix = dict[str, dict[str, float]]
+Matrix = Dict[str, Dict[str, float]]  # typing's: bfshell (Python 3.8) imports this module
 
 
 class MatrixError(ValueError):

@@ -3,20 +3,31 @@
 `bfrt_grpc` ships with the SDE and is imported only when this driver is created; without it the
 driver says where it looked. Names are the P4 names of ffs.p4names (BF-RT resolves them under
 `pipe.`); a batch is one WriteRequest with ROLLBACK_ON_ERROR, so it applies whole or not at all.
-Counters and registers are synced once per read (`Sync`, then a software read with
-`from_hw=False`) and summed over pipes. Building one request across tables uses the client
+Counters and registers are read in one of two ways and summed over pipes: a few indices straight
+from the hardware (`from_hw=True`), many indices or a whole table by a `Sync` of the table and then
+a software read (`from_hw=False`); the switch-over is `hw_read_max_indices`. Building one request across tables uses the client
 module's own request builders (`_Table._entry_write_req_make`, `_set_table_data`, `_cpy_target`)
 because its public calls send one request per table.
+
+The real client raises in places a caller does not expect, and every one of them is turned into a
+one-line DriverError here: a Read is a server stream, so its errors surface while the results are
+iterated (every read is drained inside the wrapping); a switch error prints as a bare "Error(s):"
+with the reason on its sub-errors or its gRPC status (both are extracted); DataTuple/make_key/
+make_data validate types client-side ("Please pass a float"). Every RPC carries a deadline, so a
+hung bf_switchd costs one deadline, not the agent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib
+import logging
+import operator
 import os
 import sys
 import time
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ffs import p4names as N
 from ffs.driver.base import (
@@ -33,42 +44,144 @@ from ffs.driver.base import (
 )
 
 PORT_MD_ALIASES = (N.PORT_METADATA.name, "$PORT_METADATA")
+PORT_MD_FIELDS = frozenset(name for name, _ in N.PORT_METADATA.fields)
 COUNTER_WRAP = 1 << 64
+CLIENT_LOGGER = "bfruntime_grpc_client"  # the client module's own logger (it adds a raw StreamHandler)
+
+# google.rpc.Code, the canonical codes of a BF-RT sub-error (fixed by the gRPC spec)
+CANONICAL_CODES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+                   "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+                   "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+                   "UNAUTHENTICATED")
 
 
 def sde_python_paths(sde_install: str) -> list[str]:
-    """Where an SDE installs bfrt_grpc (lib/python3.X/site-packages/{tofino,tofino/bfrt_grpc})."""
+    """Where an SDE installs bfrt_grpc: lib{,64}/python3.X/site-packages{,/tofino,/tofino/bfrt_grpc}."""
     paths = []
-    for site in sorted(glob.glob(os.path.join(sde_install, "lib", "python3*", "site-packages"))):
-        paths += [site, os.path.join(site, "tofino"), os.path.join(site, "tofino", "bfrt_grpc")]
+    for lib in ("lib", "lib64"):
+        for site in sorted(glob.glob(os.path.join(sde_install, lib, "python3*", "site-packages"))):
+            paths += [site, os.path.join(site, "tofino"), os.path.join(site, "tofino", "bfrt_grpc")]
     return paths
 
 
+def quiet_client_logging() -> None:
+    """The client logs through its own StreamHandler at INFO ("Subscribe attempt #1", "Binding with
+    p4_name ..."): raw lines in the middle of the agent's key=value/JSON stderr. Drop that handler and
+    keep warnings, which then go through the agent's own formatter."""
+    lg = logging.getLogger(CLIENT_LOGGER)
+    for h in list(lg.handlers):
+        lg.removeHandler(h)
+    lg.setLevel(logging.WARNING)
+
+
 def import_bfrt_grpc() -> Any:
+    """The SDE's client. Its directories are APPENDED to sys.path: an SDE's site-packages also holds
+    the (often older) grpcio/protobuf it was built with, which must not shadow the agent's own."""
     try:
-        return importlib.import_module("bfrt_grpc.client")
+        gc = importlib.import_module("bfrt_grpc.client")
     except ImportError:
-        pass
-    sde = os.environ.get("SDE_INSTALL")
-    if not sde:
-        raise DriverError("the tofino target needs the SDE's bfrt_grpc: set SDE_INSTALL (e.g. $SDE/install)")
-    paths = sde_python_paths(sde)
-    sys.path[:0] = [p for p in paths if p not in sys.path]
-    try:
-        return importlib.import_module("bfrt_grpc.client")
-    except ImportError as e:
-        tried = ", ".join(paths) or f"{sde}/lib/python3*/site-packages"
-        raise DriverError(f"cannot import bfrt_grpc from SDE_INSTALL={sde} (looked in {tried}): {e}") from None
+        sde = os.environ.get("SDE_INSTALL")
+        if not sde:
+            raise DriverError("the tofino target needs the SDE's bfrt_grpc: set SDE_INSTALL (e.g. $SDE/install)") from None
+        paths = sde_python_paths(sde)
+        sys.path.extend(p for p in paths if p not in sys.path)
+        try:
+            gc = importlib.import_module("bfrt_grpc.client")
+        except ImportError as e:
+            tried = ", ".join(paths) or f"{sde}/lib{{,64}}/python3*/site-packages"
+            raise DriverError(f"cannot import bfrt_grpc from SDE_INSTALL={sde} (looked in {tried}): {e}") from None
+    quiet_client_logging()
+    return gc
+
+
+def error_reason(e: BaseException) -> str:
+    """One line saying why the switch (or the client) refused. The client's exceptions print as a
+    bare "Error(s):" line: the reason is on their sub-errors (per update of a batch) or, for
+    anything but UNKNOWN, on the gRPC status; when the client fails while building its own
+    exception ("No binary details field") the gRPC error is the one it was handling."""
+    parts: list[str] = []
+    subs = getattr(e, "sub_errors_get", None)
+    for idx, err in (subs() if callable(subs) else None) or []:
+        code = getattr(err, "canonical_code", None)
+        name = CANONICAL_CODES[code] if isinstance(code, int) and 0 <= code < len(CANONICAL_CODES) else str(code)
+        parts.append(f"entry {idx}: {name} {getattr(err, 'message', '')}".strip())
+    if parts:
+        return "; ".join(parts)
+    get_grpc = getattr(e, "grpc_error_get", None)
+    rpc = get_grpc() if callable(get_grpc) else None
+    if rpc is None and callable(getattr(e, "code", None)):
+        rpc = e  # a bare grpc.RpcError
+    if rpc is None and e.__context__ is not None and e.__context__ is not e:
+        inner = error_reason(e.__context__)
+        if inner:
+            return inner
+    if rpc is not None:
+        try:
+            code = rpc.code()
+            details = rpc.details() or ""
+            return f"{getattr(code, 'name', code)}: {details}".strip().rstrip(":").replace("\n", " ")
+        except Exception:  # noqa: BLE001 - not a call-side gRPC error after all
+            pass
+    text = str(e)
+    if len(e.args) > 1 and isinstance(e.args[0], str) and "%" in e.args[0]:
+        try:  # the client raises RuntimeError("Failed to subscribe to server at %s", addr)
+            text = e.args[0] % e.args[1:]
+        except (TypeError, ValueError):
+            pass
+    lines = [ln.strip(" \t*") for ln in text.splitlines() if ln.strip(" \t*") and ln.strip() != "Error(s):"]
+    return "; ".join(lines) if lines else type(e).__name__
+
+
+class _DeadlineStub:
+    """The client's gRPC stub with a deadline on every unary and server-streaming call (the client
+    passes none, so a hung bf_switchd would block a read forever). The bidirectional
+    StreamChannel stays open-ended: it lives as long as the binding."""
+
+    def __init__(self, stub: Any, timeout_s: float) -> None:
+        self._stub = stub
+        self.timeout_s = timeout_s
+
+    @contextlib.contextmanager
+    def deadline(self, timeout_s: float) -> Iterator[None]:
+        saved, self.timeout_s = self.timeout_s, timeout_s
+        try:
+            yield
+        finally:
+            self.timeout_s = saved
+
+    def __getattr__(self, name: str) -> Any:
+        rpc = getattr(self._stub, name)
+        if name == "StreamChannel" or not callable(rpc):
+            return rpc
+
+        def call(*args: Any, **kw: Any) -> Any:
+            kw.setdefault("timeout", self.timeout_s)
+            return rpc(*args, **kw)
+
+        return call
 
 
 class BfrtDriver(Driver):
+    """`rpc_timeout_s` bounds every RPC; a write gets `write_timeout_per_update_s` more per update
+    (a node's first install is ~10^4 updates in one request).
+
+    `hw_read_max_indices`: a Sync copies the WHOLE table (4096 cells) from the device, whatever is
+    read afterwards. On tofino-model (2 loaded cores) a Sync of pair_bytes took ~315 ms, a hardware
+    read of 9 cells 16 ms and of 1024 cells 1.2 s (against 85 ms from software after the Sync), so
+    up to this many indices are read from the hardware and anything larger after a Sync."""
+
     def __init__(self, address: str = "localhost:50052", device_id: int = 0, client_id: int = 1,
-                 program: str = N.P4_NAME) -> None:
+                 program: str = N.P4_NAME, rpc_timeout_s: float = 10.0,
+                 write_timeout_per_update_s: float = 0.005, hw_read_max_indices: int = 64) -> None:
         self.gc = import_bfrt_grpc()
         self.address = address
         self.device_id = device_id
         self.client_id = client_id
         self.program = program
+        self.rpc_timeout_s = rpc_timeout_s
+        self.write_timeout_per_update_s = write_timeout_per_update_s
+        self.hw_read_max_indices = hw_read_max_indices
+        self._stub: _DeadlineStub | None = None
         self.iface: Any = None
         self.info: Any = None
         self.target = self.gc.Target(device_id=device_id, pipe_id=0xFFFF)
@@ -83,25 +196,39 @@ class BfrtDriver(Driver):
         while True:
             try:
                 self.iface = self.gc.ClientInterface(self.address, client_id=self.client_id, device_id=self.device_id)
+                self._stub = _DeadlineStub(self.iface.stub, self.rpc_timeout_s)
+                self.iface.stub = self.iface.reader_writer_interface.stub = self._stub
                 self.info = self.iface.bfrt_info_get(self.program)
                 self.iface.bind_pipeline_config(self.program)
                 self._binds += 1
                 self._program_id = f"{self.program}@{time.time():.6f}#{self._binds}"
                 return
             except Exception as e:  # noqa: BLE001 - grpc and bfrt raise many kinds while starting
-                last = str(e).splitlines()[0] if str(e) else type(e).__name__
+                last = error_reason(e)
+                if "Failed to subscribe" in last:  # switchd logs the reason; say the two usual ones
+                    last += f" (bf_switchd still starting, or client id {self.client_id} held by another client)"
                 self.close()
             if time.monotonic() >= deadline:
                 raise DriverError(f"BF-Runtime at {self.address} not ready within {timeout_s:g} s: {last}")
             time.sleep(1.0)
 
     def close(self) -> None:
-        if self.iface is not None:
-            try:
-                self.iface.tear_down_stream()
-            except Exception:  # noqa: BLE001 - closing a dead stream
-                pass
-            self.iface = None
+        """Ends the stream, which releases the client id on bf_switchd. The client's own teardown
+        joins its receiver thread without a timeout; a hung switchd would hold it forever, so the
+        stream is cancelled when it does not end within the RPC deadline."""
+        iface, self.iface, self.info = self.iface, None, None
+        if iface is None:
+            return
+        try:
+            thread = getattr(iface, "stream_recv_thread", None)
+            if thread is not None and getattr(iface, "stream", None) is not None:
+                iface.stream_out_q.put(None)
+                thread.join(timeout=self.rpc_timeout_s)
+                if thread.is_alive():
+                    iface.stream.cancel()
+            iface.tear_down_stream()
+        except Exception:  # noqa: BLE001 - closing a dead stream
+            pass
 
     def program_id(self) -> str:
         """One id per binding. BF-RT offers no id of a loaded pipeline, so every (re)connection -- after
@@ -123,35 +250,46 @@ class BfrtDriver(Driver):
         except Exception as e:  # noqa: BLE001
             raise DriverError(f"BF-Runtime has no table {name!r}: {e}") from None
 
-    def _call(self, what: str, fn, *args, **kw):
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         try:
             return fn(*args, **kw)
         except DriverError:
             raise
-        except Exception as e:  # noqa: BLE001 - BfruntimeReadWriteRpcException and grpc errors
-            raise DriverError(f"{what}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        except Exception as e:  # noqa: BLE001 - BfruntimeRpcException, grpc errors, client-side checks
+            raise DriverError(f"{what}: {error_reason(e)}") from None
+
+    def _read(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> list[Any]:
+        """A read, drained inside the wrapping: the client returns a generator over the Read stream
+        and raises the switch's errors (and a passed deadline) only while it is iterated."""
+        return self._call(what, lambda: list(fn(*args, **kw)))
 
     # -- tables --------------------------------------------------------------------------------
     def _key(self, t: Any, entry: TableEntry) -> Any:
+        """Values are coerced to int: the client accepts int/bytearray only (a numpy integer would
+        fail its type checks); a float or a string is refused, not truncated."""
         kt = []
         for name, v in entry.key.items():
             if isinstance(v, Exact):
-                kt.append(self.gc.KeyTuple(name, v.value))
+                kt.append(self.gc.KeyTuple(name, _int(v.value)))
             elif isinstance(v, Lpm):
-                kt.append(self.gc.KeyTuple(name, v.value, prefix_len=v.prefix_len))
+                kt.append(self.gc.KeyTuple(name, _int(v.value), prefix_len=_int(v.prefix_len)))
             elif isinstance(v, Ternary):
-                kt.append(self.gc.KeyTuple(name, v.value, v.mask))
+                kt.append(self.gc.KeyTuple(name, _int(v.value), _int(v.mask)))
             elif isinstance(v, Range):
-                kt.append(self.gc.KeyTuple(name, low=v.low, high=v.high))
+                kt.append(self.gc.KeyTuple(name, low=_int(v.low), high=_int(v.high)))
         if any(isinstance(v, (Ternary, Range)) for v in entry.key.values()):
-            kt.append(self.gc.KeyTuple("$MATCH_PRIORITY", entry.priority))
+            kt.append(self.gc.KeyTuple("$MATCH_PRIORITY", _int(entry.priority)))
         return t.make_key(kt)
 
     def _data(self, t: Any, entry: TableEntry) -> Any:
-        data = [self.gc.DataTuple(k, v) for k, v in entry.params.items()]
+        data = [self.gc.DataTuple(k, _int(v)) for k, v in entry.params.items()]
         if entry.action is None:
             return t.make_data(data)
         return t.make_data(data, _qualified(entry))
+
+    def _build(self, table: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """A key, data or request built client-side: its type and size checks name the table."""
+        return self._call(f"{table}: bad value", fn, *args)
 
     def write(self, updates: Sequence[Update]) -> None:
         """The whole batch as ONE WriteRequest with atomicity ROLLBACK_ON_ERROR: bf_switchd applies
@@ -167,7 +305,7 @@ class BfrtDriver(Driver):
         for u in updates:
             t = self._table(u.entry.table)
             if u.kind == "set_default":
-                data = self._data(t, u.entry)
+                data = self._build(u.entry.table, self._data, t, u.entry)
                 up = req.updates.add()
                 up.type = pb.Update.MODIFY
                 te = up.entity.table_entry
@@ -175,16 +313,20 @@ class BfrtDriver(Driver):
                 te.is_default_entry = True
                 t._set_table_data(te, data.action_name, list(data.field_dict.values()))
             elif u.kind in kinds:
-                datas = None if u.kind == "delete" else [self._data(t, u.entry)]
-                t._entry_write_req_make(req, [self._key(t, u.entry)], datas, kinds[u.kind])
+                datas = None if u.kind == "delete" else [self._build(u.entry.table, self._data, t, u.entry)]
+                key = self._build(u.entry.table, self._key, t, u.entry)
+                self._build(u.entry.table, t._entry_write_req_make, req, [key], datas, kinds[u.kind])
             else:
                 raise DriverError(f"unknown update kind {u.kind!r}")
-        self._call(f"batch of {len(updates)} update(s), none applied", self.iface.reader_writer_interface._write, req)
+        assert self._stub is not None
+        with self._stub.deadline(self.rpc_timeout_s + self.write_timeout_per_update_s * len(updates)):
+            self._call(f"batch of {len(updates)} update(s), none applied", self.iface.reader_writer_interface._write, req)
 
     def read_table(self, table: str) -> list[TableEntry]:
         t = self._table(table)
         out = []
-        for data, key in self._call(table, t.entry_get, self.target, None, {"from_hw": False}):
+        port_md = table in PORT_MD_ALIASES
+        for data, key in self._read(table, t.entry_get, self.target, None, {"from_hw": False}):
             kd, dd = key.to_dict(), data.to_dict()
             kv = {}
             prio = 0
@@ -201,13 +343,14 @@ class BfrtDriver(Driver):
                     kv[name] = Exact(v["value"])
             action = dd.pop("action_name", None)
             dd.pop("is_default_entry", None)
-            out.append(TableEntry(N.PORT_METADATA.name if table in PORT_MD_ALIASES else table, kv, action,
-                                  {k: v for k, v in dd.items() if not k.startswith("$")}, prio))
+            # $PORT_METADATA also reads back the compiler's padding of the port-metadata header
+            params = {k: v for k, v in dd.items() if not k.startswith("$") and (not port_md or k in PORT_MD_FIELDS)}
+            out.append(TableEntry(N.PORT_METADATA.name if port_md else table, kv, action, params, prio))
         return sorted(out, key=lambda e: (sorted((k, repr(v)) for k, v in e.key.items()), e.priority))
 
     def read_default(self, table: str) -> TableEntry:
         t = self._table(table)
-        for data, _ in self._call(table, t.default_entry_get, self.target, {"from_hw": False}):
+        for data, _ in self._read(table, t.default_entry_get, self.target, {"from_hw": False}):
             dd = data.to_dict()
             action = dd.pop("action_name", None)
             dd.pop("is_default_entry", None)
@@ -226,10 +369,13 @@ class BfrtDriver(Driver):
     # -- counters, registers, LPFs -------------------------------------------------------------
     def _indexed(self, name: str, index_field: str, indices: Iterable[int] | None, sync: str) -> list[tuple[int, dict]]:
         t = self._table(name)
-        self._call(name, t.operations_execute, self.target, sync)
-        keys = None if indices is None else [t.make_key([self.gc.KeyTuple(index_field, i)]) for i in indices]
+        idx = None if indices is None else list(indices)
+        from_hw = idx is not None and len(idx) <= self.hw_read_max_indices
+        if not from_hw:
+            self._call(name, t.operations_execute, self.target, sync)
+        keys = None if idx is None else [self._build(name, lambda i=i: t.make_key([self.gc.KeyTuple(index_field, _int(i))])) for i in idx]
         out = []
-        for data, key in self._call(name, t.entry_get, self.target, keys, {"from_hw": False}):
+        for data, key in self._read(name, t.entry_get, self.target, keys, {"from_hw": from_hw}):
             out.append((key.to_dict()[index_field]["value"], data.to_dict()))
         return out
 
@@ -255,29 +401,35 @@ class BfrtDriver(Driver):
 
     def write_register(self, name: str, index: int, value: int) -> None:
         t = self._table(name)
-        key = t.make_key([self.gc.KeyTuple("$REGISTER_INDEX", index)])
-        self._call(name, t.entry_add, self.target, [key], [t.make_data([self.gc.DataTuple(f"{name}.f1", value)])])
+        key = self._build(name, lambda: t.make_key([self.gc.KeyTuple("$REGISTER_INDEX", int(index))]))
+        data = self._build(name, lambda: t.make_data([self.gc.DataTuple(f"{name}.f1", _int(value))]))
+        self._call(name, t.entry_add, self.target, [key], [data])
 
     def set_lpf_spec(self, name: str, indices: Iterable[int], spec: LpfSpec) -> None:
         t = self._table(name)
         idx = list(indices)
-        keys = [t.make_key([self.gc.KeyTuple("$LPF_INDEX", i)]) for i in idx]
-        data = t.make_data([
-            self.gc.DataTuple("$LPF_SPEC_TYPE", str_val=spec.kind),
-            self.gc.DataTuple("$LPF_SPEC_GAIN_TIME_CONSTANT_NS", float_val=spec.gain_time_constant_ns),
-            self.gc.DataTuple("$LPF_SPEC_DECAY_TIME_CONSTANT_NS", float_val=spec.decay_time_constant_ns),
-            self.gc.DataTuple("$LPF_SPEC_OUT_SCALE_DOWN_FACTOR", spec.out_scale_down),
-        ])
+        keys = [self._build(name, lambda i=i: t.make_key([self.gc.KeyTuple("$LPF_INDEX", int(i))])) for i in idx]
+        # BF-RT types the time constants as float and the client refuses an int ("Please pass a float")
+        data = self._build(name, lambda: t.make_data([
+            self.gc.DataTuple("$LPF_SPEC_TYPE", str_val=str(spec.kind)),
+            self.gc.DataTuple("$LPF_SPEC_GAIN_TIME_CONSTANT_NS", float_val=float(spec.gain_time_constant_ns)),
+            self.gc.DataTuple("$LPF_SPEC_DECAY_TIME_CONSTANT_NS", float_val=float(spec.decay_time_constant_ns)),
+            self.gc.DataTuple("$LPF_SPEC_OUT_SCALE_DOWN_FACTOR", int(spec.out_scale_down)),
+        ]))
         self._call(name, t.entry_add, self.target, keys, [data] * len(keys))
 
     def read_lpf_spec(self, name: str, index: int) -> LpfSpec:
         t = self._table(name)
-        key = t.make_key([self.gc.KeyTuple("$LPF_INDEX", index)])
-        for data, _ in self._call(name, t.entry_get, self.target, [key], {"from_hw": False}):
+        key = self._build(name, lambda: t.make_key([self.gc.KeyTuple("$LPF_INDEX", int(index))]))
+        for data, _ in self._read(name, t.entry_get, self.target, [key], {"from_hw": False}):
             d = data.to_dict()
             return LpfSpec(d["$LPF_SPEC_TYPE"], float(d["$LPF_SPEC_GAIN_TIME_CONSTANT_NS"]),
                            float(d["$LPF_SPEC_DECAY_TIME_CONSTANT_NS"]), int(d["$LPF_SPEC_OUT_SCALE_DOWN_FACTOR"]))
         raise DriverError(f"{name}: no LPF at index {index}")
+
+
+def _int(v: Any) -> int:
+    return operator.index(v)
 
 
 def _pipe_sum(v: Any) -> int:

@@ -1,0 +1,222 @@
+"""ffs-agent --target tofino on bf_switchd + tofino-model running the compiled `ffs`, through the
+SDE's real bfrt_grpc client: install, a matrix change with ffsctl, counters, LPF specs, the agent
+riding out a switchd restart (it re-applies its state), and the agent's period on switchd -- the
+τ loop a Tofino user gets (docs/spec.md: every period reads R, the drops and A for all pairs and
+egresses, reads F, and pushes the egress parameters in one batch).
+
+Needs an SDE (SDE, SDE_INSTALL), root and hugepages for bf_switchd, and the ffs program installed by
+`make build` from the current p4src/ (its p4src.sha256 must match `make p4src-sha256`); otherwise
+every test here is skipped with the reason. Run under the live lock, e.g.
+    flock /tmp/ffs-live.lock python3 -m pytest -q -s tests/test_switchd.py
+`make bench-switchd` runs only the period measurement and prints it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ffs import p4names as N
+from ffs.agent.api import ApiError, call
+from ffs.agent.program import LpfConfig, node_updates, pairs_of
+from ffs.topology import load
+from sdekit import Sde, sde_missing
+
+ROOT = Path(__file__).resolve().parent.parent
+DUMBBELL = ROOT / "topologies" / "dumbbell.yaml"
+PROGRAM = "ffs"
+
+
+def why_skip() -> str | None:
+    missing = sde_missing(PROGRAM)
+    if missing:
+        return missing
+    recorded = Path(os.environ["SDE_INSTALL"], "share", "tofinopd", PROGRAM, "p4src.sha256")
+    want = subprocess.run(["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True).stdout.strip()
+    have = recorded.read_text().strip() if recorded.is_file() else ""
+    if have != want:
+        return f"the installed ffs was not compiled from the current p4src/ ({have or 'no p4src.sha256'}): make build"
+    return None
+
+
+WHY = why_skip()
+pytestmark = pytest.mark.skipif(WHY is not None, reason=str(WHY))
+
+
+@pytest.fixture(scope="module")
+def sde(tmp_path_factory):
+    s = Sde(PROGRAM, tmp_path_factory.mktemp("switchd-logs"))
+    try:
+        s.start()
+        yield s
+    finally:
+        s.stop()
+
+
+def driver():
+    from ffs.driver.bfrt import BfrtDriver
+
+    d = BfrtDriver()
+    d.connect(timeout_s=120)
+    return d
+
+
+def start_agent(tmp: Path, *extra: str) -> subprocess.Popen:
+    """A 1 s period: on tofino-model, on a loaded machine, a step can take longer than the default
+    100 ms (test_agent_period_on_switchd prints it), and a loop that is always behind holds the
+    agent's lock so that ffsctl (10 s timeout) gets no turn."""
+    log = open(tmp / "agent.log", "ab")
+    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", "--target", "tofino", f"--topology={DUMBBELL}", "--node=s1",
+                          "--switch=localhost:50052", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state",
+                          "--period-ms=1000", "--log-format=json", "--connect-timeout=120", *extra],
+                         stdout=subprocess.DEVNULL, stderr=log)
+    log.close()
+    end = time.monotonic() + 300  # the first install is one batch of ~10^4 updates on the model
+    while time.monotonic() < end:
+        if p.poll() is not None:
+            raise AssertionError(f"ffs-agent exited {p.returncode}: {(tmp / 'agent.log').read_text()[-1500:]}")
+        try:
+            status(tmp)
+            return p
+        except ApiError:
+            time.sleep(0.5)
+    p.kill()
+    raise AssertionError((tmp / "agent.log").read_text()[-1500:])
+
+
+def status(tmp: Path) -> dict:
+    return call(tmp / "agent.sock", {"op": "status"}, timeout_s=30.0)
+
+
+def wait_for(pred, timeout_s: float, what: str) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"not within {timeout_s:g} s: {what}")
+
+
+def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde, tmp_path):
+    node = load(DUMBBELL).node("s1")
+    pairs = pairs_of(node)
+    port = {name: i.port for name, i in node.interfaces.items()}
+    agent = start_agent(tmp_path)
+    try:
+        st = status(tmp_path)
+        assert len(st["pairs"]) == len(pairs) and {e["egress"] for e in st["egresses"]} == set(node.fairness)
+        t_first = st["time_s"]
+        wait_for(lambda: status(tmp_path)["time_s"] > t_first + 0.5, 30, "the τ loop runs")
+
+        r = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
+                            "--ingress", "p1", "--egress", "p3", "--rate", "2Mbps"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        shown = call(tmp_path / "agent.sock", {"op": "matrix_show"})
+        assert shown["fairness"]["p3"]["p1"] == pytest.approx(2e6)
+
+        # switchd restarts (tables empty, the binding gone): the agent's reads fail as DriverError,
+        # it reconnects and re-applies its whole state, the matrix change included
+        sde.restart()
+        log = tmp_path / "agent.log"
+        wait_for(lambda: "re-applying state" in log.read_text(), 180, "the agent re-applies after the restart")
+        assert agent.poll() is None, log.read_text()[-1500:]
+        t_back = status(tmp_path)["time_s"]
+        wait_for(lambda: status(tmp_path)["time_s"] > t_back + 0.5, 30, "the τ loop runs again")
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        rc = agent.wait(timeout=30)
+    assert rc == 0
+    lines = (tmp_path / "agent.log").read_text().splitlines()
+    assert lines and all(json.loads(line)["level"] for line in lines)  # JSON only: no raw lines of the client
+    assert not any("Traceback" in line for line in lines)
+
+    d = driver()  # the agent released client id 1
+    try:
+        # the pairs as the agent's own generator writes them for the changed matrix (p1 -> p3 at
+        # 2 Mb/s): applied again after the restart
+        lpf = LpfConfig(1000 * 1e3, 4)  # ffs-agent's defaults: 1000 us, scale-down 4
+        changed = dataclasses.replace(node, fairness={**node.fairness, "p3": {**node.fairness["p3"], "p1": 2e6}})
+
+        def pair_params(entries) -> dict:
+            return {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params for e in entries}
+
+        def generated(n) -> dict:
+            return pair_params(u.entry for u in node_updates(n, lpf) if u.entry.table == N.PAIRS.name)
+
+        got = pair_params(d.read_table(N.PAIRS.name))
+        assert got == generated(changed)
+        p13 = (port["p1"], port["p3"])
+        assert got[p13] != generated(node)[p13]  # the change is visible: not the topology's 10 Mb/s
+        spec = lpf.spec()
+        for p in pairs:  # the topology's pairs (pairs_of)
+            got = d.read_lpf_spec(N.F_LPF.name, p.pid)
+            assert got.kind == spec.kind and got.out_scale_down == spec.out_scale_down
+            # the device keeps a time constant in its own float encoding: 1e6 ns reads back as
+            # 999 024 ns on tofino-model (within 0.1 %)
+            assert got.gain_time_constant_ns == pytest.approx(spec.gain_time_constant_ns, rel=2e-3)
+            assert got.decay_time_constant_ns == pytest.approx(spec.decay_time_constant_ns, rel=2e-3)
+        pids = [p.pid for p in pairs]
+        counters = d.read_counters(N.PAIR_BYTES.name, pids)
+        assert sorted(counters) == sorted(pids) and all(c.packets == 0 for c in counters.values())  # no traffic sent
+        assert sorted(d.read_registers(N.F_EST.name, pids)) == sorted(pids)
+    finally:
+        d.close()
+
+
+def wide_topology(tmp: Path, ports: int) -> Path:
+    """One switch with `ports` interfaces and a fairness column for every egress: ports² pairs."""
+    names = [f"p{i}" for i in range(1, ports + 1)]
+    lines = ["name: wide", "nodes:", "  n:", "    interfaces:"]
+    lines += [f"      {n}: {{capacity: 100Mbps, port: {i}}}" for i, n in enumerate(names, 1)]
+    lines += ["    fairness:"]
+    lines += [f"      {e}: {{{', '.join(f'{i}: 1Mbps' for i in names if i != e)}}}" for e in names]
+    lines += ["    routes:"] + [f"      - {{prefix: 10.0.{i}.0/24, interface: {n}}}" for i, n in enumerate(names, 1)]
+    path = tmp / f"wide{ports}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("topology, node_name", [(None, "s1"), (32, "n")], ids=["dumbbell-s1", "32-ports"])
+def test_agent_period_on_switchd(sde, tmp_path, topology, node_name):
+    """The time of one agent step on switchd: three counter reads (R, drops, A) and one register
+    read, each a Sync then a read over gRPC, and the egress push; printed for docs/benchmarks.md."""
+    from ffs.agent.core import Agent
+
+    topo = load(DUMBBELL if topology is None else wide_topology(tmp_path, topology))
+    d = driver()
+    try:
+        agent = Agent(d, topo, node_name)
+        t0 = time.monotonic()
+        agent.install()
+        install_s = time.monotonic() - t0
+        agent.step()  # the baseline read
+        pids = [p.pid for p in agent.pairs()]
+        steps, reads = [], []
+        for _ in range(30):
+            t0 = time.monotonic()
+            snap = agent.step()
+            steps.append(time.monotonic() - t0)
+            assert len(snap.pairs) == len(pids)
+            t0 = time.monotonic()
+            assert len(d.read_counters(N.PAIR_BYTES.name, pids)) == len(pids)
+            reads.append(time.monotonic() - t0)
+    finally:
+        d.close()
+
+    def ms(xs: list[float], q: float) -> float:
+        return 1e3 * sorted(xs)[min(len(xs) - 1, int(q * len(xs)))]
+
+    print(f"\nagent period on switchd ({topology or 'dumbbell'} {'ports' if topology else node_name}, {len(pids)} pairs, "
+          f"tofino-model, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}): "
+          f"step median {1e3 * statistics.median(steps):.1f} ms, p95 {ms(steps, 0.95):.1f} ms; "
+          f"one counter read of all pairs median {1e3 * statistics.median(reads):.1f} ms; install {install_s:.1f} s")
+    assert len(steps) == 30  # every step read all pairs and pushed its batch (a failed RPC raises DriverError)
