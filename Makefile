@@ -32,7 +32,7 @@ endif
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 
-.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf ptf-list results experiment-cca
+.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch bench-sim ptf ptf-list results experiment-cca
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
@@ -43,6 +43,7 @@ help:
 	@echo "make demo         (root) FFS isolating a sender from a flood, live, on the software switch"
 	@echo "make netns-up     (root) namespaces and veths of TOPO=$(TOPO); make netns-down removes them"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
+	@echo "make bench-sim    the exact allocator at Internet scale: time and memory of the network study, 200-2000 ASes"
 	@echo "make results      every scenario of scenarios/ in virtual time (FFS, FIFO, CSFQ) -> docs/results/"
 	@echo "make experiment-cca (root) real TCP CCA pairs through the live switch: FIFO, FFS-C100, FFS-C85"
 
@@ -83,6 +84,9 @@ demo: setup
 
 bench-switch:
 	$(PYTHON) bench/bench_switch.py
+
+bench-sim:
+	$(PYTHON) bench/bench_sim.py
 
 # Evaluation (docs/results.md): scenarios in virtual time; the live CCA experiment (root)
 results:
