@@ -171,7 +171,8 @@ def test_lemma_1_and_2(weights, streams):
         assert e.accepted == pytest.approx(cap, rel=1e-9)
     for name, ing, d, r, f in specs:
         same = [x for x in specs if x[1] == ing]
-        fair = f / sum(x[4] for x in same) * shares[ing]  # Eq. 1 at this node
+        # Eq. 1 with the weight the switch gives: bytes / rf, so demand · f / r (spec §2)
+        fair = d * f / r / sum(x[2] * x[4] / x[3] for x in same) * shares[ing]
         # Lemma 2 on one hop: at least min(demand, f)
         assert a.stream(name).rate >= min(d, fair) * (1 - 1e-9)
 

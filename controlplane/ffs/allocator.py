@@ -16,7 +16,7 @@ label (docs/allocator.md: literally ordered, RRI could never fall below 1).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -152,13 +152,16 @@ class HopArrays:
     """Stream-hops as arrays, stream after stream and hop after hop (stream-major order).
 
     `stream[h]`, `pair[h]` (the node's (ingress, egress) pair: its M and F^pre) and `egress[h]`
-    (the node's egress: its T_j and τ_j) index `share` (M per pair, bit/s) and `target` (T_j)."""
+    (the node's egress: its T_j and τ_j) index `share` (M per pair, bit/s) and `target` (T_j).
+    `reset[h]`: the hop's packets arrive without a label the node uses (no shim, or an untrusted
+    ingress): the switch reads rf = 1 and weighs them by their bytes, so their f^pre is their rate."""
 
     stream: np.ndarray
     pair: np.ndarray
     egress: np.ndarray
     share: np.ndarray
     target: np.ndarray
+    reset: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n_streams = int(self.stream[-1]) + 1 if len(self.stream) else 0
@@ -172,6 +175,8 @@ class HopArrays:
         self.grid[self.stream, self.hop] = np.arange(len(self.stream))
         self.valid = self.grid >= 0
         self.has_next = np.r_[self.stream[1:] == self.stream[:-1], False]
+        if self.reset is None:
+            self.reset = np.zeros(len(self.stream), dtype=bool)
 
 
 @dataclass
@@ -208,12 +213,14 @@ def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int =
     undamped, 50 with α = 0.7). The fixed point is the same.
     Returns the last state; `state.worst > rel_tol` when `max_rounds` ran out."""
     s_of = hops.stream
+    reset = hops.reset
     if state is None:
         rate_in, f_pre = demand[s_of].astype(float), f0[s_of].astype(float)
     else:
         rate_in, f_pre = state.rate_in.copy(), state.f_pre.copy()
         rate_in[hops.first] = demand
         f_pre[hops.first] = f0
+    f_pre = np.where(reset, rate_in, f_pre)
     share_h = hops.share[hops.pair]
     n_pairs = len(hops.share)
     st = state
@@ -239,6 +246,7 @@ def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int =
         new_in[nxt + 1] = rate_out[nxt]
         new_f_pre = f_pre.copy()
         new_f_pre[nxt + 1] = f[nxt]
+        new_f_pre = np.where(reset, new_in, new_f_pre)  # no usable label: weighed by its bytes
         worst = max(_rel_change(rate_in, new_in), _rel_change(f_pre, new_f_pre))
         # r_in reported is the rate each hop cut this round (rate_out = min(new r_in, f·τ))
         st = HopState(f, new_in, rate_out, new_f_pre, tau, offered, congested, rounds + (state.rounds if state else 0), worst)
@@ -252,10 +260,17 @@ def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int =
 def _hop_arrays(topo: Topology) -> HopArrays:
     pair_ids: dict[tuple[str, str, str], int] = {}
     egress_ids: dict[tuple[str, str], int] = {}
-    stream_of, pair_of, egress_of = [], [], []
+    stream_of, pair_of, egress_of, reset = [], [], [], []
     for n, s in enumerate(topo.streams):
+        shim = s.labelled  # does the packet carry the FFS shim as it arrives at this hop?
         for h in s.path:
             node = topo.nodes[h.node]
+            ingress = node.interfaces[h.ingress]
+            # the ingress parser uses the shim's rf only on a trusted port (spec §7.1); otherwise
+            # rf = 1. A port that inserts adds the shim (with this node's rf_out) to bare packets,
+            # and an egress that strips removes it before the next node.
+            reset.append(not (shim and ingress.trust))
+            shim = (shim or ingress.insert) and not node.interfaces[h.egress].strip
             if h.egress not in node.fairness:
                 raise AllocationError(
                     f"stream {s.name!r}: node {h.node!r} has no fairness column for egress {h.egress!r} (FFS does not manage it)"
@@ -266,7 +281,7 @@ def _hop_arrays(topo: Topology) -> HopArrays:
     share = np.array([topo.nodes[n].share(i, j) for (n, i, j) in pair_ids], dtype=float)
     target = np.array([topo.nodes[n].target(j) for (n, j) in egress_ids], dtype=float)
     hops = HopArrays(np.array(stream_of, dtype=np.intp), np.array(pair_of, dtype=np.intp),
-                     np.array(egress_of, dtype=np.intp), share, target)
+                     np.array(egress_of, dtype=np.intp), share, target, np.array(reset, dtype=bool))
     hops.egress_names = list(egress_ids)  # type: ignore[attr-defined]
     return hops
 
@@ -279,11 +294,29 @@ def allocate(topo: Topology, max_rounds: int = 1000, rel_tol: float = 1e-12) -> 
         return Allocation((), (), 0)
     hops = _hop_arrays(topo)
     demand = np.array([s.demand for s in topo.streams], dtype=float)
-    f0 = np.array([s.f for s in topo.streams], dtype=float)
+    # the switch weighs a packet's bytes by 1/rf (spec §2), so a labelled source's f^pre at its
+    # first hop is demand / rf = demand · f / r, its f label only when it sends at its r label
+    f0 = np.array([s.demand / s.rf for s in topo.streams], dtype=float)
     st = solve(hops, demand, f0, max_rounds, rel_tol)
     if st.worst > rel_tol:
         raise AllocationError(f"no fixed point after {max_rounds} rounds (a hop input still moves by {st.worst:.3g} relative)")
     return _report(topo, hops, st)
+
+
+def allocate_window(topo: Topology, t0: float, t1: float) -> dict[str, float]:
+    """Each stream's exact rate averaged over [t0, t1): the window is cut at the streams' `start`
+    and `stop` times and each piece gets the allocation of the streams active in it (the fixed
+    point, without the transient after a change). What a measurement over the window should meet."""
+    if not t1 > t0:
+        raise ValueError(f"empty window [{t0}, {t1})")
+    cuts = sorted({t0, t1, *(x for s in topo.streams for x in (s.start, s.stop) if x is not None and t0 < x < t1)})
+    avg = {s.name: 0.0 for s in topo.streams}
+    for a, b in zip(cuts, cuts[1:]):
+        mid = (a + b) / 2
+        active = tuple(s for s in topo.streams if s.start <= mid and (s.stop is None or mid < s.stop))
+        for st in allocate(replace(topo, streams=active)).streams:
+            avg[st.name] += st.rate * (b - a) / (t1 - t0)
+    return avg
 
 
 def _report(topo: Topology, hops: HopArrays, st: HopState) -> Allocation:

@@ -421,5 +421,9 @@ class _Loader:
         stop = self.number(m["stop"], f"{path}.stop", start) if m.get("stop") is not None else None
         size = int(self.number(m.get("packet_size", 1250), f"{path}.packet_size", 28, 9216))
         labelled = self.boolean(m.get("labelled", True), f"{path}.labelled")
+        if not labelled:
+            given = [k for k in ("r", "f", "rf") if k in m]
+            if given:  # the source sends no shim: a label here would be silently meaningless
+                self.fail(f"{path}.{given[0]}", "a stream with labelled: false carries no labels (drop r, f and rf)")
         name = self.name(m["name"], f"{path}.name", "a stream name")
         return Stream(name, tuple(hops), demand, r, f, start, stop, size, labelled)
