@@ -43,7 +43,7 @@ def one_node(shares, streams, capacity=10 * G, target=None):
 
 
 def test_uncongested_ri_vector_12():
-    # digest §1.14 vector 12: C = 10, R_* = 5. A stream alone on its ingress with M = 3 has f = 3
+    # test vector 12: C = 10, R_* = 5. A stream alone on its ingress with M = 3 has f = 3
     # (Eq. 1), so Algorithm 2 sees exactly the vector's f.
     for r, other, ri, rri in [(2, 3, 4, 2), (1, 4, 3, 3)]:
         t = one_node({"a": 3 * G, "b": 7 * G}, [("s", "a", r * G, None, None), ("t", "b", other * G, None, None)])
@@ -85,7 +85,7 @@ def chain(nodes, streams):
 
 
 def test_rri_chain_vector_13():
-    # digest §1.14 vector 13: gamma 0.5 at node 1 -> RRI 0.5; gamma 0.5 at node 2 -> 0.25 (line 2);
+    # test vector 13: gamma 0.5 at node 1 -> RRI 0.5; gamma 0.5 at node 2 -> 0.25 (line 2);
     # a congested node that does not constrain the stream leaves RRI unchanged
     t = chain(
         [(10 * G, {"a": 5 * G, "b": 5 * G}), (5 * G, {"up": 2.5 * G, "c": 2.5 * G}), (10 * G, {"up": 5 * G, "d": 5 * G})],
@@ -102,7 +102,7 @@ def test_rri_chain_vector_13():
 
 
 def test_default_label_aggregate_vector_11():
-    # digest §1.14 vector 11: an unlabelled aggregate with R = 12 on M = 4 at tau = 1.5 gets
+    # test vector 11: an unlabelled aggregate with R = 12 on M = 4 at tau = 1.5 gets
     # gamma = min(1, 1.5 * 4 / 12) = 0.5 and output 6; the other ingress (M = 6) sends 4 < 6 * 1.5
     t = one_node({"a": 4 * G, "b": 6 * G}, [("agg", "a", 12 * G, None, None), ("o", "b", 4 * G, None, None)])
     a = allocate(t)
