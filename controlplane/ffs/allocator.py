@@ -16,6 +16,7 @@ label (docs/allocator.md: literally ordered, RRI could never fall below 1).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -120,7 +121,11 @@ def egress_taus(egress: np.ndarray, rates: np.ndarray, shares: np.ndarray, targe
     if len(e) == 0:
         return tau, offered, congested
     b = r / f
-    order = np.lexsort((b, e))
+    if n_eg < 1 << 16:  # by r/f, then stably by egress: numpy radix-sorts 16-bit keys in O(n)
+        by_b = np.argsort(b, kind="stable")
+        order = by_b[np.argsort(e[by_b].astype(np.uint16), kind="stable")]
+    else:
+        order = np.lexsort((b, e))
     e, r, f, b = e[order], r[order], f[order], b[order]
     n = len(e)
     starts = np.flatnonzero(np.r_[True, e[1:] != e[:-1]])
@@ -201,7 +206,8 @@ def _rel_change(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int = 1000, rel_tol: float = 1e-12,
-          state: HopState | None = None, damping: float = 1.0) -> HopState:
+          state: HopState | None = None, damping: float = 1.0,
+          progress: Callable[[int, float], None] | None = None) -> HopState:
     """Rounds of Eq. 1 and Eq. 2 over every stream-hop at once until no hop input (rate, f^pre)
     moves by more than `rel_tol` relative. Each round: F^pre per pair by one bincount, f (Eq. 1),
     τ per egress from the previous round's arriving rates (`egress_taus`), then the rates run down
@@ -251,6 +257,8 @@ def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int =
         # r_in reported is the rate each hop cut this round (rate_out = min(new r_in, f·τ))
         st = HopState(f, new_in, rate_out, new_f_pre, tau, offered, congested, rounds + (state.rounds if state else 0), worst)
         rate_in, f_pre = new_in, new_f_pre
+        if progress:
+            progress(st.rounds, worst)
         if worst <= rel_tol:
             break
     assert st is not None

@@ -122,11 +122,13 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
 @click.option("--attach", type=click.IntRange(1), default=3, show_default=True, help="Generated graph: links each new AS attaches with (Barabasi-Albert).")
 @click.option("--pairs", type=click.FloatRange(0, 1, min_open=True), default=0.2, show_default=True, help="Fraction of the other ASes each AS sends to.")
 @click.option("--deploy", default="0.2,0.4,0.6,0.8", show_default=True, help="Deployed fractions for the incremental-deployment study.")
+@click.option("--source-rounds", type=click.IntRange(1, 50), default=1, show_default=True,
+              help="Rounds of sources reducing their rate to what arrived, each a full exact allocation.")
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/network", show_default=True, help="Where the JSON and plots go.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @one_line_errors(ValueError, OSError)
-def network_cmd(caida, top, nodes, attach, pairs, deploy, seed, out_dir, as_json) -> None:
+def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, out_dir, as_json) -> None:
     """FFS §VII-B and Appendix C: AS graph with degree-gravity capacities (40-400 Gb/s), each AS's
     fairness matrix as the paper builds it, a fraction of pairs on shortest paths; the exact FFS
     allocation from sources at their maximum rate against Helia-style per-AS and GLWP/GMA static
@@ -154,10 +156,10 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, seed, out_dir, as_json
             bar.update(1)
         bar.set_description(name)
 
-    def rounds(k: int, residual: float) -> None:
-        bar.set_postfix_str(f"source round {k}, rates moved {residual:.2g}")
+    def rounds(what: str) -> None:
+        bar.set_postfix_str(what)
 
-    opt = Options(caida, top, nodes, attach, pairs, seed, fractions)
+    opt = Options(caida, top, nodes, attach, pairs, seed, fractions, source_rounds)
     summary, rates, eff = run(opt, stage, rounds)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ class Options:
     pairs: float = 0.2
     seed: int = 1
     deploy: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
+    source_rounds: int = 1
 
 
 def _stats(x: np.ndarray) -> dict[str, float]:
@@ -43,7 +44,7 @@ def _masses(eff: np.ndarray) -> dict[str, float]:
 
 
 def run(opt: Options, stage: Callable[[str], None] = lambda s: None,
-        rounds: Callable[[int, float], None] | None = None) -> tuple[dict, dict[str, np.ndarray], dict[float, np.ndarray]]:
+        rounds: Callable[[str], None] | None = None) -> tuple[dict, dict[str, np.ndarray], dict[float, np.ndarray]]:
     t0 = time.perf_counter()
     stage("graph")
     g: ASGraph = load_caida(opt.caida, opt.top) if opt.caida else generate(opt.nodes, opt.seed, opt.attach)
@@ -54,7 +55,7 @@ def run(opt: Options, stage: Callable[[str], None] = lambda s: None,
     stage("hops and fairness matrices")
     net = study.build(g, paths)
     stage("FFS rounds")
-    ffs = study.ffs_allocation(net, progress=rounds)
+    ffs = study.ffs_allocation(net, max_rounds=opt.source_rounds, progress=rounds)
     stage("baselines")
     rates = {"ffs": ffs.rate, "helia": study.helia_per_as(net), "glwp": study.gma_static(ffs)}
     stage("deployment")
