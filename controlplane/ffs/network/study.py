@@ -162,16 +162,15 @@ def ffs_allocation(net: Network, max_rounds: int = 1, rel_tol: float = 1e-6,
     for rounds in range(1, max_rounds + 1):
         if rounds > 1:
             st = solve(hops, demand, demand, max_rounds=500, rel_tol=1e-9, state=st, damping=DAMPING, progress=rounds_done)
-        if rounds == max_rounds:
-            break
         new = np.minimum(demand, st.rate_out[last])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            moved = np.where(new == demand, 0.0, np.abs(new - demand) / np.maximum(new, demand))
-        residual = float(moved.max()) if len(moved) else 0.0
-        if progress:
-            progress(f"source round {rounds}: rates moved {residual:.1e}")
+        if rounds > 1:  # round 1 moves every source from its maximum: nothing to check yet
+            with np.errstate(invalid="ignore", divide="ignore"):
+                moved = np.where(new == demand, 0.0, np.abs(new - demand) / np.maximum(new, demand))
+            residual = float(moved.max()) if len(moved) else 0.0
+            if progress:
+                progress(f"source round {rounds}: rates moved {residual:.1e}")
         demand = new
-        if residual <= rel_tol:
+        if residual <= rel_tol or rounds == max_rounds:
             break
     return FFSResult(st.rate_out[last], static, rounds, st.rounds, residual)
 
