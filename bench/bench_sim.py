@@ -1,7 +1,8 @@
 """Benchmark of the exact allocator at Internet scale: `ffs-sim network`'s study (FFS §VII-B) on
 generated power-law graphs of 200, 500, 1,000 and 2,000 ASes, each sending to 20 % of the others,
 one fresh process per size. Reports wall time per stage, the allocator's rounds and the peak
-resident memory of the process, plus the machine and its load. Prints a JSON report;
+resident memory of the process, its CPU time (the machine may be shared: wall time alone would
+hide the load), plus the machine and its load. Prints a JSON report;
 docs/benchmarks.md records the numbers with the command that made them.
 
     python bench/bench_sim.py [--nodes 200,500,1000,2000] [--pairs 0.2] [--seed 1]
@@ -35,6 +36,7 @@ def one(nodes: int, pairs: float, seed: int) -> dict:
         "nodes": nodes, "streams": summary["streams"], "stream_hops": summary["stream_hops"],
         "wall_s": round(end - t0, 2), "stages_s": stages,
         "allocator_rounds": summary["ffs_rounds"]["allocator_rounds"],
+        "cpu_s": round((lambda u: u.ru_utime + u.ru_stime)(resource.getrusage(resource.RUSAGE_SELF)), 2),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "ffs_median_gbps": summary["allocation"]["ffs"]["median_gbps"],
     }
@@ -59,7 +61,7 @@ def main() -> None:
         r = json.loads(out.strip().splitlines()[-1])
         r["loadavg_1m_before"] = round(load_before[0], 2)
         runs.append(r)
-        print(f"{n} nodes: {r['streams']} streams, {r['stream_hops']} stream-hops, {r['wall_s']} s, "
+        print(f"{n} nodes: {r['streams']} streams, {r['stream_hops']} stream-hops, {r['wall_s']} s ({r['cpu_s']} s CPU), "
               f"{r['peak_rss_mib']} MiB peak", file=sys.stderr)
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
