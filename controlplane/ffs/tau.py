@@ -22,12 +22,16 @@ class TauParams:
     max_decrease: float = C.TAU_MAX_DECREASE  # a period lowers τ by at most this fraction
     tau_min: float = C.TAU_MIN
     tau_max: float = C.TAU_MAX
+    excursion: float = 0.3  # the controller's level may dip this fraction below tau_min (see tau_step)
+    settle_periods: int = 4  # ... once the egress has been congested this many periods in a row
 
     def __post_init__(self) -> None:
         if not (0.0 <= self.delta_fraction < math.inf) or (self.delta_bps is not None and not 0.0 <= self.delta_bps < math.inf):
             raise ValueError("delta must be a finite non-negative value")
         if not 0.0 <= self.max_decrease < 1.0:
             raise ValueError(f"max_decrease must be in [0, 1), got {self.max_decrease!r}")
+        if not 0.0 <= self.excursion < 1.0:
+            raise ValueError(f"excursion must be in [0, 1), got {self.excursion!r}")
         if not 0.0 <= self.tau_min <= self.tau_max < math.inf:
             raise ValueError(f"need 0 <= tau_min <= tau_max < inf, got {self.tau_min!r}, {self.tau_max!r}")
 
@@ -37,8 +41,10 @@ class TauParams:
 
 @dataclass(frozen=True)
 class EgressTau:
-    tau: float = 1.0  # the controller's τ (kept while uncongested)
+    tau: float = 1.0  # the τ the data plane gets while congested (kept while uncongested), >= tau_min
     congested: bool = False
+    level: float | None = None  # the controller's own value, which may sit below tau_min; None: tau
+    periods: int = 0  # consecutive congested periods
 
 
 def tau_update(tau: float, target_bps: float, accepted_bps: float, delta_bps: float) -> float:
@@ -57,11 +63,20 @@ def tau_step(
             raise ValueError(f"{name} must be a finite non-negative rate, got {v!r}")
     congested = r_star_bps > target_bps
     if not congested:
-        return replace(state, congested=False)  # frozen: no windup while idle
-    new = tau_update(state.tau, target_bps, a_bps, params.delta(target_bps))
-    new = max(new, state.tau * (1.0 - params.max_decrease))
-    new = min(max(new, params.tau_min), params.tau_max)
-    return EgressTau(new, True)
+        return replace(state, congested=False, periods=0)  # frozen: no windup while idle
+    level = state.tau if state.level is None else state.level
+    new = tau_update(level, target_bps, a_bps, params.delta(target_bps))
+    new = max(new, level * (1.0 - params.max_decrease))
+    # Where the exact τ is tau_min (Lemma 1: 1), A measured over one period is noise around T. A
+    # level clamped at tau_min could only move up on that noise, so τ would wander above the exact
+    # value and over-admit (+3 to +5 % with 9000-byte packets). The level may therefore go a bounded
+    # `excursion` below tau_min while the data plane keeps tau_min: high readings are integrated as
+    # well as low ones, and the bound keeps the recovery when τ must rise to one or two periods.
+    # Not in the first periods of congestion: a transient reading there would only delay the rise.
+    periods = state.periods + 1 if state.congested else 1
+    floor = params.tau_min * (1.0 - params.excursion) if periods > params.settle_periods else params.tau_min
+    new = min(max(new, floor), params.tau_max)
+    return EgressTau(max(new, params.tau_min), True, new, periods)
 
 
 def egress_action_params(state: EgressTau, r_star_bps: float, target_bps: float) -> dict[str, int]:
