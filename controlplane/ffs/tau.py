@@ -1,7 +1,8 @@
-"""The τ rule of the agent (docs/spec.md §9): FFS Appendix A with the corrections of the brief.
+"""The τ rule of the agent (docs/spec.md §9): FFS Appendix A with the corrections spec §9 lists.
 
 τ_j ← τ_j · (T_j + δ) / (A_j + δ) while the egress is congested, with a limit on each period's
-decrease and clamps to [τ_min, τ_max] (Lemma 1: τ ≥ 1 wherever the egress is congested). While it
+decrease and clamps to [τ_min, τ_max] (Lemma 1: τ ≥ 1 wherever the egress is congested; the
+controller's level may dip a bounded excursion below τ_min once congestion has settled). While it
 is not congested the data plane gets τ = ∞ (γ = 1 for all) and the internal τ stays frozen, so no
 windup builds up while idle.
 """
