@@ -7,11 +7,11 @@ ingress i) for every other link; if a column sums to less than C_j the rest goes
 interface, if it sums to more every entry is scaled down to fit. T_j = C_j.
 
 A fraction of source–destination pairs send on shortest paths. FFS: sources start at their maximum
-rate (the capacity of their first link), the exact allocation (`ffs.allocator.solve`: Eq. 1, Eq. 2
-with τ per egress) cuts them at congested egresses, and each source then sends at the fair rate
-its packets report (RI, Algorithm 2), capped at its maximum; rounds repeat until the rates hold.
-The two reservation baselines of Figure 4 are computed on the same paths (see `gma_static` and
-`helia_per_as`).
+rate (the capacity of their first link) and the exact allocation (`ffs.allocator.solve`: Eq. 1,
+Eq. 2 with τ per egress, to a fixed point) cuts them at congested egresses; optionally sources then
+reduce their rate to what arrived and the allocation is recomputed (`ffs_allocation`). The two
+reservation baselines of Figure 4 are computed on the same paths (`gma_static`, `helia_per_as`),
+and the deployment study on the same paths (`deployment`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from ffs.allocator import INF, HopArrays, HopState, solve
+from ffs.allocator import INF, HopArrays, solve
 from ffs.network.graph import ASGraph
 
 LOCAL_SHARE = 0.10  # §VII-B: M(local, j) = 10 % of the egress capacity
