@@ -86,7 +86,7 @@ bench-switch:
 	$(PYTHON) bench/bench_switch.py
 
 bench-sim:
-	$(PYTHON) bench/bench_sim.py
+	$(PYTHON) bench/bench_sim.py --files 5000,40000
 
 # Evaluation (docs/results.md): scenarios in virtual time; the live CCA experiment (root)
 results:
