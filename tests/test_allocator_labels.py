@@ -59,6 +59,11 @@ def unlabelled_i1(d):
         s.pop("r"), s.pop("f")
 
 
+def untrusted_i1_c85(d):
+    untrusted_i1(d)
+    d["nodes"]["n"]["target_factor"] = 0.85  # FFS-C85: T = 12.75, shares 5.95 and 6.8 (spec §9)
+
+
 def s2_labels_one(d):
     d["streams"][1].update(r="1Gbps", f="1Gbps")  # sends 4 Gb/s with rf = 1: weight 4, not 1
 
@@ -71,6 +76,9 @@ def s2_labels_one(d):
     (untrusted_i1, {"s1": 3 * G, "s2": 4 * G, "s3": 8 * G}, 1.0),
     (unlabelled_i1, {"s1": 3 * G, "s2": 4 * G, "s3": 8 * G}, 1.0),
     (s2_labels_one, {"s1": 3 * G, "s2": 28 / 9 * G, "s3": 80 / 9 * G}, 10 / 9),
+    # with the target factor 0.85: f = 3/7 · 5.95 = 2.55, 4/7 · 5.95 = 3.4 and 6.8, which sum to
+    # T = 12.75 with every stream constrained: τ = 1
+    (untrusted_i1_c85, {"s1": 2.55 * G, "s2": 3.4 * G, "s3": 6.8 * G}, 1.0),
 ])
 def test_table_ii_labels(topo_dir, tmp_path, edit, expect, tau):
     path = variant(topo_dir / "table2.yaml", tmp_path / "t.yaml", edit)
