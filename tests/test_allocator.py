@@ -35,7 +35,8 @@ def test_under_use(topo_dir):
 
 
 def one_node(shares, streams, capacity=10 * G, target=None):
-    ifs = {name: Interface(name, capacity, port) for port, name in enumerate(list(shares) + ["j"], start=1)}
+    # the ingresses stand for links from upstream FFS nodes: the node uses the labels they carry
+    ifs = {name: Interface(name, capacity, port, trust=True) for port, name in enumerate(list(shares) + ["j"], start=1)}
     node = Node("n", ifs, {"j": dict(shares)}, targets={"j": target} if target else {})
     return Topology("t", {"n": node}, tuple(
         Stream(n, (Hop("n", i, "j"),), d, r or d, f or d) for n, i, d, r, f in streams
