@@ -1,5 +1,5 @@
 """The τ rule (spec §9, FFS Appendix A) fed synthetic counter readings: the digest's numbers
-(papers-digest §1.14 vector 15), the per-period decrease limit, the clamps, no windup while idle,
+(test vector 15), the per-period decrease limit, the clamps, no windup while idle,
 the action data pushed, and convergence on the Table II workload (FFS-C100 and FFS-C85) to the τ
 of Eq. 2, with A computed from the fluid model A = Σ_s min(r_s, f_s · τ)."""
 
@@ -17,7 +17,7 @@ TABLE_II = [(3.0, 6.0), (4.0, 1.0), (16.0, 8.0)]
 T_II = 15.0
 
 
-# --- the rule itself: the digest's numbers with an absolute δ ----------------------------------
+# --- the rule itself: worked numbers with an absolute δ ----------------------------------
 
 DIGEST = [  # tau, C, A, delta -> new tau
     (1.0, 10.0, 12.0, 0.0, 10 / 12),
@@ -151,3 +151,31 @@ def test_ffs_c85_target():
 def test_rejects_bad_params(kw):
     with pytest.raises(ValueError):
         TauParams(**kw)
+
+
+def test_level_dips_below_tau_min_once_congestion_settled():
+    # Where the exact τ is 1, readings of A above T must count as much as readings below it: the
+    # controller's level goes below tau_min (bounded) while the data plane keeps tau_min
+    p = TauParams(delta_bps=0.0)
+    s = EgressTau(1.0, True, periods=0)
+    for _ in range(p.settle_periods):  # the first periods of congestion clamp as before
+        s = tau_step(s, 11.0, 20.0, 10.0, p)
+        assert s.tau == C.TAU_MIN and s.level == C.TAU_MIN
+    s = tau_step(s, 11.0, 20.0, 10.0, p)
+    assert s.level == pytest.approx(10 / 11) and s.tau == C.TAU_MIN
+    for _ in range(20):  # persistent over-admission: bounded below
+        s = tau_step(s, 15.0, 20.0, 10.0, p)
+    assert s.level == pytest.approx(C.TAU_MIN * (1 - p.excursion)) and s.tau == C.TAU_MIN
+    # recovery: a low reading raises τ from the level in one period (0.7 · 10/4 = 1.75)
+    s = tau_step(s, 4.0, 20.0, 10.0, p)
+    assert s.tau == pytest.approx((1 - p.excursion) * 10 / 4) and s.tau == s.level
+    # idle resets the count: the next congestion starts clamped again
+    s = tau_step(s, 5.0, 5.0, 10.0, p)
+    assert not s.congested and s.periods == 0
+    s = tau_step(EgressTau(1.0, False), 12.0, 20.0, 10.0, p)
+    assert s.level == C.TAU_MIN and s.periods == 1
+
+
+def test_level_bounds_are_validated():
+    with pytest.raises(ValueError, match="excursion"):
+        TauParams(excursion=1.0)

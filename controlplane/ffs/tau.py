@@ -1,7 +1,8 @@
-"""The τ rule of the agent (docs/spec.md §9): FFS Appendix A with the corrections of the brief.
+"""The τ rule of the agent (docs/spec.md §9): FFS Appendix A with the corrections spec §9 lists.
 
 τ_j ← τ_j · (T_j + δ) / (A_j + δ) while the egress is congested, with a limit on each period's
-decrease and clamps to [τ_min, τ_max] (Lemma 1: τ ≥ 1 wherever the egress is congested). While it
+decrease and clamps to [τ_min, τ_max] (Lemma 1: τ ≥ 1 wherever the egress is congested; the
+controller's level may dip a bounded excursion below τ_min once congestion has settled). While it
 is not congested the data plane gets τ = ∞ (γ = 1 for all) and the internal τ stays frozen, so no
 windup builds up while idle.
 """
@@ -22,12 +23,16 @@ class TauParams:
     max_decrease: float = C.TAU_MAX_DECREASE  # a period lowers τ by at most this fraction
     tau_min: float = C.TAU_MIN
     tau_max: float = C.TAU_MAX
+    excursion: float = 0.3  # the controller's level may dip this fraction below tau_min (see tau_step)
+    settle_periods: int = 4  # ... once the egress has been congested this many periods in a row
 
     def __post_init__(self) -> None:
         if not (0.0 <= self.delta_fraction < math.inf) or (self.delta_bps is not None and not 0.0 <= self.delta_bps < math.inf):
             raise ValueError("delta must be a finite non-negative value")
         if not 0.0 <= self.max_decrease < 1.0:
             raise ValueError(f"max_decrease must be in [0, 1), got {self.max_decrease!r}")
+        if not 0.0 <= self.excursion < 1.0:
+            raise ValueError(f"excursion must be in [0, 1), got {self.excursion!r}")
         if not 0.0 <= self.tau_min <= self.tau_max < math.inf:
             raise ValueError(f"need 0 <= tau_min <= tau_max < inf, got {self.tau_min!r}, {self.tau_max!r}")
 
@@ -37,8 +42,10 @@ class TauParams:
 
 @dataclass(frozen=True)
 class EgressTau:
-    tau: float = 1.0  # the controller's τ (kept while uncongested)
+    tau: float = 1.0  # the τ the data plane gets while congested (kept while uncongested), >= tau_min
     congested: bool = False
+    level: float | None = None  # the controller's own value, which may sit below tau_min; None: tau
+    periods: int = 0  # consecutive congested periods
 
 
 def tau_update(tau: float, target_bps: float, accepted_bps: float, delta_bps: float) -> float:
@@ -57,11 +64,20 @@ def tau_step(
             raise ValueError(f"{name} must be a finite non-negative rate, got {v!r}")
     congested = r_star_bps > target_bps
     if not congested:
-        return replace(state, congested=False)  # frozen: no windup while idle
-    new = tau_update(state.tau, target_bps, a_bps, params.delta(target_bps))
-    new = max(new, state.tau * (1.0 - params.max_decrease))
-    new = min(max(new, params.tau_min), params.tau_max)
-    return EgressTau(new, True)
+        return replace(state, congested=False, periods=0)  # frozen: no windup while idle
+    level = state.tau if state.level is None else state.level
+    new = tau_update(level, target_bps, a_bps, params.delta(target_bps))
+    new = max(new, level * (1.0 - params.max_decrease))
+    # Where the exact τ is tau_min (Lemma 1: 1), A measured over one period is noise around T. A
+    # level clamped at tau_min could only move up on that noise, so τ would wander above the exact
+    # value and over-admit (+3 to +5 % with 9000-byte packets). The level may therefore go a bounded
+    # `excursion` below tau_min while the data plane keeps tau_min: high readings are integrated as
+    # well as low ones, and the bound keeps the recovery when τ must rise to one or two periods.
+    # Not in the first periods of congestion: a transient reading there would only delay the rise.
+    periods = state.periods + 1 if state.congested else 1
+    floor = params.tau_min * (1.0 - params.excursion) if periods > params.settle_periods else params.tau_min
+    new = min(max(new, floor), params.tau_max)
+    return EgressTau(max(new, params.tau_min), True, new, periods)
 
 
 def egress_action_params(state: EgressTau, r_star_bps: float, target_bps: float) -> dict[str, int]:

@@ -217,10 +217,11 @@ class _Loader:
         if not isinstance(streams_raw, list):
             self.fail("streams", "expected a list")
         streams = tuple(self.stream(v, f"streams[{i}]", nodes) for i, v in enumerate(streams_raw))
-        names = [s.name for s in streams]
-        for i, n in enumerate(names):
-            if names.index(n) != i:
-                self.fail(f"streams[{i}].name", f"duplicate stream name {n!r}")
+        seen: set[str] = set()  # a set, not list.index: linear in the number of streams
+        for i, s in enumerate(streams):
+            if s.name in seen:
+                self.fail(f"streams[{i}].name", f"duplicate stream name {s.name!r}")
+            seen.add(s.name)
         duration = self.number(d["duration"], "duration", 0) if "duration" in d else None
         seed = int(self.number(d.get("seed", 1), "seed", 0))
         return Topology(str(d.get("name", self.doc.path.stem)), nodes, streams, hosts, duration, seed, self.doc.path)
@@ -386,5 +387,9 @@ class _Loader:
         stop = self.number(m["stop"], f"{path}.stop", start) if m.get("stop") is not None else None
         size = int(self.number(m.get("packet_size", 1250), f"{path}.packet_size", 28, 9216))
         labelled = self.boolean(m.get("labelled", True), f"{path}.labelled")
+        if not labelled:
+            given = [k for k in ("r", "f", "rf") if k in m]
+            if given:  # the source sends no shim: a label here would be silently meaningless
+                self.fail(f"{path}.{given[0]}", "a stream with labelled: false carries no labels (drop r, f and rf)")
         name = self.name(m["name"], f"{path}.name", "a stream name")
         return Stream(name, tuple(hops), demand, r, f, start, stop, size, labelled)

@@ -115,5 +115,87 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
     console.print("wrote " + ", ".join(str(f) for f in files))
 
 
+@main.command("network", short_help="The Internet-scale study: per-stream allocations (FFS, Helia, GLWP) and deployment.")
+@click.option("--caida", type=click.Path(dir_okay=False), default=None, help="A CAIDA AS-relationship file (as1|as2|rel); default: a generated graph.")
+@click.option("--top", type=click.IntRange(3), default=2000, show_default=True, help="With --caida: keep the ASes of highest degree.")
+@click.option("--nodes", type=click.IntRange(3), default=2000, show_default=True, help="Generated graph: number of ASes.")
+@click.option("--attach", type=click.IntRange(1), default=3, show_default=True, help="Generated graph: links each new AS attaches with (Barabasi-Albert).")
+@click.option("--pairs", type=click.FloatRange(0, 1, min_open=True), default=0.2, show_default=True, help="Fraction of the other ASes each AS sends to.")
+@click.option("--deploy", default="0.2,0.4,0.6,0.8", show_default=True, help="Deployed fractions for the incremental-deployment study.")
+@click.option("--source-rounds", type=click.IntRange(1, 50), default=1, show_default=True,
+              help="Rounds of sources reducing their rate to what arrived, each a full exact allocation.")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/network", show_default=True, help="Where the JSON and plots go.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@one_line_errors(ValueError, OSError)
+def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, out_dir, as_json) -> None:
+    """FFS §VII-B and Appendix C: AS graph with degree-gravity capacities (40-400 Gb/s), each AS's
+    fairness matrix as the paper builds it, a fraction of pairs on shortest paths; the exact FFS
+    allocation from sources at their maximum rate against Helia-style per-AS and GLWP/GMA static
+    reservations (Figure 4), and path security effectiveness per deployed fraction (Figure 10)."""
+    import json
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from ffs.jsonsafe import finite
+    from ffs.network.report import Options, plot, run
+
+    try:
+        fractions = tuple(float(x) for x in deploy.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--deploy: expected comma-separated fractions, got {deploy!r}") from None
+    if not fractions or not all(0 <= f <= 1 for f in fractions):
+        raise ValueError(f"--deploy: fractions must be in [0, 1], got {deploy!r}")
+    if caida and not Path(caida).is_file():
+        raise ValueError(f"{caida}: no such file")
+    bar = tqdm(total=7, desc="network", file=sys.stderr, leave=False, disable=None, bar_format="{l_bar}{bar}| {n}/{total} [{elapsed}] {postfix}")
+
+    def stage(name: str) -> None:
+        if bar.n or name != "graph":
+            bar.update(1)
+        bar.set_description(name)
+
+    def rounds(what: str) -> None:
+        bar.set_postfix_str(what)
+
+    opt = Options(caida, top, nodes, attach, pairs, seed, fractions, source_rounds)
+    summary, rates, eff = run(opt, stage, rounds)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    title = f"{summary['graph']['source']}; {summary['streams']} streams"
+    files = plot(out, rates, eff, title)
+    files.append(out / "network.json")
+    summary["files"] = [str(f) for f in files]
+    files[-1].write_text(json.dumps(finite(summary), indent=1, allow_nan=False) + "\n")
+    bar.update(bar.total - bar.n)
+    bar.close()
+    if as_json:
+        dump_json(summary)
+        return
+    console = Console()
+    g = summary["graph"]
+    console.print(f"{escape(g['source'])}: {g['nodes']} ASes, {g['links']} links, {summary['streams']} streams "
+                  f"({summary['stream_hops']} stream-hops, {summary['path_links']['mean']:.2f} links per path)")
+    t = Table(title="allocation per stream (Gb/s)")
+    for col in ("system", "median", "p10", "p90", "mean", "paper median (CAIDA)"):
+        t.add_column(col, justify="left" if col == "system" else "right")
+    for k, label in (("ffs", "FFS"), ("helia", "Helia (per-AS)"), ("glwp", "GLWP (GMA static)")):
+        a = summary["allocation"][k]
+        t.add_row(label, f"{a['median_gbps']:.3g}", f"{a['p10_gbps']:.3g}", f"{a['p90_gbps']:.3g}", f"{a['mean_gbps']:.3g}",
+                  f"{summary['paper']['median_gbps'][k]}")
+    console.print(t)
+    d = Table(title="security effectiveness per path (share of paths at each value)")
+    d.add_column("deployed", justify="right")
+    d.add_column("mean", justify="right")
+    d.add_column("paths at effectiveness", justify="left")
+    for f, x in summary["deployment"].items():
+        top = sorted(x["share_at"].items(), key=lambda kv: float(kv[0]))
+        d.add_row(f"{100 * float(f):g} %", f"{x['mean']:.3f}", ", ".join(f"{float(v):.0%}: {100 * s:.1f} %" for v, s in top if s >= 0.005))
+    console.print(d)
+    console.print(f"FFS median {summary['allocation']['ffs']['median_gbps']:.3g} Gb/s; {summary['elapsed_s']:.1f} s; wrote "
+                  + ", ".join(summary["files"]))
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,121 @@
+"""`ffs-sim network`: run the §VII-B and Appendix C studies end to end and write JSON and plots."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ffs.network import study
+from ffs.network.graph import ASGraph, generate, load_caida
+
+PAPER = {  # FFS §VII-B (Figure 4, CAIDA top 2000) and Appendix C (Figure 10, 40 % deployed)
+    "median_gbps": {"ffs": 5.97, "helia": 5.62, "glwp": 0.64},
+    "deployment_40pct": {"0.33": 0.30, "0.5": 0.10, "0.66": 0.28, "0.75": 0.03},
+}
+QUANTILES = np.linspace(0, 1, 201)
+
+
+@dataclass
+class Options:
+    caida: str | None = None
+    top: int = 2000
+    nodes: int = 2000
+    attach: int = 3
+    pairs: float = 0.2
+    seed: int = 1
+    deploy: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
+    source_rounds: int = 1
+
+
+def _stats(x: np.ndarray) -> dict[str, float]:
+    g = x / 1e9
+    return {"median_gbps": float(np.median(g)), "mean_gbps": float(g.mean()), "p10_gbps": float(np.quantile(g, 0.1)),
+            "p90_gbps": float(np.quantile(g, 0.9)), "min_gbps": float(g.min()), "max_gbps": float(g.max())}
+
+
+def _masses(eff: np.ndarray) -> dict[str, float]:
+    """Share of paths at each effectiveness value (Appendix C reports them as point masses)."""
+    vals, counts = np.unique(np.round(eff, 4), return_counts=True)
+    return {f"{v:.4g}": float(c) / len(eff) for v, c in zip(vals, counts)}
+
+
+def run(opt: Options, stage: Callable[[str], None] = lambda s: None,
+        rounds: Callable[[str], None] | None = None) -> tuple[dict, dict[str, np.ndarray], dict[float, np.ndarray]]:
+    t0 = time.perf_counter()
+    stage("graph")
+    g: ASGraph = load_caida(opt.caida, opt.top) if opt.caida else generate(opt.nodes, opt.seed, opt.attach)
+    rng = np.random.default_rng(opt.seed)
+    stage("shortest paths")
+    src, dst = study.choose_pairs(g.n, opt.pairs, rng)
+    paths = study.shortest_paths(g, src, dst)
+    stage("hops and fairness matrices")
+    net = study.build(g, paths)
+    stage("FFS rounds")
+    ffs = study.ffs_allocation(net, max_rounds=opt.source_rounds, progress=rounds)
+    stage("baselines")
+    rates = {"ffs": ffs.rate, "helia": study.helia_per_as(net), "glwp": study.gma_static(ffs)}
+    stage("deployment")
+    eff = study.deployment(paths, g.n, list(opt.deploy), rng)
+    summary = {
+        "graph": {
+            "source": f"CAIDA {opt.caida} (top {opt.top} by degree, largest connected part)" if opt.caida
+            else f"Barabasi-Albert, {opt.nodes} nodes, attach {opt.attach}, seed {opt.seed}",
+            "nodes": g.n, "links": len(g.u),
+            "capacity_gbps": {"min": float(g.capacity.min() / 1e9), "median": float(np.median(g.capacity) / 1e9),
+                              "max": float(g.capacity.max() / 1e9)},
+        },
+        "pairs_fraction": opt.pairs, "seed": opt.seed,
+        "streams": len(paths.src), "stream_hops": len(net.hops.stream),
+        "path_links": {"mean": float(paths.length.mean()), "max": int(paths.length.max())},
+        "allocation": {k: _stats(v) for k, v in rates.items()},
+        "ffs_rounds": {"source_rounds": ffs.rounds, "allocator_rounds": ffs.hop_rounds, "residual": ffs.residual},
+        "cdf_gbps": {"quantile": QUANTILES.tolist(), **{k: (np.quantile(v, QUANTILES) / 1e9).tolist() for k, v in rates.items()}},
+        "deployment": {f"{f:g}": {"mean": float(e.mean()), "share_at": _masses(e),
+                                  "cdf": {"quantile": QUANTILES.tolist(), "effectiveness": np.quantile(e, QUANTILES).tolist()}}
+                       for f, e in eff.items()},
+        "paper": PAPER,
+        "elapsed_s": time.perf_counter() - t0,
+    }
+    return summary, rates, eff
+
+
+def plot(out: Path, rates: dict[str, np.ndarray], eff: dict[float, np.ndarray], title: str) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    fig, ax = plt.subplots(figsize=(6, 4))
+    labels = {"ffs": "FFS", "helia": "Helia (per-AS)", "glwp": "GLWP (GMA, static)"}
+    for k, v in rates.items():
+        x = np.sort(v) / 1e9
+        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=f"{labels[k]}: median {np.median(x):.3g} Gb/s")
+    ax.set_xscale("log")
+    ax.set_xlabel("allocation per stream (Gb/s)")
+    ax.set_ylabel("CDF of streams")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    files.append(out / "network-utilization.png")
+    fig.savefig(files[-1], dpi=120)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for f, e in eff.items():
+        x = np.sort(e)
+        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=f"{100 * f:g} % of ASes deploy FFS")
+    ax.set_xlabel("security effectiveness (share of on-path ASes running FFS)")
+    ax.set_ylabel("CDF of paths")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    files.append(out / "deployment.png")
+    fig.savefig(files[-1], dpi=120)
+    plt.close(fig)
+    return files
