@@ -161,10 +161,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--summary", metavar="OUT", type=Path, help="print a few lines about one bf-p4c output dir")
+    g.add_argument("--defects", metavar="OUT", type=Path, help="print the known compiler defects one build shows (one per line)")
     g.add_argument("--markdown", action="store_true", help="compile both targets, print the table")
     g.add_argument("--write", metavar="DOC", type=Path, help="compile both targets, replace the marked section of DOC")
     a = ap.parse_args(argv)
     try:
+        if a.defects:
+            if parser_selects_lost(a.defects):
+                print("parser-selects-lost: bf-p4c dropped every parser select value (fixed in p4c pull request 5753)")
+            return 0
         if a.summary:
             print(summary(read_build(a.summary)))
             if parser_selects_lost(a.summary):
