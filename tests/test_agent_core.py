@@ -98,7 +98,8 @@ def test_switch_failing_mid_batch_keeps_old_matrix_and_agent_state(tmp_path):
         agent.apply_matrix({**agent.fairness, "p3": {"p1": 5 * M, "p2": 5 * M}}, who="bob")
     assert dump(agent.driver) == before
     assert agent.fairness == fairness and agent.taus == taus
-    assert list(tmp_path.iterdir()) == []  # no state file, no staged file, no audit record
+    # no matrix file, no staged file, no audit record (only the τ loop's own file)
+    assert [f.name for f in tmp_path.iterdir()] == ["tau-s1.json"]
 
 
 def test_adding_and_removing_egress_columns(tmp_path):
