@@ -225,11 +225,19 @@ def test_human_output(running):
     agent, svc, sock = running
     Clock(agent).run(0.5, svc.lock)
     st = ctl(sock, "status")
-    assert st.returncode == 0 and "node s1: egresses" in st.stdout and "p3" in st.stdout and "yes" in st.stdout
+    assert st.returncode == 0 and "node s1: egresses" in st.stdout and "p3" in st.stdout
+    egress_table = st.stdout.split("pairs")[0]
+    rows = {ln.split("│")[1].strip(): ln for ln in egress_table.splitlines() if ln.startswith("│ p")}
     tau = ctl(sock, "tau", "show")
-    assert tau.returncode == 0 and "p1: inf (uncongested)" in tau.stdout
+    # one display everywhere: the value the metrics and --json carry, and the state beside it
+    p1 = next(e for e in agent.snapshot.egresses if e.egress == "p1")
+    assert tau.returncode == 0 and f"p1: {p1.tau:.4f} (uncongested)" in tau.stdout
     p3 = next(e for e in agent.snapshot.egresses if e.egress == "p3")
-    assert f"p3: {p3.tau:.4f}" in tau.stdout
+    assert p3.congested and f"p3: {p3.tau:.4f}\n" in tau.stdout
+    j = json.loads(ctl(sock, "tau", "show", "--json").stdout)  # --json after the subcommand too
+    assert {e["egress"]: (e["tau"], e["state"]) for e in j}["p1"] == (p1.tau, "uncongested")
+    assert {e["egress"]: e["tau_display"] for e in j}["p3"] == f"{p3.tau:.4f}"
+    assert f"{p3.tau:.4f}" in rows["p3"] and " congested │" in rows["p3"] and f"{p1.tau:.4f}" in rows["p1"] and "uncongested" in rows["p1"]
     show = ctl(sock, "matrix", "show")
     assert show.returncode == 0 and "10 Mbps" in show.stdout
 

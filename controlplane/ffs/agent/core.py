@@ -86,6 +86,14 @@ class Snapshot:
         return dataclasses.asdict(self)
 
 
+def tau_display(tau: float | None, congested: bool) -> str:
+    """τ as every output shows it: the value, and "(uncongested)" when no drop uses it (γ = 1,
+    spec §5.3). The exact allocator has no τ for an uncongested egress."""
+    if tau is None or tau == float("inf"):
+        return "uncongested"
+    return f"{tau:.4f}" if congested else f"{tau:.4f} (uncongested)"
+
+
 def _resume(held: EgressTau | None, saved: EgressTau | None) -> EgressTau:
     """τ after a restart. The switch's entry is what is enforced, but only to its code's precision
     (spec §2: 1/128 of an octave); the state file has the exact float of the last period. Use the
@@ -121,6 +129,8 @@ class Agent:
         self.store = store
         self.fairness = {e: dict(col) for e, col in self.node.fairness.items()}
         if store is not None:
+            if store.recover_audit(self.node.name):
+                log.warning("audit: appended the record of the last matrix change (the agent stopped before it could)")
             saved = store.load_matrix(self.node.name)
             if saved is not None:
                 try:

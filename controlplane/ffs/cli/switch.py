@@ -61,6 +61,10 @@ def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval,
         if not port.isdigit() or not rate:
             raise CliError(f"--csfq wants PORT=RATE, got {spec!r}", EXIT_USAGE)
         csfq[int(port)] = parse_rate(rate)
+    if control.startswith("unix:"):  # the socket's directory (e.g. /run/ffs) need not exist yet
+        import os
+
+        os.makedirs(os.path.dirname(os.path.abspath(control[5:])), mode=0o755, exist_ok=True)
     run_live(_ports(port_specs), control, seed, ready_file, stats_interval, allow_remote, csfq)
 
 
