@@ -47,6 +47,7 @@ def _run(tmp_path: Path, mode: str | None):
             for t in OWNED_TABLES:
                 agent.driver.clear_table(t)
             tau_file.unlink()
+            (tmp_path / "program-s1.json").unlink()
         before = agent.driver.control.pipeline.tables[N.PAIRS.name].entries.copy()
         new = Agent(agent.driver, load(DUMBBELL), "s1", lpf=LPF, store=StateStore(tmp_path))
         writes = []

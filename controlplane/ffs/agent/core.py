@@ -21,7 +21,7 @@ from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_
 from ffs.agent.state import StateStore
 from ffs.driver.base import CounterValue, Driver, TableEntry, Ternary, Update
 from ffs.labels import decode, encode
-from ffs.tables import egress_params, f_from_lpf
+from ffs.tables import egress_params, f_from_lpf, static_updates
 from ffs.tau import EgressTau, TauParams, egress_action_params, tau_step
 from ffs.topology import Node, Topology
 
@@ -31,6 +31,11 @@ WRAP = 1 << 64
 ZERO = CounterValue(0, 0)
 # the tables the agent writes (and so reads back and repairs); constant tables are the program's
 OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in N.TABLES if not t.const_entries) + (N.PORT_METADATA.name,)
+# the generated lookup tables (spec §4): thousands of immutable entries. Reading one back costs the
+# software switch up to ~170 ms of CPU, which stalls its packet loop, so a restart on the same
+# program skips them and the slow check reads one of them per period, in turn
+GENERATED_TABLES: tuple[str, ...] = tuple(sorted({u.entry.table for u in static_updates()}))
+NODE_TABLES: tuple[str, ...] = tuple(t for t in OWNED_TABLES if t not in GENERATED_TABLES)
 
 
 def canonical_key(e: TableEntry) -> tuple:
@@ -141,6 +146,9 @@ class Agent:
         self._last: dict[str, dict[int, CounterValue]] = {}
         self._last_t: dict[str, float] = {}  # when each counter was last read
         self._program_id: str | None = None
+        # a step over a shorter interval only re-baselines the counters: rates over a sliver of a
+        # period are noise, and τ must not move on them (the process sets half its period)
+        self.min_interval_s = 0.0
         self.snapshot = Snapshot(0.0)
 
     # -- the static state ------------------------------------------------------------------
@@ -163,7 +171,12 @@ class Agent:
         self.taus = {e: _resume(held.get(e), saved.get(e)) for e in self.fairness}
         self._last, self._last_t = {}, {}
         self._program_id = self.driver.program_id()
-        n = self.reconcile("start")
+        verified = self.store.load_program(self.node.name) if self.store is not None else None
+        # the same program instance: this agent (or its predecessor) verified the generated tables on
+        # it, and only an out-of-band change can have altered them since (the slow check's job)
+        n = self.reconcile("start", NODE_TABLES if verified == self._program_id else OWNED_TABLES)
+        if self.store is not None:
+            self.store.save_program(self.node.name, self._program_id)
         self.baseline(now_s)
         log.info("took over node=%s pairs=%d egresses=%d program=%s updates=%d tau=%s", self.node.name, len(self.pairs()),
                  len(self.fairness), self._program_id, n,
@@ -194,7 +207,7 @@ class Agent:
             out.setdefault(u.entry.table, {})[canonical_key(u.entry)] = u.entry
         return out
 
-    def reconcile(self, why: str) -> int:
+    def reconcile(self, why: str, tables: tuple[str, ...] = OWNED_TABLES) -> int:
         """Read every owned table, write the difference to the desired state in one atomic batch
         (deletes first, then inserts and modifications). Egress entries carry τ: an entry the switch
         holds is kept as it is (the τ loop rewrites it each period); a missing one is written from
@@ -202,7 +215,7 @@ class Agent:
         want = self.desired()
         deletes: list[Update] = []
         puts: list[Update] = []
-        for table in OWNED_TABLES:
+        for table in tables:
             held = {canonical_key(e): e for e in self.driver.read_table(table)}
             desired = want.get(table, {})
             for k, e in held.items():
@@ -247,7 +260,12 @@ class Agent:
         return 1
 
     def check(self) -> int:
-        """The slow-period read-back: repair anything changed behind the agent's back (logged)."""
+        """The slow-period read-back: repair anything changed behind the agent's back (logged). Every
+        call reads the node's own tables and one of the generated tables, in turn."""
+        self._check_turn = (getattr(self, "_check_turn", -1) + 1) % len(GENERATED_TABLES)
+        return self.reconcile("check", NODE_TABLES + (GENERATED_TABLES[self._check_turn],))
+
+    def check_all(self) -> int:
         return self.reconcile("check")
 
     def ensure_installed(self) -> bool:
@@ -331,7 +349,7 @@ class Agent:
             a_bps = self._bps(a.get(port, ZERO), dt_a)
             r_star = by_egress.get(e, 0.0)
             state = self.taus.get(e, EgressTau())
-            if dt > 0 and dt_a > 0:
+            if dt > self.min_interval_s and dt_a > self.min_interval_s:
                 state = tau_step(state, a_bps, r_star, target, self.tau_params)
                 self.taus[e] = state
             batch.append(egress_entry(port, egress_action_params(state, r_star, target), "modify"))
@@ -339,7 +357,7 @@ class Agent:
                 EgressStatus(e, port, self.node.interfaces[e].capacity, target, a_bps, r_star, state.tau, state.congested,
                              *drops_by_egress.get(e, (0.0, 0)))
             )
-        if dt > 0 and batch:
+        if dt > self.min_interval_s and batch:
             self.driver.write(batch)
             if self.store is not None:
                 self.store.save_taus(self.node.name, self.taus)

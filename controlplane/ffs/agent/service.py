@@ -138,6 +138,7 @@ class AgentService:
 
             self.metrics = Metrics(self.config.metrics_port, self.config.metrics_address)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_address, self.config.metrics_port)
+        self.agent.min_interval_s = self.config.period_s / 2
         snap = self.agent.step()  # the first reading (a baseline): status and metrics have rows from the start
         if self.metrics is not None:
             self.metrics.update(snap)

@@ -3,6 +3,7 @@
 state-dir/   (owned by the agent's user, not writable by group or others)
   matrix-<node>.json   {"node", "fairness": {egress: {ingress: bit/s}}, "saved_at", "change": audit record}
   tau-<node>.json      {"node", "taus": {egress: {"tau", "congested"}}, "saved_at"}  (every period)
+  program-<node>.json  {"node", "program_id"}: the loaded program whose tables were last verified whole
   audit.jsonl          one JSON object per change: id, time, who (user name), uid, what, changes
 
 A matrix change and its audit record are committed in one atomic step: the record travels inside the
@@ -144,6 +145,20 @@ class StateStore:
             return out
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return {}
+
+    # -- the program instance whose tables were last verified whole --------------------------------
+    def program_path(self, node: str) -> Path:
+        return self.dir / f"program-{node}.json"
+
+    def save_program(self, node: str, program_id: str) -> None:
+        _write_atomic(self.program_path(node), {"node": node, "program_id": program_id}, sync=False)
+
+    def load_program(self, node: str) -> str | None:
+        try:
+            pid = json.loads(self.program_path(node).read_text())["program_id"]
+            return pid if isinstance(pid, str) else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     # -- the audit log ---------------------------------------------------------------------------
     @property
