@@ -19,7 +19,7 @@ from ffs import p4names as N
 from ffs.agent.matrix import MatrixError, diff_matrices, validate_matrix
 from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of
 from ffs.agent.state import StateStore
-from ffs.driver.base import CounterValue, Driver, TableEntry, Ternary, Update
+from ffs.driver.base import CounterValue, Driver, DriverError, TableEntry, Ternary, Update
 from ffs.labels import decode, encode
 from ffs.tables import egress_params, f_from_lpf, static_updates
 from ffs.tau import EgressTau, TauParams, egress_action_params, tau_step
@@ -254,8 +254,11 @@ class Agent:
         stays one atomic batch); rewritten only if an index in use holds another spec."""
         spec = self.lpf.spec()
         probe = sorted({0, N.F_LPF.size - 1, *(p.pid for p in self.pairs())})
-        if all(self.driver.read_lpf_spec(N.F_LPF.name, i) == spec for i in probe):
-            return 0
+        try:
+            if all(self.driver.read_lpf_spec(N.F_LPF.name, i) == spec for i in probe):
+                return 0
+        except (DriverError, KeyError, ValueError):
+            pass  # a spec that cannot be read back (never written on this target) is written
         self.driver.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), spec)
         return 1
 
