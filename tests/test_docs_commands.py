@@ -84,7 +84,7 @@ COMMANDS = [b for b in blocks() if b.lang in COMMAND_LANGS]
 def test_every_block_says_what_it_is():
     untagged = [b.id for b in blocks() if b.lang not in COMMAND_LANGS | OTHER_LANGS]
     assert not untagged, f"tag these blocks sh (commands) or text/yaml/json/p4/python: {untagged}"
-    assert len(COMMANDS) >= 8  # README and docs do show commands; an extraction bug finds none
+    assert len(COMMANDS) >= 6  # README and docs do show commands; an extraction bug finds none
 
 
 @pytest.mark.parametrize("block", COMMANDS, ids=[b.id for b in COMMANDS])
@@ -106,4 +106,5 @@ def test_command_block_runs(block: Block, tmp_path):
         lines = [json.loads(x) for x in Path("/tmp/ffs-rx.jsonl").read_text().splitlines() if x.strip()]
         full = lines[1:-2]  # seconds in which both senders sent the whole second
         h1 = sum(x["rates_bps"].get("10.0.1.1", 0) for x in full) / len(full)
+        print(f"README hand-run example: h1 received {h1 / 1e6:.2f} Mb/s of its 8")
         assert h1 >= 0.95 * 8e6, f"h1 got {h1 / 1e6:.2f} Mb/s of 8: {lines}"

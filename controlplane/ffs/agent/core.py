@@ -31,7 +31,7 @@ WRAP = 1 << 64
 ZERO = CounterValue(0, 0)
 # the tables the agent writes (and so reads back and repairs); constant tables are the program's
 OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in N.TABLES if not t.const_entries) + (N.PORT_METADATA.name,)
-# the generated lookup tables (spec §4): thousands of immutable entries. Reading one back costs the
+# the generated lookup tables (spec §5): thousands of immutable entries. Reading one back costs the
 # software switch up to ~170 ms of CPU, which stalls its packet loop, so a restart on the same
 # program skips them and the slow check reads one of them per period, in turn
 GENERATED_TABLES: tuple[str, ...] = tuple(sorted({u.entry.table for u in static_updates()}))
@@ -101,7 +101,7 @@ def tau_display(tau: float | None, congested: bool) -> str:
 
 def _resume(held: EgressTau | None, saved: EgressTau | None) -> EgressTau:
     """τ after a restart. The switch's entry is what is enforced, but only to its code's precision
-    (spec §2: 1/128 of an octave); the state file has the exact float of the last period. Use the
+    (spec §3: 1/128 of an octave); the state file has the exact float of the last period. Use the
     saved value when it is the one the switch holds, the switch's otherwise (the file is stale after
     a crash, or was lost), the file's if the switch lost its tables, else start afresh."""
     if held is None:
