@@ -108,3 +108,9 @@ def test_command_block_runs(block: Block, tmp_path):
         h1 = sum(x["rates_bps"].get("10.0.1.1", 0) for x in full) / len(full)
         print(f"README hand-run example: h1 received {h1 / 1e6:.2f} Mb/s of its 8")
         assert h1 >= 0.95 * 8e6, f"h1 got {h1 / 1e6:.2f} Mb/s of 8: {lines}"
+
+
+def test_testing_md_lists_every_test_file():
+    listed = (ROOT / "docs" / "testing.md").read_text()
+    missing = [p.name for p in sorted((ROOT / "tests").glob("test_*.py")) if f"`{p.name}`" not in listed]
+    assert not missing, f"docs/testing.md does not list {missing}"
