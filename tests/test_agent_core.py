@@ -45,7 +45,7 @@ def test_dumbbell_packet_level_matches_exact_and_matrix_change_moves_drops(tmp_p
         ({"q3": {"p1": 1 * M}}, "unknown egress interface 'q3'"),
         ({"p3": {"p1": -1.0}}, "negative"),
         ({"p3": {"p1": math.nan}}, "finite"),
-        ({"p3": {"p1": 15 * M, "p2": 15 * M}}, "above its capacity"),
+        ({"p3": {"p1": 15 * M, "p2": 15 * M}}, "sum to 30 Mbps, above its capacity 20 Mbps"),  # human units
         ({"p3": "lots"}, "expected ingress -> rate"),
         ({"p3": {"p1": 0.0, "p2": 0.0}}, "sum to 0"),
         ({"p3": {"p1": True}}, "finite rate"),
