@@ -24,6 +24,12 @@ from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
 
 
+@pytest.fixture(autouse=True)
+def _private_locks(tmp_path, monkeypatch):
+    """Owner locks of this test's agents in its own directory (FFS_RUN_DIR), not in /run/ffs."""
+    monkeypatch.setenv("FFS_RUN_DIR", str(tmp_path / "run"))
+
+
 class HangingControl(SwitchControl):
     """A switch whose counter reads block while `hang` is set (a wedged switch daemon)."""
 

@@ -21,6 +21,12 @@ from ffs.switch.server import serve
 DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
 
 
+@pytest.fixture(autouse=True)
+def _private_locks(tmp_path, monkeypatch):
+    """Owner locks of this test's agents in its own directory (FFS_RUN_DIR), not in /run/ffs."""
+    monkeypatch.setenv("FFS_RUN_DIR", str(tmp_path / "run"))
+
+
 def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
     p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
                           f"--switch={switch}", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state", "--period-ms=50",
