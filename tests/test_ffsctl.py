@@ -265,3 +265,16 @@ def test_metrics_on_loopback(running):
         assert 'ffs_pair_share_bps{egress="p3",ingress="p1"} 1e+07' in text
     finally:
         m.close()
+
+
+def test_plan_says_why_it_is_empty(running, tmp_path):
+    agent, svc, sock = running
+    f = tmp_path / "m.yaml"
+    f.write_text("p3: {p1: 4Mbps, p2: 16Mbps}\n")
+    before = ctl(sock, "matrix", "plan", str(f))  # no period measured yet
+    assert before.returncode == 0 and "nothing to predict: no measurement yet" in before.stdout, before.stdout
+    agent.step(0.0)
+    agent.step(0.1)  # measured: no traffic anywhere
+    idle = json.loads(ctl(sock, "matrix", "plan", str(f), "--json").stdout)
+    assert idle["pairs"] == [] and "carries traffic" in idle["why_empty"]
+    assert idle["egresses"] == [] or all(e["state"] == "uncongested" for e in idle["egresses"])
