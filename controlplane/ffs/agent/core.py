@@ -1,5 +1,9 @@
 """The agent: owns one switch through a Driver, keeps τ per egress, applies fairness matrices.
 
+Taking over a switch (start, restart, program reload) and the slow check both reconcile: read back
+the owned tables, write only the difference in one atomic batch, so a restart under traffic
+changes nothing the data plane is using (docs/control-plane.md, "Restarts").
+
 Data flow every period (docs/control-plane.md):
   read pair_bytes (R_ij), accepted (A_j), pair_drops, f_est  ->  rates in bit/s (wrap-safe deltas)
   -> tau_step per managed egress -> one atomic batch of set_egress modifications.
@@ -149,6 +153,7 @@ class Agent:
         # a step over a shorter interval only re-baselines the counters: rates over a sliver of a
         # period are noise, and τ must not move on them (the process sets half its period)
         self.min_interval_s = 0.0
+        self._check_turn = -1  # which generated table the next slow check reads
         self.snapshot = Snapshot(0.0)
 
     # -- the static state ------------------------------------------------------------------
@@ -265,11 +270,8 @@ class Agent:
     def check(self) -> int:
         """The slow-period read-back: repair anything changed behind the agent's back (logged). Every
         call reads the node's own tables and one of the generated tables, in turn."""
-        self._check_turn = (getattr(self, "_check_turn", -1) + 1) % len(GENERATED_TABLES)
+        self._check_turn = (self._check_turn + 1) % len(GENERATED_TABLES)
         return self.reconcile("check", NODE_TABLES + (GENERATED_TABLES[self._check_turn],))
-
-    def check_all(self) -> int:
-        return self.reconcile("check")
 
     def ensure_installed(self) -> bool:
         """Take over again if the pipeline was reloaded under us. True if it did."""
