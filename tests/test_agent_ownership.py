@@ -162,3 +162,32 @@ def test_change_committed_before_its_audit_append_is_audited_on_recovery(tmp_pat
     assert StateStore(tmp_path).recover_audit("s1") is True
     assert store.read_audit() == [rec]
     assert store.recover_audit("s1") is False  # never twice
+
+
+def test_kill_9_during_matrix_changes_never_leaves_one_unaudited(tmp_path, switch):
+    """kill -9 at varying moments while `matrix set` runs: whatever the agent had committed is in
+    the audit log once the next agent has started (the record is committed with the matrix)."""
+    import random
+
+    ctl, address = switch
+    rng = random.Random(7)
+    state = tmp_path / "state"
+    for k in range(8):
+        agent = start_agent(tmp_path, address)
+        rate = f"{2 + k % 6}Mbps"
+        client = subprocess.Popen([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
+                                   "--ingress", "p1", "--egress", "p3", "--rate", rate],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.05, 0.4))
+        agent.kill()
+        agent.wait(10)
+        client.wait(10)
+    agent = start_agent(tmp_path, address)  # recovers the record of the last committed change
+    try:
+        saved = json.loads((state / "matrix-s1.json").read_text())
+        audited = [r["id"] for r in StateStore(state).read_audit()]
+        assert saved["change"] is not None and saved["change"]["id"] in audited
+        assert len(audited) == len(set(audited))  # never audited twice
+        assert call(tmp_path / "agent.sock", {"op": "matrix_show"})["fairness"] == saved["fairness"]
+    finally:
+        _stop(agent)
