@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from test_agent_process import DUMBBELL, start_agent
@@ -18,7 +17,6 @@ from test_agent_process import DUMBBELL, start_agent
 from ffs import p4names as N
 from ffs.agent.api import call
 from ffs.agent.state import StateError, StateStore
-from ffs.driver.model import ModelDriver
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
