@@ -68,6 +68,8 @@ def skip_reason(b: Block) -> str | None:
     first = _first(b.text)
     if first.startswith("make test"):
         return "the test suite itself (it would run this test again)"
+    if "$SDE/run_switchd.sh" in b.text:
+        return "an operator's session: tofino-model, bf_switchd and the agent run until stopped"
     if first.startswith("make build") or "$SDE/" in b.text:
         return None if _sde() else "needs a Tofino SDE (SDE and SDE_INSTALL)"
     if first.startswith("make demo") and not _setup_current():
