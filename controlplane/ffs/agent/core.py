@@ -273,7 +273,7 @@ class Agent:
         """The slow-period read-back: repair anything changed behind the agent's back (logged). Every
         call reads the node's own tables; every GENERATED_EVERY-th call also one of the generated
         tables, in turn (measured live on the software switch: a read of a generated table every
-        second cost the compliant sender 1.2 % of its packets, the node's own tables nothing)."""
+        second cost the compliant sender 1.2 % of its packets; one every sixth second, 0.02 %)."""
         self._checks += 1
         tables = NODE_TABLES
         if self._checks % GENERATED_EVERY == 0:
