@@ -6,9 +6,9 @@ PIP    ?= $(PYTHON) -m pip
 
 # Tofino build (needs the SDE): TARGET=tofino (TNA, default) or tofino2 (T2NA)
 TARGET   ?= tofino
-BUILD    := build/$(TARGET)
+BUILD    ?= build/$(TARGET)
 P4SRC    := p4src/ffs.p4
-P4DEPS   := $(shell find p4src -name '*.p4')
+P4DEPS   := $(sort $(shell find p4src -name '*.p4'))
 ifeq ($(TARGET),tofino2)
   ARCH := t2na
   CHIP := tofino2
@@ -32,7 +32,7 @@ endif
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 
-.PHONY: help setup system-deps test unit-tests build install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf ptf-list results experiment-cca
+.PHONY: help setup system-deps test unit-tests build compile install-conf clean-build check-sde demo netns-up netns-down bench-switch ptf ptf-list results experiment-cca
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
@@ -117,13 +117,17 @@ check-sde:
 
 build: check-sde $(BUILD)/ffs/pipe/$(BIN) install-conf
 
+# compile only (into BUILD=...), for tests and bench/p4_resources.py
+compile: check-sde $(BUILD)/ffs/pipe/$(BIN)
+
 $(BUILD)/ffs/pipe/$(BIN): $(P4DEPS)
 	@mkdir -p $(BUILD)/ffs
 	LD_LIBRARY_PATH="$$SDE_INSTALL/lib:$$LD_LIBRARY_PATH" "$$SDE_INSTALL/bin/bf-p4c" --std p4-16 \
 	  --target $(CHIP) --arch $(ARCH) -g $(P4FLAGS_TARGET) $(P4FLAGS) \
 	  --bf-rt-schema $(BUILD)/ffs/bf-rt.json -o $(BUILD)/ffs $(P4SRC)
 	@test -f $(BUILD)/ffs/pipe/$(BIN) || { echo "make build: bf-p4c produced no $(BIN)" >&2; exit 1; }
-	@echo "stages used:"; grep -h "^Number of stages" $(BUILD)/ffs/pipe/logs/*.log 2>/dev/null || true
+	@cat $(P4DEPS) | sha256sum | cut -d' ' -f1 > $(BUILD)/ffs/p4src.sha256  # which p4src/ this is
+	@$(PYTHON) bench/p4_resources.py --summary $(BUILD)/ffs || true
 
 # Installs the program where run_switchd.sh -p ffs looks for it:
 #   $$SDE_INSTALL/share/tofinopd/ffs/{bf-rt.json,pipe/context.json,pipe/$(BIN)}

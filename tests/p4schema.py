@@ -16,6 +16,7 @@ INTRINSIC_WIDTHS = {
     "ig_intr_md.ingress_port": 9,
     "ig_tm_md.ucast_egress_port": 9,
     "eg_intr_md.egress_port": 9,
+    "ig_prsr_md.parser_err": 16,
 }
 
 
@@ -26,7 +27,8 @@ class P4Table:
     actions: list[str]
     default: str
     size: int
-    const_entries: list[tuple[tuple[int, ...], str]] = field(default_factory=list)
+    # each key value: an int, None for `_`, or (lo, hi) for a range
+    const_entries: list[tuple[tuple[int | None | tuple[int, int], ...], str]] = field(default_factory=list)
 
 
 @dataclass
@@ -93,19 +95,32 @@ def read(p4dir: Path) -> P4Program:
         }
     prog.port_metadata = [
         (n, width(t)) for n, t in fields["port_metadata_t"].items()
-        if not re.search(rf"@padding\s+\S+\s+{n}\s*;", text)
+        if not re.search(rf"@padding\s+[^;]*?\b{n}\s*;", text)
     ]
 
     def key_width(expr: str, md_struct: str) -> int:
         if expr in INTRINSIC_WIDTHS:
             return INTRINSIC_WIDTHS[expr]
+        if expr.endswith(".isValid()"):
+            return 1
         parts = expr.split(".")
-        if parts[0] == "md":
-            return width(fields[md_struct][parts[1]])
-        if parts[0] == "hdr":
-            htype = fields["headers_t"][parts[1]]
-            return width(fields[htype][parts[2]])
-        raise ValueError(f"cannot size key {expr}")
+        struct = {"md": md_struct, "hdr": "headers_t"}.get(parts[0])
+        if struct is None:
+            raise ValueError(f"cannot size key {expr}")
+        for name in parts[1:-1]:  # nested structs and headers: md.port_md.trust
+            struct = fields[struct][name]
+        return width(fields[struct][parts[-1]])
+
+    def entry_value(x: str) -> int | None | tuple[int, int]:
+        x = x.strip()
+        if x == "_":
+            return None
+        if x in ("true", "false"):
+            return int(x == "true")
+        if ".." in x:
+            lo, hi = x.split("..")
+            return (num(lo), num(hi))
+        return num(x)
 
     controls: dict[str, tuple[str, str]] = {}  # name -> (params, body)
     for m in re.finditer(r"\bcontrol\s+(\w+)\s*\(", text):
@@ -129,7 +144,7 @@ def read(p4dir: Path) -> P4Program:
             tb, _ = _block(body, m.start())
             keys = []
             kb = re.search(r"key\s*=\s*{(.*?)}", tb, flags=re.S)
-            for k in re.finditer(r"([\w.]+)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb.group(1) if kb else ""):
+            for k in re.finditer(r"([\w.]+(?:\(\))?)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb.group(1) if kb else ""):
                 keys.append((k.group(3), k.group(2), key_width(k.group(1), md_struct)))
             acts = re.search(r"actions\s*=\s*{([^}]*)}", tb).group(1)
             default = re.search(r"default_action\s*=\s*(\w+)", tb).group(1)
@@ -139,7 +154,7 @@ def read(p4dir: Path) -> P4Program:
             if ce:
                 cb, _ = _block(tb, ce.start())
                 for e in re.finditer(r"\(([^)]*)\)\s*:\s*(\w+)\s*\(\s*\)\s*;", cb):
-                    const.append((tuple(num(x) for x in e.group(1).split(",")), e.group(2)))
+                    const.append((tuple(entry_value(x) for x in e.group(1).split(",")), e.group(2)))
             prog.tables[f"{prefix}.{m.group(1)}"] = P4Table(
                 f"{prefix}.{m.group(1)}", keys, [a.strip() for a in acts.split(";") if a.strip()],
                 default, size, const,

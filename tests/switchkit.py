@@ -29,11 +29,13 @@ class Rig:
         return self.pipeline.process(frame, port, self.t_ns)
 
     def set_pair(self, lm: int, pid: int = 5) -> None:
-        self.driver.write([Update("modify", TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", {"pid": pid, "lm": lm}))])
+        self.driver.write([Update("modify", TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", T.pair_params(pid, lm)))])
 
     def set_egress(self, ltau: int, congested: int = 1, lcr: int = C.CODE_MAX) -> None:
+        """ltau as a code; an uncongested egress gets ltau_p = 0 (spec §5.3)."""
+        ltau_p = ltau - C.CODE_ONE if congested else 0
         self.driver.write([Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
-                                                      {"ltau": ltau, "ntau": C.WIDE_OFFSET - ltau, "congested": congested, "lcr": lcr}))])
+                                                      {"ltau": ltau, "ltau_p": ltau_p, "congested": congested, "lcr": lcr}))])
 
 
 def rig(seed: int = 1, trust: int = 1, insert: int = 0, pipeline: type[Pipeline] = Pipeline) -> Rig:
@@ -45,7 +47,7 @@ def rig(seed: int = 1, trust: int = 1, insert: int = 0, pipeline: type[Pipeline]
                                                {"ifindex": port, "trust": trust, "insert": insert})))
     ups.append(Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": OUT})))
     ups.append(Update("insert", TableEntry(N.IPV6_ROUTES.name, {"dst_addr": Lpm(0xFD000000 << 96, 8)}, "route", {"port": OUT})))
-    ups.append(Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", {"pid": 5, "lm": 0})))
+    ups.append(Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", T.pair_params(5, 0))))
     ups.append(Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress", T.egress_params(None, False, None))))
     d.write(ups)
     d.set_lpf_spec(N.F_LPF.name, range(C.NUM_PAIRS), LpfSpec("RATE", 1e6, 1e6, SCALE))
@@ -79,5 +81,5 @@ def lm_for(rf_code: int, rf_norm_code: int, ip_len: int = 1000) -> int:
     """The pair's lm that makes a packet's normalized label exactly `rf_norm_code` (spec §7.2:
     rf_norm = rf - lm + lf, with lf the f_log output of the single-packet LPF value)."""
     lm = rf_code + lf_of(single_packet_f(ip_len, rf_code)) - rf_norm_code
-    assert 0 <= lm <= 0xFFFF
+    assert 0 <= lm <= C.LM_MAX, "the agent never pushes lm beyond LM_MAX (M_F <= 2^32)"
     return lm

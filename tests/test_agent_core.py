@@ -194,7 +194,7 @@ def test_restart_restores_applied_matrix(tmp_path):
     # a new agent process, and a fresh pipeline (the switch was reloaded too)
     again = make_agent(tmp_path, seed=9)
     assert again.fairness == new
-    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params["lm"] for e in again.driver.read_table(N.PAIRS.name)}
+    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): T.lm_of(e.params) for e in again.driver.read_table(N.PAIRS.name)}
     assert lm[(1, 3)] == T.lm_code(3 * M, LPF.time_constant_ns, LPF.scale_down)
     assert lm[(2, 3)] == T.lm_code(12 * M, LPF.time_constant_ns, LPF.scale_down)
     audit = StateStore(tmp_path).read_audit()
@@ -207,7 +207,7 @@ def test_pipeline_reload_is_detected_and_state_reapplied(tmp_path):
     assert agent.ensure_installed() is False
     agent.driver = LocalDriver(Pipeline(5))  # the program was reloaded: empty tables, new id
     assert agent.ensure_installed() is True
-    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params["lm"] for e in agent.driver.read_table(N.PAIRS.name)}
+    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): T.lm_of(e.params) for e in agent.driver.read_table(N.PAIRS.name)}
     assert lm[(1, 3)] == T.lm_code(2 * M, LPF.time_constant_ns, LPF.scale_down)
 
 

@@ -45,7 +45,7 @@ def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
 
 
 def pair_lm(driver) -> dict:
-    return {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params["lm"] for e in driver.read_table(N.PAIRS.name)}
+    return {(e.key["ingress_port"].value, e.key["egress_port"].value): T.lm_of(e.params) for e in driver.read_table(N.PAIRS.name)}
 
 
 def test_killed_agent_restores_the_applied_matrix(tmp_path):

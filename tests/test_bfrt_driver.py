@@ -250,7 +250,7 @@ def test_connect_retries_while_switchd_starts_then_binds(fake_sde):
 def test_a_batch_is_one_request_rolled_back_on_error(fake_sde):
     d, log, tables = fake_sde
     d.write([
-        Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "lm": 99})),
+        Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "nlm": 99})),
         Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=2)),
         Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
         Update("set_default", TableEntry(N.IPV4_ROUTES.name, {}, "drop")),
@@ -262,7 +262,7 @@ def test_a_batch_is_one_request_rolled_back_on_error(fake_sde):
     ups = [u.entity.table_entry for u in req.updates]
     assert [u.type for u in req.updates] == [1, 1, 1, 2]
     assert ups[0].key.to_dict() == {"ingress_port": {"value": 1}, "egress_port": {"value": 3}}
-    assert ups[0].data.to_dict() == {"pid": 5, "lm": 99, "action_name": "FfsIngress.pair_map.set_pair"}
+    assert ups[0].data.to_dict() == {"pid": 5, "nlm": 99, "action_name": "FfsIngress.pair_map.set_pair"}
     assert ups[1].key.to_dict() == {"f": {"value": 0x100, "mask": 0xFF80}, "$MATCH_PRIORITY": {"value": 2}}
     assert ups[2].key.to_dict() == {"dst_addr": {"value": 0x0A000300, "prefix_len": 24}}
     assert ups[3].is_default_entry and ups[3].data.action_name == "FfsIngress.forwarding.drop"
@@ -271,8 +271,8 @@ def test_a_batch_is_one_request_rolled_back_on_error(fake_sde):
     before = dict(tables[N.PAIRS.name].entries)
     with pytest.raises(DriverError, match=r"batch of 2 update\(s\), none applied: .*Already exists$"):
         d.write([
-            Update("modify", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "lm": 1})),
-            Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 6, "lm": 2})),
+            Update("modify", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "nlm": 1})),
+            Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 6, "nlm": 2})),
         ])
     assert tables[N.PAIRS.name].entries == before and len(rw.requests) == 2
 

@@ -55,17 +55,17 @@ def test_setup_node_writes_what_the_agent_writes(env):
     writes = [c for c in calls if ".add" in c[0] and "f_lpf" not in c[0]]
     assert len(writes) == len(expected)
     clears = [c[0] for c in calls if c[0].endswith(".clear")]
-    assert "bfrt.ffs.pipe.FfsIngress.ri_update.ri.clear" not in clears  # const entries
+    assert "bfrt.ffs.pipe.FfsIngress.ri_update.ri_candidate.clear" not in clears  # const entries
     assert "bfrt.ffs.pipe.FfsIngressParser.PORT_METADATA.clear" in clears
     assert calls.index(("bfrt.ffs.pipe.FfsIngress.pair_map.pairs.clear", {})) < calls.index(writes[0])
     pm = [c for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngressParser.PORT_METADATA.add"]  # `$` dropped
-    assert {"ingress_port": 1, "ifindex": 1, "trust": 1, "insert": 1} in [c[1] for c in pm]
+    assert {"ingress_port": 1, "ifindex": 1, "trust": 0, "insert": 1} in [c[1] for c in pm]  # a host port: reset
     pair = next(c for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.pair_map.pairs.add_with_set_pair")
-    assert set(pair[1]) == {"ingress_port", "egress_port", "pid", "lm"}
+    assert set(pair[1]) == {"ingress_port", "egress_port", "pid", "nlm"}
     route = next(c for c in calls if c[0].endswith("ipv4_routes.add_with_route"))
     assert route[1]["dst_addr_p_length"] == 24
     log = next(c for c in calls if c[0].endswith("f_log.add_with_set_lf"))
-    assert {"f", "f_mask", "MATCH_PRIORITY", "lf"} == set(log[1])
+    assert {"f", "f_mask", "MATCH_PRIORITY", "lf", "nlf"} == set(log[1])
     lpf = [c[1] for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.rate_est.f_lpf.add"]
     assert [x["LPF_INDEX"] for x in lpf] == list(range(N.F_LPF.size))  # every index, as the agent does
     assert lpf[0]["LPF_SPEC_TYPE"] == "RATE" and lpf[0]["LPF_SPEC_OUT_SCALE_DOWN_FACTOR"] == 4
@@ -78,7 +78,7 @@ def test_load_matrix_pushes_scaled_shares(env, tmp_path, monkeypatch):
     monkeypatch.setenv("FFS_MATRIX", str(m))
     calls = run("load_matrix.py")
     pairs = [c[1] for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.pair_map.pairs.entry_with_set_pair"]
-    lm = {(p["ingress_port"], p["egress_port"]): p["lm"] for p in pairs}
+    lm = {(p["ingress_port"], p["egress_port"]): T.lm_of(p) for p in pairs}
     assert lm[(1, 3)] == T.lm_code(4 * M) and lm[(2, 3)] == T.lm_code(16 * M)
     assert lm[(3, 1)] == T.lm_code(20 * M)  # the topology's other columns are kept
     pushes = [c for c in calls if c[0].endswith("entry_with_set_pair().push")]

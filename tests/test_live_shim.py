@@ -24,8 +24,7 @@ from ffs.driver.model import ModelDriver
 from ffs.frames import ipv4_frame, shim
 from ffs.labels import encode
 from ffs.liverun import live_node
-from ffs.switch.tna import sat_sub
-from ffs.tables import egress_params, f_log_entries
+from ffs.tables import egress_params, f_log_entries, lm_of
 
 pytestmark = [requires_root]
 
@@ -111,7 +110,7 @@ def exchange(n, host: str, frame: bytes) -> bytes:
 def pair(n, ingress: int) -> tuple[int, int]:
     for e in n.drv.read_table(N.PAIRS.name):
         if e.key["ingress_port"].value == ingress and e.key["egress_port"].value == 3:
-            return e.params["pid"], e.params["lm"]
+            return e.params["pid"], lm_of(e.params)
     raise AssertionError(f"no pair {ingress}->3")
 
 
@@ -122,15 +121,13 @@ def set_egress(n, tau: float | None, congested: bool, cr: float | None) -> dict:
 
 
 def expected_label(n, pid: int, lm: int, rf: int, eg: dict) -> dict:
-    """Stages 2-6 of spec §7.2 for the F the packet saw."""
+    """What spec §7.2 says the packet leaves with, for the F it saw: rf_norm = code(rf · F / M),
+    code(τ / rf_norm) and code(max(1 / rf_norm, C / R*))."""
     f = n.drv.read_registers(N.F_EST.name, [pid])[pid]
-    lf = lf_of(f)
-    k = sat_sub(rf, lm)
-    rf_norm = k + lf
-    d_w = k + eg["ntau"] + lf
-    assert d_w <= C.WIDE_OFFSET, "the test wants gamma = 1 (no random drop)"
-    c_cong = sat_sub(C.CONG_CAND_CONST, d_w)
-    c_unc = max(sat_sub(sat_sub(C.WIDE_OFFSET, k), lf), eg["lcr"])
+    rf_norm = rf - lm + lf_of(f)
+    assert not eg["congested"] or rf_norm <= eg["ltau"], "the test wants gamma = 1 (no random drop)"
+    c_cong = eg["ltau"] - rf_norm + C.CODE_ONE
+    c_unc = max(0x10000 - rf_norm, eg["lcr"])
     return {"f": f, "rf_out": min(rf_norm, eg["ltau"]), "c_cong": c_cong, "c_unc": c_unc}
 
 

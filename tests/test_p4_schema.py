@@ -9,6 +9,7 @@ import pytest
 
 from ffs import p4names as N
 from ffs import tables as T
+from ffs.driver.base import Range, Ternary
 from p4schema import read
 
 P4 = Path(__file__).resolve().parent.parent / "p4src"
@@ -28,7 +29,7 @@ def mismatches(prog) -> list[str]:
             out.append(f"table {name}: keys {keys} != p4src {p.keys}")
         if sorted(a.short for a in t.actions) != sorted(p.actions):
             out.append(f"table {name}: actions {[a.short for a in t.actions]} != p4src {p.actions}")
-        if t.default_action.rsplit(".", 1)[1] != p.default:
+        if t.default_action.rsplit(".", 1)[-1] != p.default:
             out.append(f"table {name}: default {t.default_action} != p4src {p.default}")
         if t.size != p.size:
             out.append(f"table {name}: size {t.size} != p4src {p.size}")
@@ -57,10 +58,28 @@ def test_p4src_and_p4names_agree():
     assert mismatches(read(P4)) == []
 
 
-def test_ri_const_entries_match_the_generator():
+def _as_p4(key, width: int):
+    """A generated key value as the P4 source writes it: a number, `_`, or a range."""
+    if isinstance(key, Range):
+        return (key.low, key.high)
+    if isinstance(key, Ternary):
+        if key.mask == 0:
+            return None
+        assert key.mask == (1 << width) - 1, "const entries of p4src/ use whole values or `_`"
+        return key.value
+    return key.value
+
+
+@pytest.mark.parametrize("table", N.CONST_TABLES, ids=lambda t: t.name)
+def test_const_entries_match_the_generator(table):
+    """The const entries of p4src/ are those of ffs.tables, in the same order (the first match
+    wins), so the software switch runs exactly the P4 program's decisions."""
     prog = read(P4)
-    p4 = {k: a for k, a in prog.tables[N.RI.name].const_entries}
-    gen = {tuple(v.value for v in e.key.values()): e.action.rsplit(".", 1)[1] for e in T.ri_entries()}
+    p4 = prog.tables[table.name].const_entries
+    gen = [
+        (tuple(_as_p4(e.key[k.name], k.width) for k in table.keys), e.action.rsplit(".", 1)[-1])
+        for e in T.const_entries()[table.name]
+    ]
     assert p4 == gen
 
 
@@ -68,7 +87,8 @@ def test_ri_const_entries_match_the_generator():
     "path, old, new, expect",
     [
         ("include/control/pair_map.p4", "table pairs {", "table pair_table {", "table FfsIngress.pair_map.pairs: only in p4names"),
-        ("include/control/normalize.p4", "action gamma_frac(bit<16> thr, bit<16> d16)", "action gamma_frac(bit<16> thr, bit<8> d16)", "gamma_frac: params"),
+        ("include/control/normalize.p4", "action gamma_frac(bit<16> thr)", "action gamma_frac(bit<8> thr)", "gamma_frac: params"),
+        ("ffs.p4", "(0, 0, 1, 1, 0, _, _, _, _, _): ffs_drop();", "(0, 0, 1, 1, 1, _, _, _, _, _): ffs_drop();", None),
         ("include/control/rate_estimation.p4", '@name("l3_len")', '@name("len")', "len_log: keys"),
         ("ffs.p4", "RateEstimation() rate_est;", "RateEstimation() estimator;", "only in"),
         ("include/control/egress_accounting.p4", "accepted;", "accepted_bytes;", "counter FfsEgress.egress_acct.accepted"),
@@ -81,4 +101,9 @@ def test_checker_catches_a_renamed_object(tmp_path, path, old, new, expect):
     text = f.read_text()
     assert old in text
     f.write_text(text.replace(old, new))
+    if expect is None:  # a const entry changed: the generator check must see it
+        prog = read(copy)
+        gen = [tuple(_as_p4(e.key[k.name], k.width) for k in N.FATE.keys) for e in T.fate_entries()]
+        assert [k for k, _ in prog.tables[N.FATE.name].const_entries] != gen
+        return
     assert any(expect in m for m in mismatches(read(copy)))

@@ -58,7 +58,7 @@ def test_group_has_room_for_subcommands():
         (("i1: {capacity: 15Gbps", "i1: {capacity: -15Gbps"), "nodes.n.interfaces.i1.capacity: negative rate"),
         (("i1: {capacity: 15Gbps", "i1: {capacity: lots"), "nodes.n.interfaces.i1.capacity: not a rate: 'lots"),
         (("i2: 8Gbps}", "i2: 9Gbps}"), "nodes.n.fairness.j: entries sum to 1.6e+10 bit/s, above the egress capacity"),
-        (("i2: {capacity: 15Gbps, port: 2}", "i2: {capacity: 15Gbps, port: 1}"), "port 1 already used"),
+        (("i2: {capacity: 15Gbps, port: 2,", "i2: {capacity: 15Gbps, port: 1,"), "port 1 already used"),
         (("egress: j}], demand: 3Gbps", "egress: i2}], demand: 3Gbps"), "no fairness column for egress 'i2'"),
         (("nodes:", "nodes: ]"), "invalid YAML"),
     ],

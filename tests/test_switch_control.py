@@ -5,6 +5,7 @@ import pytest
 
 from ffs import constants as C
 from ffs import p4names as N
+from ffs import tables as T
 from ffs.driver.base import DriverError, Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
 from ffs.driver.model import LocalDriver, ModelDriver
 from ffs.switch.control import SwitchControl
@@ -25,7 +26,7 @@ PAIR = N.PAIRS.name
 
 
 def pair(ing, eg, pid, lm=1, kind="insert"):
-    return Update(kind, TableEntry(PAIR, {"ingress_port": Exact(ing), "egress_port": Exact(eg)}, "set_pair", {"pid": pid, "lm": lm}))
+    return Update(kind, TableEntry(PAIR, {"ingress_port": Exact(ing), "egress_port": Exact(eg)}, "set_pair", T.pair_params(pid, lm)))
 
 
 @pytest.mark.parametrize(
@@ -33,17 +34,21 @@ def pair(ing, eg, pid, lm=1, kind="insert"):
     [
         (Update("insert", TableEntry("FfsIngress.nope", {}, "x")), "unknown table"),
         (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(9)}, "set_pear", {})), "unknown action"),
-        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(9)}, "set_pair", {"pid": 1 << 12, "lm": 0})), "does not fit in 12 bits"),
-        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(512), "egress_port": Exact(9)}, "set_pair", {"pid": 1, "lm": 0})), "does not fit in 9 bits"),
-        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1)}, "set_pair", {"pid": 1, "lm": 0})), "key fields must be"),
-        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 1, "lm": 0})), "already exists"),
+        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(9)}, "set_pair", {"pid": 1 << 12, "nlm": 0})), "does not fit in 12 bits"),
+        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(512), "egress_port": Exact(9)}, "set_pair", {"pid": 1, "nlm": 0})), "does not fit in 9 bits"),
+        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1)}, "set_pair", {"pid": 1, "nlm": 0})), "key fields must be"),
+        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 1, "nlm": 0})), "already exists"),
         (Update("delete", TableEntry(PAIR, {"ingress_port": Exact(7), "egress_port": Exact(3)})), "no entry"),
         (Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000001, 24)}, "route", {"port": 1})), "host bits"),
-        (Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(3, 1)}, "set_lf", {"lf": 1})), "outside the mask"),
-        (Update("insert", TableEntry(N.RI.name, {"ri_req": Exact(0), "rri_ge_one": Exact(0), "congested": Exact(0)}, "ri_keep")), "constant"),
+        (Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(3, 1)}, "set_lf", {"lf": 1, "nlf": 0xFFFF})), "outside the mask"),
+        (Update("insert", TableEntry(N.RI_CANDIDATE.name, {"ri_req": Exact(0), "trust": Exact(0), "rri_ge_one": Exact(0), "congested": Exact(0)}, "candidate_keep")), "constant"),
         (Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 2, "insert": 0})), "does not fit in 1 bits"),
         (Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",
-                                     {"ltau": 0x8000, "ntau": 0x8001, "congested": 1, "lcr": 0xFFFF})), "ntau = 0x10000 - ltau"),
+                                     {"ltau": 0x8000, "ltau_p": 1, "congested": 1, "lcr": 0xFFFF})), "ltau_p must be ltau - 0x8000"),
+        (Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",
+                                     {"ltau": 0x7FFF, "ltau_p": 0xFFFF, "congested": 1, "lcr": 0xFFFF})), r"tau in \[1, 2\^16\]"),
+        (Update("modify", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair",
+                                     {"pid": 1, "nlm": 0x1000})), "lm <= 0x1000"),
     ],
 )
 def test_refused_batch_changes_nothing(bad, message):
@@ -71,7 +76,7 @@ def test_batch_applies_everything_or_nothing():
     r = rig()
     r.driver.write([pair(1, 9, 77), pair(2, 9, 78, lm=5), pair(2, 9, 78, lm=6, kind="modify")])
     got = {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params for e in r.driver.read_table(PAIR)}
-    assert got[(1, 9)] == {"pid": 77, "lm": 1} and got[(2, 9)] == {"pid": 78, "lm": 6}
+    assert got[(1, 9)] == T.pair_params(77, 1) and got[(2, 9)] == T.pair_params(78, 6)
 
 
 def test_defaults_and_clear():

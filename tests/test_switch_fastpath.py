@@ -51,7 +51,7 @@ def _updates_initial(rng: random.Random) -> list[Update]:
         for j in PORTS:
             if rng.random() < 0.6:
                 ups.append(Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(i), "egress_port": Exact(j)},
-                                                       "set_pair", {"pid": pid, "lm": _lm(rng)})))
+                                                       "set_pair", T.pair_params(pid, _lm(rng)))))
                 pid += rng.randint(1, 300)
     for j in PORTS:
         if rng.random() < 0.8:
@@ -63,8 +63,9 @@ def _updates_initial(rng: random.Random) -> list[Update]:
              for m in rng.choices([0xFFFF0000, 0xFFFFFF00, 0xFF000000], k=6)}
     taken = {(u.entry.key["f"].value, u.entry.key["f"].mask, u.entry.priority) for u in ups if u.entry.table == N.F_LOG.name}
     for value, mask, prio in sorted(extra - taken):
+        lf = rng.randint(0, C.D_OFFSET)
         ups.append(Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(value, mask)}, "set_lf",
-                                               {"lf": rng.getrandbits(16)}, priority=prio)))
+                                               {"lf": lf, "nlf": -lf & 0xFFFF}, priority=prio)))
     if rng.random() < 0.5:
         ups.append(Update("set_default", TableEntry(N.IPV6_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)})))
     return ups
@@ -72,14 +73,15 @@ def _updates_initial(rng: random.Random) -> list[Update]:
 
 def _lm(rng: random.Random) -> int:
     # around the F_lpf scale of these packets, so that every γ regime (1, fraction, 0) happens
-    return rng.choice([0, rng.randint(0, 0xFFFF), rng.randint(2400, 3600), rng.randint(2900, 3300)])
+    return rng.choice([0, rng.randint(0, C.LM_MAX), rng.randint(2400, 3600), rng.randint(2900, 3300)])
 
 
 def _egress(rng: random.Random, port: int, kind: str) -> Update:
-    # any code, not only what the agent pushes (the data plane must agree on all of them)
-    ltau = rng.choice([0xFFFF, rng.randint(0x7000, 0x9000), rng.getrandbits(16)])
+    # any τ the control interface admits (τ in [1, 2^16] while congested, spec §5.3), any lcr
+    congested = rng.randint(0, 1)
+    ltau = rng.choice([C.CODE_ONE, rng.randint(C.CODE_ONE, 0x8400), rng.randint(C.CODE_ONE, C.LTAU_MAX)]) if congested else 0xFFFF
     lcr = rng.choice([0xFFFF, rng.getrandbits(16)])
-    params = {"ltau": ltau, "ntau": C.WIDE_OFFSET - ltau, "congested": rng.randint(0, 1), "lcr": lcr}
+    params = {"ltau": ltau, "ltau_p": ltau - C.CODE_ONE if congested else 0, "congested": congested, "lcr": lcr}
     return Update(kind, TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(port)}, "set_egress", params))
 
 
@@ -180,8 +182,8 @@ def test_gamma_fractions_draw_the_same_numbers():
     for cls in (Pipeline, fast.FastPipeline):
         r = rig(seed=9, pipeline=cls)
         rf = encode(2.0)
-        r.set_pair(lm_for(rf, encode(2.0)))
-        r.set_egress(encode(2.0) - 203)  # d = 203: γ = 2^(-203/128) ≈ 1/3
+        r.set_pair(lm_for(rf, encode(1.0) + 203))
+        r.set_egress(encode(1.0))  # d = 203: γ = 2^(-203/128) ≈ 1/3
         f = labelled(rf)
         runs.append([r.send(f).egress_port is not None for _ in range(10_000)])
     assert runs[0] == runs[1]

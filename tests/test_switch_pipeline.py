@@ -86,7 +86,7 @@ def test_lpm_prefers_longest_prefix():
 )
 def test_shim_found_after_options_vlan_ipv6(frame, shim_at):
     r = rig()
-    r.set_pair(0xFFFF)  # a huge M: every label normalizes far below tau, nothing drops
+    r.set_pair(C.LM_MAX)  # the largest M: every label normalizes far below tau, nothing drops
     r.set_egress(encode(1.0))
     f = frame(shim(encode(0.25), C.FLAG_RI))
     res = r.send(f)
@@ -211,10 +211,10 @@ def test_drop_frequency_binomial(gamma):
     n = 6000
     r = rig(seed=11)
     rf = encode(2.0)
-    r.set_pair(lm_for(rf, encode(2.0)))
-    ltau = encode(2.0) - round(128 * math.log2(1 / gamma))
-    r.set_egress(ltau)
-    p = T.gamma_of_code_distance(encode(2.0) - ltau)  # the table's exact probability
+    target = encode(1.0) + round(128 * math.log2(1 / gamma))  # rf_norm = τ / γ with τ = 1
+    r.set_pair(lm_for(rf, target))
+    r.set_egress(encode(1.0))
+    p = T.gamma_of_code_distance(target - encode(1.0))  # the table's exact probability
     assert p == pytest.approx(gamma, rel=0.006)
     accepted = sum(r.send(labelled(rf)).egress_port is not None for _ in range(n))
     sigma = math.sqrt(n * p * (1 - p))

@@ -60,8 +60,10 @@ def test_log_tables_disjoint_and_cover_every_nonzero_input(width, table):
     for value, mask, lo, hi in buckets:  # each entry's [lo, hi] is exactly the set it matches
         assert value & ~mask == 0 and lo == value and hi == value | (~mask & ((1 << width) - 1))
     entries = T.len_log_entries() if width == 16 else T.f_log_entries()
-    assert len(entries) == len(buckets) <= table.size
-    assert {e.table for e in entries} == {table.name} and {e.action for e in entries} == {table.actions[0].name}
+    copies = 2 if width == 16 else 1  # len_log: one set for trusting ports, one for resetting ones
+    assert len(entries) == copies * len(buckets) <= table.size
+    assert {e.table for e in entries} == {table.name}
+    assert {e.action for e in entries} == {a.name for a in table.actions[:copies]}
 
 
 @pytest.mark.parametrize("width", [16, 32])
@@ -103,10 +105,19 @@ def test_exact_small_values():
 
 
 def test_len_log_action_data():
-    llen = {e.key["l3_len"].value: e.params["llen"] for e in T.len_log_entries()}
+    entries = T.len_log_entries()
+    llen = {e.key["l3_len"].value: e.params["llen"] for e in entries if e.key["trust"].value == 1}
     assert llen[1] == T.LLEN_OFFSET == 128 * C.WEIGHT_SHIFT + C.CODE_BIAS
     assert llen[64] == 6 * 128 + T.LLEN_OFFSET
     assert max(llen.values()) <= 0xFFFF
+    # a resetting port: the label 1.0 is folded in, lw = llen - code(1)
+    lw = {e.key["l3_len"].value: e.params["lw"] for e in entries if e.key["trust"].value == 0}
+    assert lw.keys() == llen.keys() and all(lw[k] == llen[k] - C.CODE_ONE for k in llen)
+
+
+def test_f_log_carries_minus_lf():
+    for e in T.f_log_entries():
+        assert (e.params["lf"] + e.params["nlf"]) & 0xFFFF == 0 and e.params["lf"] <= C.D_OFFSET
 
 
 def test_weight_table_ends_and_values():
@@ -144,9 +155,10 @@ def test_weight_path_error():
 def test_gamma_table():
     entries = T.gamma_entries()
     assert len(entries) == C.GAMMA_D_MAX + 2 <= N.GAMMA.size
-    thr = {e.key["d"].value - C.WIDE_OFFSET: e.params["thr"] for e in entries if e.params}
+    # c_cong = code(τ / rf_norm) = CODE_ONE - d on a congested egress
+    thr = {C.CODE_ONE - e.key["c_cong"].value: e.params["thr"] for e in entries if e.params}
     assert sorted(thr) == list(range(1, C.GAMMA_D_MAX + 1))
-    assert all(e.params["d16"] == e.key["d"].value - C.WIDE_OFFSET for e in entries if e.params)
+    assert all(e.key["congested"] == Ternary(1, 1) for e in entries if e.params)
     assert thr[128] == 32768  # one octave: gamma = 1/2
     assert thr[1] == round(65536 * 2 ** (-1 / 128)) == 65182
     assert thr[C.GAMMA_D_MAX] == 1  # 2^-16 rounds to 1: the last entry still forwards 1 in 65536
@@ -154,32 +166,34 @@ def test_gamma_table():
     assert all(thr[d] >= thr[d + 1] for d in range(1, C.GAMMA_D_MAX))
     for d in (1, 37, 128, 500, 1024):  # thresholds within half a unit of 65536 * gamma
         assert abs(thr[d] - 65536 * 2 ** (-d / 128)) <= 0.5
-    # the two gamma = 1 entries cover exactly d_w < 0x10000 and d_w == 0x10000
-    one = [e.key["d"] for e in entries if e.action.endswith("gamma_one")]
-    assert one == [Ternary(0, 0xFFFF0000), Ternary(0x10000, 0xFFFFFFFF)]
-    values = np.array([e.key["d"].value for e in entries], dtype=np.uint64)
-    masks = np.array([e.key["d"].mask for e in entries], dtype=np.uint64)
+    # γ = 1: any uncongested egress, and d <= 0 (c_cong >= CODE_ONE) on a congested one
+    one = [(e.key["congested"], e.key["c_cong"]) for e in entries if e.action.endswith("gamma_one")]
+    assert one == [(Ternary(0, 1), Ternary(0, 0)), (Ternary(1, 1), Ternary(C.CODE_ONE, C.CODE_ONE))]
+    # every (congested, c_cong) of 17 bits hits at most one entry, exactly one where γ > 0
+    values = np.array([(e.key["congested"].value << 16) | e.key["c_cong"].value for e in entries], dtype=np.uint64)
+    masks = np.array([(e.key["congested"].mask << 16) | e.key["c_cong"].mask for e in entries], dtype=np.uint64)
     assert _pairwise_disjoint(values, masks)
-    # d_w for d in [-0x10000, 2048] hits exactly one entry; beyond, it misses (gamma_zero)
-    hits = _hits_per_input(_matched_ranges(zip(values.tolist(), masks.tolist()), 32), C.WIDE_OFFSET + C.GAMMA_D_MAX + 100)
-    assert np.all(hits[: C.WIDE_OFFSET + C.GAMMA_D_MAX + 1] == 1) and np.all(hits[C.WIDE_OFFSET + C.GAMMA_D_MAX + 1 :] == 0)
+    hits = _hits_per_input(_matched_ranges(zip(values.tolist(), masks.tolist()), 17), 1 << 17)
+    cong = hits[1 << 16 :]
+    assert np.all(hits[: 1 << 16] == 1)  # uncongested
+    assert np.all(cong[C.CODE_ONE - C.GAMMA_D_MAX :] == 1) and np.all(cong[: C.CODE_ONE - C.GAMMA_D_MAX] == 0)
     assert T.gamma_of_code_distance(0) == 1.0 and T.gamma_of_code_distance(-5) == 1.0
     assert T.gamma_of_code_distance(C.GAMMA_D_MAX + 1) == 0.0
     with pytest.raises(ValueError):
         T.gamma_threshold(0)
 
 
-def test_ri_entries_cover_requests():
-    entries = T.ri_entries()
-    assert len(entries) <= N.RI.size and {e.table for e in entries} == {N.RI.name}
+def test_ri_candidates_cover_requests():
+    entries = T.ri_candidate_entries()
+    assert len(entries) <= N.RI_CANDIDATE.size and {e.table for e in entries} == {N.RI_CANDIDATE.name}
     e = {tuple(v.value for v in x.key.values()): x.action.rsplit(".", 1)[1] for x in entries}
-    assert e == {
-        (1, 1, 0): "ri_uncongested",
-        (1, 1, 1): "ri_congested",
-        (1, 0, 0): "ri_upstream",
-        (1, 0, 1): "ri_upstream",
+    assert e == {  # (ri_req, trust, rri_ge_one, congested): Algorithm 4's branches
+        (1, 1, 1, 0): "candidate_uncongested",
+        (1, 1, 1, 1): "candidate_congested",
+        (1, 1, 0, 0): "candidate_keep",  # rri < 1 and γ = 1: rri · γ = rri
+        (1, 1, 0, 1): "candidate_upstream",
     }
-    assert N.RI.default_action.endswith("ri_keep")  # ri_req = 0
+    assert N.RI_CANDIDATE.default_action.endswith("candidate_keep")  # not requested, or reset port
 
 
 def test_static_updates_one_batch_of_inserts():
@@ -189,7 +203,7 @@ def test_static_updates_one_batch_of_inserts():
     for u in ups:
         counts[u.entry.table] = counts.get(u.entry.table, 0) + 1
     assert counts == {
-        N.LEN_LOG.name: len(T.log_buckets(16)),
+        N.LEN_LOG.name: 2 * len(T.log_buckets(16)),
         N.WEIGHT.name: C.WEIGHT_KEYS,
         N.F_LOG.name: len(T.log_buckets(32)),
         N.GAMMA.name: C.GAMMA_D_MAX + 2,
@@ -206,9 +220,12 @@ def test_static_updates_one_batch_of_inserts():
 
 def test_egress_params():
     p = T.egress_params(4 / 3, True, None)
-    assert p == {"ltau": encode(4 / 3), "ntau": 0x10000 - encode(4 / 3), "congested": 1, "lcr": C.CODE_MAX}
+    assert p == {"ltau": encode(4 / 3), "ltau_p": encode(4 / 3) - 0x8000, "congested": 1, "lcr": C.CODE_MAX}
     idle = T.egress_params(None, False, 2.0)
-    assert idle == {"ltau": C.CODE_MAX, "ntau": 1, "congested": 0, "lcr": encode(2.0)}
+    assert idle == {"ltau": C.CODE_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
+    assert T.egress_params(2.0**20, True, None)["ltau"] == C.LTAU_MAX  # τ <= 2^16
+    assert T.egress_params_consistent(p) is None and T.egress_params_consistent(idle) is None
+    assert "ltau_p" in T.egress_params_consistent({**p, "ltau_p": 0})
     assert T.egress_params(3.0, False, math.inf)["ltau"] == C.CODE_MAX  # uncongested: tau ignored
     for bad in (0.5, None, math.inf, math.nan):
         with pytest.raises(ValueError):
@@ -273,3 +290,16 @@ def test_precision_budget_over_a_grid():
     assert 0.006 < worst_norm <= 2**octaves_norm - 1  # 0.93 % bound; the grid reaches 0.85 %
     bound_gamma = 2 ** (octaves_norm + 1 / 256) - 1 + 0.5 / 256  # + ltau, + thr rounding at 2^-8
     assert 0.009 < worst_gamma <= bound_gamma < 0.02  # spec §10: ≤ 1.4 %, within the 2 % requirement
+
+
+@pytest.mark.parametrize("capacity", [10e6, 1e9, 10e9, 100e9, 400e9])
+def test_estimator_sized_for_line_rate_at_the_smallest_label(capacity):
+    """spec §4: with the scale-down the agent derives, a stream at line rate whose packets all carry
+    rf = 2^-8 (or anything below, clamped) keeps the F LPF below 2^32, with room for a burst of 2;
+    one step less would not."""
+    s = T.lpf_scale_down_for(capacity)
+    per_s = capacity / 8 * 256 * 256  # weight units per second at rf = 2^-8
+    held = per_s * C.LPF_TIME_CONSTANT_NS * 1e-9  # what the RATE filter holds at a steady rate
+    assert 2 * held / 2**s <= C.WEIGHT_MAX
+    if s > 0:
+        assert 2 * held / 2 ** (s - 1) > C.WEIGHT_MAX

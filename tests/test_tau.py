@@ -79,19 +79,19 @@ def test_no_windup_while_uncongested():
     for _ in range(100):  # long idle: A far below T would raise tau every period if the rule ran
         s = tau_step(s, a_bps=1.0, r_star_bps=5.0, target_bps=10.0)
     assert s.tau == 2.0 and not s.congested
-    assert egress_action_params(s, 5.0, 10.0) == {"ltau": C.CODE_MAX, "ntau": 1, "congested": 0, "lcr": encode(2.0)}
+    assert egress_action_params(s, 5.0, 10.0) == {"ltau": C.CODE_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
     # R* = T exactly is not congested (spec §9: congested iff R* > T)
     assert not tau_step(s, 10.0, 10.0, 10.0).congested
     # congestion returns: the rule resumes from the frozen 2.0, not from a wound-up value
     s = tau_step(s, a_bps=12.0, r_star_bps=30.0, target_bps=10.0, params=TauParams(delta_bps=0.0))
     assert s.congested and s.tau == pytest.approx(2.0 * 10 / 12)
     p = egress_action_params(s, 30.0, 10.0)
-    assert p == {"ltau": encode(s.tau), "ntau": 0x10000 - encode(s.tau), "congested": 1, "lcr": encode(1 / 3)}
+    assert p == {"ltau": encode(s.tau), "ltau_p": encode(s.tau) - 0x8000, "congested": 1, "lcr": encode(1 / 3)}
 
 
 def test_no_traffic_pushes_uncongested_with_lcr_saturated():
     s = tau_step(EgressTau(), 0.0, 0.0, 10.0)
-    assert egress_action_params(s, 0.0, 10.0) == {"ltau": 0xFFFF, "ntau": 1, "congested": 0, "lcr": 0xFFFF}
+    assert egress_action_params(s, 0.0, 10.0) == {"ltau": 0xFFFF, "ltau_p": 0, "congested": 0, "lcr": 0xFFFF}
 
 
 @pytest.mark.parametrize("bad", [(math.nan, 1.0, 1.0), (1.0, -1.0, 1.0), (1.0, 1.0, math.inf)])
@@ -124,7 +124,7 @@ def test_converges_to_four_thirds_on_table_ii():
     assert fluid(s.tau, TABLE_II) == pytest.approx(T_II, rel=1e-2)
     assert all(t >= 1.0 for t in trace)
     p = egress_action_params(s, 23.0, T_II)
-    assert p["ltau"] == encode(4 / 3) and p["ntau"] == 0x10000 - p["ltau"] and p["lcr"] == encode(15 / 23)
+    assert p["ltau"] == encode(4 / 3) and p["ltau_p"] == p["ltau"] - 0x8000 and p["lcr"] == encode(15 / 23)
 
 
 def test_converges_from_above_through_the_decrease_limit():

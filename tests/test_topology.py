@@ -157,7 +157,9 @@ def test_dataclasses_are_frozen_and_documented_defaults(topo_dir):
     t = load(topo_dir / "chain.yaml")
     n1 = t.node("n1")
     assert n1.interfaces["l"].peer == "n2.up" and not n1.interfaces["l"].local and n1.interfaces["a"].local
-    assert n1.interfaces["a"].trust and not n1.interfaces["a"].insert and not n1.interfaces["a"].strip
+    # host-facing ports reset labels unless the file says trust: true; links between FFS nodes trust
+    assert not n1.interfaces["a"].trust and not n1.interfaces["a"].insert and not n1.interfaces["a"].strip
+    assert n1.interfaces["l"].trust and t.node("n2").interfaces["up"].trust
     with pytest.raises(dataclasses.FrozenInstanceError):
         n1.target_factor = 0.5  # type: ignore[misc]
     with pytest.raises(TopologyError, match="unknown node 'zz'"):

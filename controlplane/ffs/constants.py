@@ -31,10 +31,15 @@ WEIGHT_KEYS = 32 * CODE_STEPS_PER_OCTAVE  # weight table keys lw in [0, 4096): w
 WEIGHT_MAX = 0xFFFFFFFF
 LOG_TABLE_MANTISSA_BITS = 7  # ternary log tables: MSB position + 7 following bits
 
-# --- wide (32-bit) intermediates of the pipeline (spec §7) ----------------------------------
-WIDE_OFFSET = 0x10000  # d_w = d + WIDE_OFFSET keeps the difference rf_norm - tau non-negative
-CONG_CAND_CONST = WIDE_OFFSET + CODE_BIAS  # c_cong = 0x18000 |-| d_w  == code(tau / rf_norm)
-INV_CONST = 0x10000  # c_inv = 0x10000 |-| rf_norm == code(1 / rf_norm)
+# --- admitted labels and the 16-bit pipeline arithmetic (spec §3.1, §7.2) --------------------
+# The admitted label range [2**-8, 2**8]: an arriving rf outside it is clamped before any use, so
+# the weight len/rf of a packet never exceeds 2**16 times its length and an estimator sized for
+# line rate at 2**-8 never saturates (spec §3.1, §4): no label buys more than the pair's share.
+RF_CODE_MIN = CODE_BIAS - 8 * CODE_STEPS_PER_OCTAVE  # 0x7C00 = code(2**-8)
+RF_CODE_MAX = CODE_BIAS + 8 * CODE_STEPS_PER_OCTAVE  # 0x8400 = code(2**8)
+LTAU_MAX = CODE_BIAS + 16 * CODE_STEPS_PER_OCTAVE  # 0x8800 = code(TAU_MAX = 2**16)
+D_OFFSET = 32 * CODE_STEPS_PER_OCTAVE  # 0x1000: log2 of a 32-bit F or M_F never exceeds 32 octaves
+LM_MAX = D_OFFSET  # the largest lm the agent pushes (M_F <= 2**32)
 
 # --- the gamma table (spec §5.4) -------------------------------------------------------------
 RANDOM_BITS = 16
@@ -47,6 +52,7 @@ PORT_BITS = 9
 NUM_PORTS = 512  # per-port arrays are indexed by the 9-bit device port
 IPV4_ROUTES = 1024
 IPV6_ROUTES = 1024
+LEN_LOG_SIZE = 4096  # two buckets sets: trusting and resetting ports
 EVENT_COUNTER_SIZE = 8
 
 # indices of FfsIngress.events (spec §7.6)

@@ -104,7 +104,8 @@ IPV6_ROUTES = Table(
     C.IPV6_ROUTES,
 )
 
-_SET_PAIR = Action(f"{ING}.pair_map.set_pair", (("pid", C.PID_BITS), ("lm", 16)))
+# nlm = -lm (mod 2^16): an action cannot subtract action data (spec §5.3)
+_SET_PAIR = Action(f"{ING}.pair_map.set_pair", (("pid", C.PID_BITS), ("nlm", 16)))
 _NO_PAIR = Action(f"{ING}.pair_map.no_pair")
 PAIRS = Table(
     f"{ING}.pair_map.pairs",
@@ -116,7 +117,7 @@ PAIRS = Table(
 
 _SET_EGRESS = Action(
     f"{ING}.pair_map.set_egress",
-    (("ltau", 16), ("ntau", 32), ("congested", 1), ("lcr", 16)),
+    (("ltau", 16), ("ltau_p", 16), ("congested", 1), ("lcr", 16)),
 )
 _EGRESS_UNMANAGED = Action(f"{ING}.pair_map.egress_unmanaged")
 EGRESS_PARAMS = Table(
@@ -128,13 +129,14 @@ EGRESS_PARAMS = Table(
 )
 
 _SET_LW = Action(f"{ING}.rate_est.set_lw", (("llen", 16),))
+_SET_LW_RESET = Action(f"{ING}.rate_est.set_lw_reset", (("lw", 16),))
 _LW_ZERO = Action(f"{ING}.rate_est.lw_zero")
 LEN_LOG = Table(
     f"{ING}.rate_est.len_log",
-    (Key("l3_len", "ternary", 16),),
-    (_SET_LW, _LW_ZERO),
+    (Key("trust", "exact", 1), Key("l3_len", "ternary", 16)),
+    (_SET_LW, _SET_LW_RESET, _LW_ZERO),
     _LW_ZERO.name,
-    2048,
+    C.LEN_LOG_SIZE,
 )
 
 _SET_WEIGHT = Action(f"{ING}.rate_est.set_weight", (("w", 32),))
@@ -147,7 +149,8 @@ WEIGHT = Table(
     C.WEIGHT_KEYS,
 )
 
-_SET_LF = Action(f"{ING}.rate_est.set_lf", (("lf", 16),))
+# nlf = -lf (mod 2^16) rides with lf: c_cong = cc - lf is an add of nlf (spec §5.1)
+_SET_LF = Action(f"{ING}.rate_est.set_lf", (("lf", 16), ("nlf", 16)))
 _LF_ZERO = Action(f"{ING}.rate_est.lf_zero")
 F_LOG = Table(
     f"{ING}.rate_est.f_log",
@@ -158,30 +161,77 @@ F_LOG = Table(
 )
 
 _GAMMA_ONE = Action(f"{ING}.normalize.gamma_one")
-_GAMMA_FRAC = Action(f"{ING}.normalize.gamma_frac", (("thr", 16), ("d16", 16)))
+_GAMMA_FRAC = Action(f"{ING}.normalize.gamma_frac", (("thr", 16),))
 _GAMMA_ZERO = Action(f"{ING}.normalize.gamma_zero")
 GAMMA = Table(
     f"{ING}.normalize.gamma",
-    (Key("d", "ternary", 32),),
+    (Key("congested", "ternary", 1), Key("c_cong", "ternary", 16)),
     (_GAMMA_ONE, _GAMMA_FRAC, _GAMMA_ZERO),
     _GAMMA_ZERO.name,
     C.GAMMA_D_MAX + 2,
 )
 
-_RI_UPSTREAM = Action(f"{ING}.ri_update.ri_upstream")
-_RI_CONGESTED = Action(f"{ING}.ri_update.ri_congested")
-_RI_UNCONGESTED = Action(f"{ING}.ri_update.ri_uncongested")
-_RI_KEEP = Action(f"{ING}.ri_update.ri_keep")
-RI = Table(
-    f"{ING}.ri_update.ri",
+# --- tables whose entries are fixed in the P4 source (const entries, spec §5.5) ---------------
+
+_USE_LABEL = Action(f"{ING}.use_label")
+PORT_LABEL = Table(
+    f"{ING}.port_label",
+    (Key("trust", "ternary", 1), Key("insert", "ternary", 1), Key("ffs_state", "ternary", 2), Key("ipv4", "ternary", 1)),
+    (_USE_LABEL, Action(f"{ING}.use_label_ri"), Action(f"{ING}.reset_label"), Action(f"{ING}.may_insert_v4")),
+    _USE_LABEL.name,
+    8,
+    const_entries=True,
+)
+
+_SHIM_FITS = Action(f"{ING}.shim_fits")
+IPV4_SHIM_LEN = Table(
+    f"{ING}.ipv4_shim_len",
+    (Key("ihl", "exact", 4), Key("total_len", "range", 16)),
+    (Action(f"{ING}.short_shim"), _SHIM_FITS),
+    _SHIM_FITS.name,
+    16,
+    const_entries=True,
+)
+
+_CANDIDATE_KEEP = Action(f"{ING}.ri_update.candidate_keep")
+RI_CANDIDATE = Table(
+    f"{ING}.ri_update.ri_candidate",
     (
         Key("ri_req", "exact", 1),
+        Key("trust", "exact", 1),
         Key("rri_ge_one", "exact", 1),  # bit 15 of the rri code: rri >= 1.0
         Key("congested", "exact", 1),
     ),
-    (_RI_UPSTREAM, _RI_CONGESTED, _RI_UNCONGESTED, _RI_KEEP),
-    _RI_KEEP.name,
-    8,
+    (
+        Action(f"{ING}.ri_update.candidate_upstream"),
+        _CANDIDATE_KEEP,
+        Action(f"{ING}.ri_update.candidate_congested"),
+        Action(f"{ING}.ri_update.candidate_uncongested"),
+    ),
+    _CANDIDATE_KEEP.name,
+    16,
+    const_entries=True,
+)
+
+_PARSE_DROP = Action(f"{ING}.parse_drop")
+FATE = Table(
+    f"{ING}.fate",
+    tuple(
+        Key(n, "ternary", w)
+        for n, w in (
+            ("parse_error", 1), ("parser_err", 16), ("routed", 1), ("managed", 1), ("margin", 16),
+            ("ffs_state", 2), ("trust", 1), ("insert", 1), ("ipv4", 1), ("ipv6", 1),
+        )
+    ),
+    tuple(
+        Action(f"{ING}.{a}")
+        for a in (
+            "parse_drop", "miss_drop", "note_no_pair", "ffs_drop", "note_opaque", "rewrite_label",
+            "rewrite_reset_label", "insert_shim_v4", "insert_shim_v6", "forward",
+        )
+    ),
+    _PARSE_DROP.name,
+    16,
     const_entries=True,
 )
 
@@ -204,12 +254,16 @@ TABLES: tuple[Table, ...] = (
     WEIGHT,
     F_LOG,
     GAMMA,
-    RI,
     EGRESS_PORTS,
+    PORT_LABEL,
+    IPV4_SHIM_LEN,
+    RI_CANDIDATE,
+    FATE,
 )
+CONST_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.const_entries)
 
 PAIR_BYTES = Counter(f"{ING}.rate_est.pair_bytes", C.NUM_PAIRS)  # R_(i,j), labels as they arrive
-PAIR_DROPS = Counter(f"{ING}.normalize.pair_drops", C.NUM_PAIRS)  # dropped by gamma
+PAIR_DROPS = Counter(f"{ING}.pair_drops", C.NUM_PAIRS)  # dropped by gamma
 EVENTS = Counter(f"{ING}.events", C.EVENT_COUNTER_SIZE, "PACKETS")  # indices: constants.EVENT_*
 ACCEPTED = Counter(f"{EGR}.egress_acct.accepted", C.NUM_PORTS)  # A_j, by egress device port
 COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, PAIR_DROPS, EVENTS, ACCEPTED)

@@ -13,7 +13,7 @@ from typing import Callable
 
 from ffs import constants as C
 from ffs import p4names as N
-from ffs.driver.base import Exact, TableEntry, Ternary, Update
+from ffs.driver.base import Exact, Range, TableEntry, Ternary, Update
 from ffs.labels import encode, round_log
 
 # --- ternary log tables (§5.1) ---------------------------------------------------------------
@@ -44,18 +44,25 @@ def bucket_log(lo: int, hi: int) -> int:
 
 
 def log_table_entries(
-    table: N.Table, width: int, out: Callable[[int, int], int], mantissa_bits: int = C.LOG_TABLE_MANTISSA_BITS
+    table: N.Table,
+    width: int,
+    action: str,
+    out: Callable[[int, int], dict[str, int]],
+    fixed: dict[str, int] | None = None,
+    mantissa_bits: int = C.LOG_TABLE_MANTISSA_BITS,
 ) -> list[TableEntry]:
-    """A ternary MSB log table (spec §5.1) for `table`: one entry per bucket of `log_buckets`, keyed
-    on the table's (single) key, running its first action with `out(lo, hi)` as the action's one
-    parameter. The names come from `ffs.p4names`, so generator and P4 program cannot drift apart."""
-    (key,) = table.keys
+    """A ternary MSB log table (spec §5.1) for `table`: one entry per bucket of `log_buckets`, on
+    the table's ternary key, running `action` with `out(lo, hi)` as its parameters; `fixed` gives
+    the table's exact keys. The names come from `ffs.p4names`, so generator and P4 program cannot
+    drift apart."""
+    fixed = fixed or {}
+    (key,) = [k for k in table.keys if k.name not in fixed]
     if key.match != "ternary" or key.width != width:
         raise ValueError(f"{table.name}: key {key.name} is {key.match}/{key.width}, not ternary/{width}")
-    action = table.actions[0]
-    (param, _bits), = action.params
+    act = table.action(action)
+    exact = {name: Exact(v) for name, v in fixed.items()}
     return [
-        TableEntry(table.name, {key.name: Ternary(value, mask)}, action.name, {param: out(lo, hi)})
+        TableEntry(table.name, {**exact, key.name: Ternary(value, mask)}, act.name, out(lo, hi))
         for value, mask, lo, hi in log_buckets(width, mantissa_bits)
     ]
 
@@ -69,15 +76,27 @@ def llen_code(lo: int, hi: int) -> int:
 
 
 def len_log_entries() -> list[TableEntry]:
-    """len_log (spec §5.1): llen per bucket of the 16-bit IP length; length 0 takes lw_zero."""
+    """len_log (spec §5.1): llen per bucket of the 16-bit IP length on a trusting port (the action
+    subtracts the arriving label); on a resetting port the label is 1.0, folded into the constant
+    lw = llen - code(1). Length 0 takes lw_zero."""
     t = N.LEN_LOG
-    return log_table_entries(t, 16, llen_code)
+    trusted = log_table_entries(t, 16, "set_lw", lambda lo, hi: {"llen": llen_code(lo, hi)}, {"trust": 1})
+    reset = log_table_entries(
+        t, 16, "set_lw_reset", lambda lo, hi: {"lw": max(llen_code(lo, hi) - C.CODE_ONE, 0)}, {"trust": 0}
+    )
+    return trusted + reset
+
+
+def lf_params(lo: int, hi: int) -> dict[str, int]:
+    """f_log's action data: lf and nlf = -lf (mod 2^16), the same number twice because the data
+    plane adds it to k and subtracts it from cc (spec §5.1)."""
+    lf = bucket_log(lo, hi)
+    return {"lf": lf, "nlf": (-lf) & C.CODE_MAX}
 
 
 def f_log_entries() -> list[TableEntry]:
     """f_log (spec §5.1): the unbiased log of the 32-bit F estimator output; 0 takes lf_zero."""
-    t = N.F_LOG
-    return log_table_entries(t, 32, bucket_log)
+    return log_table_entries(N.F_LOG, 32, "set_lf", lf_params)
 
 
 # --- the weight table (§5.2) -----------------------------------------------------------------
@@ -113,16 +132,18 @@ def gamma_threshold(d: int) -> int:
 
 
 def gamma_entries() -> list[TableEntry]:
+    """γ on (congested, c_cong), c_cong = code(τ / rf_norm) = CODE_ONE - d (spec §5.4): an
+    uncongested egress and d <= 0 bypass the random draw; d = 1..GAMMA_D_MAX get a threshold;
+    a miss (d beyond) drops."""
     t = N.GAMMA
     one, frac = t.action("gamma_one").name, t.action("gamma_frac").name
     entries = [
-        TableEntry(t.name, {"d": Ternary(0x00000000, 0xFFFF0000)}, one),
-        TableEntry(t.name, {"d": Ternary(C.WIDE_OFFSET, 0xFFFFFFFF)}, one),
+        TableEntry(t.name, {"congested": Ternary(0, 1), "c_cong": Ternary(0, 0)}, one),
+        TableEntry(t.name, {"congested": Ternary(1, 1), "c_cong": Ternary(C.CODE_ONE, C.CODE_ONE)}, one),
     ]
     for d in range(1, C.GAMMA_D_MAX + 1):
-        entries.append(
-            TableEntry(t.name, {"d": Ternary(C.WIDE_OFFSET + d, 0xFFFFFFFF)}, frac, {"thr": gamma_threshold(d), "d16": d})
-        )
+        key = {"congested": Ternary(1, 1), "c_cong": Ternary(C.CODE_ONE - d, C.CODE_MAX)}
+        entries.append(TableEntry(t.name, key, frac, {"thr": gamma_threshold(d)}))
     return entries
 
 
@@ -135,23 +156,87 @@ def gamma_of_code_distance(d: int) -> float:
     return gamma_threshold(d) / (1 << C.RANDOM_BITS)
 
 
-# --- the RI table's constant entries (§5.5) ---------------------------------------------------
+# --- the constant entries of p4src/ (spec §5.5, §7.6): one generator each, checked against the
+# P4 source by tests/test_p4_schema.py and run by the software switch --------------------------
 
 
-def ri_entries() -> list[TableEntry]:
-    """Algorithm 4's branches; `rri_ge_one` is bit 15 of the rri code (1 iff rri >= 1.0)."""
-    t = N.RI
+def port_label_entries() -> list[TableEntry]:
+    """FfsIngress.port_label, in priority order: which label enters normalization."""
+    t = N.PORT_LABEL
+    any1 = Ternary(0, 0)
+    valid = Ternary(C.FFS_STATE_VALID, 3)
+    return [
+        TableEntry(t.name, {"trust": Ternary(1, 1), "insert": any1, "ffs_state": valid, "ipv4": any1}, t.action("use_label_ri").name),
+        TableEntry(t.name, {"trust": Ternary(0, 1), "insert": any1, "ffs_state": valid, "ipv4": any1}, t.action("reset_label").name),
+        TableEntry(
+            t.name,
+            {"trust": any1, "insert": Ternary(1, 1), "ffs_state": Ternary(C.FFS_STATE_NONE, 3), "ipv4": Ternary(1, 1)},
+            t.action("may_insert_v4").name,
+        ),
+    ]
+
+
+def ipv4_shim_len_entries() -> list[TableEntry]:
+    """FfsIngress.ipv4_shim_len: total_len < 4·IHL + 8 cannot hold the shim (spec §2)."""
+    t = N.IPV4_SHIM_LEN
+    return [
+        TableEntry(t.name, {"ihl": Exact(ihl), "total_len": Range(0, 4 * ihl + C.SHIM_LEN - 1)}, t.action("short_shim").name)
+        for ihl in range(5, 16)
+    ]
+
+
+def ri_candidate_entries() -> list[TableEntry]:
+    """FfsIngress.ri_update.ri_candidate: Algorithm 4's branches, only where RI is requested on a
+    trusting port; `rri_ge_one` is bit 15 of the rri code (1 iff rri >= 1.0)."""
+    t = N.RI_CANDIDATE
     out = []
     for ge_one in (0, 1):
         for cong in (0, 1):
             if not ge_one:
-                act = t.action("ri_upstream").name
+                act = "candidate_upstream" if cong else "candidate_keep"
             else:
-                act = t.action("ri_congested" if cong else "ri_uncongested").name
-            out.append(
-                TableEntry(t.name, {"ri_req": Exact(1), "rri_ge_one": Exact(ge_one), "congested": Exact(cong)}, act)
-            )
+                act = "candidate_congested" if cong else "candidate_uncongested"
+            key = {"ri_req": Exact(1), "trust": Exact(1), "rri_ge_one": Exact(ge_one), "congested": Exact(cong)}
+            out.append(TableEntry(t.name, key, t.action(act).name))
     return out
+
+
+FATE_KEYS = ("parse_error", "parser_err", "routed", "managed", "margin", "ffs_state", "trust", "insert", "ipv4", "ipv6")
+
+
+def fate_entries() -> list[TableEntry]:
+    """FfsIngress.fate in priority order (first match wins; a miss, a parse error, drops)."""
+    t = N.FATE
+    rows: list[tuple[tuple[int | None, ...], str]] = [
+        ((0, 0, 0, None, None, None, None, None, None, None), "miss_drop"),
+        ((0, 0, 1, 0, None, None, None, None, None, None), "note_no_pair"),
+        ((0, 0, 1, 1, 0, None, None, None, None, None), "ffs_drop"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_VALID, 1, None, None, None), "rewrite_label"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_VALID, 0, None, None, None), "rewrite_reset_label"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_OPAQUE, None, None, None, None), "note_opaque"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 1, None), "insert_shim_v4"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 0, 1), "insert_shim_v6"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, None, None, None), "forward"),
+    ]
+    widths = {k.name: k.width for k in t.keys}
+    return [
+        TableEntry(
+            t.name,
+            {n: Ternary(0, 0) if v is None else Ternary(v, (1 << widths[n]) - 1) for n, v in zip(FATE_KEYS, values)},
+            t.action(act).name,
+        )
+        for values, act in rows
+    ]
+
+
+def const_entries() -> dict[str, list[TableEntry]]:
+    """Every const-entry table of p4src/ with its entries, by table name."""
+    return {
+        N.PORT_LABEL.name: port_label_entries(),
+        N.IPV4_SHIM_LEN.name: ipv4_shim_len_entries(),
+        N.RI_CANDIDATE.name: ri_candidate_entries(),
+        N.FATE.name: fate_entries(),
+    }
 
 
 @functools.lru_cache(maxsize=1)
@@ -176,16 +261,40 @@ def lpf_units_per_bps(
     return (1 / 8) * (1 << C.WEIGHT_SHIFT) * (lpf_time_constant_ns * 1e-9) / (1 << lpf_scale_down)
 
 
+def lpf_scale_down_for(capacity_bps: float, lpf_time_constant_ns: float = C.LPF_TIME_CONSTANT_NS) -> int:
+    """The smallest output scale-down s with which a pair's F estimator cannot saturate (spec §4):
+    a stream at `capacity_bps` (the ingress line rate) whose every packet carries the smallest
+    admitted label 2^-8 weighs len · 2^8 · 2^8 per byte; the RATE filter then holds about
+    rate · τ_F of it, and with a factor 2 for bursts that must stay below 2^32 after >> s."""
+    if not (capacity_bps > 0 and math.isfinite(capacity_bps)):
+        raise ValueError(f"capacity must be a finite positive rate, got {capacity_bps!r}")
+    max_weight_per_byte = (1 << C.WEIGHT_SHIFT) * 2.0 ** ((C.CODE_ONE - C.RF_CODE_MIN) / C.CODE_STEPS_PER_OCTAVE)
+    peak = 2 * (capacity_bps / 8) * max_weight_per_byte * lpf_time_constant_ns * 1e-9
+    s = max(0, math.ceil(math.log2(peak / C.WEIGHT_MAX))) if peak > C.WEIGHT_MAX else 0
+    if s > 31:
+        raise ValueError(f"no 5-bit scale-down keeps the estimator below 2^32 at {capacity_bps:.3g} bit/s; shorten τ_F")
+    return s
+
+
 def lm_code(
     m_bps: float, lpf_time_constant_ns: float = C.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = C.LPF_SCALE_DOWN
 ) -> int:
-    """The pair's `lm`: round(128 · log2 M_F), M_F = M in LPF output units, clamped to 0..0xFFFF."""
+    """The pair's `lm`: round(128 · log2 M_F), M_F = M in LPF output units, clamped to
+    0..LM_MAX (a 32-bit F never reads more than 2^32: spec §7.2)."""
     if not (m_bps >= 0 and math.isfinite(m_bps)):
         raise ValueError(f"matrix entry must be a finite non-negative rate, got {m_bps!r}")
     m_f = m_bps * lpf_units_per_bps(lpf_time_constant_ns, lpf_scale_down)
     if m_f <= 1.0:
         return 0
-    return min(round_log(m_f), C.CODE_MAX)
+    return min(round_log(m_f), C.LM_MAX)
+
+
+def pair_params(pid: int, lm: int) -> dict[str, int]:
+    """set_pair action data: nlm = -lm (mod 2^16), because k = rf - lm is an add in the data
+    plane (spec §5.3)."""
+    if not 0 <= lm <= C.LM_MAX:
+        raise ValueError(f"lm {lm} outside 0..{C.LM_MAX:#x}")
+    return {"pid": pid, "nlm": (-lm) & C.CODE_MAX}
 
 
 def f_from_lpf(
@@ -195,14 +304,34 @@ def f_from_lpf(
     return f_lpf / lpf_units_per_bps(lpf_time_constant_ns, lpf_scale_down)
 
 
+def lm_of(pair: dict[str, int]) -> int:
+    """The lm a set_pair entry's action data stands for (the inverse of pair_params)."""
+    return (-pair["nlm"]) & C.CODE_MAX
+
+
 def egress_params(tau: float | None, congested: bool, cr_ratio: float | None) -> dict[str, int]:
     """set_egress action data: ltau = code(τ) while congested, 0xFFFF (∞) otherwise;
-    ntau = 0x10000 - ltau; lcr = code(T/R*) (0xFFFF when R* = 0 or unknown)."""
+    ltau_p = ltau - code(1) while congested, 0 (τ = 1) otherwise (spec §5.3);
+    lcr = code(T/R*) (0xFFFF when R* = 0 or unknown)."""
     if congested:
         if tau is None or not (tau >= 1.0 and math.isfinite(tau)):
             raise ValueError(f"a congested egress needs a finite tau >= 1, got {tau!r}")
-        ltau = encode(tau)
+        ltau = min(encode(tau), C.LTAU_MAX)  # τ <= TAU_MAX = 2^16
+        ltau_p = ltau - C.CODE_ONE
     else:
-        ltau = C.CODE_MAX
+        ltau, ltau_p = C.CODE_MAX, 0
     lcr = C.CODE_MAX if cr_ratio is None or math.isinf(cr_ratio) else encode(max(cr_ratio, 0.0))
-    return {"ltau": ltau, "ntau": C.WIDE_OFFSET - ltau, "congested": int(congested), "lcr": lcr}
+    return {"ltau": ltau, "ltau_p": ltau_p, "congested": int(congested), "lcr": lcr}
+
+
+def egress_params_consistent(params: dict[str, int]) -> str | None:
+    """Why set_egress action data breaks spec §5.3's derivation, or None when it holds."""
+    ltau, ltau_p, congested = params["ltau"], params["ltau_p"], params["congested"]
+    if congested:
+        if not C.CODE_ONE <= ltau <= C.LTAU_MAX:
+            return f"a congested egress needs ltau in [{C.CODE_ONE:#x}, {C.LTAU_MAX:#x}] (tau in [1, 2^16]), got {ltau:#x}"
+        if ltau_p != ltau - C.CODE_ONE:
+            return f"ltau_p must be ltau - 0x8000 = {ltau - C.CODE_ONE:#x}, got {ltau_p:#x}"
+    elif ltau_p != 0:
+        return f"an uncongested egress needs ltau_p = 0, got {ltau_p:#x}"
+    return None

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ffs.safeload import LoadError, YamlDoc, read_text
+from ffs.shares import share_problem
 from ffs.units import parse_rate
 
 
@@ -27,7 +27,9 @@ class Interface:
     name: str
     capacity: float  # bit/s, the same in both directions
     port: int  # device port on the switch
-    trust: bool = True  # use arriving labels (False: reset them to the default 1.0)
+    # use arriving labels (False: reset them to the default 1.0). The loader's default is True only
+    # on links to another FFS node (`peer`): a host could otherwise forge its own label (FFS §XI)
+    trust: bool = False
     insert: bool = False  # add the shim to packets arriving without one
     strip: bool = False  # remove the shim from packets leaving here
     peer: str | None = None  # "node.interface" at the other end of a link between FFS nodes
@@ -129,58 +131,18 @@ class Topology:
 # --- loading with line numbers --------------------------------------------------------------
 
 
-_SCALARS = yaml.constructor.SafeConstructor()
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same nodes and marks
+class _Doc(YamlDoc):
+    """The file as data with the line of every key path; limits and duplicate keys: ffs.safeload."""
 
-
-class _Doc:
-    """A parsed YAML document that remembers the line of every key path."""
-
-    def __init__(self, path: Path, text: str) -> None:
-        self.path = path
-        self.lines: dict[str, int] = {}
-        try:
-            root = yaml.compose(text, Loader=_LOADER)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            line = mark.line + 1 if mark else 0
-            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-            raise TopologyError(f"{path}:{line}: invalid YAML: {problem}") from None
-        if root is None:
-            raise TopologyError(f"{path}:1: empty file")
-        self.data = self._convert(root, "")
-
-    def _convert(self, node: yaml.Node, path: str) -> Any:
-        self.lines[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            out: dict[str, Any] = {}
-            for k, v in node.value:
-                key = str(k.value)
-                sub = f"{path}.{key}" if path else key
-                if key in out:
-                    self._fail(sub, "duplicate key", line=k.start_mark.line + 1)
-                out[key] = self._convert(v, sub)
-                self.lines[sub] = k.start_mark.line + 1  # errors point at the key's line
-            return out
-        if isinstance(node, yaml.SequenceNode):
-            return [self._convert(v, f"{path}[{i}]") for i, v in enumerate(node.value)]
-        return _SCALARS.construct_object(node, deep=True)  # YAML 1.1 safe types, as safe_load gives
-
-    def line(self, path: str) -> int:
-        while path and path not in self.lines:
-            path = path.rsplit(".", 1)[0] if "." in path else ""
-        return self.lines.get(path, 1)
-
-    def _fail(self, path: str, problem: str, line: int | None = None) -> None:
-        raise TopologyError(f"{self.path}:{line or self.line(path)}: {path}: {problem}")
+    error = TopologyError
 
 
 def load(path: str | Path) -> Topology:
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise TopologyError(f"{path}: cannot read: {e.strerror}") from None
+        text = read_text(path)
+    except LoadError as e:
+        raise TopologyError(str(e)) from None
     return _Loader(_Doc(path, text)).topology()
 
 
@@ -285,7 +247,7 @@ class _Loader:
                 iname,
                 self.positive_rate(im["capacity"], f"{ip}.capacity"),
                 port,
-                self.boolean(im.get("trust", True), f"{ip}.trust"),
+                self.boolean(im.get("trust", peer is not None), f"{ip}.trust"),
                 self.boolean(im.get("insert", False), f"{ip}.insert"),
                 self.boolean(im.get("strip", False), f"{ip}.strip"),
                 peer,
@@ -314,6 +276,10 @@ class _Loader:
                 self.fail(f"{path}.targets.{ename}", "target above the interface capacity")
         for ename, col in fairness.items():
             total = sum(col.values())
+            for iname, rate in col.items():
+                problem = share_problem(iname, ename, rate, total)
+                if problem:
+                    self.fail(f"{path}.fairness.{ename}.{iname}", problem)
             if total <= 0:
                 self.fail(f"{path}.fairness.{ename}", "entries sum to 0: a managed egress needs a positive share")
             limit = targets.get(ename, ifs[ename].capacity)

@@ -14,9 +14,14 @@
 /* --- the log code (spec §3) --- */
 #define CODE_ONE            0x8000
 #define CODE_MAX            0xFFFF
-#define WIDE_OFFSET         0x10000
-#define CONG_CAND_CONST     0x18000
-#define INV_CONST           0x10000
+/* admitted labels (spec §3.1): rf is clamped to [2^-8, 2^8] as it arrives, so that no label makes
+ * a packet weigh more than 2^16 times its length and the estimator never saturates */
+#define RF_CODE_MIN         0x7C00
+#define RF_CODE_MAX         0x8400
+#define RF_CODE_BELOW_MIN   0x7BFF
+#define RF_CODE_ABOVE_MAX   0x8401
+/* log2 of a 32-bit F, and of M_F, never exceeds 32 octaves: D_OFFSET = 32 * 128 (spec §7.2) */
+#define D_OFFSET            0x1000
 
 /* --- sizes (override with -D at build time) --- */
 #ifndef NUM_PAIRS
@@ -32,7 +37,7 @@
 #ifndef IPV6_ROUTES
 #define IPV6_ROUTES         1024
 #endif
-#define LEN_LOG_SIZE        2048
+#define LEN_LOG_SIZE        4096
 #define WEIGHT_KEYS         4096
 #define F_LOG_SIZE          4096
 #define GAMMA_SIZE          2050

@@ -67,55 +67,57 @@ struct headers_t {
     ffs_h                                 ffs;
 }
 
-/* Per-port parser metadata, set from the control plane ($PORT_METADATA, spec §6). */
+/* Per-port parser metadata, set from the control plane ($PORT_METADATA, spec §6). It fills the
+ * target's whole port metadata block (64 bits on Tofino 1, 192 on Tofino 2): the parser skips
+ * exactly the header's size, and a shorter header would leave it inside the block. Each flag is
+ * the low bit of a byte of its own: bf-p4c 9.13.4 places a sub-byte field at its byte's low bit
+ * in context.json whatever its position, so only there do the driver and the parser agree
+ * (docs/pipeline.md). */
 header port_metadata_t {
     bit<8> ifindex;
+    @padding bit<7> pad0;
     bit<1> trust;
+    @padding bit<7> pad1;
     bit<1> insert;
-    @padding bit<6> pad;
+    @padding bit<(PORT_METADATA_SIZE - 24)> pad2;
 }
 
+/* All code arithmetic is 16-bit (spec §7.2): with the label clamped to [2^-8, 2^8] and
+ * log M, log F <= D_OFFSET no intermediate saturates or wraps except where the spec says. */
 struct ffs_metadata_t {
     port_metadata_t port_md;
     bit<1>  parse_error;   /* truncated shim: dropped and counted */
     bit<2>  ffs_state;     /* FFS_STATE_* */
-    bit<1>  ri_req;        /* valid, trusted shim with the R flag */
-    bit<1>  rri_ge_one;    /* bit 15 of the arriving rri */
+    bit<1>  ri_req;        /* valid shim with the R flag */
+    bit<1>  rri_ge_one;    /* bit 15 of the arriving rri: rri >= 1.0 */
+    bit<16> rri_n;         /* CODE_ONE - the arriving rri (used while rri < 1) */
     bit<16> l3_len;        /* IPv4 total_len, IPv6 payload_len */
-    bit<16> rf16;          /* the label entering normalization (default 1.0 where the spec says) */
-    bit<32> rf;            /* the same, widened for the 32-bit arithmetic */
-    bit<32> rri;           /* arriving rri (0xFFFF without a valid shim) */
+    bit<16> rf_hdr;        /* the arriving label, clamped (CODE_ONE without a valid shim) */
+    bit<16> rf;            /* the label entering normalization: rf_hdr on trusted ports */
     bit<1>  routed;
     bit<1>  managed;
+    bit<1>  insert_v4;     /* an insert port, no shim, IPv4: fate inserts if the pair is managed */
+    bit<8>  ip_proto;      /* IPv4 protocol before a shim is inserted */
     bit<1>  csum_update;
     bit<3>  event;
     bit<1>  count_event;
     /* stage 0-1 */
     bit<16> lw;
+    bit<32> w;
     bit<16> rnd;
     pid_t   pid;
-    bit<32> lm;
-    bit<32> ltau;
-    bit<32> ntau;
+    bit<16> ltau;
+    bit<16> ltau_p;        /* ltau - CODE_ONE (= 128 log2 tau) */
     bit<1>  congested;
-    bit<32> lcr;
-    bit<32> w;
-    /* stage 2-5 */
+    bit<16> lcr;
+    bit<16> k;             /* code(rf / M) */
+    /* stage 2-6 */
+    bit<16> cc;            /* code(tau / k), tau = 1 while not congested */
     bit<32> f;
-    bit<32> k;
-    bit<32> lf;
-    bit<32> k2;
-    bit<32> ik;
-    bit<32> rf_norm;
-    bit<32> d_w;
-    bit<32> c_inv;
+    bit<16> rf_norm;       /* code(rf * F / M) */
+    bit<16> c_cong;        /* code(tau / rf_norm) = CODE_ONE - d, d = rf_norm - ltau; tau = 1 if not congested */
+    bit<16> c_ri;          /* the RRI candidate of Algorithm 4 */
     bit<16> margin;
-    bit<16> d16;
-    bit<32> rf_out;
-    bit<32> c_cong;
-    bit<32> c_unc;
-    bit<32> m_cong;
-    bit<32> m_unc;
 }
 
 struct egress_metadata_t {

@@ -1,11 +1,64 @@
 /* ffs-tofino: parsers and deparsers (docs/spec.md §2, §7.1).
  *
- * Every metadata field is assigned at most once along any parser path (a Tofino rule), so each
- * terminal state sets the label the pipeline will use. */
+ * The parsers only extract headers and take decisions on bytes of the header they are looking at:
+ * a Tofino parser cannot branch on data it read several states earlier when different paths lead
+ * to the same state. So the IPv4 protocol is tested together with IHL (one state per option
+ * length, fixed stack indices), and the port's trust bit is applied in the MAU (spec §7.2).
+ * Metadata starts at zero (@pa_auto_init_metadata in ffs.p4); each parser path sets a field at
+ * most once. */
 #ifndef _FFS_PARSER_P4_
 #define _FFS_PARSER_P4_
 
 #include "header.p4"
+
+/* IPv4 options, one state per IHL: fixed indices (Tofino 1 cannot write one stack slot from
+ * states entered at different depths). */
+#define OPT_1  pkt.extract(hdr.ipv4_options[0]);
+#define OPT_2  OPT_1 pkt.extract(hdr.ipv4_options[1]);
+#define OPT_3  OPT_2 pkt.extract(hdr.ipv4_options[2]);
+#define OPT_4  OPT_3 pkt.extract(hdr.ipv4_options[3]);
+#define OPT_5  OPT_4 pkt.extract(hdr.ipv4_options[4]);
+#define OPT_6  OPT_5 pkt.extract(hdr.ipv4_options[5]);
+#define OPT_7  OPT_6 pkt.extract(hdr.ipv4_options[6]);
+#define OPT_8  OPT_7 pkt.extract(hdr.ipv4_options[7]);
+#define OPT_9  OPT_8 pkt.extract(hdr.ipv4_options[8]);
+#define OPT_10 OPT_9 pkt.extract(hdr.ipv4_options[9]);
+
+/* parse_ipv4's select: IHL 5..15 with the shim (protocol 253) or without. */
+#define IPV4_IHL_CASES(FFS, PLAIN) \
+    (5, IP_PROTO_FFS): FFS##0;  (5, _): PLAIN;  \
+    (6, IP_PROTO_FFS): FFS##1;  (6, _): ipv4_opts_1;  \
+    (7, IP_PROTO_FFS): FFS##2;  (7, _): ipv4_opts_2;  \
+    (8, IP_PROTO_FFS): FFS##3;  (8, _): ipv4_opts_3;  \
+    (9, IP_PROTO_FFS): FFS##4;  (9, _): ipv4_opts_4;  \
+    (10, IP_PROTO_FFS): FFS##5; (10, _): ipv4_opts_5; \
+    (11, IP_PROTO_FFS): FFS##6; (11, _): ipv4_opts_6; \
+    (12, IP_PROTO_FFS): FFS##7; (12, _): ipv4_opts_7; \
+    (13, IP_PROTO_FFS): FFS##8; (13, _): ipv4_opts_8; \
+    (14, IP_PROTO_FFS): FFS##9; (14, _): ipv4_opts_9; \
+    (15, IP_PROTO_FFS): FFS##10; (15, _): ipv4_opts_10;
+
+#define IPV4_OPTION_STATES(FFS, AFTER_FFS, AFTER) \
+    state FFS##1  { OPT_1  transition AFTER_FFS; } \
+    state FFS##2  { OPT_2  transition AFTER_FFS; } \
+    state FFS##3  { OPT_3  transition AFTER_FFS; } \
+    state FFS##4  { OPT_4  transition AFTER_FFS; } \
+    state FFS##5  { OPT_5  transition AFTER_FFS; } \
+    state FFS##6  { OPT_6  transition AFTER_FFS; } \
+    state FFS##7  { OPT_7  transition AFTER_FFS; } \
+    state FFS##8  { OPT_8  transition AFTER_FFS; } \
+    state FFS##9  { OPT_9  transition AFTER_FFS; } \
+    state FFS##10 { OPT_10 transition AFTER_FFS; } \
+    state ipv4_opts_1  { OPT_1  transition AFTER; } \
+    state ipv4_opts_2  { OPT_2  transition AFTER; } \
+    state ipv4_opts_3  { OPT_3  transition AFTER; } \
+    state ipv4_opts_4  { OPT_4  transition AFTER; } \
+    state ipv4_opts_5  { OPT_5  transition AFTER; } \
+    state ipv4_opts_6  { OPT_6  transition AFTER; } \
+    state ipv4_opts_7  { OPT_7  transition AFTER; } \
+    state ipv4_opts_8  { OPT_8  transition AFTER; } \
+    state ipv4_opts_9  { OPT_9  transition AFTER; } \
+    state ipv4_opts_10 { OPT_10 transition AFTER; }
 
 parser FfsIngressParser(packet_in pkt,
                         out headers_t hdr,
@@ -23,7 +76,7 @@ parser FfsIngressParser(packet_in pkt,
             ETHERTYPE_VLAN: parse_vlan;
             ETHERTYPE_IPV4: parse_ipv4;
             ETHERTYPE_IPV6: parse_ipv6;
-            default: non_ip;
+            default: no_shim;
         }
     }
 
@@ -32,71 +85,22 @@ parser FfsIngressParser(packet_in pkt,
         transition select(hdr.vlan.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
             ETHERTYPE_IPV6: parse_ipv6;
-            default: non_ip;
-        }
-    }
-
-    state non_ip {
-        md.rf16 = CODE_ONE;
-        md.rf = CODE_ONE;
-        md.rri = CODE_MAX;
-        transition accept;
-    }
-
-    /* IPv4: the options are extracted word by word (IHL 6..15 -> 1..10 words). */
-    state parse_ipv4 {
-        pkt.extract(hdr.ipv4);
-        md.l3_len = hdr.ipv4.total_len;
-        transition select(hdr.ipv4.ihl) {
-            5: parse_ipv4_l4;
-            6: ipv4_opt_1;
-            7: ipv4_opt_2;
-            8: ipv4_opt_3;
-            9: ipv4_opt_4;
-            10: ipv4_opt_5;
-            11: ipv4_opt_6;
-            12: ipv4_opt_7;
-            13: ipv4_opt_8;
-            14: ipv4_opt_9;
-            15: ipv4_opt_10;
-            default: truncated;    /* IHL < 5 */
-        }
-    }
-    state ipv4_opt_10 { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_9; }
-    state ipv4_opt_9  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_8; }
-    state ipv4_opt_8  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_7; }
-    state ipv4_opt_7  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_6; }
-    state ipv4_opt_6  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_5; }
-    state ipv4_opt_5  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_4; }
-    state ipv4_opt_4  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_3; }
-    state ipv4_opt_3  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_2; }
-    state ipv4_opt_2  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_1; }
-    state ipv4_opt_1  { pkt.extract(hdr.ipv4_options.next); transition parse_ipv4_l4; }
-
-    state parse_ipv4_l4 {
-        transition select(hdr.ipv4.protocol) {
-            IP_PROTO_FFS: check_ipv4_covers_shim;
             default: no_shim;
         }
     }
 
-    /* The IP length must cover the header, its options and the 8-byte shim (spec §2). */
-    state check_ipv4_covers_shim {
-        transition select(hdr.ipv4.ihl, hdr.ipv4.total_len) {
-            (5, 0 .. 27): truncated;
-            (6, 0 .. 31): truncated;
-            (7, 0 .. 35): truncated;
-            (8, 0 .. 39): truncated;
-            (9, 0 .. 43): truncated;
-            (10, 0 .. 47): truncated;
-            (11, 0 .. 51): truncated;
-            (12, 0 .. 55): truncated;
-            (13, 0 .. 59): truncated;
-            (14, 0 .. 63): truncated;
-            (15, 0 .. 67): truncated;
-            default: parse_ffs;
+    /* The IP length must cover the header, its options and the 8-byte shim (spec §2): that
+     * check needs IHL and total_len together, so it is a table in stage 0 (ip_len_check). */
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        md.l3_len = hdr.ipv4.total_len;
+        transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
+            IPV4_IHL_CASES(ipv4_ffs_, no_shim)
+            default: truncated;    /* IHL < 5 */
         }
     }
+    state ipv4_ffs_0 { transition parse_ffs; }
+    IPV4_OPTION_STATES(ipv4_ffs_, parse_ffs, no_shim)
 
     state parse_ipv6 {
         pkt.extract(hdr.ipv6);
@@ -108,47 +112,58 @@ parser FfsIngressParser(packet_in pkt,
         }
     }
 
+    /* No shim (or not IP): the default label rf = 1.0 (Appendix C). */
     state no_shim {
-        md.rf16 = CODE_ONE;
-        md.rf = CODE_ONE;
-        md.rri = CODE_MAX;
+        md.rf_hdr = CODE_ONE;
         transition accept;
     }
 
-    /* A frame that ends inside the shim also ends here: the extract fails and the ingress
-     * control sees ig_prsr_md.parser_err (both fates are the same drop). */
+    /* The shim's fate is chosen on its first word before it is extracted (version 1, reserved
+     * flag 0, and where rf lies against the admitted range), so that each terminal state reads
+     * only the header it extracts itself: several paths lead here. The label is clamped to
+     * [RF_MIN, RF_MAX] before any use (spec §3.1). A frame that ends inside the shim fails the
+     * extract: the ingress control sees ig_prsr_md.parser_err and drops it like a short one. */
     state parse_ffs {
-        pkt.extract(hdr.ffs);
-        transition select(hdr.ffs.version, hdr.ffs.flags[0:0], md.port_md.trust) {
-            (SHIM_VERSION, 0, 1): ffs_trusted;
-            (SHIM_VERSION, 0, 0): ffs_reset;
+        transition select(pkt.lookahead<bit<32>>()[31:28], pkt.lookahead<bit<32>>()[24:24],
+                          pkt.lookahead<bit<32>>()[15:0]) {
+            (SHIM_VERSION, 0, 0 .. RF_CODE_BELOW_MIN): ffs_below_min;
+            (SHIM_VERSION, 0, RF_CODE_ABOVE_MAX .. 0xFFFF): ffs_above_max;
+            (SHIM_VERSION, 0, _): ffs_valid;
             default: ffs_opaque;
         }
     }
 
-    state ffs_trusted {
+    state ffs_valid {
+        pkt.extract(hdr.ffs);
         md.ffs_state = FFS_STATE_VALID;
-        md.rf16 = hdr.ffs.rf;
-        md.rf = (bit<32>)hdr.ffs.rf;
-        md.rri = (bit<32>)hdr.ffs.rri;
+        md.rf_hdr = hdr.ffs.rf;
         md.ri_req = hdr.ffs.flags[3:3];
         md.rri_ge_one = hdr.ffs.rri[15:15];
         transition accept;
     }
 
-    state ffs_reset {
+    state ffs_below_min {
+        pkt.extract(hdr.ffs);
         md.ffs_state = FFS_STATE_VALID;
-        md.rf16 = CODE_ONE;
-        md.rf = CODE_ONE;
-        md.rri = (bit<32>)hdr.ffs.rri;
+        md.rf_hdr = RF_CODE_MIN;
+        md.ri_req = hdr.ffs.flags[3:3];
+        md.rri_ge_one = hdr.ffs.rri[15:15];
+        transition accept;
+    }
+
+    state ffs_above_max {
+        pkt.extract(hdr.ffs);
+        md.ffs_state = FFS_STATE_VALID;
+        md.rf_hdr = RF_CODE_MAX;
+        md.ri_req = hdr.ffs.flags[3:3];
+        md.rri_ge_one = hdr.ffs.rri[15:15];
         transition accept;
     }
 
     state ffs_opaque {
+        pkt.extract(hdr.ffs);
         md.ffs_state = FFS_STATE_OPAQUE;
-        md.rf16 = CODE_ONE;
-        md.rf = CODE_ONE;
-        md.rri = CODE_MAX;
+        md.rf_hdr = CODE_ONE;
         transition accept;
     }
 
@@ -207,37 +222,13 @@ parser FfsEgressParser(packet_in pkt,
     }
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        transition select(hdr.ipv4.ihl) {
-            5: parse_ipv4_l4;
-            6: ipv4_opt_1;
-            7: ipv4_opt_2;
-            8: ipv4_opt_3;
-            9: ipv4_opt_4;
-            10: ipv4_opt_5;
-            11: ipv4_opt_6;
-            12: ipv4_opt_7;
-            13: ipv4_opt_8;
-            14: ipv4_opt_9;
-            15: ipv4_opt_10;
+        transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
+            IPV4_IHL_CASES(ipv4_ffs_, accept)
             default: accept;
         }
     }
-    state ipv4_opt_10 { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_9; }
-    state ipv4_opt_9  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_8; }
-    state ipv4_opt_8  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_7; }
-    state ipv4_opt_7  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_6; }
-    state ipv4_opt_6  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_5; }
-    state ipv4_opt_5  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_4; }
-    state ipv4_opt_4  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_3; }
-    state ipv4_opt_3  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_2; }
-    state ipv4_opt_2  { pkt.extract(hdr.ipv4_options.next); transition ipv4_opt_1; }
-    state ipv4_opt_1  { pkt.extract(hdr.ipv4_options.next); transition parse_ipv4_l4; }
-    state parse_ipv4_l4 {
-        transition select(hdr.ipv4.protocol) {
-            IP_PROTO_FFS: parse_ffs;
-            default: accept;
-        }
-    }
+    state ipv4_ffs_0 { transition parse_ffs; }
+    IPV4_OPTION_STATES(ipv4_ffs_, parse_ffs, accept)
     state parse_ipv6 {
         pkt.extract(hdr.ipv6);
         transition select(hdr.ipv6.next_hdr) {

@@ -284,7 +284,7 @@ class FfsTest(BaseTest):
     # -- programming ---------------------------------------------------------------------------
     def base_setup(self) -> None:
         """Ports IN, OUT, OTHER trusted; 10.0.2.0/24 and fd00:2::/32 -> OUT, 10.0.3.0/24 -> OTHER;
-        the pair IN -> OUT managed as PID (lm 0x4000: normalized labels far below any tau);
+        the pair IN -> OUT managed as PID (lm = LM_MAX, the largest share: normalized labels low);
         IN -> OTHER unmanaged; OUT uncongested (tau = infinity)."""
         d = self.driver
         for t in TEST_TABLES:
@@ -292,13 +292,13 @@ class FfsTest(BaseTest):
         d.clear_table(N.PORT_METADATA.name)
         ups = [self.port_update(p, trust=1, insert=0) for p in (IN, OUT, OTHER)]
         ups += [self.route_update(NET4, OUT), self.route_update(NET4_OTHER, OTHER), self.route_update(NET6, OUT)]
-        ups.append(self.pair_update(0x4000))
+        ups.append(self.pair_update(C.LM_MAX))
         ups.append(Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
                                                X.Egress().params())))
         d.write(ups)
         d.set_lpf_spec(N.F_LPF.name, [PID], FORGETFUL)
         d.write_register(N.F_EST.name, PID, 0)
-        self.lm, self.egress = 0x4000, X.Egress()
+        self.lm, self.egress = C.LM_MAX, X.Egress()
 
     @staticmethod
     def port_update(port: int, trust: int, insert: int, kind: str = "insert") -> Update:
@@ -315,7 +315,7 @@ class FfsTest(BaseTest):
     @staticmethod
     def pair_update(lm: int, kind: str = "insert") -> Update:
         return Update(kind, TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)},
-                                       "set_pair", {"pid": PID, "lm": lm}))
+                                       "set_pair", T.pair_params(PID, lm)))
 
     def set_port(self, port: int, trust: int = 1, insert: int = 0) -> None:
         self.driver.write([self.port_update(port, trust, insert, kind="modify")])
@@ -480,8 +480,11 @@ def shim_valid(pkt: Packet) -> bool:
 
 
 def label_in(pkt: Packet, trust: bool = True) -> int:
-    """The label the pipeline uses (spec §7.1): a valid shim's rf on a trusted port, else 1.0."""
-    return pkt[FFS].rf if trust and shim_valid(pkt) else C.CODE_ONE
+    """The label the pipeline uses (spec §7.1): a valid shim's rf, clamped to the admitted range
+    (spec §3.1), on a trusted port, else 1.0."""
+    if trust and shim_valid(pkt):
+        return min(max(pkt[FFS].rf, C.RF_CODE_MIN), C.RF_CODE_MAX)
+    return C.CODE_ONE
 
 
 def rewritten(pkt: Packet, **fields: int) -> Packet:

@@ -25,13 +25,16 @@ from ffs.labels import decode, encode
 
 @functools.lru_cache(maxsize=None)
 def _entries(which: str) -> tuple[TableEntry, ...]:
-    return tuple({"len_log": T.len_log_entries, "f_log": T.f_log_entries}[which]())
+    """f_log, or len_log's entries for a trusting port (a resetting one folds in rf = 1.0, which
+    `weight` passes as the label instead)."""
+    if which == "f_log":
+        return tuple(T.f_log_entries())
+    return tuple(e for e in T.len_log_entries() if e.key["trust"].value == 1)
 
 
 def _ternary(which: str, value: int) -> TableEntry | None:
     for e in _entries(which):
-        (k,) = e.key.values()
-        assert isinstance(k, Ternary)
+        (k,) = [v for v in e.key.values() if isinstance(v, Ternary)]
         if value & k.mask == k.value:
             return e
     return None
@@ -66,7 +69,7 @@ def lm_for(rf: int, f: int, rf_norm: int) -> int:
     """The pair's lm that makes a packet of label `rf` whose estimator reads `f` normalize to
     exactly `rf_norm` (rf' = rf + lf - lm, spec §7.2), checked to stay inside the code range."""
     lm = rf + lf(f) - rf_norm
-    if not (0 <= lm <= min(rf, C.CODE_MAX)):
+    if not (0 <= lm <= C.LM_MAX):
         raise ValueError(f"no lm gives rf'={rf_norm:#x} for rf={rf:#x}, f={f}")
     return lm
 

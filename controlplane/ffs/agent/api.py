@@ -7,9 +7,14 @@ One request per line, one response per line:
   {"op": "matrix_show"} | {"op": "matrix_plan", "fairness": ...} | {"op": "tau_show"} | {"op": "log", "limit": 20}
 Errors: {"ok": false, "error": "<one line>"}.
 
-The socket is created mode 0600 (0660 when a group is configured); every connection is also
+The socket is created mode 0600 (0660 when a group is configured) whatever the umask (ffs.unixsock:
+a live agent's socket is never taken over, a stale one is replaced); every connection is also
 checked with SO_PEERCRED, so a client that is neither the owner, root, nor in the configured group
 is refused even if the file mode was changed.
+
+Availability (docs/security.md): a listen backlog of `BACKLOG`, one thread per connection up to
+`MAX_CONNECTIONS` (more are told the agent is busy), a request line of at most `MAX_REQUEST_BYTES`
+parsed by ffs.safeload, and `IDLE_TIMEOUT_S` for a client that stops sending mid-request.
 """
 
 from __future__ import annotations
@@ -23,9 +28,18 @@ import socket
 import socketserver
 import struct
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from ffs.safeload import loads_json
+from ffs.unixsock import bind_private
+
+BACKLOG = 512  # connections the kernel queues before accept (socketserver's default is 5)
+MAX_CONNECTIONS = 256  # served at once; each holds a thread and at most one request line
+MAX_REQUEST_BYTES = 1 << 20  # a whole matrix of 64 interfaces is about 150 kB
+IDLE_TIMEOUT_S = 30.0  # a connection that sends nothing for this long is closed
 
 log = logging.getLogger("ffs.agent.api")
 
@@ -100,56 +114,83 @@ class ControlServer:
         return self.gid == gid or self.gid in groups
 
     def start(self) -> None:
-        if self.path.exists() or self.path.is_symlink():
-            self.path.unlink()  # a stale socket from a previous run
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         outer = self
+
+        slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
 
         class Conn(socketserver.StreamRequestHandler):
             def handle(self) -> None:
+                if not slots.acquire(blocking=False):
+                    self._refuse(f"the agent is busy ({MAX_CONNECTIONS} connections open); try again")
+                    return
+                try:
+                    self._serve()
+                finally:
+                    slots.release()
+
+            def _refuse(self, message: str) -> None:
+                # read (and ignore) the request first, so the client is not cut off mid-write
+                # and gets the reason instead of a broken pipe
+                self.request.settimeout(1.0)
+                try:
+                    self.rfile.readline(1 << 16)
+                    self._reply({"ok": False, "error": message})
+                except OSError:
+                    pass
+
+            def _serve(self) -> None:
                 pid, uid, gid = peer_credentials(self.request)
                 who = Peer(pid, uid, gid, user_name(uid))
                 if not outer.allowed(uid, gid, peer_groups(self.request)):
                     log.warning("refused control client uid=%d pid=%d", uid, pid)
-                    # read (and ignore) the request first, so the client is not cut off mid-write
-                    # and gets the reason instead of a broken pipe
-                    self.request.settimeout(1.0)
-                    try:
-                        self.rfile.readline(1 << 16)
-                        self._reply({"ok": False, "error": f"permission denied for {who} (uid {uid})"})
-                    except OSError:
-                        pass
+                    self._refuse(f"permission denied for {who} (uid {uid})")
                     return
-                for line in self.rfile:
+                self.request.settimeout(IDLE_TIMEOUT_S)
+                while True:
+                    try:
+                        line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
+                    except (socket.timeout, OSError):
+                        return
+                    if not line:
+                        return
+                    if len(line) > MAX_REQUEST_BYTES and not line.endswith(b"\n"):
+                        # the rest of the line cannot be told from the next request: answer and close
+                        self._reply({"ok": False, "error": f"request longer than {MAX_REQUEST_BYTES} bytes"})
+                        return
                     if not line.strip():
                         continue
                     try:
-                        req = json.loads(line)
+                        req = loads_json(line, "request", MAX_REQUEST_BYTES)
                         if not isinstance(req, dict) or "op" not in req:
                             raise ApiError("a request is a JSON object with an 'op'")
                         resp = {"ok": True, "result": outer.handler(req, who)}
-                    except (ApiError, ValueError) as e:
+                    except (ApiError, ValueError) as e:  # LoadError is a ValueError
                         resp = {"ok": False, "error": str(e).splitlines()[0] if str(e) else type(e).__name__}
                     except Exception as e:  # noqa: BLE001 - the agent must keep serving
                         log.exception("control request failed")
                         resp = {"ok": False, "error": f"internal error: {e}"}
-                    self._reply(resp)
+                    try:
+                        self._reply(resp)
+                    except OSError:
+                        return
 
             def _reply(self, obj: dict) -> None:
                 self.wfile.write((json.dumps(obj, default=_json_default) + "\n").encode())
                 self.wfile.flush()
 
-        old = os.umask(0o177 if self.gid is None else 0o117)
+        server = _Server(str(self.path), Conn, bind_and_activate=False)
         try:
-            self._server = socketserver.ThreadingUnixStreamServer(str(self.path), Conn)
-        finally:
-            os.umask(old)
-        if self.gid is not None:
-            os.chown(self.path, -1, self.gid)
-            os.chmod(self.path, 0o660)
-        else:
-            os.chmod(self.path, 0o600)
-        self._server.daemon_threads = True
+            # bound in a private directory with its mode set, then renamed into place (ffs.unixsock)
+            def bind(tmp: str) -> None:  # listening before it appears under its name: never seen as stale
+                server.socket.bind(tmp)
+                server.server_activate()
+
+            bind_private(self.path, bind, 0o600 if self.gid is None else 0o660, self.gid)
+            server.server_address = str(self.path)
+        except BaseException:
+            server.server_close()
+            raise
+        self._server = server
         self._thread = threading.Thread(target=self._server.serve_forever, name="ffs-api", daemon=True)
         self._thread.start()
         log.info("control API on %s", self.path)
@@ -165,24 +206,50 @@ class ControlServer:
             pass
 
 
+class _Server(socketserver.ThreadingUnixStreamServer):
+    request_queue_size = BACKLOG
+    daemon_threads = True
+
+
 def _json_default(o: Any) -> Any:
     if isinstance(o, float):
         return None
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
+def _connect(path: str | Path, timeout_s: float) -> socket.socket:
+    """A connected socket with `timeout_s` for what follows. A Unix socket whose accept queue is full
+    refuses a non-blocking connect at once (EAGAIN) rather than waiting, so a busy agent is retried
+    until the deadline instead of failing the call."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.001
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(str(path))
+            s.settimeout(max(0.001, deadline - time.monotonic()))
+            return s
+        except (BlockingIOError, InterruptedError):
+            s.close()
+            if time.monotonic() >= deadline:
+                raise ApiError(f"the agent at {path} did not accept the connection within {timeout_s:g} s") from None
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(2 * delay, 0.05)
+        except FileNotFoundError:
+            s.close()
+            raise ApiError(f"no agent socket at {path} (is ffs-agent running? see --socket)") from None
+        except PermissionError:
+            s.close()
+            raise ApiError(f"permission denied on {path} (run as the agent's user or its group)") from None
+        except OSError as e:
+            s.close()
+            raise ApiError(f"cannot reach the agent at {path}: {e.strerror}") from None
+
+
 def call(path: str | Path, request: dict[str, Any], timeout_s: float = 10.0) -> Any:
     """One request to the agent; returns the result or raises ApiError with the agent's message."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout_s)
-    try:
-        s.connect(str(path))
-    except FileNotFoundError:
-        raise ApiError(f"no agent socket at {path} (is ffs-agent running? see --socket)") from None
-    except PermissionError:
-        raise ApiError(f"permission denied on {path} (run as the agent's user or its group)") from None
-    except OSError as e:
-        raise ApiError(f"cannot reach the agent at {path}: {e.strerror}") from None
+    s = _connect(path, timeout_s)
     with s, s.makefile("rwb") as f:
         try:
             f.write((json.dumps(request) + "\n").encode())
@@ -197,7 +264,10 @@ def call(path: str | Path, request: dict[str, Any], timeout_s: float = 10.0) -> 
             raise ApiError(f"the agent at {path} did not answer within {timeout_s:g} s") from None
     if not line:
         raise ApiError("the agent closed the connection without answering")
-    resp = json.loads(line)
+    try:
+        resp = json.loads(line)  # the agent's own answer: trusted, and it may carry Infinity (json.dumps' default)
+    except ValueError:
+        raise ApiError("the agent's answer is not JSON") from None
     if not resp.get("ok"):
         raise ApiError(resp.get("error", "request failed"))
     return resp.get("result")

@@ -8,9 +8,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ffs import constants as C
+from ffs.safeload import LoadError, YamlDoc, read_text
+from ffs.shares import share_problem
 from ffs.topology import Node
 from ffs.units import format_rate, parse_rate
 
@@ -40,18 +40,18 @@ def parse_matrix(data: Any, source: str = "matrix") -> Matrix:
     return out
 
 
+class _MatrixDoc(YamlDoc):
+    error = MatrixError
+
+
 def load_matrix_file(path: str | Path) -> Matrix:
-    """A matrix file (YAML or JSON); a one-line MatrixError naming the file if it is unusable."""
+    """A matrix file (YAML or JSON); a one-line MatrixError naming the file if it is unusable
+    (unreadable, too large or deep, duplicate keys: ffs.safeload)."""
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise MatrixError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise MatrixError(f"{path}:{mark.line + 1 if mark else 0}: invalid YAML") from None
-    return parse_matrix(data, str(path))
+        text = read_text(path)
+    except LoadError as e:
+        raise MatrixError(str(e)) from None
+    return parse_matrix(_MatrixDoc(path, text).data, str(path))
 
 
 def validate_matrix(node: Node, fairness: object) -> Matrix:
@@ -77,6 +77,10 @@ def validate_matrix(node: Node, fairness: object) -> Matrix:
                 raise MatrixError(f"M({i},{e}) is negative ({rate!r})")
             out[e][i] = float(rate)
         total = sum(out[e].values())
+        for i, rate in out[e].items():
+            problem = share_problem(i, e, rate, total)
+            if problem:
+                raise MatrixError(problem)
         if total <= 0:
             # T_j defaults to the column sum: an all-zero column would drop everything toward e
             raise MatrixError(f"entries toward {e} sum to 0; leave the column out to stop managing {e}")

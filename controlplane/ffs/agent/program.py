@@ -119,7 +119,7 @@ def pair_entry(m_bps: float, p: Pair, lpf: LpfConfig, kind: str = "insert") -> U
             N.PAIRS.name,
             {"ingress_port": Exact(p.ingress_port), "egress_port": Exact(p.egress_port)},
             "set_pair",
-            {"pid": p.pid, "lm": lm},
+            T.pair_params(p.pid, lm),
         ),
     )
 

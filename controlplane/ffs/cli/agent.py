@@ -55,7 +55,7 @@ def make_driver(target: str, switch: str) -> Driver:
 @click.option("--node", required=True, help="The node of the topology this switch is.")
 @click.option("--target", type=click.Choice(["model", "tofino"]), default="model", show_default=True,
               help="model: the software switch (ffs-switch); tofino: bf_switchd over BF-Runtime gRPC.")
-@click.option("--switch", "switch", default=None, help="Control address: unix:PATH or host:port (default localhost:50052).")
+@click.option("--switch", "switch", default=None, help="Control address: unix:PATH or host:port (default: ffs-switch run's socket for model, localhost:50052 for tofino).")
 @click.option("--socket", "sock", default=None, help="Unix socket of the control API for ffsctl.")
 @click.option("--group", default=None, help="Let this group use the control socket (mode 0660).")
 @click.option("--state-dir", default=None, type=click.Path(file_okay=False),
@@ -107,7 +107,14 @@ def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_
     tc_ns = lpf_time_constant_us * 1e3 if lpf_time_constant_us is not None else derive_lpf_time_constant_ns(topo.node(node), period_ms / 1e3, lpf_scale_down)
     lpf = LpfConfig(tc_ns, lpf_scale_down)
     store = StateStore(state_dir or default_state_dir(node))
-    address = switch or "localhost:50052"
+    if switch:
+        address = switch
+    elif target == "model":
+        from ffs.switch.wire import default_control_address
+
+        address = default_control_address()  # where `ffs-switch run` listens by default
+    else:
+        address = "localhost:50052"
     owner = take_ownership(address, sock)  # before the switch or the socket is touched  # noqa: F841 - held until exit
     driver = make_driver(target, address)
     driver.connect(timeout_s=connect_timeout)

@@ -39,8 +39,10 @@ def _ports(specs: tuple[str, ...]) -> dict[int, str]:
 
 @main.command("run")
 @click.option("--port", "port_specs", multiple=True, metavar="N=IFACE", help="Bind device port N to interface IFACE (repeat).")
-@click.option("--control", default="localhost:50052", show_default=True, help="Control service: unix:PATH or loopback host:port.")
-@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback control address.")
+@click.option("--control", default=None,
+              help="Control service: unix:PATH (default: an owner-only socket, /run/ffs/switch.sock for root) or "
+                   "loopback HOST:PORT (then any local user can use it).")
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback control address (unauthenticated: isolated networks only).")
 @click.option("--seed", default=1, show_default=True, help="Seed of the Random extern.")
 @click.option("--ready-file", default=None, help="Written (with the pid) once ports and control service are up.")
 @click.option("--stats-interval", default=10.0, show_default=True, help="Seconds between per-port counter logs.")
@@ -61,11 +63,9 @@ def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval,
         if not port.isdigit() or not rate:
             raise CliError(f"--csfq wants PORT=RATE, got {spec!r}", EXIT_USAGE)
         csfq[int(port)] = parse_rate(rate)
-    if control.startswith("unix:"):  # the socket's directory (e.g. /run/ffs) need not exist yet
-        import os
+    from ffs.switch.wire import default_control_address
 
-        os.makedirs(os.path.dirname(os.path.abspath(control[5:])), mode=0o755, exist_ok=True)
-    run_live(_ports(port_specs), control, seed, ready_file, stats_interval, allow_remote, csfq)
+    run_live(_ports(port_specs), control or default_control_address(), seed, ready_file, stats_interval, allow_remote, csfq)
 
 
 @main.command("replay")

@@ -37,9 +37,10 @@ typedef unsigned __int128 u128;
 #define FLAG_RESERVED 0x1
 #define CODE_ONE 0x8000u
 #define CODE_MAX 0xFFFFu
-#define WIDE_OFFSET 0x10000u
-#define CONG_CAND_CONST 0x18000u
-#define INV_CONST 0x10000u
+#define RF_CODE_MIN 0x7C00u
+#define RF_CODE_MAX 0x8400u
+#define D_OFFSET 0x1000u
+#define U16 0xFFFFu
 #define NUM_PAIRS 4096
 #define NUM_PORTS 512
 #define EVENT_COUNTER_SIZE 8
@@ -58,25 +59,29 @@ typedef unsigned __int128 u128;
 #define R_ROUTE_MISS 1
 #define R_FFS_DROP 2
 
-/* tables, in the order of ffs.p4names.TABLES; actions in the order of each table's declaration */
-enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_F_LOG, T_GAMMA, T_RI, T_EGRESS_PORTS, NT };
+/* the writable tables, in the order of ffs.p4names.TABLES; actions in the order of each table's
+ * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate) are code
+ * below; their actions are listed for the contract check only. */
+enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_F_LOG, T_GAMMA, T_EGRESS_PORTS, NT };
+#define NT_ALL (NT + 4)
 static const char *TABLE_NAMES[NT] = {
     "FfsIngress.forwarding.ipv4_routes", "FfsIngress.forwarding.ipv6_routes", "FfsIngress.pair_map.pairs",
     "FfsIngress.pair_map.egress_params", "FfsIngress.rate_est.len_log",       "FfsIngress.rate_est.weight",
-    "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsIngress.ri_update.ri",
-    "FfsEgress.egress_acct.egress_ports"};
-static const char *TABLE_ACTIONS[NT] = {
-    "route drop", "route drop", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw lw_zero",
-    "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero",
-    "ri_upstream ri_congested ri_uncongested ri_keep", "strip_shim keep_shim"};
+    "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports"};
+static const char *TABLE_ACTIONS[NT_ALL] = {
+    "route drop", "route drop", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_reset lw_zero",
+    "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
+    "use_label use_label_ri reset_label may_insert_v4", "short_shim shim_fits",
+    "candidate_upstream candidate_keep candidate_congested candidate_uncongested",
+    "parse_drop miss_drop note_no_pair ffs_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
+    "insert_shim_v6 forward"};
 enum { A_ROUTE = 0 };
 enum { A_SET_PAIR = 0 };
 enum { A_SET_EGRESS = 0 };
-enum { A_SET_LW = 0 };
+enum { A_SET_LW = 0, A_SET_LW_RESET = 1 };
 enum { A_SET_WEIGHT = 0 };
 enum { A_SET_LF = 0 };
 enum { A_GAMMA_ONE = 0, A_GAMMA_FRAC = 1, A_GAMMA_ZERO = 2 };
-enum { A_RI_UPSTREAM = 0, A_RI_CONGESTED = 1, A_RI_UNCONGESTED = 2, A_RI_KEEP = 3 };
 enum { A_STRIP_SHIM = 0 };
 
 static inline uint32_t sat_sub(uint32_t a, uint32_t b) { return a > b ? a - b : 0; }
@@ -584,22 +589,38 @@ static void strip_shim(uint8_t *f, size_t *len, parsed_t *p) {
 /* --- pipeline.py: the ingress metadata and one function per P4 action ------------------------- */
 typedef struct {
     uint32_t ifindex, trust, insert;
-    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, rf, rri;
-    uint32_t routed, managed, egress_port, pid, lm, ltau, ntau, congested, lcr;
-    uint32_t lw, w, rnd;
-    uint32_t f, k, lf, k2, ik, rf_norm, d_w, c_inv, margin, d16, rf_out, c_cong, c_unc, m_cong, m_unc;
+    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, rf_hdr;
+    uint32_t rf, rri_n, insert_v4, lw, routed, egress_port;
+    uint32_t managed, pid, k, ltau, ltau_p, congested, lcr, w;
+    uint32_t cc, rnd, f, rf_norm, c_cong, margin, c_ri;
 } meta_t;
+
+static inline uint32_t clamp_label(uint32_t rf) {
+    return rf < RF_CODE_MIN ? RF_CODE_MIN : rf > RF_CODE_MAX ? RF_CODE_MAX : rf;
+}
 
 static void ingress_parser_metadata(const uint8_t *buf, const parsed_t *p, meta_t *md) {
     md->l3_len = p->l3_len;
     md->ffs_state = (uint32_t)p->ffs_state;
-    if (p->ffs_state == FFS_STATE_VALID) {
-        md->rri = rd16(buf, p->shim + RRI_OFF);
-        if (md->trust) { /* ffs_trusted */
-            md->rf = rd16(buf, p->shim + RF_OFF);
-            md->ri_req = (buf[p->shim] & FLAG_RI) >> 3;
-            md->rri_ge_one = md->rri >> 15;
-        }
+    if (p->ffs_state == FFS_STATE_VALID) { /* ffs_valid / ffs_below_min / ffs_above_max */
+        md->rf_hdr = clamp_label(rd16(buf, p->shim + RF_OFF));
+        md->ri_req = (buf[p->shim] & FLAG_RI) >> 3;
+        md->rri_ge_one = rd16(buf, p->shim + RRI_OFF) >> 15;
+    }
+}
+
+/* FfsIngress.port_label: the const entries of ffs.tables.port_label_entries, in order */
+static void port_label_apply(const uint8_t *buf, const parsed_t *p, meta_t *md) {
+    if (md->trust && md->ffs_state == FFS_STATE_VALID) { /* use_label_ri */
+        md->rf = md->rf_hdr;
+        md->rri_n = (CODE_ONE - rd16(buf, p->shim + RRI_OFF)) & U16;
+    } else if (!md->trust && md->ffs_state == FFS_STATE_VALID) { /* reset_label */
+        md->rf = CODE_ONE;
+    } else if (md->insert && md->ffs_state == FFS_STATE_NONE && p->ip_version == 4) { /* may_insert_v4 */
+        md->rf = md->rf_hdr;
+        md->insert_v4 = 1;
+    } else { /* use_label */
+        md->rf = md->rf_hdr;
     }
 }
 
@@ -625,21 +646,21 @@ static void forwarding_apply(Engine *e, const parsed_t *p, meta_t *md) {
 }
 
 /* PairMap */
-static inline void set_pair(meta_t *md, uint32_t pid, uint32_t lm) {
+static inline void set_pair(meta_t *md, uint32_t pid, uint32_t nlm) {
     md->pid = pid;
-    md->lm = lm;
+    md->k = (nlm + md->rf) & U16;
     md->managed = 1;
 }
 static inline void no_pair(meta_t *md) { md->managed = 0; }
-static inline void set_egress(meta_t *md, uint32_t ltau, uint32_t ntau, uint32_t congested, uint32_t lcr) {
+static inline void set_egress(meta_t *md, uint32_t ltau, uint32_t ltau_p, uint32_t congested, uint32_t lcr) {
     md->ltau = ltau;
-    md->ntau = ntau;
+    md->ltau_p = ltau_p;
     md->congested = congested;
     md->lcr = lcr;
 }
 static inline void egress_unmanaged(meta_t *md) {
     md->ltau = CODE_MAX;
-    md->ntau = WIDE_OFFSET - CODE_MAX;
+    md->ltau_p = 0;
     md->congested = 0;
     md->lcr = CODE_MAX;
 }
@@ -658,7 +679,8 @@ static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md) {
 }
 
 /* RateEstimation */
-static inline void set_lw(meta_t *md, uint32_t llen) { md->lw = sat_sub(llen, md->rf); }
+static inline void set_lw(meta_t *md, uint32_t llen) { md->lw = sat_sub(llen, md->rf_hdr); }
+static inline void set_lw_reset(meta_t *md, uint32_t lw) { md->lw = lw; }
 static inline void lw_zero(meta_t *md) { md->lw = 0; }
 static inline void set_weight(meta_t *md, uint32_t w) { md->w = w; }
 static inline void weight_max(meta_t *md) { md->w = U32; }
@@ -666,14 +688,22 @@ static inline void estimate(Engine *e, meta_t *md, int64_t t_ns) { md->f = lpf_e
 static inline void count_pair(Engine *e, meta_t *md, size_t frame_len) {
     counter_count(e->pair_bytes_pk, e->pair_bytes_by, md->pid, frame_len);
 }
-static inline void set_lf(meta_t *md, uint32_t lf) { md->lf = lf; }
-static inline void lf_zero(meta_t *md) { md->lf = 0; }
+static inline void set_lf(meta_t *md, uint32_t lf, uint32_t nlf) {
+    md->rf_norm = (lf + md->k) & U16;
+    md->c_cong = (nlf + md->cc) & U16;
+}
+static inline void lf_zero(meta_t *md) {
+    md->rf_norm = md->k;
+    md->c_cong = md->cc;
+}
 static inline void store_f(Engine *e, meta_t *md) { e->f_est[md->pid] = md->f; }
 
-static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns) {
-    const tres *r = table_lookup(&e->tables[T_LEN_LOG], md->l3_len);
+static void rate_est_weigh(Engine *e, meta_t *md) {
+    const tres *r = table_lookup(&e->tables[T_LEN_LOG], ((u128)md->trust << 16) | md->l3_len);
     if (r->act == A_SET_LW)
         set_lw(md, r->p[0]);
+    else if (r->act == A_SET_LW_RESET)
+        set_lw_reset(md, r->p[0]);
     else
         lw_zero(md);
     r = table_lookup(&e->tables[T_WEIGHT], md->lw);
@@ -681,111 +711,41 @@ static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns
         set_weight(md, r->p[0]);
     else
         weight_max(md);
-    if (md->managed) {
-        estimate(e, md, t_ns);
-        count_pair(e, md, frame_len);
-        r = table_lookup(&e->tables[T_F_LOG], md->f);
-        if (r->act == A_SET_LF)
-            set_lf(md, r->p[0]);
-        else
-            lf_zero(md);
-        store_f(e, md);
-    }
+}
+
+static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns) {
+    estimate(e, md, t_ns);
+    count_pair(e, md, frame_len);
+    const tres *r = table_lookup(&e->tables[T_F_LOG], md->f);
+    if (r->act == A_SET_LF)
+        set_lf(md, r->p[0], r->p[1]);
+    else
+        lf_zero(md);
+    store_f(e, md);
 }
 
 /* Normalize */
 static inline void draw(Engine *e, meta_t *md) { md->rnd = mt_next(&e->rng) >> 16; }
-static inline void norm_k(meta_t *md) { md->k = sat_sub(md->rf, md->lm); }
-static inline void norm_k2(meta_t *md) {
-    md->k2 = md->k + md->ntau; /* 32-bit wrap */
-    md->ik = sat_sub(INV_CONST, md->k);
-}
-static inline void norm_d(meta_t *md) {
-    md->rf_norm = md->k + md->lf;
-    md->d_w = md->k2 + md->lf;
-    md->c_inv = sat_sub(md->ik, md->lf);
-}
-static inline void gamma_one(meta_t *md) {
-    md->margin = 1;
-    md->d16 = 0;
-}
-static inline void gamma_frac(meta_t *md, uint32_t thr, uint32_t d16) {
-    md->margin = sat_sub(thr, md->rnd);
-    md->d16 = d16;
-}
-static inline void gamma_zero(meta_t *md) {
-    md->margin = 0;
-    md->d16 = 0;
-}
-static inline void label_out(meta_t *md) { md->rf_out = umin(md->rf_norm, md->ltau); }
-static inline void count_drop(Engine *e, meta_t *md, size_t frame_len) {
-    counter_count(e->pair_drops_pk, e->pair_drops_by, md->pid, frame_len);
-}
-static inline void rewrite_label(uint8_t *buf, const parsed_t *p, meta_t *md) {
-    wr16(buf, p->shim + RF_OFF, md->rf_out & 0xFFFF);
-}
-static inline void rewrite_defaulted(uint8_t *buf, const parsed_t *p, meta_t *md) {
-    wr16(buf, p->shim + RF_OFF, md->rf_out & 0xFFFF);
-    buf[p->shim] |= FLAG_DEFAULTED;
-}
+static inline void norm_cc(meta_t *md) { md->cc = (md->ltau_p - md->k) & U16; }
 
-static int normalize_apply(Engine *e, uint8_t *buf, size_t *len, parsed_t *p, meta_t *md, size_t frame_len) {
-    draw(e, md);
-    norm_k(md);
-    norm_k2(md);
-    norm_d(md);
-    const tres *r = table_lookup(&e->tables[T_GAMMA], md->d_w);
+static void normalize_apply(Engine *e, meta_t *md) {
+    const tres *r = table_lookup(&e->tables[T_GAMMA], ((u128)md->congested << 16) | md->c_cong);
     if (r->act == A_GAMMA_ONE)
-        gamma_one(md);
+        md->margin = 1;
     else if (r->act == A_GAMMA_FRAC)
-        gamma_frac(md, r->p[0], r->p[1]);
+        md->margin = sat_sub(r->p[0], md->rnd);
     else
-        gamma_zero(md);
-    label_out(md);
-    if (md->margin == 0) {
-        count_drop(e, md, frame_len);
-        return 0;
-    }
-    if (md->ffs_state == FFS_STATE_VALID) {
-        if (md->trust)
-            rewrite_label(buf, p, md);
-        else
-            rewrite_defaulted(buf, p, md);
-    } else if (md->ffs_state == FFS_STATE_NONE && md->insert) {
-        insert_shim(buf, len, p, md->rf_out & 0xFFFF);
-    }
-    return 1;
+        md->margin = 0;
 }
 
-/* RiUpdate */
-static inline void candidates(meta_t *md) {
-    md->c_cong = sat_sub(CONG_CAND_CONST, md->d_w);
-    md->c_unc = umax(md->c_inv, md->lcr);
-}
-static inline void limits(meta_t *md) {
-    md->m_cong = umin(md->rri, md->c_cong);
-    md->m_unc = umin(md->rri, md->c_unc);
-}
-static inline void ri_upstream(uint8_t *buf, const parsed_t *p, meta_t *md) {
-    wr16(buf, p->shim + RRI_OFF, sat_sub(rd16(buf, p->shim + RRI_OFF), md->d16));
-}
-static inline void ri_congested(uint8_t *buf, const parsed_t *p, meta_t *md) {
-    wr16(buf, p->shim + RRI_OFF, md->m_cong & 0xFFFF);
-}
-static inline void ri_uncongested(uint8_t *buf, const parsed_t *p, meta_t *md) {
-    wr16(buf, p->shim + RRI_OFF, md->m_unc & 0xFFFF);
-}
-
-static void ri_update_apply(Engine *e, uint8_t *buf, const parsed_t *p, meta_t *md) {
-    candidates(md);
-    limits(md);
-    const tres *r = table_lookup(&e->tables[T_RI], (md->ri_req << 2) | (md->rri_ge_one << 1) | md->congested);
-    if (r->act == A_RI_UPSTREAM)
-        ri_upstream(buf, p, md);
-    else if (r->act == A_RI_CONGESTED)
-        ri_congested(buf, p, md);
-    else if (r->act == A_RI_UNCONGESTED)
-        ri_uncongested(buf, p, md);
+/* RiUpdate.ri_candidate: the const entries of ffs.tables.ri_candidate_entries */
+static void ri_candidate_apply(meta_t *md) {
+    if (!(md->ri_req && md->trust))
+        md->c_ri = CODE_MAX; /* candidate_keep (the default) */
+    else if (!md->rri_ge_one)
+        md->c_ri = md->congested ? sat_sub(md->c_cong, md->rri_n) : CODE_MAX;
+    else
+        md->c_ri = md->congested ? md->c_cong : umax(md->c_cong, md->lcr);
 }
 
 /* EgressAccounting */
@@ -804,25 +764,31 @@ static void egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t por
 static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out) {
     size_t frame_len = *len;
     meta_t md;
-    memset(&md, 0, sizeof(md));
+    memset(&md, 0, sizeof(md)); /* @pa_auto_init_metadata */
     md.ifindex = e->port_md[ingress_port][0];
     md.trust = e->port_md[ingress_port][1];
     md.insert = e->port_md[ingress_port][2];
-    md.rf = CODE_ONE;
-    md.rri = CODE_MAX;
-    md.ltau = CODE_MAX;
-    md.ntau = WIDE_OFFSET - CODE_MAX;
-    md.lcr = CODE_MAX;
+    md.rf_hdr = CODE_ONE;
     *pid_out = -1;
     parsed_t p;
-    if (parse(buf, *len, &p) < 0) { /* parse_drop */
+    if (parse(buf, *len, &p) < 0) { /* fate: parse_drop */
         counter_count(e->events_pk, e->events_by, EVENT_PARSE_ERROR, frame_len);
         return -1 - R_PARSE_ERROR;
     }
     ingress_parser_metadata(buf, &p, &md);
+    port_label_apply(buf, &p, &md);
     forwarding_apply(e, &p, &md);
+    rate_est_weigh(e, &md);
     if (md.routed) pair_map_apply(e, ingress_port, &md);
-    rate_est_apply(e, &md, frame_len, t_ns);
+    if (md.managed) {
+        draw(e, &md);
+        norm_cc(&md);
+        rate_est_apply(e, &md, frame_len, t_ns);
+        normalize_apply(e, &md);
+        ri_candidate_apply(&md);
+    }
+    /* FfsIngress.fate: the const entries of ffs.tables.fate_entries, in order */
+    if (md.managed && md.margin == 0) counter_count(e->pair_drops_pk, e->pair_drops_by, md.pid, frame_len);
     if (!md.routed) { /* miss_drop */
         counter_count(e->events_pk, e->events_by, EVENT_ROUTE_MISS, frame_len);
         return -1 - R_ROUTE_MISS;
@@ -833,12 +799,22 @@ static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress
         return (int)md.egress_port;
     }
     *pid_out = (int)md.pid;
-    if (!normalize_apply(e, buf, len, &p, &md, frame_len)) {
+    if (md.margin == 0) { /* ffs_drop */
         counter_count(e->events_pk, e->events_by, EVENT_FFS_DROP, frame_len);
         return -1 - R_FFS_DROP;
     }
-    ri_update_apply(e, buf, &p, &md);
-    if (md.ffs_state == FFS_STATE_OPAQUE) counter_count(e->events_pk, e->events_by, EVENT_OPAQUE_SHIM, frame_len);
+    uint32_t rf_out = umin(md.rf_norm, md.ltau);
+    if (md.ffs_state == FFS_STATE_VALID) {
+        wr16(buf, p.shim + RF_OFF, rf_out);
+        if (md.trust) /* rewrite_label */
+            wr16(buf, p.shim + RRI_OFF, umin(rd16(buf, p.shim + RRI_OFF), md.c_ri));
+        else /* rewrite_reset_label */
+            buf[p.shim] |= FLAG_DEFAULTED;
+    } else if (md.ffs_state == FFS_STATE_OPAQUE) { /* note_opaque */
+        counter_count(e->events_pk, e->events_by, EVENT_OPAQUE_SHIM, frame_len);
+    } else if (md.insert && p.ip_version) { /* insert_shim_v4 / insert_shim_v6 */
+        insert_shim(buf, len, &p, rf_out);
+    } /* else forward */
     egress_acct_apply(e, buf, len, md.egress_port);
     return (int)md.egress_port;
 }
@@ -1406,12 +1382,10 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 ||
         PyModule_AddObjectRef(m, "Trace", (PyObject *)&TraceType) < 0)
         goto fail;
-    PyObject *names = PyTuple_New(NT), *actions = PyTuple_New(NT), *bufs = PyTuple_New(NB);
+    PyObject *names = PyTuple_New(NT), *actions = PyTuple_New(NT_ALL), *bufs = PyTuple_New(NB);
     if (!names || !actions || !bufs) goto fail;
-    for (int i = 0; i < NT; i++) {
-        PyTuple_SET_ITEM(names, i, PyUnicode_FromString(TABLE_NAMES[i]));
-        PyTuple_SET_ITEM(actions, i, PyUnicode_FromString(TABLE_ACTIONS[i]));
-    }
+    for (int i = 0; i < NT; i++) PyTuple_SET_ITEM(names, i, PyUnicode_FromString(TABLE_NAMES[i]));
+    for (int i = 0; i < NT_ALL; i++) PyTuple_SET_ITEM(actions, i, PyUnicode_FromString(TABLE_ACTIONS[i]));
     for (int i = 0; i < NB; i++) PyTuple_SET_ITEM(bufs, i, PyUnicode_FromString(BUF_SPEC[i].name));
     PyModule_AddObject(m, "TABLES", names);
     PyModule_AddObject(m, "ACTIONS", actions);
@@ -1419,8 +1393,8 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyObject *c = Py_BuildValue(
         "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "IP_PROTO_FFS",
         IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
-        FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "WIDE_OFFSET",
-        WIDE_OFFSET, "CONG_CAND_CONST", CONG_CAND_CONST, "INV_CONST", INV_CONST, "NUM_PAIRS", NUM_PAIRS, "NUM_PORTS",
+        FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "RF_CODE_MIN",
+        RF_CODE_MIN, "RF_CODE_MAX", RF_CODE_MAX, "D_OFFSET", D_OFFSET, "NUM_PAIRS", NUM_PAIRS, "NUM_PORTS",
         NUM_PORTS, "EVENT_COUNTER_SIZE", EVENT_COUNTER_SIZE, "EVENT_PARSE_ERROR", EVENT_PARSE_ERROR, "EVENT_ROUTE_MISS",
         EVENT_ROUTE_MISS, "EVENT_OPAQUE_SHIM", EVENT_OPAQUE_SHIM, "EVENT_NO_PAIR", EVENT_NO_PAIR, "EVENT_FFS_DROP",
         EVENT_FFS_DROP, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",

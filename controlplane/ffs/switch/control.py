@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 import uuid
 from typing import Iterable, Sequence
 
 from ffs import constants as C
 from ffs import p4names as N
+from ffs.tables import egress_params_consistent
 from ffs.driver.base import CounterValue, Exact, LpfSpec, TableEntry, Update
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError, MatchTable
 
 PORT_MD = N.PORT_METADATA
+READ_CHUNK = 256  # counter/register cells read per hold of the packet lock (as a Tofino sync reads them: per cell, not as one snapshot)
 
 
 class SwitchControl:
@@ -95,7 +98,14 @@ class SwitchControl:
                     for port, v in sorted(self.pipeline.port_metadata.items())
                 ]
             t = self._table(name)
-            return sorted((t.to_entry(e) for e in t.entries.values()), key=_entry_order)
+            entries = list(t.entries.values())  # a snapshot: writes replace the entries, never edit them
+        # converting thousands of entries happens outside the lock, and lets the packet thread run
+        # between chunks (sleep(0) hands over the interpreter at once instead of after its 5 ms slice)
+        out: list[TableEntry] = []
+        for k in range(0, len(entries), READ_CHUNK):
+            out.extend(t.to_entry(e) for e in entries[k : k + READ_CHUNK])
+            time.sleep(0)
+        return sorted(out, key=_entry_order)
 
     def read_default(self, name: str) -> TableEntry:
         with self.lock:
@@ -132,7 +142,13 @@ class SwitchControl:
     def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, CounterValue]:
         with self.lock:
             c = self._named(self.pipeline.counters, name, "counter")
-            return {i: c.read(i) for i in self._indices(c.spec.size, indices, c.spec.name)}
+        idx = self._indices(c.spec.size, indices, c.spec.name)
+        out: dict[int, CounterValue] = {}
+        for k in range(0, len(idx), READ_CHUNK):  # the lock per chunk: forwarding goes on between chunks
+            with self.lock:
+                out.update((i, c.read(i)) for i in idx[k : k + READ_CHUNK])
+            time.sleep(0)
+        return out
 
     def reset_counters(self, name: str) -> None:
         with self.lock:
@@ -141,7 +157,13 @@ class SwitchControl:
     def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
         with self.lock:
             r = self._named(self.pipeline.registers, name, "register")
-            return {i: r.cells[i] for i in self._indices(r.spec.size, indices, r.spec.name)}
+        idx = self._indices(r.spec.size, indices, r.spec.name)
+        out: dict[int, int] = {}
+        for k in range(0, len(idx), READ_CHUNK):
+            with self.lock:
+                out.update((i, r.cells[i]) for i in idx[k : k + READ_CHUNK])
+            time.sleep(0)
+        return out
 
     def write_register(self, name: str, index: int, value: int) -> None:
         with self.lock:
@@ -176,11 +198,14 @@ def _clone(t: MatchTable) -> MatchTable:
 
 
 def _check_derived(t: MatchTable, action: str, params: dict[str, int]) -> None:
-    """spec §5.3: ntau is derived from ltau (an action cannot subtract two immediates)."""
-    if t.spec is N.EGRESS_PARAMS and action == "set_egress" and params["ntau"] != C.WIDE_OFFSET - params["ltau"]:
-        raise ControlError(
-            f"{t.spec.name}: set_egress needs ntau = 0x10000 - ltau = {C.WIDE_OFFSET - params['ltau']:#x}, got {params['ntau']:#x}"
-        )
+    """spec §5.3: ltau_p is derived from ltau, and lm within 0..LM_MAX (the data plane's 16-bit
+    arithmetic relies on both; an action cannot subtract two immediates)."""
+    if t.spec is N.EGRESS_PARAMS and action == "set_egress":
+        why = egress_params_consistent(params)
+        if why:
+            raise ControlError(f"{t.spec.name}: set_egress: {why}")
+    if t.spec is N.PAIRS and action == "set_pair" and not (-params["nlm"]) & C.CODE_MAX <= C.LM_MAX:
+        raise ControlError(f"{t.spec.name}: set_pair needs nlm = -lm with lm <= {C.LM_MAX:#x}, got nlm {params['nlm']:#x}")
 
 
 def _apply(t: MatchTable, u: Update) -> None:

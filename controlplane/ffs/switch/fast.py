@@ -31,6 +31,9 @@ else:
     _IMPORT_ERROR = ""
 
 _REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS)
+# the engine compiles the writable tables; the const-entry ones are code in _fastpath.c, checked
+# against ffs.tables' generators by tests/test_switch_fastpath.py
+WRITABLE = tuple(t for t in N.TABLES if not t.const_entries)
 _KIND = {"exact": 0, "lpm": 1, "ternary": 2}
 M64 = (1 << 64) - 1
 
@@ -54,9 +57,9 @@ def _check_contract() -> None:
     source = Path(__file__).with_name("_fastpath.c")
     if source.exists() and hashlib.sha256(source.read_bytes()).hexdigest() != getattr(_fastpath, "SOURCE_SHA256", None):
         raise ImportError("ffs.switch._fastpath was built from another _fastpath.c: rebuild it (pip install -e .)")
-    if _fastpath.TABLES != tuple(t.name for t in N.TABLES):
+    if _fastpath.TABLES != tuple(t.name for t in WRITABLE):
         raise ImportError("ffs.switch._fastpath: table order differs from ffs.p4names.TABLES; rebuild it")
-    for t, acts in zip(N.TABLES, _fastpath.ACTIONS):
+    for t, acts in zip(WRITABLE + N.CONST_TABLES, _fastpath.ACTIONS):
         if acts.split() != [a.short for a in t.actions]:
             raise ImportError(f"ffs.switch._fastpath: actions of {t.name} differ from ffs.p4names; rebuild it")
     for name, value in _fastpath.CONSTANTS.items():
@@ -118,8 +121,9 @@ class FastPipeline(Pipeline):
         super().__init__(seed)
         rate, norm, eg = self.rate_est, self.normalize, self.egress_acct
         lpf = rate.f_lpf
+        drops = self.fate.pair_drops
         buffers = (
-            rate.pair_bytes.packets, rate.pair_bytes.bytes, norm.pair_drops.packets, norm.pair_drops.bytes,
+            rate.pair_bytes.packets, rate.pair_bytes.bytes, drops.packets, drops.bytes,
             self.events.packets, self.events.bytes, eg.accepted.packets, eg.accepted.bytes,
             rate.f_est.cells, lpf.state, lpf.last, lpf.seen, lpf.kind, lpf.gain, lpf.decay, lpf.shift,
         )  # the order of _fastpath.BUFFERS
@@ -127,6 +131,8 @@ class FastPipeline(Pipeline):
         self.engine.set_rng_state(norm.rng.getstate()[1])
         self._table_ids = {}
         for i, t in enumerate(self.tables.values()):
+            if t.spec.const_entries:
+                continue
             self._table_ids[t.spec.name] = i
             t.on_change = functools.partial(self._dirty.add, i)
             self._dirty.add(i)

@@ -28,7 +28,7 @@ from ffs.switch.packet import (
     shim_set16,
     strip_shim,
 )
-from ffs.switch.tna import Counter, Lpf, MatchTable, Random16, Register, sat_sub
+from ffs.switch.tna import Counter, Lpf, MatchTable, Random16, Register, const_table, sat_sub
 
 U16 = 0xFFFF
 U32 = 0xFFFFFFFF
@@ -41,8 +41,8 @@ DROP_FFS = "ffs_drop"
 
 @dataclass(slots=True)
 class Meta:
-    """Ingress metadata (the P4 `ffs_metadata_t`); widths in spec §7, values held in Python ints
-    and kept inside their width by the actions."""
+    """Ingress metadata (the P4 `ffs_metadata_t`, zero-initialized like @pa_auto_init_metadata);
+    widths in spec §7, values held in Python ints and kept inside their width by the actions."""
 
     # port metadata ($PORT_METADATA)
     ifindex: int = 0
@@ -53,38 +53,31 @@ class Meta:
     ri_req: int = 0
     rri_ge_one: int = 0
     l3_len: int = 0
-    rf: int = C.CODE_ONE
-    rri: int = C.CODE_MAX
-    # forwarding / pair map
-    routed: int = 0
-    managed: int = 0
-    egress_port: int = 0
-    pid: int = 0
-    lm: int = 0
-    ltau: int = C.CODE_MAX
-    ntau: int = C.WIDE_OFFSET - C.CODE_MAX
-    congested: int = 0
-    lcr: int = C.CODE_MAX
-    # stage 0-1
+    rf_hdr: int = C.CODE_ONE
+    # stage 0
+    rf: int = 0
+    rri_n: int = 0
+    insert_v4: int = 0
     lw: int = 0
-    w: int = 0
-    rnd: int = 0
-    # stage 2-7
-    f: int = 0
+    routed: int = 0
+    egress_port: int = 0
+    # stage 1
+    managed: int = 0
+    pid: int = 0
     k: int = 0
-    lf: int = 0
-    k2: int = 0
-    ik: int = 0
+    ltau: int = 0
+    ltau_p: int = 0
+    congested: int = 0
+    lcr: int = 0
+    w: int = 0
+    # stages 2-4
+    cc: int = 0
+    rnd: int = 0
+    f: int = 0
     rf_norm: int = 0
-    d_w: int = 0
-    c_inv: int = 0
-    margin: int = 0
-    d16: int = 0
-    rf_out: int = 0
     c_cong: int = 0
-    c_unc: int = 0
-    m_cong: int = 0
-    m_unc: int = 0
+    margin: int = 0
+    c_ri: int = 0
 
 
 @dataclass(slots=True)
@@ -99,18 +92,53 @@ class Result:
 
 
 def ingress_parser_metadata(buf: bytearray, p: Parsed, md: Meta) -> None:
-    """The terminal states of `FfsIngressParser` (spec §7.1): ffs_trusted, ffs_reset, ffs_opaque,
-    no_shim / non_ip. Each sets the label entering the pipeline exactly once."""
+    """The terminal states of `FfsIngressParser` (spec §7.1): ffs_valid / ffs_below_min /
+    ffs_above_max (the arriving label clamped to [RF_CODE_MIN, RF_CODE_MAX]), ffs_opaque, no_shim."""
     md.l3_len = p.l3_len
     md.ffs_state = p.ffs_state
     if p.ffs_state == C.FFS_STATE_VALID:
-        md.rri = shim_get16(buf, p.shim, RRI_OFF)
-        if md.trust:  # ffs_trusted
-            md.rf = shim_get16(buf, p.shim, RF_OFF)
-            md.ri_req = (buf[p.shim] & C.FLAG_RI) >> 3
-            md.rri_ge_one = md.rri >> 15
-        # ffs_reset: rf stays CODE_ONE, ri_req 0
-    # ffs_opaque / no_shim / non_ip: rf = CODE_ONE, rri = CODE_MAX (the Meta defaults)
+        md.rf_hdr = min(max(shim_get16(buf, p.shim, RF_OFF), C.RF_CODE_MIN), C.RF_CODE_MAX)
+        md.ri_req = (buf[p.shim] & C.FLAG_RI) >> 3
+        md.rri_ge_one = shim_get16(buf, p.shim, RRI_OFF) >> 15
+    # ffs_opaque / no_shim: rf_hdr = CODE_ONE (the Meta default)
+
+
+class PortLabel:
+    """`FfsIngress.port_label` (const entries, stage 0): the label entering normalization."""
+
+    def __init__(self) -> None:
+        from ffs.tables import port_label_entries  # the one generator of the const entries
+
+        self.table = const_table(N.PORT_LABEL, port_label_entries())
+
+    @staticmethod
+    def use_label(md: Meta) -> None:
+        md.rf = md.rf_hdr
+
+    @staticmethod
+    def use_label_ri(buf: bytearray, p: Parsed, md: Meta) -> None:
+        md.rf = md.rf_hdr
+        md.rri_n = (C.CODE_ONE - shim_get16(buf, p.shim, RRI_OFF)) & U16
+
+    @staticmethod
+    def reset_label(md: Meta) -> None:
+        md.rf = C.CODE_ONE
+
+    @staticmethod
+    def may_insert_v4(md: Meta) -> None:
+        md.rf = md.rf_hdr
+        md.insert_v4 = 1
+
+    def apply(self, buf: bytearray, p: Parsed, md: Meta) -> None:
+        action, _ = self.table.lookup(md.trust, md.insert, md.ffs_state, int(p.ip_version == 4))
+        if action == "use_label_ri":
+            self.use_label_ri(buf, p, md)
+        elif action == "reset_label":
+            self.reset_label(md)
+        elif action == "may_insert_v4":
+            self.may_insert_v4(md)
+        else:
+            self.use_label(md)
 
 
 class Forwarding:
@@ -143,43 +171,44 @@ class Forwarding:
 
 
 class PairMap:
-    """`FfsIngress.pair_map`: (ingress, egress) -> pair index and log M; egress -> τ and friends."""
+    """`FfsIngress.pair_map`: (ingress, egress) -> pair index and k = rf - lm; egress -> τ and friends."""
 
     def __init__(self) -> None:
         self.pairs = MatchTable(N.PAIRS)
         self.egress_params = MatchTable(N.EGRESS_PARAMS)
 
     @staticmethod
-    def set_pair(md: Meta, pid: int, lm: int) -> None:  # stage 1
-        md.pid, md.lm, md.managed = pid, lm, 1
+    def set_pair(md: Meta, pid: int, nlm: int) -> None:  # stage 1: k = nlm + rf never wraps (§7.2)
+        md.pid, md.k, md.managed = pid, (nlm + md.rf) & U16, 1
 
     @staticmethod
     def no_pair(md: Meta) -> None:
         md.managed = 0
 
     @staticmethod
-    def set_egress(md: Meta, ltau: int, ntau: int, congested: int, lcr: int) -> None:  # stage 1
-        md.ltau, md.ntau, md.congested, md.lcr = ltau, ntau, congested, lcr
+    def set_egress(md: Meta, ltau: int, ltau_p: int, congested: int, lcr: int) -> None:  # stage 1
+        md.ltau, md.ltau_p, md.congested, md.lcr = ltau, ltau_p, congested, lcr
 
     @staticmethod
     def egress_unmanaged(md: Meta) -> None:
-        md.ltau, md.ntau, md.congested, md.lcr = C.CODE_MAX, C.WIDE_OFFSET - C.CODE_MAX, 0, C.CODE_MAX
+        md.ltau, md.ltau_p, md.congested, md.lcr = C.CODE_MAX, 0, 0, C.CODE_MAX
 
     def apply(self, ingress_port: int, md: Meta) -> None:
         action, params = self.pairs.lookup(ingress_port, md.egress_port)
         if action == "set_pair":
-            self.set_pair(md, params["pid"], params["lm"])
+            self.set_pair(md, params["pid"], params["nlm"])
         else:
             self.no_pair(md)
         action, params = self.egress_params.lookup(md.egress_port)
         if action == "set_egress":
-            self.set_egress(md, params["ltau"], params["ntau"], params["congested"], params["lcr"])
+            self.set_egress(md, params["ltau"], params["ltau_p"], params["congested"], params["lcr"])
         else:
             self.egress_unmanaged(md)
 
 
 class RateEstimation:
-    """`FfsIngress.rate_est`: the weight len/rf, the F LPF, its log, and the R_(i,j) counter."""
+    """`FfsIngress.rate_est`: the weight len/rf, the F LPF, its log applied to k and cc, and the
+    R_(i,j) counter."""
 
     def __init__(self) -> None:
         self.len_log = MatchTable(N.LEN_LOG)
@@ -191,7 +220,11 @@ class RateEstimation:
 
     @staticmethod
     def set_lw(md: Meta, llen: int) -> None:  # stage 0: lw = log2(len · 2^8 / rf)
-        md.lw = sat_sub(llen, md.rf)
+        md.lw = sat_sub(llen, md.rf_hdr)
+
+    @staticmethod
+    def set_lw_reset(md: Meta, lw: int) -> None:  # stage 0: a resetting port, rf = 1 folded in
+        md.lw = lw
 
     @staticmethod
     def lw_zero(md: Meta) -> None:
@@ -212,20 +245,24 @@ class RateEstimation:
         self.pair_bytes.count(md.pid, frame_len)
 
     @staticmethod
-    def set_lf(md: Meta, lf: int) -> None:  # stage 3
-        md.lf = lf
+    def set_lf(md: Meta, lf: int, nlf: int) -> None:  # stage 3: rf_norm = k + lf, c_cong = cc - lf
+        md.rf_norm = (lf + md.k) & U16
+        md.c_cong = (nlf + md.cc) & U16
 
     @staticmethod
     def lf_zero(md: Meta) -> None:
-        md.lf = 0
+        md.rf_norm, md.c_cong = md.k, md.cc
 
     def store_f(self, md: Meta) -> None:  # stage 3: f_est[pid] for the agent
         self.f_est.write(md.pid, md.f)
 
-    def apply(self, md: Meta, frame_len: int, t_ns: int) -> None:
-        action, params = self.len_log.lookup(md.l3_len)
+    def weigh(self, md: Meta) -> None:
+        """len_log and weight: every packet, stages 0-1."""
+        action, params = self.len_log.lookup(md.trust, md.l3_len)
         if action == "set_lw":
             self.set_lw(md, params["llen"])
+        elif action == "set_lw_reset":
+            self.set_lw_reset(md, params["lw"])
         else:
             self.lw_zero(md)
         action, params = self.weight.lookup(md.lw)
@@ -233,146 +270,87 @@ class RateEstimation:
             self.set_weight(md, params["w"])
         else:
             self.weight_max(md)
-        if md.managed:
-            self.estimate(md, t_ns)
-            self.count_pair(md, frame_len)
-            action, params = self.f_log.lookup(md.f)
-            if action == "set_lf":
-                self.set_lf(md, params["lf"])
-            else:
-                self.lf_zero(md)
-            self.store_f(md)
+
+    def apply(self, md: Meta, frame_len: int, t_ns: int) -> None:
+        """The managed part, stages 2-3 (needs Normalize's cc)."""
+        self.estimate(md, t_ns)
+        self.count_pair(md, frame_len)
+        action, params = self.f_log.lookup(md.f)
+        if action == "set_lf":
+            self.set_lf(md, params["lf"], params["nlf"])
+        else:
+            self.lf_zero(md)
+        self.store_f(md)
 
 
 class Normalize:
-    """`FfsIngress.normalize`: rf' = rf·F/M, d = rf' - τ, γ by table and Random, drop, rewrite."""
+    """`FfsIngress.normalize`: cc = code(τ/k), the random draw, and γ by (congested, c_cong)."""
 
     def __init__(self, seed: int) -> None:
         self.gamma = MatchTable(N.GAMMA)
         self.rng = Random16(seed)
-        self.pair_drops = Counter(N.PAIR_DROPS)
 
     def draw(self, md: Meta) -> None:  # stage 2 (managed packets only draw)
         md.rnd = self.rng.get()
 
     @staticmethod
-    def norm_k(md: Meta) -> None:  # stage 2
-        md.k = sat_sub(md.rf, md.lm)
+    def norm_cc(md: Meta) -> None:  # stage 2: 16-bit wrap; never wraps below 0 (§7.2)
+        md.cc = (md.ltau_p - md.k) & U16
 
     @staticmethod
-    def norm_k2(md: Meta) -> None:  # stage 3
-        md.k2 = (md.k + md.ntau) & U32
-        md.ik = sat_sub(C.INV_CONST, md.k)
+    def gamma_one(md: Meta) -> None:  # stage 4: d <= 0 or uncongested, γ = 1, no random compare
+        md.margin = 1
 
     @staticmethod
-    def norm_d(md: Meta) -> None:  # stage 4
-        md.rf_norm = (md.k + md.lf) & U32
-        md.d_w = (md.k2 + md.lf) & U32
-        md.c_inv = sat_sub(md.ik, md.lf)
+    def gamma_frac(md: Meta, thr: int) -> None:  # stage 4: accept iff rnd < thr
+        md.margin = sat_sub(thr, md.rnd)
 
     @staticmethod
-    def gamma_one(md: Meta) -> None:  # stage 5: d <= 0, γ = 1, no random compare
-        md.margin, md.d16 = 1, 0
+    def gamma_zero(md: Meta) -> None:  # stage 4: γ < 2^-16, always drop
+        md.margin = 0
 
-    @staticmethod
-    def gamma_frac(md: Meta, thr: int, d16: int) -> None:  # stage 5: accept iff rnd < thr
-        md.margin, md.d16 = sat_sub(thr, md.rnd), d16
-
-    @staticmethod
-    def gamma_zero(md: Meta) -> None:  # stage 5: γ < 2^-16, always drop
-        md.margin, md.d16 = 0, 0
-
-    @staticmethod
-    def label_out(md: Meta) -> None:  # stage 5: rf ← min(rf', τ)
-        md.rf_out = min(md.rf_norm, md.ltau)
-
-    def count_drop(self, md: Meta, frame_len: int) -> None:  # stage 6
-        self.pair_drops.count(md.pid, frame_len)
-
-    @staticmethod
-    def rewrite_label(buf: bytearray, p: Parsed, md: Meta) -> None:  # stage 6
-        shim_set16(buf, p.shim, RF_OFF, md.rf_out & U16)
-
-    @staticmethod
-    def rewrite_defaulted(buf: bytearray, p: Parsed, md: Meta) -> None:  # stage 6: reset port
-        shim_set16(buf, p.shim, RF_OFF, md.rf_out & U16)
-        buf[p.shim] |= C.FLAG_DEFAULTED
-
-    @staticmethod
-    def insert_shim(buf: bytearray, p: Parsed, md: Meta) -> None:  # insert_shim_v4 / _v6
-        insert_shim(buf, p, md.rf_out & U16)
-
-    def apply(self, buf: bytearray, p: Parsed, md: Meta, frame_len: int) -> bool:
-        """Returns False when the packet is dropped (drop_ctl = 1)."""
+    def prepare(self, md: Meta) -> None:
         self.draw(md)
-        self.norm_k(md)
-        self.norm_k2(md)
-        self.norm_d(md)
-        action, params = self.gamma.lookup(md.d_w)
+        self.norm_cc(md)
+
+    def apply(self, md: Meta) -> None:
+        action, params = self.gamma.lookup(md.congested, md.c_cong)
         if action == "gamma_one":
             self.gamma_one(md)
         elif action == "gamma_frac":
-            self.gamma_frac(md, params["thr"], params["d16"])
+            self.gamma_frac(md, params["thr"])
         else:
             self.gamma_zero(md)
-        self.label_out(md)
-        if md.margin == 0:
-            self.count_drop(md, frame_len)  # drop_packet: drop_ctl = 1, event FFS_DROP
-            return False
-        if md.ffs_state == C.FFS_STATE_VALID:
-            if md.trust:
-                self.rewrite_label(buf, p, md)
-            else:
-                self.rewrite_defaulted(buf, p, md)
-        elif md.ffs_state == C.FFS_STATE_NONE and md.insert:
-            self.insert_shim(buf, p, md)
-        return True
 
 
 class RiUpdate:
-    """`FfsIngress.ri_update`: Algorithm 4 with the pre-γ normalized label (const entries)."""
+    """`FfsIngress.ri_update`: Algorithm 4's candidate with the pre-γ normalized label (const
+    entries); FfsIngress.fate writes rri = min(rri, c_ri)."""
 
     def __init__(self) -> None:
-        from ffs.tables import ri_entries  # the one generator of the const entries
+        from ffs.tables import ri_candidate_entries  # the one generator of the const entries
 
-        self.ri = MatchTable(N.RI)
-        for e in ri_entries():
-            ident, stored = self.ri.normalize(e)
-            self.ri.entries[ident] = stored
+        self.ri_candidate = const_table(N.RI_CANDIDATE, ri_candidate_entries())
 
     @staticmethod
-    def candidates(md: Meta) -> None:  # stage 5: Algorithm 4 lines 5 and 7 with the pre-γ label
-        md.c_cong = sat_sub(C.CONG_CAND_CONST, md.d_w)
-        md.c_unc = max(md.c_inv, md.lcr)
+    def candidate_upstream(md: Meta) -> None:  # stage 4: rri · γ = rri - d
+        md.c_ri = sat_sub(md.c_cong, md.rri_n)
 
     @staticmethod
-    def limits(md: Meta) -> None:  # stage 6
-        md.m_cong = min(md.rri, md.c_cong)
-        md.m_unc = min(md.rri, md.c_unc)
+    def candidate_keep(md: Meta) -> None:
+        md.c_ri = C.CODE_MAX
 
     @staticmethod
-    def ri_upstream(buf: bytearray, p: Parsed, md: Meta) -> None:  # stage 7: rri · γ
-        shim_set16(buf, p.shim, RRI_OFF, sat_sub(shim_get16(buf, p.shim, RRI_OFF), md.d16))
+    def candidate_congested(md: Meta) -> None:  # stage 4: τ / rf_norm
+        md.c_ri = md.c_cong
 
     @staticmethod
-    def ri_congested(buf: bytearray, p: Parsed, md: Meta) -> None:  # stage 7: min(rri, τ/rf')
-        shim_set16(buf, p.shim, RRI_OFF, md.m_cong & U16)
+    def candidate_uncongested(md: Meta) -> None:  # stage 4: max(1/rf_norm, C/R*)
+        md.c_ri = max(md.c_cong, md.lcr)
 
-    @staticmethod
-    def ri_uncongested(buf: bytearray, p: Parsed, md: Meta) -> None:  # stage 7: min(rri, max(1/rf', C/R*))
-        shim_set16(buf, p.shim, RRI_OFF, md.m_unc & U16)
-
-    def apply(self, buf: bytearray, p: Parsed, md: Meta) -> None:
-        self.candidates(md)
-        self.limits(md)
-        action, _ = self.ri.lookup(md.ri_req, md.rri_ge_one, md.congested)
-        if action == "ri_upstream":
-            self.ri_upstream(buf, p, md)
-        elif action == "ri_congested":
-            self.ri_congested(buf, p, md)
-        elif action == "ri_uncongested":
-            self.ri_uncongested(buf, p, md)
-        # ri_keep
+    def apply(self, md: Meta) -> None:
+        action, _ = self.ri_candidate.lookup(md.ri_req, md.trust, md.rri_ge_one, md.congested)
+        getattr(self, action)(md)
 
 
 class EgressAccounting:
@@ -401,12 +379,63 @@ class EgressAccounting:
             self.strip(buf)
 
 
+class Fate:
+    """`FfsIngress.fate` (const entries, stage 5): one decision and at most one event per packet;
+    `pair_drops` beside it."""
+
+    def __init__(self, events: Counter) -> None:
+        from ffs.tables import fate_entries  # the one generator of the const entries
+
+        self.fate = const_table(N.FATE, fate_entries())
+        self.events = events
+        self.pair_drops = Counter(N.PAIR_DROPS)
+
+    @staticmethod
+    def rewrite_label(buf: bytearray, p: Parsed, md: Meta) -> None:  # Algorithms 3 line 3 and 4
+        shim_set16(buf, p.shim, RF_OFF, min(md.rf_norm, md.ltau))
+        shim_set16(buf, p.shim, RRI_OFF, min(shim_get16(buf, p.shim, RRI_OFF), md.c_ri))
+
+    @staticmethod
+    def rewrite_reset_label(buf: bytearray, p: Parsed, md: Meta) -> None:
+        shim_set16(buf, p.shim, RF_OFF, min(md.rf_norm, md.ltau))
+        buf[p.shim] |= C.FLAG_DEFAULTED
+
+    def apply(self, buf: bytearray, p: Parsed, md: Meta, frame_len: int) -> str:
+        """The fate's action name; the frame is edited in place."""
+        action, _ = self.fate.lookup(
+            0, 0, md.routed, md.managed, md.margin, md.ffs_state, md.trust, md.insert,
+            int(p.ip_version == 4), int(p.ip_version == 6),
+        )
+        if md.managed and md.margin == 0:  # count_pair_drop
+            self.pair_drops.count(md.pid, frame_len)
+        ev = _EVENT_OF.get(action)
+        if ev is not None:
+            self.events.count(ev, frame_len)
+        if action == "rewrite_label":
+            self.rewrite_label(buf, p, md)
+        elif action == "rewrite_reset_label":
+            self.rewrite_reset_label(buf, p, md)
+        elif action in ("insert_shim_v4", "insert_shim_v6"):
+            insert_shim(buf, p, min(md.rf_norm, md.ltau))
+        return action
+
+
+_EVENT_OF = {
+    "parse_drop": C.EVENT_PARSE_ERROR,
+    "miss_drop": C.EVENT_ROUTE_MISS,
+    "note_no_pair": C.EVENT_NO_PAIR,
+    "ffs_drop": C.EVENT_FFS_DROP,
+    "note_opaque": C.EVENT_OPAQUE_SHIM,
+}
+
+
 class Pipeline:
     """Ingress parser, ingress controls, (no queue), egress controls; one packet at a time."""
 
     def __init__(self, seed: int = 1) -> None:
         self.seed = seed
         self.port_metadata: dict[int, tuple[int, int, int]] = {}  # port -> (ifindex, trust, insert)
+        self.port_label = PortLabel()
         self.forwarding = Forwarding()
         self.pair_map = PairMap()
         self.rate_est = RateEstimation()
@@ -414,7 +443,13 @@ class Pipeline:
         self.ri_update = RiUpdate()
         self.egress_acct = EgressAccounting()
         self.events = Counter(N.EVENTS)
-        # in the order of ffs.p4names.TABLES (the fast path compiles them in this order)
+        self.fate = Fate(self.events)
+        from ffs.tables import ipv4_shim_len_entries
+
+        # every table in the order of ffs.p4names.TABLES (the fast path compiles the writable ones
+        # in this order); const-entry tables are read-only. ipv4_shim_len is looked up by
+        # packet.parse, which raises ParseError for the same lengths (tests/test_switch_pipeline.py).
+        self.ipv4_shim_len = const_table(N.IPV4_SHIM_LEN, ipv4_shim_len_entries())
         self.tables: dict[str, MatchTable] = {
             t.spec.name: t
             for t in (
@@ -426,13 +461,17 @@ class Pipeline:
                 self.rate_est.weight,
                 self.rate_est.f_log,
                 self.normalize.gamma,
-                self.ri_update.ri,
                 self.egress_acct.egress_ports,
+                self.port_label.table,
+                self.ipv4_shim_len,
+                self.ri_update.ri_candidate,
+                self.fate.fate,
             )
         }
+        assert tuple(self.tables) == tuple(t.name for t in N.TABLES)
         self.counters = {
             c.spec.name: c
-            for c in (self.rate_est.pair_bytes, self.normalize.pair_drops, self.events, self.egress_acct.accepted)
+            for c in (self.rate_est.pair_bytes, self.fate.pair_drops, self.events, self.egress_acct.accepted)
         }
         self.registers = {self.rate_est.f_est.spec.name: self.rate_est.f_est}
         self.lpfs = {self.rate_est.f_lpf.spec.name: self.rate_est.f_lpf}
@@ -443,34 +482,34 @@ class Pipeline:
             raise ValueError(f"ingress port {ingress_port} out of range 0..{C.NUM_PORTS - 1}")
         buf = bytearray(frame)
         frame_len = len(buf)
-        events = self.events
         md = Meta()
         md.ifindex, md.trust, md.insert = self.port_metadata.get(ingress_port, (0, 0, 0))
-        # -- FfsIngressParser --------------------------------------------------------------------
+        # -- FfsIngressParser (and ipv4_shim_len: a short IPv4 total_len is a parse error too) ---
         try:
             p = parse(buf)
-        except ParseError:  # parse_drop
-            events.count(C.EVENT_PARSE_ERROR, frame_len)
+        except ParseError:  # fate: parse_drop
+            self.events.count(C.EVENT_PARSE_ERROR, frame_len)
             return Result(None, None, DROP_PARSE_ERROR)
         ingress_parser_metadata(buf, p, md)
         # -- FfsIngress.apply --------------------------------------------------------------------
+        self.port_label.apply(buf, p, md)  # stage 0
         self.forwarding.apply(p, md)
+        self.rate_est.weigh(md)  # stages 0-1
         if md.routed:
-            self.pair_map.apply(ingress_port, md)
-        self.rate_est.apply(md, frame_len, t_ns)
-        if not md.routed:  # miss_drop
-            events.count(C.EVENT_ROUTE_MISS, frame_len)
+            self.pair_map.apply(ingress_port, md)  # stage 1
+        if md.managed:
+            self.normalize.prepare(md)  # stage 2
+            self.rate_est.apply(md, frame_len, t_ns)  # stages 2-3
+            self.normalize.apply(md)  # stage 4
+            self.ri_update.apply(md)
+        action = self.fate.apply(buf, p, md, frame_len)  # stage 5
+        if action == "miss_drop":
             return Result(None, None, DROP_ROUTE_MISS)
-        if not md.managed:  # note_no_pair: FFS bypassed
-            events.count(C.EVENT_NO_PAIR, frame_len)
-            return self._egress(buf, md.egress_port, None)
-        if not self.normalize.apply(buf, p, md, frame_len):
-            events.count(C.EVENT_FFS_DROP, frame_len)
+        if action == "ffs_drop":
             return Result(None, None, DROP_FFS, md.pid)
-        self.ri_update.apply(buf, p, md)
-        if md.ffs_state == C.FFS_STATE_OPAQUE:  # note_opaque
-            events.count(C.EVENT_OPAQUE_SHIM, frame_len)
-        return self._egress(buf, md.egress_port, md.pid)
+        if action == "parse_drop":
+            return Result(None, None, DROP_PARSE_ERROR)
+        return self._egress(buf, md.egress_port, md.pid if md.managed else None)
 
     def _egress(self, buf: bytearray, port: int, pid: int | None) -> Result:
         """The TM (no queue: FFS decides before it) and `FfsEgress.apply`."""

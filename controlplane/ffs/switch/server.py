@@ -2,31 +2,74 @@
 
 Each Driver operation is one unary method whose request and response are JSON documents
 (`ffs.switch.wire`). A refused operation returns INVALID_ARGUMENT (or NOT_FOUND) with a one-line
-message and changes nothing. The server listens on a Unix socket or on loopback only, unless the
-operator names another address explicitly.
+message and changes nothing.
+
+Who may use it (docs/security.md): by default an owner-only Unix socket (mode 0600, bound in a
+private directory and renamed into place, so its mode never follows the umask and there is no
+moment when others could connect). TCP only when asked, on loopback, with a warning: the service
+has no authentication, so anyone on the machine can then change the tables; another address needs
+--allow-remote as well. Requests are bounded (`MAX_REQUEST_BYTES`, ffs.safeload's depth), at most
+`WORKERS` run at once, and large reads release the packet lock between chunks (ffs.switch.control),
+so that a slow or greedy client cannot stall forwarding.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import time
 from concurrent import futures
+from pathlib import Path
 from typing import Any, Callable
 
 import grpc
 
+from ffs.safeload import LoadError, loads_json
 from ffs.switch import wire
 from ffs.switch.control import SwitchControl
 from ffs.switch.tna import ControlError
+from ffs.unixsock import bind_private
 
 log = logging.getLogger("ffs.switch.server")
+
+MAX_REQUEST_BYTES = 16 << 20  # the agent's first install writes about 2 MB of tables in one batch
+WORKERS = 2  # RPCs served at once: each one competes with the packet loop for the interpreter
+MAX_PENDING = 64  # RPCs admitted (running or queued); more get RESOURCE_EXHAUSTED at once
+
+
+def _yielding(fn: Callable[[Any], Any], items: list[Any], chunk: int = 256) -> list[Any]:
+    """[fn(x) for x in items], handing the interpreter to the packet thread between chunks."""
+    out: list[Any] = []
+    for k in range(0, len(items), chunk):
+        out.extend(fn(x) for x in items[k : k + chunk])
+        time.sleep(0)
+    return out
+
+
+def _encode(obj: Any, chunk: int = 256) -> bytes:
+    """json.dumps(obj), for the large answers ({"entries": [...]}, {"values": {...}}) in chunks with
+    the interpreter handed to the packet thread in between: one json.dumps of a 4096-entry table
+    holds it for about 14 ms."""
+    if isinstance(obj, dict) and len(obj) == 1:
+        (key, v), = obj.items()
+        if isinstance(v, (list, dict)) and len(v) > chunk:
+            items = v if isinstance(v, list) else list(v.items())
+            parts = []
+            for k in range(0, len(items), chunk):
+                part = items[k : k + chunk]
+                parts.append(json.dumps(part if isinstance(v, list) else dict(part))[1:-1])
+                time.sleep(0)
+            body = "[" + ", ".join(parts) + "]" if isinstance(v, list) else "{" + ", ".join(parts) + "}"
+            return ("{" + json.dumps(key) + ": " + body + "}").encode()
+    return json.dumps(obj).encode()
 
 
 def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
     return {
         "ProgramId": lambda r: {"program_id": ctl.program_id},
         "Write": lambda r: ctl.write([wire.update_from_json(u) for u in r["updates"]]) or {},
-        "ReadTable": lambda r: {"entries": [wire.entry_to_json(e) for e in ctl.read_table(r["table"])]},
+        "ReadTable": lambda r: {"entries": _yielding(wire.entry_to_json, ctl.read_table(r["table"]))},
         "ReadDefault": lambda r: {"entry": wire.entry_to_json(ctl.read_default(r["table"]))},
         "ClearTable": lambda r: ctl.clear_table(r["table"]) or {},
         "ReadCounters": lambda r: {
@@ -43,8 +86,12 @@ def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
 def _wrap(fn: Callable[[dict[str, Any]], Any]) -> Callable[[bytes, grpc.ServicerContext], bytes]:
     def call(request: bytes, context: grpc.ServicerContext) -> bytes:
         try:
-            req = json.loads(request) if request else {}
-            return json.dumps(fn(req)).encode()
+            req = loads_json(request, "request", MAX_REQUEST_BYTES) if request else {}
+            if not isinstance(req, dict):
+                raise ValueError("a request is a JSON object")
+            return _encode(fn(req))
+        except LoadError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except ControlError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except (KeyError, TypeError, ValueError) as e:
@@ -57,6 +104,8 @@ def _wrap(fn: Callable[[dict[str, Any]], Any]) -> Callable[[bytes, grpc.Servicer
 def check_address(address: str, allow_remote: bool = False) -> str:
     """unix:PATH, localhost:PORT or 127.0.0.1:PORT / [::1]:PORT; anything else needs allow_remote."""
     if address.startswith("unix:"):
+        if not address[5:]:
+            raise ValueError("unix: needs a path")
         return address
     host = address.rsplit(":", 1)[0].strip("[]")
     if host in ("localhost", "127.0.0.1", "::1") or allow_remote:
@@ -67,13 +116,36 @@ def check_address(address: str, allow_remote: bool = False) -> str:
 def serve(ctl: SwitchControl, address: str, allow_remote: bool = False) -> grpc.Server:
     """Start the control service on `address` and return the running server."""
     address = check_address(address, allow_remote)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="ffs-control"),
+        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES), ("grpc.so_reuseport", 0)],
+        maximum_concurrent_rpcs=MAX_PENDING,
+    )
     handlers = {
         name: grpc.unary_unary_rpc_method_handler(_wrap(fn)) for name, fn in _handlers(ctl).items()
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(wire.SERVICE, handlers),))
-    if server.add_insecure_port(address) == 0 and not address.startswith("unix:"):
-        raise OSError(f"cannot listen on {address}")
+    if address.startswith("unix:"):
+        _listen_unix(server, Path(address[5:]))
+    else:
+        if server.add_insecure_port(address) == 0:
+            raise OSError(f"cannot listen on {address}")
+        if address.rsplit(":", 1)[0].strip("[]") in ("localhost", "127.0.0.1", "::1"):
+            log.warning("control service on TCP %s: any local user can change the switch's tables "
+                        "(the default, an owner-only unix socket, allows only this user and root)", address)
+        else:
+            log.warning("control service on %s, off loopback and unauthenticated: anyone who can reach it "
+                        "can change the switch's tables", address)
     server.start()
     log.info("control service listening on %s", address)
     return server
+
+
+def _listen_unix(server: grpc.Server, path: Path) -> None:
+    """Bind `path` with mode 0600 whatever the umask (ffs.unixsock)."""
+
+    def bind(tmp: str) -> None:
+        if server.add_insecure_port(f"unix:{tmp}") == 0:
+            raise OSError(f"cannot listen on unix:{path}")
+
+    bind_private(path, bind)

@@ -8,6 +8,7 @@ ControlError before anything changes. Counters are 64-bit, registers 32-bit, the
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import random
@@ -56,7 +57,7 @@ class MatchTable:
     def __init__(self, spec: N.Table) -> None:
         self.spec = spec
         self.entries: dict[tuple, _Entry] = {}  # insertion order = the tie-break among equal priorities
-        self._default: ActionResult = (spec.default_action.rsplit(".", 1)[1], {})
+        self._default: ActionResult = (spec.default_action.rsplit(".", 1)[-1], {})
         self._initial_default = self._default
         self._kinds = tuple(k.match for k in spec.keys)
         self._index: Any = None  # lookup structure, rebuilt lazily after a change
@@ -379,3 +380,13 @@ class Random16:
 
     def getstate(self) -> tuple:
         return self._rng.getstate()
+
+
+def const_table(spec: N.Table, entries: list[TableEntry]) -> MatchTable:
+    """A table with `const entries` in the P4 source: the entries in their source order, the first
+    match winning (bf-p4c gives const entries priority by position)."""
+    t = MatchTable(spec)
+    for pos, e in enumerate(entries):
+        ident, stored = t.normalize(dataclasses.replace(e, priority=pos))
+        t.entries[ident] = stored
+    return t

@@ -6,11 +6,25 @@ errors); this module is its schema: one encoder and one decoder per type.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any
 
 from ffs.driver.base import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
 
 SERVICE = "ffs.switch.Control"
+
+
+def default_control_address() -> str:
+    """The control service's default: an owner-only Unix socket (root: /run/ffs; others: their
+    runtime directory, else a per-user directory under the temporary directory)."""
+    if os.geteuid() == 0:
+        base = "/run/ffs"
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        base = os.path.join(os.environ["XDG_RUNTIME_DIR"], "ffs")
+    else:
+        base = os.path.join(tempfile.gettempdir(), f"ffs-{os.geteuid()}")
+    return f"unix:{base}/switch.sock"
 
 
 def key_to_json(v: KeyValue) -> dict[str, Any]:

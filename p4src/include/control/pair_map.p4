@@ -1,14 +1,17 @@
-/* ffs-tofino: (ingress, egress) -> pair index and log M; egress -> tau and friends (stage 1).
- * Both tables follow forwarding because they key on the chosen egress port (spec §7.2). */
+/* ffs-tofino: (ingress, egress) -> pair index and k = rf - log M; egress -> tau and friends
+ * (stage 1). Both tables follow forwarding because they key on the chosen egress port (spec §7.2). */
 #ifndef _FFS_PAIR_MAP_P4_
 #define _FFS_PAIR_MAP_P4_
 
 control PairMap(inout ffs_metadata_t md,
                 in ingress_intrinsic_metadata_t ig_intr_md,
                 in ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    action set_pair(pid_t pid, bit<16> lm) {
+    /* k = code(rf / M) = rf - lm: Algorithm 3 line 1 starts here. The agent pushes nlm = -lm
+     * (mod 2^16) because action data cannot be subtracted; with rf >= RF_CODE_MIN and
+     * lm <= D_OFFSET the sum never wraps (k >= 0x6C00, spec §7.2). */
+    action set_pair(pid_t pid, bit<16> nlm) {
         md.pid = pid;
-        md.lm = (bit<32>)lm;
+        md.k = nlm + md.rf;
         md.managed = 1;
     }
 
@@ -26,17 +29,18 @@ control PairMap(inout ffs_metadata_t md,
         size = NUM_PAIRS;
     }
 
-    /* ntau = 0x10000 - ltau is derived by the agent: an action cannot subtract two immediates. */
-    action set_egress(bit<16> ltau, bit<32> ntau, bit<1> congested, bit<16> lcr) {
-        md.ltau = (bit<32>)ltau;
-        md.ntau = ntau;
+    /* ltau_p = ltau - CODE_ONE (128 log2 tau) while congested and 0 (tau = 1) while not: derived
+     * by the agent, because an action cannot subtract two immediates (spec §5.3). */
+    action set_egress(bit<16> ltau, bit<16> ltau_p, bit<1> congested, bit<16> lcr) {
+        md.ltau = ltau;
+        md.ltau_p = ltau_p;
         md.congested = congested;
-        md.lcr = (bit<32>)lcr;
+        md.lcr = lcr;
     }
 
     action egress_unmanaged() {
         md.ltau = CODE_MAX;
-        md.ntau = WIDE_OFFSET - CODE_MAX;
+        md.ltau_p = 0;
         md.congested = 0;
         md.lcr = CODE_MAX;
     }

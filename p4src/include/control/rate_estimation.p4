@@ -1,9 +1,13 @@
 /* ffs-tofino: the weighted-bytes estimator F_(i,j) and the R_(i,j) counter (spec §4, §5.1, §5.2).
  *
- *   stage 0  len_log  l3_len -> lw = llen |-| rf      (log of len * 2^8 / rf)
+ *   stage 0  len_log  (trust, l3_len) -> lw = llen |-| rf_hdr, or llen - code(1) on a reset port
  *   stage 1  weight   lw -> w = 2^(lw/128)            (exact table: no multiply on Tofino)
  *   stage 2  f_lpf    F <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive
- *   stage 3  f_log    lf = log F (disjoint ternary buckets); f_est[pid] <- F for the agent
+ *   stage 3  f_log    lf = log F (disjoint ternary buckets), applied at once (Algorithm 3 line 1):
+ *                     rf_norm = k + lf, c_cong = cc - lf; f_est[pid] <- F for the agent
+ * Neither sum saturates or wraps: k, cc lie in [0x6C00, 0x9C00] and lf <= D_OFFSET (spec §7.2),
+ * so plain adds do it; nlf = -lf (mod 2^16) comes with lf because action data cannot be
+ * subtracted.
  */
 #ifndef _FFS_RATE_ESTIMATION_P4_
 #define _FFS_RATE_ESTIMATION_P4_
@@ -18,8 +22,14 @@ control RateEstimation(inout ffs_metadata_t md) {
         }
     };
 
+    /* The label is the clamped arriving one on a trusting port... */
     action set_lw(bit<16> llen) {
-        md.lw = llen |-| md.rf16;
+        md.lw = llen |-| md.rf_hdr;
+    }
+
+    /* ...and 1.0 on a resetting port: the generator folds it into the constant. */
+    action set_lw_reset(bit<16> lw) {
+        md.lw = lw;
     }
 
     action lw_zero() {
@@ -27,8 +37,11 @@ control RateEstimation(inout ffs_metadata_t md) {
     }
 
     table len_log {
-        key = { md.l3_len: ternary @name("l3_len"); }
-        actions = { set_lw; lw_zero; }
+        key = {
+            md.port_md.trust: exact @name("trust");
+            md.l3_len: ternary @name("l3_len");
+        }
+        actions = { set_lw; set_lw_reset; lw_zero; }
         default_action = lw_zero();
         size = LEN_LOG_SIZE;
     }
@@ -56,12 +69,14 @@ control RateEstimation(inout ffs_metadata_t md) {
         pair_bytes.count(md.pid);
     }
 
-    action set_lf(bit<16> lf) {
-        md.lf = (bit<32>)lf;
+    action set_lf(bit<16> lf, bit<16> nlf) {
+        md.rf_norm = lf + md.k;
+        md.c_cong = nlf + md.cc;
     }
 
     action lf_zero() {
-        md.lf = 0;
+        md.rf_norm = md.k;
+        md.c_cong = md.cc;
     }
 
     table f_log {

@@ -1,62 +1,59 @@
-/* ffs-tofino: Algorithm 4 (RRI) with the pre-gamma normalized label (design brief trap 1).
+/* ffs-tofino: Algorithm 4 (RRI) with the normalized label from before the gamma rewrite (spec §7.2:
+ * in the paper's literal order RRI could never fall below 1).
  *
- *   stage 5  c_cong = 0x18000 |-| d_w   = code(tau / rf_norm)     (line 5)
- *            c_unc  = max(c_inv, lcr)    = code(max(1/rf_norm, C/R*))  (line 7)
- *   stage 6  m_cong = min(rri, c_cong);  m_unc = min(rri, c_unc)
- *   stage 7  the ri table picks the branch: rri < 1 (line 2: rri * gamma = rri - d in codes),
- *            congested (line 5) or not (lines 7-8). Dropped packets never leave, so no guard.
+ *   stage 0  rri_n = CODE_ONE - rri
+ *   stage 4  c_ri, by branch (RI requested on a trusted port; CODE_MAX, no change, otherwise):
+ *              rri < 1, congested (line 2, rri * gamma):  c_cong |-| rri_n = rri - d
+ *              rri < 1, not congested (gamma = 1):        CODE_MAX
+ *              rri >= 1, congested (line 5):              c_cong = code(tau / rf_norm)
+ *              rri >= 1, not congested (lines 7-8):       max(c_cong, lcr) = code(max(1/rf_norm, C/R*))
+ *   stage 5  FfsIngress.fate writes rri = min(rri, c_ri) with the rewritten label.
+ * In the first branch, d <= 0 (gamma = 1) gives c_ri >= rri and the min keeps rri, as line 2
+ * says. The shim's rri is written by one instruction from one field: Tofino cannot place the PHV
+ * when several instructions with different sources write it. Dropped packets never leave, so no
+ * guard against gamma's decision is needed.
  */
 #ifndef _FFS_RI_UPDATE_P4_
 #define _FFS_RI_UPDATE_P4_
 
 control RiUpdate(inout headers_t hdr, inout ffs_metadata_t md) {
-    action candidates() {
-        md.c_cong = CONG_CAND_CONST |-| md.d_w;
-        md.c_unc = max(md.c_inv, md.lcr);
+    action candidate_upstream() {
+        md.c_ri = md.c_cong |-| md.rri_n;
     }
 
-    action limits() {
-        md.m_cong = min(md.rri, md.c_cong);
-        md.m_unc = min(md.rri, md.c_unc);
+    action candidate_keep() {
+        md.c_ri = CODE_MAX;
     }
 
-    action ri_upstream() {
-        hdr.ffs.rri = hdr.ffs.rri |-| md.d16;
+    action candidate_congested() {
+        md.c_ri = md.c_cong;
     }
 
-    action ri_congested() {
-        hdr.ffs.rri = md.m_cong[15:0];
+    action candidate_uncongested() {
+        md.c_ri = max(md.c_cong, md.lcr);
     }
 
-    action ri_uncongested() {
-        hdr.ffs.rri = md.m_unc[15:0];
-    }
-
-    action ri_keep() {
-    }
-
-    table ri {
+    table ri_candidate {
         key = {
-            md.ri_req:     exact @name("ri_req");
-            md.rri_ge_one: exact @name("rri_ge_one");
-            md.congested:  exact @name("congested");
+            md.ri_req:        exact @name("ri_req");
+            md.port_md.trust: exact @name("trust");
+            md.rri_ge_one:    exact @name("rri_ge_one");
+            md.congested:     exact @name("congested");
         }
-        actions = { ri_upstream; ri_congested; ri_uncongested; ri_keep; }
-        default_action = ri_keep();
-        size = 8;
-        /* the same entries as ffs.tables.ri_entries (checked by tests/test_p4_schema.py) */
+        actions = { candidate_upstream; candidate_keep; candidate_congested; candidate_uncongested; }
+        default_action = candidate_keep();
+        size = 16;
+        /* the same entries as ffs.tables.ri_candidate_entries (tests/test_p4_schema.py) */
         const entries = {
-            (1, 0, 0): ri_upstream();
-            (1, 0, 1): ri_upstream();
-            (1, 1, 0): ri_uncongested();
-            (1, 1, 1): ri_congested();
+            (1, 1, 0, 0): candidate_keep();
+            (1, 1, 0, 1): candidate_upstream();
+            (1, 1, 1, 0): candidate_uncongested();
+            (1, 1, 1, 1): candidate_congested();
         }
     }
 
     apply {
-        candidates();
-        limits();
-        ri.apply();
+        ri_candidate.apply();
     }
 }
 

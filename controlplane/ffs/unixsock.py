@@ -1,0 +1,71 @@
+"""Listening Unix sockets whose mode never follows the umask (the agent's API, the switch's control
+service; docs/security.md).
+
+The socket is bound in a fresh 0700 directory beside its path, given its mode (and group), and
+renamed into place: a socket stays bound to its inode, so clients connect by the final name, and
+there is no instant at which the file exists with a looser mode. Directories created on the way are
+0700; a parent others may write to (without the sticky bit) is refused, since they could swap the
+socket for their own; an existing path is replaced only if it is this user's socket and nothing
+answers on it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import stat
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+
+def bind_private(path: str | Path, bind: Callable[[str], None], mode: int = 0o600, gid: int | None = None) -> None:
+    """Call `bind(tmp_path)` to create the listening socket, then put it at `path` with `mode` (and
+    group `gid`). Raises OSError with a one-line reason when the place is unsafe or taken."""
+    path = Path(path)
+    parent = path.parent
+    for d in reversed([parent, *parent.parents]):
+        if not d.exists():  # mkdir's mode is filtered by the umask: set it after
+            d.mkdir(mode=0o700)
+            os.chmod(d, 0o700)
+    st = os.stat(parent)
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise OSError(f"{parent}: writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
+                      "they could replace the socket; use a private directory")
+    if os.path.lexists(path):
+        remove_stale(path)
+    tmpdir = tempfile.mkdtemp(prefix=".ffs-", dir=parent)
+    try:
+        os.chmod(tmpdir, 0o700)
+        tmp = os.path.join(tmpdir, "s")
+        bind(tmp)
+        if not os.path.exists(tmp):
+            raise OSError(f"cannot listen on {path}")
+        if gid is not None:
+            os.chown(tmp, -1, gid)
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+    finally:
+        for f in os.listdir(tmpdir):
+            os.unlink(os.path.join(tmpdir, f))
+        os.rmdir(tmpdir)
+
+
+def remove_stale(path: str | Path) -> None:
+    """Remove a leftover socket of this user's that nobody serves; refuse a live one, or anything
+    that is not this user's socket."""
+    st = os.lstat(path)
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.geteuid():
+        raise OSError(f"{path} exists and is not this user's socket: not replacing it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError as e:
+        if e.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+            raise OSError(f"{path}: cannot tell whether it is in use: {e.strerror}") from None
+        os.unlink(path)
+        return
+    finally:
+        probe.close()
+    raise OSError(f"{path}: another process is serving on it")

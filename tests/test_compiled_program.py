@@ -1,0 +1,120 @@
+"""p4src/ through the SDE's real compiler (bf-p4c): it compiles for Tofino 1 and 2 inside the stage
+budget (docs/pipeline.md), with no warning the docs do not explain, and the bf-rt.json it writes
+names exactly what ffs.p4names and the software switch use, with the same widths, in both
+directions. Skipped where no SDE with bf-p4c is installed ($SDE_INSTALL/bin/bf-p4c)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ffs import p4names as N
+from ffs.switch.pipeline import Pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+BF_P4C = Path(os.environ.get("SDE_INSTALL", "/nonexistent")) / "bin" / "bf-p4c"
+pytestmark = pytest.mark.skipif(
+    not BF_P4C.exists() or shutil.which("make") is None,
+    reason="needs the SDE's compiler: set SDE and SDE_INSTALL (open-p4studio or Intel's SDE with bf-p4c)",
+)
+
+INGRESS_STAGE_BUDGET = 8  # docs/pipeline.md: at most 8 of Tofino 1's 12 ingress stages
+# warnings docs/pipeline.md explains: the frontend cannot see @pa_auto_init_metadata, and the
+# backend pads short packets with a loop it unrolls itself
+EXPLAINED = (
+    re.compile(r"warning: out parameter 'md' may be uninitialized when 'Ffs(Ingress|Egress)Parser' terminates"),
+    re.compile(r"warning: Parser state min_parse_depth_accept_loop will be unrolled"),
+)
+MATCH = {"Exact": "exact", "Ternary": "ternary", "LPM": "lpm", "Range": "range"}
+
+
+@pytest.fixture(scope="module", params=["tofino", "tofino2"])
+def build(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param)
+    p = subprocess.run(["make", "-s", "-C", str(ROOT), "compile", f"TARGET={request.param}", f"BUILD={out}"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return request.param, out / "ffs", p.stdout + p.stderr
+
+
+def test_compiles_with_only_explained_warnings(build):
+    target, out, log = build
+    assert (out / "pipe" / ("tofino2.bin" if target == "tofino2" else "tofino.bin")).exists()
+    warnings = [l for l in log.splitlines() if "warning:" in l]
+    assert [w for w in warnings if not any(r.search(w) for r in EXPLAINED)] == []
+    assert "error" not in log.lower().replace("0 errors", "")
+
+
+def test_stage_budget_without_recirculation(build):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from p4_resources import read_build
+
+    b = read_build(build[1])
+    assert 1 <= b.ingress_stages <= INGRESS_STAGE_BUDGET
+    src = "\n".join(f.read_text() for f in (ROOT / "p4src").rglob("*.p4"))
+    assert not re.search(r"\b(resubmit|recirc|mirror)\w*\s*[.(=]", src), "FFS needs one pass"
+
+
+def test_parser_keeps_its_selects(build):
+    """Every select of p4src/'s parsers must reach the .bfa as match values. The bf-p4c built from
+    p4c 1.2.5.16 drops them (p4c pull request 5753 fixes it): then the first transition of every
+    state wins and no packet is parsed as written, on tofino-model or hardware. That is the
+    compiler's defect, not the program's, so it is reported here as an expected failure."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from p4_resources import parser_selects_lost
+
+    if parser_selects_lost(build[1]):
+        pytest.xfail("this bf-p4c dropped every parser select value (p4c pull request 5753 not in this build)")
+    assert not parser_selects_lost(build[1])
+
+
+def _schema(out: Path) -> dict[str, dict]:
+    return {t["name"].removeprefix("pipe."): t for t in json.loads((out / "bf-rt.json").read_text())["tables"]}
+
+
+def test_bfrt_json_and_p4names_agree_both_ways(build):
+    schema = _schema(build[1])
+    want = {t.name for t in N.TABLES} | {c.name for c in N.COUNTERS} | {r.name for r in N.REGISTERS}
+    want |= {l.name for l in N.LPFS} | {N.PORT_METADATA.name}
+    compiled = {n for n, t in schema.items() if t["table_type"] in
+                ("MatchAction_Direct", "MatchAction_Indirect", "Counter", "Register", "Lpf", "PortMetadata")}
+    assert compiled == want
+    for t in N.TABLES:
+        s = schema[t.name]
+        keys = [(k["name"], MATCH[k["match_type"]], k["type"]["width"]) for k in s["key"] if k["name"] != "$MATCH_PRIORITY"]
+        assert keys == [(k.name, k.match, k.width) for k in t.keys], t.name
+        acts = {a["name"]: [(p["name"], p["type"]["width"]) for p in a["data"]] for a in s["action_specs"]}
+        assert acts == {a.name: list(a.params) for a in t.actions}, t.name
+        assert s["size"] == t.size, t.name
+    for c in N.COUNTERS:
+        fields = {d["singleton"]["name"] for d in schema[c.name]["data"]}
+        kind = {frozenset({"$COUNTER_SPEC_PKTS"}): "PACKETS", frozenset({"$COUNTER_SPEC_BYTES"}): "BYTES",
+                frozenset({"$COUNTER_SPEC_PKTS", "$COUNTER_SPEC_BYTES"}): "PACKETS_AND_BYTES"}[frozenset(fields)]
+        assert (schema[c.name]["size"], kind) == (c.size, c.kind), c.name
+    for r in N.REGISTERS:
+        (field,) = [d["singleton"] for d in schema[r.name]["data"]]
+        assert (schema[r.name]["size"], field["type"]["width"]) == (r.size, r.width), r.name
+    for l in N.LPFS:
+        assert schema[l.name]["size"] == l.size
+    pm = schema[N.PORT_METADATA.name]
+    assert [(k["name"], k["type"]["width"]) for k in pm["key"]] == [(N.PORT_METADATA.key.name, N.PORT_METADATA.key.width)]
+    fields = [(d["singleton"]["name"], d["singleton"]["type"]["width"]) for d in pm["data"]]
+    assert [f for f in fields if not f[0].startswith("pad")] == list(N.PORT_METADATA.fields)  # @padding bits
+
+
+def test_software_switch_has_what_was_compiled(build):
+    schema = _schema(build[1])
+    p = Pipeline()
+    for kind, objects in (("MatchAction", p.tables), ("Counter", p.counters), ("Register", p.registers), ("Lpf", p.lpfs)):
+        compiled = {n for n, t in schema.items() if t["table_type"].startswith(kind)}
+        assert set(objects) == compiled, kind
