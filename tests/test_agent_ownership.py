@@ -175,7 +175,9 @@ def test_kill_9_during_matrix_changes_never_leaves_one_unaudited(tmp_path, switc
         rate = f"{2 + k % 6}Mbps"
         client = subprocess.Popen([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
                                    "--ingress", "p1", "--egress", "p3", "--rate", rate],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "ctl.log", "a"))
+        if k == 0:  # one change surely committed; the others killed at random moments
+            assert client.wait(30) == 0
         time.sleep(rng.uniform(0.05, 0.4))
         agent.kill()
         agent.wait(10)
