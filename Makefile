@@ -51,6 +51,14 @@ help:
 
 setup: system-deps
 	$(PIP) install -q -e '.[dev]'
+	@mkdir -p build && touch $(SETUP_STAMP)
+
+# `make demo` installs only when nothing is installed yet or the packaging or the C fast path changed
+# (an editable install picks up Python changes by itself)
+SETUP_STAMP := build/.setup-stamp
+$(SETUP_STAMP): pyproject.toml setup.py controlplane/ffs/switch/_fastpath.c
+	@mkdir -p build
+	$(MAKE) --no-print-directory setup
 
 # Live runs need iproute2 (namespaces, veth) and ethtool (offloads off); install them when root.
 system-deps:
@@ -87,7 +95,7 @@ ptf:
 ptf-list:
 	@ptf --test-dir ptf-tests/tests --list
 
-demo: setup
+demo: $(SETUP_STAMP)
 	$(PYTHON) -m ffs.demo $(TOPO) --duration $(DURATION)
 
 bench-switch:

@@ -45,7 +45,7 @@ def test_dumbbell_packet_level_matches_exact_and_matrix_change_moves_drops(tmp_p
         ({"q3": {"p1": 1 * M}}, "unknown egress interface 'q3'"),
         ({"p3": {"p1": -1.0}}, "negative"),
         ({"p3": {"p1": math.nan}}, "finite"),
-        ({"p3": {"p1": 15 * M, "p2": 15 * M}}, "above its capacity"),
+        ({"p3": {"p1": 15 * M, "p2": 15 * M}}, "sum to 30 Mbps, above its capacity 20 Mbps"),  # human units
         ({"p3": "lots"}, "expected ingress -> rate"),
         ({"p3": {"p1": 0.0, "p2": 0.0}}, "sum to 0"),
         ({"p3": {"p1": True}}, "finite rate"),
@@ -98,7 +98,8 @@ def test_switch_failing_mid_batch_keeps_old_matrix_and_agent_state(tmp_path):
         agent.apply_matrix({**agent.fairness, "p3": {"p1": 5 * M, "p2": 5 * M}}, who="bob")
     assert dump(agent.driver) == before
     assert agent.fairness == fairness and agent.taus == taus
-    assert list(tmp_path.iterdir()) == []  # no state file, no staged file, no audit record
+    # no matrix file, no staged file, no audit record (only the τ loop's own file)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["program-s1.json", "tau-s1.json"]
 
 
 def test_adding_and_removing_egress_columns(tmp_path):

@@ -23,9 +23,16 @@ from ffs.topology import load
 DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
 
 
+@pytest.fixture(autouse=True)
+def _private_locks(tmp_path, monkeypatch):
+    """Owner locks of this test's agents in its own directory (FFS_RUN_DIR), not in /run/ffs."""
+    monkeypatch.setenv("FFS_RUN_DIR", str(tmp_path / "run"))
+
+
 def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
     p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
                           f"--switch={switch}", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state", "--period-ms=50",
+                          "--lpf-time-constant-us=1000",
                           *extra],
                          stdout=subprocess.DEVNULL, stderr=open(tmp / "agent.log", "a"))
     end = time.monotonic() + 30
@@ -95,7 +102,8 @@ def test_agent_process_metrics_logs_and_clean_stop(tmp_path):
         import json
 
         logs = [json.loads(x) for x in (tmp_path / "agent.log").read_text().splitlines()]
-        assert any(r["msg"].startswith("installed node=s1 pairs=9") for r in logs)
+        assert any(r["msg"].startswith("took over node=s1 pairs=9") for r in logs)
+        assert any(r["msg"].startswith("matrix loaded from ") and "(node s1)" in r["msg"] for r in logs)
         assert logs[-1]["msg"] == "agent stopped"
     finally:
         if agent is not None and agent.poll() is None:

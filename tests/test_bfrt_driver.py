@@ -611,3 +611,29 @@ def test_agent_step_on_a_failing_read_raises_driver_error_the_service_catches(fa
     tables[N.PAIR_BYTES.name].fail_read = FakeRpcError("UNAVAILABLE", "Socket closed")
     with pytest.raises(DriverError, match="UNAVAILABLE"):
         agent.step(0.1)
+
+
+
+def test_agent_restart_over_bfrt_reads_back_and_writes_nothing(fake_sde, tmp_path):
+    """Reconciliation through the Driver interface (docs/control-plane.md, "Restarts"): a second agent
+    on a switch that holds the node reads every owned table and sends no write request; a cleared
+    pairs table comes back as one request of inserts."""
+    from pathlib import Path
+
+    from ffs.agent.core import Agent
+    from ffs.agent.state import StateStore
+    from ffs.topology import load
+
+    d, log, tables = fake_sde
+    topo = load(Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml")
+    Agent(d, topo, "s1", store=StateStore(tmp_path)).install()
+    rw = d.iface.reader_writer_interface
+    assert len(rw.requests) == 1
+    again = Agent(d, topo, "s1", store=StateStore(tmp_path))
+    again.install()
+    assert len(rw.requests) == 1  # read back, found right: nothing written
+    tables[N.PAIRS.name].entries.clear()
+    again.check()  # (the fake keeps no LPF specs, so the agent also rewrites those, outside requests)
+    assert len(rw.requests) == 2 and len(rw.requests[1].updates) == 9
+    assert all(u.type == bfruntime_pb2.Update.INSERT for u in rw.requests[1].updates)
+

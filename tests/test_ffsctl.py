@@ -225,11 +225,19 @@ def test_human_output(running):
     agent, svc, sock = running
     Clock(agent).run(0.5, svc.lock)
     st = ctl(sock, "status")
-    assert st.returncode == 0 and "node s1: egresses" in st.stdout and "p3" in st.stdout and "yes" in st.stdout
+    assert st.returncode == 0 and "node s1: egresses" in st.stdout and "p3" in st.stdout
+    egress_table = st.stdout.split("pairs")[0]
+    rows = {ln.split("│")[1].strip(): ln for ln in egress_table.splitlines() if ln.startswith("│ p")}
     tau = ctl(sock, "tau", "show")
-    assert tau.returncode == 0 and "p1: inf (uncongested)" in tau.stdout
+    # one display everywhere: the value the metrics and --json carry, and the state beside it
+    p1 = next(e for e in agent.snapshot.egresses if e.egress == "p1")
+    assert tau.returncode == 0 and f"p1: {p1.tau:.4f} (uncongested)" in tau.stdout
     p3 = next(e for e in agent.snapshot.egresses if e.egress == "p3")
-    assert f"p3: {p3.tau:.4f}" in tau.stdout
+    assert p3.congested and f"p3: {p3.tau:.4f}\n" in tau.stdout
+    j = json.loads(ctl(sock, "tau", "show", "--json").stdout)  # --json after the subcommand too
+    assert {e["egress"]: (e["tau"], e["state"]) for e in j}["p1"] == (p1.tau, "uncongested")
+    assert {e["egress"]: e["tau_display"] for e in j}["p3"] == f"{p3.tau:.4f}"
+    assert f"{p3.tau:.4f}" in rows["p3"] and " congested │" in rows["p3"] and f"{p1.tau:.4f}" in rows["p1"] and "uncongested" in rows["p1"]
     show = ctl(sock, "matrix", "show")
     assert show.returncode == 0 and "10 Mbps" in show.stdout
 
@@ -257,3 +265,16 @@ def test_metrics_on_loopback(running):
         assert 'ffs_pair_share_bps{egress="p3",ingress="p1"} 1e+07' in text
     finally:
         m.close()
+
+
+def test_plan_says_why_it_is_empty(running, tmp_path):
+    agent, svc, sock = running
+    f = tmp_path / "m.yaml"
+    f.write_text("p3: {p1: 4Mbps, p2: 16Mbps}\n")
+    before = ctl(sock, "matrix", "plan", str(f))  # no period measured yet
+    assert before.returncode == 0 and "nothing to predict: no measurement yet" in before.stdout, before.stdout
+    agent.step(0.0)
+    agent.step(0.1)  # measured: no traffic anywhere
+    idle = json.loads(ctl(sock, "matrix", "plan", str(f), "--json").stdout)
+    assert idle["pairs"] == [] and "carries traffic" in idle["why_empty"]
+    assert idle["egresses"] == [] or all(e["state"] == "uncongested" for e in idle["egresses"])

@@ -1,4 +1,4 @@
-"""The label codes of docs/spec.md §3 and the paper's Eq. 3/4 (papers digest §1.14 vectors 16-18).
+"""The label codes of docs/spec.md §3 and the paper's Eq. 3/4 (worked examples in docs/spec.md §11.2.8).
 
 Exactness is checked against an independent oracle: 60-digit decimal logarithms, not the integer
 power comparisons `ffs.labels` itself uses.
@@ -115,7 +115,7 @@ def test_log_units():
         L.log_units(0.5)
 
 
-# --- Eq. 3/4 (digest §1.14, vectors 16-18) ------------------------------------------------
+# --- Eq. 3/4 (spec §11.2.8) ----------------------------------------------------------------
 
 
 def test_eq3_symmetric_8bit():

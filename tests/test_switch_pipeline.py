@@ -245,7 +245,7 @@ def test_counters_exact():
 
 @pytest.mark.parametrize("rf_norm, expect", [(0.5, 8 / 3), (4.0, 1 / 3), (2.0, 2 / 3)])
 def test_rri_congested_table_ii(rf_norm, expect):
-    """Table II at tau = 4/3: RRI = tau / rf' = 8/3, 1/3, 2/3 (digest §1.14 vector 1)."""
+    """Table II at tau = 4/3: RRI = tau / rf' = 8/3, 1/3, 2/3 (spec §11.2.1)."""
     r = rig(seed=1)
     rf = encode(2.0)
     r.set_pair(lm_for(rf, encode(rf_norm)))

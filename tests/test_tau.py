@@ -1,5 +1,5 @@
-"""The τ rule (spec §9, FFS Appendix A) fed synthetic counter readings: the digest's numbers
-(test vector 15), the per-period decrease limit, the clamps, no windup while idle,
+"""The τ rule (spec §9, FFS Appendix A) fed synthetic counter readings: Appendix A's numbers
+(spec §11.2.7), the per-period decrease limit, the clamps, no windup while idle,
 the action data pushed, and convergence on the Table II workload (FFS-C100 and FFS-C85) to the τ
 of Eq. 2, with A computed from the fluid model A = Σ_s min(r_s, f_s · τ)."""
 
@@ -17,9 +17,9 @@ TABLE_II = [(3.0, 6.0), (4.0, 1.0), (16.0, 8.0)]
 T_II = 15.0
 
 
-# --- the rule itself: worked numbers with an absolute δ ----------------------------------
+# --- the rule itself: Appendix A's numbers with an absolute δ ----------------------------------
 
-DIGEST = [  # tau, C, A, delta -> new tau
+APPENDIX_A = [  # tau, C, A, delta -> new tau
     (1.0, 10.0, 12.0, 0.0, 10 / 12),
     (1.0, 10.0, 12.0, 1.0, 11 / 13),
     (1.0, 10.0, 8.0, 0.0, 1.25),
@@ -28,13 +28,13 @@ DIGEST = [  # tau, C, A, delta -> new tau
 ]
 
 
-@pytest.mark.parametrize("tau, c, a, delta, expect", DIGEST)
+@pytest.mark.parametrize("tau, c, a, delta, expect", APPENDIX_A)
 def test_appendix_a_numbers(tau, c, a, delta, expect):
     assert tau_update(tau, c, a, delta) == pytest.approx(expect, rel=1e-12)
-    assert round(tau_update(tau, c, a, delta), 4) == round(expect, 4)  # the digest's 4 digits
+    assert round(tau_update(tau, c, a, delta), 4) == round(expect, 4)  # spec §11.2.7's 4 digits
 
 
-@pytest.mark.parametrize("tau, c, a, delta, expect", DIGEST[:4])
+@pytest.mark.parametrize("tau, c, a, delta, expect", APPENDIX_A[:4])
 def test_tau_step_applies_the_rule_while_congested(tau, c, a, delta, expect):
     # congested means R* > T (A may be below T: the egress drops); Lemma 1's floor is lifted here
     # to see the raw rule, and none of these lowers tau by more than 25 %
@@ -49,7 +49,7 @@ def test_delta_defaults_to_one_percent_of_the_target():
 
 
 def test_decrease_limited_to_25_percent_per_period():
-    # digest: tau 1.5, C 100, A 150, delta 10 -> 1.03125 unlimited, a 31 % cut; the step allows 25 %
+    # spec §11.2.7: tau 1.5, C 100, A 150, delta 10 -> 1.03125 unlimited, a 31 % cut; the step allows 25 %
     p = TauParams(delta_bps=10.0)
     s = tau_step(EgressTau(1.5, True), a_bps=150.0, r_star_bps=200.0, target_bps=100.0, params=p)
     assert s.tau == pytest.approx(1.125, rel=1e-12)

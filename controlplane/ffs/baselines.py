@@ -2,7 +2,7 @@
 
 - FIFO: FFS off, a tail-drop queue per egress (`ffs.switch.trace.EgressQueue`).
 - CSFQ (Stoica, Shenker, Zhang; papers/001): per-flow rate labels at the edge (Eq. 3), and at every
-  egress the fair share alpha estimated as in Figure 3 (with the digest's corrected nesting), drop
+  egress the fair share alpha estimated as in Figure 3 (with the nesting corrected so that it is well defined), drop
   probability max(0, 1 - alpha/label) while the link is congested, relabel min(label, alpha),
   alpha cut 1 % on buffer overflow. It runs beside the pipeline (trace and live mode), not in P4.
 """
@@ -59,7 +59,7 @@ class CsfqCore:
         """Forward (returning the new label) or drop (None) one packet."""
         # Drop only while the link is congested: the literal Figure 2 also drops while uncongested,
         # where alpha is the largest label of the last window -- after an idle period (a few probe
-        # packets) that starves every new flow, including its SYNs (the digest's edge case).
+        # packets) that starves every new flow, including its SYNs (an edge case the CSFQ paper leaves open).
         prob = max(0.0, 1.0 - self.alpha / label) if label > 0 and self.congested else 0.0
         dropped = prob > rng.random()
         self._estimate(t, size_bits, label, dropped)

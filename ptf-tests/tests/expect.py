@@ -135,6 +135,6 @@ def paper_label(rf: int, f: int, lm: int) -> float:
 
 
 def binomial_bounds(n: int, p: float, sigmas: float = 4.0) -> tuple[float, float]:
-    """n · p ± 4σ with σ = sqrt(n p (1 - p)) (FFS digest, vector 19)."""
+    """n · p ± 4σ with σ = sqrt(n p (1 - p)) (spec §11.2.9)."""
     s = math.sqrt(n * p * (1 - p))
     return n * p - sigmas * s, n * p + sigmas * s

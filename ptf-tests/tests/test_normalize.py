@@ -96,7 +96,7 @@ class GammaOneNeverDrops(FfsTest):
 
 @group("many-packets")
 class DropFrequencyIsGamma(FfsTest):
-    """gamma = 2^(-d/128) for d = 128 (1/2), 203 (1/3, the digest's vector 19) and 384 (1/8):
+    """gamma = 2^(-d/128) for d = 128 (1/2), 203 (1/3, spec §11.2.9) and 384 (1/8):
     the forwarded count lies within n·gamma ± 4σ; R, drops, A and the drop event agree exactly."""
 
     def runTest(self):
@@ -122,7 +122,7 @@ class DropFrequencyIsGamma(FfsTest):
 
 @group("many-packets")
 class DefaultLabelIsNormalizedToo(FfsTest):
-    """Packets without a shim carry the implicit label 1.0 (digest vector 11: an unlabelled
+    """Packets without a shim carry the implicit label 1.0 (spec §11.2.4: an unlabelled
     aggregate with rf' = 2 under tau = 1 is forwarded with gamma = 1/2): the forwarded count is
     binomial around n/2, and every survivor leaves byte for byte (nothing inserted)."""
 

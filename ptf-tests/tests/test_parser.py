@@ -27,7 +27,7 @@ from base import (
 from ffs import constants as C
 from ffs.labels import encode
 
-# Table II stream s1 (FFS paper; digest §1.14 vector 1) at a congested node: tau = 4/3 and the
+# Table II stream s1 (FFS paper; spec §11.2.1) at a congested node: tau = 4/3 and the
 # normalized label rf' = 0.5, so gamma = 1, rf leaves as 0.5 and RRI = tau / rf' = 8/3.
 TABLE2_S1 = X.Egress(tau=4 / 3, congested=True)
 OPTIONS = b"\x01" * 7 + b"\x00"  # 7 x NOP, EOL: IHL 7

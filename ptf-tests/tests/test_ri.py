@@ -1,4 +1,4 @@
-"""RI / RRI (Algorithm 4 of the FFS paper) with the pre-gamma normalized label (digest §6.4 P1):
+"""RI / RRI (Algorithm 4 of the FFS paper) with the pre-gamma normalized label (spec §11.1.1):
 the congested and uncongested branches with the paper's numbers, a chain of updates across hops,
 and the fields RI must leave alone."""
 
@@ -9,7 +9,7 @@ from ffs.labels import decode, encode
 from ffs.scapy_ffs import FFS
 from scapy.layers.l2 import Ether
 
-TAU = 4 / 3  # Table II (digest §1.14 vector 1)
+TAU = 4 / 3  # Table II (spec §11.2.1)
 
 
 def within_a_step(code: int, x: float) -> bool:
@@ -39,7 +39,7 @@ class RriCongestedTableII(FfsTest):
 
 
 class RriUncongested(FfsTest):
-    """Digest vector 12: C / R* = 2 at an uncongested node. rf' = 2/3 -> RRI = max(2, 1.5) = 2;
+    """Spec §11.2.5 (Algorithm 4, uncongested): C / R* = 2 at an uncongested node. rf' = 2/3 -> RRI = max(2, 1.5) = 2;
     rf' = 1/3 -> RRI = max(2, 3) = 3; an arriving RRI of 1.5 is already smaller and stays."""
 
     def runTest(self):
@@ -57,7 +57,7 @@ class RriUncongested(FfsTest):
 
 
 class RriChainOfUpdates(FfsTest):
-    """Digest vector 13, hop by hop through the same switch (each hop re-sends the frame the last
+    """Spec §11.2.6, hop by hop through the same switch (each hop re-sends the frame the last
     one emitted, with that hop's state): a node that constrains with gamma = 1/2 turns RRI = inf
     into tau / rf' = 1/2 (line 5); the next constrains again with gamma = 1/2: 1/2 · 1/2 = 1/4
     (line 2); an unconstrained congested node leaves 1/4 (line 2 with gamma = 1)."""

@@ -1,5 +1,9 @@
 """The agent: owns one switch through a Driver, keeps τ per egress, applies fairness matrices.
 
+Taking over a switch (start, restart, program reload) and the slow check both reconcile: read back
+the owned tables, write only the difference in one atomic batch, so a restart under traffic
+changes nothing the data plane is using (docs/control-plane.md, "Restarts").
+
 Data flow every period (docs/control-plane.md):
   read pair_bytes (R_ij), accepted (A_j), pair_drops, f_est  ->  rates in bit/s (wrap-safe deltas)
   -> tau_step per managed egress -> one atomic batch of set_egress modifications.
@@ -19,8 +23,9 @@ from ffs import p4names as N
 from ffs.agent.matrix import MatrixError, diff_matrices, validate_matrix
 from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of
 from ffs.agent.state import StateStore
-from ffs.driver.base import CounterValue, Driver, Update
-from ffs.tables import egress_params, f_from_lpf
+from ffs.driver.base import CounterValue, Driver, DriverError, TableEntry, Ternary, Update
+from ffs.labels import decode, encode
+from ffs.tables import egress_params, f_from_lpf, static_updates
 from ffs.tau import EgressTau, TauParams, egress_action_params, tau_step
 from ffs.topology import Node, Topology
 
@@ -28,6 +33,31 @@ log = logging.getLogger("ffs.agent")
 
 WRAP = 1 << 64
 ZERO = CounterValue(0, 0)
+# the tables the agent writes (and so reads back and repairs); constant tables are the program's
+OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in N.TABLES if not t.const_entries) + (N.PORT_METADATA.name,)
+# the generated lookup tables (spec §5): thousands of immutable entries. Reading one back costs the
+# software switch up to ~170 ms of CPU, which stalls its packet loop, so a restart on the same
+# program skips them and the slow check reads one of them now and then, in turn
+GENERATED_TABLES: tuple[str, ...] = tuple(sorted({u.entry.table for u in static_updates()}))
+NODE_TABLES: tuple[str, ...] = tuple(t for t in OWNED_TABLES if t not in GENERATED_TABLES)
+GENERATED_EVERY = 6  # slow checks per generated-table read (with 10 s checks: each one every 4 min)
+
+
+def canonical_key(e: TableEntry) -> tuple:
+    """An entry's identity, the same whichever target read it back (masked values, priority)."""
+    def norm(v):
+        if isinstance(v, Ternary):
+            return Ternary(v.value & v.mask, v.mask)
+        return v
+    return tuple(sorted((k, norm(v)) for k, v in e.key.items())) + (e.priority,)
+
+
+def _short(action: str | None) -> str | None:
+    return action.rsplit(".", 1)[-1] if action else None
+
+
+def canonical_value(e: TableEntry) -> tuple:
+    return (_short(e.action), tuple(sorted(e.params.items())))
 
 
 @dataclass
@@ -66,6 +96,28 @@ class Snapshot:
         return dataclasses.asdict(self)
 
 
+def tau_display(tau: float | None, congested: bool) -> str:
+    """τ as every output shows it: the value, and "(uncongested)" when no drop uses it (γ = 1,
+    spec §5.3). The exact allocator has no τ for an uncongested egress."""
+    if tau is None or tau == float("inf"):
+        return "uncongested"
+    return f"{tau:.4f}" if congested else f"{tau:.4f} (uncongested)"
+
+
+def _resume(held: EgressTau | None, saved: EgressTau | None) -> EgressTau:
+    """τ after a restart. The switch's entry is what is enforced, but only to its code's precision
+    (spec §3: 1/128 of an octave); the state file has the exact float of the last period. Use the
+    saved value when it is the one the switch holds, the switch's otherwise (the file is stale after
+    a crash, or was lost), the file's if the switch lost its tables, else start afresh."""
+    if held is None:
+        return saved or EgressTau()
+    if not held.congested:  # τ is kept while uncongested (the entry carries none)
+        return EgressTau(saved.tau if saved is not None else 1.0, False)
+    if saved is not None and saved.congested and encode(saved.tau) == encode(held.tau):
+        return saved
+    return held
+
+
 class Agent:
     def __init__(
         self,
@@ -87,6 +139,8 @@ class Agent:
         self.store = store
         self.fairness = {e: dict(col) for e, col in self.node.fairness.items()}
         if store is not None:
+            if store.recover_audit(self.node.name):
+                log.warning("audit: appended the record of the last matrix change (the agent stopped before it could)")
             saved = store.load_matrix(self.node.name)
             if saved is not None:
                 try:
@@ -97,6 +151,11 @@ class Agent:
         self._last: dict[str, dict[int, CounterValue]] = {}
         self._last_t: dict[str, float] = {}  # when each counter was last read
         self._program_id: str | None = None
+        # a step over a shorter interval only re-baselines the counters: rates over a sliver of a
+        # period are noise, and τ must not move on them (the process sets half its period)
+        self.min_interval_s = 0.0
+        self._check_turn = -1  # which generated table the last slow check read
+        self._checks = 0
         self.snapshot = Snapshot(0.0)
 
     # -- the static state ------------------------------------------------------------------
@@ -109,32 +168,138 @@ class Agent:
     def target(self, egress: str) -> float:
         return self.current_node().target(egress)
 
-    def install(self) -> None:
-        """Program the whole node: clear what the agent owns, then write everything in one batch."""
-        for t in N.TABLES:
-            if not t.const_entries:
-                self.driver.clear_table(t.name)
-        self.driver.clear_table(N.PORT_METADATA.name)
-        self.driver.write(node_updates(self.current_node(), self.lpf))
-        # every LPF index gets the spec, so a matrix change that adds pairs needs no LPF write and
-        # stays one atomic batch
-        self.driver.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), self.lpf.spec())
-        pids = [p.pid for p in self.pairs()]
-        self.taus = {e: EgressTau() for e in self.fairness}
+    def install(self, now_s: float | None = None) -> None:
+        """Take over the switch: resume τ, then reconcile (write only what differs, one batch).
+
+        An agent restart, a crash-restart or an upgrade leaves a switch that already holds the right
+        entries untouched, so packets keep flowing through it (docs/control-plane.md, "Restarts")."""
+        saved = self.store.load_taus(self.node.name) if self.store is not None else {}
+        held = self._held_taus()
+        self.taus = {e: _resume(held.get(e), saved.get(e)) for e in self.fairness}
         self._last, self._last_t = {}, {}
         self._program_id = self.driver.program_id()
-        log.info("installed node=%s pairs=%d egresses=%d program=%s", self.node.name, len(pids), len(self.fairness), self._program_id)
+        verified = self.store.load_program(self.node.name) if self.store is not None else None
+        # the same program instance: this agent (or its predecessor) verified the generated tables on
+        # it, and only an out-of-band change can have altered them since (the slow check's job)
+        n = self.reconcile("start", NODE_TABLES if verified == self._program_id else OWNED_TABLES)
+        if self.store is not None:
+            self.store.save_program(self.node.name, self._program_id)
+        self.baseline(now_s)
+        log.info("took over node=%s pairs=%d egresses=%d program=%s updates=%d tau=%s", self.node.name, len(self.pairs()),
+                 len(self.fairness), self._program_id, n,
+                 ",".join(f"{e}:{s.tau:.4f}{'' if s.congested else '(uncongested)'}" for e, s in sorted(self.taus.items())))
+
+    def _held_taus(self) -> dict[str, EgressTau]:
+        """τ per managed egress as the switch's set_egress entries hold it (spec §5.3: ltau = code(τ)
+        while congested; an uncongested entry carries no τ and reads as EgressTau(1.0, False))."""
+        ports = {self.node.interfaces[e].port: e for e in self.fairness}
+        out = {}
+        for entry in self.driver.read_table(N.EGRESS_PARAMS.name):
+            k = entry.key.get(N.EGRESS_PARAMS.keys[0].name)
+            e = ports.get(getattr(k, "value", None))
+            if e is None or _short(entry.action) != "set_egress":
+                continue
+            if entry.params.get("congested") == 1:
+                tau = decode(entry.params["ltau"])
+                if tau >= 1.0:
+                    out[e] = EgressTau(tau, True)
+            else:
+                out[e] = EgressTau(1.0, False)
+        return out
+
+    def desired(self) -> dict[str, dict[tuple, TableEntry]]:
+        """Every entry the agent owns, by table and canonical key."""
+        out: dict[str, dict[tuple, TableEntry]] = {t: {} for t in OWNED_TABLES}
+        for u in node_updates(self.current_node(), self.lpf):
+            out.setdefault(u.entry.table, {})[canonical_key(u.entry)] = u.entry
+        return out
+
+    def reconcile(self, why: str, tables: tuple[str, ...] = OWNED_TABLES) -> int:
+        """Read every owned table, write the difference to the desired state in one atomic batch
+        (deletes first, then inserts and modifications). Egress entries carry τ: an entry the switch
+        holds is kept as it is (the τ loop rewrites it each period); a missing one is written from
+        the agent's τ. Returns the number of updates written (0: the switch was right)."""
+        want = self.desired()
+        deletes: list[Update] = []
+        puts: list[Update] = []
+        for table in tables:
+            held = {canonical_key(e): e for e in self.driver.read_table(table)}
+            desired = want.get(table, {})
+            for k, e in held.items():
+                if k not in desired:
+                    deletes.append(Update("delete", e))
+            for k, e in desired.items():
+                h = held.get(k)
+                if table == N.EGRESS_PARAMS.name:
+                    if h is None or _short(h.action) != _short(e.action) or set(h.params) != set(e.params):
+                        eg = self._egress_of_port(e.key[N.EGRESS_PARAMS.keys[0].name].value)
+                        params = egress_action_params(self.taus.get(eg, EgressTau()), 0.0, self.target(eg))
+                        puts.append(Update("insert" if h is None else "modify", dataclasses.replace(e, params=params)))
+                elif h is None:
+                    puts.append(Update("insert", e))
+                elif canonical_value(h) != canonical_value(e):
+                    puts.append(Update("modify", e))
+        batch = deletes + puts
+        if batch:
+            self.driver.write(batch)  # atomic: all of it or nothing
+            counts: dict[str, int] = {}
+            for u in batch:
+                key = f"{u.entry.table.rsplit('.', 1)[-1]}:{u.kind}"
+                counts[key] = counts.get(key, 0) + 1
+            log.log(logging.WARNING if why == "check" else logging.INFO, "reconciled (%s): %d updates %s", why, len(batch),
+                    " ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+        lpf = self._reconcile_lpf()
+        if lpf and why == "check":
+            log.warning("reconciled (%s): LPF specs rewritten", why)
+        return len(batch) + lpf
+
+    def _egress_of_port(self, port: int) -> str:
+        return next(e for e in self.fairness if self.node.interfaces[e].port == port)
+
+    def _reconcile_lpf(self) -> int:
+        """Every LPF index gets the spec (so a matrix change that adds pairs needs no LPF write and
+        stays one atomic batch); rewritten only if an index in use holds another spec."""
+        spec = self.lpf.spec()
+        probe = sorted({0, N.F_LPF.size - 1, *(p.pid for p in self.pairs())})
+        try:
+            if all(self.driver.read_lpf_spec(N.F_LPF.name, i) == spec for i in probe):
+                return 0
+        except (DriverError, KeyError, ValueError):
+            pass  # a spec that cannot be read back (never written on this target) is written
+        self.driver.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), spec)
+        return 1
+
+    def check(self) -> int:
+        """The slow-period read-back: repair anything changed behind the agent's back (logged). Every
+        call reads the node's own tables; every GENERATED_EVERY-th call also one of the generated
+        tables, in turn (measured live on the software switch: a read of a generated table every
+        second cost the compliant sender 1.2 % of its packets; one every sixth second, 0.02 %)."""
+        self._checks += 1
+        tables = NODE_TABLES
+        if self._checks % GENERATED_EVERY == 0:
+            self._check_turn = (self._check_turn + 1) % len(GENERATED_TABLES)
+            tables += (GENERATED_TABLES[self._check_turn],)
+        return self.reconcile("check", tables)
 
     def ensure_installed(self) -> bool:
-        """Re-apply everything if the pipeline was reloaded under us. True if it re-installed."""
+        """Take over again if the pipeline was reloaded under us. True if it did."""
         pid = self.driver.program_id()
         if pid != self._program_id:
-            log.warning("pipeline changed (program %s -> %s): re-applying state", self._program_id, pid)
+            log.warning("pipeline changed (program %s -> %s): reconciling", self._program_id, pid)
             self.install()
             return True
         return False
 
     # -- the τ loop ------------------------------------------------------------------------
+    def baseline(self, now_s: float | None = None) -> None:
+        """Read every counter once, so the first period after a (re)start measures a full interval
+        and updates τ like any other (a restart does not skip a τ step)."""
+        pids = [p.pid for p in self.pairs()]
+        ports = sorted({self.node.interfaces[e].port for e in self.fairness})
+        self._measure("R", N.PAIR_BYTES.name, pids, now_s)
+        self._measure("D", N.PAIR_DROPS.name, pids, now_s)
+        self._measure("A", N.ACCEPTED.name, ports, now_s)
+
     def _measure(self, name: str, counter: str, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
         """Increments of one counter since its last read, and the seconds between the two reads.
         Live, each read is timed at the middle of its own RPC, so a slow or starved read (a loaded
@@ -197,7 +362,7 @@ class Agent:
             a_bps = self._bps(a.get(port, ZERO), dt_a)
             r_star = by_egress.get(e, 0.0)
             state = self.taus.get(e, EgressTau())
-            if dt > 0 and dt_a > 0:
+            if dt > self.min_interval_s and dt_a > self.min_interval_s:
                 state = tau_step(state, a_bps, r_star, target, self.tau_params)
                 self.taus[e] = state
             batch.append(egress_entry(port, egress_action_params(state, r_star, target), "modify"))
@@ -205,8 +370,10 @@ class Agent:
                 EgressStatus(e, port, self.node.interfaces[e].capacity, target, a_bps, r_star, state.tau, state.congested,
                              *drops_by_egress.get(e, (0.0, 0)))
             )
-        if dt > 0 and batch:
+        if dt > self.min_interval_s and batch:
             self.driver.write(batch)
+            if self.store is not None:
+                self.store.save_taus(self.node.name, self.taus)
         self.snapshot = snap
         return snap
 
@@ -251,7 +418,9 @@ class Agent:
         new = self.validate(fairness)
         changes = diff_matrices(self.fairness, new)
         ups = self.matrix_updates(new)
-        staged = self.store.stage_matrix(self.node.name, new) if self.store is not None and changes else None
+        record = self.store.record(who, "matrix", changes, uid) if self.store is not None and changes else None
+        # the audit record rides in the staged file: the rename that commits the matrix commits it too
+        staged = self.store.stage_matrix(self.node.name, new, record) if record is not None else None
         try:
             if ups:
                 self.driver.write(ups)  # atomic: the switch keeps the old matrix if this raises
@@ -260,14 +429,12 @@ class Agent:
                 staged.unlink(missing_ok=True)
             raise
         if staged is not None:
-            self.store.commit_matrix(self.node.name, staged)
+            self.store.commit_matrix(self.node.name, staged)  # also appends the record to audit.jsonl
         self.fairness = new
         for e in new:
             self.taus.setdefault(e, EgressTau())
         for e in list(self.taus):
             if e not in new:
                 del self.taus[e]
-        if self.store is not None and changes:
-            self.store.audit(who, "matrix", changes, uid=uid)
         log.info("matrix applied by=%s uid=%s changes=%d", who, uid, len(changes))
         return changes

@@ -12,7 +12,7 @@ from ffs import constants as C
 from ffs.safeload import LoadError, YamlDoc, read_text
 from ffs.shares import share_problem
 from ffs.topology import Node
-from ffs.units import parse_rate
+from ffs.units import format_rate, parse_rate
 
 Matrix = Dict[str, Dict[str, float]]  # typing's: bfshell (Python 3.8) imports this module
 
@@ -87,7 +87,7 @@ def validate_matrix(node: Node, fairness: object) -> Matrix:
         limit = node.targets.get(e, ifs[e].capacity)
         if total > limit * (1 + 1e-9):
             what = "target" if e in node.targets else "capacity"
-            raise MatrixError(f"entries toward {e} sum to {total:.6g} bit/s, above its {what} {limit:.6g} bit/s")
+            raise MatrixError(f"entries toward {e} sum to {format_rate(total)}, above its {what} {format_rate(limit)}")
     if len(ifs) ** 2 > C.NUM_PAIRS:
         raise MatrixError(f"node {node.name}: {len(ifs)} interfaces need more than {C.NUM_PAIRS} pairs")
     return out

@@ -39,6 +39,28 @@ class LpfConfig:
         return LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns, self.scale_down)
 
 
+# packets of the smallest share the F estimator averages over (16 full-size frames): fewer, and F
+# of a compliant pair jitters across M(i,j), so it loses packets (Algorithm 3's drop is rf·F/M - 1)
+LPF_PACKETS = 16
+LPF_FRAME_BITS = 1500 * 8
+
+
+def derive_lpf_time_constant_ns(node: Node, period_s: float, scale_down: int | None = None) -> float:
+    """The F estimator's time constant for a node: long enough to hold LPF_PACKETS full-size frames
+    of the smallest non-zero share, at least the 1 ms Tofino default (docs/spec.md §8), at most half
+    a control period (τ must see F settle within a period, Appendix A) and at most what keeps a
+    pair at the fastest port's line rate below half the 32-bit F range (2 units per bit/s per
+    second of time constant: 2^WEIGHT_SHIFT/8/2^scale_down, ffs.tables.lpf_units_per_bps)."""
+    shares = [m for col in node.fairness.values() for m in col.values() if m > 0]
+    want = LPF_PACKETS * LPF_FRAME_BITS / min(shares) if shares else 0.0
+    fastest = max((i.capacity for i in node.interfaces.values()), default=0.0)
+    # with a fixed scale-down, F at line rate must stay in range; left to LpfConfig.for_node, the
+    # scale-down is sized for the time constant instead (spec §4)
+    cap = (1 << 31) / (fastest * T.lpf_units_per_bps(1e9, scale_down)) if fastest > 0 and scale_down is not None else float("inf")
+    tc_s = min(max(want, C.LPF_TIME_CONSTANT_NS * 1e-9), period_s / 2, cap)
+    return tc_s * 1e9
+
+
 @dataclass(frozen=True)
 class Pair:
     pid: int

@@ -1,7 +1,9 @@
-"""ffs-agent as a process: the τ loop on a timer, the control API, metrics, clean shutdown.
+"""ffs-agent as a process: the τ loop on a timer, the slow read-back of the switch, the control
+API, metrics, clean shutdown.
 
-The loop thread and the API threads share one Agent under one lock, so a matrix change never
-interleaves with a τ push.
+Everything that writes the switch (the τ loop, a matrix change, the read-back's repair) runs under
+one lock, so a matrix change never interleaves with a τ push. Reads (status, tau, matrix show,
+log) take no lock: they answer from the last snapshot even while a switch call hangs.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 
 from ffs.agent.api import ApiError, ControlServer, Peer
-from ffs.agent.core import Agent
+from ffs.agent.core import Agent, tau_display
 from ffs.agent.matrix import MatrixError, load_matrix_file, parse_matrix  # noqa: F401 - re-exported
 from ffs.allocator import allocate
 from ffs.driver.base import DriverError
@@ -40,6 +42,7 @@ class ServiceConfig:
     group: str | None = None
     metrics_port: int | None = None  # None: no metrics server
     metrics_address: str = "127.0.0.1"  # loopback unless the operator asks for another address
+    check_period_s: float = 10.0  # read back the owned tables and repair what changed (0: never)
 
 
 class AgentService:
@@ -56,39 +59,49 @@ class AgentService:
         """One API request (docs/control-plane.md); `who` is the peer from SO_PEERCRED."""
         op = req["op"]
         name, uid = (who.name, who.uid) if isinstance(who, Peer) else (str(who), None)
-        with self.lock:
-            a = self.agent
-            if op == "status":
-                return finite({"node": a.node.name, **a.snapshot.to_dict()})
-            if op == "tau_show":
-                return finite([{"egress": e.egress, "tau": e.tau, "congested": e.congested} for e in a.snapshot.egresses])
-            if op == "matrix_show":
-                return {"node": a.node.name, "fairness": a.fairness}
-            if op in ("matrix_set", "matrix_load"):
+        a = self.agent
+        # read-only requests: no lock, no switch call (snapshot and matrix are replaced, never mutated)
+        if op == "status":
+            snap = a.snapshot.to_dict()
+            for e in snap["egresses"]:
+                e["state"] = "congested" if e["congested"] else "uncongested"
+                e["tau_display"] = tau_display(e["tau"], e["congested"])
+            return finite({"node": a.node.name, **snap})
+        if op == "tau_show":
+            return finite([{"egress": e.egress, "tau": e.tau, "congested": e.congested,
+                            "state": "congested" if e.congested else "uncongested", "tau_display": tau_display(e.tau, e.congested)}
+                           for e in a.snapshot.egresses])
+        if op == "matrix_show":
+            return {"node": a.node.name, "fairness": a.fairness}
+        if op == "matrix_plan":
+            return finite(self.plan(parse_matrix(_field(req, "fairness"))))
+        if op == "log":
+            if a.store is None:
+                return []
+            try:
+                limit = int(req.get("limit", 50))
+            except (TypeError, ValueError, OverflowError):
+                raise ApiError("limit must be an integer") from None
+            return a.store.read_audit(limit)
+        if op in ("matrix_set", "matrix_load"):
+            if op == "matrix_set":
+                ingress, egress, rate_text = (_field(req, k) for k in ("ingress", "egress", "rate"))
+                try:
+                    rate = parse_rate(rate_text)
+                except ValueError as e:
+                    raise MatrixError(f"M({ingress},{egress}): {e}") from None
+            else:
+                proposed = parse_matrix(_field(req, "fairness"))
+            with self.lock:
                 if op == "matrix_set":
-                    ingress, egress, rate_text = (_field(req, k) for k in ("ingress", "egress", "rate"))
-                    try:
-                        rate = parse_rate(rate_text)
-                    except ValueError as e:
-                        raise MatrixError(f"M({ingress},{egress}): {e}") from None
                     new = {e: dict(col) for e, col in a.fairness.items()}
                     new.setdefault(str(egress), {})[str(ingress)] = rate
                 else:
-                    new = parse_matrix(_field(req, "fairness"))
+                    new = proposed
                 try:
                     return {"changes": a.apply_matrix(new, name, uid)}
                 except DriverError as e:
                     raise ApiError(f"the switch refused the change, nothing applied: {e}") from None
-            if op == "matrix_plan":
-                return finite(self.plan(parse_matrix(_field(req, "fairness"))))
-            if op == "log":
-                if a.store is None:
-                    return []
-                try:
-                    limit = int(req.get("limit", 50))
-                except (TypeError, ValueError):
-                    raise ApiError("limit must be an integer") from None
-                return a.store.read_audit(limit)
         raise ApiError(f"unknown op {op!r}")
 
     def plan(self, proposed: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -101,9 +114,17 @@ class AgentService:
             if p.egress in fairness and p.rate_bps > 0:
                 streams.append(Stream(f"{p.ingress}->{p.egress}", (Hop(node.name, p.ingress, p.egress),), p.rate_bps, p.rate_bps, p.rate_bps))
         alloc = allocate(Topology("plan", {node.name: node}, tuple(streams)))
+        why = None
+        if not streams:
+            why = ("no measurement yet (the agent has not completed a period)" if not a.snapshot.pairs else
+                   "no pair toward the proposed egresses carries traffic now: the plan predicts from measured demands")
         return {
+            "why_empty": why,
             "pairs": [{"pair": s.name, "demand": s.demand, "rate": s.rate} for s in alloc.streams],
-            "egresses": [{"egress": e.egress, "target": e.target, "offered": e.offered, "tau": e.tau} for e in alloc.egresses],
+            "egresses": [{"egress": e.egress, "target": e.target, "offered": e.offered, "tau": e.tau,
+                          "state": "uncongested" if e.tau is None or e.tau == float("inf") else "congested",
+                          "tau_display": tau_display(e.tau, not (e.tau is None or e.tau == float("inf")))}
+                         for e in alloc.egresses],
         }
 
     # -- the loop ------------------------------------------------------------------------------
@@ -117,6 +138,7 @@ class AgentService:
 
             self.metrics = Metrics(self.config.metrics_port, self.config.metrics_address)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_address, self.config.metrics_port)
+        self.agent.min_interval_s = self.config.period_s / 2
         snap = self.agent.step()  # the first reading (a baseline): status and metrics have rows from the start
         if self.metrics is not None:
             self.metrics.update(snap)
@@ -124,6 +146,7 @@ class AgentService:
             self.api = ControlServer(self.config.socket, self.handle, self.config.group)
             self.api.start()
         next_t = time.monotonic()
+        next_check = next_t + self.config.check_period_s
         try:
             while True:
                 # wait first: every step measures over (about) one full period
@@ -136,6 +159,9 @@ class AgentService:
                     with self.lock:
                         self.agent.ensure_installed()
                         snap = self.agent.step()
+                        if self.config.check_period_s > 0 and time.monotonic() >= next_check:
+                            next_check = time.monotonic() + self.config.check_period_s
+                            self.agent.check()  # logs what it repaired
                     if self.metrics is not None:
                         self.metrics.update(snap)
                     for e in snap.egresses:

@@ -11,9 +11,10 @@ import sys
 import click
 
 from ffs.agent.core import Agent, MatrixError
-from ffs.agent.program import LpfConfig
+from ffs.agent.owner import OwnerError, take_ownership
+from ffs.agent.program import LpfConfig, derive_lpf_time_constant_ns
 from ffs.agent.service import AgentService, ServiceConfig
-from ffs.agent.state import StateStore
+from ffs.agent.state import StateStore, default_state_dir
 from ffs.cli.common import CliError, EXIT_FAILURE, one_line_errors
 from ffs.driver.base import Driver, DriverError
 from ffs.tau import TauParams
@@ -39,15 +40,14 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(rec)
 
 
-def make_driver(target: str, switch: str | None) -> Driver:
+def make_driver(target: str, switch: str) -> Driver:
     if target == "model":
         from ffs.driver.model import ModelDriver
-        from ffs.switch.wire import default_control_address
 
-        return ModelDriver(switch or default_control_address())  # where `ffs-switch run` listens by default
+        return ModelDriver(switch)
     from ffs.driver.bfrt import BfrtDriver
 
-    return BfrtDriver(switch or "localhost:50052")
+    return BfrtDriver(switch)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,9 +58,13 @@ def make_driver(target: str, switch: str | None) -> Driver:
 @click.option("--switch", "switch", default=None, help="Control address: unix:PATH or host:port (default: ffs-switch run's socket for model, localhost:50052 for tofino).")
 @click.option("--socket", "sock", default=None, help="Unix socket of the control API for ffsctl.")
 @click.option("--group", default=None, help="Let this group use the control socket (mode 0660).")
-@click.option("--state-dir", default=None, type=click.Path(file_okay=False), help="Where the applied matrix and the audit log live.")
+@click.option("--state-dir", default=None, type=click.Path(file_okay=False),
+              help="Where the applied matrix, tau and the audit log live (default /var/lib/ffs/NODE as root, "
+                   "$XDG_STATE_HOME/ffs/NODE otherwise; FFS_STATE_DIR replaces the parent).")
 @click.option("--period-ms", default=100.0, show_default=True, help="Control period.")
-@click.option("--lpf-time-constant-us", default=1000.0, show_default=True, help="F estimator time constant.")
+@click.option("--lpf-time-constant-us", default=None, type=float,
+              help="F estimator time constant (default: derived from the node's shares, capacities and the period; "
+                   "docs/control-plane.md).")
 @click.option("--lpf-scale-down", type=int, default=None,
               help="F estimator output scale-down (0..31); default: sized for the node's fastest port (spec §4).")
 @click.option("--delta-fraction", default=0.01, show_default=True, help="tau damping: delta = this * target.")
@@ -69,21 +73,26 @@ def make_driver(target: str, switch: str | None) -> Driver:
 @click.option("--metrics-port", default=None, type=int, help="Serve Prometheus metrics on PORT (off by default).")
 @click.option("--metrics-address", default="127.0.0.1", show_default=True,
               help="Address of the metrics server; anything but loopback only if you mean it.")
+@click.option("--check-period-s", default=10.0, show_default=True,
+              help="Read the owned tables back and repair out-of-band changes this often (0: never).")
 @click.option("--connect-timeout", default=60.0, show_default=True, help="Seconds to wait for the switch.")
 @click.option("--log-format", type=click.Choice(["kv", "json"]), default="kv", show_default=True,
               help="Log lines on stderr as key=value or as JSON objects.")
 @click.option("-v", "--verbose", count=True, help="-vv logs every period's tau per egress.")
-@one_line_errors(TopologyError, MatrixError, DriverError, ValueError, OSError, exit_code=EXIT_FAILURE)
+@one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, ValueError, OSError, exit_code=EXIT_FAILURE)
 def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_time_constant_us, lpf_scale_down,
-         delta_fraction, max_decrease, frame_overhead, metrics_port, metrics_address, connect_timeout, log_format, verbose) -> None:
+         delta_fraction, max_decrease, frame_overhead, metrics_port, metrics_address, check_period_s, connect_timeout, log_format,
+         verbose) -> None:
     """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else KeyValueFormatter())
     logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, handlers=[handler])
     topo = load(topology)
     topo.node(node)
-    if (lpf_scale_down is not None and not 0 <= lpf_scale_down <= 31) or period_ms <= 0:
-        raise CliError("--lpf-scale-down must be 0..31 and --period-ms positive", 2)
+    if (lpf_scale_down is not None and not 0 <= lpf_scale_down <= 31) or not period_ms > 0 or not check_period_s >= 0:
+        raise CliError("--lpf-scale-down must be 0..31, --period-ms positive and --check-period-s >= 0", 2)
+    if lpf_time_constant_us is not None and not 0 < lpf_time_constant_us < 1e7:
+        raise CliError("--lpf-time-constant-us must be positive (and below 10 s)", 2)
     if metrics_port is not None and not 0 < metrics_port < 65536:
         raise CliError("--metrics-port must be 1..65535", 2)
     if group is not None:
@@ -95,14 +104,28 @@ def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_
         logging.getLogger("ffs.agent").warning("metrics served on a non-loopback address=%s, as asked", metrics_address)
     # everything that can be wrong with the options fails before the switch is touched
     tau_params = TauParams(delta_fraction=delta_fraction, max_decrease=max_decrease)
-    lpf = LpfConfig(lpf_time_constant_us * 1e3, lpf_scale_down)
-    store = StateStore(state_dir) if state_dir else None
-    driver = make_driver(target, switch)
+    log = logging.getLogger("ffs.agent")
+    tc_ns = lpf_time_constant_us * 1e3 if lpf_time_constant_us is not None else derive_lpf_time_constant_ns(topo.node(node), period_ms / 1e3, lpf_scale_down)
+    lpf = LpfConfig(tc_ns, lpf_scale_down)
+    store = StateStore(state_dir or default_state_dir(node))
+    if switch:
+        address = switch
+    elif target == "model":
+        from ffs.switch.wire import default_control_address
+
+        address = default_control_address()  # where `ffs-switch run` listens by default
+    else:
+        address = "localhost:50052"
+    owner = take_ownership(address, sock)  # before the switch or the socket is touched  # noqa: F841 - held until exit
+    driver = make_driver(target, address)
     driver.connect(timeout_s=connect_timeout)
     agent = Agent(driver, topo, node, lpf=lpf, tau_params=tau_params, frame_overhead_bytes=frame_overhead, store=store)
+    source = store.matrix_path(node) if store.load_matrix(node) is not None else f"{topology} (node {node})"
+    log.info("matrix loaded from %s; state and audit in %s; F estimator time constant %.3g ms%s", source, store.dir,
+             tc_ns / 1e6, "" if lpf_time_constant_us is not None else " (derived)")
     agent.install()
     logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
-    AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address)).run()
+    AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address, check_period_s)).run()
 
 
 if __name__ == "__main__":

@@ -19,10 +19,30 @@ def _rate(v) -> str:
     return "inf" if v is None else format_rate(v)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _tau(e: dict) -> str:
+    """The agent's one τ display; an older agent sends none."""
+    if "tau_display" in e:
+        return e["tau_display"]
+    return f"{e['tau']:.4f}" + ("" if e.get("congested") else " (uncongested)")
+
+
+class JsonAnywhere(click.Group):
+    """`--json` is accepted anywhere on the command line (`ffsctl status --json`, `ffsctl --json status`)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            head, tail = args[: args.index("--")], args[args.index("--"):]
+        else:
+            head, tail = args, []
+        if "--json" in head:
+            head = ["--json"] + [a for a in head if a != "--json"]
+        return super().parse_args(ctx, head + tail)
+
+
+@click.group(cls=JsonAnywhere, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--socket", "sock", envvar="FFS_AGENT_SOCKET", default=DEFAULT_SOCKET, show_default=True,
               help="The agent's control socket (or FFS_AGENT_SOCKET).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (anywhere on the command line).")
 @click.pass_context
 def main(ctx: click.Context, sock: str, as_json: bool) -> None:
     """Inspect and change a running FFS agent."""
@@ -40,17 +60,17 @@ errors = one_line_errors(ApiError, MatrixError, OSError, ValueError, exit_code=E
 @click.pass_context
 @errors
 def status(ctx) -> None:
-    """Per egress: capacity, target, A, R*, tau, congested; per pair: R, F, drops."""
+    """Per egress: capacity, target, A, R*, tau and its state; per pair: R, F, drops."""
     s = _call(ctx, {"op": "status"})
     if ctx.obj["json"]:
         return dump_json(s)
     c = Console()
     t = Table(title=f"node {s['node']}: egresses")
-    for col in ("egress", "capacity", "target", "accepted A", "offered R*", "tau", "congested"):
+    for col in ("egress", "capacity", "target", "accepted A", "offered R*", "tau", "state"):
         t.add_column(col, justify="left" if col == "egress" else "right")
     for e in s["egresses"]:
         t.add_row(e["egress"], _rate(e["capacity"]), _rate(e["target"]), _rate(e["accepted_bps"]),
-                  _rate(e["offered_bps"]), f"{e['tau']:.4f}" if e["congested"] else "inf", "yes" if e["congested"] else "no")
+                  _rate(e["offered_bps"]), f"{e['tau']:.4f}", "congested" if e["congested"] else "uncongested")
     c.print(t)
     p = Table(title="pairs")
     for col in ("ingress", "egress", "share M", "R", "F", "dropped", "drops"):
@@ -143,10 +163,12 @@ def matrix_plan(ctx, file) -> None:
         t.add_column(col, justify="left" if col == "pair" else "right")
     for p in r["pairs"]:
         t.add_row(p["pair"], _rate(p["demand"]), _rate(p["rate"]))
-    Console().print(t)
+    if r["pairs"]:
+        Console().print(t)
+    elif r.get("why_empty"):
+        click.echo(f"nothing to predict: {r['why_empty']}")
     for e in r["egresses"]:
-        tau_txt = "inf" if e["tau"] is None else f"{e['tau']:.4f}"
-        click.echo(f"egress {e['egress']}: target {_rate(e['target'])}, offered {_rate(e['offered'])}, tau {tau_txt}")
+        click.echo(f"egress {e['egress']}: target {_rate(e['target'])}, offered {_rate(e['offered'])}, tau {_tau(e)}")
 
 
 @main.group()
@@ -162,7 +184,7 @@ def tau_show(ctx) -> None:
     if ctx.obj["json"]:
         return dump_json(r)
     for e in r:
-        click.echo(f"{e['egress']}: {'%.4f' % e['tau'] if e['congested'] else 'inf (uncongested)'}")
+        click.echo(f"{e['egress']}: {_tau(e)}")
 
 
 @main.command("log")
@@ -177,12 +199,14 @@ def audit_log(ctx, limit) -> None:
     import time
 
     for rec in r:
+        if not isinstance(rec, dict) or not isinstance(rec.get("time"), (int, float)):
+            continue  # not a record this version understands
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec["time"]))
         who = rec["who"] if rec.get("uid") is None else f"{rec['who']} (uid {rec['uid']})"
-        for c in rec["changes"]:
-            old = "-" if c["old"] is None else format_rate(c["old"])
-            new = "-" if c["new"] is None else format_rate(c["new"])
-            click.echo(f"{when} {who}: M({c['ingress']},{c['egress']}): {old} -> {new}")
+        for c in rec.get("changes") or []:
+            old = "-" if c.get("old") is None else format_rate(c["old"])
+            new = "-" if c.get("new") is None else format_rate(c["new"])
+            click.echo(f"{when} {who}: M({c.get('ingress')},{c.get('egress')}): {old} -> {new}")
 
 
 if __name__ == "__main__":
