@@ -6,7 +6,7 @@ installed, before ffs itself is compiled; tests/test_switchd.py runs the agent o
 They exercise the driver paths the fake in tests/test_bfrt_driver.py stands in for: bind, one-
 request batches with rollback, read-back, the switch's reason for a refusal, a read that fails
 while it is iterated, a deadline on a hung switchd, reconnect. Run them under the live lock:
-    flock /tmp/ffs-live.lock python3 -m pytest -q tests/test_bfrt_live.py
+    python3 -m pytest -q tests/test_bfrt_live.py
 (any lock serialising users of tofino-model/switchd on the machine will do).
 """
 

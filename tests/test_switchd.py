@@ -7,7 +7,7 @@ egresses, reads F, and pushes the egress parameters in one batch).
 Needs an SDE (SDE, SDE_INSTALL), root and hugepages for bf_switchd, and the ffs program installed by
 `make build` from the current p4src/ (its p4src.sha256 must match `make p4src-sha256`); otherwise
 every test here is skipped with the reason. Run under the live lock, e.g.
-    flock /tmp/ffs-live.lock python3 -m pytest -q -s tests/test_switchd.py
+    python3 -m pytest -q -s tests/test_switchd.py
 `make bench-switchd` runs only the period measurement and prints it.
 """
 

@@ -3,9 +3,9 @@
 The data plane code is `round(128 · log2 x) + 0x8000`, saturating at 0 and 0xFFFF. Every rounding
 decision is exact: a float log2 only *proposes* an answer; whenever it lies near a rounding boundary
 the answer is decided by comparing integer powers (x^256 against 2^(2k+1) for the code), so no input
-lands on the wrong side of a boundary because of a float error (design brief: "never trust float log
-at a code boundary"). The same holds for the paper's Eq. 3, where a float log10 famously gives
-179 instead of 180 for 1.0 in [2^-12, 2^5] (papers digest §1.14 vector 17).
+lands on the wrong side of a boundary because of a float error (docs/spec.md §3). The same holds
+for the paper's Eq. 3, where a float log10 gives 179 instead of 180 for 1.0 in [2^-12, 2^5]
+(docs/spec.md §11.2.8).
 """
 
 from __future__ import annotations
