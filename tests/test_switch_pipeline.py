@@ -53,6 +53,19 @@ def test_opaque_shim_forwarded_untouched(first_byte):
     assert events(r) == {C.EVENT_OPAQUE_SHIM: 1}
 
 
+@pytest.mark.parametrize("first_byte", [0x28, 0x19], ids=["version-2", "reserved-bit"])
+def test_a_strip_port_leaves_a_shim_it_does_not_understand(first_byte):
+    """spec §6: only a valid shim is removed at a strip port; another version passes untouched (the
+    8 bytes are another protocol's header, not ours to cut)."""
+    r = rig()
+    r.driver.write([Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
+    f = bytearray(labelled(encode(1.0)))
+    f[34] = first_byte
+    assert r.send(bytes(f)).frame == bytes(f)
+    valid = labelled(encode(1.0))
+    assert len(r.send(valid).frame) == len(valid) - C.SHIM_LEN  # a valid one is removed
+
+
 def test_non_ip_and_route_miss_drop():
     r = rig()
     arp = bytes(12) + b"\x08\x06" + bytes(46)

@@ -755,7 +755,7 @@ static void egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t por
     if (r->act == A_STRIP_SHIM) {
         parsed_t p;
         if (parse(buf, *len, &p) < 0) return;
-        if (p.shim) strip_shim(buf, len, &p);
+        if (p.shim && p.ffs_state == FFS_STATE_VALID) strip_shim(buf, len, &p); /* spec §6 */
     }
 }
 

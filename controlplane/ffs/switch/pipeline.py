@@ -369,7 +369,7 @@ class EgressAccounting:
             p = parse(buf)
         except ParseError:  # the egress parser accepts what it cannot read: nothing to strip
             return
-        if p.shim:
+        if p.shim and p.ffs_state == C.FFS_STATE_VALID:  # a shim it does not understand stays (spec §6)
             strip_shim(buf, p)
 
     def apply(self, buf: bytearray, port: int) -> None:

@@ -42,7 +42,8 @@ control EgressAccounting(inout headers_t hdr,
     apply {
         count_accepted();
         egress_ports.apply();
-        if (md.strip == 1 && hdr.ffs.isValid()) {
+        /* only a shim this program understands is removed: another version passes untouched */
+        if (md.strip == 1 && hdr.ffs.isValid() && hdr.ffs.version == SHIM_VERSION && hdr.ffs.flags[0:0] == 0) {
             if (hdr.ipv4.isValid()) {
                 strip_v4();
             } else if (hdr.ipv6.isValid()) {
