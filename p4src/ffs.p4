@@ -212,21 +212,25 @@ control FfsIngress(inout headers_t hdr,
             md.port_md.insert:        ternary @name("insert");
             hdr.ipv4.isValid():       ternary @name("ipv4");
             hdr.ipv6.isValid():       ternary @name("ipv6");
+            hdr.ipv6.next_hdr:        ternary @name("ipv6_next_hdr");
         }
         actions = { parse_drop; miss_drop; note_no_pair; ffs_drop; note_opaque; rewrite_label;
                     rewrite_reset_label; insert_shim_v4; insert_shim_v6; forward; }
         default_action = parse_drop();
         size = 16;
         const entries = {
-            (0, 0, 0, _, _, _, _, _, _, _): miss_drop();
-            (0, 0, 1, 0, _, _, _, _, _, _): note_no_pair();
-            (0, 0, 1, 1, 0, _, _, _, _, _): ffs_drop();
-            (0, 0, 1, 1, _, FFS_STATE_VALID, 1, _, _, _): rewrite_label();
-            (0, 0, 1, 1, _, FFS_STATE_VALID, 0, _, _, _): rewrite_reset_label();
-            (0, 0, 1, 1, _, FFS_STATE_OPAQUE, _, _, _, _): note_opaque();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, true, _): insert_shim_v4();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true): insert_shim_v6();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, _, _, _): forward();
+            (0, 0, 0, _, _, _, _, _, _, _, _): miss_drop();
+            (0, 0, 1, 0, _, _, _, _, _, _, _): note_no_pair();
+            (0, 0, 1, 1, 0, _, _, _, _, _, _): ffs_drop();
+            (0, 0, 1, 1, _, FFS_STATE_VALID, 1, _, _, _, _): rewrite_label();
+            (0, 0, 1, 1, _, FFS_STATE_VALID, 0, _, _, _, _): rewrite_reset_label();
+            (0, 0, 1, 1, _, FFS_STATE_OPAQUE, _, _, _, _, _): note_opaque();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, true, _, _): insert_shim_v4();
+            /* a Hop-by-Hop Options header must stay right after the IPv6 header (RFC 8200 §4.1):
+             * no shim goes in front of it */
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, IP_PROTO_HOPOPT): forward();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, _): insert_shim_v6();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, _, _, _, _): forward();
         }
     }
 

@@ -157,6 +157,16 @@ INSERT_CASES = {
 }
 
 
+def test_no_shim_in_front_of_an_ipv6_hop_by_hop_header():
+    """spec §2, RFC 8200 §4.1: Hop-by-Hop Options must follow the IPv6 header, so an insert port
+    forwards such a packet without a shim; the same packet without the option gets one."""
+    r = rig(insert=1)
+    hbh = ipv6_frame("fc00::1", "fd00::9", 200, proto=C.IP_PROTO_HOPOPT)
+    assert r.send(hbh).frame == hbh
+    udp = ipv6_frame("fc00::1", "fd00::9", 200)
+    assert len(r.send(udp).frame) == len(udp) + C.SHIM_LEN
+
+
 @pytest.mark.parametrize("case", INSERT_CASES)
 def test_insert_and_strip_byte_exact(case):
     """Spec §2: the inserted shim sits right after the IP header (options included), carries

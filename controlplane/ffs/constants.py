@@ -9,6 +9,7 @@ from __future__ import annotations
 
 # --- the FFS/RI shim (spec §2) -------------------------------------------------------------
 IP_PROTO_FFS = 253  # RFC 3692 experimental number, IPv4 protocol and IPv6 next header
+IP_PROTO_HOPOPT = 0  # IPv6 Hop-by-Hop Options: must follow the IPv6 header (RFC 8200), no shim before it
 SHIM_LEN = 8  # bytes
 SHIM_VERSION = 1
 FLAG_RI = 0x8  # RI requested: nodes update rri

@@ -5,6 +5,7 @@
 
 /* --- the shim (spec §2) --- */
 #define IP_PROTO_FFS        253
+#define IP_PROTO_HOPOPT     0       /* IPv6 Hop-by-Hop Options */
 #define SHIM_VERSION        1
 #define FLAG_RI             0x8
 #define FLAG_ECHO           0x4

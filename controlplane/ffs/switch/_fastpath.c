@@ -30,6 +30,7 @@ typedef unsigned __int128 u128;
 
 /* --- constants of the contract (checked against ffs.constants by ffs/switch/fast.py) ------- */
 #define IP_PROTO_FFS 253
+#define IP_PROTO_HOPOPT 0
 #define SHIM_LEN 8
 #define SHIM_VERSION 1
 #define FLAG_RI 0x8
@@ -812,8 +813,8 @@ static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress
             buf[p.shim] |= FLAG_DEFAULTED;
     } else if (md.ffs_state == FFS_STATE_OPAQUE) { /* note_opaque */
         counter_count(e->events_pk, e->events_by, EVENT_OPAQUE_SHIM, frame_len);
-    } else if (md.insert && p.ip_version) { /* insert_shim_v4 / insert_shim_v6 */
-        insert_shim(buf, len, &p, rf_out);
+    } else if (md.insert && (p.ip_version == 4 || (p.ip_version == 6 && buf[p.l3 + 6] != IP_PROTO_HOPOPT))) {
+        insert_shim(buf, len, &p, rf_out); /* insert_shim_v4 / _v6; never before a Hop-by-Hop header */
     } /* else forward */
     egress_acct_apply(e, buf, len, md.egress_port);
     return (int)md.egress_port;

@@ -404,7 +404,7 @@ class Fate:
         """The fate's action name; the frame is edited in place."""
         action, _ = self.fate.lookup(
             0, 0, md.routed, md.managed, md.margin, md.ffs_state, md.trust, md.insert,
-            int(p.ip_version == 4), int(p.ip_version == 6),
+            int(p.ip_version == 4), int(p.ip_version == 6), buf[p.l3 + 6] if p.ip_version == 6 else 0,
         )
         if md.managed and md.margin == 0:  # count_pair_drop
             self.pair_drops.count(md.pid, frame_len)
