@@ -593,8 +593,10 @@ def test_sde_paths_are_appended_after_the_agents_own_packages(monkeypatch, tmp_p
     gc = import_bfrt_grpc()
     assert gc.FROM_SDE and sys.path[: len(first)] == first  # nothing put in front of the agent's grpcio
     assert str(pkg.parent) in sys.path[len(first):]  # lib64 searched too
-    monkeypatch.delitem(sys.modules, "bfrt_grpc.client")
-    monkeypatch.delitem(sys.modules, "bfrt_grpc")
+    # plain deletes: monkeypatch.delitem's undo would put this stand-in back into sys.modules, and a
+    # later test on the real SDE would import it instead of the client
+    for name in [m for m in sys.modules if m == "bfrt_grpc" or m.startswith("bfrt_grpc.")]:
+        del sys.modules[name]
 
 
 def test_agent_step_on_a_failing_read_raises_driver_error_the_service_catches(fake_sde):

@@ -77,7 +77,9 @@ def start_agent(tmp: Path, *extra: str) -> subprocess.Popen:
     log = open(tmp / "agent.log", "ab")
     p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", "--target", "tofino", f"--topology={DUMBBELL}", "--node=s1",
                           "--switch=localhost:50052", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state",
-                          "--period-ms=1000", "--log-format=json", "--connect-timeout=120", *extra],
+                          "--period-ms=1000", "--log-format=json", "--connect-timeout=120",
+                          # the estimator fixed, so the test knows the codes the agent writes (spec §4)
+                          "--lpf-time-constant-us=1000", "--lpf-scale-down=4", *extra],
                          stdout=subprocess.DEVNULL, stderr=log)
     log.close()
     end = time.monotonic() + 300  # the first install is one batch of ~10^4 updates on the model
@@ -127,7 +129,8 @@ def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde
         # it reconnects and re-applies its whole state, the matrix change included
         sde.restart()
         log = tmp_path / "agent.log"
-        wait_for(lambda: "re-applying state" in log.read_text(), 180, "the agent re-applies after the restart")
+        # a new binding is a new program to the agent: it reconciles (writes what the switch lost)
+        wait_for(lambda: "pipeline changed" in log.read_text(), 180, "the agent reconciles after the restart")
         assert agent.poll() is None, log.read_text()[-1500:]
         t_back = status(tmp_path)["time_s"]
         wait_for(lambda: status(tmp_path)["time_s"] > t_back + 0.5, 30, "the τ loop runs again")
@@ -143,7 +146,7 @@ def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde
     try:
         # the pairs as the agent's own generator writes them for the changed matrix (p1 -> p3 at
         # 2 Mb/s): applied again after the restart
-        lpf = LpfConfig(1000 * 1e3, 4)  # ffs-agent's defaults: 1000 us, scale-down 4
+        lpf = LpfConfig(1000 * 1e3, 4)  # as start_agent fixes them: 1000 us, scale-down 4
         changed = dataclasses.replace(node, fairness={**node.fairness, "p3": {**node.fairness["p3"], "p1": 2e6}})
 
         def pair_params(entries) -> dict:

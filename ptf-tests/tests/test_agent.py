@@ -32,6 +32,7 @@ PERIOD_MS = 100
 # The F estimator's time constant for the agent: 20 ms, as in the project's live runs (a sender in
 # Python is bursty at the millisecond scale, and F should see its rate, not its bursts).
 LPF_US = 20000.0
+LPF_SCALE_DOWN = 4  # fixed here, so the test computes the agent's lm codes without sizing them (spec §4)
 
 
 def topology_text(capacity: float) -> str:
@@ -78,7 +79,8 @@ class AgentTest(FfsTest):
         self.agent = subprocess.Popen(
             [sys.executable, "-m", "ffs.cli.agent", f"--topology={self.topology}", "--node=ptf",
              f"--target={target()}", f"--switch={switch_address()}", f"--socket={self.sock}",
-             f"--state-dir={self.work}/state", f"--period-ms={PERIOD_MS}", f"--lpf-time-constant-us={LPF_US}"],
+             f"--state-dir={self.work}/state", f"--period-ms={PERIOD_MS}", f"--lpf-time-constant-us={LPF_US}",
+             f"--lpf-scale-down={LPF_SCALE_DOWN}"],
             stdout=subprocess.DEVNULL, stderr=open(self.work / "agent.log", "w"))
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and self.agent.poll() is None:
@@ -129,7 +131,7 @@ class MatrixChangeReachesTheDataPlane(AgentTest):
     def runTest(self):
         rf = C.CODE_ONE
         pkt = ffs_v4(rf, flags=0)
-        lm_old, lm_new = (T.lm_code(m, LPF_US * 1e3) for m in (self.capacity / 2, 0.2e6))
+        lm_old, lm_new = (T.lm_code(m, LPF_US * 1e3, LPF_SCALE_DOWN) for m in (self.capacity / 2, 0.2e6))
 
         def label_out() -> int:
             self.send(pkt)
