@@ -144,17 +144,19 @@ class MatrixChangeReachesTheDataPlane(AgentTest):
         r = self.ffsctl("matrix", "set", "--ingress", "a", "--egress", "b", "--rate", "200kbps")
         self.assertEqual(r.returncode, 0, r.stderr)
         after = label_out()
-        self.assertEqual(after - before, lm_old - lm_new, "rf' = rf · F / M moves with M alone")
+        # F is the agent's 20 ms filter, read by packets sent at different moments: it may move by
+        # one code step (0.54 %) between them, so labels of different packets agree within one code
+        self.assertAlmostEqual(after - before, lm_old - lm_new, delta=1, msg="rf' = rf · F / M moves with M alone")
         bad = self.ffsctl("matrix", "set", "--ingress", "a", "--egress", "b", "--rate", "5Mbps")
         self.assertEqual(bad.returncode, 1, bad.stderr)
         self.assertIn("above its capacity", bad.stderr)
         self.assertEqual(len(bad.stderr.strip().splitlines()), 1, "one-line error")
-        self.assertEqual(label_out(), after, "a refused change leaves the data plane as it was")
+        self.assertAlmostEqual(label_out(), after, delta=1, msg="a refused change leaves the data plane as it was")
         self.assertFalse(self.egress_b()["congested"])
         self.stop_agent()
         f = self.driver.read_registers(N.F_EST.name, [self.pid])[self.pid]
         for lm, label in ((lm_old, before), (lm_new, after)):
-            self.assertEqual(X.outcome(rf, lm, f, X.Egress(), ri=False).rf_out, label)
+            self.assertAlmostEqual(X.outcome(rf, lm, f, X.Egress(), ri=False).rf_out, label, delta=1)
 
 
 @group("many-packets")
