@@ -7,6 +7,7 @@ from ptf.testutils import group
 import expect as X
 from base import (
     OUT,
+    PID,
     SCALE,
     FfsTest,
     byte_adjust,
@@ -18,6 +19,8 @@ from base import (
     target,
 )
 from ffs import constants as C
+from ffs import p4names as N
+from ffs.driver.base import LpfSpec
 from ffs.labels import decode, encode
 
 LABEL_BUDGET = 0.0093  # spec §10: the normalized label is within 0.93 % of rf · F / M
@@ -146,13 +149,16 @@ class DefaultLabelIsNormalizedToo(FfsTest):
 
 class GammaZeroAlwaysDrops(FfsTest):
     """d beyond GAMMA_D_MAX (gamma < 2^-16) misses the gamma table: gamma_zero drops every packet,
-    IPv4 and IPv6 alike, and counts each in pair_drops and the drop event. With tau >= 1 such a d
-    needs a label so large that w = 1 and F reads 0, so rf' = rf - lm (spec §7.2)."""
+    IPv4 and IPv6 alike, and counts each in pair_drops and the drop event. With labels admitted only
+    in [2^-8, 2^8] (spec §3.1) and tau >= 1, such a d takes a large F against the smallest share: the
+    smallest label (each byte weighs 2^16), the estimator at scale-down 0 (F is the packet's whole
+    weight, lf ~ 3200 codes) and lm = 0, so rf' = rf + lf exceeds tau = 1 by more than 2048 codes."""
 
     def runTest(self):
-        rf = encode(2.0 ** 20)
+        rf = C.RF_CODE_MIN
+        self.driver.set_lpf_spec(N.F_LPF.name, [PID], LpfSpec("RATE", 1.0, 1.0, 0))
         for pkt in (ffs_v4(rf, flags=0), ffs_v6(rf, flags=0)):
-            self.set_lm(X.lm_for(rf, self.f_of(pkt), rf))
+            self.set_lm(0)
             self.set_egress(X.Egress(tau=1.0, congested=True))
             before = self.counts()
             self.send(pkt, count=20)
