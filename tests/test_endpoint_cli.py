@@ -68,8 +68,9 @@ def test_transfer_over_loopback_arrives_intact(tmp_path):
     assert s["packets"] == r["packets"] == npk and s["retransmitted"] == 0
     assert s["echoes"] == npk  # every acknowledgement echoed (no node: rri stays 0xFFFF)
     assert r["last_rri"] == 0xFFFF
-    # paced at 40 Mb/s: 300 kB take 60 ms or more (two packets of bucket depth)
-    assert s["transfer_s"] >= (npk - 2) * 1400 * 8 / 40e6
+    # paced at 40 Mb/s by a GCRA two packets deep: packets 0-2 leave at once, packet k at (k - 2)
+    # packet times, so the last one (k = npk - 1) leaves (npk - 3) * 280 us after the first
+    assert s["transfer_s"] >= (npk - 3) * 1400 * 8 / 40e6
 
 
 @requires_root

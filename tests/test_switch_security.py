@@ -168,26 +168,39 @@ def test_read_table_is_a_consistent_snapshot_while_writes_go_on(ctl, tmp_path):
     d = LocalDriver(ctl)
     pairs = d.read_table(N.PAIRS.name)
     stop = threading.Event()
+    writes: list[int] = []
+    errors: list[BaseException] = []
 
     def writer() -> None:
         from ffs.driver.base import Exact, TableEntry, Update
 
         k = 0
-        while not stop.is_set():
-            e = TableEntry(N.PAIRS.name, {"ingress_port": Exact(7), "egress_port": Exact(8)}, "set_pair", {"pid": 99, "lm": k % 100})
-            d.write([Update("insert", e)])
-            d.write([Update("delete", e)])
-            k += 1
+        try:
+            while not stop.is_set():
+                nlm = -(k % 100) & 0xFFFF  # the action takes -lm as a 16-bit code
+                e = TableEntry(N.PAIRS.name, {"ingress_port": Exact(7), "egress_port": Exact(8)}, "set_pair", {"pid": 99, "nlm": nlm})
+                d.write([Update("insert", e)])
+                d.write([Update("delete", e)])
+                k += 1
+                writes.append(k)
+        except BaseException as e:  # a failing writer must fail the test, not just warn from its thread
+            errors.append(e)
 
     t = threading.Thread(target=writer)
     t.start()
+    seen = set()
     try:
         for _ in range(200):
             got = d.read_table(N.PAIRS.name)
             assert len(got) in (len(pairs), len(pairs) + 1)
+            seen.add(len(got))
+            if errors:
+                break
     finally:
         stop.set()
         t.join()
+    assert not errors, errors[0]
+    assert writes, "the writer never completed an insert and delete"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="connecting as another user (setuid in a child) needs root")
