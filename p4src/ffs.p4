@@ -238,10 +238,24 @@ control FfsIngress(inout headers_t hdr,
         /* stage 0: nothing here depends on anything else */
         forwarding.apply(hdr, md, ig_tm_md);
         port_label.apply();
+        /* The frame as its headers claim it, FCS included (spec §4): what the estimator weighs.
+         * Saturating, so a total_len near 2^16 cannot wrap to a light frame; FfsEgress drops a
+         * frame whose bytes disagree with this claim. */
+        if (hdr.ipv6.isValid()) {
+            if (hdr.vlan.isValid()) {
+                md.frame_len = md.l3_len |+| (bit<16>)(ETH_HDR_LEN + VLAN_TAG_LEN + IPV6_HDR_LEN + FCS_LEN);
+            } else {
+                md.frame_len = md.l3_len |+| (bit<16>)(ETH_HDR_LEN + IPV6_HDR_LEN + FCS_LEN);
+            }
+        } else if (hdr.vlan.isValid()) {
+            md.frame_len = md.l3_len |+| (bit<16>)(ETH_HDR_LEN + VLAN_TAG_LEN + FCS_LEN);
+        } else {
+            md.frame_len = md.l3_len |+| (bit<16>)(ETH_HDR_LEN + FCS_LEN);
+        }
         if (hdr.ipv4.isValid() && hdr.ffs.isValid()) {
             ipv4_shim_len.apply();
         }
-        /* stages 1-4: FFS state is touched only by routed, well-formed packets of a managed pair */
+        /* stages 1-5: FFS state is touched only by routed, well-formed packets of a managed pair */
         if (md.routed == 1 && md.parse_error == 0 && ig_prsr_md.parser_err == 0) {
             pair_map.apply(md, ig_intr_md, ig_tm_md);
         }
@@ -253,7 +267,7 @@ control FfsIngress(inout headers_t hdr,
             normalize.apply(hdr, md);
             ri_update.apply(hdr, md);
         }
-        /* stage 5: the packet's fate */
+        /* stage 6: the packet's fate */
         fate.apply();
         if (md.managed == 1 && md.margin == 0) {
             count_pair_drop();
@@ -270,7 +284,7 @@ control FfsEgress(inout headers_t hdr,
     EgressAccounting() egress_acct;
 
     apply {
-        egress_acct.apply(hdr, md, eg_intr_md);
+        egress_acct.apply(hdr, md, eg_intr_md, eg_dprsr_md);
     }
 }
 

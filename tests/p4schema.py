@@ -16,6 +16,7 @@ INTRINSIC_WIDTHS = {
     "ig_intr_md.ingress_port": 9,
     "ig_tm_md.ucast_egress_port": 9,
     "eg_intr_md.egress_port": 9,
+    "eg_intr_md.pkt_length": 16,
     "ig_prsr_md.parser_err": 16,
 }
 
@@ -71,9 +72,19 @@ def read(p4dir: Path) -> P4Program:
     typedefs.update({"PortId_t": 9, "pid_t": int(prog.defines.get("PID_BITS", "12"))})
 
     def num(expr: str) -> int:
+        """A literal, a #define, or a sum and difference of them (`MIN_FRAME + FCS_LEN - 14`)."""
         expr = expr.strip()
         while expr in prog.defines:
             expr = prog.defines[expr]
+        terms = re.split(r"\s*([+-])\s*", expr)
+        if len(terms) > 1:
+            total, sign = 0, 1
+            for t in terms:
+                if t in "+-":
+                    sign = 1 if t == "+" else -1
+                elif t:
+                    total += sign * num(t)
+            return total
         return int(expr, 0)
 
     def width(t: str) -> int:

@@ -64,10 +64,12 @@ def lf_of(f: int) -> int:
     raise AssertionError(f)
 
 
-def single_packet_f(ip_len: int, rf_code: int) -> int:
+def single_packet_f(ip_len: int, rf_code: int, ipv6: bool = False, vlan: bool = False) -> int:
     """The F LPF output for a packet that arrives after the filter has forgotten everything
-    (spec §8: y = x), with w from the generated len_log and weight tables (spec §5.1, §5.2)."""
-    llen = next(T.llen_code(lo, hi) for v, m, lo, hi in T.log_buckets(16) if ip_len & m == v)
+    (spec §8: y = x), with w from the generated len_log and weight tables (spec §5.1, §5.2): the
+    packet weighs the frame its headers claim, FCS included (spec §4)."""
+    frame = T.claimed_frame_len(ip_len, ipv6, vlan)
+    llen = next(T.charged_llen(lo, hi) for v, m, lo, hi in T.log_buckets(16) if frame & m == v)
     lw = max(llen - rf_code, 0)
     w = T.weight_value(lw) if lw < C.WEIGHT_KEYS else C.WEIGHT_MAX
     return w >> SCALE
@@ -77,9 +79,9 @@ def labelled(rf_code: int, ip_len: int = 1000, flags: int = C.FLAG_RI, rri: int 
     return ipv4_frame("10.0.1.1", DST, ip_len, shim(rf_code, flags, 17, rri, echo), **kw)
 
 
-def lm_for(rf_code: int, rf_norm_code: int, ip_len: int = 1000) -> int:
+def lm_for(rf_code: int, rf_norm_code: int, ip_len: int = 1000, ipv6: bool = False, vlan: bool = False) -> int:
     """The pair's lm that makes a packet's normalized label exactly `rf_norm_code` (spec §7.2:
     rf_norm = rf - lm + lf, with lf the f_log output of the single-packet LPF value)."""
-    lm = rf_code + lf_of(single_packet_f(ip_len, rf_code)) - rf_norm_code
+    lm = rf_code + lf_of(single_packet_f(ip_len, rf_code, ipv6, vlan)) - rf_norm_code
     assert 0 <= lm <= C.LM_MAX, "the agent never pushes lm beyond LM_MAX (M_F <= 2^32)"
     return lm

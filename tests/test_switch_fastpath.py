@@ -94,7 +94,9 @@ def _lpf_specs(rng: random.Random) -> list[tuple[list[int], LpfSpec]]:
     return out
 
 
-def _frame(rng: random.Random) -> bytes:
+def _frame(rng: random.Random, lies: random.Random) -> bytes:
+    """A random frame; `lies` (a generator of its own, so the other draws stay as they were)
+    makes some IP frames lie about their length."""
     kind = rng.random()
     ffs = None
     r = rng.random()
@@ -126,6 +128,14 @@ def _frame(rng: random.Random) -> bytes:
         f[rng.randrange(len(f) // 2)] = rng.getrandbits(8)  # one mangled header byte
     elif m < 0.1 and len(f) > 18:
         f[14 + (4 if vlan is not None else 0)] = rng.choice([0x44, 0x41, 0x4F, 0x60, 0x45])  # IHL / version
+    if lies.random() < 0.08 and kind < 0.9 and len(f) > 24:  # a lying length: the field or the bytes (spec §7.3)
+        at = 14 + (4 if vlan is not None else 0) + (2 if kind < 0.65 else 4)
+        real = (f[at] << 8) | f[at + 1]
+        if lies.random() < 0.3:
+            f += bytes(lies.choice([1, 4, 5, 46, 1000]))  # trailing bytes the field does not count
+        else:
+            lie = lies.choice([lies.getrandbits(16), real - lies.randint(1, 60), real + lies.choice([1, 4, 8]), 0xFFFF, 20])
+            f[at : at + 2] = (lie & 0xFFFF).to_bytes(2, "big")
     return bytes(f)
 
 
@@ -141,7 +151,7 @@ def _state(p: Pipeline):
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_random_packets_and_tables_identical(seed):
     fast.require()
-    rng = random.Random(seed)
+    rng, lies = random.Random(seed), random.Random(-seed)
     ref, fp = Pipeline(seed), fast.FastPipeline(seed)
     drivers = (LocalDriver(ref), LocalDriver(fp))
     ups = _updates_initial(rng)
@@ -151,7 +161,7 @@ def test_random_packets_and_tables_identical(seed):
         for idx, spec in specs:
             d.set_lpf_spec(N.F_LPF.name, idx, spec)
     t = 10**9
-    outcomes = {"sent": 0, "parse_error": 0, "route_miss": 0, "ffs_drop": 0}
+    outcomes = {"sent": 0, "parse_error": 0, "route_miss": 0, "ffs_drop": 0, "malformed": 0}
     for n in range(3000):
         if n % 250 == 249:  # the agent's period: egress parameters change, sometimes a pair
             present = {e.key["egress_port"].value for e in drivers[0].read_table(N.EGRESS_PARAMS.name)}
@@ -165,7 +175,7 @@ def test_random_packets_and_tables_identical(seed):
                 d.write([Update("modify", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None,
                                                      {"ifindex": 1, "trust": n % 2, "insert": 1}))])
         t += rng.choice([0, 1, 800, 6_000, 60_000, 2_000_000, -500])  # equal and (rarely) earlier times too
-        frame, port = _frame(rng), rng.choice(PORTS + (9,))
+        frame, port = _frame(rng, lies), rng.choice(PORTS + (9,))
         a, b = ref.process(frame, port, t), fp.process(frame, port, t)
         assert (a.egress_port, a.frame, a.drop_reason, a.pid) == (b.egress_port, b.frame, b.drop_reason, b.pid), (n, frame.hex())
         outcomes["sent" if a.egress_port is not None else a.drop_reason] += 1

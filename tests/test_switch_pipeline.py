@@ -174,7 +174,7 @@ def test_insert_and_strip_byte_exact(case):
     IPv4 checksum is recomputed. Stripping gives the original bytes back."""
     make = INSERT_CASES[case]
     r = rig(insert=1)
-    r.set_pair(lm_for(C.CODE_ONE, encode(0.75), 500))  # the default label normalizes to 0.75
+    r.set_pair(lm_for(C.CODE_ONE, encode(0.75), 500, "ipv6" in case, "vlan" in case))  # the default label normalizes to 0.75
     plain = make(500, None)
     out = r.send(plain).frame
     expected = make(508, shim(encode(0.75), C.FLAG_DEFAULTED, 17, C.CODE_MAX, 0))

@@ -11,6 +11,14 @@ from __future__ import annotations
 IP_PROTO_FFS = 253  # RFC 3692 experimental number, IPv4 protocol and IPv6 next header
 IP_PROTO_HOPOPT = 0  # IPv6 Hop-by-Hop Options: must follow the IPv6 header (RFC 8200), no shim before it
 SHIM_LEN = 8  # bytes
+
+# frame lengths (spec §4): the estimator weighs the frame a packet's headers claim, FCS included;
+# FfsEgress drops a frame whose bytes disagree with that claim
+ETH_HDR_LEN = 14
+VLAN_TAG_LEN = 4
+IPV6_HDR_LEN = 40
+FCS_LEN = 4
+MIN_FRAME = 60  # without FCS: shorter frames are padded on the wire
 SHIM_VERSION = 1
 FLAG_RI = 0x8  # RI requested: nodes update rri
 FLAG_ECHO = 0x4  # rri_echo carries the destination's feedback

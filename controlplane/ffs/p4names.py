@@ -133,7 +133,7 @@ _SET_LW_RESET = Action(f"{ING}.rate_est.set_lw_reset", (("lw", 16),))
 _LW_ZERO = Action(f"{ING}.rate_est.lw_zero")
 LEN_LOG = Table(
     f"{ING}.rate_est.len_log",
-    (Key("trust", "exact", 1), Key("l3_len", "ternary", 16)),
+    (Key("trust", "exact", 1), Key("frame_len", "ternary", 16)),
     (_SET_LW, _SET_LW_RESET, _LW_ZERO),
     _LW_ZERO.name,
     C.LEN_LOG_SIZE,
@@ -245,6 +245,16 @@ EGRESS_PORTS = Table(
     C.NUM_PORTS,
 )
 
+_FRAME_LIES = Action(f"{EGR}.egress_acct.frame_lies")
+FRAME_CHECK = Table(
+    f"{EGR}.egress_acct.frame_check",
+    (Key("excess", "range", 16), Key("pkt_length", "ternary", 16)),
+    (Action(f"{EGR}.egress_acct.frame_ok"), _FRAME_LIES),
+    _FRAME_LIES.name,
+    4,
+    const_entries=True,
+)
+
 TABLES: tuple[Table, ...] = (
     IPV4_ROUTES,
     IPV6_ROUTES,
@@ -259,6 +269,7 @@ TABLES: tuple[Table, ...] = (
     IPV4_SHIM_LEN,
     RI_CANDIDATE,
     FATE,
+    FRAME_CHECK,
 )
 CONST_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.const_entries)
 
@@ -266,7 +277,8 @@ PAIR_BYTES = Counter(f"{ING}.rate_est.pair_bytes", C.NUM_PAIRS)  # R_(i,j), labe
 PAIR_DROPS = Counter(f"{ING}.pair_drops", C.NUM_PAIRS)  # dropped by gamma
 EVENTS = Counter(f"{ING}.events", C.EVENT_COUNTER_SIZE, "PACKETS")  # indices: constants.EVENT_*
 ACCEPTED = Counter(f"{EGR}.egress_acct.accepted", C.NUM_PORTS)  # A_j, by egress device port
-COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, PAIR_DROPS, EVENTS, ACCEPTED)
+MALFORMED = Counter(f"{EGR}.egress_acct.malformed", C.NUM_PORTS)  # frames whose bytes disagree with their IP length
+COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, PAIR_DROPS, EVENTS, ACCEPTED, MALFORMED)
 
 F_EST = Register(f"{ING}.rate_est.f_est", 32, C.NUM_PAIRS)  # copy of the F LPF output
 REGISTERS: tuple[Register, ...] = (F_EST,)

@@ -75,16 +75,32 @@ def llen_code(lo: int, hi: int) -> int:
     return bucket_log(lo, hi) + LLEN_OFFSET
 
 
+MIN_CHARGE = C.MIN_FRAME + C.FCS_LEN  # the fewest bytes a frame occupies on an Ethernet wire
+
+
+def charged_llen(lo: int, hi: int) -> int:
+    """llen of a frame_len bucket: a frame shorter than the Ethernet minimum is padded on the wire,
+    so it is weighed as a minimum frame (spec §4) and a padded liar gains nothing."""
+    return llen_code(max(lo, MIN_CHARGE), max(hi, MIN_CHARGE))
+
+
 def len_log_entries() -> list[TableEntry]:
-    """len_log (spec §5.1): llen per bucket of the 16-bit IP length on a trusting port (the action
-    subtracts the arriving label); on a resetting port the label is 1.0, folded into the constant
-    lw = llen - code(1). Length 0 takes lw_zero."""
+    """len_log (spec §5.1): llen per bucket of the 16-bit claimed frame length on a trusting port
+    (the action subtracts the arriving label); on a resetting port the label is 1.0, folded into
+    the constant lw = llen - code(1). Length 0 takes lw_zero (never met: frame_len >= 18)."""
     t = N.LEN_LOG
-    trusted = log_table_entries(t, 16, "set_lw", lambda lo, hi: {"llen": llen_code(lo, hi)}, {"trust": 1})
+    trusted = log_table_entries(t, 16, "set_lw", lambda lo, hi: {"llen": charged_llen(lo, hi)}, {"trust": 1})
     reset = log_table_entries(
-        t, 16, "set_lw_reset", lambda lo, hi: {"lw": max(llen_code(lo, hi) - C.CODE_ONE, 0)}, {"trust": 0}
+        t, 16, "set_lw_reset", lambda lo, hi: {"lw": max(charged_llen(lo, hi) - C.CODE_ONE, 0)}, {"trust": 0}
     )
     return trusted + reset
+
+
+def claimed_frame_len(l3_len: int, ipv6: bool, vlan: bool) -> int:
+    """The ingress's frame_len (spec §4): L2 header + IP length (+ the IPv6 header) + FCS,
+    saturating at 2^16 - 1 like the P4 `|+|`."""
+    hdr = C.ETH_HDR_LEN + (C.VLAN_TAG_LEN if vlan else 0) + (C.IPV6_HDR_LEN if ipv6 else 0)
+    return min(l3_len + hdr + C.FCS_LEN, 0xFFFF)
 
 
 def lf_params(lo: int, hi: int) -> dict[str, int]:
@@ -232,6 +248,24 @@ def fate_entries() -> list[TableEntry]:
     ]
 
 
+def frame_check_entries() -> list[TableEntry]:
+    """FfsEgress.egress_acct.frame_check (spec §7.3), first match wins; excess = pkt_length -
+    (L2 header + IP length) mod 2^16. A frame passes if its bytes are what its IP length says, 4
+    more (pkt_length counts the FCS on hardware, not on tofino-model), or a claim below the
+    Ethernet minimum padded to it (with or without FCS); anything else is dropped."""
+    t = N.FRAME_CHECK
+    ok = t.action("frame_ok").name
+    any_len = Ternary(0, 0)
+    pad = C.MIN_FRAME - C.ETH_HDR_LEN  # the largest padding: an empty L3 claim
+    return [
+        TableEntry(t.name, {"excess": Range(0, 0), "pkt_length": any_len}, ok),
+        TableEntry(t.name, {"excess": Range(C.FCS_LEN, C.FCS_LEN), "pkt_length": any_len}, ok),
+        TableEntry(t.name, {"excess": Range(1, pad), "pkt_length": Ternary(C.MIN_FRAME, 0xFFFF)}, ok),
+        TableEntry(t.name, {"excess": Range(C.FCS_LEN + 1, pad + C.FCS_LEN),
+                            "pkt_length": Ternary(C.MIN_FRAME + C.FCS_LEN, 0xFFFF)}, ok),
+    ]
+
+
 def const_entries() -> dict[str, list[TableEntry]]:
     """Every const-entry table of p4src/ with its entries, by table name."""
     return {
@@ -239,6 +273,7 @@ def const_entries() -> dict[str, list[TableEntry]]:
         N.IPV4_SHIM_LEN.name: ipv4_shim_len_entries(),
         N.RI_CANDIDATE.name: ri_candidate_entries(),
         N.FATE.name: fate_entries(),
+        N.FRAME_CHECK.name: frame_check_entries(),
     }
 
 

@@ -61,6 +61,13 @@
 #define ETHERTYPE_IPV6      0x86DD
 #define ETHERTYPE_VLAN      0x8100
 
+/* Frame lengths (spec §4): what a packet's headers claim against the bytes it occupies */
+#define ETH_HDR_LEN         14
+#define VLAN_TAG_LEN        4
+#define IPV6_HDR_LEN        40
+#define FCS_LEN             4       /* counted in the estimator's len; in pkt_length on hardware only */
+#define MIN_FRAME           60      /* the shortest Ethernet frame without FCS: shorter ones are padded */
+
 typedef bit<PID_BITS> pid_t;
 
 #endif

@@ -92,6 +92,7 @@ struct ffs_metadata_t {
     bit<1>  rri_ge_one;    /* bit 15 of the arriving rri: rri >= 1.0 */
     bit<16> rri_n;         /* CODE_ONE - the arriving rri (used while rri < 1) */
     bit<16> l3_len;        /* IPv4 total_len, IPv6 payload_len */
+    bit<16> frame_len;     /* the frame as its headers claim it, FCS included (spec §4) */
     bit<16> rf_hdr;        /* the arriving label, clamped (CODE_ONE without a valid shim) */
     bit<16> rf;            /* the label entering normalization: rf_hdr on trusted ports */
     bit<1>  routed;
@@ -121,8 +122,11 @@ struct ffs_metadata_t {
 }
 
 struct egress_metadata_t {
-    bit<1> strip;
-    bit<1> csum_update;
+    bit<1>  strip;
+    bit<1>  csum_update;
+    bit<16> claimed;       /* L2 header + IP length: the frame its headers claim, FCS excluded */
+    bit<16> excess;        /* pkt_length - claimed (mod 2^16) */
+    bit<1>  lies;          /* frame_check: the bytes disagree with the claim */
 }
 
 #endif

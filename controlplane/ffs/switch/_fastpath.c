@@ -32,6 +32,8 @@ typedef unsigned __int128 u128;
 #define IP_PROTO_FFS 253
 #define IP_PROTO_HOPOPT 0
 #define SHIM_LEN 8
+#define FCS_LEN 4
+#define MIN_FRAME 60
 #define SHIM_VERSION 1
 #define FLAG_RI 0x8
 #define FLAG_DEFAULTED 0x2
@@ -59,12 +61,13 @@ typedef unsigned __int128 u128;
 #define R_PARSE_ERROR 0
 #define R_ROUTE_MISS 1
 #define R_FFS_DROP 2
+#define R_MALFORMED 3
 
 /* the writable tables, in the order of ffs.p4names.TABLES; actions in the order of each table's
- * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate) are code
+ * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate, frame_check) are code
  * below; their actions are listed for the contract check only. */
 enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_F_LOG, T_GAMMA, T_EGRESS_PORTS, NT };
-#define NT_ALL (NT + 4)
+#define NT_ALL (NT + 5)
 static const char *TABLE_NAMES[NT] = {
     "FfsIngress.forwarding.ipv4_routes", "FfsIngress.forwarding.ipv6_routes", "FfsIngress.pair_map.pairs",
     "FfsIngress.pair_map.egress_params", "FfsIngress.rate_est.len_log",       "FfsIngress.rate_est.weight",
@@ -75,7 +78,8 @@ static const char *TABLE_ACTIONS[NT_ALL] = {
     "use_label use_label_ri reset_label may_insert_v4", "short_shim shim_fits",
     "candidate_upstream candidate_keep candidate_congested candidate_uncongested",
     "parse_drop miss_drop note_no_pair ffs_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
-    "insert_shim_v6 forward"};
+    "insert_shim_v6 forward",
+    "frame_ok frame_lies"};
 enum { A_ROUTE = 0 };
 enum { A_SET_PAIR = 0 };
 enum { A_SET_EGRESS = 0 };
@@ -406,7 +410,7 @@ fail:
  * ============================================================================================ */
 enum {
     B_PAIR_BYTES_PK, B_PAIR_BYTES_BY, B_PAIR_DROPS_PK, B_PAIR_DROPS_BY, B_EVENTS_PK, B_EVENTS_BY,
-    B_ACCEPTED_PK, B_ACCEPTED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN,
+    B_ACCEPTED_PK, B_ACCEPTED_BY, B_MALFORMED_PK, B_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN,
     B_LPF_DECAY, B_LPF_SHIFT, NB
 };
 static const struct {
@@ -417,6 +421,7 @@ static const struct {
     {"pair_drops.packets", 8, NUM_PAIRS}, {"pair_drops.bytes", 8, NUM_PAIRS},
     {"events.packets", 8, EVENT_COUNTER_SIZE}, {"events.bytes", 8, EVENT_COUNTER_SIZE},
     {"accepted.packets", 8, NUM_PORTS}, {"accepted.bytes", 8, NUM_PORTS},
+    {"malformed.packets", 8, NUM_PORTS}, {"malformed.bytes", 8, NUM_PORTS},
     {"f_est", 4, NUM_PAIRS}, {"f_lpf.state", 8, NUM_PAIRS}, {"f_lpf.last", 8, NUM_PAIRS},
     {"f_lpf.seen", 1, NUM_PAIRS}, {"f_lpf.kind", 1, NUM_PAIRS}, {"f_lpf.gain", 8, NUM_PAIRS},
     {"f_lpf.decay", 8, NUM_PAIRS}, {"f_lpf.shift", 1, NUM_PAIRS},
@@ -431,7 +436,7 @@ typedef struct {
     Py_buffer bufs[NB];
     int nbufs;
     uint64_t *pair_bytes_pk, *pair_bytes_by, *pair_drops_pk, *pair_drops_by;
-    uint64_t *events_pk, *events_by, *accepted_pk, *accepted_by;
+    uint64_t *events_pk, *events_by, *accepted_pk, *accepted_by, *malformed_pk, *malformed_by;
     uint32_t *f_est;
     double *lpf_y, *lpf_gain, *lpf_decay;
     int64_t *lpf_last;
@@ -472,7 +477,7 @@ static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns)
 /* --- packet.py: parser and deparser on offsets ------------------------------------------------ */
 typedef struct {
     size_t l3, ihl_bytes, shim;
-    int ip_version, ffs_state;
+    int ip_version, ffs_state, vlan;
     uint32_t l3_len;
     u128 dst;
 } parsed_t;
@@ -496,6 +501,7 @@ static int parse(const uint8_t *f, size_t n, parsed_t *p) {
         if (n < off + VLAN_LEN) return -1;
         etype = rd16(f, off + 2);
         off += VLAN_LEN;
+        p->vlan = 1;
     }
     if (etype == 0x0800) {
         if (n < off + 20) return -1;
@@ -590,7 +596,7 @@ static void strip_shim(uint8_t *f, size_t *len, parsed_t *p) {
 /* --- pipeline.py: the ingress metadata and one function per P4 action ------------------------- */
 typedef struct {
     uint32_t ifindex, trust, insert;
-    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, rf_hdr;
+    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, frame_len, rf_hdr;
     uint32_t rf, rri_n, insert_v4, lw, routed, egress_port;
     uint32_t managed, pid, k, ltau, ltau_p, congested, lcr, w;
     uint32_t cc, rnd, f, rf_norm, c_cong, margin, c_ri;
@@ -699,8 +705,14 @@ static inline void lf_zero(meta_t *md) {
 }
 static inline void store_f(Engine *e, meta_t *md) { e->f_est[md->pid] = md->f; }
 
+/* the frame as its headers claim it, FCS included (ffs.tables.claimed_frame_len), saturating */
+static inline uint32_t claimed_len(const parsed_t *p, uint32_t l3_len, int fcs) {
+    uint32_t hdr = ETH_LEN + (p->vlan ? VLAN_LEN : 0) + (p->ip_version == 6 ? IPV6_LEN : 0) + (fcs ? FCS_LEN : 0);
+    return umin(l3_len + hdr, U16);
+}
+
 static void rate_est_weigh(Engine *e, meta_t *md) {
-    const tres *r = table_lookup(&e->tables[T_LEN_LOG], ((u128)md->trust << 16) | md->l3_len);
+    const tres *r = table_lookup(&e->tables[T_LEN_LOG], ((u128)md->trust << 16) | md->frame_len);
     if (r->act == A_SET_LW)
         set_lw(md, r->p[0]);
     else if (r->act == A_SET_LW_RESET)
@@ -749,15 +761,33 @@ static void ri_candidate_apply(meta_t *md) {
         md->c_ri = md->congested ? md->c_cong : umax(md->c_cong, md->lcr);
 }
 
-/* EgressAccounting */
-static void egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port) {
+/* EgressAccounting.frame_check: the const entries of ffs.tables.frame_check_entries, in order */
+static int frame_lies(const uint8_t *buf, size_t len) {
+    parsed_t p;
+    if (parse(buf, len, &p) < 0 || !p.ip_version) return 0;
+    uint32_t n = (uint32_t)len;
+    uint32_t excess = (n - claimed_len(&p, p.l3_len, 0)) & U16;
+    uint32_t pad = MIN_FRAME - ETH_LEN;
+    if (excess == 0 || excess == FCS_LEN) return 0;
+    if (n == MIN_FRAME && excess >= 1 && excess <= pad) return 0;
+    if (n == MIN_FRAME + FCS_LEN && excess >= FCS_LEN + 1 && excess <= pad + FCS_LEN) return 0;
+    return 1;
+}
+
+/* EgressAccounting: 0 when the frame was dropped (drop_malformed) */
+static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port) {
+    if (frame_lies(buf, *len)) {
+        counter_count(e->malformed_pk, e->malformed_by, port, *len);
+        return 0;
+    }
     counter_count(e->accepted_pk, e->accepted_by, port, *len);
     const tres *r = table_lookup(&e->tables[T_EGRESS_PORTS], port);
     if (r->act == A_STRIP_SHIM) {
         parsed_t p;
-        if (parse(buf, *len, &p) < 0) return;
+        if (parse(buf, *len, &p) < 0) return 1;
         if (p.shim && p.ffs_state == FFS_STATE_VALID) strip_shim(buf, len, &p); /* spec §6 */
     }
+    return 1;
 }
 
 /* Pipeline.process. buf holds *len bytes and has room for SHIM_LEN more. Returns the egress
@@ -779,6 +809,7 @@ static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress
     ingress_parser_metadata(buf, &p, &md);
     port_label_apply(buf, &p, &md);
     forwarding_apply(e, &p, &md);
+    md.frame_len = claimed_len(&p, md.l3_len, 1);
     rate_est_weigh(e, &md);
     if (md.routed) pair_map_apply(e, ingress_port, &md);
     if (md.managed) {
@@ -796,8 +827,7 @@ static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress
     }
     if (!md.managed) { /* note_no_pair */
         counter_count(e->events_pk, e->events_by, EVENT_NO_PAIR, frame_len);
-        egress_acct_apply(e, buf, len, md.egress_port);
-        return (int)md.egress_port;
+        return egress_acct_apply(e, buf, len, md.egress_port) ? (int)md.egress_port : -1 - R_MALFORMED;
     }
     *pid_out = (int)md.pid;
     if (md.margin == 0) { /* ffs_drop */
@@ -816,8 +846,7 @@ static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress
     } else if (md.insert && (p.ip_version == 4 || (p.ip_version == 6 && buf[p.l3 + 6] != IP_PROTO_HOPOPT))) {
         insert_shim(buf, len, &p, rf_out); /* insert_shim_v4 / _v6; never before a Hop-by-Hop header */
     } /* else forward */
-    egress_acct_apply(e, buf, len, md.egress_port);
-    return (int)md.egress_port;
+    return egress_acct_apply(e, buf, len, md.egress_port) ? (int)md.egress_port : -1 - R_MALFORMED;
 }
 
 /* --- the Engine as a Python type --------------------------------------------------------------- */
@@ -866,6 +895,8 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->events_by = b[B_EVENTS_BY];
     self->accepted_pk = b[B_ACCEPTED_PK];
     self->accepted_by = b[B_ACCEPTED_BY];
+    self->malformed_pk = b[B_MALFORMED_PK];
+    self->malformed_by = b[B_MALFORMED_BY];
     self->f_est = b[B_F_EST];
     self->lpf_y = b[B_LPF_Y];
     self->lpf_last = b[B_LPF_LAST];
@@ -925,7 +956,7 @@ static int engine_ready(Engine *e) {
 #define STACK_FRAME 2048
 
 /* process(frame, ingress_port, t_ns) -> (egress_port | None, frame | None, reason | None, pid | None)
- * reason: 0 parse error, 1 route miss, 2 dropped by gamma */
+ * reason: 0 parse error, 1 route miss, 2 dropped by gamma, 3 malformed (egress frame check) */
 static PyObject *Engine_process(Engine *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "process(frame, ingress_port, t_ns)");
@@ -1392,14 +1423,16 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyModule_AddObject(m, "ACTIONS", actions);
     PyModule_AddObject(m, "BUFFERS", bufs);
     PyObject *c = Py_BuildValue(
-        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "IP_PROTO_FFS",
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "IP_PROTO_FFS",
         IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
         FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "RF_CODE_MIN",
         RF_CODE_MIN, "RF_CODE_MAX", RF_CODE_MAX, "D_OFFSET", D_OFFSET, "NUM_PAIRS", NUM_PAIRS, "NUM_PORTS",
         NUM_PORTS, "EVENT_COUNTER_SIZE", EVENT_COUNTER_SIZE, "EVENT_PARSE_ERROR", EVENT_PARSE_ERROR, "EVENT_ROUTE_MISS",
         EVENT_ROUTE_MISS, "EVENT_OPAQUE_SHIM", EVENT_OPAQUE_SHIM, "EVENT_NO_PAIR", EVENT_NO_PAIR, "EVENT_FFS_DROP",
         EVENT_FFS_DROP, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
-        FFS_STATE_OPAQUE);
+        FFS_STATE_OPAQUE, "ETH_HDR_LEN", ETH_LEN, "VLAN_TAG_LEN", VLAN_LEN, "IPV6_HDR_LEN", IPV6_LEN, "FCS_LEN", FCS_LEN,
+        "MIN_FRAME", MIN_FRAME);
     if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;
 #ifndef FFS_SOURCE_SHA256
 #define FFS_SOURCE_SHA256 ""

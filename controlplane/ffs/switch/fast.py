@@ -19,7 +19,7 @@ from pathlib import Path
 from ffs import constants as C
 from ffs import p4names as N
 from ffs.driver.base import Exact, Lpm, Range, Ternary
-from ffs.switch.pipeline import DROP_FFS, DROP_PARSE_ERROR, DROP_ROUTE_MISS, Pipeline, Result
+from ffs.switch.pipeline import DROP_FFS, DROP_MALFORMED, DROP_PARSE_ERROR, DROP_ROUTE_MISS, Pipeline, Result
 from ffs.switch.tna import MatchTable
 
 try:
@@ -30,7 +30,7 @@ except ImportError as e:  # not built: pip install -e . with a C compiler
 else:
     _IMPORT_ERROR = ""
 
-_REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS)
+_REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS, DROP_MALFORMED)
 # the engine compiles the writable tables; the const-entry ones are code in _fastpath.c, checked
 # against ffs.tables' generators by tests/test_switch_fastpath.py
 WRITABLE = tuple(t for t in N.TABLES if not t.const_entries)
@@ -125,6 +125,7 @@ class FastPipeline(Pipeline):
         buffers = (
             rate.pair_bytes.packets, rate.pair_bytes.bytes, drops.packets, drops.bytes,
             self.events.packets, self.events.bytes, eg.accepted.packets, eg.accepted.bytes,
+            eg.malformed.packets, eg.malformed.bytes,
             rate.f_est.cells, lpf.state, lpf.last, lpf.seen, lpf.kind, lpf.gain, lpf.decay, lpf.shift,
         )  # the order of _fastpath.BUFFERS
         self.engine = _fastpath.Engine(buffers)

@@ -30,7 +30,8 @@ class Parsed:
     ihl_bytes: int = 0  # IPv4 header length including options
     shim: int = 0  # offset of the FFS shim, 0 when absent
     ffs_state: int = C.FFS_STATE_NONE
-    l3_len: int = 0  # IP length as the spec defines it (§4)
+    l3_len: int = 0  # the IP length field: IPv4 total_len, IPv6 payload_len (§4)
+    vlan: bool = False  # an 802.1Q tag before the EtherType
     dst: int = 0  # destination address as an integer
 
 
@@ -47,6 +48,7 @@ def parse(frame: bytes | bytearray) -> Parsed:
             raise ParseError("truncated 802.1Q tag")
         etype = (frame[off + 2] << 8) | frame[off + 3]
         off += VLAN_LEN
+        p.vlan = True
     if etype == ETHERTYPE_IPV4:
         if n < off + 20:  # like the P4 parser, the version field is not checked
             raise ParseError("truncated IPv4 header")
@@ -65,7 +67,7 @@ def parse(frame: bytes | bytearray) -> Parsed:
             raise ParseError("truncated IPv6 header")
         p.l3, p.ip_version = off, 6
         payload = (frame[off + 4] << 8) | frame[off + 5]
-        p.l3_len = payload  # the Tofino parser copies fields, it does not add (spec §4)
+        p.l3_len = payload  # the parser copies the field; stage 0 adds the headers (spec §4)
         p.dst = int.from_bytes(frame[off + 24 : off + 40], "big")
         if frame[off + 6] == C.IP_PROTO_FFS:
             if n < off + IPV6_LEN + C.SHIM_LEN or payload < C.SHIM_LEN:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from ffs import constants as C
 from ffs import p4names as N
 from ffs.switch.packet import (
+    ETH_LEN,
+    IPV6_LEN,
     RF_OFF,
     RRI_OFF,
     ParseError,
@@ -26,8 +28,10 @@ from ffs.switch.packet import (
     parse,
     shim_get16,
     shim_set16,
+    VLAN_LEN,
     strip_shim,
 )
+from ffs.tables import claimed_frame_len
 from ffs.switch.tna import Counter, Lpf, MatchTable, Random16, Register, const_table, sat_sub
 
 U16 = 0xFFFF
@@ -37,6 +41,7 @@ U32 = 0xFFFFFFFF
 DROP_PARSE_ERROR = "parse_error"
 DROP_ROUTE_MISS = "route_miss"
 DROP_FFS = "ffs_drop"
+DROP_MALFORMED = "malformed"  # FfsEgress: the frame's bytes disagree with its IP length
 
 
 @dataclass(slots=True)
@@ -55,6 +60,7 @@ class Meta:
     l3_len: int = 0
     rf_hdr: int = C.CODE_ONE
     # stage 0
+    frame_len: int = 0
     rf: int = 0
     rri_n: int = 0
     insert_v4: int = 0
@@ -256,9 +262,13 @@ class RateEstimation:
     def store_f(self, md: Meta) -> None:  # stage 3: f_est[pid] for the agent
         self.f_est.write(md.pid, md.f)
 
+    @staticmethod
+    def claim(p: Parsed, md: Meta) -> None:  # stage 0 (FfsIngress.apply): saturating add
+        md.frame_len = claimed_frame_len(md.l3_len, p.ip_version == 6, p.vlan)
+
     def weigh(self, md: Meta) -> None:
-        """len_log and weight: every packet, stages 0-1."""
-        action, params = self.len_log.lookup(md.trust, md.l3_len)
+        """len_log and weight: every packet, stages 1-2."""
+        action, params = self.len_log.lookup(md.trust, md.frame_len)
         if action == "set_lw":
             self.set_lw(md, params["llen"])
         elif action == "set_lw_reset":
@@ -357,11 +367,29 @@ class EgressAccounting:
     """`FfsEgress.egress_acct`: A_j (every packet reaching egress) and the strip port mode."""
 
     def __init__(self) -> None:
+        from ffs.tables import frame_check_entries  # the one generator of the const entries
+
         self.accepted = Counter(N.ACCEPTED)
+        self.malformed = Counter(N.MALFORMED)
         self.egress_ports = MatchTable(N.EGRESS_PORTS)
+        self.frame_check = const_table(N.FRAME_CHECK, frame_check_entries())
 
     def count_accepted(self, port: int, frame_len: int) -> None:
         self.accepted.count(port, frame_len)
+
+    def lies(self, buf: bytearray) -> bool:
+        """frame_check (spec §7.3): do the frame's bytes disagree with its IP length field? The
+        software switch's frames carry no FCS, like tofino-model's pkt_length."""
+        try:
+            p = parse(buf)
+        except ParseError:  # the egress parser accepts what it cannot read: not checked
+            return False
+        if not p.ip_version:
+            return False
+        hdr = ETH_LEN + (VLAN_LEN if p.vlan else 0) + (IPV6_LEN if p.ip_version == 6 else 0)
+        excess = (len(buf) - min(p.l3_len + hdr, 0xFFFF)) & 0xFFFF
+        action, _ = self.frame_check.lookup(excess, len(buf))
+        return action == "frame_lies"
 
     @staticmethod
     def strip(buf: bytearray) -> None:  # strip_v4 / strip_v6 after the egress parser
@@ -372,11 +400,16 @@ class EgressAccounting:
         if p.shim and p.ffs_state == C.FFS_STATE_VALID:  # a shim it does not understand stays (spec §6)
             strip_shim(buf, p)
 
-    def apply(self, buf: bytearray, port: int) -> None:
+    def apply(self, buf: bytearray, port: int) -> bool:
+        """False: the frame was dropped (drop_malformed), counted in `malformed`."""
+        if self.lies(buf):
+            self.malformed.count(port, len(buf))
+            return False
         self.count_accepted(port, len(buf))
         action, _ = self.egress_ports.lookup(port)
         if action == "strip_shim":
             self.strip(buf)
+        return True
 
 
 class Fate:
@@ -466,12 +499,14 @@ class Pipeline:
                 self.ipv4_shim_len,
                 self.ri_update.ri_candidate,
                 self.fate.fate,
+                self.egress_acct.frame_check,
             )
         }
         assert tuple(self.tables) == tuple(t.name for t in N.TABLES)
         self.counters = {
             c.spec.name: c
-            for c in (self.rate_est.pair_bytes, self.fate.pair_drops, self.events, self.egress_acct.accepted)
+            for c in (self.rate_est.pair_bytes, self.fate.pair_drops, self.events, self.egress_acct.accepted,
+                      self.egress_acct.malformed)
         }
         self.registers = {self.rate_est.f_est.spec.name: self.rate_est.f_est}
         self.lpfs = {self.rate_est.f_lpf.spec.name: self.rate_est.f_lpf}
@@ -494,7 +529,8 @@ class Pipeline:
         # -- FfsIngress.apply --------------------------------------------------------------------
         self.port_label.apply(buf, p, md)  # stage 0
         self.forwarding.apply(p, md)
-        self.rate_est.weigh(md)  # stages 0-1
+        self.rate_est.claim(p, md)
+        self.rate_est.weigh(md)  # stages 1-2
         if md.routed:
             self.pair_map.apply(ingress_port, md)  # stage 1
         if md.managed:
@@ -513,5 +549,6 @@ class Pipeline:
 
     def _egress(self, buf: bytearray, port: int, pid: int | None) -> Result:
         """The TM (no queue: FFS decides before it) and `FfsEgress.apply`."""
-        self.egress_acct.apply(buf, port)
+        if not self.egress_acct.apply(buf, port):
+            return Result(None, None, DROP_MALFORMED, pid)
         return Result(port, bytes(buf), None, pid)

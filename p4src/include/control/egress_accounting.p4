@@ -1,11 +1,55 @@
-/* ffs-tofino: A_j, counted where only accepted packets arrive (egress), and the strip port mode. */
+/* ffs-tofino: the frame check, A_j (counted where only accepted packets arrive) and the strip
+ * port mode (spec §7.3).
+ *
+ * The ingress weighs a packet by the frame its headers claim (spec §4): it has no frame length on
+ * Tofino. Here the real length is known, so a frame whose bytes disagree with its IP length field
+ * is dropped before it leaves: a lying length delivers nothing and adds nothing to A_j. Allowed:
+ * exact agreement, 4 bytes more (pkt_length counts the FCS on hardware, not on tofino-model), and
+ * Ethernet padding of a claim below 60 bytes. */
 #ifndef _FFS_EGRESS_ACCOUNTING_P4_
 #define _FFS_EGRESS_ACCOUNTING_P4_
 
 control EgressAccounting(inout headers_t hdr,
                          inout egress_metadata_t md,
-                         in egress_intrinsic_metadata_t eg_intr_md) {
+                         in egress_intrinsic_metadata_t eg_intr_md,
+                         inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) accepted;
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) malformed;
+
+    action frame_ok() {
+        md.lies = 0;
+    }
+
+    action frame_lies() {
+        md.lies = 1;
+    }
+
+    /* Beside frame_check: an action addresses each indirect counter with one expression only. */
+    action count_accepted() {
+        accepted.count(eg_intr_md.egress_port);
+    }
+
+    action drop_malformed() {
+        eg_dprsr_md.drop_ctl = 1;
+        malformed.count(eg_intr_md.egress_port);
+    }
+
+    /* First match wins. The same entries as ffs.tables.frame_check_entries (tests/test_p4_schema.py). */
+    table frame_check {
+        key = {
+            md.excess:              range @name("excess");
+            eg_intr_md.pkt_length:  ternary @name("pkt_length");
+        }
+        actions = { frame_ok; frame_lies; }
+        default_action = frame_lies();
+        size = 4;
+        const entries = {
+            (0 .. 0, _): frame_ok();
+            (FCS_LEN .. FCS_LEN, _): frame_ok();
+            (1 .. MIN_FRAME - ETH_HDR_LEN, MIN_FRAME): frame_ok();
+            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + FCS_LEN): frame_ok();
+        }
+    }
 
     action strip_shim() {
         md.strip = 1;
@@ -22,10 +66,6 @@ control EgressAccounting(inout headers_t hdr,
         size = NUM_PORTS;
     }
 
-    action count_accepted() {
-        accepted.count(eg_intr_md.egress_port);
-    }
-
     action strip_v4() {
         hdr.ipv4.protocol = hdr.ffs.next_hdr;
         hdr.ipv4.total_len = hdr.ipv4.total_len - 8;
@@ -40,7 +80,28 @@ control EgressAccounting(inout headers_t hdr,
     }
 
     apply {
-        count_accepted();
+        if (hdr.ipv6.isValid()) {
+            if (hdr.vlan.isValid()) {
+                md.claimed = hdr.ipv6.payload_len |+| (bit<16>)(ETH_HDR_LEN + VLAN_TAG_LEN + IPV6_HDR_LEN);
+            } else {
+                md.claimed = hdr.ipv6.payload_len |+| (bit<16>)(ETH_HDR_LEN + IPV6_HDR_LEN);
+            }
+        } else if (hdr.vlan.isValid()) {
+            md.claimed = hdr.ipv4.total_len |+| (bit<16>)(ETH_HDR_LEN + VLAN_TAG_LEN);
+        } else {
+            md.claimed = hdr.ipv4.total_len |+| (bit<16>)ETH_HDR_LEN;
+        }
+        md.excess = eg_intr_md.pkt_length - md.claimed;
+        if (hdr.ipv4.isValid() || hdr.ipv6.isValid()) {
+            frame_check.apply();
+        } else {
+            frame_ok();  /* not IP: no length field to disagree with */
+        }
+        if (md.lies == 1) {
+            drop_malformed();
+        } else {
+            count_accepted();
+        }
         egress_ports.apply();
         /* only a shim this program understands is removed: another version passes untouched */
         if (md.strip == 1 && hdr.ffs.isValid() && hdr.ffs.version == SHIM_VERSION && hdr.ffs.flags[0:0] == 0) {

@@ -1,9 +1,10 @@
 /* ffs-tofino: the weighted-bytes estimator F_(i,j) and the R_(i,j) counter (spec §4, §5.1, §5.2).
  *
- *   stage 0  len_log  (trust, l3_len) -> lw = llen |-| rf_hdr, or llen - code(1) on a reset port
- *   stage 1  weight   lw -> w = 2^(lw/128)            (exact table: no multiply on Tofino)
- *   stage 2  f_lpf    F <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive
- *   stage 3  f_log    lf = log F (disjoint ternary buckets), applied at once (Algorithm 3 line 1):
+ *   stage 0  frame_len = L2 header + IP length + FCS, saturating (spec §4)
+ *   stage 1  len_log  (trust, frame_len) -> lw = llen |-| rf_hdr, or llen - code(1) on a reset port
+ *   stage 2  weight   lw -> w = 2^(lw/128)            (exact table: no multiply on Tofino)
+ *   stage 3  f_lpf    F <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive
+ *   stage 4  f_log    lf = log F (disjoint ternary buckets), applied at once (Algorithm 3 line 1):
  *                     rf_norm = k + lf, c_cong = cc - lf; f_est[pid] <- F for the agent
  * Neither sum saturates or wraps: k, cc lie in [0x6C00, 0x9C00] and lf <= D_OFFSET (spec §7.2),
  * so plain adds do it; nlf = -lf (mod 2^16) comes with lf because action data cannot be
@@ -39,7 +40,7 @@ control RateEstimation(inout ffs_metadata_t md) {
     table len_log {
         key = {
             md.port_md.trust: exact @name("trust");
-            md.l3_len: ternary @name("l3_len");
+            md.frame_len: ternary @name("frame_len");
         }
         actions = { set_lw; set_lw_reset; lw_zero; }
         default_action = lw_zero();
