@@ -42,11 +42,14 @@ def replay(path: Path, *args: str) -> dict:
     return json.loads(res.output)
 
 
-def assert_replay_matches(path: Path, expect: dict[str, float], *args: str) -> None:
+def assert_replay_matches(path: Path, expect: dict[str, float], *args: str, lag: dict[str, float] | None = None) -> None:
+    """measured within 2 % of exact; `lag` adds, per stream, what the data plane may lose while
+    the agent catches up with a step in the exact allocation."""
     out = replay(path, *args)
     for row in out["streams"]:
         assert row["exact"] == pytest.approx(expect[row["stream"]], rel=1e-9), row
-        assert row["measured"] == pytest.approx(row["exact"], rel=0.02), row
+        extra = (lag or {}).get(row["stream"], 0.0)
+        assert row["measured"] == pytest.approx(row["exact"], rel=0.02, abs=extra), row
 
 
 def untrusted_i1(d):
@@ -173,7 +176,11 @@ def test_replay_exact_honours_start_stop(topo_dir, tmp_path):
     path = variant(topo_dir / "table2.yaml", tmp_path / "t.yaml", edit)
     expect = {"s1": 3 * G, "s2": (4 / 3 * 0.06 + 4 * 0.14) / 0.2 * G, "s3": 32 / 3 * 0.06 / 0.2 * G}
     assert allocate_window(load(path), 0.2, 0.4) == pytest.approx(expect, rel=1e-12)
-    assert_replay_matches(path, expect, "--duration", "0.4")
+    # when s3 stops, s2's exact rate steps from 4/3 to 4 Gb/s; the τ controller needs up to two
+    # agent periods (5 ms each, replay's default) to leave the congested state: s2 may lose the
+    # step for 10 ms of the 0.2 s window on top of the 2 %
+    lag = {"s2": (4 - 4 / 3) * G * 2 * 0.005 / 0.2}
+    assert_replay_matches(path, expect, "--duration", "0.4", lag=lag)
 
 
 def test_replay_reports_no_error_against_an_exact_zero(topo_dir, tmp_path):

@@ -40,9 +40,9 @@ def _ternary(which: str, value: int) -> TableEntry | None:
     return None
 
 
-def llen(l3_len: int) -> int | None:
-    """len_log's action data for an IP length; None is the miss (lw_zero)."""
-    e = _ternary("len_log", l3_len)
+def llen(frame_len: int) -> int | None:
+    """len_log's action data for a claimed frame length (spec §4); None is the miss (lw_zero)."""
+    e = _ternary("len_log", frame_len)
     return None if e is None else e.params["llen"]
 
 
@@ -52,17 +52,17 @@ def lf(f: int) -> int:
     return 0 if e is None else e.params["lf"]
 
 
-def weight(l3_len: int, rf: int) -> int:
+def weight(frame_len: int, rf: int) -> int:
     """w = len · 2^8 / rf through len_log and the weight table (spec §5.1, §5.2)."""
-    ll = llen(l3_len)
+    ll = llen(frame_len)
     lw = 0 if ll is None else max(ll - rf, 0)
     return T.weight_value(lw) if lw < C.WEIGHT_KEYS else C.WEIGHT_MAX
 
 
-def forgetful_f(l3_len: int, rf: int, scale_down: int) -> int:
+def forgetful_f(frame_len: int, rf: int, scale_down: int) -> int:
     """The F LPF output when the filter has forgotten every earlier packet (spec §8 with
     e^(-dt/tau) = 0): y = w, output = min(floor(y) >> s, 2^32 - 1)."""
-    return min(weight(l3_len, rf) >> scale_down, C.WEIGHT_MAX)
+    return min(weight(frame_len, rf) >> scale_down, C.WEIGHT_MAX)
 
 
 def lm_for(rf: int, f: int, rf_norm: int) -> int:

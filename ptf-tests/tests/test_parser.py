@@ -17,6 +17,7 @@ from base import (
     SRC6,
     FfsTest,
     byte_adjust,
+    claimed_len,
     ffs_v4,
     ffs_v6,
     plain_v4,
@@ -25,6 +26,7 @@ from base import (
     target,
 )
 from ffs import constants as C
+from ffs import p4names as N
 from ffs.labels import encode
 
 # Table II stream s1 (FFS paper; spec §11.2.1) at a congested node: tau = 4/3 and the
@@ -92,8 +94,8 @@ class NonFfsTraffic(FfsTest):
             delta = self.since(before)
             self.assertEqual((delta.r.packets, delta.r.bytes), (1, len(pkt) + byte_adjust()))
             self.assert_events(delta)
-            if target() == "model":  # the weight of a 500-byte packet with rf = 1.0 (spec §5, §8)
-                self.assertEqual(self.f_est(), X.forgetful_f(500, C.CODE_ONE, SCALE))
+            if target() == "model":  # the weight of the claimed frame with rf = 1.0 (spec §4, §5, §8)
+                self.assertEqual(self.f_est(), X.forgetful_f(claimed_len(pkt), C.CODE_ONE, SCALE))
         before = self.counts()
         self.send(Ether(src=MAC_SRC, dst="ff:ff:ff:ff:ff:ff") / ARP(hwsrc=MAC_SRC, psrc=SRC4, pdst=DST4))
         self.expect_nothing()
@@ -142,3 +144,37 @@ class OpaqueShimsPassUntouched(FfsTest):
             self.assert_events(delta, opaque=1)
             self.assertEqual(delta.r.packets, 1, f"{what}: accounted on its pair")
             self.assertEqual(self.f_est(), f_default, f"{what}: estimated with rf = 1.0")
+
+
+class LyingLengthsAreDropped(FfsTest):
+    """spec §4, §7.3: the ingress weighs the frame the IP length claims; egress drops a frame
+    whose bytes disagree with it and counts it in `malformed`, not in A_j. An honest frame, and one
+    padded to the Ethernet minimum, pass."""
+
+    def malformed(self) -> int:
+        return self.driver.read_counters(N.MALFORMED.name, [OUT])[OUT].packets
+
+    def runTest(self):
+        honest = plain_v4(500)  # no shim: it leaves byte for byte
+        raw = bytes(honest)
+        at = 14 + 2  # IPv4 total_len
+        cases = {
+            "trailing bytes": raw + bytes(700),
+            "total_len says 20": raw[:at] + (20).to_bytes(2, "big") + raw[at + 2 :],
+            "total_len beyond the frame": raw[:at] + (1500).to_bytes(2, "big") + raw[at + 2 :],
+            "total_len 0xFFFF": raw[:at] + (0xFFFF).to_bytes(2, "big") + raw[at + 2 :],
+        }
+        for what, frame in cases.items():
+            before, bad = self.counts(), self.malformed()
+            self.send(frame)
+            self.expect_nothing()
+            delta = self.since(before)
+            self.assertEqual(self.malformed() - bad, 1, what)
+            self.assertEqual(delta.accepted[OUT].packets, 0, what)  # A_j never sees the lie
+        small = plain_v4(36)  # a 50-byte frame: padded to 60 on the wire
+        padded = bytes(small) + bytes(60 - len(small))
+        for frame in (bytes(honest), padded):
+            bad = self.malformed()
+            self.send(frame)
+            self.expect_frame(frame)
+            self.assertEqual(self.malformed(), bad)

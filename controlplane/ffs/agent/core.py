@@ -72,6 +72,7 @@ class EgressStatus:
     congested: bool = False
     drop_bps: float = 0.0  # dropped by FFS toward this egress (all its pairs)
     drops: int = 0  # packets dropped in the last period
+    malformed: int = 0  # frames the egress dropped in the last period: bytes disagreeing with the IP length (spec §7.3)
 
 
 @dataclass
@@ -299,6 +300,7 @@ class Agent:
         self._measure("R", N.PAIR_BYTES.name, pids, now_s)
         self._measure("D", N.PAIR_DROPS.name, pids, now_s)
         self._measure("A", N.ACCEPTED.name, ports, now_s)
+        self._measure("X", N.MALFORMED.name, ports, now_s)
 
     def _measure(self, name: str, counter: str, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
         """Increments of one counter since its last read, and the seconds between the two reads.
@@ -337,6 +339,7 @@ class Agent:
         r, dt = self._measure("R", N.PAIR_BYTES.name, pids, virtual)
         drops, dt_d = self._measure("D", N.PAIR_DROPS.name, pids, virtual)
         a, dt_a = self._measure("A", N.ACCEPTED.name, ports, virtual)
+        bad, _ = self._measure("X", N.MALFORMED.name, ports, virtual)
         f_est = self.driver.read_registers(N.F_EST.name, pids)
         snap = Snapshot(now_s)
         node = self.current_node()
@@ -368,7 +371,7 @@ class Agent:
             batch.append(egress_entry(port, egress_action_params(state, r_star, target), "modify"))
             snap.egresses.append(
                 EgressStatus(e, port, self.node.interfaces[e].capacity, target, a_bps, r_star, state.tau, state.congested,
-                             *drops_by_egress.get(e, (0.0, 0)))
+                             *drops_by_egress.get(e, (0.0, 0)), bad.get(port, ZERO).packets)
             )
         if dt > self.min_interval_s and batch:
             self.driver.write(batch)

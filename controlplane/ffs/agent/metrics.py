@@ -20,6 +20,8 @@ class Metrics:
         self.target = Gauge("ffs_target_bps", "target capacity T_j, bit/s", e, registry=r)
         self.egress_drop = Gauge("ffs_egress_drop_bps", "rate dropped by FFS toward this egress, bit/s", e, registry=r)
         self.egress_drops = Counter("ffs_egress_drops", "packets dropped by FFS toward this egress", e, registry=r)
+        self.egress_malformed = Counter("ffs_egress_malformed", "frames dropped at this egress: their bytes disagree "
+                                        "with their IP length", e, registry=r)
         self.pair_rate = Gauge("ffs_pair_rate_bps", "arrival rate R_ij, bit/s", p, registry=r)
         self.pair_share = Gauge("ffs_pair_share_bps", "enforced share M_ij (scaled to the target), bit/s", p, registry=r)
         self.pair_drop = Gauge("ffs_pair_drop_bps", "rate dropped by FFS, bit/s", p, registry=r)
@@ -40,6 +42,7 @@ class Metrics:
             self.target.labels(x.egress).set(x.target)
             self.egress_drop.labels(x.egress).set(x.drop_bps)
             self.egress_drops.labels(x.egress).inc(x.drops)
+            self.egress_malformed.labels(x.egress).inc(x.malformed)
         for p in snap.pairs:
             self.pair_rate.labels(p.ingress, p.egress).set(p.rate_bps)
             self.pair_share.labels(p.ingress, p.egress).set(p.share_bps)
