@@ -106,16 +106,46 @@ def test_exact_small_values():
 
 def test_len_log_action_data():
     entries = T.len_log_entries()
-    llen = {e.key["l3_len"].value: e.params["llen"] for e in entries if e.key["trust"].value == 1}
-    assert llen[1] == T.LLEN_OFFSET == 128 * C.WEIGHT_SHIFT + C.CODE_BIAS
-    assert llen[64] == 6 * 128 + T.LLEN_OFFSET
+    llen = {e.key["frame_len"].value: e.params["llen"] for e in entries if e.key["trust"].value == 1}
+    assert llen[64] == 6 * 128 + T.LLEN_OFFSET == 6 * 128 + 128 * C.WEIGHT_SHIFT + C.CODE_BIAS
+    assert llen[128] == 7 * 128 + T.LLEN_OFFSET
+    # spec §4: a frame shorter than the Ethernet minimum (60 bytes + FCS) weighs as a minimum frame
+    assert all(llen[v] == llen[64] for v in range(1, 64))
+    assert llen[65] == round(128 * math.log2(65)) + T.LLEN_OFFSET
     assert max(llen.values()) <= 0xFFFF
     # a resetting port: the label 1.0 is folded in, lw = llen - code(1)
-    lw = {e.key["l3_len"].value: e.params["lw"] for e in entries if e.key["trust"].value == 0}
+    lw = {e.key["frame_len"].value: e.params["lw"] for e in entries if e.key["trust"].value == 0}
     assert lw.keys() == llen.keys() and all(lw[k] == llen[k] - C.CODE_ONE for k in llen)
 
 
-def test_f_log_carries_minus_lf():
+@pytest.mark.parametrize(
+    "l3_len, ipv6, vlan, frame",
+    [(1250, False, False, 1268), (1250, False, True, 1272), (1210, True, False, 1268), (1210, True, True, 1272),
+     (20, False, False, 38), (0xFFFF, False, False, 0xFFFF), (0xFFF0, True, False, 0xFFFF)],
+)
+def test_claimed_frame_len_adds_the_headers_and_saturates(l3_len, ipv6, vlan, frame):
+    """spec §4: L2 header + IP length (+40 for IPv6) + FCS, at most 65535 (the P4 `|+|`)."""
+    assert T.claimed_frame_len(l3_len, ipv6, vlan) == frame
+
+
+def test_frame_check_entries():
+    """spec §5.5, §7.3: which (excess, pkt_length) pass, first match wins."""
+    from ffs.driver.base import Range
+
+    def passes(excess: int, pkt_length: int) -> bool:
+        for e in T.frame_check_entries():
+            r, t = e.key["excess"], e.key["pkt_length"]
+            assert isinstance(r, Range)
+            if r.low <= excess <= r.high and pkt_length & t.mask == t.value:
+                return e.action.endswith("frame_ok")
+        return False  # the default: frame_lies
+
+    assert passes(0, 1268) and passes(4, 1272)  # exact, and with an FCS
+    assert passes(60 - 34, 60) and passes(64 - 34, 64)  # a 34-byte claim padded, without and with FCS
+    assert passes(60 - 14, 60) and not passes(60 - 13, 60)  # the largest padding: an empty claim
+    assert not passes(1, 1269) and not passes(3, 1271) and not passes(5, 1273)  # bytes beyond the claim
+    assert not passes((1268 - 1300) & 0xFFFF, 1268)  # a claim beyond the frame
+    assert not passes(1230, 1250)  # 1250 bytes claiming 20
     for e in T.f_log_entries():
         assert (e.params["lf"] + e.params["nlf"]) & 0xFFFF == 0 and e.params["lf"] <= C.D_OFFSET
 

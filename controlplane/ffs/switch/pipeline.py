@@ -225,11 +225,11 @@ class RateEstimation:
         self.pair_bytes = Counter(N.PAIR_BYTES)
 
     @staticmethod
-    def set_lw(md: Meta, llen: int) -> None:  # stage 0: lw = log2(len · 2^8 / rf)
+    def set_lw(md: Meta, llen: int) -> None:  # stage 1: lw = log2(len · 2^8 / rf)
         md.lw = sat_sub(llen, md.rf_hdr)
 
     @staticmethod
-    def set_lw_reset(md: Meta, lw: int) -> None:  # stage 0: a resetting port, rf = 1 folded in
+    def set_lw_reset(md: Meta, lw: int) -> None:  # stage 1: a resetting port, rf = 1 folded in
         md.lw = lw
 
     @staticmethod
@@ -237,21 +237,21 @@ class RateEstimation:
         md.lw = 0
 
     @staticmethod
-    def set_weight(md: Meta, w: int) -> None:  # stage 1
+    def set_weight(md: Meta, w: int) -> None:  # stage 2
         md.w = w
 
     @staticmethod
     def weight_max(md: Meta) -> None:
         md.w = U32
 
-    def estimate(self, md: Meta, t_ns: int) -> None:  # stage 2
+    def estimate(self, md: Meta, t_ns: int) -> None:  # stage 3
         md.f = self.f_lpf.execute(md.w, md.pid, t_ns)
 
     def count_pair(self, md: Meta, frame_len: int) -> None:  # stage 2: R_(i,j)
         self.pair_bytes.count(md.pid, frame_len)
 
     @staticmethod
-    def set_lf(md: Meta, lf: int, nlf: int) -> None:  # stage 3: rf_norm = k + lf, c_cong = cc - lf
+    def set_lf(md: Meta, lf: int, nlf: int) -> None:  # stage 4: rf_norm = k + lf, c_cong = cc - lf
         md.rf_norm = (lf + md.k) & U16
         md.c_cong = (nlf + md.cc) & U16
 
@@ -259,7 +259,7 @@ class RateEstimation:
     def lf_zero(md: Meta) -> None:
         md.rf_norm, md.c_cong = md.k, md.cc
 
-    def store_f(self, md: Meta) -> None:  # stage 3: f_est[pid] for the agent
+    def store_f(self, md: Meta) -> None:  # stage 4: f_est[pid] for the agent
         self.f_est.write(md.pid, md.f)
 
     @staticmethod
@@ -282,7 +282,7 @@ class RateEstimation:
             self.weight_max(md)
 
     def apply(self, md: Meta, frame_len: int, t_ns: int) -> None:
-        """The managed part, stages 2-3 (needs Normalize's cc)."""
+        """The managed part, stages 2-4 (needs Normalize's cc)."""
         self.estimate(md, t_ns)
         self.count_pair(md, frame_len)
         action, params = self.f_log.lookup(md.f)
@@ -300,23 +300,23 @@ class Normalize:
         self.gamma = MatchTable(N.GAMMA)
         self.rng = Random16(seed)
 
-    def draw(self, md: Meta) -> None:  # stage 2 (managed packets only draw)
+    def draw(self, md: Meta) -> None:  # stage 4 (managed packets only draw)
         md.rnd = self.rng.get()
 
     @staticmethod
-    def norm_cc(md: Meta) -> None:  # stage 2: 16-bit wrap; never wraps below 0 (§7.2)
+    def norm_cc(md: Meta) -> None:  # stage 3: 16-bit wrap; never wraps below 0 (§7.2)
         md.cc = (md.ltau_p - md.k) & U16
 
     @staticmethod
-    def gamma_one(md: Meta) -> None:  # stage 4: d <= 0 or uncongested, γ = 1, no random compare
+    def gamma_one(md: Meta) -> None:  # stage 5: d <= 0 or uncongested, γ = 1, no random compare
         md.margin = 1
 
     @staticmethod
-    def gamma_frac(md: Meta, thr: int) -> None:  # stage 4: accept iff rnd < thr
+    def gamma_frac(md: Meta, thr: int) -> None:  # stage 5: accept iff rnd < thr
         md.margin = sat_sub(thr, md.rnd)
 
     @staticmethod
-    def gamma_zero(md: Meta) -> None:  # stage 4: γ < 2^-16, always drop
+    def gamma_zero(md: Meta) -> None:  # stage 5: γ < 2^-16, always drop
         md.margin = 0
 
     def prepare(self, md: Meta) -> None:
@@ -343,7 +343,7 @@ class RiUpdate:
         self.ri_candidate = const_table(N.RI_CANDIDATE, ri_candidate_entries())
 
     @staticmethod
-    def candidate_upstream(md: Meta) -> None:  # stage 4: rri · γ = rri - d
+    def candidate_upstream(md: Meta) -> None:  # stage 5: rri · γ = rri - d
         md.c_ri = sat_sub(md.c_cong, md.rri_n)
 
     @staticmethod
@@ -351,11 +351,11 @@ class RiUpdate:
         md.c_ri = C.CODE_MAX
 
     @staticmethod
-    def candidate_congested(md: Meta) -> None:  # stage 4: τ / rf_norm
+    def candidate_congested(md: Meta) -> None:  # stage 5: τ / rf_norm
         md.c_ri = md.c_cong
 
     @staticmethod
-    def candidate_uncongested(md: Meta) -> None:  # stage 4: max(1/rf_norm, C/R*)
+    def candidate_uncongested(md: Meta) -> None:  # stage 5: max(1/rf_norm, C/R*)
         md.c_ri = max(md.c_cong, md.lcr)
 
     def apply(self, md: Meta) -> None:
@@ -413,7 +413,7 @@ class EgressAccounting:
 
 
 class Fate:
-    """`FfsIngress.fate` (const entries, stage 5): one decision and at most one event per packet;
+    """`FfsIngress.fate` (const entries, stage 6): one decision and at most one event per packet;
     `pair_drops` beside it."""
 
     def __init__(self, events: Counter) -> None:
@@ -534,11 +534,11 @@ class Pipeline:
         if md.routed:
             self.pair_map.apply(ingress_port, md)  # stage 1
         if md.managed:
-            self.normalize.prepare(md)  # stage 2
-            self.rate_est.apply(md, frame_len, t_ns)  # stages 2-3
-            self.normalize.apply(md)  # stage 4
+            self.normalize.prepare(md)  # stages 3-4
+            self.rate_est.apply(md, frame_len, t_ns)  # stages 2-4
+            self.normalize.apply(md)  # stage 5
             self.ri_update.apply(md)
-        action = self.fate.apply(buf, p, md, frame_len)  # stage 5
+        action = self.fate.apply(buf, p, md, frame_len)  # stage 6
         if action == "miss_drop":
             return Result(None, None, DROP_ROUTE_MISS)
         if action == "ffs_drop":
