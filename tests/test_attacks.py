@@ -16,14 +16,17 @@ from ffs.topology import load
 M = 1e6
 
 
-def topology(capacity: float, victim: float, share: float, flood: float, rf: float, streams: int = 1,
-             packet_size: int = 1250) -> str:
+def topology(capacity: float, victim: float, share: float, flood: float, rf: float | None, streams: int = 1,
+             packet_size: int = 1250, ip_len: int | None = None, flood_size: int | None = None) -> str:
     """s1: victim on p1 (share `share`), flood on p2 (the rest of p3's capacity) at up to p2's line
-    rate, both ports trusted."""
+    rate, both ports trusted. rf None: the flood sends no shim (labelled: false); ip_len: the flood's
+    IPv4 total length field lies (says ip_len whatever its flood_size bytes)."""
     per = flood / streams
+    label = "labelled: false" if rf is None else f"rf: {rf!r}"
+    lie = "" if ip_len is None else f", ip_len: {ip_len}"
     flows = "\n".join(
-        f"  - {{name: flood{k}, path: [{{node: s1, ingress: p2, egress: p3}}], demand: {per:.0f}, rf: {rf!r}, "
-        f"packet_size: {packet_size}}}" for k in range(streams))
+        f"  - {{name: flood{k}, path: [{{node: s1, ingress: p2, egress: p3}}], demand: {per:.0f}, {label}, "
+        f"packet_size: {flood_size or packet_size}{lie}}}" for k in range(streams))
     return f"""
 name: attack
 duration: 0.3
@@ -37,6 +40,7 @@ nodes:
       p3: {{p1: {share:.0f}, p2: {capacity - share:.0f}}}
     routes:
       - {{prefix: 10.0.3.0/24, interface: p3}}
+      - {{prefix: "fd00::/8", interface: p3}}
 streams:
   - {{name: victim, path: [{{node: s1, ingress: p1, egress: p3}}], demand: {victim:.0f}, packet_size: {packet_size}}}
 {flows}
@@ -87,3 +91,119 @@ def test_many_streams_with_forged_labels():
     cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
     res = run_scenario(loads(topology(cap, victim, share, flood, decode(0x0001), streams=50)), "ffs")
     check(cap, victim, share, flood, {s["stream"]: s["measured"] for s in res.streams})
+
+
+# --- lengths that lie (spec §4, §7.3) -------------------------------------------------------------
+# The estimator weighs the frame a packet's headers claim (L2 + IP length + FCS, at least 64 bytes);
+# the egress drops a frame whose bytes disagree with its IP length, counted in `malformed`, outside
+# A_j. A flood of 1250-byte frames whose IPv4 total length says 20 would weigh 64 bytes instead of
+# 1268 (1/20 of its rate) and take the victim's share at the FIFO; instead it delivers nothing.
+
+DURATION = 0.3  # s, the topology's
+
+
+def flood_frames(flood: float, size: int) -> float:
+    """Frames the flood sends in the run: its demand over its IP packet size (the trace's spacing)."""
+    return flood * DURATION / (8 * size)
+
+
+def lie(cap, victim, share, flood, ip_len, rf=None, streams=1, size=1250, duration_s=None):
+    res = run_scenario(loads(topology(cap, victim, share, flood, rf, streams, packet_size=size, ip_len=ip_len)),
+                       "ffs", duration_s=duration_s)
+    return res, {s["stream"]: s["measured"] for s in res.streams}
+
+
+@pytest.mark.parametrize("ip_len", [20, 0, 0xFFFF], ids=["claims-20", "claims-0", "claims-65535"])
+def test_a_lying_ipv4_length_delivers_nothing(ip_len):
+    """20: the smallest IPv4 header; 0: frame_len would be L2 + FCS only; 65535: the 16-bit sum
+    saturates (spec §4) and the claim outweighs the frame - no lie is cheaper than the truth, and
+    every lying frame that reaches the egress is dropped and counted."""
+    cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
+    res, got = lie(cap, victim, share, flood, ip_len)
+    check(cap, victim, share, flood, got)
+    assert got["flood0"] == 0, got
+    sent = flood_frames(flood, 1250)
+    assert res.dropped["flood0"] >= 0.98 * sent
+    # the egress is not congested by frames it drops (A_j = the victim alone), so τ stays infinite,
+    # γ = 1 and the lying frames reach the frame check: they are counted there. A claim above the
+    # truth (65535) also makes the pair weigh 52 times its rate while the agent learns that, so
+    # γ drops some of them first
+    assert 0.9 * sent <= res.malformed["s1.p3"] <= sent + 1, (res.malformed, sent)
+    if ip_len < 1250:
+        assert res.dropped["flood0"] == res.malformed["s1.p3"]
+
+
+def test_a_padded_minimum_frame_buys_nothing():
+    """60-byte frames (46 IP bytes) whose total length says 20: legal Ethernet padding (spec §7.3),
+    so the egress forwards them, and len_log charges a frame below 64 bytes as 64 (spec §4), what
+    it takes on the wire. The victim asks for more than its share here (600 of 1000 Mb/s; a FIFO
+    alone would leave it 600/1600 of the capacity, 375 Mb/s): FFS must hold the share for it."""
+    cap, victim, share, flood = 1000 * M, 600 * M, 500 * M, 1000 * M
+    res, got = lie(cap, victim, share, flood, 20, size=46)
+    check(cap, victim, share, flood, got)
+    assert not res.malformed, res.malformed
+    assert got["flood0"] >= 0.95 * (cap - share), got  # legal frames: the flood gets its share, no more
+
+
+def test_a_lie_over_many_streams():
+    """50 streams of 1250-byte frames claiming 20: the lie does not add up to anything either."""
+    cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
+    res, got = lie(cap, victim, share, flood, 20, streams=50)
+    check(cap, victim, share, flood, got)
+    assert sum(v for k, v in got.items() if k != "victim") == 0, got
+    assert res.malformed["s1.p3"] >= 0.98 * flood_frames(flood, 1250)
+
+
+@pytest.mark.parametrize("code", [0x0001, 0x7C00], ids=hex)
+def test_a_lying_length_with_a_forged_label(code):
+    """The two attacks at once, from a trusted port: the shim is there (so the claim is at least
+    20 + 8 = 28 bytes, or the parser drops the frame) and the label is forged."""
+    cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
+    res, got = lie(cap, victim, share, flood, 28, rf=decode(code))
+    check(cap, victim, share, flood, got)
+    assert got["flood0"] == 0, got
+    assert res.malformed["s1.p3"] >= 0.98 * flood_frames(flood, 1250)
+
+
+def test_a_claim_that_does_not_cover_the_shim_is_a_parse_error():
+    """A labelled frame claiming 20 bytes: its shim lies outside the IP packet, the parser drops
+    it (spec §2) before any estimator sees it; nothing reaches the egress."""
+    cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
+    res, got = lie(cap, victim, share, flood, 20, rf=decode(0x0001))
+    check(cap, victim, share, flood, got)
+    assert got["flood0"] == 0 and not res.malformed, (got, res.malformed)
+    assert res.dropped["flood0"] >= 0.98 * flood_frames(flood, 1250)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ip_len,code", [(20, None), (28, 0x0001)], ids=["claims-20", "claims-28-0x1"])
+def test_a_lying_length_at_100_gbps(ip_len, code):
+    """9000-byte frames at 100 Gb/s claiming the smallest IP packet."""
+    cap, victim, share, flood = 100e9, 40e9, 50e9, 300e9
+    res = run_scenario(loads(topology(cap, victim, share, flood, None if code is None else decode(code),
+                                      packet_size=9000, ip_len=ip_len)), "ffs", duration_s=0.2)
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    check(cap, victim, share, flood, got)
+    assert got["flood0"] == 0, got
+    assert res.malformed["s1.p3"] >= 0.98 * flood * 0.2 / (8 * 9000)
+
+
+def test_without_the_frame_check_the_lie_wins(monkeypatch):
+    """The same attack on the reference pipeline with the egress frame check removed: the lying
+    flood weighs 64 of its 1268 bytes, stays under its share, γ passes it, and the FIFO behind the
+    egress gives the victim only its part of 3.4 times the capacity - check() fails. This is what
+    the frame check prevents (and shows that check() can fail). At 1/10 of the rates: the reference
+    pipeline runs in Python."""
+    from ffs import experiments
+    from ffs.switch.pipeline import EgressAccounting, Pipeline
+
+    monkeypatch.setattr(experiments, "new_pipeline", lambda seed: Pipeline(seed))
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
+    res, got = lie(cap, victim, share, flood, 20)
+    check(cap, victim, share, flood, got)  # the reference pipeline, with the check: the same defence
+    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf: False)
+    res, got = lie(cap, victim, share, flood, 20)
+    with pytest.raises(AssertionError):
+        check(cap, victim, share, flood, got)
+    assert got["victim"] < 0.5 * victim, got  # the FIFO's share: about 40 / 340 of the capacity
+    assert not res.malformed
