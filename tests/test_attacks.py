@@ -3,7 +3,9 @@ host on a port that *trusts* labels (the worst case: hosts are untrusted by defa
 label across the whole code range, or splits the flood into many streams. Corollary 1: the
 well-behaved sender on another ingress keeps at least min(demand, share) - here 95 % of it,
 allowing for the estimators' noise - and the egress stays within 5 % of its target. The exact
-allocation (ffs.allocator) gives the flood its FFS rate; no label may buy more (spec §3.1, §4)."""
+allocation (ffs.allocator) gives the flood its FFS rate; no label may buy more (spec §3.1, §4).
+Lengths that lie (spec §4, §7.3): IPv4 in the virtual network (a stream's ip_len), IPv6 through one
+pipeline and its agent (the virtual network's streams are IPv4)."""
 
 from __future__ import annotations
 
@@ -207,3 +209,102 @@ def test_without_the_frame_check_the_lie_wins(monkeypatch):
         check(cap, victim, share, flood, got)
     assert got["victim"] < 0.5 * victim, got  # the FIFO's share: about 40 / 340 of the capacity
     assert not res.malformed
+
+
+# --- IPv6 lies: the virtual network's streams are IPv4, so the pipeline with its agent replays them --
+# One pipeline (compiled when built) and the agent of s1, every 5 ms of virtual time; no FIFO behind
+# the egress, so whatever the egress forwards is what FFS (and the frame check) let through. Rates
+# are IP-layer, like the agent's A_j and target (frame bytes less the 14-byte Ethernet header per
+# packet, spec §9): their sum is the egress's rate against its target.
+
+
+def replay_attack(flood_frame: bytes, cap=100 * M, victim=40 * M, share=50 * M, flood=300 * M, duration=0.4,
+                  streams=1):
+    from ffs.agent.core import Agent
+    from ffs.driver.model import LocalDriver
+    from ffs.frames import ipv4_frame
+    from ffs.switch.fast import new_pipeline
+    from ffs.switch.trace import merge, replay, stream_arrivals
+
+    topo = loads(topology(cap, victim, share, flood, None))
+    pipe = new_pipeline(1)
+    agent = Agent(LocalDriver(pipe), topo, "s1")
+    agent.install()
+    good = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)
+    arrivals = [stream_arrivals(1, good, victim * len(good) / 1250, 0, duration, stream="victim", seed=1)]
+    arrivals += [stream_arrivals(2, flood_frame, flood / streams, 0, duration, stream=f"flood{k}", seed=2 + k)
+                 for k in range(streams)]
+    res = replay(pipe, merge(*arrivals), duration, period_s=0.005, on_period=lambda now_ns, d: agent.step(now_ns / 1e9))
+    t0, t1 = duration / 2, duration
+    got = {"victim": res.rate_bps("victim", t0, t1) * (len(good) - 14) / len(good)}
+    for k in range(streams):
+        got[f"flood{k}"] = res.rate_bps(f"flood{k}", t0, t1) * (len(flood_frame) - 14) / len(flood_frame)
+    return res, got, pipe.egress_acct.malformed.packets[3]
+
+
+@pytest.mark.parametrize("payload_len", [0, 20, 0xFFFF], ids=["claims-0", "claims-20", "claims-65535"])
+def test_a_lying_ipv6_length_delivers_nothing(payload_len):
+    """1250-byte IPv6 frames whose payload length lies: claimed frame 14 + 40 + payload_len + 4
+    (spec §4), the frame check drops them all and counts them; the victim keeps its 40 Mb/s."""
+    from ffs.frames import ipv6_frame
+
+    real = ipv6_frame("fc00::1", "fd00::9", 1250 - 40)  # 1264 bytes on the wire, like the victim's
+    f = bytearray(real)
+    f[18:20] = payload_len.to_bytes(2, "big")
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
+    res, got, malformed = replay_attack(bytes(f))
+    check(cap, victim, share, flood, got)
+    assert got["flood0"] == 0, got
+    # as in IPv4: a claim above the truth is also weighed heavily, γ drops some before the check
+    assert malformed >= (0.98 if payload_len < 1250 else 0.9) * flood * 0.4 / (8 * len(f)), malformed
+    assert res.dropped["flood0"].get("malformed") == malformed
+
+
+def test_a_truthful_ipv6_flood_is_held_to_its_share():
+    """The same frames telling the truth: forwarded, and held to the flood's FFS rate - the
+    egress within 5 % of its target (the frame check is not what limits an honest flood)."""
+    from ffs.frames import ipv6_frame
+
+    f = ipv6_frame("fc00::1", "fd00::9", 1250 - 40)
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
+    res, got, malformed = replay_attack(f)
+    check(cap, victim, share, flood, got)
+    assert malformed == 0
+    assert got["flood0"] >= 0.9 * (cap - victim), got
+
+
+def test_a_padded_minimum_ipv6_frame_is_charged_as_64_bytes():
+    """An IPv6 frame with no payload is 54 bytes, padded to 60: legal, forwarded, and weighed as a
+    64-byte frame (spec §4). Many streams of them still get no more than the flood's share."""
+    from ffs.frames import ipv6_frame
+
+    f = ipv6_frame("fc00::1", "fd00::9", 0)
+    assert len(f) == 60
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 100 * M
+    res, got, malformed = replay_attack(f, flood=flood, streams=10)
+    check(cap, victim, share, flood, got)
+    assert malformed == 0
+    assert sum(got.values()) - got["victim"] >= 0.9 * (cap - victim), got  # forwarded: legal frames
+
+
+def test_without_the_frame_check_an_ipv6_lie_wins(monkeypatch):
+    """The reference pipeline with the frame check removed: 1264-byte IPv6 frames claiming a
+    payload of 0 weigh 64 bytes each (1/20 of their rate), γ passes them, and the egress carries
+    far more than its target (no FIFO here to cut it down) - check() fails; with the check in
+    place the same pipeline holds (the test above, on the reference pipeline)."""
+    from ffs.frames import ipv6_frame
+    from ffs.switch import fast
+    from ffs.switch.pipeline import EgressAccounting, Pipeline
+
+    monkeypatch.setattr(fast, "new_pipeline", lambda seed: Pipeline(seed))
+    f = bytearray(ipv6_frame("fc00::1", "fd00::9", 1250 - 40))
+    f[18:20] = b"\0\0"
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
+    _, got, malformed = replay_attack(bytes(f))
+    check(cap, victim, share, flood, got)
+    assert malformed > 0
+    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf: False)
+    _, got, malformed = replay_attack(bytes(f))
+    with pytest.raises(AssertionError, match="egress at"):
+        check(cap, victim, share, flood, got)
+    assert malformed == 0 and sum(got.values()) > 2 * cap, got  # most of the 300 Mb/s flood
