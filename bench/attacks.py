@@ -9,7 +9,8 @@ frames the egress dropped as malformed. Prints a table, or JSON with --json.
 IPv4 cases run the virtual network (ffs.experiments.run_scenario, a stream's `ip_len`); its streams
 are IPv4, so IPv6 cases replay frames through one pipeline with its agent (no FIFO behind the
 egress). "no frame check" runs the reference pipeline with the egress frame check removed, at
-1/10 of the rates. --live (root; run under the live lock) adds the dumbbell over veth with
+1/10 of the rates; "Tofino order" puts a traffic-manager queue between the ingress and the frame
+check, as on the hardware (the residual exposure of docs/security.md). --live (root; run under the live lock) adds the dumbbell over veth with
 `ffs.traffic send --ip-len`.
 """
 
@@ -26,6 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "controlplane"), str(ROOT / "tests")]
+# the live run's switch, agent and traffic processes import this tree's ffs too
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "controlplane"), os.environ.get("PYTHONPATH")]))
 
 M = 1e6
 
@@ -79,6 +82,53 @@ def ipv6_case(name, payload_len, real_payload=1210, streams=1, flood=300 * M, re
                time.perf_counter() - t0)
 
 
+def tofino_case(name, frame_of, cap=100 * M, queue_ms=2.0):
+    """Tofino's order: the traffic manager's queue (drained at the port's rate, tail drop beyond
+    `queue_ms`) sits between the ingress (γ) and the egress's frame check, so frames the egress
+    will drop still take their place in the queue. The software switch has no such queue: its
+    frame check runs as the frame leaves the ingress. The reference pipeline with a FIFO before
+    FfsEgress, one egress, replayed with its agent at 100 Mb/s."""
+    from ffs.switch import fast
+    from ffs.switch.pipeline import DROP_FFS, Pipeline, Result
+    from ffs.switch.trace import EgressQueue
+    from test_attacks import replay_attack
+
+    class TmPipeline(Pipeline):
+        def __init__(self, seed):
+            super().__init__(seed)
+            # the port drains frames at 1.05 times the target, which is IP-layer (spec §9; 1264-byte
+            # frames for 1250): the headroom a deployment leaves below the line with target_factor
+            rate = 1.05 * cap * 1264 / 1250
+            self.queue = EgressQueue(rate, max(3000, int(rate * queue_ms / 8e3)))
+            self.now_s = 0.0
+
+        def process(self, frame, ingress_port, t_ns):
+            self.now_s = t_ns / 1e9
+            return super().process(frame, ingress_port, t_ns)
+
+        def _egress(self, buf, port, pid):
+            if not self.queue.admit(self.now_s, len(buf)):
+                return Result(None, None, "tm_queue", pid)
+            return super()._egress(buf, port, pid)
+
+    saved = fast.new_pipeline
+    fast.new_pipeline = lambda seed: TmPipeline(seed)
+    t0 = time.perf_counter()
+    try:
+        _, got, malformed = replay_attack(frame_of(), poisson=True)  # no phase-locking with the FIFO
+    finally:
+        fast.new_pipeline = saved
+    fl = sum(v for k, v in got.items() if k != "victim")
+    return row(name, cap, 40 * M, 50 * M, got["victim"], fl, sum(got.values()), int(malformed), time.perf_counter() - t0)
+
+
+def lying_v4(ip_len):
+    from ffs.frames import ipv4_frame, lie_ip_len
+
+    f = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)
+    return f if ip_len is None else lie_ip_len(f, ip_len)
+
+
 def row(name, cap, victim, share, got_victim, got_flood, total, malformed, wall):
     want = min(victim, share)
     return {"case": name, "capacity_bps": cap, "victim_bps": round(got_victim), "victim_of_min_demand_share":
@@ -109,6 +159,9 @@ def virtual() -> list[dict]:
         ipv6_case("IPv6 60 B padded (payload 0), 10 streams", 0, real_payload=0, streams=10, flood=100 * M),
         ipv4_case("no frame check: IPv4 claiming 20 (100 Mb/s)", 100 * M, 40 * M, 50 * M, 300 * M, 20, reference=True),
         ipv6_case("no frame check: IPv6 claiming 0 (100 Mb/s)", 0, reference=True),
+        tofino_case("Tofino order (TM queue first): IPv4 honest flood", lambda: lying_v4(None)),
+        tofino_case("Tofino order (TM queue first): IPv4 claiming 20", lambda: lying_v4(20)),
+        tofino_case("Tofino order (TM queue first): IPv4 claiming 65535", lambda: lying_v4(0xFFFF)),
     ]
 
 
@@ -125,16 +178,15 @@ def live(ip_len: int) -> dict:
         work = Path(d)
         topo_file = work / f"{name}.yaml"
         topo_file.write_text((ROOT / "topologies" / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}"))
-        env = dict(os.environ, PYTHONPATH=str(ROOT / "controlplane"))
         with live_node(topo_file, work) as node:
             rx = node.spawn(node.exec_args("h3", sys.executable, "-m", "ffs.traffic", "recv", "--duration=7"),
-                            stdout=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, text=True)
             time.sleep(0.3)
             node.spawn(node.exec_args("h1", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1",
-                                      "--rate=8Mbps", "--duration=6.5"), stdout=subprocess.DEVNULL, env=env)
+                                      "--rate=8Mbps", "--duration=6.5"), stdout=subprocess.DEVNULL)
             liar = node.spawn(node.exec_args("h2", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1",
                                              "--rate=20Mbps", f"--ip-len={ip_len}", "--duration=6.5"),
-                              stdout=subprocess.PIPE, text=True, env=env)
+                              stdout=subprocess.PIPE, text=True)
             lines = [json.loads(x) for x in rx.stdout]
             rx.wait()
             sent = json.loads(liar.communicate(timeout=10)[0])["sent_packets"]

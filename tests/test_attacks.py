@@ -219,7 +219,7 @@ def test_without_the_frame_check_the_lie_wins(monkeypatch):
 
 
 def replay_attack(flood_frame: bytes, cap=100 * M, victim=40 * M, share=50 * M, flood=300 * M, duration=0.4,
-                  streams=1):
+                  streams=1, poisson=False):
     from ffs.agent.core import Agent
     from ffs.driver.model import LocalDriver
     from ffs.frames import ipv4_frame
@@ -231,9 +231,10 @@ def replay_attack(flood_frame: bytes, cap=100 * M, victim=40 * M, share=50 * M, 
     agent = Agent(LocalDriver(pipe), topo, "s1")
     agent.install()
     good = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)
-    arrivals = [stream_arrivals(1, good, victim * len(good) / 1250, 0, duration, stream="victim", seed=1)]
-    arrivals += [stream_arrivals(2, flood_frame, flood / streams, 0, duration, stream=f"flood{k}", seed=2 + k)
-                 for k in range(streams)]
+    arrivals = [stream_arrivals(1, good, victim * len(good) / 1250, 0, duration, stream="victim", seed=1,
+                                 poisson=poisson)]
+    arrivals += [stream_arrivals(2, flood_frame, flood / streams, 0, duration, stream=f"flood{k}", seed=2 + k,
+                                  poisson=poisson) for k in range(streams)]
     res = replay(pipe, merge(*arrivals), duration, period_s=0.005, on_period=lambda now_ns, d: agent.step(now_ns / 1e9))
     t0, t1 = duration / 2, duration
     got = {"victim": res.rate_bps("victim", t0, t1) * (len(good) - 14) / len(good)}
