@@ -309,3 +309,50 @@ def test_without_the_frame_check_an_ipv6_lie_wins(monkeypatch):
     with pytest.raises(AssertionError, match="egress at"):
         check(cap, victim, share, flood, got)
     assert malformed == 0 and sum(got.values()) > 2 * cap, got  # most of the 300 Mb/s flood
+
+
+def test_a_lying_flood_two_hops_from_the_bottleneck():
+    """The liar enters s1 (a 10 Gb/s transit) and crosses a link to s2, whose 1 Gb/s egress is the
+    bottleneck it shares with the victim entering s2 directly. s1's egress drops the lies, so
+    nothing of them reaches the bottleneck; the same flood telling the truth is held there to its
+    share by s2 (Corollary 1 at s2: the victim on its own ingress keeps min(demand, share))."""
+    g = 1000 * M
+
+    def two_hops(ip_len):
+        lie_attr = "" if ip_len is None else f", ip_len: {ip_len}"
+        return f"""
+name: twohop
+duration: 0.3
+nodes:
+  s1:
+    interfaces:
+      a: {{capacity: 3Gbps, port: 1, trust: true}}
+      l: {{capacity: 10Gbps, port: 2, peer: s2.l}}
+    fairness:
+      l: {{a: 10Gbps}}
+    routes:
+      - {{prefix: 10.0.3.0/24, interface: l}}
+  s2:
+    interfaces:
+      v: {{capacity: 1Gbps, port: 1, trust: true}}
+      l: {{capacity: 10Gbps, port: 2, peer: s1.l}}
+      o: {{capacity: 1Gbps, port: 3}}
+    fairness:
+      o: {{v: 500Mbps, l: 500Mbps}}
+    routes:
+      - {{prefix: 10.0.3.0/24, interface: o}}
+streams:
+  - {{name: victim, path: [{{node: s2, ingress: v, egress: o}}], demand: 400Mbps}}
+  - {{name: flood0, path: [{{node: s1, ingress: a, egress: l}}, {{node: s2, ingress: l, egress: o}}], demand: 3Gbps,
+      labelled: false{lie_attr}}}
+"""
+
+    honest = run_scenario(loads(two_hops(None)), "ffs")
+    got = {s["stream"]: s["measured"] for s in honest.streams}
+    check(g, 400 * M, 500 * M, 3000 * M, got)
+    assert got["flood0"] >= 0.95 * 600 * M, got  # the truth: the flood gets the rest of the bottleneck
+    res = run_scenario(loads(two_hops(20)), "ffs")
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    check(g, 400 * M, 500 * M, 3000 * M, got)
+    assert got["flood0"] == 0 and not res.malformed.get("s2.o"), (got, res.malformed)
+    assert res.malformed["s1.l"] >= 0.98 * flood_frames(3000 * M, 1250), res.malformed
