@@ -89,30 +89,10 @@ def tofino_case(name, frame_of, cap=100 * M, queue_ms=2.0):
     frame check runs as the frame leaves the ingress. The reference pipeline with a FIFO before
     FfsEgress, one egress, replayed with its agent at 100 Mb/s."""
     from ffs.switch import fast
-    from ffs.switch.pipeline import DROP_FFS, Pipeline, Result
-    from ffs.switch.trace import EgressQueue
-    from test_attacks import replay_attack
-
-    class TmPipeline(Pipeline):
-        def __init__(self, seed):
-            super().__init__(seed)
-            # the port drains frames at 1.05 times the target, which is IP-layer (spec §9; 1264-byte
-            # frames for 1250): the headroom a deployment leaves below the line with target_factor
-            rate = 1.05 * cap * 1264 / 1250
-            self.queue = EgressQueue(rate, max(3000, int(rate * queue_ms / 8e3)))
-            self.now_s = 0.0
-
-        def process(self, frame, ingress_port, t_ns):
-            self.now_s = t_ns / 1e9
-            return super().process(frame, ingress_port, t_ns)
-
-        def _egress(self, buf, port, pid):
-            if not self.queue.admit(self.now_s, len(buf)):
-                return Result(None, None, "tm_queue", pid)
-            return super()._egress(buf, port, pid)
+    from test_attacks import replay_attack, tm_first_pipeline
 
     saved = fast.new_pipeline
-    fast.new_pipeline = lambda seed: TmPipeline(seed)
+    fast.new_pipeline = lambda seed: tm_first_pipeline(seed, cap, queue_ms)
     t0 = time.perf_counter()
     try:
         _, got, malformed = replay_attack(frame_of(), poisson=True)  # no phase-locking with the FIFO
