@@ -3,7 +3,9 @@ host on a port that *trusts* labels (the worst case: hosts are untrusted by defa
 label across the whole code range, or splits the flood into many streams. Corollary 1: the
 well-behaved sender on another ingress keeps at least min(demand, share) - here 95 % of it,
 allowing for the estimators' noise - and the egress stays within 5 % of its target. The exact
-allocation (ffs.allocator) gives the flood its FFS rate; no label may buy more (spec §3.1, §4)."""
+allocation (ffs.allocator) gives the flood its FFS rate; no label may buy more (spec §3.1, §4).
+Lengths that lie (spec §4, §7.3): IPv4 in the virtual network (a stream's ip_len), IPv6 through one
+pipeline and its agent (the virtual network's streams are IPv4)."""
 
 from __future__ import annotations
 
@@ -16,14 +18,17 @@ from ffs.topology import load
 M = 1e6
 
 
-def topology(capacity: float, victim: float, share: float, flood: float, rf: float, streams: int = 1,
-             packet_size: int = 1250) -> str:
+def topology(capacity: float, victim: float, share: float, flood: float, rf: float | None, streams: int = 1,
+             packet_size: int = 1250, ip_len: int | None = None, flood_size: int | None = None) -> str:
     """s1: victim on p1 (share `share`), flood on p2 (the rest of p3's capacity) at up to p2's line
-    rate, both ports trusted."""
+    rate, both ports trusted. rf None: the flood sends no shim (labelled: false); ip_len: the flood's
+    IPv4 total length field lies (says ip_len whatever its flood_size bytes)."""
     per = flood / streams
+    label = "labelled: false" if rf is None else f"rf: {rf!r}"
+    lie = "" if ip_len is None else f", ip_len: {ip_len}"
     flows = "\n".join(
-        f"  - {{name: flood{k}, path: [{{node: s1, ingress: p2, egress: p3}}], demand: {per:.0f}, rf: {rf!r}, "
-        f"packet_size: {packet_size}}}" for k in range(streams))
+        f"  - {{name: flood{k}, path: [{{node: s1, ingress: p2, egress: p3}}], demand: {per:.0f}, {label}, "
+        f"packet_size: {flood_size or packet_size}{lie}}}" for k in range(streams))
     return f"""
 name: attack
 duration: 0.3
@@ -37,6 +42,7 @@ nodes:
       p3: {{p1: {share:.0f}, p2: {capacity - share:.0f}}}
     routes:
       - {{prefix: 10.0.3.0/24, interface: p3}}
+      - {{prefix: "fd00::/8", interface: p3}}
 streams:
   - {{name: victim, path: [{{node: s1, ingress: p1, egress: p3}}], demand: {victim:.0f}, packet_size: {packet_size}}}
 {flows}
@@ -87,3 +93,311 @@ def test_many_streams_with_forged_labels():
     cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
     res = run_scenario(loads(topology(cap, victim, share, flood, decode(0x0001), streams=50)), "ffs")
     check(cap, victim, share, flood, {s["stream"]: s["measured"] for s in res.streams})
+
+
+# --- lengths that lie (spec §4, §7.3) -------------------------------------------------------------
+# The estimator weighs the frame a packet's headers claim (L2 + IP length + FCS, at least 64 bytes);
+# the egress drops a frame whose bytes disagree with its IP length, counted in `malformed`, outside
+# A_j. A flood of 1250-byte frames whose IPv4 total length says 20 would weigh 64 bytes instead of
+# 1268 (1/20 of its rate) and take the victim's share at the FIFO; instead it delivers nothing.
+
+DURATION = 0.3  # s, the topology's
+
+
+def flood_frames(flood: float, size: int) -> float:
+    """Frames the flood sends in the run: its demand over its IP packet size (the trace's spacing)."""
+    return flood * DURATION / (8 * size)
+
+
+def lie(cap, victim, share, flood, ip_len, rf=None, streams=1, size=1250, duration_s=None):
+    res = run_scenario(loads(topology(cap, victim, share, flood, rf, streams, packet_size=size, ip_len=ip_len)),
+                       "ffs", duration_s=duration_s)
+    return res, {s["stream"]: s["measured"] for s in res.streams}
+
+
+@pytest.mark.parametrize("ip_len", [20, 0, 0xFFFF], ids=["claims-20", "claims-0", "claims-65535"])
+def test_a_lying_ipv4_length_delivers_nothing(ip_len):
+    """20: the smallest IPv4 header; 0: frame_len would be L2 + FCS only; 65535: the 16-bit sum
+    saturates (spec §4) and the claim outweighs the frame - no lie is cheaper than the truth, and
+    every lying frame that reaches the egress is dropped and counted."""
+    cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
+    res, got = lie(cap, victim, share, flood, ip_len)
+    check(cap, victim, share, flood, got)
+    assert got["flood0"] == 0, got
+    sent = flood_frames(flood, 1250)
+    assert res.dropped["flood0"] >= 0.98 * sent
+    # the egress is not congested by frames it drops (A_j = the victim alone), so τ stays infinite,
+    # γ = 1 and the lying frames reach the frame check: they are counted there. A claim above the
+    # truth (65535) also makes the pair weigh 52 times its rate while the agent learns that, so
+    # γ drops some of them first
+    assert 0.9 * sent <= res.malformed["s1.p3"] <= sent + 1, (res.malformed, sent)
+    if ip_len < 1250:
+        assert res.dropped["flood0"] == res.malformed["s1.p3"]
+
+
+def test_a_padded_minimum_frame_buys_nothing():
+    """60-byte frames (46 IP bytes) whose total length says 20: legal Ethernet padding (spec §7.3),
+    so the egress forwards them, and len_log charges a frame below 64 bytes as 64 (spec §4), what
+    it takes on the wire. The victim asks for more than its share here (600 of 1000 Mb/s; a FIFO
+    alone would leave it 600/1600 of the capacity, 375 Mb/s): FFS must hold the share for it."""
+    cap, victim, share, flood = 1000 * M, 600 * M, 500 * M, 1000 * M
+    res, got = lie(cap, victim, share, flood, 20, size=46)
+    check(cap, victim, share, flood, got)
+    assert not res.malformed, res.malformed
+    assert got["flood0"] >= 0.95 * (cap - share), got  # legal frames: the flood gets its share, no more
+
+
+def test_a_lie_over_many_streams():
+    """50 streams of 1250-byte frames claiming 20: the lie does not add up to anything either."""
+    cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
+    res, got = lie(cap, victim, share, flood, 20, streams=50)
+    check(cap, victim, share, flood, got)
+    assert sum(v for k, v in got.items() if k != "victim") == 0, got
+    assert res.malformed["s1.p3"] >= 0.98 * flood_frames(flood, 1250)
+
+
+@pytest.mark.parametrize("code", [0x0001, 0x7C00], ids=hex)
+def test_a_lying_length_with_a_forged_label(code):
+    """The two attacks at once, from a trusted port: the shim is there (so the claim is at least
+    20 + 8 = 28 bytes, or the parser drops the frame) and the label is forged."""
+    cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
+    res, got = lie(cap, victim, share, flood, 28, rf=decode(code))
+    check(cap, victim, share, flood, got)
+    assert got["flood0"] == 0, got
+    assert res.malformed["s1.p3"] >= 0.98 * flood_frames(flood, 1250)
+
+
+def test_a_claim_that_does_not_cover_the_shim_is_a_parse_error():
+    """A labelled frame claiming 20 bytes: its shim lies outside the IP packet, the parser drops
+    it (spec §2) before any estimator sees it; nothing reaches the egress."""
+    cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
+    res, got = lie(cap, victim, share, flood, 20, rf=decode(0x0001))
+    check(cap, victim, share, flood, got)
+    assert got["flood0"] == 0 and not res.malformed, (got, res.malformed)
+    assert res.dropped["flood0"] >= 0.98 * flood_frames(flood, 1250)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ip_len,code", [(20, None), (28, 0x0001)], ids=["claims-20", "claims-28-0x1"])
+def test_a_lying_length_at_100_gbps(ip_len, code):
+    """9000-byte frames at 100 Gb/s claiming the smallest IP packet."""
+    cap, victim, share, flood = 100e9, 40e9, 50e9, 300e9
+    res = run_scenario(loads(topology(cap, victim, share, flood, None if code is None else decode(code),
+                                      packet_size=9000, ip_len=ip_len)), "ffs", duration_s=0.2)
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    check(cap, victim, share, flood, got)
+    assert got["flood0"] == 0, got
+    assert res.malformed["s1.p3"] >= 0.98 * flood * 0.2 / (8 * 9000)
+
+
+def test_without_the_frame_check_the_lie_wins(monkeypatch):
+    """The same attack on the reference pipeline with the egress frame check removed: the lying
+    flood weighs 64 of its 1268 bytes, stays under its share, γ passes it, and the FIFO behind the
+    egress gives the victim only its part of 3.4 times the capacity - check() fails. This is what
+    the frame check prevents (and shows that check() can fail). At 1/10 of the rates: the reference
+    pipeline runs in Python."""
+    from ffs import experiments
+    from ffs.switch.pipeline import EgressAccounting, Pipeline
+
+    monkeypatch.setattr(experiments, "new_pipeline", lambda seed: Pipeline(seed))
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
+    res, got = lie(cap, victim, share, flood, 20)
+    check(cap, victim, share, flood, got)  # the reference pipeline, with the check: the same defence
+    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf: False)
+    res, got = lie(cap, victim, share, flood, 20)
+    with pytest.raises(AssertionError):
+        check(cap, victim, share, flood, got)
+    assert got["victim"] < 0.5 * victim, got  # the FIFO's share: about 40 / 340 of the capacity
+    assert not res.malformed
+
+
+# --- IPv6 lies: the virtual network's streams are IPv4, so the pipeline with its agent replays them --
+# One pipeline (compiled when built) and the agent of s1, every 5 ms of virtual time; no FIFO behind
+# the egress, so whatever the egress forwards is what FFS (and the frame check) let through. Rates
+# are IP-layer, like the agent's A_j and target (frame bytes less the 14-byte Ethernet header per
+# packet, spec §9): their sum is the egress's rate against its target.
+
+
+def replay_attack(flood_frame: bytes, cap=100 * M, victim=40 * M, share=50 * M, flood=300 * M, duration=0.4,
+                  streams=1, poisson=False):
+    from ffs.agent.core import Agent
+    from ffs.driver.model import LocalDriver
+    from ffs.frames import ipv4_frame
+    from ffs.switch.fast import new_pipeline
+    from ffs.switch.trace import merge, replay, stream_arrivals
+
+    topo = loads(topology(cap, victim, share, flood, None))
+    pipe = new_pipeline(1)
+    agent = Agent(LocalDriver(pipe), topo, "s1")
+    agent.install()
+    good = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)
+    arrivals = [stream_arrivals(1, good, victim * len(good) / 1250, 0, duration, stream="victim", seed=1,
+                                 poisson=poisson)]
+    arrivals += [stream_arrivals(2, flood_frame, flood / streams, 0, duration, stream=f"flood{k}", seed=2 + k,
+                                  poisson=poisson) for k in range(streams)]
+    res = replay(pipe, merge(*arrivals), duration, period_s=0.005, on_period=lambda now_ns, d: agent.step(now_ns / 1e9))
+    t0, t1 = duration / 2, duration
+    got = {"victim": res.rate_bps("victim", t0, t1) * (len(good) - 14) / len(good)}
+    for k in range(streams):
+        got[f"flood{k}"] = res.rate_bps(f"flood{k}", t0, t1) * (len(flood_frame) - 14) / len(flood_frame)
+    return res, got, pipe.egress_acct.malformed.packets[3]
+
+
+@pytest.mark.parametrize("payload_len", [0, 20, 0xFFFF], ids=["claims-0", "claims-20", "claims-65535"])
+def test_a_lying_ipv6_length_delivers_nothing(payload_len):
+    """1250-byte IPv6 frames whose payload length lies: claimed frame 14 + 40 + payload_len + 4
+    (spec §4), the frame check drops them all and counts them; the victim keeps its 40 Mb/s."""
+    from ffs.frames import ipv6_frame
+
+    real = ipv6_frame("fc00::1", "fd00::9", 1250 - 40)  # 1264 bytes on the wire, like the victim's
+    f = bytearray(real)
+    f[18:20] = payload_len.to_bytes(2, "big")
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
+    res, got, malformed = replay_attack(bytes(f))
+    check(cap, victim, share, flood, got)
+    assert got["flood0"] == 0, got
+    # as in IPv4: a claim above the truth is also weighed heavily, γ drops some before the check
+    assert malformed >= (0.98 if payload_len < 1250 else 0.9) * flood * 0.4 / (8 * len(f)), malformed
+    assert res.dropped["flood0"].get("malformed") == malformed
+
+
+def test_a_truthful_ipv6_flood_is_held_to_its_share():
+    """The same frames telling the truth: forwarded, and held to the flood's FFS rate - the
+    egress within 5 % of its target (the frame check is not what limits an honest flood)."""
+    from ffs.frames import ipv6_frame
+
+    f = ipv6_frame("fc00::1", "fd00::9", 1250 - 40)
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
+    res, got, malformed = replay_attack(f)
+    check(cap, victim, share, flood, got)
+    assert malformed == 0
+    assert got["flood0"] >= 0.9 * (cap - victim), got
+
+
+def test_a_padded_minimum_ipv6_frame_is_charged_as_64_bytes():
+    """An IPv6 frame with no payload is 54 bytes, padded to 60: legal, forwarded, and weighed as a
+    64-byte frame (spec §4). Many streams of them still get no more than the flood's share."""
+    from ffs.frames import ipv6_frame
+
+    f = ipv6_frame("fc00::1", "fd00::9", 0)
+    assert len(f) == 60
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 100 * M
+    res, got, malformed = replay_attack(f, flood=flood, streams=10)
+    check(cap, victim, share, flood, got)
+    assert malformed == 0
+    assert sum(got.values()) - got["victim"] >= 0.9 * (cap - victim), got  # forwarded: legal frames
+
+
+def test_without_the_frame_check_an_ipv6_lie_wins(monkeypatch):
+    """The reference pipeline with the frame check removed: 1264-byte IPv6 frames claiming a
+    payload of 0 weigh 64 bytes each (1/20 of their rate), γ passes them, and the egress carries
+    far more than its target (no FIFO here to cut it down) - check() fails; with the check in
+    place the same pipeline holds (the test above, on the reference pipeline)."""
+    from ffs.frames import ipv6_frame
+    from ffs.switch import fast
+    from ffs.switch.pipeline import EgressAccounting, Pipeline
+
+    monkeypatch.setattr(fast, "new_pipeline", lambda seed: Pipeline(seed))
+    f = bytearray(ipv6_frame("fc00::1", "fd00::9", 1250 - 40))
+    f[18:20] = b"\0\0"
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
+    _, got, malformed = replay_attack(bytes(f))
+    check(cap, victim, share, flood, got)
+    assert malformed > 0
+    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf: False)
+    _, got, malformed = replay_attack(bytes(f))
+    with pytest.raises(AssertionError, match="egress at"):
+        check(cap, victim, share, flood, got)
+    assert malformed == 0 and sum(got.values()) > 2 * cap, got  # most of the 300 Mb/s flood
+
+
+def test_a_lying_flood_two_hops_from_the_bottleneck():
+    """The liar enters s1 (a 10 Gb/s transit) and crosses a link to s2, whose 1 Gb/s egress is the
+    bottleneck it shares with the victim entering s2 directly. s1's egress drops the lies, so
+    nothing of them reaches the bottleneck; the same flood telling the truth is held there to its
+    share by s2 (Corollary 1 at s2: the victim on its own ingress keeps min(demand, share))."""
+    g = 1000 * M
+
+    def two_hops(ip_len):
+        lie_attr = "" if ip_len is None else f", ip_len: {ip_len}"
+        return f"""
+name: twohop
+duration: 0.3
+nodes:
+  s1:
+    interfaces:
+      a: {{capacity: 3Gbps, port: 1, trust: true}}
+      l: {{capacity: 10Gbps, port: 2, peer: s2.l}}
+    fairness:
+      l: {{a: 10Gbps}}
+    routes:
+      - {{prefix: 10.0.3.0/24, interface: l}}
+  s2:
+    interfaces:
+      v: {{capacity: 1Gbps, port: 1, trust: true}}
+      l: {{capacity: 10Gbps, port: 2, peer: s1.l}}
+      o: {{capacity: 1Gbps, port: 3}}
+    fairness:
+      o: {{v: 500Mbps, l: 500Mbps}}
+    routes:
+      - {{prefix: 10.0.3.0/24, interface: o}}
+streams:
+  - {{name: victim, path: [{{node: s2, ingress: v, egress: o}}], demand: 400Mbps}}
+  - {{name: flood0, path: [{{node: s1, ingress: a, egress: l}}, {{node: s2, ingress: l, egress: o}}], demand: 3Gbps,
+      labelled: false{lie_attr}}}
+"""
+
+    honest = run_scenario(loads(two_hops(None)), "ffs")
+    got = {s["stream"]: s["measured"] for s in honest.streams}
+    check(g, 400 * M, 500 * M, 3000 * M, got)
+    assert got["flood0"] >= 0.95 * 600 * M, got  # the truth: the flood gets the rest of the bottleneck
+    res = run_scenario(loads(two_hops(20)), "ffs")
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    check(g, 400 * M, 500 * M, 3000 * M, got)
+    assert got["flood0"] == 0 and not res.malformed.get("s2.o"), (got, res.malformed)
+    assert res.malformed["s1.l"] >= 0.98 * flood_frames(3000 * M, 1250), res.malformed
+
+
+def tm_first_pipeline(seed: int, cap: float, queue_ms: float = 2.0):
+    """Tofino's order: the reference pipeline with the traffic manager's queue between the ingress
+    (γ) and FfsEgress, drained at 1.05 times the IP-layer target in frame bytes (1264-byte frames
+    for 1250; the headroom a deployment leaves with target_factor), tail drop beyond `queue_ms`.
+    Assumed: the TM paces the port by the frames it dequeues, whatever the egress then drops."""
+    from ffs.switch.pipeline import Pipeline, Result
+    from ffs.switch.trace import EgressQueue
+
+    class TmFirst(Pipeline):
+        def __init__(self, seed):
+            super().__init__(seed)
+            rate = 1.05 * cap * 1264 / 1250
+            self.queue = EgressQueue(rate, max(3000, int(rate * queue_ms / 8e3)))
+            self.now_s = 0.0
+
+        def process(self, frame, ingress_port, t_ns):
+            self.now_s = t_ns / 1e9
+            return super().process(frame, ingress_port, t_ns)
+
+        def _egress(self, buf, port, pid):
+            if not self.queue.admit(self.now_s, len(buf)):
+                return Result(None, None, "tm_queue", pid)
+            return super()._egress(buf, port, pid)
+
+    return TmFirst(seed)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="residual exposure on Tofino (docs/security.md): lying frames queue in the "
+                                       "TM before the egress drops them")
+def test_tofino_order_a_lie_still_takes_the_queue(monkeypatch):
+    """With the TM queue before the frame check, as on the hardware, the lying flood passes γ (its
+    claim is light, A_j leaves it out) and crowds the victim out of the queue: the victim falls
+    far below 95 % (about 26 %, bench/attacks.py). Strict: this test starts passing - and fails as
+    XPASS - when the exposure is closed, so docs/security.md must then be updated."""
+    from ffs.frames import ipv4_frame, lie_ip_len
+    from ffs.switch import fast
+
+    cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
+    monkeypatch.setattr(fast, "new_pipeline", lambda seed: tm_first_pipeline(seed, cap))
+    _, got, malformed = replay_attack(lie_ip_len(ipv4_frame("10.0.2.1", "10.0.3.1", 1250), 20), poisson=True)
+    if not (malformed > 0 and got["flood0"] == 0):  # not an AssertionError: a real failure, not the xfail
+        pytest.fail(f"the lies were not all dropped at the egress: {got}, malformed {malformed}")
+    check(cap, victim, share, flood, got)

@@ -62,3 +62,27 @@ def test_bad_arguments_are_one_line(capsys):
     assert capsys.readouterr().err.startswith("ffs.traffic: error: ")
     assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--ri"]) == 2
     assert "--ri needs --label" in capsys.readouterr().err
+    for bad in ("-1", "65536"):
+        assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--ip-len", bad]) == 2
+        assert capsys.readouterr().err == f"ffs.traffic: error: --ip-len must be 0..65535 (the IPv4 total length field), got {bad}\n"
+
+
+@pytest.mark.parametrize("label", [None, 0x0001])
+def test_a_lying_frame_is_exact(label):
+    """--ip-len: a 1250-byte IPv4 packet whose total length says 20, valid header checksum, the
+    frame as the wire carries it (14 + 1250 bytes); with --label, the shim follows the header."""
+    from ffs.switch.packet import ipv4_checksum, parse
+
+    src_mac, dst_mac = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
+    f = traffic.lying_frame("10.0.2.1", "10.0.3.1", src_mac, dst_mac, 1250, 20, label, 0, 4000, 5001)
+    assert len(f) == 14 + 1250 and f[:12] == dst_mac + src_mac and f[12:14] == b"\x08\x00"
+    assert int.from_bytes(f[16:18], "big") == 20
+    assert int.from_bytes(f[24:26], "big") == ipv4_checksum(f[14:34])
+    p = IP(f[14:])
+    assert p.src == "10.0.2.1" and p.dst == "10.0.3.1" and p.len == 20
+    if label is None:
+        assert p.proto == 17 and f[34:38] == bytes([0x0F, 0xA0, 0x13, 0x89])
+    else:  # the shim lies outside the 20 bytes claimed: the switch's parser drops it (spec §2)
+        assert p.proto == C.IP_PROTO_FFS and f[34:42] == shim(label, 0, 17, C.CODE_MAX, 0)
+    small = traffic.lying_frame("10.0.2.1", "10.0.3.1", src_mac, dst_mac, 28, 0, None, 0, 1, 2)
+    assert len(small) == 60 and parse(small).l3_len == 0  # padded to the Ethernet minimum

@@ -323,3 +323,31 @@ def test_scapy_sees_a_valid_ipv4_packet():
     res = r.send(labelled(encode(0.5)))
     pkt = Ether(res.frame)
     assert pkt[IP].proto == C.IP_PROTO_FFS and pkt[IP].dst == DST
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("claim", [65535, 65528, 65527, 20])
+@pytest.mark.parametrize("version", [4, 6])
+def test_a_length_wrapped_by_an_inserted_shim_is_still_malformed(engine, claim, version):
+    """An insert port adds 8 to the IP length field (mod 2^16, like the P4 ALU): a 1264-byte frame
+    claiming 65528..65535 leaves with a claim of 0..7, too short for its own shim. FfsEgressParser
+    extracts the shim without the ingress's length check, so the frame check still sees the lie
+    and drops it (spec §7.3) - it must not pass as an unreadable frame, counted in A_j."""
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    r = rig(trust=0, insert=1, pipeline=FastPipeline if engine == "c" else Pipeline)
+    if version == 4:
+        f = bytearray(ipv4_frame("10.0.1.1", DST, 1250))
+        f[16:18] = claim.to_bytes(2, "big")
+        f[24:26] = ipv4_checksum(f[14:34]).to_bytes(2, "big")
+    else:
+        f = bytearray(ipv6_frame("fc00::1", "fd00::9", 1250 - 40))
+        f[18:20] = claim.to_bytes(2, "big")
+    res = r.send(bytes(f))
+    assert res.egress_port is None and res.drop_reason == "malformed"
+    bad = r.driver.read_counters(N.MALFORMED.name, [OUT])[OUT]
+    assert bad.packets == 1 and bad.bytes == len(f) + C.SHIM_LEN  # counted as it left the ingress
+    assert r.driver.read_counters(N.ACCEPTED.name, [OUT])[OUT].packets == 0

@@ -150,7 +150,37 @@ def test_stream_labels(tmp_path):
     assert (s.r, s.f, s.rf) == (3e9, 0.75e9, 4.0)
     s = load(write(tmp_path, GOOD.replace("demand: 2Gbps}", "demand: 2Gbps, f: 1Gbps}"))).streams[0]
     assert (s.r, s.f, s.rf) == (2e9, 1e9, 2.0)
-    assert s.start == 0 and s.stop is None and s.packet_size == 1250 and s.labelled
+    assert s.start == 0 and s.stop is None and s.packet_size == 1250 and s.labelled and s.ip_len is None
+
+
+@pytest.mark.parametrize("value", [0, 20, 65535])
+def test_stream_ip_len_lies(tmp_path, value):
+    """ip_len (an attack, docs/security.md): the IPv4 total length field, any 16-bit value."""
+    s = load(write(tmp_path, GOOD.replace("demand: 2Gbps}", f"demand: 2Gbps, ip_len: {value}}}"))).streams[0]
+    assert s.ip_len == value and s.packet_size == 1250
+
+
+@pytest.mark.parametrize("value", ["-1", "65536", "20.5", "true", "'20'"])
+def test_stream_ip_len_out_of_range(tmp_path, value):
+    with pytest.raises(TopologyError) as e:
+        load(write(tmp_path, GOOD.replace("demand: 2Gbps}", f"demand: 2Gbps, ip_len: {value}}}")))
+    msg = str(e.value)
+    assert len(msg.splitlines()) == 1 and ":11: streams[0].ip_len: expected an integer in [0, 65535]" in msg, msg
+
+
+def test_trace_frames_carry_the_lie(tmp_path):
+    """The trace's frame keeps its real size (pacing, queues) and only its total length lies, with
+    a valid header checksum."""
+    from ffs.switch.packet import ipv4_checksum
+    from ffs.switch.trace import streams_from_topology
+
+    t = load(write(tmp_path, GOOD.replace("demand: 2Gbps}", "demand: 2Gbps, labelled: false, ip_len: 20}")
+                   .replace("j: {capacity: 10Gbps, port: 3}", "j: {capacity: 10Gbps, port: 3}\n    routes: [{prefix: 10.0.3.0/24, interface: j}]")))
+    (ts,) = streams_from_topology(t, 1.0)
+    f = ts.frame
+    assert len(f) == 14 + 1250 and ts.ip_len == 1250
+    assert int.from_bytes(f[16:18], "big") == 20
+    assert int.from_bytes(f[24:26], "big") == ipv4_checksum(f[14:34])
 
 
 def test_dataclasses_are_frozen_and_documented_defaults(topo_dir):

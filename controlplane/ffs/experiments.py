@@ -47,6 +47,8 @@ class ScenarioResult:
     packets: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     queue_delay_ms: dict[str, float] = field(default_factory=dict)
+    # "node.egress" -> frames FfsEgress dropped because their bytes disagree with their IP length
+    malformed: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> dict:
         d = dataclasses.asdict(self)
@@ -137,6 +139,11 @@ def run_scenario(
             out.settling_s[key] = settling_time(series[key]["t"], series[key]["tau"], e.tau)
     for (node, port), q in queues.items():
         out.queue_delay_ms[f"{node}.{port}"] = 1e3 * q.delay_sum_s / q.delay_n if q.delay_n else 0.0
+    for n, node in topo.nodes.items():
+        for name, i in node.interfaces.items():
+            bad = pipes[n].egress_acct.malformed.packets[i.port]
+            if bad:
+                out.malformed[f"{n}.{name}"] = int(bad)
     return out
 
 

@@ -47,6 +47,17 @@ def ipv4_frame(src: str, dst: str, ip_len: int, ffs: bytes | None = None, proto:
     return frame + bytes(max(0, 60 - len(frame)))
 
 
+def lie_ip_len(frame: bytes, ip_len: int, l3: int = 14) -> bytes:
+    """The IPv4 frame with its total length field set to `ip_len` whatever its size (the header
+    checksum recomputed, so only the length lies): the attack of docs/security.md."""
+    b = bytearray(frame)
+    ihl = (b[l3] & 0xF) * 4
+    b[l3 + 2 : l3 + 4] = struct.pack("!H", ip_len)
+    b[l3 + 10 : l3 + 12] = b"\0\0"
+    b[l3 + 10 : l3 + 12] = struct.pack("!H", ipv4_checksum(b[l3 : l3 + ihl]))
+    return bytes(b)
+
+
 def ipv6_frame(src: str, dst: str, payload_len: int, ffs: bytes | None = None, proto: int = 17,
                vlan: int | None = None, src_mac: bytes = DEFAULT_SRC_MAC, dst_mac: bytes = DEFAULT_DST_MAC) -> bytes:
     nh = C.IP_PROTO_FFS if ffs is not None else proto

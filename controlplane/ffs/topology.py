@@ -92,6 +92,7 @@ class Stream:
     stop: float | None = None  # s
     packet_size: int = 1250  # bytes (IP length)
     labelled: bool = True  # False: the source sends without a shim
+    ip_len: int | None = None  # the IP length field when it lies (an attack, docs/security.md); None: the truth
 
     @property
     def rf(self) -> float:
@@ -347,7 +348,8 @@ class _Loader:
     def stream(self, raw: Any, path: str, nodes: dict[str, Node]) -> Stream:
         m = self.mapping(raw, path)
         self.check_keys(
-            m, path, {"name", "path", "demand", "r", "f", "rf", "start", "stop", "packet_size", "labelled"}, {"name", "path", "demand"}
+            m, path, {"name", "path", "demand", "r", "f", "rf", "start", "stop", "packet_size", "labelled", "ip_len"},
+            {"name", "path", "demand"},
         )
         hops = []
         if not isinstance(m["path"], list) or not m["path"]:
@@ -387,9 +389,15 @@ class _Loader:
         stop = self.number(m["stop"], f"{path}.stop", start) if m.get("stop") is not None else None
         size = int(self.number(m.get("packet_size", 1250), f"{path}.packet_size", 28, 9216))
         labelled = self.boolean(m.get("labelled", True), f"{path}.labelled")
+        ip_len = None
+        if "ip_len" in m:  # a 16-bit field: IPv4 total length (spec §4)
+            v = m["ip_len"]
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 0xFFFF:
+                self.fail(f"{path}.ip_len", f"expected an integer in [0, 65535] (the IPv4 total length field), got {v!r}")
+            ip_len = v
         if not labelled:
             given = [k for k in ("r", "f", "rf") if k in m]
             if given:  # the source sends no shim: a label here would be silently meaningless
                 self.fail(f"{path}.{given[0]}", "a stream with labelled: false carries no labels (drop r, f and rf)")
         name = self.name(m["name"], f"{path}.name", "a stream name")
-        return Stream(name, tuple(hops), demand, r, f, start, stop, size, labelled)
+        return Stream(name, tuple(hops), demand, r, f, start, stop, size, labelled, ip_len)

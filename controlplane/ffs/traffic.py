@@ -3,6 +3,8 @@ shim with a label, and a receiver that reports the rate it gets from each source
 interval. Both run inside a host's namespace (`ip netns exec NS python -m ffs.traffic ...`).
 
     python -m ffs.traffic send --dst 10.0.3.1 --rate 8Mbps --size 1250 --duration 20 [--label 2.0 --ri]
+    python -m ffs.traffic send --dst 10.0.3.1 --rate 20Mbps --ip-len 20      (an attack: the IPv4
+        total length says 20 whatever the size; the frames go out on a packet socket, docs/security.md)
     python -m ffs.traffic recv --port 5001 --interval 1 --duration 25 [--ffs]
 
 Rates and sizes count IP bytes (the IP header and, when present, the shim). The sender hands the
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import ctypes.util
+import ipaddress
 import json
 import select
 import socket
@@ -27,6 +30,7 @@ from typing import IO
 
 from ffs import constants as C
 from ffs.frames import shim
+from ffs.switch.packet import ipv4_checksum
 from ffs.labels import encode
 from ffs.units import parse_rate
 
@@ -136,12 +140,78 @@ def open_sender(dst: str, port: int, size: int, rf_code: int | None, flags: int,
     return s, datagram
 
 
+def _ip_json(*args: str) -> list[dict]:
+    import subprocess
+
+    try:
+        out = subprocess.run(["ip", "-j", *args], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise TrafficError(f"ip {' '.join(args)}: {e}") from None
+    if out.returncode != 0:
+        raise TrafficError(f"ip {' '.join(args)}: {out.stderr.strip() or 'failed'}")
+    return json.loads(out.stdout or "[]")
+
+
+def next_hop(dst: str) -> tuple[str, str, bytes, bytes]:
+    """(interface, source address, source MAC, next hop's MAC) toward `dst`, from the routing and
+    neighbour tables; an unresolved neighbour is resolved by one UDP datagram to the discard port."""
+    routes = _ip_json("route", "get", dst)
+    if not routes or "dev" not in routes[0]:
+        raise TrafficError(f"no route to {dst}")
+    dev, hop, src = routes[0]["dev"], routes[0].get("gateway", dst), routes[0].get("prefsrc", "0.0.0.0")
+    with open(f"/sys/class/net/{dev}/address") as f:
+        src_mac = bytes.fromhex(f.read().strip().replace(":", ""))
+    end = time.monotonic() + 2
+    while True:
+        for n in _ip_json("neigh", "show", "to", hop, "dev", dev):
+            if n.get("lladdr") and "FAILED" not in n.get("state", []):
+                return dev, src, src_mac, bytes.fromhex(n["lladdr"].replace(":", ""))
+        if time.monotonic() > end:
+            raise TrafficError(f"no neighbour entry for {hop} on {dev}")
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.sendto(b"", (dst, 9))
+        time.sleep(0.1)
+
+
+def lying_frame(src: str, dst: str, src_mac: bytes, dst_mac: bytes, size: int, ip_len: int, rf_code: int | None,
+                flags: int, sport: int, dport: int) -> bytes:
+    """An Ethernet frame carrying a `size`-byte IPv4 packet whose total length field says `ip_len`
+    (header checksum valid), UDP inside, with the shim first when `rf_code` is given."""
+    if rf_code is None:
+        body, proto = struct.pack("!HHHH", sport, dport, size - IP_UDP, 0) + bytes(size - IP_UDP), 17
+    else:
+        body, proto = ffs_datagram(size, rf_code, flags, sport, dport), C.IP_PROTO_FFS
+    hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, 0x4000, 64, proto, 0,
+                                ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed))
+    hdr[10:12] = struct.pack("!H", ipv4_checksum(hdr))
+    frame = dst_mac + src_mac + b"\x08\x00" + bytes(hdr) + body
+    return frame + bytes(max(0, 60 - len(frame)))
+
+
+def open_liar(dst: str, port: int, size: int, ip_len: int, rf_code: int | None, flags: int,
+              sport: int) -> tuple[socket.socket, bytes]:
+    """A packet socket: the kernel's IP layer would rewrite the total length (raw(7): always filled
+    in), so the whole frame is written here."""
+    dev, src, src_mac, dst_mac = next_hop(dst)
+    try:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    except PermissionError:
+        raise TrafficError("--ip-len needs a packet socket: run as root (or with CAP_NET_RAW)") from None
+    s.bind((dev, 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+    return s, lying_frame(src, dst, src_mac, dst_mac, size, ip_len, rf_code, flags, sport or 4000, port)
+
+
 def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, *, rf_code: int | None = None,
-         flags: int = 0, sport: int = 0) -> SendReport:
-    """Offer `size`-byte IP packets to `dst` at `rate_bps` for `duration_s`."""
+         flags: int = 0, sport: int = 0, ip_len: int | None = None) -> SendReport:
+    """Offer `size`-byte IP packets to `dst` at `rate_bps` for `duration_s`; with `ip_len`, their
+    IPv4 total length field says ip_len instead of size."""
     if rate_bps <= 0:
         raise TrafficError("--rate must be positive")
-    sock, datagram = open_sender(dst, port, size, rf_code, flags, sport)
+    if ip_len is None:
+        sock, datagram = open_sender(dst, port, size, rf_code, flags, sport)
+    else:
+        sock, datagram = open_liar(dst, port, size, ip_len, rf_code, flags, sport)
     batcher = _Batcher(sock, datagram)
     gap = size * 8 / rate_bps
     start = time.perf_counter()
@@ -251,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--duration", type=float, default=10.0, help="seconds")
     a.add_argument("--label", default=None, help="send the FFS shim with this label r/f (or code 0xNNNN)")
     a.add_argument("--ri", action="store_true", help="with --label: set the R flag (nodes update rri)")
+    a.add_argument("--ip-len", type=int, default=None, metavar="N",
+                   help="an attack: the IPv4 total length field says N (0..65535) whatever --size (packet socket)")
     b = sub.add_parser("recv", help="per-source rates, one JSON line per interval")
     b.add_argument("--port", type=int, default=5001)
     b.add_argument("--interval", type=float, default=1.0)
@@ -263,8 +335,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise TrafficError(f"--size must be {IP_UDP}..{MAX_SIZE} bytes")
             if args.ri and args.label is None:
                 raise TrafficError("--ri needs --label (the R flag lives in the shim)")
+            if args.ip_len is not None and not 0 <= args.ip_len <= 0xFFFF:
+                raise TrafficError(f"--ip-len must be 0..65535 (the IPv4 total length field), got {args.ip_len}")
             rep = send(args.dst, args.port, parse_rate(args.rate), args.size, args.duration,
-                       rf_code=_label_code(args.label), flags=C.FLAG_RI if args.ri else 0, sport=args.sport)
+                       rf_code=_label_code(args.label), flags=C.FLAG_RI if args.ri else 0, sport=args.sport,
+                       ip_len=args.ip_len)
             print(json.dumps(rep.to_json(args.size)))
         else:
             if args.interval <= 0:

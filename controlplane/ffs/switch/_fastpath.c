@@ -492,7 +492,9 @@ static inline void wr16(uint8_t *f, size_t o, uint32_t v) {
     f[o + 1] = (uint8_t)v;
 }
 
-static int parse(const uint8_t *f, size_t n, parsed_t *p) {
+/* shim_len_check: the ingress parser's ipv4_shim_len (an IP length that cannot hold the shim is a
+ * parse error); FfsEgressParser extracts the shim without it (parse_egress) */
+static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int shim_len_check) {
     memset(p, 0, sizeof(*p));
     if (n < ETH_LEN) return -1;
     uint32_t etype = rd16(f, 12);
@@ -513,7 +515,7 @@ static int parse(const uint8_t *f, size_t n, parsed_t *p) {
         p->l3_len = rd16(f, off + 2);
         p->dst = ((u128)f[off + 16] << 24) | ((u128)f[off + 17] << 16) | ((u128)f[off + 18] << 8) | f[off + 19];
         if (f[off + 9] == IP_PROTO_FFS) {
-            if (n < off + ihl + SHIM_LEN || p->l3_len < ihl + SHIM_LEN) return -1;
+            if (n < off + ihl + SHIM_LEN || (shim_len_check && p->l3_len < ihl + SHIM_LEN)) return -1;
             p->shim = off + ihl;
         }
     } else if (etype == 0x86DD) {
@@ -525,7 +527,7 @@ static int parse(const uint8_t *f, size_t n, parsed_t *p) {
         for (int i = 0; i < 16; i++) d = (d << 8) | f[off + 24 + i];
         p->dst = d;
         if (f[off + 6] == IP_PROTO_FFS) {
-            if (n < off + IPV6_LEN + SHIM_LEN || p->l3_len < SHIM_LEN) return -1;
+            if (n < off + IPV6_LEN + SHIM_LEN || (shim_len_check && p->l3_len < SHIM_LEN)) return -1;
             p->shim = off + IPV6_LEN;
         }
     }
@@ -536,6 +538,7 @@ static int parse(const uint8_t *f, size_t n, parsed_t *p) {
     }
     return 0;
 }
+static inline int parse(const uint8_t *f, size_t n, parsed_t *p) { return parse_x(f, n, p, 1); }
 
 #define RF_OFF 2
 #define RRI_OFF 4
@@ -764,7 +767,8 @@ static void ri_candidate_apply(meta_t *md) {
 /* EgressAccounting.frame_check: the const entries of ffs.tables.frame_check_entries, in order */
 static int frame_lies(const uint8_t *buf, size_t len) {
     parsed_t p;
-    if (parse(buf, len, &p) < 0 || !p.ip_version) return 0;
+    /* the egress parser: an IP length wrapped by an inserted shim (65528 + 8) is still checked */
+    if (parse_x(buf, len, &p, 0) < 0 || !p.ip_version) return 0;
     uint32_t n = (uint32_t)len;
     uint32_t excess = (n - claimed_len(&p, p.l3_len, 0)) & U16;
     uint32_t pad = MIN_FRAME - ETH_LEN;

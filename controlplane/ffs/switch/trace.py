@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ffs import constants as C
-from ffs.frames import ipv4_frame, shim
+from ffs.frames import ipv4_frame, lie_ip_len, shim
 from ffs.driver.base import Driver
 from ffs.labels import encode
 from ffs.switch.fast import FastPipeline
@@ -108,6 +108,8 @@ def streams_from_topology(topo: Topology, duration_s: float) -> list[TraceStream
         first = s.path[0]
         ffs = shim(encode(s.rf), C.FLAG_RI) if s.labelled else None
         frame = ipv4_frame(src, dst, s.packet_size, ffs)
+        if s.ip_len is not None:  # the frame keeps its real size (pacing, queues, delivered bytes)
+            frame = lie_ip_len(frame, s.ip_len)
         stop = duration_s if s.stop is None else min(s.stop, duration_s)
         out.append(TraceStream(s.name, first.node, topo.nodes[first.node].interfaces[first.ingress].port,
                                frame, s.packet_size, s.demand, s.start, stop))
