@@ -198,6 +198,14 @@ control FfsIngress(inout headers_t hdr,
     action forward() {
     }
 
+    /* Every packet carries its pair to the egress (spec §7.3). */
+    action bridge_pair() {
+        hdr.bridge.setValid();
+        hdr.bridge.pad = 0;
+        hdr.bridge.managed = md.managed;
+        hdr.bridge.pid = md.pid;
+    }
+
     /* First match wins; anything not listed (a parse error) takes the default. The same entries
      * as ffs.tables.fate_entries (tests/test_p4_schema.py). */
     table fate {
@@ -272,6 +280,7 @@ control FfsIngress(inout headers_t hdr,
         if (md.managed == 1 && md.margin == 0) {
             count_pair_drop();
         }
+        bridge_pair();
     }
 }
 
@@ -285,6 +294,7 @@ control FfsEgress(inout headers_t hdr,
 
     apply {
         egress_acct.apply(hdr, md, eg_intr_md, eg_dprsr_md);
+        hdr.bridge.setInvalid();  /* the bridged pair never leaves the switch */
     }
 }
 

@@ -52,7 +52,8 @@ def test_a_lying_length_delivers_nothing_live(tmp_path, ip_len):
     """h2 floods 1250-byte frames whose IPv4 total length says `ip_len` (a packet socket, so the
     kernel leaves the field alone) at its port's 20 Mb/s line rate. The switch weighs the claimed
     frame (spec §4) and its egress drops every frame whose bytes disagree (spec §7.3), counting it
-    in `malformed` outside A_j: h1 keeps its 8 Mb/s, the flood delivers nothing."""
+    in `malformed` and `pair_malformed`; the agent quarantines the pair: h1 keeps its 8 Mb/s, the
+    flood delivers nothing."""
     name = f"livelen{os.getpid() % 100000}"
     text = (TOPOLOGIES / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}")
     topo_file = tmp_path / f"{name}.yaml"
@@ -75,6 +76,7 @@ def test_a_lying_length_delivers_nothing_live(tmp_path, ip_len):
         drv.connect(5)
         port3 = live.topology.node("s1").interfaces["p3"].port
         malformed = drv.read_counters(N.MALFORMED.name, [port3])[port3].packets
+        by_pair = {i: v.packets for i, v in drv.read_counters(N.PAIR_MALFORMED.name).items() if v.packets}
         drv.close()
     steady = [x["rates_bps"] for x in lines if 2 <= x["t"] <= 6]
     well = sum(r.get("10.0.1.1", 0) for r in steady) / len(steady)
@@ -82,7 +84,9 @@ def test_a_lying_length_delivers_nothing_live(tmp_path, ip_len):
     assert well >= 0.95 * 8e6, (well, lines)
     assert flood == 0, (flood, lines)
     assert sent >= 0.9 * 20e6 * 6.5 / (8 * 1250), sent  # the flood was offered at line rate
-    # every lying frame reached the egress and was counted there (none is dropped by γ: the
-    # egress, with A_j = h1's 8 Mb/s, is not congested; a claim of 65535 weighs 52 times the frame
-    # and γ may take some first)
-    assert (0.98 if ip_len < 1250 else 0.5) * sent <= malformed <= sent, (malformed, sent)
+    # lying frames reach the frame check and are counted there, all on the flood's pair, until the
+    # agent quarantines that pair (one 100 ms period); then γ admits them only into what h1 leaves
+    # of the 20 Mb/s target, because A_j counts them: at most that leftover plus two periods' worth
+    assert len(by_pair) == 1 and sum(by_pair.values()) == malformed, (by_pair, malformed)
+    leftover = 1.05 * (20e6 - well) * 6.5 / (8 * 1264)
+    assert 0 < malformed <= min(sent, leftover + 2 * 0.1 / 6.5 * sent), (malformed, sent, leftover)

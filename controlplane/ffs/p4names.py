@@ -278,7 +278,8 @@ PAIR_DROPS = Counter(f"{ING}.pair_drops", C.NUM_PAIRS)  # dropped by gamma
 EVENTS = Counter(f"{ING}.events", C.EVENT_COUNTER_SIZE, "PACKETS")  # indices: constants.EVENT_*
 ACCEPTED = Counter(f"{EGR}.egress_acct.accepted", C.NUM_PORTS)  # A_j, by egress device port
 MALFORMED = Counter(f"{EGR}.egress_acct.malformed", C.NUM_PORTS)  # frames whose bytes disagree with their IP length
-COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, PAIR_DROPS, EVENTS, ACCEPTED, MALFORMED)
+PAIR_MALFORMED = Counter(f"{EGR}.egress_acct.pair_malformed", C.NUM_PAIRS)  # the same, by the (bridged) pair
+COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, PAIR_DROPS, EVENTS, ACCEPTED, MALFORMED, PAIR_MALFORMED)
 
 F_EST = Register(f"{ING}.rate_est.f_est", 32, C.NUM_PAIRS)  # copy of the F LPF output
 REGISTERS: tuple[Register, ...] = (F_EST,)

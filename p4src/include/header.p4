@@ -58,7 +58,16 @@ header ffs_h {
     bit<16> rri_echo;     /* the destination's feedback: never changed by a node */
 }
 
+/* Ingress to egress, in front of the frame (spec §7.3): the pair, so that the egress's frame
+ * check can say which pair a lying frame came from. Never leaves the switch. */
+header bridge_h {
+    bit<3>  pad;
+    bit<1>  managed;
+    pid_t   pid;
+}
+
 struct headers_t {
+    bridge_h                              bridge;
     ethernet_h                            ethernet;
     vlan_h                                vlan;
     ipv4_h                                ipv4;

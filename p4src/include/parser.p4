@@ -194,13 +194,14 @@ control FfsIngressDeparser(packet_out pkt,
     }
 }
 
-/* Egress re-parses the headers it may strip; it needs no ingress metadata (no bridging). */
+/* Egress reads the bridged pair, then re-parses the headers it checks and may strip. */
 parser FfsEgressParser(packet_in pkt,
                        out headers_t hdr,
                        out egress_metadata_t md,
                        out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
         pkt.extract(eg_intr_md);
+        pkt.extract(hdr.bridge);
         transition parse_ethernet;
     }
     state parse_ethernet {

@@ -6,7 +6,9 @@ changes nothing the data plane is using (docs/control-plane.md, "Restarts").
 
 Data flow every period (docs/control-plane.md):
   read pair_bytes (R_ij), accepted (A_j), pair_drops, f_est  ->  rates in bit/s (wrap-safe deltas)
-  -> tau_step per managed egress -> one atomic batch of set_egress modifications.
+  -> tau_step per managed egress -> one atomic batch of set_egress modifications;
+  read pair_malformed -> quarantine a pair whose frames lie about their length (its share goes to
+  zero for `quarantine_s`, docs/security.md) -> its set_pair modification in the same batch.
 A fairness-matrix change is validated whole, turned into one batch (pair entries inserted,
 modified or deleted, egress entries likewise), applied atomically, then persisted and audited;
 if the switch refuses the batch, neither the switch nor the agent's state changes.
@@ -25,7 +27,7 @@ from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_
 from ffs.agent.state import StateStore
 from ffs.driver.base import CounterValue, Driver, DriverError, TableEntry, Ternary, Update
 from ffs.labels import decode, encode
-from ffs.tables import egress_params, f_from_lpf, static_updates
+from ffs.tables import egress_params, f_from_lpf, pair_params, static_updates
 from ffs.tau import EgressTau, TauParams, egress_action_params, tau_step
 from ffs.topology import Node, Topology
 
@@ -85,6 +87,9 @@ class PairStatus:
     f_bps: float = 0.0
     drop_bps: float = 0.0
     drops: int = 0
+    malformed: int = 0  # its frames the egress dropped for a lying length in the last period
+    malformed_bytes: int = 0
+    quarantined: bool = False  # its share is withdrawn (spec §7.3, docs/security.md)
 
 
 @dataclass
@@ -130,6 +135,8 @@ class Agent:
         tau_params: TauParams = TauParams(),
         frame_overhead_bytes: int = 14,
         store: StateStore | None = None,
+        quarantine_s: float = 10.0,
+        quarantine_fraction: float = 0.01,
     ) -> None:
         self.driver = driver
         self.topology = topology
@@ -138,6 +145,11 @@ class Agent:
         self.tau_params = tau_params
         self.frame_overhead = frame_overhead_bytes  # counters count frames; rates are IP-layer
         self.store = store
+        # a pair whose lying frames exceed this fraction of its bytes in a period loses its share
+        # for quarantine_s (0: never): on Tofino the egress drops a lie only after it queued
+        self.quarantine_s = quarantine_s
+        self.quarantine_fraction = quarantine_fraction
+        self.quarantined: dict[int, float] = {}  # pid -> until (the step's clock)
         self.fairness = {e: dict(col) for e, col in self.node.fairness.items()}
         if store is not None:
             if store.recover_audit(self.node.name):
@@ -212,8 +224,42 @@ class Agent:
         """Every entry the agent owns, by table and canonical key."""
         out: dict[str, dict[tuple, TableEntry]] = {t: {} for t in OWNED_TABLES}
         for u in node_updates(self.current_node(), self.lpf):
-            out.setdefault(u.entry.table, {})[canonical_key(u.entry)] = u.entry
+            e = self._quarantine(u).entry
+            out.setdefault(e.table, {})[canonical_key(e)] = e
         return out
+
+    def _quarantine(self, u: Update) -> Update:
+        """A set_pair entry of a quarantined pair carries lm = 0 (M_F = 1: no share, so γ drops the
+        pair's packets while its egress is congested); everything else passes unchanged."""
+        e = u.entry
+        if e.table != N.PAIRS.name or u.kind == "delete" or e.params.get("pid") not in self.quarantined:
+            return u
+        return dataclasses.replace(u, entry=dataclasses.replace(e, params=pair_params(e.params["pid"], 0)))
+
+    def _update_quarantine(self, pairs: list[PairStatus], r: dict[int, CounterValue], now_s: float) -> list[Update]:
+        """Quarantine the pairs whose lying frames (pair_malformed) exceed quarantine_fraction of
+        their arriving bytes this period, release those whose time is up; the set_pair
+        modifications of every pair that changed state."""
+        changed = set()
+        for pid, until in list(self.quarantined.items()):
+            if until <= now_s:
+                del self.quarantined[pid]
+                changed.add(pid)
+                log.info("quarantine over: pair pid=%d gets its share back", pid)
+        if self.quarantine_s > 0:
+            for st in pairs:
+                m = st.malformed_bytes
+                if m > 0 and m > self.quarantine_fraction * max(r.get(st.pid, ZERO).bytes, m):
+                    if st.pid not in self.quarantined:
+                        changed.add(st.pid)
+                        log.warning("quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their "
+                                    "length this period", st.ingress, st.egress, st.pid, self.quarantine_s, st.malformed)
+                    self.quarantined[st.pid] = now_s + self.quarantine_s
+        for st in pairs:
+            st.quarantined = st.pid in self.quarantined
+        if not changed:
+            return []
+        return [Update("modify", e) for e in self.desired()[N.PAIRS.name].values() if e.params["pid"] in changed]
 
     def reconcile(self, why: str, tables: tuple[str, ...] = OWNED_TABLES) -> int:
         """Read every owned table, write the difference to the desired state in one atomic batch
@@ -301,6 +347,7 @@ class Agent:
         self._measure("D", N.PAIR_DROPS.name, pids, now_s)
         self._measure("A", N.ACCEPTED.name, ports, now_s)
         self._measure("X", N.MALFORMED.name, ports, now_s)
+        self._measure("M", N.PAIR_MALFORMED.name, pids, now_s)
 
     def _measure(self, name: str, counter: str, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
         """Increments of one counter since its last read, and the seconds between the two reads.
@@ -340,6 +387,7 @@ class Agent:
         drops, dt_d = self._measure("D", N.PAIR_DROPS.name, pids, virtual)
         a, dt_a = self._measure("A", N.ACCEPTED.name, ports, virtual)
         bad, _ = self._measure("X", N.MALFORMED.name, ports, virtual)
+        lies, _ = self._measure("M", N.PAIR_MALFORMED.name, pids, virtual)
         f_est = self.driver.read_registers(N.F_EST.name, pids)
         snap = Snapshot(now_s)
         node = self.current_node()
@@ -353,16 +401,22 @@ class Agent:
                 f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns, self.lpf.scale_down),
                 self._bps(dd, dt_d),
                 dd.packets,
+                lies.get(p.pid, ZERO).packets,
+                lies.get(p.pid, ZERO).bytes,
             )
             by_egress[p.egress] = by_egress.get(p.egress, 0.0) + st.rate_bps
             d_bps, d_pk = drops_by_egress.get(p.egress, (0.0, 0))
             drops_by_egress[p.egress] = (d_bps + st.drop_bps, d_pk + st.drops)
             snap.pairs.append(st)
+        quarantine = self._update_quarantine(snap.pairs, r, now_s)
         batch: list[Update] = []
         for e in sorted(self.fairness):
             port = self.node.interfaces[e].port
             target = self.target(e)
-            a_bps = self._bps(a.get(port, ZERO), dt_a)
+            # A_j: what γ accepted, lies included: the egress drops a lying frame only after it
+            # queued (on Tofino also after it took the port), so τ must see it (docs/security.md)
+            acc, lied = a.get(port, ZERO), bad.get(port, ZERO)
+            a_bps = self._bps(CounterValue(acc.packets + lied.packets, acc.bytes + lied.bytes), dt_a)
             r_star = by_egress.get(e, 0.0)
             state = self.taus.get(e, EgressTau())
             if dt > self.min_interval_s and dt_a > self.min_interval_s:
@@ -373,8 +427,10 @@ class Agent:
                 EgressStatus(e, port, self.node.interfaces[e].capacity, target, a_bps, r_star, state.tau, state.congested,
                              *drops_by_egress.get(e, (0.0, 0)), bad.get(port, ZERO).packets)
             )
-        if dt > self.min_interval_s and batch:
-            self.driver.write(batch)
+        if not dt > self.min_interval_s:
+            batch = []
+        if quarantine or batch:
+            self.driver.write(quarantine + batch)
             if self.store is not None:
                 self.store.save_taus(self.node.name, self.taus)
         self.snapshot = snap
@@ -410,7 +466,7 @@ class Agent:
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "insert"))
         for e in sorted(set(self.fairness) - set(new)):
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "delete"))
-        return ups
+        return [self._quarantine(u) for u in ups]  # a new share does not lift a quarantine
 
     def apply_matrix(self, fairness: dict[str, dict[str, float]], who: str = "agent", uid: int | None = None) -> list[dict]:
         """Validate, apply atomically, persist, audit. Returns the list of changes.

@@ -27,6 +27,9 @@ class Metrics:
         self.pair_drop = Gauge("ffs_pair_drop_bps", "rate dropped by FFS, bit/s", p, registry=r)
         self.pair_drops = Counter("ffs_pair_drops", "packets dropped by FFS", p, registry=r)
         self.pair_f = Gauge("ffs_pair_f_bps", "weighted rate F_ij, bit/s", p, registry=r)
+        self.pair_malformed = Counter("ffs_pair_malformed", "frames of this pair dropped for a lying length", p, registry=r)
+        self.pair_quarantined = Gauge("ffs_pair_quarantined", "1 while the pair's share is withdrawn for lying frames",
+                                      p, registry=r)
         self.server = self.thread = None
         if port is not None:
             started = start_http_server(port, address, registry=self.registry)
@@ -49,6 +52,8 @@ class Metrics:
             self.pair_drop.labels(p.ingress, p.egress).set(p.drop_bps)
             self.pair_drops.labels(p.ingress, p.egress).inc(p.drops)
             self.pair_f.labels(p.ingress, p.egress).set(p.f_bps)
+            self.pair_malformed.labels(p.ingress, p.egress).inc(p.malformed)
+            self.pair_quarantined.labels(p.ingress, p.egress).set(int(p.quarantined))
 
     def close(self) -> None:
         if self.server is not None:

@@ -410,7 +410,7 @@ fail:
  * ============================================================================================ */
 enum {
     B_PAIR_BYTES_PK, B_PAIR_BYTES_BY, B_PAIR_DROPS_PK, B_PAIR_DROPS_BY, B_EVENTS_PK, B_EVENTS_BY,
-    B_ACCEPTED_PK, B_ACCEPTED_BY, B_MALFORMED_PK, B_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN,
+    B_ACCEPTED_PK, B_ACCEPTED_BY, B_MALFORMED_PK, B_MALFORMED_BY, B_PAIR_MALFORMED_PK, B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN,
     B_LPF_DECAY, B_LPF_SHIFT, NB
 };
 static const struct {
@@ -422,6 +422,7 @@ static const struct {
     {"events.packets", 8, EVENT_COUNTER_SIZE}, {"events.bytes", 8, EVENT_COUNTER_SIZE},
     {"accepted.packets", 8, NUM_PORTS}, {"accepted.bytes", 8, NUM_PORTS},
     {"malformed.packets", 8, NUM_PORTS}, {"malformed.bytes", 8, NUM_PORTS},
+    {"pair_malformed.packets", 8, NUM_PAIRS}, {"pair_malformed.bytes", 8, NUM_PAIRS},
     {"f_est", 4, NUM_PAIRS}, {"f_lpf.state", 8, NUM_PAIRS}, {"f_lpf.last", 8, NUM_PAIRS},
     {"f_lpf.seen", 1, NUM_PAIRS}, {"f_lpf.kind", 1, NUM_PAIRS}, {"f_lpf.gain", 8, NUM_PAIRS},
     {"f_lpf.decay", 8, NUM_PAIRS}, {"f_lpf.shift", 1, NUM_PAIRS},
@@ -437,6 +438,7 @@ typedef struct {
     int nbufs;
     uint64_t *pair_bytes_pk, *pair_bytes_by, *pair_drops_pk, *pair_drops_by;
     uint64_t *events_pk, *events_by, *accepted_pk, *accepted_by, *malformed_pk, *malformed_by;
+    uint64_t *pair_malformed_pk, *pair_malformed_by;
     uint32_t *f_est;
     double *lpf_y, *lpf_gain, *lpf_decay;
     int64_t *lpf_last;
@@ -778,10 +780,11 @@ static int frame_lies(const uint8_t *buf, size_t len) {
     return 1;
 }
 
-/* EgressAccounting: 0 when the frame was dropped (drop_malformed) */
-static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port) {
+/* EgressAccounting: 0 when the frame was dropped (drop_malformed); pid < 0: no managed pair */
+static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid) {
     if (frame_lies(buf, *len)) {
         counter_count(e->malformed_pk, e->malformed_by, port, *len);
+        if (pid >= 0) counter_count(e->pair_malformed_pk, e->pair_malformed_by, (uint32_t)pid, *len);
         return 0;
     }
     counter_count(e->accepted_pk, e->accepted_by, port, *len);
@@ -831,7 +834,7 @@ static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress
     }
     if (!md.managed) { /* note_no_pair */
         counter_count(e->events_pk, e->events_by, EVENT_NO_PAIR, frame_len);
-        return egress_acct_apply(e, buf, len, md.egress_port) ? (int)md.egress_port : -1 - R_MALFORMED;
+        return egress_acct_apply(e, buf, len, md.egress_port, -1) ? (int)md.egress_port : -1 - R_MALFORMED;
     }
     *pid_out = (int)md.pid;
     if (md.margin == 0) { /* ffs_drop */
@@ -850,7 +853,7 @@ static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress
     } else if (md.insert && (p.ip_version == 4 || (p.ip_version == 6 && buf[p.l3 + 6] != IP_PROTO_HOPOPT))) {
         insert_shim(buf, len, &p, rf_out); /* insert_shim_v4 / _v6; never before a Hop-by-Hop header */
     } /* else forward */
-    return egress_acct_apply(e, buf, len, md.egress_port) ? (int)md.egress_port : -1 - R_MALFORMED;
+    return egress_acct_apply(e, buf, len, md.egress_port, (int)md.pid) ? (int)md.egress_port : -1 - R_MALFORMED;
 }
 
 /* --- the Engine as a Python type --------------------------------------------------------------- */
@@ -901,6 +904,8 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->accepted_by = b[B_ACCEPTED_BY];
     self->malformed_pk = b[B_MALFORMED_PK];
     self->malformed_by = b[B_MALFORMED_BY];
+    self->pair_malformed_pk = b[B_PAIR_MALFORMED_PK];
+    self->pair_malformed_by = b[B_PAIR_MALFORMED_BY];
     self->f_est = b[B_F_EST];
     self->lpf_y = b[B_LPF_Y];
     self->lpf_last = b[B_LPF_LAST];

@@ -125,7 +125,7 @@ class FastPipeline(Pipeline):
         buffers = (
             rate.pair_bytes.packets, rate.pair_bytes.bytes, drops.packets, drops.bytes,
             self.events.packets, self.events.bytes, eg.accepted.packets, eg.accepted.bytes,
-            eg.malformed.packets, eg.malformed.bytes,
+            eg.malformed.packets, eg.malformed.bytes, eg.pair_malformed.packets, eg.pair_malformed.bytes,
             rate.f_est.cells, lpf.state, lpf.last, lpf.seen, lpf.kind, lpf.gain, lpf.decay, lpf.shift,
         )  # the order of _fastpath.BUFFERS
         self.engine = _fastpath.Engine(buffers)

@@ -371,6 +371,7 @@ class EgressAccounting:
 
         self.accepted = Counter(N.ACCEPTED)
         self.malformed = Counter(N.MALFORMED)
+        self.pair_malformed = Counter(N.PAIR_MALFORMED)
         self.egress_ports = MatchTable(N.EGRESS_PORTS)
         self.frame_check = const_table(N.FRAME_CHECK, frame_check_entries())
 
@@ -402,10 +403,13 @@ class EgressAccounting:
         if p.shim and p.ffs_state == C.FFS_STATE_VALID:  # a shim it does not understand stays (spec §6)
             strip_shim(buf, p)
 
-    def apply(self, buf: bytearray, port: int) -> bool:
-        """False: the frame was dropped (drop_malformed), counted in `malformed`."""
+    def apply(self, buf: bytearray, port: int, pid: int | None = None) -> bool:
+        """False: the frame was dropped (drop_malformed), counted in `malformed` and, for a managed
+        pair (`pid`, bridged from the ingress), in `pair_malformed`."""
         if self.lies(buf):
             self.malformed.count(port, len(buf))
+            if pid is not None:
+                self.pair_malformed.count(pid, len(buf))
             return False
         self.count_accepted(port, len(buf))
         action, _ = self.egress_ports.lookup(port)
@@ -508,7 +512,7 @@ class Pipeline:
         self.counters = {
             c.spec.name: c
             for c in (self.rate_est.pair_bytes, self.fate.pair_drops, self.events, self.egress_acct.accepted,
-                      self.egress_acct.malformed)
+                      self.egress_acct.malformed, self.egress_acct.pair_malformed)
         }
         self.registers = {self.rate_est.f_est.spec.name: self.rate_est.f_est}
         self.lpfs = {self.rate_est.f_lpf.spec.name: self.rate_est.f_lpf}
@@ -551,6 +555,6 @@ class Pipeline:
 
     def _egress(self, buf: bytearray, port: int, pid: int | None) -> Result:
         """The TM (no queue: FFS decides before it) and `FfsEgress.apply`."""
-        if not self.egress_acct.apply(buf, port):
+        if not self.egress_acct.apply(buf, port, pid):
             return Result(None, None, DROP_MALFORMED, pid)
         return Result(port, bytes(buf), None, pid)

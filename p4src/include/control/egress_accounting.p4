@@ -15,6 +15,8 @@ control EgressAccounting(inout headers_t hdr,
                          inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) accepted;
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) malformed;
+    /* the same frames by the pair they came from (bridged): the agent quarantines a lying pair */
+    Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS_AND_BYTES) pair_malformed;
 
     action frame_ok() {
         md.lies = 0;
@@ -32,6 +34,10 @@ control EgressAccounting(inout headers_t hdr,
     action drop_malformed() {
         eg_dprsr_md.drop_ctl = 1;
         malformed.count(eg_intr_md.egress_port);
+    }
+
+    action count_pair_malformed() {
+        pair_malformed.count(hdr.bridge.pid);
     }
 
     /* First match wins. The same entries as ffs.tables.frame_check_entries (tests/test_p4_schema.py). */
@@ -99,6 +105,9 @@ control EgressAccounting(inout headers_t hdr,
         }
         if (md.lies == 1) {
             drop_malformed();
+            if (hdr.bridge.managed == 1) {
+                count_pair_malformed();
+            }
         } else {
             count_accepted();
         }
