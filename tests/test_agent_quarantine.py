@@ -1,0 +1,93 @@
+"""The agent's answer to lying lengths (spec §7.3, §9; docs/security.md): a pair whose frames the
+egress drops for disagreeing with their IP length loses its share (set_pair with lm = 0) for
+quarantine_s, in its desired state, so neither the slow check nor a matrix change lifts it early;
+an honest pair is never touched. The dumbbell node on an in-process software switch."""
+
+from __future__ import annotations
+
+import pytest
+
+from ffs import p4names as N
+from ffs import tables as T
+from ffs.driver.base import Exact
+from ffs.frames import ipv4_frame, lie_ip_len
+from agentkit import make_agent
+
+M = 1e6
+LIAR = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)  # h2 -> h3: pair p2 -> p3
+
+
+def pair_entry(agent, ingress: str, egress: str):
+    ports = agent.node.interfaces
+    key = {"ingress_port": Exact(ports[ingress].port), "egress_port": Exact(ports[egress].port)}
+    (e,) = [e for e in agent.driver.read_table(N.PAIRS.name) if e.key == key]
+    return e
+
+
+def send(agent, frame: bytes, port: int, t0: float, n: int) -> None:
+    pipe = agent.driver.pipeline
+    for k in range(n):
+        pipe.process(frame, port, int((t0 + k * 1e-4) * 1e9))
+
+
+def status(agent, ingress: str):
+    (p,) = [p for p in agent.snapshot.pairs if p.ingress == ingress and p.egress == "p3"]
+    return p
+
+
+def test_a_lying_pair_is_quarantined_kept_and_released(tmp_path):
+    agent = make_agent(tmp_path)
+    honest = pair_entry(agent, "p2", "p3")
+    pid = honest.params["pid"]
+    assert honest.params["nlm"] != 0  # a real share: lm > 0
+    agent.step(0.0)  # the baseline
+    send(agent, LIAR, 2, 0.001, 50)  # honest frames first: nothing happens
+    agent.step(0.1)
+    assert not status(agent, "p2").quarantined and pair_entry(agent, "p2", "p3") == honest
+    send(agent, lie_ip_len(LIAR, 20), 2, 0.101, 50)
+    agent.step(0.2)
+    st = status(agent, "p2")
+    assert st.quarantined and st.malformed == 50, st
+    assert pair_entry(agent, "p2", "p3").params == T.pair_params(pid, 0)  # M_F = 1: no share
+    assert not status(agent, "p1").quarantined
+    # the slow check finds nothing to repair: the quarantine is the desired state
+    assert agent.check() == 0
+    # a matrix change that moves p2's share does not lift it
+    agent.apply_matrix({**agent.fairness, "p3": {"p1": 8 * M, "p2": 12 * M}}, who="test")
+    assert pair_entry(agent, "p2", "p3").params == T.pair_params(pid, 0)
+    # lying again renews it; once quarantine_s has passed without lies, the share comes back
+    send(agent, lie_ip_len(LIAR, 20), 2, 5.0, 10)
+    agent.step(5.1)
+    agent.step(14.9)
+    assert status(agent, "p2").quarantined
+    agent.step(15.2)
+    assert not status(agent, "p2").quarantined
+    released = pair_entry(agent, "p2", "p3")
+    lm = T.lm_code(agent.current_node().share("p2", "p3"), agent.lpf.time_constant_ns, agent.lpf.scale_down)
+    assert released.params == T.pair_params(pid, lm) != T.pair_params(pid, 0)
+
+
+def test_lies_below_the_fraction_or_with_quarantine_off_change_nothing(tmp_path):
+    agent = make_agent(tmp_path)
+    agent.step(0.0)
+    honest = pair_entry(agent, "p2", "p3")
+    send(agent, LIAR, 2, 0.001, 200)
+    send(agent, lie_ip_len(LIAR, 20), 2, 0.03, 1)  # 1 of 201 frames: 0.5 % of the pair's bytes
+    agent.step(0.1)
+    assert status(agent, "p2").malformed == 1 and not status(agent, "p2").quarantined
+    assert pair_entry(agent, "p2", "p3") == honest
+    agent.quarantine_s = 0
+    send(agent, lie_ip_len(LIAR, 20), 2, 0.101, 50)
+    agent.step(0.2)
+    assert status(agent, "p2").malformed == 50 and not status(agent, "p2").quarantined
+    assert pair_entry(agent, "p2", "p3") == honest
+
+
+@pytest.mark.parametrize("value", ["-1", "1e7", "nan"])
+def test_bad_quarantine_options_are_refused(value):
+    from click.testing import CliRunner
+
+    from ffs.cli.agent import main
+
+    res = CliRunner().invoke(main, ["--topology", "topologies/dumbbell.yaml", "--node", "s1", "--quarantine-s", value])
+    assert res.exit_code == 2 and "--quarantine-s" in res.output, res.output
