@@ -149,17 +149,20 @@ class LateReadDriver(LocalDriver):
 
     def __init__(self, pipeline) -> None:
         super().__init__(pipeline)
-        self.reads = 0
+        self.steps = 0
         self.t0 = time.monotonic()
 
     def read_counters(self, name, indices=None):
         from ffs.driver.base import CounterValue
 
-        half = 0.04 if (self.reads // 3) % 2 else 0.0  # R, D and A reads of one step share a latency
-        self.reads += 1
+        if name == N.PAIR_BYTES.name:  # a step's first read: every read of one step shares a latency
+            self.steps += 1
+        half = 0.04 if self.steps % 2 else 0.0
         time.sleep(half)
         bytes_ = int((time.monotonic() - self.t0) * self.RATE / 8)
         time.sleep(half)
+        if name in (N.MALFORMED.name, N.PAIR_MALFORMED.name):  # no frame lies here
+            bytes_ = 0
         return {i: CounterValue(bytes_ // self.FRAME, bytes_) for i in (indices or [])}
 
 

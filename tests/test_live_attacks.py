@@ -20,28 +20,47 @@ from ffs.liverun import live_node
 pytestmark = [requires_root]
 
 
-@pytest.mark.parametrize("label", ["0x0001", "0x4000"])
-def test_a_forged_label_from_a_trusted_port_buys_nothing_live(tmp_path, label):
-    name = f"liveatk{os.getpid() % 100000}"
+def dumbbell(tmp_path, stem: str, trusted_p2: bool = False):
+    """The dumbbell topology under a name of its own (its namespaces), h2's port trusting labels if asked."""
+    name = f"{stem}{os.getpid() % 100000}"
     text = (TOPOLOGIES / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}")
-    text = text.replace("p2: {capacity: 20Mbps, port: 2, insert: true, strip: true}",
-                        "p2: {capacity: 20Mbps, port: 2, insert: true, strip: true, trust: true}")
-    assert "trust: true" in text
+    if trusted_p2:
+        text = text.replace("p2: {capacity: 20Mbps, port: 2, insert: true, strip: true}",
+                            "p2: {capacity: 20Mbps, port: 2, insert: true, strip: true, trust: true}")
+        assert "trust: true" in text
     topo_file = tmp_path / f"{name}.yaml"
     topo_file.write_text(text)
-    with live_node(topo_file, tmp_path) as live:
-        rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.traffic", "recv", "--duration=7"),
-                        stdout=subprocess.PIPE, text=True)
-        time.sleep(0.3)
-        live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", "--rate=8Mbps",
-                                  "--duration=6.5"), stdout=subprocess.DEVNULL)
-        live.spawn(live.exec_args("h2", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", "--rate=20Mbps",
-                                  f"--label={label}", "--duration=6.5"), stdout=subprocess.DEVNULL)
-        lines = [json.loads(x) for x in rx.stdout]
-        rx.wait()
+    return topo_file
+
+
+def attack(live, *flood_args: str):
+    """h3 receives for 7 s, h1 sends its 8 Mb/s, h2 floods at its port's 20 Mb/s line rate with
+    `flood_args`; h3's per-second lines and the flood's process (for its report)."""
+    rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.traffic", "recv", "--duration=7"),
+                    stdout=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", "--rate=8Mbps",
+                              "--duration=6.5"), stdout=subprocess.DEVNULL)
+    flood = live.spawn(live.exec_args("h2", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1",
+                                      "--rate=20Mbps", *flood_args, "--duration=6.5"),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [json.loads(x) for x in rx.stdout]
+    rx.wait()
+    return lines, flood
+
+
+def steady_rates(lines) -> tuple[float, float]:
+    """h1's and h2's mean rates at h3 from 2 s to 6 s (bit/s)."""
     steady = [x["rates_bps"] for x in lines if 2 <= x["t"] <= 6]
-    well = sum(r.get("10.0.1.1", 0) for r in steady) / len(steady)
-    flood = sum(r.get("10.0.2.1", 0) for r in steady) / len(steady)
+    return tuple(sum(r.get(src, 0) for r in steady) / len(steady) for src in ("10.0.1.1", "10.0.2.1"))
+
+
+@pytest.mark.parametrize("label", ["0x0001", "0x4000"])
+def test_a_forged_label_from_a_trusted_port_buys_nothing_live(tmp_path, label):
+    with live_node(dumbbell(tmp_path, "liveatk", trusted_p2=True), tmp_path) as live:
+        lines, flood_proc = attack(live, f"--label={label}")
+        flood_proc.communicate(timeout=10)
+    well, flood = steady_rates(lines)
     assert well >= 0.95 * 8e6, (well, lines)
     # the egress's target is 20 Mb/s: the flood's FFS rate is what h1 leaves, 12 Mb/s
     assert flood <= 1.05 * 12e6, (flood, lines)
@@ -54,21 +73,8 @@ def test_a_lying_length_delivers_nothing_live(tmp_path, ip_len):
     frame (spec §4) and its egress drops every frame whose bytes disagree (spec §7.3), counting it
     in `malformed` and `pair_malformed`; the agent quarantines the pair: h1 keeps its 8 Mb/s, the
     flood delivers nothing."""
-    name = f"livelen{os.getpid() % 100000}"
-    text = (TOPOLOGIES / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}")
-    topo_file = tmp_path / f"{name}.yaml"
-    topo_file.write_text(text)
-    with live_node(topo_file, tmp_path) as live:
-        rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.traffic", "recv", "--duration=7"),
-                        stdout=subprocess.PIPE, text=True)
-        time.sleep(0.3)
-        live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", "--rate=8Mbps",
-                                  "--duration=6.5"), stdout=subprocess.DEVNULL)
-        liar = live.spawn(live.exec_args("h2", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1",
-                                         "--rate=20Mbps", f"--ip-len={ip_len}", "--duration=6.5"),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines = [json.loads(x) for x in rx.stdout]
-        rx.wait()
+    with live_node(dumbbell(tmp_path, "livelen"), tmp_path) as live:
+        lines, liar = attack(live, f"--ip-len={ip_len}")
         out, err = liar.communicate(timeout=10)
         assert liar.returncode == 0, err
         sent = json.loads(out)["sent_packets"]
@@ -78,15 +84,92 @@ def test_a_lying_length_delivers_nothing_live(tmp_path, ip_len):
         malformed = drv.read_counters(N.MALFORMED.name, [port3])[port3].packets
         by_pair = {i: v.packets for i, v in drv.read_counters(N.PAIR_MALFORMED.name).items() if v.packets}
         drv.close()
-    steady = [x["rates_bps"] for x in lines if 2 <= x["t"] <= 6]
-    well = sum(r.get("10.0.1.1", 0) for r in steady) / len(steady)
-    flood = sum(r.get("10.0.2.1", 0) for r in steady) / len(steady)
+    well, flood = steady_rates(lines)
     assert well >= 0.95 * 8e6, (well, lines)
     assert flood == 0, (flood, lines)
     assert sent >= 0.9 * 20e6 * 6.5 / (8 * 1250), sent  # the flood was offered at line rate
     # lying frames reach the frame check and are counted there, all on the flood's pair, until the
     # agent quarantines that pair (one 100 ms period); then γ admits them only into what h1 leaves
     # of the 20 Mb/s target, because A_j counts them: at most that leftover plus two periods' worth
+    assert len(by_pair) == 1 and sum(by_pair.values()) == malformed, (by_pair, malformed)
+    leftover = 1.05 * (20e6 - well) * 6.5 / (8 * 1264)
+    assert 0 < malformed <= min(sent, leftover + 2 * 0.1 / 6.5 * sent), (malformed, sent, leftover)
+
+
+INJECT_V6 = """
+import socket, sys, time
+from ffs.frames import ipv6_frame
+claim, rate, seconds = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+f = bytearray(ipv6_frame("fd00:2::1", "fd00:3::1", 1210))  # 1264 bytes on the wire
+f[18:20] = claim.to_bytes(2, "big")  # the payload length lies
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+gap, t, n, end = len(f) * 8 / rate, time.monotonic(), 0, time.monotonic() + seconds
+while t < end:
+    try:
+        s.send(f)
+        n += 1
+    except BlockingIOError:
+        pass
+    t += gap
+    time.sleep(max(0.0, t - time.monotonic()))
+print(n)
+"""
+
+COUNT_V6 = """
+import socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x86DD))
+s.bind(("eth0", 0))
+s.settimeout(0.2)
+n, end = 0, time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    try:
+        f, addr = s.recvfrom(2048)
+    except socket.timeout:
+        continue
+    # arriving (not sent by this host) and addressed to fd00:3::1: the flood's frames only
+    if addr[2] != socket.PACKET_OUTGOING and f[38:54] == socket.inet_pton(socket.AF_INET6, "fd00:3::1"):
+        n += 1
+print(n)
+"""
+
+
+@pytest.mark.parametrize("claim", [0, 20])
+def test_a_lying_ipv6_length_delivers_nothing_live(tmp_path, claim):
+    """IPv6 over veth: h2 writes 1264-byte IPv6 frames whose payload length says `claim` at its
+    port's 20 Mb/s line rate (a packet socket), routed to p3 (an IPv6 route added to the dumbbell).
+    h1's 8 Mb/s of IPv4 keeps ≥ 95 %, no IPv6 frame reaches h3, the lies are counted on h2's pair
+    and bounded as in the IPv4 case (spec §4, §7.3, §9)."""
+    topo_file = dumbbell(tmp_path, "livev6")
+    text = topo_file.read_text()
+    route = "      - {prefix: 10.0.3.0/24, interface: p3}"
+    assert route in text
+    topo_file.write_text(text.replace(route, route + '\n      - {prefix: "fd00:3::/64", interface: p3}'))
+    with live_node(topo_file, tmp_path) as live:
+        sniff = live.spawn(live.exec_args("h3", sys.executable, "-c", COUNT_V6, "7.2"), stdout=subprocess.PIPE, text=True)
+        rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.traffic", "recv", "--duration=7"),
+                        stdout=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", "--rate=8Mbps",
+                                  "--duration=6.5"), stdout=subprocess.DEVNULL)
+        liar = live.spawn(live.exec_args("h2", sys.executable, "-c", INJECT_V6, str(claim), "20e6", "6.5"),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = [json.loads(x) for x in rx.stdout]
+        rx.wait()
+        out, err = liar.communicate(timeout=10)
+        assert liar.returncode == 0, err
+        sent = int(out)
+        arrived = int(sniff.communicate(timeout=10)[0])
+        drv = ModelDriver(live.switch_address)
+        drv.connect(5)
+        port3 = live.topology.node("s1").interfaces["p3"].port
+        malformed = drv.read_counters(N.MALFORMED.name, [port3])[port3].packets
+        by_pair = {i: v.packets for i, v in drv.read_counters(N.PAIR_MALFORMED.name).items() if v.packets}
+        drv.close()
+    well, _ = steady_rates(lines)
+    assert well >= 0.95 * 8e6, (well, lines)
+    assert sent >= 0.9 * 20e6 * 6.5 / (8 * 1264), sent
+    assert arrived == 0, arrived
     assert len(by_pair) == 1 and sum(by_pair.values()) == malformed, (by_pair, malformed)
     leftover = 1.05 * (20e6 - well) * 6.5 / (8 * 1264)
     assert 0 < malformed <= min(sent, leftover + 2 * 0.1 / 6.5 * sent), (malformed, sent, leftover)

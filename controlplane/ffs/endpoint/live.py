@@ -17,12 +17,12 @@ import socket
 import struct
 import time
 from dataclasses import asdict, dataclass
-from typing import IO, Callable
+from typing import IO, Callable, Iterator
 
 from ffs import constants as C
 from ffs.endpoint.rate import Controller, LeakyBucket
 from ffs.endpoint.transport import Receiver, Sender
-from ffs.endpoint.wire import OVERHEAD, Ack, Data, WireError, ack_datagram, data_datagram, parse_ip
+from ffs.endpoint.wire import OVERHEAD, Ack, Data, Datagram, WireError, ack_datagram, data_datagram, parse_ip
 
 MAX_IP_SIZE = 9000
 DEFAULT_IP_SIZE = 1400  # fits hosts whose MTU leaves room for a shim inserted on the way
@@ -133,18 +133,24 @@ def send_transfer(dst: str, port: int, data: bytes, controller: Controller, *, i
                           controller.indicator())
 
 
-def _drain_acks(sock: socket.socket, snd: Sender, dst: str, port: int, sport: int) -> None:
-    """Every ACK waiting on the socket, for this transfer (the raw socket sees all protocol-253
-    traffic of the host: our own data on loopback, other transfers)."""
-    for _ in range(1024):
+def _datagrams(sock: socket.socket, limit: int) -> Iterator[tuple[str, Datagram]]:
+    """(source address, parsed datagram) for each packet waiting on the non-blocking raw socket,
+    at most `limit`; a packet that is not ours (another protocol-253 user, a torn frame) is skipped."""
+    for _ in range(limit):
         try:
             pkt, (src, _) = sock.recvfrom(65535)
         except (BlockingIOError, InterruptedError):
             return
         try:
-            d = parse_ip(pkt, src)
+            yield src, parse_ip(pkt, src)
         except WireError:
             continue
+
+
+def _drain_acks(sock: socket.socket, snd: Sender, dst: str, port: int, sport: int) -> None:
+    """Every ACK waiting on the socket, for this transfer (the raw socket sees all protocol-253
+    traffic of the host: our own data on loopback, other transfers)."""
+    for src, d in _datagrams(sock, 1024):
         if not isinstance(d.msg, Ack) or d.dport != sport or d.sport != port or src != dst:
             continue
         echo = d.shim.rri_echo if d.shim.flags & C.FLAG_ECHO else None
@@ -184,15 +190,7 @@ def receive_transfer(port: int, *, timeout_s: float = 60.0, linger_s: float = 1.
                 what = f"{rcv.cum}/{rcv.npkts} packets" if peer else "no data"
                 raise TransferError(f"timed out after {timeout_s:g} s ({what})")
             select.select([sock], [], [], 0.05)
-            for _ in range(1024):
-                try:
-                    pkt, (src, _) = sock.recvfrom(65535)
-                except (BlockingIOError, InterruptedError):
-                    break
-                try:
-                    d = parse_ip(pkt, src)
-                except WireError:
-                    continue
+            for src, d in _datagrams(sock, 1024):
                 if not isinstance(d.msg, Data) or d.dport != port:
                     continue
                 if peer is None:
@@ -324,15 +322,7 @@ def send_partial(dst: str, port: int, data: bytes, cca: str, *, settle_s: float 
                 except BlockingIOError:
                     pass
                 next_probe = now + PROBE_INTERVAL_S
-            for _ in range(64):
-                try:
-                    pkt, (src, _) = raw.recvfrom(65535)
-                except (BlockingIOError, InterruptedError):
-                    break
-                try:
-                    d = parse_ip(pkt, src)
-                except WireError:
-                    continue
+            for src, d in _datagrams(raw, 64):
                 if not isinstance(d.msg, Ack) or d.msg.xfer != xfer or src != dst or not d.shim.flags & C.FLAG_ECHO:
                     continue
                 at = probe_sent.pop(d.msg.echo_seq, None)
@@ -403,15 +393,7 @@ def receive_partial(port: int, *, timeout_s: float = 60.0, keep: bool = True) ->
                     if keep:
                         chunks.append(b)
             if raw in ready:
-                for _ in range(64):
-                    try:
-                        pkt, (src, _) = raw.recvfrom(65535)
-                    except (BlockingIOError, InterruptedError):
-                        break
-                    try:
-                        d = parse_ip(pkt, src)
-                    except WireError:
-                        continue
+                for src, d in _datagrams(raw, 64):
                     if not isinstance(d.msg, Data) or d.dport != port or d.msg.total != 0:
                         continue
                     probes += 1
