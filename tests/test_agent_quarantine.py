@@ -91,3 +91,29 @@ def test_bad_quarantine_options_are_refused(value):
 
     res = CliRunner().invoke(main, ["--topology", "topologies/dumbbell.yaml", "--node", "s1", "--quarantine-s", value])
     assert res.exit_code == 2 and "--quarantine-s" in res.output, res.output
+
+
+def test_a_restarted_agent_resumes_the_quarantine(tmp_path):
+    """The switch holds the quarantine (lm = 0 where the pair has a share): a new agent on the same
+    switch keeps it for a full quarantine_s instead of handing the liar its share back, and writes
+    nothing on take-over."""
+    from ffs.agent.core import Agent
+
+    first = make_agent(tmp_path)
+    first.step(0.0)
+    send(first, lie_ip_len(LIAR, 20), 2, 0.001, 50)
+    first.step(0.1)
+    pid = pair_entry(first, "p2", "p3").params["pid"]
+    assert pid in first.quarantined
+    writes = []
+    driver = first.driver
+    real_write = driver.write
+    driver.write = lambda batch: (writes.append(batch), real_write(batch))[1]
+    second = Agent(driver, first.topology, "s1", lpf=first.lpf, quarantine_s=10.0)
+    second.install(now_s=0.2)
+    assert second.quarantined == {pid: pytest.approx(10.2)}, second.quarantined
+    assert writes == [], writes
+    assert pair_entry(second, "p2", "p3").params == T.pair_params(pid, 0)
+    second.step(0.3)
+    second.step(10.3)  # no lies since: released
+    assert pair_entry(second, "p2", "p3").params != T.pair_params(pid, 0)

@@ -188,6 +188,7 @@ class Agent:
         entries untouched, so packets keep flowing through it (docs/control-plane.md, "Restarts")."""
         saved = self.store.load_taus(self.node.name) if self.store is not None else {}
         held = self._held_taus()
+        self._resume_quarantine(time.monotonic() if now_s is None else now_s)
         self.taus = {e: _resume(held.get(e), saved.get(e)) for e in self.fairness}
         self._last, self._last_t = {}, {}
         self._program_id = self.driver.program_id()
@@ -201,6 +202,21 @@ class Agent:
         log.info("took over node=%s pairs=%d egresses=%d program=%s updates=%d tau=%s", self.node.name, len(self.pairs()),
                  len(self.fairness), self._program_id, n,
                  ",".join(f"{e}:{s.tau:.4f}{'' if s.congested else '(uncongested)'}" for e, s in sorted(self.taus.items())))
+
+    def _resume_quarantine(self, now_s: float) -> None:
+        """A set_pair entry the switch holds with lm = 0 where the pair has a share is a quarantine a
+        predecessor left (an agent restart must not hand a liar its share back): it runs again for
+        a full quarantine_s."""
+        if self.quarantine_s <= 0:
+            return
+        want = {e.params["pid"]: e.params for e in self.desired()[N.PAIRS.name].values()}
+        zero = {"nlm": 0}
+        for entry in self.driver.read_table(N.PAIRS.name):
+            pid = entry.params.get("pid")
+            if _short(entry.action) == "set_pair" and pid in want and entry.params.get("nlm") == zero["nlm"] \
+                    and want[pid].get("nlm") != zero["nlm"]:
+                self.quarantined[pid] = now_s + self.quarantine_s
+                log.warning("quarantine resumed: pair pid=%d held no share on the switch; %gs more", pid, self.quarantine_s)
 
     def _held_taus(self) -> dict[str, EgressTau]:
         """τ per managed egress as the switch's set_egress entries hold it (spec §5.3: ltau = code(τ)
