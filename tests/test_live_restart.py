@@ -80,6 +80,7 @@ def test_live_restart_drops_nothing_extra(tmp_path, baseline, sig):
         assert r["events"].get(ev, 0) == baseline["events"].get(ev, 0) == 0
     sent = 8e6 / (1250 * 8) * DURATION
     # FFS's own drops of h1 are the only ones left: equal up to the noise of two identical live runs
-    # on a loaded 2-core machine (0 to 9 of 4800 packets measured), bounded at 0.2 % of what h1 sent
-    assert r["h1_ffs_drops"] <= baseline["h1_ffs_drops"] + 0.002 * sent
+    # on a loaded 2-core machine (0 to 12 of 4800 packets measured), bounded at
+    # 0.5 % of what h1 sent; the wipe-and-write restart this replaced blacked h1 out for 2.6 s (43 %)
+    assert r["h1_ffs_drops"] <= baseline["h1_ffs_drops"] + 0.005 * sent
     assert r["h1_packets"] >= 0.95 * sent  # the well-behaved sender keeps its 8 Mb/s

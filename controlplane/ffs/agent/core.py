@@ -209,12 +209,11 @@ class Agent:
         a full quarantine_s."""
         if self.quarantine_s <= 0:
             return
-        want = {e.params["pid"]: e.params for e in self.desired()[N.PAIRS.name].values()}
-        zero = {"nlm": 0}
+        node = self.current_node()
+        shared = {p.pid for p in self.pairs() if pair_entry(node.share(p.ingress, p.egress), p, self.lpf).entry.params["nlm"]}
         for entry in self.driver.read_table(N.PAIRS.name):
             pid = entry.params.get("pid")
-            if _short(entry.action) == "set_pair" and pid in want and entry.params.get("nlm") == zero["nlm"] \
-                    and want[pid].get("nlm") != zero["nlm"]:
+            if _short(entry.action) == "set_pair" and pid in shared and entry.params.get("nlm") == 0:
                 self.quarantined[pid] = now_s + self.quarantine_s
                 log.warning("quarantine resumed: pair pid=%d held no share on the switch; %gs more", pid, self.quarantine_s)
 
