@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Iterator
 
 GRPC_PORT = 50052  # bf_switchd's BF-Runtime server; fixed by the SDE
 
@@ -129,3 +130,13 @@ class Sde:
         once its switchd disconnected, tofino-model does not reliably accept the next one."""
         self.stop()
         self.start()
+
+
+def running_sde(program: str, tmp_path_factory, logs: str) -> Iterator[Sde]:
+    """The body of a module fixture: tofino-model and bf_switchd with `program`, stopped after."""
+    s = Sde(program, tmp_path_factory.mktemp(logs))
+    try:
+        s.start()
+        yield s
+    finally:
+        s.stop()

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from ffs.driver.base import DriverError, Exact, TableEntry, Update
-from sdekit import Sde, sde_missing
+from sdekit import running_sde, sde_missing
 
 PROGRAM = "tna_exact_match"
 FWD = "SwitchIngress.forward"
@@ -35,12 +35,7 @@ def hit(mac: int, port: int) -> TableEntry:
 
 @pytest.fixture(scope="module")
 def sde(tmp_path_factory):
-    s = Sde(PROGRAM, tmp_path_factory.mktemp("sde-logs"))
-    try:
-        s.start()
-        yield s
-    finally:
-        s.stop()
+    yield from running_sde(PROGRAM, tmp_path_factory, "sde-logs")
 
 
 @pytest.fixture

@@ -55,6 +55,27 @@ def steady_rates(lines) -> tuple[float, float]:
     return tuple(sum(r.get(src, 0) for r in steady) / len(steady) for src in ("10.0.1.1", "10.0.2.1"))
 
 
+def lies_counted(live) -> tuple[int, dict[int, int]]:
+    """The switch's `malformed` count at p3, and `pair_malformed` by pair (the cells that moved)."""
+    drv = ModelDriver(live.switch_address)
+    drv.connect(5)
+    try:
+        port3 = live.topology.node("s1").interfaces["p3"].port
+        malformed = drv.read_counters(N.MALFORMED.name, [port3])[port3].packets
+        return malformed, {i: v.packets for i, v in drv.read_counters(N.PAIR_MALFORMED.name).items() if v.packets}
+    finally:
+        drv.close()
+
+
+def assert_lies_bounded(malformed: int, by_pair: dict[int, int], sent: int, well: float) -> None:
+    """Lying frames reach the frame check and are counted there, all on the flood's pair, until the
+    agent quarantines that pair (one 100 ms period); then γ admits them only into what h1 leaves of
+    the 20 Mb/s target, because A_j counts them: at most that leftover plus two periods' worth."""
+    assert len(by_pair) == 1 and sum(by_pair.values()) == malformed, (by_pair, malformed)
+    leftover = 1.05 * (20e6 - well) * 6.5 / (8 * 1264)
+    assert 0 < malformed <= min(sent, leftover + 2 * 0.1 / 6.5 * sent), (malformed, sent, leftover)
+
+
 @pytest.mark.parametrize("label", ["0x0001", "0x4000"])
 def test_a_forged_label_from_a_trusted_port_buys_nothing_live(tmp_path, label):
     with live_node(dumbbell(tmp_path, "liveatk", trusted_p2=True), tmp_path) as live:
@@ -78,22 +99,12 @@ def test_a_lying_length_delivers_nothing_live(tmp_path, ip_len):
         out, err = liar.communicate(timeout=10)
         assert liar.returncode == 0, err
         sent = json.loads(out)["sent_packets"]
-        drv = ModelDriver(live.switch_address)
-        drv.connect(5)
-        port3 = live.topology.node("s1").interfaces["p3"].port
-        malformed = drv.read_counters(N.MALFORMED.name, [port3])[port3].packets
-        by_pair = {i: v.packets for i, v in drv.read_counters(N.PAIR_MALFORMED.name).items() if v.packets}
-        drv.close()
+        malformed, by_pair = lies_counted(live)
     well, flood = steady_rates(lines)
     assert well >= 0.95 * 8e6, (well, lines)
     assert flood == 0, (flood, lines)
     assert sent >= 0.9 * 20e6 * 6.5 / (8 * 1250), sent  # the flood was offered at line rate
-    # lying frames reach the frame check and are counted there, all on the flood's pair, until the
-    # agent quarantines that pair (one 100 ms period); then γ admits them only into what h1 leaves
-    # of the 20 Mb/s target, because A_j counts them: at most that leftover plus two periods' worth
-    assert len(by_pair) == 1 and sum(by_pair.values()) == malformed, (by_pair, malformed)
-    leftover = 1.05 * (20e6 - well) * 6.5 / (8 * 1264)
-    assert 0 < malformed <= min(sent, leftover + 2 * 0.1 / 6.5 * sent), (malformed, sent, leftover)
+    assert_lies_bounded(malformed, by_pair, sent, well)
 
 
 INJECT_V6 = """
@@ -160,16 +171,9 @@ def test_a_lying_ipv6_length_delivers_nothing_live(tmp_path, claim):
         assert liar.returncode == 0, err
         sent = int(out)
         arrived = int(sniff.communicate(timeout=10)[0])
-        drv = ModelDriver(live.switch_address)
-        drv.connect(5)
-        port3 = live.topology.node("s1").interfaces["p3"].port
-        malformed = drv.read_counters(N.MALFORMED.name, [port3])[port3].packets
-        by_pair = {i: v.packets for i, v in drv.read_counters(N.PAIR_MALFORMED.name).items() if v.packets}
-        drv.close()
+        malformed, by_pair = lies_counted(live)
     well, _ = steady_rates(lines)
     assert well >= 0.95 * 8e6, (well, lines)
     assert sent >= 0.9 * 20e6 * 6.5 / (8 * 1264), sent
     assert arrived == 0, arrived
-    assert len(by_pair) == 1 and sum(by_pair.values()) == malformed, (by_pair, malformed)
-    leftover = 1.05 * (20e6 - well) * 6.5 / (8 * 1264)
-    assert 0 < malformed <= min(sent, leftover + 2 * 0.1 / 6.5 * sent), (malformed, sent, leftover)
+    assert_lies_bounded(malformed, by_pair, sent, well)

@@ -29,7 +29,7 @@ from ffs import p4names as N
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import LpfConfig, node_updates, pairs_of
 from ffs.topology import load
-from sdekit import Sde, sde_missing
+from sdekit import running_sde, sde_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 DUMBBELL = ROOT / "topologies" / "dumbbell.yaml"
@@ -54,12 +54,7 @@ pytestmark = pytest.mark.skipif(WHY is not None, reason=str(WHY))
 
 @pytest.fixture(scope="module")
 def sde(tmp_path_factory):
-    s = Sde(PROGRAM, tmp_path_factory.mktemp("switchd-logs"))
-    try:
-        s.start()
-        yield s
-    finally:
-        s.stop()
+    yield from running_sde(PROGRAM, tmp_path_factory, "switchd-logs")
 
 
 def driver():

@@ -96,11 +96,12 @@ def len_log_entries() -> list[TableEntry]:
     return trusted + reset
 
 
-def claimed_frame_len(l3_len: int, ipv6: bool, vlan: bool) -> int:
-    """The ingress's frame_len (spec §4): L2 header + IP length (+ the IPv6 header) + FCS,
-    saturating at 2^16 - 1 like the P4 `|+|`."""
+def claimed_frame_len(l3_len: int, ipv6: bool, vlan: bool, fcs: bool = True) -> int:
+    """The frame a packet's headers claim, saturating at 2^16 - 1 like the P4 `|+|`: L2 header +
+    IP length (+ the IPv6 header) + FCS, the ingress's frame_len (spec §4); without the FCS, the
+    egress's `claimed` (spec §7.3)."""
     hdr = C.ETH_HDR_LEN + (C.VLAN_TAG_LEN if vlan else 0) + (C.IPV6_HDR_LEN if ipv6 else 0)
-    return min(l3_len + hdr + C.FCS_LEN, 0xFFFF)
+    return min(l3_len + hdr + (C.FCS_LEN if fcs else 0), 0xFFFF)
 
 
 def lf_params(lo: int, hi: int) -> dict[str, int]:

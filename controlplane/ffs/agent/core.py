@@ -209,8 +209,7 @@ class Agent:
         a full quarantine_s."""
         if self.quarantine_s <= 0:
             return
-        node = self.current_node()
-        shared = {p.pid for p in self.pairs() if pair_entry(node.share(p.ingress, p.egress), p, self.lpf).entry.params["nlm"]}
+        shared = {pid for pid, u in self._pair_updates("insert").items() if u.entry.params["nlm"]}
         for entry in self.driver.read_table(N.PAIRS.name):
             pid = entry.params.get("pid")
             if _short(entry.action) == "set_pair" and pid in shared and entry.params.get("nlm") == 0:
@@ -274,7 +273,12 @@ class Agent:
             st.quarantined = st.pid in self.quarantined
         if not changed:
             return []
-        return [Update("modify", e) for e in self.desired()[N.PAIRS.name].values() if e.params["pid"] in changed]
+        return [self._quarantine(u) for pid, u in self._pair_updates("modify").items() if pid in changed]
+
+    def _pair_updates(self, kind: str) -> dict[int, Update]:
+        """The node's set_pair entries by pid, each with its share (no quarantine applied)."""
+        node = self.current_node()
+        return {p.pid: pair_entry(node.share(p.ingress, p.egress), p, self.lpf, kind) for p in self.pairs()}
 
     def reconcile(self, why: str, tables: tuple[str, ...] = OWNED_TABLES) -> int:
         """Read every owned table, write the difference to the desired state in one atomic batch

@@ -83,39 +83,38 @@ def run(opt: Options, stage: Callable[[str], None] = lambda s: None,
     return summary, rates, eff
 
 
-def plot(out: Path, rates: dict[str, np.ndarray], eff: dict[float, np.ndarray], title: str) -> list[Path]:
+def _cdf_png(path: Path, series: list[tuple[np.ndarray, str]], xlabel: str, ylabel: str, title: str,
+             logx: bool = False) -> Path:
+    """One figure of empirical CDFs (a step per sorted value), saved as `path`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    files = []
     fig, ax = plt.subplots(figsize=(6, 4))
+    for values, label in series:
+        x = np.sort(values)
+        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=label)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot(out: Path, rates: dict[str, np.ndarray], eff: dict[float, np.ndarray], title: str) -> list[Path]:
     labels = {"ffs": "FFS", "helia": "Helia (per-AS)", "glwp": "GLWP (GMA, static)"}
-    for k, v in rates.items():
-        x = np.sort(v) / 1e9
-        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=f"{labels[k]}: median {np.median(x):.3g} Gb/s")
-    ax.set_xscale("log")
-    ax.set_xlabel("allocation per stream (Gb/s)")
-    ax.set_ylabel("CDF of streams")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    files.append(out / "network-utilization.png")
-    fig.savefig(files[-1], dpi=120)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for f, e in eff.items():
-        x = np.sort(e)
-        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=f"{100 * f:g} % of ASes deploy FFS")
-    ax.set_xlabel("security effectiveness (share of on-path ASes running FFS)")
-    ax.set_ylabel("CDF of paths")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    files.append(out / "deployment.png")
-    fig.savefig(files[-1], dpi=120)
-    plt.close(fig)
-    return files
+    per_stream = [(v / 1e9, f"{labels[k]}: median {np.median(v / 1e9):.3g} Gb/s") for k, v in rates.items()]
+    deployed = [(e, f"{100 * f:g} % of ASes deploy FFS") for f, e in eff.items()]
+    return [
+        _cdf_png(out / "network-utilization.png", per_stream, "allocation per stream (Gb/s)", "CDF of streams", title,
+                 logx=True),
+        _cdf_png(out / "deployment.png", deployed, "security effectiveness (share of on-path ASes running FFS)",
+                 "CDF of paths", title),
+    ]

@@ -494,8 +494,9 @@ static inline void wr16(uint8_t *f, size_t o, uint32_t v) {
     f[o + 1] = (uint8_t)v;
 }
 
-/* shim_len_check: the ingress parser's ipv4_shim_len (an IP length that cannot hold the shim is a
- * parse error); FfsEgressParser extracts the shim without it (parse_egress) */
+/* shim_len_check: the ingress's length checks, as code: the parser's IPv6 `truncated` state and
+ * the ipv4_shim_len const table of stage 0 (ffs.tables.ipv4_shim_len_entries): an IP length that
+ * cannot hold the shim is a parse error. FfsEgressParser extracts the shim without them. */
 static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int shim_len_check) {
     memset(p, 0, sizeof(*p));
     if (n < ETH_LEN) return -1;

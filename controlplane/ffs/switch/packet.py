@@ -35,7 +35,10 @@ class Parsed:
     dst: int = 0  # destination address as an integer
 
 
-def parse(frame: bytes | bytearray, shim_len_check: bool = True) -> Parsed:
+def parse(frame: bytes | bytearray, ingress: bool = True) -> Parsed:
+    """FfsIngressParser, or FfsEgressParser with `ingress` False: the egress parser extracts an
+    IPv6 shim whatever payload_len says. Neither checks IPv4 total_len: the ingress does that in
+    its `ipv4_shim_len` table (the pipeline), the egress in `frame_check`."""
     n = len(frame)
     p = Parsed()
     if n < ETH_LEN:
@@ -59,7 +62,7 @@ def parse(frame: bytes | bytearray, shim_len_check: bool = True) -> Parsed:
         p.l3_len = (frame[off + 2] << 8) | frame[off + 3]
         p.dst = int.from_bytes(frame[off + 16 : off + 20], "big")
         if frame[off + 9] == C.IP_PROTO_FFS:
-            if n < off + ihl + C.SHIM_LEN or (shim_len_check and p.l3_len < ihl + C.SHIM_LEN):
+            if n < off + ihl + C.SHIM_LEN:
                 raise ParseError("truncated FFS shim")
             p.shim = off + ihl
     elif etype == ETHERTYPE_IPV6:
@@ -70,7 +73,7 @@ def parse(frame: bytes | bytearray, shim_len_check: bool = True) -> Parsed:
         p.l3_len = payload  # the parser copies the field; stage 0 adds the headers (spec §4)
         p.dst = int.from_bytes(frame[off + 24 : off + 40], "big")
         if frame[off + 6] == C.IP_PROTO_FFS:
-            if n < off + IPV6_LEN + C.SHIM_LEN or (shim_len_check and payload < C.SHIM_LEN):
+            if n < off + IPV6_LEN + C.SHIM_LEN or (ingress and payload < C.SHIM_LEN):
                 raise ParseError("truncated FFS shim")
             p.shim = off + IPV6_LEN
     if p.shim:

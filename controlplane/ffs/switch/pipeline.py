@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from ffs import constants as C
 from ffs import p4names as N
 from ffs.switch.packet import (
-    ETH_LEN,
-    IPV6_LEN,
     RF_OFF,
     RRI_OFF,
     ParseError,
@@ -28,7 +26,6 @@ from ffs.switch.packet import (
     parse,
     shim_get16,
     shim_set16,
-    VLAN_LEN,
     strip_shim,
 )
 from ffs.tables import claimed_frame_len
@@ -381,23 +378,22 @@ class EgressAccounting:
     def lies(self, buf: bytearray) -> bool:
         """frame_check (spec §7.3): do the frame's bytes disagree with its IP length field? The
         software switch's frames carry no FCS, like tofino-model's pkt_length. FfsEgressParser
-        extracts the shim without the ingress's ipv4_shim_len check, so a length that an inserted
-        shim wrapped (65528..65535 + 8) is checked, not passed as unreadable."""
+        extracts the shim whatever the IP length says, so a length that an inserted shim wrapped
+        (65528..65535 + 8) is checked, not passed as unreadable."""
         try:
-            p = parse(buf, shim_len_check=False)
+            p = parse(buf, ingress=False)
         except ParseError:  # the egress parser accepts what it cannot read: not checked
             return False
         if not p.ip_version:
             return False
-        hdr = ETH_LEN + (VLAN_LEN if p.vlan else 0) + (IPV6_LEN if p.ip_version == 6 else 0)
-        excess = (len(buf) - min(p.l3_len + hdr, 0xFFFF)) & 0xFFFF
+        excess = (len(buf) - claimed_frame_len(p.l3_len, p.ip_version == 6, p.vlan, fcs=False)) & 0xFFFF
         action, _ = self.frame_check.lookup(excess, len(buf))
         return action == "frame_lies"
 
     @staticmethod
     def strip(buf: bytearray) -> None:  # strip_v4 / strip_v6 after the egress parser
         try:
-            p = parse(buf)
+            p = parse(buf, ingress=False)
         except ParseError:  # the egress parser accepts what it cannot read: nothing to strip
             return
         if p.shim and p.ffs_state == C.FFS_STATE_VALID:  # a shim it does not understand stays (spec §6)
@@ -486,8 +482,7 @@ class Pipeline:
         from ffs.tables import ipv4_shim_len_entries
 
         # every table in the order of ffs.p4names.TABLES (the fast path compiles the writable ones
-        # in this order); const-entry tables are read-only. ipv4_shim_len is looked up by
-        # packet.parse, which raises ParseError for the same lengths (tests/test_switch_pipeline.py).
+        # in this order); const-entry tables are read-only.
         self.ipv4_shim_len = const_table(N.IPV4_SHIM_LEN, ipv4_shim_len_entries())
         self.tables: dict[str, MatchTable] = {
             t.spec.name: t
@@ -525,9 +520,13 @@ class Pipeline:
         frame_len = len(buf)
         md = Meta()
         md.ifindex, md.trust, md.insert = self.port_metadata.get(ingress_port, (0, 0, 0))
-        # -- FfsIngressParser (and ipv4_shim_len: a short IPv4 total_len is a parse error too) ---
+        # -- FfsIngressParser, and ipv4_shim_len (stage 0): an IPv4 total_len too short for the
+        # shim sets parse_error, which only fate reads: parse_drop either way -------------------
         try:
             p = parse(buf)
+            if p.ip_version == 4 and p.shim:
+                if self.ipv4_shim_len.lookup(p.ihl_bytes // 4, p.l3_len)[0] == "short_shim":
+                    raise ParseError("IPv4 total length shorter than header and shim")
         except ParseError:  # fate: parse_drop
             self.events.count(C.EVENT_PARSE_ERROR, frame_len)
             return Result(None, None, DROP_PARSE_ERROR)
