@@ -31,6 +31,11 @@
 @pa_container_size("ingress", "hdr.ffs.rri", 16)
 /* Flags written by different stage-0 tables must not share a container, or the compiler orders
  * those tables one stage apart. */
+/* bf-p4c 9.13.4 may pack parser_err into a container that the parser also fills from the packet
+ * (e.g. W0 with md.ri_req, extracted as the shim's first word): the extract then overwrites
+ * parser_err with packet bytes, and fate drops every packet as a parse error. A container of its
+ * own keeps it (docs/pipeline.md, "Compiler and model findings"). */
+@pa_solitary("ingress", "ig_intr_md_from_prsr.parser_err")
 @pa_solitary("ingress", "md.routed")
 @pa_solitary("ingress", "md.insert_v4")
 @pa_solitary("ingress", "md.managed")
@@ -73,8 +78,8 @@ control FfsIngress(inout headers_t hdr,
 
     table port_label {
         key = {
-            md.port_md.trust:   ternary @name("trust");
-            md.port_md.insert:  ternary @name("insert");
+            md.port_md.trust[0:0]:   ternary @name("trust");
+            md.port_md.insert[0:0]:  ternary @name("insert");
             md.ffs_state:       ternary @name("ffs_state");
             hdr.ipv4.isValid(): ternary @name("ipv4");
         }
@@ -216,8 +221,8 @@ control FfsIngress(inout headers_t hdr,
             md.managed:               ternary @name("managed");
             md.margin:                ternary @name("margin");
             md.ffs_state:             ternary @name("ffs_state");
-            md.port_md.trust:         ternary @name("trust");
-            md.port_md.insert:        ternary @name("insert");
+            md.port_md.trust[0:0]:         ternary @name("trust");
+            md.port_md.insert[0:0]:        ternary @name("insert");
             hdr.ipv4.isValid():       ternary @name("ipv4");
             hdr.ipv6.isValid():       ternary @name("ipv6");
             hdr.ipv6.next_hdr:        ternary @name("ipv6_next_hdr");

@@ -110,6 +110,9 @@ def read(p4dir: Path) -> P4Program:
     ]
 
     def key_width(expr: str, md_struct: str) -> int:
+        sl = re.fullmatch(r"(.*)\[(\d+):(\d+)\]", expr)  # a slice: md.port_md.trust[0:0]
+        if sl:
+            return int(sl.group(2)) - int(sl.group(3)) + 1
         if expr in INTRINSIC_WIDTHS:
             return INTRINSIC_WIDTHS[expr]
         if expr.endswith(".isValid()"):
@@ -155,7 +158,7 @@ def read(p4dir: Path) -> P4Program:
             tb, _ = _block(body, m.start())
             keys = []
             kb = re.search(r"key\s*=\s*{(.*?)}", tb, flags=re.S)
-            for k in re.finditer(r"([\w.]+(?:\(\))?)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb.group(1) if kb else ""):
+            for k in re.finditer(r"([\w.]+(?:\(\)|\[\d+:\d+\])?)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb.group(1) if kb else ""):
                 keys.append((k.group(3), k.group(2), key_width(k.group(1), md_struct)))
             acts = re.search(r"actions\s*=\s*{([^}]*)}", tb).group(1)
             default = re.search(r"default_action\s*=\s*(\w+)", tb).group(1)

@@ -42,7 +42,7 @@ def pair(ing, eg, pid, lm=1, kind="insert"):
         (Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000001, 24)}, "route", {"port": 1})), "host bits"),
         (Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(3, 1)}, "set_lf", {"lf": 1, "nlf": 0xFFFF})), "outside the mask"),
         (Update("insert", TableEntry(N.RI_CANDIDATE.name, {"ri_req": Exact(0), "trust": Exact(0), "rri_ge_one": Exact(0), "congested": Exact(0)}, "candidate_keep")), "constant"),
-        (Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 2, "insert": 0})), "does not fit in 1 bits"),
+        (Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 256, "insert": 0})), "does not fit in 8 bits"),
         (Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",
                                      {"ltau": 0x8000, "ltau_p": 1, "congested": 1, "lcr": 0xFFFF})), "ltau_p must be ltau - 0x8000"),
         (Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",

@@ -83,7 +83,7 @@ EGR = "FfsEgress"
 PORT_METADATA = PortMetadata(
     name="FfsIngressParser.$PORT_METADATA",
     key=Key("ig_intr_md.ingress_port", "exact", C.PORT_BITS),
-    fields=(("ifindex", 8), ("trust", 1), ("insert", 1)),
+    fields=(("ifindex", 8), ("trust", 8), ("insert", 8)),
 )
 
 _ROUTE = Action(f"{ING}.forwarding.route", (("port", C.PORT_BITS),))

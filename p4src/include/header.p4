@@ -78,16 +78,14 @@ struct headers_t {
 
 /* Per-port parser metadata, set from the control plane ($PORT_METADATA, spec §6). It fills the
  * target's whole port metadata block (64 bits on Tofino 1, 192 on Tofino 2): the parser skips
- * exactly the header's size, and a shorter header would leave it inside the block. Each flag is
- * the low bit of a byte of its own: bf-p4c 9.13.4 places a sub-byte field at its byte's low bit
- * in context.json whatever its position, so only there do the driver and the parser agree
- * (docs/pipeline.md). */
+ * exactly the header's size, and a shorter header would leave it inside the block. Each flag is a
+ * byte of its own and the tables key on its bit 0: with sub-byte flags between @padding fields,
+ * bf_switchd packs the BF-RT fields whole bytes apart and writes trust where the parser reads
+ * nothing, and insert nowhere (measured on tofino-model, docs/pipeline.md). */
 header port_metadata_t {
     bit<8> ifindex;
-    @padding bit<7> pad0;
-    bit<1> trust;
-    @padding bit<7> pad1;
-    bit<1> insert;
+    bit<8> trust;
+    bit<8> insert;
     @padding bit<(PORT_METADATA_SIZE - 24)> pad2;
 }
 

@@ -159,7 +159,7 @@ class FastPipeline(Pipeline):
         if self._port_md_dirty:
             md = bytearray(C.NUM_PORTS * 3)
             for port, (ifindex, trust, insert) in self._port_md.items():
-                md[3 * port : 3 * port + 3] = bytes((ifindex, trust, insert))
+                md[3 * port : 3 * port + 3] = bytes((ifindex, trust & 1, insert & 1))  # p4src keys on bit 0
             self.engine.set_port_md(bytes(md))
             self._port_md_dirty = False
 

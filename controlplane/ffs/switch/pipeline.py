@@ -519,7 +519,8 @@ class Pipeline:
         buf = bytearray(frame)
         frame_len = len(buf)
         md = Meta()
-        md.ifindex, md.trust, md.insert = self.port_metadata.get(ingress_port, (0, 0, 0))
+        md.ifindex, trust, insert = self.port_metadata.get(ingress_port, (0, 0, 0))
+        md.trust, md.insert = trust & 1, insert & 1  # byte-wide fields; p4src keys on bit 0 (spec §6)
         # -- FfsIngressParser, and ipv4_shim_len (stage 0): an IPv4 total_len too short for the
         # shim sets parse_error, which only fate reads: parse_drop either way -------------------
         try:

@@ -2,8 +2,9 @@
  * Every value is a 16-bit code; the comments give what each one stands for.
  *
  *   stage 1  k = rf - lm (PairMap.set_pair)
- *   stage 2  cc = ltau_p - k (= code(tau/k); the agent sets ltau_p = 0, tau = 1, while not
- *            congested, so that cc = code(1/k) then)
+ *   stage 2  PairMap.norm_cc: cc = ltau_p - k (= code(tau/k); the agent sets ltau_p = 0, tau = 1,
+ *            while not congested, so that cc = code(1/k) then). It runs before RateEstimation,
+ *            whose f_log reads it: P4 executes in program order, whatever the stages.
  *   stage 3  RateEstimation.f_log: rf_norm = k + lf;  c_cong = cc - lf = code(tau/rf_norm)
  *            = CODE_ONE - d with d = rf_norm - ltau while congested, code(1/rf_norm) while not
  *   stage 4  gamma table on (congested, c_cong) -> margin = thr |-| rnd (gamma = 1 bypass:
@@ -19,10 +20,6 @@ control Normalize(inout headers_t hdr,
 
     action draw() {
         md.rnd = rng.get();
-    }
-
-    action norm_cc() {
-        md.cc = md.ltau_p - md.k;
     }
 
     action gamma_one() {
@@ -50,7 +47,6 @@ control Normalize(inout headers_t hdr,
 
     apply {
         draw();
-        norm_cc();
         gamma.apply();
     }
 }

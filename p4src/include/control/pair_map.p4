@@ -1,5 +1,5 @@
 /* ffs-tofino: (ingress, egress) -> pair index and k = rf - log M; egress -> tau and friends
- * (stage 1). Both tables follow forwarding because they key on the chosen egress port (spec §7.2). */
+ * (stage 1); cc = code(tau / k) (stage 2). Both tables follow forwarding because they key on the chosen egress port (spec §7.2). */
 #ifndef _FFS_PAIR_MAP_P4_
 #define _FFS_PAIR_MAP_P4_
 
@@ -52,9 +52,16 @@ control PairMap(inout ffs_metadata_t md,
         size = NUM_PORTS;
     }
 
+    /* cc = ltau_p - k = code(tau / k) (tau = 1 while not congested): RateEstimation.f_log reads
+     * it, so it is computed here, before the estimator, in P4's program order (spec §7.2). */
+    action norm_cc() {
+        md.cc = md.ltau_p - md.k;
+    }
+
     apply {
         pairs.apply();
         egress_params.apply();
+        norm_cc();
     }
 }
 

@@ -39,7 +39,7 @@ control RateEstimation(inout ffs_metadata_t md) {
 
     table len_log {
         key = {
-            md.port_md.trust: exact @name("trust");
+            md.port_md.trust[0:0]: exact @name("trust");
             md.frame_len: ternary @name("frame_len");
         }
         actions = { set_lw; set_lw_reset; lw_zero; }

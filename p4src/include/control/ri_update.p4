@@ -36,7 +36,7 @@ control RiUpdate(inout headers_t hdr, inout ffs_metadata_t md) {
     table ri_candidate {
         key = {
             md.ri_req:        exact @name("ri_req");
-            md.port_md.trust: exact @name("trust");
+            md.port_md.trust[0:0]: exact @name("trust");
             md.rri_ge_one:    exact @name("rri_ge_one");
             md.congested:     exact @name("congested");
         }
