@@ -44,7 +44,7 @@ def ipv4_case(name, cap, victim, share, flood, ip_len, rf=None, streams=1, size=
         from ffs.switch.pipeline import EgressAccounting, Pipeline
 
         saved = experiments.new_pipeline, EgressAccounting.lies
-        experiments.new_pipeline, EgressAccounting.lies = (lambda seed: Pipeline(seed)), (lambda self, buf: False)
+        experiments.new_pipeline, EgressAccounting.lies = (lambda seed: Pipeline(seed)), (lambda self, buf, pkt_length, grown: False)
     t0 = time.perf_counter()
     try:
         res = run_scenario(topo, "ffs", duration_s=duration_s)
@@ -69,7 +69,7 @@ def ipv6_case(name, payload_len, real_payload=1210, streams=1, flood=300 * M, re
         from ffs.switch.pipeline import EgressAccounting, Pipeline
 
         lies = EgressAccounting.lies
-        fast.new_pipeline, EgressAccounting.lies = (lambda seed: Pipeline(seed)), (lambda self, buf: False)
+        fast.new_pipeline, EgressAccounting.lies = (lambda seed: Pipeline(seed)), (lambda self, buf, pkt_length, grown: False)
     t0 = time.perf_counter()
     try:
         _, got, malformed = replay_attack(bytes(f), flood=flood, streams=streams)

@@ -95,8 +95,9 @@ control FfsIngress(inout headers_t hdr,
     }
 
     /* Stage 2: the IPv4 half of inserting a shim, done as soon as the pair is known to be managed
-     * so that the deparser's checksum condition does not wait for fate. A packet fate then drops
-     * never leaves, so the early edit is invisible. */
+     * so that the deparser's checksum condition does not wait for fate. It must take exactly the
+     * packets fate gives a shim or drops: a packet fate drops never leaves, so the early edit is
+     * invisible, but one fate forwards (a runt) would leave with protocol 253 and no shim. */
     action open_ipv4_for_shim() {
         md.ip_proto = hdr.ipv4.protocol;
         hdr.ipv4.protocol = IP_PROTO_FFS;
@@ -186,6 +187,7 @@ control FfsIngress(inout headers_t hdr,
         hdr.ffs.rf = min(md.rf_norm, md.ltau);
         hdr.ffs.rri = CODE_MAX;
         hdr.ffs.rri_echo = 0;
+        hdr.bridge.grown = 1;
     }
 
     action insert_shim_v6() {
@@ -198,15 +200,19 @@ control FfsIngress(inout headers_t hdr,
         hdr.ffs.rri_echo = 0;
         hdr.ipv6.next_hdr = IP_PROTO_FFS;
         hdr.ipv6.payload_len = hdr.ipv6.payload_len + 8;
+        hdr.bridge.grown = 1;
     }
 
     action forward() {
     }
 
-    /* Every packet carries its pair to the egress (spec §7.3). */
+    /* Every packet carries its pair to the egress (spec §7.3), and whether the ingress grew it by
+     * a shim (set by fate's insert actions, which follow): the egress's pkt_length is the length
+     * the packet arrived with, not what the ingress deparser emitted. */
     action bridge_pair() {
         hdr.bridge.setValid();
         hdr.bridge.pad = 0;
+        hdr.bridge.grown = 0;
         hdr.bridge.managed = md.managed;
         hdr.bridge.pid = md.pid;
     }
@@ -226,24 +232,29 @@ control FfsIngress(inout headers_t hdr,
             hdr.ipv4.isValid():       ternary @name("ipv4");
             hdr.ipv6.isValid():       ternary @name("ipv6");
             hdr.ipv6.next_hdr:        ternary @name("ipv6_next_hdr");
+            md.frame_len:             ternary @name("frame_len");
         }
         actions = { parse_drop; miss_drop; note_no_pair; ffs_drop; note_opaque; rewrite_label;
                     rewrite_reset_label; insert_shim_v4; insert_shim_v6; forward; }
         default_action = parse_drop();
         size = 16;
         const entries = {
-            (0, 0, 0, _, _, _, _, _, _, _, _): miss_drop();
-            (0, 0, 1, 0, _, _, _, _, _, _, _): note_no_pair();
-            (0, 0, 1, 1, 0, _, _, _, _, _, _): ffs_drop();
-            (0, 0, 1, 1, _, FFS_STATE_VALID, 1, _, _, _, _): rewrite_label();
-            (0, 0, 1, 1, _, FFS_STATE_VALID, 0, _, _, _, _): rewrite_reset_label();
-            (0, 0, 1, 1, _, FFS_STATE_OPAQUE, _, _, _, _, _): note_opaque();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, true, _, _): insert_shim_v4();
+            (0, 0, 0, _, _, _, _, _, _, _, _, _): miss_drop();
+            (0, 0, 1, 0, _, _, _, _, _, _, _, _): note_no_pair();
+            (0, 0, 1, 1, 0, _, _, _, _, _, _, _): ffs_drop();
+            (0, 0, 1, 1, _, FFS_STATE_VALID, 1, _, _, _, _, _): rewrite_label();
+            (0, 0, 1, 1, _, FFS_STATE_VALID, 0, _, _, _, _, _): rewrite_reset_label();
+            (0, 0, 1, 1, _, FFS_STATE_OPAQUE, _, _, _, _, _, _): note_opaque();
+            /* a runt (a claim below 64 bytes with FCS) reached us padded to the Ethernet minimum:
+             * a shim in front of its padding would leave the padding behind the IP packet, which
+             * the next FFS hop's frame check cannot tell from a lie (spec §6) */
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, 0 &&& RUNT_MASK): forward();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, true, _, _, _): insert_shim_v4();
             /* a Hop-by-Hop Options header must stay right after the IPv6 header (RFC 8200 §4.1):
              * no shim goes in front of it */
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, IP_PROTO_HOPOPT): forward();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, _): insert_shim_v6();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, _, _, _, _): forward();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, IP_PROTO_HOPOPT, _): forward();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, _, _): insert_shim_v6();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, _, _, _, _, _): forward();
         }
     }
 
@@ -272,7 +283,8 @@ control FfsIngress(inout headers_t hdr,
         if (md.routed == 1 && md.parse_error == 0 && ig_prsr_md.parser_err == 0) {
             pair_map.apply(md, ig_intr_md, ig_tm_md);
         }
-        if (md.managed == 1 && md.insert_v4 == 1) {
+        /* not for a runt (a claim below 64 bytes): fate forwards it without a shim */
+        if (md.managed == 1 && md.insert_v4 == 1 && md.frame_len[15:6] != 0) {
             open_ipv4_for_shim();
         }
         rate_est.apply(md);
@@ -280,12 +292,12 @@ control FfsIngress(inout headers_t hdr,
             normalize.apply(hdr, md);
             ri_update.apply(hdr, md);
         }
+        bridge_pair();
         /* stage 6: the packet's fate */
         fate.apply();
         if (md.managed == 1 && md.margin == 0) {
             count_pair_drop();
         }
-        bridge_pair();
     }
 }
 

@@ -131,6 +131,9 @@ def read(p4dir: Path) -> P4Program:
             return None
         if x in ("true", "false"):
             return int(x == "true")
+        if "&&&" in x:
+            v, m = x.split("&&&")
+            return ("&&&", num(v), num(m))
         if ".." in x:
             lo, hi = x.split("..")
             return (num(lo), num(hi))

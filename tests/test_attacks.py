@@ -210,7 +210,7 @@ def test_without_the_frame_check_the_lie_wins(monkeypatch):
     cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
     res, got = lie(cap, victim, share, flood, 20)
     check(cap, victim, share, flood, got)  # the reference pipeline, with the check: the same defence
-    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf: False)
+    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf, pkt_length, grown: False)
     res, got = lie(cap, victim, share, flood, 20)
     with pytest.raises(AssertionError):
         check(cap, victim, share, flood, got)
@@ -311,7 +311,7 @@ def test_without_the_frame_check_an_ipv6_lie_wins(monkeypatch):
     _, got, malformed = replay_attack(bytes(f))
     check(cap, victim, share, flood, got)
     assert malformed > 0
-    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf: False)
+    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf, pkt_length, grown: False)
     _, got, malformed = replay_attack(bytes(f))
     with pytest.raises(AssertionError, match="egress at"):
         check(cap, victim, share, flood, got)
@@ -384,10 +384,10 @@ def tm_first_pipeline(seed: int, cap: float, queue_ms: float = 2.0):
             self.now_s = t_ns / 1e9
             return super().process(frame, ingress_port, t_ns)
 
-        def _egress(self, buf, port, pid):
+        def _egress(self, buf, port, pkt_length, pid, grown):
             if not self.queue.admit(self.now_s, len(buf)):
                 return Result(None, None, "tm_queue", pid)
-            return super()._egress(buf, port, pid)
+            return super()._egress(buf, port, pkt_length, pid, grown)
 
     return TmFirst(seed)
 

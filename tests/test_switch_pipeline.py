@@ -30,17 +30,58 @@ def events(r):
 # --- parser fates (spec §2) ------------------------------------------------------------------
 
 
-def test_truncated_shim_is_dropped_and_counted():
+OPTIONS_MAX = b"\x01" * 40  # IHL 15: the shim starts at byte 74, beyond the Ethernet minimum
+
+
+def malformed(r):
+    return r.driver.read_counters(N.MALFORMED.name, [OUT])[OUT].packets
+
+
+@pytest.mark.parametrize("kept", range(8))
+def test_a_frame_that_ends_inside_the_shim(kept):
+    """spec §2, as tofino-model does it (docs/pipeline.md): the parser reads the frame as the MAC
+    hands it over, padded to 60 bytes and followed by its 4-byte FCS. A frame that ends more than
+    4 bytes before the shim's end is a parser error; one that ends within the FCS is parsed, and
+    its IP length, which claims the missing bytes, is a lie that the egress drops (malformed)."""
     r = rig()
-    good = labelled(encode(1.0))
-    cut = bytearray(good[: 14 + 20 + 5])  # the frame ends inside the shim
-    res = r.send(bytes(cut))
-    assert res.egress_port is None and res.drop_reason == "parse_error"
-    # IP length that does not cover the shim (a padded minimum-size frame)
+    sh = shim(encode(2.0), C.FLAG_RI, 17, C.CODE_MAX, 0)
+    f = bytearray(ipv4_frame("10.0.1.1", DST, 168, None, options=OPTIONS_MAX))[: 14 + 60] + sh[:kept]
+    f[14 + 9] = C.IP_PROTO_FFS
+    f[14 + 10 : 14 + 12] = struct.pack("!H", ipv4_checksum(f[14 : 14 + 60]))
+    res = r.send(bytes(f))
+    assert res.egress_port is None
+    if kept < 4:
+        assert res.drop_reason == "parse_error" and events(r) == {C.EVENT_PARSE_ERROR: 1} and malformed(r) == 0
+    else:
+        assert res.drop_reason == "malformed" and events(r) == {} and malformed(r) == 1
+    # the same frame with an honest IP length does not cover the shim: ipv4_shim_len, a parse error
+    f[14 + 2 : 14 + 4] = struct.pack("!H", 60 + kept)
+    assert r.send(bytes(f)).drop_reason == "parse_error"
+
+
+@pytest.mark.parametrize("payload_len", [0, 7, 8, 108])
+def test_an_ipv6_runt_reads_its_shim_from_the_padding(payload_len):
+    """A 58-byte IPv6 frame with 4 bytes of shim is padded to 60 on any Ethernet link: the parser
+    reads the rest of the shim from the padding. payload_len < 8 is refused at once (a parse
+    error); a longer one claims bytes the frame does not hold, and the egress drops it."""
+    r = rig()
+    f = ipv6_frame("fd00:1::1", "fd00:2::7", 8, shim(encode(2.0), C.FLAG_RI, 17, C.CODE_MAX, 0))
+    f = bytearray(f[: 14 + 40 + 4])
+    f[14 + 4 : 14 + 6] = struct.pack("!H", payload_len)
+    res = r.send(bytes(f))
+    assert res.egress_port is None
+    if payload_len < 8:
+        assert res.drop_reason == "parse_error" and malformed(r) == 0
+    else:
+        assert res.drop_reason == "malformed" and malformed(r) == 1
+
+
+def test_ip_length_short_of_the_shim_is_a_parse_error():
+    r = rig()
     short = bytearray(ipv4_frame("10.0.1.1", DST, 24, shim(encode(1.0))[:4]))
     short[14 + 9] = C.IP_PROTO_FFS
     assert r.send(bytes(short)).drop_reason == "parse_error"
-    assert events(r) == {C.EVENT_PARSE_ERROR: 2}
+    assert events(r) == {C.EVENT_PARSE_ERROR: 1}
 
 
 @pytest.mark.parametrize("first_byte", [0x28, 0x19])  # version 2; version 1 with the reserved bit
@@ -187,7 +228,7 @@ def test_insert_and_strip_byte_exact(case):
     r.driver.write([Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
     assert r.send(out, port=2).frame == plain  # port 2 -> OUT is not a pair: only the strip acts
     acc = r.driver.read_counters(N.ACCEPTED.name, [OUT])[OUT]
-    assert (acc.packets, acc.bytes) == (2, 2 * len(expected))  # A_j counts frames as egress sees them
+    assert (acc.packets, acc.bytes) == (2, 2 * (len(expected) + C.FCS_LEN))  # as egress sees them, FCS too
 
 
 def test_checksum_untouched_unless_the_header_changes():
@@ -255,9 +296,10 @@ def test_counters_exact():
     rb = r.driver.read_counters(N.PAIR_BYTES.name, [5])[5]
     dr = r.driver.read_counters(N.PAIR_DROPS.name, [5])[5]
     acc = r.driver.read_counters(N.ACCEPTED.name, [OUT])[OUT]
-    assert (rb.packets, rb.bytes) == (400, 400 * len(f))
-    assert (dr.packets, dr.bytes) == (400 - kept, (400 - kept) * len(f))
-    assert (acc.packets, acc.bytes) == (kept, kept * len(f))
+    wire = len(f) + C.FCS_LEN  # every counter counts the frame with its FCS, as TNA's do
+    assert (rb.packets, rb.bytes) == (400, 400 * wire)
+    assert (dr.packets, dr.bytes) == (400 - kept, (400 - kept) * wire)
+    assert (acc.packets, acc.bytes) == (kept, kept * wire)
     assert events(r) == {C.EVENT_FFS_DROP: 400 - kept}
     f_est = r.driver.read_registers(N.F_EST.name, [5])[5]
     assert f_est == single_packet_f(1000, rf)
@@ -349,5 +391,31 @@ def test_a_length_wrapped_by_an_inserted_shim_is_still_malformed(engine, claim, 
     res = r.send(bytes(f))
     assert res.egress_port is None and res.drop_reason == "malformed"
     bad = r.driver.read_counters(N.MALFORMED.name, [OUT])[OUT]
-    assert bad.packets == 1 and bad.bytes == len(f) + C.SHIM_LEN  # counted as it left the ingress
+    # counted as it left the ingress, FCS included; a claim below 64 bytes is a runt: no shim for it
+    grown = 0 if claim + 14 + (40 if version == 6 else 0) + C.FCS_LEN < 64 else C.SHIM_LEN
+    assert bad.packets == 1 and bad.bytes == len(f) + grown + C.FCS_LEN
     assert r.driver.read_counters(N.ACCEPTED.name, [OUT])[OUT].packets == 0
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("version", [4, 6])
+def test_a_runt_gets_no_shim_and_leaves_padded(engine, version):
+    """spec §6: a frame below the Ethernet minimum arrives padded to 60 bytes (the MAC's view,
+    spec §8). An insert port forwards it without a shim: the padding would stay behind the IP
+    packet, and the next FFS hop's frame check could not tell it from a lie. It leaves as the MAC
+    sent it, padded; a frame one byte above the minimum gets its shim."""
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    r = rig(insert=1, pipeline=FastPipeline if engine == "c" else Pipeline)
+    small = ipv4_frame("10.0.1.1", DST, 28) if version == 4 else ipv6_frame("fd00:1::1", "fd00:2::7", 5)
+    res = r.send(small)
+    assert res.egress_port == OUT and res.frame == small + bytes(C.MIN_FRAME - len(small))
+    fits = ipv4_frame("10.0.1.1", DST, 46) if version == 4 else ipv6_frame("fd00:1::1", "fd00:2::7", 6)
+    assert len(fits) == C.MIN_FRAME
+    res = r.send(fits)
+    assert res.egress_port == OUT and len(res.frame) == C.MIN_FRAME + C.SHIM_LEN
+    # the next FFS hop sees the grown frame whole: no padding behind it, no lie
+    assert r.send(res.frame, port=2).egress_port == OUT and malformed(r) == 0

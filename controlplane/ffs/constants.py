@@ -19,6 +19,8 @@ VLAN_TAG_LEN = 4
 IPV6_HDR_LEN = 40
 FCS_LEN = 4
 MIN_FRAME = 60  # without FCS: shorter frames are padded on the wire
+# frame_len & RUNT_MASK == 0: a claim below MIN_FRAME + FCS_LEN (64, a power of two), a padded runt
+RUNT_MASK = 0xFFFF & ~(MIN_FRAME + FCS_LEN - 1)
 SHIM_VERSION = 1
 FLAG_RI = 0x8  # RI requested: nodes update rri
 FLAG_ECHO = 0x4  # rri_echo carries the destination's feedback

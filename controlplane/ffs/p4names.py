@@ -221,6 +221,7 @@ FATE = Table(
         for n, w in (
             ("parse_error", 1), ("parser_err", 16), ("routed", 1), ("managed", 1), ("margin", 16),
             ("ffs_state", 2), ("trust", 1), ("insert", 1), ("ipv4", 1), ("ipv6", 1), ("ipv6_next_hdr", 8),
+            ("frame_len", 16),
         )
     ),
     tuple(

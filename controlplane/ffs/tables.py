@@ -219,41 +219,46 @@ def ri_candidate_entries() -> list[TableEntry]:
 
 
 FATE_KEYS = ("parse_error", "parser_err", "routed", "managed", "margin", "ffs_state", "trust", "insert", "ipv4", "ipv6",
-             "ipv6_next_hdr")
+             "ipv6_next_hdr", "frame_len")
+RUNT = (0, C.RUNT_MASK)  # a masked key value: frame_len below 64 bytes
 
 
 def fate_entries() -> list[TableEntry]:
     """FfsIngress.fate in priority order (first match wins; a miss, a parse error, drops)."""
     t = N.FATE
-    rows: list[tuple[tuple[int | None, ...], str]] = [
-        ((0, 0, 0, None, None, None, None, None, None, None, None), "miss_drop"),
-        ((0, 0, 1, 0, None, None, None, None, None, None, None), "note_no_pair"),
-        ((0, 0, 1, 1, 0, None, None, None, None, None, None), "ffs_drop"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_VALID, 1, None, None, None, None), "rewrite_label"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_VALID, 0, None, None, None, None), "rewrite_reset_label"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_OPAQUE, None, None, None, None, None), "note_opaque"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 1, None, None), "insert_shim_v4"),
+    rows: list[tuple[tuple[int | tuple[int, int] | None, ...], str]] = [
+        ((0, 0, 0, None, None, None, None, None, None, None, None, None), "miss_drop"),
+        ((0, 0, 1, 0, None, None, None, None, None, None, None, None), "note_no_pair"),
+        ((0, 0, 1, 1, 0, None, None, None, None, None, None, None), "ffs_drop"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_VALID, 1, None, None, None, None, None), "rewrite_label"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_VALID, 0, None, None, None, None, None), "rewrite_reset_label"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_OPAQUE, None, None, None, None, None, None), "note_opaque"),
+        # a runt arrived padded: a shim in front of the padding would leave it behind the IP packet
+        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, None, None, None, RUNT), "forward"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 1, None, None, None), "insert_shim_v4"),
         # RFC 8200: a Hop-by-Hop header stays right after the IPv6 header; no shim in front of it
-        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 0, 1, C.IP_PROTO_HOPOPT), "forward"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 0, 1, None), "insert_shim_v6"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, None, None, None, None), "forward"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 0, 1, C.IP_PROTO_HOPOPT, None), "forward"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 0, 1, None, None), "insert_shim_v6"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, None, None, None, None, None), "forward"),
     ]
     widths = {k.name: k.width for k in t.keys}
-    return [
-        TableEntry(
-            t.name,
-            {n: Ternary(0, 0) if v is None else Ternary(v, (1 << widths[n]) - 1) for n, v in zip(FATE_KEYS, values)},
-            t.action(act).name,
-        )
-        for values, act in rows
-    ]
+
+    def key(name: str, v: int | tuple[int, int] | None) -> Ternary:
+        if v is None:
+            return Ternary(0, 0)
+        if isinstance(v, tuple):
+            return Ternary(*v)
+        return Ternary(v, (1 << widths[name]) - 1)
+
+    return [TableEntry(t.name, {n: key(n, v) for n, v in zip(FATE_KEYS, values)}, t.action(act).name)
+            for values, act in rows]
 
 
 def frame_check_entries() -> list[TableEntry]:
     """FfsEgress.egress_acct.frame_check (spec §7.3), first match wins; excess = pkt_length -
     (L2 header + IP length) mod 2^16. A frame passes if its bytes are what its IP length says, 4
-    more (pkt_length counts the FCS on hardware, not on tofino-model), or a claim below the
-    Ethernet minimum padded to it (with or without FCS); anything else is dropped."""
+    more (pkt_length counts the FCS on tofino-model and hardware), or a claim below the Ethernet
+    minimum padded to it (with or without FCS); anything else is dropped."""
     t = N.FRAME_CHECK
     ok = t.action("frame_ok").name
     any_len = Ternary(0, 0)

@@ -65,8 +65,11 @@
 #define ETH_HDR_LEN         14
 #define VLAN_TAG_LEN        4
 #define IPV6_HDR_LEN        40
-#define FCS_LEN             4       /* counted in the estimator's len; in pkt_length on hardware only */
+#define FCS_LEN             4       /* counted in the estimator's len, in pkt_length and in every counter */
 #define MIN_FRAME           60      /* the shortest Ethernet frame without FCS: shorter ones are padded */
+#define RUNT_MASK           0xFFC0  /* frame_len & RUNT_MASK == 0: a claim below 64 bytes (FCS included) */
+#define SHIM_LEN            8
+#define BRIDGE_LEN          2       /* bridge_h: the egress counters subtract it (adjust_byte_count) */
 
 typedef bit<PID_BITS> pid_t;
 

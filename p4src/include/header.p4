@@ -61,7 +61,8 @@ header ffs_h {
 /* Ingress to egress, in front of the frame (spec §7.3): the pair, so that the egress's frame
  * check can say which pair a lying frame came from. Never leaves the switch. */
 header bridge_h {
-    bit<3>  pad;
+    bit<2>  pad;
+    bit<1>  grown;        /* fate inserted a shim: the frame is 8 bytes longer than it arrived */
     bit<1>  managed;
     pid_t   pid;
 }
@@ -132,7 +133,8 @@ struct egress_metadata_t {
     bit<1>  strip;
     bit<1>  csum_update;
     bit<16> claimed;       /* L2 header + IP length: the frame its headers claim, FCS excluded */
-    bit<16> excess;        /* pkt_length - claimed (mod 2^16) */
+    bit<16> pkt_len;       /* pkt_length, plus the shim the ingress inserted (bridge.grown) */
+    bit<16> excess;        /* pkt_len - claimed (mod 2^16) */
     bit<1>  lies;          /* frame_check: the bytes disagree with the claim */
 }
 

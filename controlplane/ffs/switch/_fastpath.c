@@ -34,6 +34,8 @@ typedef unsigned __int128 u128;
 #define SHIM_LEN 8
 #define FCS_LEN 4
 #define MIN_FRAME 60
+/* the bytes a buffer holding a frame of n bytes needs for engine_process: padding, FCS, one shim */
+#define MAC_ROOM(n) (((n) < MIN_FRAME ? MIN_FRAME : (n)) + FCS_LEN + SHIM_LEN)
 #define SHIM_VERSION 1
 #define FLAG_RI 0x8
 #define FLAG_DEFAULTED 0x2
@@ -451,6 +453,9 @@ static inline void counter_count(uint64_t *pk, uint64_t *by, uint32_t index, uin
     by[index] += len;
 }
 
+/* FfsIngress.events is CounterType_t.PACKETS: its byte cells stay 0, as on Tofino */
+#define event_count(e, index) ((e)->events_pk[(index)] += 1)
+
 static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns) {
     double y = e->lpf_y[index];
     if (e->lpf_seen[index]) {
@@ -767,13 +772,15 @@ static void ri_candidate_apply(meta_t *md) {
         md->c_ri = md->congested ? md->c_cong : umax(md->c_cong, md->lcr);
 }
 
-/* EgressAccounting.frame_check: the const entries of ffs.tables.frame_check_entries, in order */
-static int frame_lies(const uint8_t *buf, size_t len) {
+/* EgressAccounting.frame_check: the const entries of ffs.tables.frame_check_entries, in order.
+ * pkt_length is the length the packet arrived with (FCS included); a shim the ingress inserted
+ * (grown, bridged) is added to it before the claim is compared. */
+static int frame_lies(const uint8_t *buf, size_t len, uint32_t pkt_length, int grown) {
     parsed_t p;
     /* the egress parser: an IP length wrapped by an inserted shim (65528 + 8) is still checked */
     if (parse_x(buf, len, &p, 0) < 0 || !p.ip_version) return 0;
-    uint32_t n = (uint32_t)len;
-    uint32_t excess = (n - claimed_len(&p, p.l3_len, 0)) & U16;
+    uint32_t n = pkt_length;
+    uint32_t excess = (n + (grown ? SHIM_LEN : 0) - claimed_len(&p, p.l3_len, 0)) & U16;
     uint32_t pad = MIN_FRAME - ETH_LEN;
     if (excess == 0 || excess == FCS_LEN) return 0;
     if (n == MIN_FRAME && excess >= 1 && excess <= pad) return 0;
@@ -781,9 +788,11 @@ static int frame_lies(const uint8_t *buf, size_t len) {
     return 1;
 }
 
-/* EgressAccounting: 0 when the frame was dropped (drop_malformed); pid < 0: no managed pair */
-static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid) {
-    if (frame_lies(buf, *len)) {
+/* EgressAccounting: 0 when the frame was dropped (drop_malformed); pid < 0: no managed pair. The
+ * counters count the frame as the TM holds it (*len, FCS included). */
+static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length,
+                             int grown) {
+    if (frame_lies(buf, *len, pkt_length, grown)) {
         counter_count(e->malformed_pk, e->malformed_by, port, *len);
         if (pid >= 0) counter_count(e->pair_malformed_pk, e->pair_malformed_by, (uint32_t)pid, *len);
         return 0;
@@ -798,9 +807,8 @@ static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port
     return 1;
 }
 
-/* Pipeline.process. buf holds *len bytes and has room for SHIM_LEN more. Returns the egress
- * port, or -1 - reason; *pid_out is the pair of a managed packet, else -1. */
-static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out) {
+/* Pipeline.process on the frame as the MAC hands it over (mac_frame): *len counts the FCS. */
+static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out) {
     size_t frame_len = *len;
     meta_t md;
     memset(&md, 0, sizeof(md)); /* @pa_auto_init_metadata */
@@ -811,7 +819,7 @@ static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress
     *pid_out = -1;
     parsed_t p;
     if (parse(buf, *len, &p) < 0) { /* fate: parse_drop */
-        counter_count(e->events_pk, e->events_by, EVENT_PARSE_ERROR, frame_len);
+        event_count(e, EVENT_PARSE_ERROR);
         return -1 - R_PARSE_ERROR;
     }
     ingress_parser_metadata(buf, &p, &md);
@@ -830,19 +838,21 @@ static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress
     /* FfsIngress.fate: the const entries of ffs.tables.fate_entries, in order */
     if (md.managed && md.margin == 0) counter_count(e->pair_drops_pk, e->pair_drops_by, md.pid, frame_len);
     if (!md.routed) { /* miss_drop */
-        counter_count(e->events_pk, e->events_by, EVENT_ROUTE_MISS, frame_len);
+        event_count(e, EVENT_ROUTE_MISS);
         return -1 - R_ROUTE_MISS;
     }
     if (!md.managed) { /* note_no_pair */
-        counter_count(e->events_pk, e->events_by, EVENT_NO_PAIR, frame_len);
-        return egress_acct_apply(e, buf, len, md.egress_port, -1) ? (int)md.egress_port : -1 - R_MALFORMED;
+        event_count(e, EVENT_NO_PAIR);
+        return egress_acct_apply(e, buf, len, md.egress_port, -1, (uint32_t)frame_len, 0) ? (int)md.egress_port
+                                                                                          : -1 - R_MALFORMED;
     }
     *pid_out = (int)md.pid;
     if (md.margin == 0) { /* ffs_drop */
-        counter_count(e->events_pk, e->events_by, EVENT_FFS_DROP, frame_len);
+        event_count(e, EVENT_FFS_DROP);
         return -1 - R_FFS_DROP;
     }
     uint32_t rf_out = umin(md.rf_norm, md.ltau);
+    int grown = 0;
     if (md.ffs_state == FFS_STATE_VALID) {
         wr16(buf, p.shim + RF_OFF, rf_out);
         if (md.trust) /* rewrite_label */
@@ -850,11 +860,31 @@ static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress
         else /* rewrite_reset_label */
             buf[p.shim] |= FLAG_DEFAULTED;
     } else if (md.ffs_state == FFS_STATE_OPAQUE) { /* note_opaque */
-        counter_count(e->events_pk, e->events_by, EVENT_OPAQUE_SHIM, frame_len);
-    } else if (md.insert && (p.ip_version == 4 || (p.ip_version == 6 && buf[p.l3 + 6] != IP_PROTO_HOPOPT))) {
-        insert_shim(buf, len, &p, rf_out); /* insert_shim_v4 / _v6; never before a Hop-by-Hop header */
+        event_count(e, EVENT_OPAQUE_SHIM);
+    } else if (md.insert && md.frame_len >= MIN_FRAME + FCS_LEN &&
+               (p.ip_version == 4 || (p.ip_version == 6 && buf[p.l3 + 6] != IP_PROTO_HOPOPT))) {
+        /* insert_shim_v4 / _v6: never into a padded runt, never before a Hop-by-Hop header */
+        insert_shim(buf, len, &p, rf_out);
+        grown = 1;
     } /* else forward */
-    return egress_acct_apply(e, buf, len, md.egress_port, (int)md.pid) ? (int)md.egress_port : -1 - R_MALFORMED;
+    return egress_acct_apply(e, buf, len, md.egress_port, (int)md.pid, (uint32_t)frame_len, grown) ? (int)md.egress_port
+                                                                                                : -1 - R_MALFORMED;
+}
+
+/* Pipeline.process. buf holds *len bytes and has room for MAC_ROOM(*len) bytes. The frame is
+ * padded to the Ethernet minimum and followed by a zero FCS, as the MAC hands it to the pipeline
+ * (ffs.switch.tna.mac_frame); a forwarded frame leaves without its last 4 bytes (mac_output).
+ * Returns the egress port, or -1 - reason; *pid_out is the pair of a managed packet, else -1. */
+static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out) {
+    if (*len < MIN_FRAME) {
+        memset(buf + *len, 0, MIN_FRAME - *len);
+        *len = MIN_FRAME;
+    }
+    memset(buf + *len, 0, FCS_LEN);
+    *len += FCS_LEN;
+    int out = engine_process_mac(e, buf, len, ingress_port, t_ns, pid_out);
+    *len -= FCS_LEN;
+    return out;
 }
 
 /* --- the Engine as a Python type --------------------------------------------------------------- */
@@ -991,7 +1021,7 @@ static PyObject *Engine_process(Engine *self, PyObject *const *args, Py_ssize_t 
     }
     uint8_t stack[STACK_FRAME];
     size_t len = (size_t)in.len;
-    uint8_t *buf = len + SHIM_LEN <= STACK_FRAME ? stack : malloc(len + SHIM_LEN);
+    uint8_t *buf = MAC_ROOM(len) <= STACK_FRAME ? stack : malloc(MAC_ROOM(len));
     if (!buf) {
         PyBuffer_Release(&in);
         return PyErr_NoMemory();
@@ -1293,8 +1323,8 @@ static int Trace_init(Trace *self, PyObject *args, PyObject *kwds) {
     }
     self->nqueues = nq;
     Py_DECREF(qs);
-    /* every hop may insert one shim */
-    self->maxlen += (size_t)SHIM_LEN * (size_t)(ne + 1);
+    /* every hop may insert one shim; the MAC pads and appends the FCS (MAC_ROOM) */
+    self->maxlen = MAC_ROOM(self->maxlen) + (size_t)SHIM_LEN * (size_t)(ne + 1);
     self->buf = malloc(self->maxlen);
     if (!self->buf) {
         PyErr_NoMemory();
@@ -1326,7 +1356,7 @@ static PyObject *Trace_run_until(Trace *self, PyObject *arg) {
         int hops = 0;
         for (;;) {
             int pid;
-            if (len + SHIM_LEN > self->maxlen) { /* cannot happen: one shim per hop at most */
+            if (MAC_ROOM(len) > self->maxlen) { /* cannot happen: one shim per hop at most */
                 PyErr_SetString(PyExc_RuntimeError, "frame grew beyond the trace buffer");
                 return NULL;
             }

@@ -29,7 +29,7 @@ from ffs.switch.packet import (
     strip_shim,
 )
 from ffs.tables import claimed_frame_len
-from ffs.switch.tna import Counter, Lpf, MatchTable, Random16, Register, const_table, sat_sub
+from ffs.switch.tna import Counter, Lpf, MatchTable, Random16, Register, const_table, mac_frame, mac_output, sat_sub
 
 U16 = 0xFFFF
 U32 = 0xFFFFFFFF
@@ -375,19 +375,22 @@ class EgressAccounting:
     def count_accepted(self, port: int, frame_len: int) -> None:
         self.accepted.count(port, frame_len)
 
-    def lies(self, buf: bytearray) -> bool:
-        """frame_check (spec §7.3): do the frame's bytes disagree with its IP length field? The
-        software switch's frames carry no FCS, like tofino-model's pkt_length. FfsEgressParser
-        extracts the shim whatever the IP length says, so a length that an inserted shim wrapped
-        (65528..65535 + 8) is checked, not passed as unreadable."""
+    def lies(self, buf: bytearray, pkt_length: int, grown: bool) -> bool:
+        """frame_check (spec §7.3): do the frame's bytes disagree with its IP length field?
+        `pkt_length` is eg_intr_md.pkt_length, the length the packet arrived with, FCS included (on
+        tofino-model it does not follow the ingress deparser): a shim the ingress inserted
+        (`grown`, bridged) is added to it. FfsEgressParser extracts the shim whatever the IP
+        length says, so a length that an inserted shim wrapped (65528..65535 + 8) is checked, not
+        passed as unreadable."""
         try:
             p = parse(buf, ingress=False)
         except ParseError:  # the egress parser accepts what it cannot read: not checked
             return False
         if not p.ip_version:
             return False
-        excess = (len(buf) - claimed_frame_len(p.l3_len, p.ip_version == 6, p.vlan, fcs=False)) & 0xFFFF
-        action, _ = self.frame_check.lookup(excess, len(buf))
+        pkt_len = pkt_length + (C.SHIM_LEN if grown else 0)
+        excess = (pkt_len - claimed_frame_len(p.l3_len, p.ip_version == 6, p.vlan, fcs=False)) & 0xFFFF
+        action, _ = self.frame_check.lookup(excess, pkt_length)
         return action == "frame_lies"
 
     @staticmethod
@@ -399,10 +402,11 @@ class EgressAccounting:
         if p.shim and p.ffs_state == C.FFS_STATE_VALID:  # a shim it does not understand stays (spec §6)
             strip_shim(buf, p)
 
-    def apply(self, buf: bytearray, port: int, pid: int | None = None) -> bool:
+    def apply(self, buf: bytearray, port: int, pkt_length: int, pid: int | None = None, grown: bool = False) -> bool:
         """False: the frame was dropped (drop_malformed), counted in `malformed` and, for a managed
-        pair (`pid`, bridged from the ingress), in `pair_malformed`."""
-        if self.lies(buf):
+        pair (`pid`, bridged from the ingress), in `pair_malformed`. The counters count the frame
+        as the TM holds it (`buf`, FCS included)."""
+        if self.lies(buf, pkt_length, grown):
             self.malformed.count(port, len(buf))
             if pid is not None:
                 self.pair_malformed.count(pid, len(buf))
@@ -440,6 +444,7 @@ class Fate:
         action, _ = self.fate.lookup(
             0, 0, md.routed, md.managed, md.margin, md.ffs_state, md.trust, md.insert,
             int(p.ip_version == 4), int(p.ip_version == 6), buf[p.l3 + 6] if p.ip_version == 6 else 0,
+            md.frame_len,
         )
         if md.managed and md.margin == 0:  # count_pair_drop
             self.pair_drops.count(md.pid, frame_len)
@@ -516,7 +521,7 @@ class Pipeline:
         """One frame arriving on `ingress_port` at time `t_ns` (the LPF's clock)."""
         if not 0 <= ingress_port < C.NUM_PORTS:
             raise ValueError(f"ingress port {ingress_port} out of range 0..{C.NUM_PORTS - 1}")
-        buf = bytearray(frame)
+        buf = mac_frame(frame)  # padded, with its FCS: what the parser, pkt_length and counters see
         frame_len = len(buf)
         md = Meta()
         md.ifindex, trust, insert = self.port_metadata.get(ingress_port, (0, 0, 0))
@@ -551,10 +556,11 @@ class Pipeline:
             return Result(None, None, DROP_FFS, md.pid)
         if action == "parse_drop":
             return Result(None, None, DROP_PARSE_ERROR)
-        return self._egress(buf, md.egress_port, md.pid if md.managed else None)
+        grown = action in ("insert_shim_v4", "insert_shim_v6")
+        return self._egress(buf, md.egress_port, frame_len, md.pid if md.managed else None, grown)
 
-    def _egress(self, buf: bytearray, port: int, pid: int | None) -> Result:
-        """The TM (no queue: FFS decides before it) and `FfsEgress.apply`."""
-        if not self.egress_acct.apply(buf, port, pid):
+    def _egress(self, buf: bytearray, port: int, pkt_length: int, pid: int | None, grown: bool) -> Result:
+        """The TM (no queue: FFS decides before it) and `FfsEgress.apply`, with the bridge."""
+        if not self.egress_acct.apply(buf, port, pkt_length, pid, grown):
             return Result(None, None, DROP_MALFORMED, pid)
-        return Result(port, bytes(buf), None, pid)
+        return Result(port, mac_output(buf), None, pid)

@@ -16,6 +16,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ffs import constants as C
 from ffs import p4names as N
 from ffs.driver.base import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary
 
@@ -25,6 +26,22 @@ U32 = 0xFFFFFFFF
 
 class ControlError(ValueError):
     """A control-plane operation the target refuses; the message is one line."""
+
+
+def mac_frame(frame: bytes | bytearray) -> bytearray:
+    """The packet as a Tofino MAC hands it to the pipeline (spec §8): padded to the Ethernet
+    minimum of 60 bytes and followed by its 4-byte FCS (tofino-model appends zeros). The parser may
+    read into the FCS, and pkt_length and every counter count it; the egress MAC replaces the last
+    4 bytes of what the deparser emits (`mac_output`)."""
+    out = bytearray(frame)
+    if len(out) < C.MIN_FRAME:
+        out += bytes(C.MIN_FRAME - len(out))
+    return out + bytes(C.FCS_LEN)
+
+
+def mac_output(buf: bytearray) -> bytes:
+    """The frame that leaves: what the deparser emitted without its last 4 bytes (the FCS)."""
+    return bytes(buf[: -C.FCS_LEN])
 
 
 def sat_sub(a: int, b: int) -> int:
@@ -287,10 +304,14 @@ class Counter:
         self.spec = spec
         self.packets = _zeros("Q", spec.size)
         self.bytes = _zeros("Q", spec.size)
+        # the P4 CounterType_t: a PACKETS counter's byte cells stay 0 (and a BYTES one's packets)
+        self._pk, self._by = spec.kind != "BYTES", spec.kind != "PACKETS"
 
     def count(self, index: int, length: int) -> None:
-        self.packets[index] = (self.packets[index] + 1) & 0xFFFFFFFFFFFFFFFF
-        self.bytes[index] = (self.bytes[index] + length) & 0xFFFFFFFFFFFFFFFF
+        if self._pk:
+            self.packets[index] = (self.packets[index] + 1) & 0xFFFFFFFFFFFFFFFF
+        if self._by:
+            self.bytes[index] = (self.bytes[index] + length) & 0xFFFFFFFFFFFFFFFF
 
     def read(self, index: int) -> CounterValue:
         return CounterValue(self.packets[index], self.bytes[index])

@@ -4,7 +4,7 @@
  * The ingress weighs a packet by the frame its headers claim (spec §4): it has no frame length on
  * Tofino. Here the real length is known, so a frame whose bytes disagree with its IP length field
  * is dropped before it leaves: a lying length delivers nothing and adds nothing to A_j. Allowed:
- * exact agreement, 4 bytes more (pkt_length counts the FCS on hardware, not on tofino-model), and
+ * exact agreement, 4 bytes more (pkt_length counts the FCS: tofino-model does, as hardware does), and
  * Ethernet padding of a claim below 60 bytes. */
 #ifndef _FFS_EGRESS_ACCOUNTING_P4_
 #define _FFS_EGRESS_ACCOUNTING_P4_
@@ -26,18 +26,20 @@ control EgressAccounting(inout headers_t hdr,
         md.lies = 1;
     }
 
-    /* Beside frame_check: an action addresses each indirect counter with one expression only. */
+    /* Beside frame_check: an action addresses each indirect counter with one expression only.
+     * Every counter counts the frame with its FCS, as the ingress's do: the TM's packet also
+     * carries bridge_h, which adjust_byte_count takes off. */
     action count_accepted() {
-        accepted.count(eg_intr_md.egress_port);
+        accepted.count(eg_intr_md.egress_port, BRIDGE_LEN);
     }
 
     action drop_malformed() {
         eg_dprsr_md.drop_ctl = 1;
-        malformed.count(eg_intr_md.egress_port);
+        malformed.count(eg_intr_md.egress_port, BRIDGE_LEN);
     }
 
     action count_pair_malformed() {
-        pair_malformed.count(hdr.bridge.pid);
+        pair_malformed.count(hdr.bridge.pid, BRIDGE_LEN);
     }
 
     /* First match wins. The same entries as ffs.tables.frame_check_entries (tests/test_p4_schema.py). */
@@ -97,7 +99,14 @@ control EgressAccounting(inout headers_t hdr,
         } else {
             md.claimed = hdr.ipv4.total_len |+| (bit<16>)ETH_HDR_LEN;
         }
-        md.excess = eg_intr_md.pkt_length - md.claimed;
+        /* pkt_length is the length the packet arrived with (tofino-model; docs/pipeline.md): a shim
+         * the ingress inserted is taken off the claim instead */
+        if (hdr.bridge.grown == 1) {
+            md.pkt_len = eg_intr_md.pkt_length + SHIM_LEN;
+        } else {
+            md.pkt_len = eg_intr_md.pkt_length;
+        }
+        md.excess = md.pkt_len - md.claimed;
         if (hdr.ipv4.isValid() || hdr.ipv6.isValid()) {
             frame_check.apply();
         } else {
