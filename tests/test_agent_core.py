@@ -223,3 +223,16 @@ def test_ffs_c85_target(tmp_path):
     res = clock.run(2.0)
     total = sum(rates(res, 2.0).values())
     assert total == pytest.approx(0.85 * 20 * M, rel=0.06)  # A settles at the target, not the line rate
+
+
+def test_an_lpf_spec_matches_its_read_back_within_the_targets_rounding():
+    """Tofino stores LPF time constants in a float format of its own: tofino-model reads 20 ms back
+    as 19.980488 ms. The agent's slow check must take that for the spec it wrote (rewriting all
+    4096 specs every check stalled its τ loop for 13 s on tofino-model), and still see a real change."""
+    from ffs.driver.base import LpfSpec
+
+    spec = LpfSpec("RATE", 20e6, 20e6, 4)
+    assert spec.matches(LpfSpec("RATE", 19980488.0, 19980488.0, 4))
+    assert not spec.matches(LpfSpec("RATE", 10e6, 20e6, 4))
+    assert not spec.matches(LpfSpec("SAMPLE", 20e6, 20e6, 4))
+    assert not spec.matches(LpfSpec("RATE", 20e6, 20e6, 5))

@@ -153,8 +153,10 @@ class AgentService:
                 next_t += self.config.period_s
                 if self.stop_event.wait(max(0.0, next_t - time.monotonic())):
                     break
-                if time.monotonic() - next_t > 5 * self.config.period_s:
-                    next_t = time.monotonic()  # we fell far behind (a stall): do not burst
+                if time.monotonic() - next_t > self.config.period_s:
+                    # a step or the switch stalled: start again from now rather than run the
+                    # missed steps back to back, each of which would measure a sliver of time
+                    next_t = time.monotonic()
                 try:
                     with self.lock:
                         self.agent.ensure_installed()

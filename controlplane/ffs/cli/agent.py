@@ -69,7 +69,8 @@ def make_driver(target: str, switch: str) -> Driver:
               help="F estimator output scale-down (0..31); default: sized for the node's fastest port (spec §4).")
 @click.option("--delta-fraction", default=0.01, show_default=True, help="tau damping: delta = this * target.")
 @click.option("--max-decrease", default=0.25, show_default=True, help="Largest tau decrease per period.")
-@click.option("--frame-overhead", default=14, show_default=True, help="Bytes per packet the counters count beyond the IP packet.")
+@click.option("--frame-overhead", default=18, show_default=True,
+              help="Bytes per packet the counters count beyond the IP packet (Ethernet header and FCS).")
 @click.option("--metrics-port", default=None, type=int, help="Serve Prometheus metrics on PORT (off by default).")
 @click.option("--metrics-address", default="127.0.0.1", show_default=True,
               help="Address of the metrics server; anything but loopback only if you mean it.")
