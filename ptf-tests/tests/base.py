@@ -10,7 +10,9 @@ Test params (ptf --test-params "k='v';..."):
   packets    'large' or 'small' sizes for the tests that send thousands of packets, or a number;
              default 'small' on tofino (tofino-model manages a few thousand packets/s), else 'large'.
   send_gap_ms  pause between packets of a burst (default 0; the tofino-model runner sets 1).
-  counter_byte_adjust  bytes a target counts per packet beyond the frame PTF sends (the SDE sets it).
+  counter_byte_adjust  bytes a target counts per packet beyond the frame and its FCS (the SDE's runner
+             passes 0; every counter counts the frame with its FCS, on tofino-model, hardware and
+             the software switch, spec §7.3).
 Test bodies use only the Driver interface, never bfrt_grpc.
 """
 
@@ -86,7 +88,9 @@ def packets(large: int, small: int) -> int:
 
 
 def byte_adjust() -> int:
-    return int(params().get("counter_byte_adjust", 0))
+    """Bytes a counter counts per packet beyond the frame PTF sent: its FCS, and whatever more the
+    target's `counter_byte_adjust` says."""
+    return C.FCS_LEN + int(params().get("counter_byte_adjust", 0))
 
 
 def make_driver() -> Driver:

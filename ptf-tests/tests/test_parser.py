@@ -103,25 +103,38 @@ class NonFfsTraffic(FfsTest):
 
 
 class TruncatedShimDropped(FfsTest):
-    """A frame that ends inside the shim, or an IP length that does not cover it, is dropped at
-    ingress and counted as a parse error (spec §2)."""
+    """A frame that ends inside the shim, or an IP length that does not cover it, is dropped (spec
+    §2). The parser reads the frame as the MAC hands it over, padded to 60 bytes and followed by its
+    4-byte FCS: if that still ends inside the shim, it is a parse error at ingress; if the FCS or the
+    padding completes the shim, the IP length claims bytes the frame lacks, and the egress drops the
+    lie (malformed). An IP length short of the shim is a parse error at once."""
 
     def runTest(self):
         shim = bytes([0x18, 17]) + encode(2.0).to_bytes(2, "big") + b"\xff\xff\x00\x00"
         eth = Ether(src=MAC_SRC, dst=MAC_DST)
-        cases = {
-            # 78-byte frame (no padding on any link): IPv4 with IHL 15 and 4 of the shim's 8 bytes
-            "frame ends inside the shim (IPv4)": eth / IP(src=SRC4, dst=DST4, proto=253, options=OPTIONS_MAX, len=168) / shim[:4],
-            "frame ends inside the shim (IPv6)": eth / IPv6(src=SRC6, dst=DST6, nh=253, plen=108) / shim[:4],
-            "IPv4 total_len < 4·IHL + 8": eth / IP(src=SRC4, dst=DST4, proto=253, len=24) / shim / bytes(100),
-            "IPv6 payload_len < 8": eth / IPv6(src=SRC6, dst=DST6, nh=253, plen=7) / shim / bytes(100),
-        }
-        for what, pkt in cases.items():
+        cases = {}
+        for kept in (0, 3, 4, 7):  # IHL 15: the shim starts at byte 74, beyond any padding
+            fate = "parse_error" if kept + C.FCS_LEN < C.SHIM_LEN else "malformed"
+            cases[f"IPv4 frame ends {8 - kept} bytes inside the shim"] = (
+                eth / IP(src=SRC4, dst=DST4, proto=253, options=OPTIONS_MAX, len=168) / shim[:kept], fate)
+        # a 58-byte IPv6 frame with 4 bytes of the shim: padded to 60, its shim is read whole
+        cases["IPv6 runt, payload_len 108"] = (eth / IPv6(src=SRC6, dst=DST6, nh=253, plen=108) / shim[:4], "malformed")
+        cases["IPv4 total_len < 4·IHL + 8"] = (eth / IP(src=SRC4, dst=DST4, proto=253, len=24) / shim / bytes(100),
+                                               "parse_error")
+        cases["IPv6 payload_len < 8"] = (eth / IPv6(src=SRC6, dst=DST6, nh=253, plen=7) / shim / bytes(100), "parse_error")
+        for what, (pkt, fate) in cases.items():
             before = self.counts()
+            malformed = self.driver.read_counters(N.MALFORMED.name, [OUT])[OUT].packets
             self.send(pkt)
             self.expect_nothing(timeout=0.3)
             delta = self.since(before)
-            self.assert_events(delta, parse_error=1)
+            lies = self.driver.read_counters(N.MALFORMED.name, [OUT])[OUT].packets - malformed
+            if fate == "parse_error":
+                self.assert_events(delta, parse_error=1)
+                self.assertEqual((delta.r.packets, lies), (0, 0), what)
+            else:  # parsed, counted in R with its claim, dropped by the egress's frame check
+                self.assert_events(delta)
+                self.assertEqual((delta.r.packets, lies), (1, 1), what)
             self.assertEqual(delta.accepted[OUT].packets, 0, what)
 
 
