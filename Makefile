@@ -32,7 +32,7 @@ endif
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 
-.PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
+.PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
@@ -42,6 +42,7 @@ help:
 	@echo "make ptf-list     the PTF tests and their groups"
 	@echo "make demo         (root) FFS isolating a sender from a flood, live, on the software switch"
 	@echo "make netns-up     (root) namespaces and veths of TOPO=$(TOPO); make netns-down removes them"
+	@echo "make differential-model (root, SDE) the same probes through tofino-model and the software switch; PACKETS=3000"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
 	@echo "make bench-switchd the agent's period on bf_switchd + tofino-model (SDE, compiled ffs, root)"
 	@echo "make bench-sim    the exact allocator at Internet scale: time and memory of the network study, 200-2000 ASes"
@@ -97,6 +98,13 @@ ptf-list:
 
 demo: $(SETUP_STAMP)
 	$(PYTHON) -m ffs.demo $(TOPO) --duration $(DURATION)
+
+# The differential run (docs/testing.md): ffs-agent programs tofino-model + bf_switchd from
+# topologies/differential.yaml; seeded probes through the model and the software switch must agree
+PACKETS ?= 3000
+differential-model:
+	@[ -n "$$SDE_INSTALL" ] || { echo "make differential-model: set SDE and SDE_INSTALL (a Tofino SDE with tofino-model)" >&2; exit 2; }
+	$(PYTHON) -m ffs.differential --start-sde --packets $(PACKETS)
 
 bench-switch:
 	$(PYTHON) bench/bench_switch.py

@@ -1,8 +1,9 @@
-"""tofino-model + bf_switchd for tests that drive the SDE's real bfrt_grpc client.
+"""tofino-model + bf_switchd, started with the SDE's own run scripts ($SDE/run_tofino_model.sh,
+$SDE/run_switchd.sh) as a user starts them: for the tests that drive the SDE's real bfrt_grpc
+client and for the differential run (ffs.differential).
 
-Uses the SDE's own run scripts ($SDE/run_tofino_model.sh, $SDE/run_switchd.sh), as a user would.
-`sde_missing(program)` says why such a test must be skipped (no SDE, not root, program not
-installed); `Sde` starts the two processes with their logs in a directory of the test's, waits for
+`sde_missing(program)` says why they cannot run here (no SDE, not root, program not installed);
+`Sde` starts the two processes with their logs in a directory of the caller's, waits for
 BF-Runtime to answer, and stops them with a plain kill (a signal they exit cleanly on).
 """
 
@@ -14,7 +15,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 GRPC_PORT = 50052  # bf_switchd's BF-Runtime server; fixed by the SDE
 
@@ -132,7 +133,7 @@ class Sde:
         self.start()
 
 
-def running_sde(program: str, tmp_path_factory, logs: str) -> Iterator[Sde]:
+def running_sde(program: str, tmp_path_factory: Any, logs: str) -> Iterator[Sde]:
     """The body of a module fixture: tofino-model and bf_switchd with `program`, stopped after."""
     s = Sde(program, tmp_path_factory.mktemp(logs))
     try:

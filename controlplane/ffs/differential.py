@@ -1,0 +1,543 @@
+"""The differential run: the same packets, with the same table state, through a Tofino
+(tofino-model + bf_switchd, programmed by ffs-agent from a topology) and through the software
+switch (docs/spec.md §8, design decision D4). Every deterministic output must agree exactly.
+
+    ffs-agent installs the node  ->  the Tofino's tables are read back  ->  the same state is loaded
+    into a software switch  ->  each phase sets its egress states on both  ->  seeded probes go
+    out of the PTF-side veths (tagged in the source MAC), come back on any port, and are compared
+    with what the software switch emits for them
+
+Phase "exact": every egress uncongested (γ = 1): each probe's fate (egress port or drop) and its
+output bytes, and every counter's delta (R, drops, events, A, malformed, per pair and per port).
+Phase "congested": the node's egresses congested at chosen τ: probes whose γ is 0 or 1 in the
+software switch agree exactly; a probe with 0 < γ < 1 (a random draw decides) agrees byte for
+byte where both targets forward it; R agrees exactly. Phase "gamma": one packet kind at γ = 1/2,
+forwarded by each target within a 4σ binomial bound of n/2.
+
+The F estimator forgets between packets on both (LPF time constant 1 ns), so F is the packet's own
+weight and nothing depends on the two targets' clocks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import select
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ffs import constants as C
+from ffs import p4names as N
+from ffs import tables as T
+from ffs.agent.program import pairs_of
+from ffs.driver.base import Driver, Exact, LpfSpec, TableEntry, Update
+from ffs.frames import ipv4_frame, ipv6_frame, shim
+from ffs.labels import encode
+from ffs.topology import Node, load
+
+FORGETFUL = LpfSpec("RATE", 1.0, 1.0, C.LPF_SCALE_DOWN)
+TAG = b"\x02\xff"  # source MAC = 02:ff:<probe number, 32 bits>
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+SOL_PACKET, PACKET_AUXDATA = 263, 8
+TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_TPID_VALID = 0x10, 0x40
+
+
+# --- probes --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Probe:
+    seq: int
+    port: int  # device port it enters
+    frame: bytes
+    kind: str  # what the generator meant it to exercise
+
+
+def _tagged(frame: bytes, seq: int) -> bytes:
+    return frame[:6] + TAG + struct.pack("!I", seq) + frame[12:]
+
+
+def _vlan(frame: bytes, vid: int) -> bytes:
+    return frame[:12] + struct.pack("!HH", 0x8100, vid) + frame[12:]
+
+
+def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], prefixes6: list[str]) -> list[Probe]:
+    """`n` seeded probes over the ingress `ports`: IPv4 with and without options, IPv6, 802.1Q,
+    shim absent / valid (labels over the whole code range) / opaque / cut short, IP lengths that
+    lie, runts, an IPv6 Hop-by-Hop header, destinations routed and not, non-IP frames."""
+    rng = random.Random(seed)
+    out: list[Probe] = []
+
+    def host4(routed: bool) -> str:
+        return f"{rng.choice(prefixes4).rsplit('.', 1)[0]}.{rng.randint(1, 254)}" if routed else f"192.0.2.{rng.randint(1, 254)}"
+
+    def host6(routed: bool) -> str:
+        return f"{rng.choice(prefixes6).split('::')[0]}::{rng.randint(1, 0xFFFF):x}" if routed else f"2001:db8::{rng.randint(1, 0xFFFF):x}"
+
+    def label() -> int:
+        r = rng.random()
+        if r < 0.15:
+            return rng.choice([0, 1, C.RF_CODE_MIN - 1, C.RF_CODE_MAX + 1, 0xFFFF])  # clamped on arrival
+        if r < 0.3:
+            return rng.choice([C.RF_CODE_MIN, C.CODE_ONE, C.RF_CODE_MAX])
+        return rng.randint(C.RF_CODE_MIN, C.RF_CODE_MAX)
+
+    for seq in range(n):
+        port = rng.choice(ports)
+        routed = rng.random() < 0.9
+        v6 = rng.random() < 0.35
+        payload = rng.choice([0, 6, 26, 100, 500, 1000, 1400]) if rng.random() < 0.8 else rng.randint(0, 1400)
+        r = rng.random()
+        kind = "none" if r < 0.3 else "valid" if r < 0.75 else "opaque" if r < 0.85 else "cut"
+        flags = rng.choice([0, C.FLAG_RI, C.FLAG_RI | C.FLAG_ECHO, C.FLAG_DEFAULTED, C.FLAG_RI | C.FLAG_DEFAULTED])
+        rri = rng.choice([C.CODE_MAX, C.CODE_ONE, rng.randint(0, 0xFFFF)])
+        version = C.SHIM_VERSION
+        if kind == "opaque":
+            version, flags = (2, flags) if rng.random() < 0.5 else (C.SHIM_VERSION, flags | C.FLAG_RESERVED)
+        sh = shim(label(), flags, 17, rri, rng.randint(0, 0xFFFF), version) if kind != "none" else None
+        if v6:
+            nh = 0 if kind == "none" and rng.random() < 0.1 else 17  # a Hop-by-Hop header: no shim in front of it
+            f = ipv6_frame("fd00:9::1", host6(routed), payload + (C.SHIM_LEN if sh else 0), sh, proto=nh)
+        else:
+            words = rng.choice([0, 0, 0, 1, 3, 10])
+            f = ipv4_frame("10.0.9.1", host4(routed), 20 + 4 * words + payload + (C.SHIM_LEN if sh else 0), sh,
+                           options=b"\x01" * (4 * words))
+        vlan = rng.random() < 0.15
+        if vlan:
+            f = _vlan(f, rng.randint(1, 4094))
+        l3 = C.ETH_HDR_LEN + (C.VLAN_TAG_LEN if vlan else 0)
+        what = f"{'ipv6' if v6 else 'ipv4'}{' vlan' if vlan else ''} shim={kind}"
+        if kind == "cut":  # the frame ends inside the shim
+            shim_at = l3 + (40 if v6 else (f[l3] & 0xF) * 4)
+            f = f[: shim_at + rng.randint(0, C.SHIM_LEN - 1)]
+        elif rng.random() < 0.12:  # the IP length lies
+            claim = rng.choice([0, 20, 65535, rng.randint(0, 65535)])
+            f = bytearray(f)
+            f[l3 + (4 if v6 else 2): l3 + (6 if v6 else 4)] = struct.pack("!H", claim)
+            f = bytes(f)
+            what += f" lying-length={claim}"
+        if rng.random() < 0.03:  # not IP
+            f = f[:12] + b"\x08\x06" + bytes(28)
+            what = "arp"
+        out.append(Probe(seq, port, _tagged(f, seq), what))
+    return out
+
+
+def tag_of(frame: bytes) -> int | None:
+    return struct.unpack("!I", frame[8:12])[0] if len(frame) >= 14 and frame[6:8] == TAG else None
+
+
+# --- the two targets' state ---------------------------------------------------------------------
+
+
+def read_state(driver: Driver) -> list[Update]:
+    """Every writable table's entries and default action, and the port metadata, as updates that
+    load them into another target."""
+    ups: list[Update] = []
+    for t in N.TABLES:
+        if t.const_entries:
+            continue
+        ups += [Update("insert", e) for e in driver.read_table(t.name)]
+        d = driver.read_default(t.name)
+        ups.append(Update("set_default", TableEntry(t.name, {}, d.action, dict(d.params))))
+    ups += [Update("insert", e) for e in driver.read_table(N.PORT_METADATA.name)]
+    return ups
+
+
+def egress_updates(node: Node, states: dict[str, tuple[float | None, bool]]) -> list[Update]:
+    """set_egress for each egress: τ (None: ∞) and congested."""
+    out = []
+    for e, (tau, congested) in sorted(states.items()):
+        params = T.egress_params(tau, congested, None)
+        out.append(Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(node.interfaces[e].port)},
+                                               "set_egress", params)))
+    return out
+
+
+COUNTERS = (N.PAIR_BYTES, N.PAIR_DROPS, N.EVENTS, N.ACCEPTED, N.MALFORMED, N.PAIR_MALFORMED)
+
+
+def counters(driver: Driver) -> dict[str, dict[int, tuple[int, int]]]:
+    return {c.name: {i: (v.packets, v.bytes) for i, v in driver.read_counters(c.name).items()} for c in COUNTERS}
+
+
+def counter_delta(after: dict, before: dict) -> dict[str, dict[int, tuple[int, int]]]:
+    out: dict[str, dict[int, tuple[int, int]]] = {}
+    for name, cells in after.items():
+        d = {}
+        for i, (p, b) in cells.items():
+            p0, b0 = before.get(name, {}).get(i, (0, 0))
+            if (p - p0, b - b0) != (0, 0):
+                d[i] = ((p - p0) % (1 << 64), (b - b0) % (1 << 64))
+        out[name] = d
+    return out
+
+
+# --- the wire ------------------------------------------------------------------------------------
+
+
+class Wire:
+    """Raw sockets on the test side of each device port (the port map's veth2): send a frame into
+    a port, collect every frame the target emits, keyed by the probe tag in its source MAC."""
+
+    def __init__(self, port_map: dict[int, str]) -> None:
+        self.socks: dict[int, socket.socket] = {}
+        for port, ifname in port_map.items():
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
+            s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)  # the kernel takes 802.1Q tags off: get them back
+            s.bind((ifname, 0))
+            self.socks[port] = s
+        self.got: dict[int, list[tuple[int, bytes]]] = {}
+        self.other = 0  # frames without a probe tag (the kernel's own, or a target's)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._collect, daemon=True)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        by_fd = {s.fileno(): (p, s) for p, s in self.socks.items()}
+        while not self._stop.is_set():
+            ready, _, _ = select.select(list(by_fd), [], [], 0.1)
+            for fd in ready:
+                port, s = by_fd[fd]
+                frame, anc, _, addr = s.recvmsg(65535, socket.CMSG_SPACE(20))
+                if addr[2] == PACKET_OUTGOING:
+                    continue
+                for level, kind, data in anc:
+                    if (level, kind) == (SOL_PACKET, PACKET_AUXDATA) and len(data) >= 20:
+                        status, _, _, _, _, tci, tpid = struct.unpack("=IIIHHHH", data[:20])
+                        if status & TP_STATUS_VLAN_VALID:
+                            tpid = tpid if status & TP_STATUS_VLAN_TPID_VALID and tpid else 0x8100
+                            frame = frame[:12] + struct.pack("!HH", tpid, tci) + frame[12:]
+                seq = tag_of(frame)
+                if seq is None:
+                    self.other += 1
+                else:
+                    self.got.setdefault(seq, []).append((port, frame))
+
+    def send(self, port: int, frame: bytes) -> None:
+        self.socks[port].send(frame)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        for s in self.socks.values():
+            s.close()
+
+
+def port_map_veths(path: Path) -> dict[int, str]:
+    """device port -> the veth PTF and this run use (veth2 of the SDE's port map)."""
+    doc = json.loads(path.read_text())
+    return {int(p["device_port"]): f"veth{int(p['veth2'])}" for p in doc["PortToVeth"]}
+
+
+# --- comparing ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    phase: str
+    probes: int = 0
+    random: int = 0  # 0 < γ < 1 in the software switch: the draw decides
+    mismatches: list[str] = field(default_factory=list)
+    counters_equal: bool | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def ok(self) -> bool:
+        return not self.mismatches and self.counters_equal is not False
+
+    def line(self) -> str:
+        c = {None: "not compared", True: "equal", False: "DIFFER"}[self.counters_equal]
+        return (f"{self.phase}: {self.probes} probes ({self.random} decided by a random draw), "
+                f"{len(self.mismatches)} mismatches, counters {c}" + "".join(f"; {n}" for n in self.notes))
+
+
+def software_run(pipeline, probes: list[Probe]) -> list[tuple[object, bool]]:
+    """Each probe through the software switch: (Result, decided by a random draw)."""
+    drawn = [False]
+    frac = pipeline.normalize.gamma_frac
+
+    def gamma_frac(md, thr):
+        drawn[0] = True
+        frac(md, thr)
+
+    pipeline.normalize.gamma_frac = gamma_frac
+    out = []
+    t_ns = 0
+    for p in probes:
+        drawn[0] = False
+        t_ns += 1_000_000
+        out.append((pipeline.process(p.frame, p.port, t_ns), drawn[0]))
+    pipeline.normalize.gamma_frac = frac
+    return out
+
+
+def compare(phase: str, probes: list[Probe], soft: list[tuple[object, bool]], got: dict[int, list[tuple[int, bytes]]],
+            limit: int = 20) -> Report:
+    rep = Report(phase, len(probes))
+    for p, (res, drawn) in zip(probes, soft):
+        seen = got.get(p.seq, [])
+        want = [] if res.egress_port is None else [(res.egress_port, res.frame)]
+        if drawn:
+            rep.random += 1
+            if not (seen and want):  # one target's draw dropped it: nothing to compare
+                continue
+        if seen != want:
+            if len(rep.mismatches) < limit:
+                rep.mismatches.append(f"probe {p.seq} ({p.kind}) into port {p.port}: {_short(p.frame)}\n"
+                                      f"  tofino: {_outs(seen)}\n  software switch: {_outs(want) if want else 'dropped (' + str(res.drop_reason) + ')'}"
+                                      + _first_difference(seen, want))
+            else:
+                rep.mismatches.append(f"probe {p.seq}")
+    return rep
+
+
+def _short(frame: bytes, n: int = 48) -> str:
+    return f"{len(frame)} bytes {frame[:n].hex()}{'...' if len(frame) > n else ''}"
+
+
+def _outs(outs: list[tuple[int, bytes]]) -> str:
+    return ", ".join(f"port {port}: {_short(f)}" for port, f in outs) if outs else "dropped"
+
+
+def _first_difference(a: list[tuple[int, bytes]], b: list[tuple[int, bytes]]) -> str:
+    if len(a) == len(b) == 1 and a[0][0] == b[0][0]:
+        x, y = a[0][1], b[0][1]
+        at = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), min(len(x), len(y)))
+        return f"\n  first difference at byte {at}: tofino {x[at:at + 8].hex()} software {y[at:at + 8].hex()}"
+    return ""
+
+
+def binomial_ok(k: int, n: int, p: float, sigmas: float = 4.0) -> bool:
+    sd = math.sqrt(n * p * (1 - p))
+    return abs(k - n * p) <= sigmas * sd
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Setup:
+    topology: Path
+    node: str
+    port_map: Path
+    switch: str = "localhost:50052"
+    seed: int = 1
+    packets: int = 3000
+    gamma_packets: int = 400
+    gap_s: float = 0.005
+    settle_s: float = 3.0
+    log: Callable[[str], None] = print
+
+
+def run_agent_install(setup: Setup, work: Path) -> None:
+    """ffs-agent --target tofino programs the node from the topology; stopped once it serves."""
+    from ffs.agent.api import ApiError, call
+
+    sock = work / "agent.sock"
+    log = open(work / "agent.log", "w")
+    agent = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={setup.topology}",
+                              f"--node={setup.node}", "--target=tofino", f"--switch={setup.switch}",
+                              f"--socket={sock}", f"--state-dir={work}/state", "--period-ms=100000",
+                              "--check-period-s=0"], stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if agent.poll() is not None:
+                raise RuntimeError(f"ffs-agent exited {agent.returncode}: {(work / 'agent.log').read_text()[-600:]}")
+            try:
+                call(sock, {"op": "status"}, timeout_s=1)
+                return
+            except (ApiError, OSError, ValueError):
+                time.sleep(0.3)
+        raise RuntimeError("ffs-agent did not serve within 180 s")
+    finally:
+        agent.terminate()
+        try:
+            agent.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            agent.kill()
+            agent.wait()
+        log.close()
+
+
+def run(setup: Setup) -> list[Report]:
+    from ffs.driver.bfrt import BfrtDriver
+    from ffs.driver.model import LocalDriver
+    from ffs.switch.pipeline import Pipeline
+
+    topo = load(setup.topology)
+    node = topo.node(setup.node)
+    veths = port_map_veths(setup.port_map)
+    ports = tuple(sorted(i.port for i in node.interfaces.values() if i.port in veths))
+    with tempfile.TemporaryDirectory(prefix="ffs-differential-") as tmp:
+        setup.log("differential: ffs-agent installs node %s from %s" % (setup.node, setup.topology))
+        run_agent_install(setup, Path(tmp))
+    tofino = BfrtDriver(setup.switch)
+    tofino.connect(timeout_s=60)
+    wire = Wire({p: veths[p] for p in ports})
+    try:
+        state = read_state(tofino)
+        pids = sorted(p.pid for p in pairs_of(node))
+        setup.log(f"differential: read back {len(state)} entries; {len(pids)} pairs; probes into ports {list(ports)}")
+        tofino.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), FORGETFUL)
+        prefixes4 = [r.prefix for r in node.routes if ":" not in r.prefix]
+        prefixes6 = [r.prefix for r in node.routes if ":" in r.prefix]
+
+        def fresh() -> tuple[Pipeline, LocalDriver]:
+            pipe = Pipeline(setup.seed)
+            d = LocalDriver(pipe)
+            d.write(state)
+            d.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), FORGETFUL)
+            return pipe, d
+
+        reports = []
+        egresses = sorted(node.fairness)
+        phases: list[tuple[str, dict[str, tuple[float | None, bool]], int]] = [
+            ("exact", {e: (None, False) for e in egresses}, setup.packets),
+            ("congested", {e: (1.0 + i, True) for i, e in enumerate(egresses)}, max(setup.packets // 3, 50)),
+        ]
+        for name, states, n in phases:
+            ups = egress_updates(node, states)
+            tofino.write(ups)
+            pipe, soft = fresh()
+            soft.write(ups)
+            probes = generate(setup.seed * 1000 + len(reports), n, ports, prefixes4, prefixes6)
+            setup.log(f"differential: phase {name}: {n} probes, {setup.gap_s * 1e3:g} ms apart")
+            before = counters(tofino)
+            wire.got.clear()
+            for p in probes:
+                wire.send(p.port, p.frame)
+                time.sleep(setup.gap_s)
+            time.sleep(setup.settle_s)
+            after = counters(tofino)
+            soft_out = software_run(pipe, probes)
+            rep = compare(name, probes, soft_out, wire.got)
+            dt, ds = counter_delta(after, before), counter_delta(counters(soft), {})
+            if name == "exact":
+                rep.counters_equal = dt == ds
+                if not rep.counters_equal:
+                    for c in dt:
+                        if dt[c] != ds[c]:
+                            rep.notes.append(f"{c.rsplit('.', 1)[-1]}: tofino {dt[c]} software {ds[c]}")
+            else:
+                rep.counters_equal = dt[N.PAIR_BYTES.name] == ds[N.PAIR_BYTES.name]
+                if not rep.counters_equal:
+                    rep.notes.append(f"pair_bytes: tofino {dt[N.PAIR_BYTES.name]} software {ds[N.PAIR_BYTES.name]}")
+            if wire.other:
+                rep.notes.append(f"{wire.other} untagged frames seen")
+            setup.log("differential: " + rep.line())
+            reports.append(rep)
+        reports.append(gamma_phase(setup, node, tofino, wire, fresh, ports))
+        setup.log("differential: " + reports[-1].line())
+        return reports
+    finally:
+        wire.close()
+        tofino.close()
+
+
+def gamma_phase(setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, ports: tuple[int, ...]) -> Report:
+    """One managed pair at γ = 1/2: its egress congested at τ = 1, the pair's lm chosen so that the
+    packet's normalized label is 2 (d = 128, γ = 2^-1, spec §5.4)."""
+    pair = next(p for p in pairs_of(node) if node.interfaces[p.ingress].port in ports and node.interfaces[p.egress].port in ports
+                and node.interfaces[p.ingress].trust)
+    ing, egr = node.interfaces[pair.ingress], node.interfaces[pair.egress]
+    dst = next(r.prefix for r in node.routes if r.interface == pair.egress and ":" not in r.prefix)
+    frame = _tagged(ipv4_frame("10.0.9.1", dst.rsplit(".", 1)[0] + ".7", 1000, shim(C.CODE_ONE, 0, 17, C.CODE_MAX, 0)), 0)
+    key = {"ingress_port": Exact(ing.port), "egress_port": Exact(egr.port)}
+
+    def set_lm(lm: int) -> Update:
+        return Update("modify", TableEntry(N.PAIRS.name, key, "set_pair", T.pair_params(pair.pid, lm)))
+
+    # with lm = 0 and the egress uncongested, the label leaves as rf' = rf + log F: the lm that
+    # makes it 2 follows (the estimator forgets, so every copy of the packet reads the same F)
+    pipe, soft = fresh()
+    soft.write([set_lm(0)] + egress_updates(node, {pair.egress: (None, False)}))
+    res = pipe.process(frame, ing.port, 1_000_000)
+    rf0 = struct.unpack("!H", res.frame[C.ETH_HDR_LEN + 20 + 2: C.ETH_HDR_LEN + 20 + 4])[0]
+    ups = [set_lm(rf0 - encode(2.0))]
+    ups += egress_updates(node, {pair.egress: (1.0, True)})
+    tofino.write(ups)
+    pipe, soft = fresh()
+    soft.write(ups)
+    n = setup.gamma_packets
+    probes = [Probe(10_000_000 + i, ing.port, _tagged(frame, 10_000_000 + i), "gamma 1/2") for i in range(n)]
+    wire.got.clear()
+    for p in probes:
+        wire.send(p.port, p.frame)
+        time.sleep(setup.gap_s)
+    time.sleep(setup.settle_s)
+    soft_out = software_run(pipe, probes)
+    rep = compare("gamma", probes, soft_out, wire.got)
+    k_t = sum(1 for p in probes if wire.got.get(p.seq))
+    k_s = sum(1 for r, _ in soft_out if r.egress_port is not None)
+    lo, hi = n / 2 - 4 * math.sqrt(n) / 2, n / 2 + 4 * math.sqrt(n) / 2
+    rep.notes.append(f"forwarded at γ = 1/2: tofino {k_t}, software {k_s} of {n} (4σ: {lo:.0f}..{hi:.0f})")
+    for who, k in (("tofino", k_t), ("software switch", k_s)):
+        if not binomial_ok(k, n, 0.5):
+            rep.mismatches.append(f"{who} forwarded {k} of {n} at γ = 1/2, outside {lo:.0f}..{hi:.0f}")
+    return rep
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ffs.differential", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--topology", type=Path, default=Path("topologies/differential.yaml"))
+    ap.add_argument("--node", default="dut")
+    ap.add_argument("--port-map", type=Path, default=Path("ptf-tests/port_maps/tofino-model.json"))
+    ap.add_argument("--switch", default="localhost:50052", help="bf_switchd's BF-Runtime address")
+    ap.add_argument("--packets", type=int, default=3000)
+    ap.add_argument("--gamma-packets", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--gap-ms", type=float, default=5.0, help="between probes (tofino-model forwards a few hundred a second)")
+    ap.add_argument("--start-sde", action="store_true", help="start tofino-model and bf_switchd with the SDE's scripts")
+    ap.add_argument("--log-dir", type=Path, default=Path("build/differential-logs"))
+    ap.add_argument("--json", action="store_true", help="print the reports as JSON")
+    a = ap.parse_args(list(argv) if argv is not None else None)
+    setup = Setup(a.topology, a.node, a.port_map, a.switch, a.seed, a.packets, a.gamma_packets, a.gap_ms / 1e3,
+                  log=lambda s: print(s, file=sys.stderr, flush=True))
+    sde = None
+    try:
+        if a.start_sde:
+            from ffs.sde import Sde, sde_missing
+
+            why = sde_missing("ffs")
+            if why:
+                print(f"differential: {why}", file=sys.stderr)
+                return 2
+            veths = 1 + max(max(int(p["veth1"]), int(p["veth2"])) for p in json.loads(a.port_map.read_text())["PortToVeth"])
+            setup_veths = Path(os.environ["SDE_INSTALL"], "bin", "veth_setup.sh")
+            subprocess.run([str(setup_veths), str(veths + veths % 2)], check=True, capture_output=True)
+            setup.log(f"differential: starting tofino-model and bf_switchd (logs in {a.log_dir})")
+            sde = Sde("ffs", a.log_dir, port_map=a.port_map.resolve())
+            sde.start()
+        reports = run(setup)
+    except Exception as e:  # noqa: BLE001 - one line for the operator, the logs hold the rest
+        print(f"differential: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if sde is not None:
+            sde.stop()
+    if a.json:
+        print(json.dumps([r.__dict__ for r in reports], indent=1))
+    else:
+        for r in reports:
+            print(r.line())
+            for m in r.mismatches:
+                print("  " + m)
+    return 0 if all(r.ok() for r in reports) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
