@@ -149,9 +149,13 @@ class StateStore:
             return None
         path = self.matrix_path(node)
         other = self._foreign(data, node)
+        if data.get("node") is None:
+            raise StateError(f"{path}: the saved matrix names no node; move it away to start from the topology")
         if other is not None:
             raise StateError(f"{path}: the saved matrix is node {other}'s, not node {node}'s; move it away, "
                              f"or start with --adopt-state-of={other} to take it over")
+        if data.get("node") != node:
+            log.warning("%s: taking over node %s's saved matrix as node %s's, as asked", path, data.get("node"), node)
         try:
             fairness = data["fairness"]
             if not isinstance(fairness, dict) or not fairness:
