@@ -1,10 +1,13 @@
 """Saved state that cannot be trusted stops ffs-agent with one line, never a traceback: a corrupt
 matrix file (however deep, large or odd) and a file that names another node; --adopt-state-of takes
-over another node's files on purpose."""
+over another node's files on purpose. Stale sockets after kill -9 are taken over and said so."""
 
 from __future__ import annotations
 
 import json
+import logging
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +114,52 @@ def test_adopt_state_of_takes_the_foreign_matrix_over(tmp_path, switch):
 def test_help_documents_adopt_state_of():
     r = subprocess.run([sys.executable, "-m", "ffs.cli.agent", "--help"], capture_output=True, text=True, timeout=30)
     assert "--adopt-state-of OTHER" in r.stdout
+
+
+def test_after_kill_9_the_next_agent_takes_over_socket_and_locks_in_one_line_each(tmp_path, switch):
+    """kill -9 leaves the agent's socket file and its pid in the owner lock files; the next agent
+    replaces the socket and takes the locks over, one log line each. After a clean stop: neither."""
+    agent = start_agent(tmp_path, switch)
+    agent.send_signal(signal.SIGKILL)
+    agent.wait(10)
+    assert (tmp_path / "agent.sock").exists()  # what the kill left
+    log = tmp_path / "agent.log"
+    log.write_text("")
+    agent = start_agent(tmp_path, switch)
+    try:
+        assert call(tmp_path / "agent.sock", {"op": "status"})["node"] == "s1"
+        lines = log.read_text().splitlines()
+        assert sum("removed the stale socket" in x and str(tmp_path / "agent.sock") in x for x in lines) == 1, lines
+        took = [x for x in lines if "took over the lock files" in x]
+        assert len(took) == 1 and "agent.sock.lock" in took[0] and "switch-" in took[0], lines
+    finally:
+        agent.terminate()
+        assert agent.wait(10) == 0
+    log.write_text("")
+    agent = start_agent(tmp_path, switch)  # after a clean stop there is nothing to take over
+    try:
+        text = log.read_text()
+        assert "stale" not in text and "took over the lock files" not in text, text
+    finally:
+        agent.terminate()
+        agent.wait(10)
+
+
+def test_software_switch_takes_over_its_stale_socket_and_ready_file(tmp_path, caplog):
+    from ffs.switch.live import run_live
+
+    sock = tmp_path / "switch.sock"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(sock))
+    s.close()  # bound, never served: as kill -9 of `ffs-switch run` leaves it
+    ready = tmp_path / "ready"
+    ready.write_text("4242\n")
+    with caplog.at_level(logging.WARNING):
+        server = serve(SwitchControl(Pipeline(1)), f"unix:{sock}")
+        server.stop(0)
+        with pytest.raises(OSError):  # no such interface: it stops, but only after the stale file is gone
+            run_live({1: "ffs-no-such-if"}, f"unix:{tmp_path}/other.sock", ready_file=str(ready))
+    msgs = [r.getMessage() for r in caplog.records]
+    assert sum("removed the stale socket" in m and str(sock) in m for m in msgs) == 1, msgs
+    assert sum("stale ready file" in m and "pid 4242" in m for m in msgs) == 1, msgs
+    assert not ready.exists()

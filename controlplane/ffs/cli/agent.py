@@ -125,7 +125,7 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, period_m
         address = default_control_address()  # where `ffs-switch run` listens by default
     else:
         address = "localhost:50052"
-    owner = take_ownership(address, sock)  # before the switch or the socket is touched  # noqa: F841 - held until exit
+    owner = take_ownership(address, sock)  # before the switch or the socket is touched; held until exit
     driver = make_driver(target, address)
     driver.connect(timeout_s=connect_timeout)
     agent = Agent(driver, topo, node, lpf=lpf, tau_params=tau_params, frame_overhead_bytes=frame_overhead, store=store,
@@ -136,6 +136,7 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, period_m
     agent.install()
     logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
     AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address, check_period_s)).run()
+    owner.close()  # emptied: the next agent sees a clean stop, not a killed owner
 
 
 if __name__ == "__main__":
