@@ -98,8 +98,10 @@ def test_switch_failing_mid_batch_keeps_old_matrix_and_agent_state(tmp_path):
         agent.apply_matrix({**agent.fairness, "p3": {"p1": 5 * M, "p2": 5 * M}}, who="bob")
     assert dump(agent.driver) == before
     assert agent.fairness == fairness and agent.taus == taus
-    # no matrix file, no staged file, no audit record (only the τ loop's own file)
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["program-s1.json", "tau-s1.json"]
+    # no matrix file, no staged file; the attempt is in the audit log, marked aborted
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["audit.jsonl", "program-s1.json", "tau-s1.json"]
+    [rec] = agent.store.read_audit()
+    assert (rec["who"], rec["status"]) == ("bob", "aborted") and "refused" in rec["why"]
 
 
 def test_adding_and_removing_egress_columns(tmp_path):

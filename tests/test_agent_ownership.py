@@ -157,9 +157,9 @@ def test_change_committed_before_its_audit_append_is_audited_on_recovery(tmp_pat
     staged = store.stage_matrix("s1", {"p3": {"p1": 3e6}}, rec)
     os.replace(staged, store.matrix_path("s1"))  # killed after the rename, before the append
     assert store.read_audit() == []
-    assert StateStore(tmp_path).recover_audit("s1") is True
-    assert store.read_audit() == [rec]
-    assert store.recover_audit("s1") is False  # never twice
+    assert len(StateStore(tmp_path).recover("s1")) == 1
+    assert store.read_audit() == [{**rec, "status": "committed"}]
+    assert StateStore(tmp_path).recover("s1") == []  # never twice
 
 
 def test_kill_9_during_matrix_changes_never_leaves_one_unaudited(tmp_path, switch):

@@ -108,6 +108,19 @@ def test_plan_and_diff(running, tmp_path):
     assert len(lines) == 2 and all("M(p" in x and "-> " in x for x in lines)
 
 
+def test_log_marks_an_aborted_change(running):
+    """A change the switch refused (or a crash left unfinished) is shown as aborted, with why."""
+    agent, _, sock = running
+    rec = agent.store.record("mallory", "matrix", [{"ingress": "p1", "egress": "p3", "old": 10 * M, "new": 1 * M}])
+    agent.store.begin(rec)
+    agent.store.settle(rec["id"], "abort", "the switch refused it")
+    assert ctl(sock, "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "3Mbps").returncode == 0
+    lines = ctl(sock, "log").stdout.splitlines()
+    assert len(lines) == 2 and lines[0].endswith("[aborted: the switch refused it]") and "mallory" in lines[0]
+    assert not lines[1].endswith("]") and "-> 3" in lines[1]
+    assert [r["status"] for r in json.loads(ctl(sock, "--json", "log").stdout)] == ["aborted", "committed"]
+
+
 def test_unreachable_agent_is_one_line(tmp_path):
     p = ctl(tmp_path / "none.sock", "status")
     assert p.returncode == 1 and "no agent socket" in p.stderr and p.stderr.count("\n") == 1

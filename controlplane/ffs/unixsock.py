@@ -12,12 +12,15 @@ answers on it.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import socket
 import stat
 import tempfile
 from pathlib import Path
 from typing import Callable
+
+log = logging.getLogger("ffs.unixsock")
 
 
 def bind_private(path: str | Path, bind: Callable[[str], None], mode: int = 0o600, gid: int | None = None) -> None:
@@ -65,6 +68,7 @@ def remove_stale(path: str | Path) -> None:
         if e.errno not in (errno.ECONNREFUSED, errno.ENOENT):
             raise OSError(f"{path}: cannot tell whether it is in use: {e.strerror}") from None
         os.unlink(path)
+        log.warning("removed the stale socket %s (nothing served it: its process is gone)", path)
         return
     finally:
         probe.close()

@@ -10,8 +10,9 @@ Data flow every period (docs/control-plane.md):
   read pair_malformed -> quarantine a pair whose frames lie about their length (its share goes to
   zero for `quarantine_s`, docs/security.md) -> its set_pair modification in the same batch.
 A fairness-matrix change is validated whole, turned into one batch (pair entries inserted,
-modified or deleted, egress entries likewise), applied atomically, then persisted and audited;
-if the switch refuses the batch, neither the switch nor the agent's state changes.
+modified or deleted, egress entries likewise), audited ahead, applied atomically, then persisted
+and settled in the audit log; if the switch refuses the batch, neither the switch nor the agent's
+state changes (the audit log marks the attempt aborted).
 """
 
 from __future__ import annotations
@@ -153,9 +154,9 @@ class Agent:
         self.quarantined: dict[int, float] = {}  # pid -> until (the step's clock)
         self.fairness = {e: dict(col) for e, col in self.node.fairness.items()}
         if store is not None:
-            if store.recover_audit(self.node.name):
-                log.warning("audit: appended the record of the last matrix change (the agent stopped before it could)")
-            saved = store.load_matrix(self.node.name)
+            saved = store.load_matrix(self.node.name)  # a foreign or unreadable file stops here, settled later
+            for line in store.recover(self.node.name):
+                log.warning("%s", line)
             if saved is not None:
                 try:
                     self.fairness = self.validate(saved)
@@ -489,26 +490,38 @@ class Agent:
         return [self._quarantine(u) for u in ups]  # a new share does not lift a quarantine
 
     def apply_matrix(self, fairness: dict[str, dict[str, float]], who: str = "agent", uid: int | None = None) -> list[dict]:
-        """Validate, apply atomically, persist, audit. Returns the list of changes.
+        """Validate, audit ahead, apply atomically, persist, settle. Returns the list of changes.
 
-        The new state file is written (and fsynced) before the switch sees the batch and renamed into
-        place only after the switch accepted it: a refusal leaves the switch, the agent and the file
-        as they were, and an accepted change is never lost to a full disk."""
+        The order is the audit's guarantee (docs/control-plane.md): the record is fsynced in the audit
+        log first, then the new state file is staged (fsynced), then the switch gets the batch, then the
+        rename commits the state file, then the record's outcome is appended. A refusal leaves the
+        switch, the agent and the file as they were (the record is marked aborted); a crash at any
+        step is settled by `StateStore.recover` at the next start."""
         new = self.validate(fairness)
         changes = diff_matrices(self.fairness, new)
         ups = self.matrix_updates(new)
-        record = self.store.record(who, "matrix", changes, uid) if self.store is not None and changes else None
-        # the audit record rides in the staged file: the rename that commits the matrix commits it too
-        staged = self.store.stage_matrix(self.node.name, new, record) if record is not None else None
+        store = self.store if changes else None
+        record = store.record(who, "matrix", changes, uid) if store is not None else None
+        staged = None
+        if store is not None and record is not None:
+            store.begin(record)
+            store.reached("logged")
+            staged = store.stage_matrix(self.node.name, new, record)  # the record rides in the file
+            store.reached("staged")
         try:
             if ups:
                 self.driver.write(ups)  # atomic: the switch keeps the old matrix if this raises
-        except BaseException:
-            if staged is not None:
+        except BaseException as e:
+            if store is not None and staged is not None and record is not None:
                 staged.unlink(missing_ok=True)
+                store.settle(record["id"], "abort", f"the switch refused it: {e}")
             raise
-        if staged is not None:
-            self.store.commit_matrix(self.node.name, staged)  # also appends the record to audit.jsonl
+        if store is not None and staged is not None and record is not None:
+            store.reached("switched")
+            store.commit_matrix(self.node.name, staged)
+            store.reached("renamed")
+            store.settle(record["id"], "commit", "applied")
+            store.reached("committed")
         self.fairness = new
         for e in new:
             self.taus.setdefault(e, EgressTau())

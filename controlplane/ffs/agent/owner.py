@@ -9,10 +9,13 @@ included), so a lock never goes stale.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import re
 import socket
 from pathlib import Path
+
+log = logging.getLogger("ffs.agent")
 
 
 class OwnerError(RuntimeError):
@@ -54,6 +57,7 @@ class OwnerLock:
 
     def __init__(self) -> None:
         self._fds: list[int] = []
+        self.taken_over: list[str] = []  # lock files a killed owner left its pid in
 
     def acquire(self, path: Path, what: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
@@ -65,12 +69,17 @@ class OwnerLock:
             os.close(fd)
             self.close()
             raise OwnerError(f"{what} is owned by another ffs-agent (pid {holder}; lock {path}); stop that one first") from None
+        left = os.pread(fd, 64, 0).decode(errors="replace").strip()
+        if left:  # a clean stop empties the file (close): a pid here is an owner that was killed
+            self.taken_over.append(f"{path} (pid {left})")
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fds.append(fd)
 
     def close(self) -> None:
+        """Release the locks, emptied: the next owner can tell a clean stop from a killed one."""
         for fd in self._fds:
+            os.ftruncate(fd, 0)
             os.close(fd)
         self._fds = []
 
@@ -81,4 +90,6 @@ def take_ownership(switch_address: str, socket_path: str | None) -> OwnerLock:
     if socket_path:
         p = Path(socket_path)
         lock.acquire(p.with_name(p.name + ".lock"), f"the control socket {socket_path}")
+    if lock.taken_over:
+        log.warning("took over the lock files of an owner that did not stop cleanly: %s", ", ".join(lock.taken_over))
     return lock

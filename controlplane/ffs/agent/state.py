@@ -4,25 +4,34 @@ state-dir/   (owned by the agent's user, not writable by group or others)
   matrix-<node>.json   {"node", "fairness": {egress: {ingress: bit/s}}, "saved_at", "change": audit record}
   tau-<node>.json      {"node", "taus": {egress: {"tau", "congested"}}, "saved_at"}  (every period)
   program-<node>.json  {"node", "program_id"}: the loaded program whose tables were last verified whole
-  audit.jsonl          one JSON object per change: id, time, who (user name), uid, what, changes
+  audit.jsonl          one JSON object per line: a change (id, time, who, uid, what, changes,
+                       "status": "pending") and later its outcome ({"id", "time", "what": "commit"
+                       or "abort", "why"})
 
-A matrix change and its audit record are committed in one atomic step: the record travels inside the
-matrix file, whose rename is the commit point, and is then appended to audit.jsonl. A crash between
-the rename and the append is repaired when the store is next opened (the record is appended then),
-so an applied change is never left unaudited.
+A matrix change is written ahead (docs/control-plane.md, "The audit's guarantee"): its record is
+appended to audit.jsonl and fsynced before the staged matrix file is written, before the switch
+sees the batch and before the rename that commits the state file; its outcome is appended after.
+A change left pending by a crash is settled when the store is next opened (`recover`): committed
+if the matrix file carries it, aborted otherwise (the switch is then reconciled to the saved
+matrix), so neither the switch nor the state file ever holds a change the log lacks.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from ffs.safeload import LoadError, loads_json, read_text
 from ffs.tau import EgressTau
+
+log = logging.getLogger("ffs.agent")
+TMP_SUFFIX = ".tmp"  # staged files: never read as state, removed at start-up
 
 
 class StateError(ValueError):
@@ -52,8 +61,14 @@ def check_private_dir(path: Path) -> None:
         raise StateError(f"{path}: writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); chmod go-w it")
 
 
+def _read_json(path: Path) -> Any:
+    """A state file within safeload's limits (size, depth, finite numbers): any corruption, however
+    deep or large, is one LoadError line rather than a traceback."""
+    return loads_json(read_text(path), str(path))
+
+
 def _write_atomic(path: Path, data: Any, sync: bool) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(path.name + TMP_SUFFIX)
     with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         json.dump(data, f, indent=2, sort_keys=True)
         if sync:
@@ -63,19 +78,37 @@ def _write_atomic(path: Path, data: Any, sync: bool) -> None:
 
 
 class StateStore:
-    def __init__(self, directory: str | Path) -> None:
+    """`adopt` names another node whose saved files this node may take over (a state directory
+    copied from a replaced switch); any other node's file is refused."""
+
+    def __init__(self, directory: str | Path, adopt: str | None = None) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         check_private_dir(self.dir)
+        self.adopt = adopt
+        # tests kill the process at each named step of a matrix change (docs/control-plane.md)
+        self.crash_hook: Callable[[str], None] | None = None
+
+    def reached(self, point: str) -> None:
+        if self.crash_hook is not None:
+            self.crash_hook(point)
+
+    def _foreign(self, data: dict, node: str) -> str | None:
+        """The node a file names when it is neither `node` nor the one adopted."""
+        named = data.get("node")
+        return None if named == node or (self.adopt is not None and named == self.adopt) else str(named)
 
     # -- the matrix ------------------------------------------------------------------------------
     def matrix_path(self, node: str) -> Path:
         return self.dir / f"matrix-{node}.json"
 
+    def staged_path(self, node: str) -> Path:
+        return self.matrix_path(node).with_name(self.matrix_path(node).name + TMP_SUFFIX)
+
     def stage_matrix(self, node: str, fairness: dict[str, dict[str, float]], record: dict | None = None) -> Path:
         """Write the new matrix (and the audit record of the change) next to the current one, fsynced;
         `commit_matrix` renames it in."""
-        tmp = self.matrix_path(node).with_suffix(".tmp")
+        tmp = self.staged_path(node)
         with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             json.dump({"node": node, "fairness": fairness, "saved_at": time.time(), "change": record}, f, indent=2, sort_keys=True)
             f.flush()
@@ -83,9 +116,9 @@ class StateStore:
         return tmp
 
     def commit_matrix(self, node: str, staged: Path) -> None:
+        """The state file's commit point; the caller then appends the change's outcome."""
         os.replace(staged, self.matrix_path(node))
         self._sync_dir()  # the rename itself survives a crash
-        self.recover_audit(node)
 
     def _sync_dir(self) -> None:
         fd = os.open(self.dir, os.O_RDONLY)
@@ -102,18 +135,27 @@ class StateStore:
         if not path.exists():
             return None
         try:
-            data = json.loads(path.read_text())
-            if not isinstance(data, dict):
-                raise TypeError("not an object")
-            return data
-        except (OSError, ValueError, TypeError) as e:
-            raise StateError(f"{path}: unreadable saved matrix ({e}); move it away to start from the topology") from None
+            data = _read_json(path)
+        except LoadError as e:
+            reason = str(e).removeprefix(f"{path}: ")
+            raise StateError(f"{path}: unreadable saved matrix ({reason}); move it away to start from the topology") from None
+        if not isinstance(data, dict):
+            raise StateError(f"{path}: unreadable saved matrix (not an object); move it away to start from the topology")
+        return data
 
     def load_matrix(self, node: str) -> dict[str, dict[str, float]] | None:
         data = self._read_matrix_file(node)
         if data is None:
             return None
         path = self.matrix_path(node)
+        other = self._foreign(data, node)
+        if data.get("node") is None:
+            raise StateError(f"{path}: the saved matrix names no node; move it away to start from the topology")
+        if other is not None:
+            raise StateError(f"{path}: the saved matrix is node {other}'s, not node {node}'s; move it away, "
+                             f"or start with --adopt-state-of={other} to take it over")
+        if data.get("node") != node:
+            log.warning("%s: taking over node %s's saved matrix as node %s's, as asked", path, data.get("node"), node)
         try:
             fairness = data["fairness"]
             if not isinstance(fairness, dict) or not fairness:
@@ -136,14 +178,16 @@ class StateStore:
     def load_taus(self, node: str) -> dict[str, EgressTau]:
         """The saved τ per egress; an unreadable or implausible file resumes nothing (τ starts at 1)."""
         try:
-            data = json.loads(self.tau_path(node).read_text())
+            data = _read_json(self.tau_path(node))
+            if self._foreign(data, node) is not None:
+                return {}  # another node's τ means nothing here
             out = {}
             for e, s in data["taus"].items():
                 tau, congested = float(s["tau"]), s["congested"]
                 if tau >= 1.0 and tau < float("inf") and isinstance(congested, bool):
                     out[str(e)] = EgressTau(tau, congested)
             return out
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError):  # LoadError is a ValueError
             return {}
 
     # -- the program instance whose tables were last verified whole --------------------------------
@@ -155,9 +199,10 @@ class StateStore:
 
     def load_program(self, node: str) -> str | None:
         try:
-            pid = json.loads(self.program_path(node).read_text())["program_id"]
-            return pid if isinstance(pid, str) else None
-        except (OSError, ValueError, KeyError, TypeError):
+            data = _read_json(self.program_path(node))
+            pid = data["program_id"]
+            return pid if isinstance(pid, str) and self._foreign(data, node) is None else None
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
     # -- the audit log ---------------------------------------------------------------------------
@@ -172,6 +217,14 @@ class StateStore:
     def audit(self, who: str, what: str, changes: Any, uid: int | None = None) -> None:
         self._append(self.record(who, what, changes, uid))
 
+    def begin(self, rec: dict) -> None:
+        """Write a change ahead of everything it touches: fsynced before the state file or the switch."""
+        self._append({**rec, "status": "pending"})
+
+    def settle(self, rec_id: str, outcome: str, why: str) -> None:
+        """Append a pending change's outcome: "commit" (the state file holds it) or "abort"."""
+        self._append({"id": rec_id, "time": time.time(), "what": outcome, "why": why})
+
     def _append(self, rec: dict) -> None:
         fd = os.open(self.audit_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -184,30 +237,61 @@ class StateStore:
         finally:
             os.close(fd)
 
-    def recover_audit(self, node: str) -> bool:
-        """Append the committed matrix file's change record if the audit log lacks it (a crash came
-        between the commit and the append). True if it appended."""
+    def recover(self, node: str) -> list[str]:
+        """Settle what a crash left half done (called before the agent reads its state): remove
+        staged files, settle every pending change against the matrix file, and append a committed
+        change the log lacks (written by a version that audited after the rename). One line per
+        action taken, for the log."""
+        done = []
+        stray = sorted(p.name for p in self.dir.iterdir() if p.name.endswith(TMP_SUFFIX))
+        for name in stray:
+            (self.dir / name).unlink(missing_ok=True)
+        if stray:
+            done.append(f"removed temporary files a crash left in {self.dir}: {', '.join(stray)}")
         try:
-            data = self._read_matrix_file(node)
+            data = self._read_matrix_file(node) or {}
         except StateError:
-            return False
-        rec = (data or {}).get("change")
-        if not isinstance(rec, dict) or "id" not in rec:
-            return False
-        if any(r.get("id") == rec["id"] for r in self.read_audit(50)):
-            return False
-        self._append(rec)
-        return True
+            return done  # settled once the file is readable: which change it holds decides the outcome
+        saved = data.get("change") if isinstance(data.get("change"), dict) else {}
+        records = self.read_audit()
+        for rec in records:
+            if rec.get("status") != "pending":
+                continue
+            if rec.get("id") == saved.get("id"):
+                self.settle(rec["id"], "commit", "completed at start-up: the state file held it")
+                done.append(f"audit: change {rec['id']} by {rec.get('who')} committed at start-up (the state file held it)")
+            else:
+                self.settle(rec["id"], "abort", "the agent stopped before the state file held it")
+                done.append(f"audit: change {rec['id']} by {rec.get('who')} aborted at start-up (the state file never "
+                            "held it; the switch is reconciled to the saved matrix)")
+        if "id" in saved and all(r.get("id") != saved["id"] for r in records):
+            self._append(saved)
+            done.append(f"audit: appended the record of change {saved['id']} the state file holds")
+        return done
 
     def read_audit(self, limit: int | None = None) -> list[dict]:
+        """The changes, oldest first, each with its "status": committed, aborted (with "why") or
+        pending; outcome lines are folded into their change, never returned on their own."""
         if not self.audit_path.exists():
             return []
-        out = []
+        out: list[dict] = []
+        by_id: dict[str, dict] = {}
         for line in self.audit_path.read_text(errors="replace").splitlines():
             try:
-                rec = json.loads(line)
-            except ValueError:
+                rec = loads_json(line, "audit line")
+            except LoadError:
                 continue  # a line torn by a crash mid-append: the records around it still count
-            if isinstance(rec, dict):
-                out.append(rec)
+            if not isinstance(rec, dict):
+                continue
+            if rec.get("what") in ("commit", "abort"):
+                target = by_id.get(rec.get("id"))
+                if target is not None and target.get("status") == "pending":
+                    target["status"] = "committed" if rec["what"] == "commit" else "aborted"
+                    if rec["what"] == "abort":
+                        target["why"] = rec.get("why")
+                continue
+            rec.setdefault("status", "committed")  # written after its commit (earlier versions)
+            out.append(rec)
+            if isinstance(rec.get("id"), str):
+                by_id[rec["id"]] = rec
         return out if limit is None else out[-limit:] if limit > 0 else []

@@ -61,6 +61,9 @@ def make_driver(target: str, switch: str) -> Driver:
 @click.option("--state-dir", default=None, type=click.Path(file_okay=False),
               help="Where the applied matrix, tau and the audit log live (default /var/lib/ffs/NODE as root, "
                    "$XDG_STATE_HOME/ffs/NODE otherwise; FFS_STATE_DIR replaces the parent).")
+@click.option("--adopt-state-of", "adopt", default=None, metavar="OTHER",
+              help="Take over saved state files that name node OTHER (a state directory copied from another "
+                   "switch); without it a file naming another node is refused.")
 @click.option("--period-ms", default=100.0, show_default=True, help="Control period.")
 @click.option("--lpf-time-constant-us", default=None, type=float,
               help="F estimator time constant (default: derived from the node's shares, capacities and the period; "
@@ -85,7 +88,7 @@ def make_driver(target: str, switch: str) -> Driver:
               help="Log lines on stderr as key=value or as JSON objects.")
 @click.option("-v", "--verbose", count=True, help="-vv logs every period's tau per egress.")
 @one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, ValueError, OSError, exit_code=EXIT_FAILURE)
-def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_time_constant_us, lpf_scale_down,
+def main(topology, node, target, switch, sock, group, state_dir, adopt, period_ms, lpf_time_constant_us, lpf_scale_down,
          delta_fraction, max_decrease, frame_overhead, metrics_port, metrics_address, check_period_s, quarantine_s,
          quarantine_fraction, connect_timeout, log_format, verbose) -> None:
     """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
@@ -114,7 +117,7 @@ def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_
     log = logging.getLogger("ffs.agent")
     tc_ns = lpf_time_constant_us * 1e3 if lpf_time_constant_us is not None else derive_lpf_time_constant_ns(topo.node(node), period_ms / 1e3, lpf_scale_down)
     lpf = LpfConfig(tc_ns, lpf_scale_down)
-    store = StateStore(state_dir or default_state_dir(node))
+    store = StateStore(state_dir or default_state_dir(node), adopt=adopt)
     if switch:
         address = switch
     elif target == "model":
@@ -123,17 +126,18 @@ def main(topology, node, target, switch, sock, group, state_dir, period_ms, lpf_
         address = default_control_address()  # where `ffs-switch run` listens by default
     else:
         address = "localhost:50052"
-    owner = take_ownership(address, sock)  # before the switch or the socket is touched  # noqa: F841 - held until exit
+    owner = take_ownership(address, sock)  # before the switch or the socket is touched; held until exit
     driver = make_driver(target, address)
     driver.connect(timeout_s=connect_timeout)
     agent = Agent(driver, topo, node, lpf=lpf, tau_params=tau_params, frame_overhead_bytes=frame_overhead, store=store,
                   quarantine_s=quarantine_s, quarantine_fraction=quarantine_fraction)
-    source = store.matrix_path(node) if store.load_matrix(node) is not None else f"{topology} (node {node})"
+    source = store.matrix_path(node) if store.matrix_path(node).exists() else f"{topology} (node {node})"  # read by Agent
     log.info("matrix loaded from %s; state and audit in %s; F estimator time constant %.3g ms%s", source, store.dir,
              tc_ns / 1e6, "" if lpf_time_constant_us is not None else " (derived)")
     agent.install()
     logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
     AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address, check_period_s)).run()
+    owner.close()  # emptied: the next agent sees a clean stop, not a killed owner
 
 
 if __name__ == "__main__":

@@ -203,10 +203,12 @@ def audit_log(ctx, limit) -> None:
             continue  # not a record this version understands
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec["time"]))
         who = rec["who"] if rec.get("uid") is None else f"{rec['who']} (uid {rec['uid']})"
+        status = rec.get("status", "committed")  # aborted: never held by the state file (docs/control-plane.md)
+        note = "" if status == "committed" else f" [{status}{': ' + str(rec['why']) if rec.get('why') else ''}]"
         for c in rec.get("changes") or []:
             old = "-" if c.get("old") is None else format_rate(c["old"])
             new = "-" if c.get("new") is None else format_rate(c["new"])
-            click.echo(f"{when} {who}: M({c.get('ingress')},{c.get('egress')}): {old} -> {new}")
+            click.echo(f"{when} {who}: M({c.get('ingress')},{c.get('egress')}): {old} -> {new}{note}")
 
 
 if __name__ == "__main__":

@@ -268,6 +268,16 @@ def _wait_control(address: str, program_id: str, timeout_s: float = 10.0) -> Non
         drv.close()
 
 
+def _remove_stale_ready(path: Path) -> None:
+    """A ready file left by a killed switch would announce this one before it listens."""
+    try:
+        left = path.read_text(errors="replace").strip() or "unknown"
+    except FileNotFoundError:
+        return
+    path.unlink(missing_ok=True)
+    log.warning("removed the stale ready file %s (left by pid %s, which stopped without removing it)", path, left)
+
+
 def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_file: str | None = None,
              stats_interval_s: float = 10.0, allow_remote: bool = False,
              csfq_capacity: dict[int, float] | None = None, engine: str = "auto") -> None:
@@ -276,6 +286,8 @@ def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_f
     from ffs.switch.fast import new_pipeline
     from ffs.switch.server import serve
 
+    if ready_file:
+        _remove_stale_ready(Path(ready_file))
     pipeline = new_pipeline(seed, engine)
     ctl = SwitchControl(pipeline)
     sw = LiveSwitch(ctl, ports, csfq_capacity=csfq_capacity or {})
