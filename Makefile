@@ -31,8 +31,9 @@ endif
 
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
+DURATION_MODEL ?= 40
 
-.PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
+.PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
@@ -41,6 +42,7 @@ help:
 	@echo "make ptf          (root) the PTF suite on the software switch; TARGET=tofino-model with an SDE; PTF_ARGS=test_parser"
 	@echo "make ptf-list     the PTF tests and their groups"
 	@echo "make demo         (root) FFS isolating a sender from a flood, live, on the software switch"
+	@echo "make demo-tofino-model (root, SDE) the same on tofino-model + bf_switchd, with a matrix change halfway"
 	@echo "make netns-up     (root) namespaces and veths of TOPO=$(TOPO); make netns-down removes them"
 	@echo "make differential-model (root, SDE) the same probes through tofino-model and the software switch; PACKETS=3000"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
@@ -60,6 +62,11 @@ SETUP_STAMP := build/.setup-stamp
 $(SETUP_STAMP): pyproject.toml setup.py controlplane/ffs/switch/_fastpath.c
 	@mkdir -p build
 	$(MAKE) --no-print-directory setup
+
+# The stamp alone would lie to another Python (a new shell without the virtual environment, sudo):
+# setup also runs when this $(PYTHON) cannot import the package.
+installed: $(SETUP_STAMP)
+	@$(PYTHON) -c "import ffs.demo, ffs.switch.fast" 2>/dev/null || $(MAKE) --no-print-directory setup
 
 # Live runs need iproute2 (namespaces, veth) and ethtool (offloads off); install them when root.
 system-deps:
@@ -96,8 +103,13 @@ ptf:
 ptf-list:
 	@ptf --test-dir ptf-tests/tests --list
 
-demo: $(SETUP_STAMP)
+demo: installed
 	$(PYTHON) -m ffs.demo $(TOPO) --duration $(DURATION)
+
+# The same main job on tofino-model + bf_switchd with ffs-agent --target tofino (root, SDE, make build)
+demo-tofino-model: installed
+	@[ -n "$$SDE_INSTALL" ] || { echo "make demo-tofino-model: set SDE and SDE_INSTALL (a Tofino SDE with tofino-model)" >&2; exit 2; }
+	$(PYTHON) -m ffs.demo_tofino topologies/dumbbell-model.yaml --duration $(DURATION_MODEL)
 
 # The differential run (docs/testing.md): ffs-agent programs tofino-model + bf_switchd from
 # topologies/differential.yaml; seeded probes through the model and the software switch must agree

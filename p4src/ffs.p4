@@ -287,7 +287,7 @@ control FfsIngress(inout headers_t hdr,
         if (md.managed == 1 && md.insert_v4 == 1 && md.frame_len[15:6] != 0) {
             open_ipv4_for_shim();
         }
-        rate_est.apply(md);
+        rate_est.apply(md, ig_tm_md);
         if (md.managed == 1) {
             normalize.apply(hdr, md);
             ri_update.apply(hdr, md);

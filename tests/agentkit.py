@@ -12,7 +12,7 @@ from ffs.agent.state import StateStore
 from ffs.driver.model import LocalDriver
 from ffs.switch import trace, wire
 from ffs.switch.pipeline import Pipeline
-from ffs.topology import load
+from ffs.topology import load, wide_text
 
 DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
 LPF = LpfConfig(20e6, 4)  # 20 ms: many packets per time constant at these rates
@@ -21,7 +21,8 @@ LPF = LpfConfig(20e6, 4)  # 20 ms: many packets per time constant at these rates
 def make_agent(state_dir: Path | None = None, seed: int = 3, driver=None) -> Agent:
     topo = load(DUMBBELL)
     driver = driver or LocalDriver(Pipeline(seed))
-    agent = Agent(driver, topo, "s1", lpf=LPF, store=StateStore(state_dir) if state_dir else None)
+    # pair telemetry every 0.1 s of virtual time: the tests read pair rates after a second or less
+    agent = Agent(driver, topo, "s1", lpf=LPF, store=StateStore(state_dir) if state_dir else None, telemetry_period_s=0.1)
     agent.install()
     return agent
 
@@ -54,3 +55,10 @@ class Clock:
                         on_period=on_period, seed=int(self.t * 10) + 1, start_s=self.t)
         self.t += seconds + 0.05
         return res
+
+
+def wide_topology(tmp: Path, ports: int) -> Path:
+    """One switch with `ports` interfaces and a fairness column for every egress: ports² pairs."""
+    path = tmp / f"wide{ports}.yaml"
+    path.write_text(wide_text(ports))
+    return path

@@ -610,7 +610,7 @@ def test_agent_step_on_a_failing_read_raises_driver_error_the_service_catches(fa
     agent = Agent(d, topo, "s1")
     agent.install()
     agent.step(0.0)
-    tables[N.PAIR_BYTES.name].fail_read = FakeRpcError("UNAVAILABLE", "Socket closed")
+    tables[N.OFFERED.name].fail_read = FakeRpcError("UNAVAILABLE", "Socket closed")
     with pytest.raises(DriverError, match="UNAVAILABLE"):
         agent.step(0.1)
 

@@ -29,6 +29,7 @@ from ffs import p4names as N
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import LpfConfig, node_updates, pairs_of
 from ffs.topology import load
+from agentkit import wide_topology
 from sdekit import running_sde, sde_missing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,23 +171,11 @@ def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde
         d.close()
 
 
-def wide_topology(tmp: Path, ports: int) -> Path:
-    """One switch with `ports` interfaces and a fairness column for every egress: ports² pairs."""
-    names = [f"p{i}" for i in range(1, ports + 1)]
-    lines = ["name: wide", "nodes:", "  n:", "    interfaces:"]
-    lines += [f"      {n}: {{capacity: 100Mbps, port: {i}}}" for i, n in enumerate(names, 1)]
-    lines += ["    fairness:"]
-    lines += [f"      {e}: {{{', '.join(f'{i}: 1Mbps' for i in names if i != e)}}}" for e in names]
-    lines += ["    routes:"] + [f"      - {{prefix: 10.0.{i}.0/24, interface: {n}}}" for i, n in enumerate(names, 1)]
-    path = tmp / f"wide{ports}.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 @pytest.mark.parametrize("topology, node_name", [(None, "s1"), (32, "n")], ids=["dumbbell-s1", "32-ports"])
 def test_agent_period_on_switchd(sde, tmp_path, topology, node_name):
-    """The time of one agent step on switchd: three counter reads (R, drops, A) and one register
-    read, each a Sync then a read over gRPC, and the egress push; printed for docs/benchmarks.md."""
+    """The time of one agent step on switchd (the per-egress counters, the pairs' telemetry when
+    due, and the egress push), and of one counter read of all pairs; printed (docs/benchmarks.md has
+    the figures of bench/bench_tau_step.py)."""
     from ffs.agent.core import Agent
 
     topo = load(DUMBBELL if topology is None else wide_topology(tmp_path, topology))

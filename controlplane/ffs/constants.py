@@ -58,6 +58,7 @@ GAMMA_D_MAX = 16 * CODE_STEPS_PER_OCTAVE  # d in [1, 2048]: gamma down to 2**-16
 
 # --- data-plane sizes (define.p4 carries the same defaults) ---------------------------------
 NUM_PAIRS = 4096  # pair index pid is 12 bits
+PAIRS_TABLE_SIZE = 8192  # the pairs table: NUM_PAIRS in an exact-match hash table half full (Tofino cannot fill one)
 PID_BITS = 12
 PORT_BITS = 9
 NUM_PORTS = 512  # per-port arrays are indexed by the 9-bit device port

@@ -166,7 +166,7 @@ def egress_updates(node: Node, states: dict[str, tuple[float | None, bool]]) -> 
     return out
 
 
-COUNTERS = (N.PAIR_BYTES, N.PAIR_DROPS, N.EVENTS, N.ACCEPTED, N.MALFORMED, N.PAIR_MALFORMED)
+COUNTERS = (N.PAIR_BYTES, N.OFFERED, N.PAIR_DROPS, N.EVENTS, N.ACCEPTED, N.MALFORMED, N.PAIR_MALFORMED)
 
 
 def counters(driver: Driver) -> dict[str, dict[int, tuple[int, int]]]:

@@ -112,7 +112,7 @@ PAIRS = Table(
     (Key("ingress_port", "exact", C.PORT_BITS), Key("egress_port", "exact", C.PORT_BITS)),
     (_SET_PAIR, _NO_PAIR),
     _NO_PAIR.name,
-    C.NUM_PAIRS,
+    C.PAIRS_TABLE_SIZE,
 )
 
 _SET_EGRESS = Action(
@@ -275,12 +275,13 @@ TABLES: tuple[Table, ...] = (
 CONST_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.const_entries)
 
 PAIR_BYTES = Counter(f"{ING}.rate_est.pair_bytes", C.NUM_PAIRS)  # R_(i,j), labels as they arrive
+OFFERED = Counter(f"{ING}.rate_est.offered", C.NUM_PORTS)  # R*_j = sum over i of R_(i,j), by egress device port
 PAIR_DROPS = Counter(f"{ING}.pair_drops", C.NUM_PAIRS)  # dropped by gamma
 EVENTS = Counter(f"{ING}.events", C.EVENT_COUNTER_SIZE, "PACKETS")  # indices: constants.EVENT_*
 ACCEPTED = Counter(f"{EGR}.egress_acct.accepted", C.NUM_PORTS)  # A_j, by egress device port
 MALFORMED = Counter(f"{EGR}.egress_acct.malformed", C.NUM_PORTS)  # frames whose bytes disagree with their IP length
 PAIR_MALFORMED = Counter(f"{EGR}.egress_acct.pair_malformed", C.NUM_PAIRS)  # the same, by the (bridged) pair
-COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, PAIR_DROPS, EVENTS, ACCEPTED, MALFORMED, PAIR_MALFORMED)
+COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, OFFERED, PAIR_DROPS, EVENTS, ACCEPTED, MALFORMED, PAIR_MALFORMED)
 
 F_EST = Register(f"{ING}.rate_est.f_est", 32, C.NUM_PAIRS)  # copy of the F LPF output
 REGISTERS: tuple[Register, ...] = (F_EST,)

@@ -401,3 +401,16 @@ class _Loader:
                 self.fail(f"{path}.{given[0]}", "a stream with labelled: false carries no labels (drop r, f and rf)")
         name = self.name(m["name"], f"{path}.name", "a stream name")
         return Stream(name, tuple(hops), demand, r, f, start, stop, size, labelled, ip_len)
+
+
+def wide_text(ports: int, capacity: str = "100Mbps", share: str = "1Mbps") -> str:
+    """A topology of one switch `n` with `ports` interfaces (device ports 1..ports) and a fairness
+    column for every egress: ports² pairs (64 ports fill a Tofino's 4096). For scale tests and
+    benchmarks of the agent."""
+    names = [f"p{i}" for i in range(1, ports + 1)]
+    lines = ["name: wide", "nodes:", "  n:", "    interfaces:"]
+    lines += [f"      {n}: {{capacity: {capacity}, port: {i}}}" for i, n in enumerate(names, 1)]
+    lines += ["    fairness:"]
+    lines += [f"      {e}: {{{', '.join(f'{i}: {share}' for i in names if i != e)}}}" for e in names]
+    lines += ["    routes:"] + [f"      - {{prefix: 10.{i // 256}.{i % 256}.0/24, interface: {n}}}" for i, n in enumerate(names, 1)]
+    return "\n".join(lines) + "\n"

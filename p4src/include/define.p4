@@ -29,6 +29,7 @@
 #define NUM_PAIRS           4096
 #endif
 #define PID_BITS            12
+#define PAIRS_TABLE_SIZE    8192    /* NUM_PAIRS in an exact-match hash table half full */
 #ifndef NUM_PORTS
 #define NUM_PORTS           512
 #endif

@@ -87,7 +87,7 @@ class AgentTest(FfsTest):
             [sys.executable, "-m", "ffs.cli.agent", f"--topology={self.topology}", "--node=ptf",
              f"--target={target()}", f"--switch={switch_address()}", f"--socket={self.sock}",
              f"--state-dir={self.work}/state", f"--period-ms={period_ms()}", f"--lpf-time-constant-us={LPF_US}",
-             f"--lpf-scale-down={LPF_SCALE_DOWN}", "-vv"],
+             f"--lpf-scale-down={LPF_SCALE_DOWN}", "--telemetry-period-s=0", "-vv"],
             stdout=subprocess.DEVNULL, stderr=open(self.work / "agent.log", "w"))
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and self.agent.poll() is None:

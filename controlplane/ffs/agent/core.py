@@ -139,6 +139,7 @@ class Agent:
         store: StateStore | None = None,
         quarantine_s: float = 10.0,
         quarantine_fraction: float = 0.01,
+        telemetry_period_s: float = 1.0,
     ) -> None:
         self.driver = driver
         self.topology = topology
@@ -172,6 +173,13 @@ class Agent:
         self._check_turn = -1  # which generated table the last slow check read
         self._checks = 0
         self.snapshot = Snapshot(0.0)
+        # the pairs' counters and F, read every telemetry_period_s (and when an egress saw a lie):
+        # the τ step itself reads one cell per egress
+        self.telemetry_period_s = telemetry_period_s
+        self._last_telemetry = float("-inf")
+        self._pair_status: list[PairStatus] = []
+        self._drops_by_egress: dict[str, tuple[float, int]] = {}
+        self._pushed: dict[int, dict[str, int]] = {}  # egress port -> the set_egress data last written
 
     # -- the static state ------------------------------------------------------------------
     def current_node(self) -> Node:
@@ -252,16 +260,23 @@ class Agent:
             return u
         return dataclasses.replace(u, entry=dataclasses.replace(e, params=pair_params(e.params["pid"], 0)))
 
+    def _release_quarantine(self, now_s: float) -> list[Update]:
+        """Every step: the set_pair of each pair whose quarantine time is up (its share back)."""
+        over = [pid for pid, until in self.quarantined.items() if until <= now_s]
+        if not over:
+            return []
+        for pid in over:
+            del self.quarantined[pid]
+            log.info("quarantine over: pair pid=%d gets its share back", pid)
+        for st in self._pair_status:
+            st.quarantined = st.pid in self.quarantined
+        return [u for pid, u in self._pair_updates("modify").items() if pid in over]
+
     def _update_quarantine(self, pairs: list[PairStatus], r: dict[int, CounterValue], now_s: float) -> list[Update]:
         """Quarantine the pairs whose lying frames (pair_malformed) exceed quarantine_fraction of
-        their arriving bytes this period, release those whose time is up; the set_pair
-        modifications of every pair that changed state."""
+        their arriving bytes since the last telemetry; the set_pair modifications of every pair
+        that entered it."""
         changed = set()
-        for pid, until in list(self.quarantined.items()):
-            if until <= now_s:
-                del self.quarantined[pid]
-                changed.add(pid)
-                log.info("quarantine over: pair pid=%d gets its share back", pid)
         if self.quarantine_s > 0:
             for st in pairs:
                 m = st.malformed_bytes
@@ -287,6 +302,7 @@ class Agent:
         (deletes first, then inserts and modifications). Egress entries carry τ: an entry the switch
         holds is kept as it is (the τ loop rewrites it each period); a missing one is written from
         the agent's τ. Returns the number of updates written (0: the switch was right)."""
+        self._pushed = {}  # what the switch holds is re-read here: push every egress next step
         want = self.desired()
         deletes: list[Update] = []
         puts: list[Update] = []
@@ -359,16 +375,21 @@ class Agent:
         return False
 
     # -- the τ loop ------------------------------------------------------------------------
+    def _egress_ports(self) -> list[int]:
+        return sorted({self.node.interfaces[e].port for e in self.fairness})
+
     def baseline(self, now_s: float | None = None) -> None:
         """Read every counter once, so the first period after a (re)start measures a full interval
         and updates τ like any other (a restart does not skip a τ step)."""
         pids = [p.pid for p in self.pairs()]
-        ports = sorted({self.node.interfaces[e].port for e in self.fairness})
-        self._measure("R", N.PAIR_BYTES.name, pids, now_s)
-        self._measure("D", N.PAIR_DROPS.name, pids, now_s)
+        ports = self._egress_ports()
+        self._measure("O", N.OFFERED.name, ports, now_s)
         self._measure("A", N.ACCEPTED.name, ports, now_s)
         self._measure("X", N.MALFORMED.name, ports, now_s)
+        self._measure("R", N.PAIR_BYTES.name, pids, now_s)
+        self._measure("D", N.PAIR_DROPS.name, pids, now_s)
         self._measure("M", N.PAIR_MALFORMED.name, pids, now_s)
+        self._last_telemetry = now_s if now_s is not None else time.monotonic()
 
     def _measure(self, name: str, counter: str, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
         """Increments of one counter since its last read, and the seconds between the two reads.
@@ -376,7 +397,7 @@ class Agent:
         switch answers late) stretches its interval with it instead of inflating the rate; in
         virtual time every read is at `now_s`."""
         t0 = time.monotonic()
-        values = self.driver.read_counters(counter, indices)
+        values = self.driver.read_counters(counter, indices) if indices else {}  # none: no read (a driver reads all)
         t = (t0 + time.monotonic()) / 2 if now_s is None else now_s
         prev = self._last_t.get(name)
         self._last_t[name] = t
@@ -398,21 +419,63 @@ class Agent:
         return max(0, c.bytes - self.frame_overhead * c.packets) * 8 / dt if dt > 0 else 0.0
 
     def step(self, now_s: float | None = None) -> Snapshot:
-        """One control period: measure, update τ per egress, push every egress in one batch."""
+        """One control period: R*_j, A_j and the lies at j per egress (three reads of one cell per
+        egress, whatever the number of pairs), τ per egress, every egress pushed in one batch. The
+        pairs' telemetry (R, drops, lies, F; the quarantine) is read on its own cadence,
+        `telemetry_period_s`, and at once when an egress counted a lying frame."""
         virtual = now_s
         now_s = time.monotonic() if now_s is None else now_s
-        pairs = self.pairs()
-        pids = [p.pid for p in pairs]
-        ports = sorted({self.node.interfaces[e].port for e in self.fairness})
-        r, dt = self._measure("R", N.PAIR_BYTES.name, pids, virtual)
-        drops, dt_d = self._measure("D", N.PAIR_DROPS.name, pids, virtual)
+        ports = self._egress_ports()
+        offered, dt = self._measure("O", N.OFFERED.name, ports, virtual)
         a, dt_a = self._measure("A", N.ACCEPTED.name, ports, virtual)
         bad, _ = self._measure("X", N.MALFORMED.name, ports, virtual)
+        quarantine = self._release_quarantine(now_s)
+        lied = any(v.packets for v in bad.values())
+        if lied or now_s - self._last_telemetry >= self.telemetry_period_s or not self._pair_status:
+            quarantine += self.telemetry(virtual, now_s)
+        snap = Snapshot(now_s, pairs=self._pair_status)
+        batch: list[Update] = []
+        node = self.current_node()
+        for e in sorted(self.fairness):
+            port = self.node.interfaces[e].port
+            target = node.target(e)
+            # A_j: what γ accepted, lies included: the egress drops a lying frame only after it
+            # queued (on Tofino also after it took the port), so τ must see it (docs/security.md)
+            acc, lies = a.get(port, ZERO), bad.get(port, ZERO)
+            a_bps = self._bps(CounterValue(acc.packets + lies.packets, acc.bytes + lies.bytes), dt_a)
+            r_star = self._bps(offered.get(port, ZERO), dt)
+            state = self.taus.get(e, EgressTau())
+            if dt > self.min_interval_s and dt_a > self.min_interval_s:
+                state = tau_step(state, a_bps, r_star, target, self.tau_params)
+                self.taus[e] = state
+            params = egress_action_params(state, r_star, target)
+            if self._pushed.get(port) != params:  # the switch holds the rest as pushed (the slow check repairs)
+                batch.append(egress_entry(port, params, "modify"))
+            snap.egresses.append(
+                EgressStatus(e, port, self.node.interfaces[e].capacity, target, a_bps, r_star, state.tau, state.congested,
+                             *self._drops_by_egress.get(e, (0.0, 0)), bad.get(port, ZERO).packets)
+            )
+        if not dt > self.min_interval_s:
+            batch = []
+        if quarantine or batch:
+            self.driver.write(quarantine + batch)
+            self._pushed.update({u.entry.key[N.EGRESS_PARAMS.keys[0].name].value: u.entry.params for u in batch})
+            if self.store is not None:
+                self.store.save_taus(self.node.name, self.taus)
+        self.snapshot = snap
+        return snap
+
+    def telemetry(self, virtual: float | None, now_s: float) -> list[Update]:
+        """The pairs' counters since the last telemetry (R, drops, lies) and their F: status,
+        metrics and the quarantine, whose set_pair changes it returns."""
+        pairs = self.pairs()
+        pids = [p.pid for p in pairs]
+        r, dt = self._measure("R", N.PAIR_BYTES.name, pids, virtual)
+        drops, dt_d = self._measure("D", N.PAIR_DROPS.name, pids, virtual)
         lies, _ = self._measure("M", N.PAIR_MALFORMED.name, pids, virtual)
         f_est = self.driver.read_registers(N.F_EST.name, pids)
-        snap = Snapshot(now_s)
         node = self.current_node()
-        by_egress: dict[str, float] = {}
+        status: list[PairStatus] = []
         drops_by_egress: dict[str, tuple[float, int]] = {}
         for p in pairs:
             rd, dd = r.get(p.pid, ZERO), drops.get(p.pid, ZERO)  # a target may leave out never-hit cells
@@ -425,37 +488,12 @@ class Agent:
                 lies.get(p.pid, ZERO).packets,
                 lies.get(p.pid, ZERO).bytes,
             )
-            by_egress[p.egress] = by_egress.get(p.egress, 0.0) + st.rate_bps
             d_bps, d_pk = drops_by_egress.get(p.egress, (0.0, 0))
             drops_by_egress[p.egress] = (d_bps + st.drop_bps, d_pk + st.drops)
-            snap.pairs.append(st)
-        quarantine = self._update_quarantine(snap.pairs, r, now_s)
-        batch: list[Update] = []
-        for e in sorted(self.fairness):
-            port = self.node.interfaces[e].port
-            target = self.target(e)
-            # A_j: what γ accepted, lies included: the egress drops a lying frame only after it
-            # queued (on Tofino also after it took the port), so τ must see it (docs/security.md)
-            acc, lied = a.get(port, ZERO), bad.get(port, ZERO)
-            a_bps = self._bps(CounterValue(acc.packets + lied.packets, acc.bytes + lied.bytes), dt_a)
-            r_star = by_egress.get(e, 0.0)
-            state = self.taus.get(e, EgressTau())
-            if dt > self.min_interval_s and dt_a > self.min_interval_s:
-                state = tau_step(state, a_bps, r_star, target, self.tau_params)
-                self.taus[e] = state
-            batch.append(egress_entry(port, egress_action_params(state, r_star, target), "modify"))
-            snap.egresses.append(
-                EgressStatus(e, port, self.node.interfaces[e].capacity, target, a_bps, r_star, state.tau, state.congested,
-                             *drops_by_egress.get(e, (0.0, 0)), bad.get(port, ZERO).packets)
-            )
-        if not dt > self.min_interval_s:
-            batch = []
-        if quarantine or batch:
-            self.driver.write(quarantine + batch)
-            if self.store is not None:
-                self.store.save_taus(self.node.name, self.taus)
-        self.snapshot = snap
-        return snap
+            status.append(st)
+        quarantine = self._update_quarantine(status, r, now_s)
+        self._pair_status, self._drops_by_egress, self._last_telemetry = status, drops_by_egress, now_s
+        return quarantine
 
     def on_period(self, now_ns: int, driver: Driver | None = None) -> Snapshot:
         """The software switch's virtual-time hook (`on_period(now_ns)` or `on_period(now_ns, driver)`):

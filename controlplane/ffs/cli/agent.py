@@ -83,6 +83,9 @@ def make_driver(target: str, switch: str) -> Driver:
               help="Withdraw the share of a pair whose frames lie about their length for this long (0: never).")
 @click.option("--quarantine-fraction", default=0.01, show_default=True,
               help="... once its lying frames exceed this fraction of its bytes in a period.")
+@click.option("--telemetry-period-s", default=1.0, show_default=True,
+              help="Read the pairs' counters and F (status, metrics, quarantine) this often; the tau step reads "
+                   "per-egress counters only, and an egress that counts a lying frame triggers a read at once.")
 @click.option("--connect-timeout", default=60.0, show_default=True, help="Seconds to wait for the switch.")
 @click.option("--log-format", type=click.Choice(["kv", "json"]), default="kv", show_default=True,
               help="Log lines on stderr as key=value or as JSON objects.")
@@ -90,7 +93,7 @@ def make_driver(target: str, switch: str) -> Driver:
 @one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, ValueError, OSError, exit_code=EXIT_FAILURE)
 def main(topology, node, target, switch, sock, group, state_dir, adopt, period_ms, lpf_time_constant_us, lpf_scale_down,
          delta_fraction, max_decrease, frame_overhead, metrics_port, metrics_address, check_period_s, quarantine_s,
-         quarantine_fraction, connect_timeout, log_format, verbose) -> None:
+         quarantine_fraction, telemetry_period_s, connect_timeout, log_format, verbose) -> None:
     """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else KeyValueFormatter())
@@ -103,6 +106,8 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, period_m
         raise CliError("--lpf-time-constant-us must be positive (and below 10 s)", 2)
     if not (0 <= quarantine_s < 1e6 and 0 <= quarantine_fraction < 1):
         raise CliError("--quarantine-s must be 0..1e6 and --quarantine-fraction in [0, 1)", 2)
+    if not 0 <= telemetry_period_s <= 3600:
+        raise CliError("--telemetry-period-s must be 0..3600 (0: every period)", 2)
     if metrics_port is not None and not 0 < metrics_port < 65536:
         raise CliError("--metrics-port must be 1..65535", 2)
     if group is not None:
@@ -130,7 +135,8 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, period_m
     driver = make_driver(target, address)
     driver.connect(timeout_s=connect_timeout)
     agent = Agent(driver, topo, node, lpf=lpf, tau_params=tau_params, frame_overhead_bytes=frame_overhead, store=store,
-                  quarantine_s=quarantine_s, quarantine_fraction=quarantine_fraction)
+                  quarantine_s=quarantine_s, quarantine_fraction=quarantine_fraction,
+                  telemetry_period_s=telemetry_period_s)
     source = store.matrix_path(node) if store.matrix_path(node).exists() else f"{topology} (node {node})"  # read by Agent
     log.info("matrix loaded from %s; state and audit in %s; F estimator time constant %.3g ms%s", source, store.dir,
              tc_ns / 1e6, "" if lpf_time_constant_us is not None else " (derived)")

@@ -411,7 +411,7 @@ fail:
  * The Engine: one pipeline's compiled tables, its shared externs and its random generator
  * ============================================================================================ */
 enum {
-    B_PAIR_BYTES_PK, B_PAIR_BYTES_BY, B_PAIR_DROPS_PK, B_PAIR_DROPS_BY, B_EVENTS_PK, B_EVENTS_BY,
+    B_PAIR_BYTES_PK, B_PAIR_BYTES_BY, B_OFFERED_PK, B_OFFERED_BY, B_PAIR_DROPS_PK, B_PAIR_DROPS_BY, B_EVENTS_PK, B_EVENTS_BY,
     B_ACCEPTED_PK, B_ACCEPTED_BY, B_MALFORMED_PK, B_MALFORMED_BY, B_PAIR_MALFORMED_PK, B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN,
     B_LPF_DECAY, B_LPF_SHIFT, NB
 };
@@ -420,6 +420,7 @@ static const struct {
     Py_ssize_t itemsize, count;
 } BUF_SPEC[NB] = {
     {"pair_bytes.packets", 8, NUM_PAIRS}, {"pair_bytes.bytes", 8, NUM_PAIRS},
+    {"offered.packets", 8, NUM_PORTS}, {"offered.bytes", 8, NUM_PORTS},
     {"pair_drops.packets", 8, NUM_PAIRS}, {"pair_drops.bytes", 8, NUM_PAIRS},
     {"events.packets", 8, EVENT_COUNTER_SIZE}, {"events.bytes", 8, EVENT_COUNTER_SIZE},
     {"accepted.packets", 8, NUM_PORTS}, {"accepted.bytes", 8, NUM_PORTS},
@@ -438,7 +439,7 @@ typedef struct {
     uint32_t tables_set; /* bit per table: compiled at least once */
     Py_buffer bufs[NB];
     int nbufs;
-    uint64_t *pair_bytes_pk, *pair_bytes_by, *pair_drops_pk, *pair_drops_by;
+    uint64_t *pair_bytes_pk, *pair_bytes_by, *offered_pk, *offered_by, *pair_drops_pk, *pair_drops_by;
     uint64_t *events_pk, *events_by, *accepted_pk, *accepted_by, *malformed_pk, *malformed_by;
     uint64_t *pair_malformed_pk, *pair_malformed_by;
     uint32_t *f_est;
@@ -705,6 +706,7 @@ static inline void weight_max(meta_t *md) { md->w = U32; }
 static inline void estimate(Engine *e, meta_t *md, int64_t t_ns) { md->f = lpf_execute(e, md->w, md->pid, t_ns); }
 static inline void count_pair(Engine *e, meta_t *md, size_t frame_len) {
     counter_count(e->pair_bytes_pk, e->pair_bytes_by, md->pid, frame_len);
+    counter_count(e->offered_pk, e->offered_by, md->egress_port, frame_len); /* count_offered: R*_j */
 }
 static inline void set_lf(meta_t *md, uint32_t lf, uint32_t nlf) {
     md->rf_norm = (lf + md->k) & U16;
@@ -927,6 +929,8 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     for (int i = 0; i < NB; i++) b[i] = self->bufs[i].buf;
     self->pair_bytes_pk = b[B_PAIR_BYTES_PK];
     self->pair_bytes_by = b[B_PAIR_BYTES_BY];
+    self->offered_pk = b[B_OFFERED_PK];
+    self->offered_by = b[B_OFFERED_BY];
     self->pair_drops_pk = b[B_PAIR_DROPS_PK];
     self->pair_drops_by = b[B_PAIR_DROPS_BY];
     self->events_pk = b[B_EVENTS_PK];

@@ -123,7 +123,8 @@ class FastPipeline(Pipeline):
         lpf = rate.f_lpf
         drops = self.fate.pair_drops
         buffers = (
-            rate.pair_bytes.packets, rate.pair_bytes.bytes, drops.packets, drops.bytes,
+            rate.pair_bytes.packets, rate.pair_bytes.bytes, rate.offered.packets, rate.offered.bytes,
+            drops.packets, drops.bytes,
             self.events.packets, self.events.bytes, eg.accepted.packets, eg.accepted.bytes,
             eg.malformed.packets, eg.malformed.bytes, eg.pair_malformed.packets, eg.pair_malformed.bytes,
             rate.f_est.cells, lpf.state, lpf.last, lpf.seen, lpf.kind, lpf.gain, lpf.decay, lpf.shift,

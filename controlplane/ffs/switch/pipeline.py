@@ -220,6 +220,7 @@ class RateEstimation:
         self.f_lpf = Lpf(N.F_LPF)
         self.f_est = Register(N.F_EST)
         self.pair_bytes = Counter(N.PAIR_BYTES)
+        self.offered = Counter(N.OFFERED)
 
     @staticmethod
     def set_lw(md: Meta, llen: int) -> None:  # stage 1: lw = log2(len · 2^8 / rf)
@@ -246,6 +247,9 @@ class RateEstimation:
 
     def count_pair(self, md: Meta, frame_len: int) -> None:  # stage 2: R_(i,j)
         self.pair_bytes.count(md.pid, frame_len)
+
+    def count_offered(self, md: Meta, frame_len: int) -> None:  # stage 2: R*_j
+        self.offered.count(md.egress_port, frame_len)
 
     @staticmethod
     def set_lf(md: Meta, lf: int, nlf: int) -> None:  # stage 4: rf_norm = k + lf, c_cong = cc - lf
@@ -282,6 +286,7 @@ class RateEstimation:
         """The managed part, stages 2-4 (needs Normalize's cc)."""
         self.estimate(md, t_ns)
         self.count_pair(md, frame_len)
+        self.count_offered(md, frame_len)
         action, params = self.f_log.lookup(md.f)
         if action == "set_lf":
             self.set_lf(md, params["lf"], params["nlf"])
@@ -511,7 +516,7 @@ class Pipeline:
         assert tuple(self.tables) == tuple(t.name for t in N.TABLES)
         self.counters = {
             c.spec.name: c
-            for c in (self.rate_est.pair_bytes, self.fate.pair_drops, self.events, self.egress_acct.accepted,
+            for c in (self.rate_est.pair_bytes, self.rate_est.offered, self.fate.pair_drops, self.events, self.egress_acct.accepted,
                       self.egress_acct.malformed, self.egress_acct.pair_malformed)
         }
         self.registers = {self.rate_est.f_est.spec.name: self.rate_est.f_est}

@@ -26,7 +26,9 @@ control PairMap(inout ffs_metadata_t md,
         }
         actions = { set_pair; no_pair; }
         default_action = no_pair();
-        size = NUM_PAIRS;
+        /* a hash table does not fill to its last slot: bf_switchd refused the 3366th of 4096
+         * pairs in a table of 4096 (RESOURCE_EXHAUSTED); a quarter more room takes them all */
+        size = PAIRS_TABLE_SIZE;
     }
 
     /* ltau_p = ltau - CODE_ONE (128 log2 tau) while congested and 0 (tau = 1) while not: derived

@@ -3,7 +3,8 @@
  *   stage 0  frame_len = L2 header + IP length + FCS, saturating (spec §4)
  *   stage 1  len_log  (trust, frame_len) -> lw = llen |-| rf_hdr, or llen - code(1) on a reset port
  *   stage 2  weight   lw -> w = 2^(lw/128)            (exact table: no multiply on Tofino)
- *   stage 3  f_lpf    F <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive
+ *   stage 3  f_lpf    F <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive,
+ *                     offered[egress port] their sum R*_j
  *   stage 4  f_log    lf = log F (disjoint ternary buckets), applied at once (Algorithm 3 line 1):
  *                     rf_norm = k + lf, c_cong = cc - lf; f_est[pid] <- F for the agent
  * Neither sum saturates or wraps: k, cc lie in [0x6C00, 0x9C00] and lf <= D_OFFSET (spec §7.2),
@@ -13,9 +14,13 @@
 #ifndef _FFS_RATE_ESTIMATION_P4_
 #define _FFS_RATE_ESTIMATION_P4_
 
-control RateEstimation(inout ffs_metadata_t md) {
+control RateEstimation(inout ffs_metadata_t md,
+                       in ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Lpf<bit<32>, pid_t>(size=NUM_PAIRS) f_lpf;
     Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS_AND_BYTES) pair_bytes;
+    /* R*_j = the sum over i of R_(i,j), per egress port: the agent's tau step reads one cell per
+     * egress instead of one per pair (spec §9) */
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) offered;
     Register<bit<32>, pid_t>(NUM_PAIRS) f_est;
     RegisterAction<bit<32>, pid_t, bit<32>>(f_est) f_est_store = {
         void apply(inout bit<32> value) {
@@ -70,6 +75,10 @@ control RateEstimation(inout ffs_metadata_t md) {
         pair_bytes.count(md.pid);
     }
 
+    action count_offered() {
+        offered.count(ig_tm_md.ucast_egress_port);
+    }
+
     action set_lf(bit<16> lf, bit<16> nlf) {
         md.rf_norm = lf + md.k;
         md.c_cong = nlf + md.cc;
@@ -97,6 +106,7 @@ control RateEstimation(inout ffs_metadata_t md) {
         if (md.managed == 1) {
             estimate();
             count_pair();
+            count_offered();
             f_log.apply();
             store_f();
         }

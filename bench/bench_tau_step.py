@@ -1,0 +1,145 @@
+"""The agent's τ step against the number of pairs (docs/benchmarks.md, "The τ loop at scale").
+
+For nodes of 3, 16, 32 and 64 ports (9, 256, 1024 and 4096 pairs; `ffs.topology.wide_text`), on the
+software switch's in-process driver and, with --switchd, on bf_switchd (BF-Runtime gRPC; tofino-model
+or hardware with the installed ffs): the install time, the τ step (median and p95 of --steps steps)
+and the cells it reads, the pair telemetry's time and cells, and the time to apply a full-matrix
+change (every share of the node new). The figures of one run are compared as ratios: the step at
+4096 pairs against the step at 9.
+
+    python bench/bench_tau_step.py [--ports 3,16,32,64] [--steps 30] [--switchd localhost:50052] [--json]
+
+Prints one JSON object per node and target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ffs.agent.core import Agent
+from ffs.driver.base import Driver
+from ffs.topology import load, wide_text
+
+
+class Counting:
+    """A driver proxy that counts the cells every counter and register read returns."""
+
+    def __init__(self, inner: Driver) -> None:
+        self.inner, self.cells = inner, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def read_counters(self, name: str, indices: Any = None) -> Any:
+        out = self.inner.read_counters(name, indices)
+        self.cells += len(out)
+        return out
+
+    def read_registers(self, name: str, indices: Any = None) -> Any:
+        out = self.inner.read_registers(name, indices)
+        self.cells += len(out)
+        return out
+
+
+def q(xs: list[float], p: float) -> float:
+    return sorted(xs)[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def measure(driver: Driver, ports: int, steps: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "wide.yaml"
+        path.write_text(wide_text(ports))
+        topo = load(path)
+    from ffs import p4names as N
+
+    driver.clear_table(N.PAIRS.name)  # another node's pairs (a size measured before) are not this one's
+    d = Counting(driver)
+    agent = Agent(d, topo, "n", telemetry_period_s=1e9)  # τ steps only; telemetry timed on its own
+    t0 = time.perf_counter()
+    agent.install()
+    install_s = time.perf_counter() - t0
+    agent.step()  # the first step reads the pairs as well
+    times, cells = [], []
+    for _ in range(steps):
+        d.cells = 0
+        t0 = time.perf_counter()
+        agent.step()
+        times.append(time.perf_counter() - t0)
+        cells.append(d.cells)
+    d.cells = 0
+    t0 = time.perf_counter()
+    agent.telemetry(None, time.monotonic())
+    telemetry_s, telemetry_cells = time.perf_counter() - t0, d.cells
+    new = {e: {i: rate * 0.5 for i, rate in col.items()} for e, col in agent.fairness.items()}
+    t0 = time.perf_counter()
+    agent.apply_matrix(new)
+    change_s = time.perf_counter() - t0
+    return {
+        "ports": ports, "pairs": len(agent.pairs()), "install_s": round(install_s, 4),
+        "step_ms_median": round(1e3 * statistics.median(times), 3), "step_ms_p95": round(1e3 * q(times, 0.95), 3),
+        "cells_per_step": max(cells), "telemetry_ms": round(1e3 * telemetry_s, 3), "telemetry_cells": telemetry_cells,
+        "full_matrix_change_s": round(change_s, 4),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ports", default="3,16,32,64")
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--switchd", default=None, help="bf_switchd's BF-Runtime address (the installed ffs)")
+    ap.add_argument("--hw-read-max", type=int, default=None,
+                    help="BfrtDriver: read at most this many cells from the hardware, more by a table Sync")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    ports = [int(x) for x in a.ports.split(",")]
+    rows = []
+    targets = ["software"] + (["switchd"] if a.switchd else [])
+    for target in targets:
+        for n in ports:
+            if target == "software":
+                from ffs.driver.model import LocalDriver
+                from ffs.switch.pipeline import Pipeline
+
+                driver: Driver = LocalDriver(Pipeline(1))
+            else:
+                from ffs.driver.bfrt import BfrtDriver
+
+                kw = {} if a.hw_read_max is None else {"hw_read_max_indices": a.hw_read_max}
+                driver = BfrtDriver(a.switchd, **kw)
+                driver.connect(timeout_s=60)
+            try:
+                row = {"target": target, **measure(driver, n, a.steps)}
+            finally:
+                driver.close()
+            rows.append(row)
+            print(json.dumps(row) if a.json else
+                  f"{target:8} {row['pairs']:5} pairs: step {row['step_ms_median']:8.3f} ms (p95 {row['step_ms_p95']:8.3f}), "
+                  f"{row['cells_per_step']:4} cells; telemetry {row['telemetry_ms']:9.2f} ms ({row['telemetry_cells']} cells); "
+                  f"install {row['install_s']:7.3f} s; full matrix change {row['full_matrix_change_s']:7.3f} s", flush=True)
+    for target in targets:
+        mine = [r for r in rows if r["target"] == target]
+        if len(mine) > 1:
+            ratio = mine[-1]["step_ms_median"] / mine[0]["step_ms_median"]
+            print(f"{target}: step at {mine[-1]['pairs']} pairs / step at {mine[0]['pairs']} pairs = {ratio:.2f}"
+                  f" ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f})",
+                  file=sys.stderr if a.json else sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    from ffs.driver.base import DriverError
+
+    try:
+        sys.exit(main())
+    except DriverError as e:
+        print(f"bench_tau_step: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,101 @@
+"""The τ loop at hardware speed (spec §9): one τ step reads one cell per egress (R*_j from the
+`offered` counter, A_j, the lies at j), whatever the number of pairs; the pairs' counters and F
+are read on their own cadence (`telemetry_period_s`), and at once when an egress counted a lie, so
+the quarantine's bound stays one period (docs/control-plane.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ffs import p4names as N
+from ffs.agent.core import Agent
+from ffs.driver.model import LocalDriver
+from ffs.frames import ipv4_frame
+from ffs.switch.packet import ipv4_checksum
+from ffs.switch.pipeline import Pipeline
+from ffs.topology import load
+
+from agentkit import DUMBBELL, LPF, wide_topology
+
+
+class Reads(LocalDriver):
+    """A LocalDriver that counts the cells each counter and register read asks for."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        super().__init__(pipeline)
+        self.cells: dict[str, int] = {}
+
+    def read_counters(self, name, indices=None):
+        out = super().read_counters(name, indices)
+        self.cells[name] = self.cells.get(name, 0) + len(out)
+        return out
+
+    def read_registers(self, name, indices=None):
+        out = super().read_registers(name, indices)
+        self.cells[name] = self.cells.get(name, 0) + len(out)
+        return out
+
+    def take(self) -> dict[str, int]:
+        out, self.cells = self.cells, {}
+        return out
+
+
+def test_a_tau_step_reads_one_cell_per_egress_at_4096_pairs(tmp_path):
+    topo = load(wide_topology(tmp_path, 64))
+    d = Reads(Pipeline(1))
+    agent = Agent(d, topo, "n", lpf=LPF, telemetry_period_s=1.0)
+    agent.install(now_s=0.0)
+    assert len(agent.pairs()) == 4096
+    agent.step(0.0)  # the first step reads the pairs too (status has rows from the start)
+    d.take()
+    agent.step(0.1)
+    assert d.take() == {N.OFFERED.name: 64, N.ACCEPTED.name: 64, N.MALFORMED.name: 64}
+    agent.step(1.05)  # the telemetry period is over: the pairs' four arrays once
+    cells = d.take()
+    assert cells == {N.OFFERED.name: 64, N.ACCEPTED.name: 64, N.MALFORMED.name: 64, N.PAIR_BYTES.name: 4096,
+                     N.PAIR_DROPS.name: 4096, N.PAIR_MALFORMED.name: 4096, N.F_EST.name: 4096}
+
+
+def dumbbell(telemetry_s: float) -> tuple[Agent, Pipeline]:
+    p = Pipeline(3)
+    agent = Agent(LocalDriver(p), load(DUMBBELL), "s1", lpf=LPF, telemetry_period_s=telemetry_s)
+    agent.install(now_s=0.0)
+    agent.step(0.0)
+    return agent, p
+
+
+def test_pair_rates_reach_status_on_the_telemetry_period_and_tau_uses_the_egress_counter():
+    agent, p = dumbbell(1.0)
+    frame = ipv4_frame("10.0.1.1", "10.0.3.1", 1000)
+    t = 0
+    for step in range(1, 21):  # 2 s of 0.1 s periods; 100 packets of 1000 bytes per period from p1
+        for _ in range(100):
+            t += 100_000
+            p.process(frame, 1, t)
+        snap = agent.step(step * 0.1)
+        p3 = next(e for e in snap.egresses if e.egress == "p3")
+        # R*_3 every period, from `offered`: 100 packets of 1000 IP bytes in 0.1 s
+        assert p3.offered_bps == pytest.approx(100 * 1000 * 8 / 0.1, rel=1e-9)
+        pair = next(s for s in snap.pairs if (s.ingress, s.egress) == ("p1", "p3"))
+        if step < 10:
+            assert pair.rate_bps == 0.0  # the pairs were last read at t = 0
+        if step == 10:
+            assert pair.rate_bps == pytest.approx(100 * 1000 * 8 / 0.1, rel=1e-9)  # read at t = 1 s, over the whole second
+
+
+def test_a_lie_at_an_egress_reads_the_pairs_at_once_and_quarantines_within_one_period():
+    agent, p = dumbbell(10.0)
+    liar = bytearray(ipv4_frame("10.0.2.1", "10.0.3.1", 1250))
+    liar[16:18] = (20).to_bytes(2, "big")  # claims 20 bytes; the egress drops it as malformed
+    liar[24:26] = ipv4_checksum(liar[14:34]).to_bytes(2, "big")
+    t = 0
+    for _ in range(50):
+        t += 100_000
+        assert p.process(bytes(liar), 2, t).drop_reason == "malformed"
+    snap = agent.step(0.1)  # long before the telemetry period: the lie triggers it
+    pair = next(s for s in snap.pairs if (s.ingress, s.egress) == ("p2", "p3"))
+    assert pair.malformed == 50 and pair.quarantined
+    nlm = {e.key["ingress_port"].value: e.params["nlm"] for e in agent.driver.read_table(N.PAIRS.name)
+           if e.key["egress_port"].value == 3}
+    assert nlm[2] == 0  # lm = 0: the share is withdrawn
+    assert next(e for e in snap.egresses if e.egress == "p3").malformed == 50
