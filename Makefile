@@ -31,7 +31,7 @@ endif
 
 TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
-DURATION_MODEL ?= 40
+DURATION_MODEL ?= 60
 
 .PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
 help:
