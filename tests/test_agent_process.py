@@ -70,6 +70,15 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
         assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)  # restored from the state dir, not the topology's 10 Mbps
         shown = call(tmp_path / "agent.sock", {"op": "matrix_show"})
         assert shown["fairness"]["p3"]["p1"] == pytest.approx(2e6)
+        log = (tmp_path / "agent.log").read_text()
+        assert "the last matrix applied wins over the topology's; --from-topology starts from the topology" in log
+        # the operator starts fresh: the topology's 10 Mbps, and the start-up line says so
+        agent.terminate()
+        agent.wait(timeout=10)
+        agent = start_agent(tmp_path, switch, "--from-topology")
+        assert pair_lm(drv)[(1, 3)] == T.lm_code(10e6, lpf.time_constant_ns, lpf.scale_down)
+        assert call(tmp_path / "agent.sock", {"op": "matrix_show"})["fairness"]["p3"]["p1"] == pytest.approx(10e6)
+        assert "--from-topology: the saved" in (tmp_path / "agent.log").read_text()
     finally:
         if agent is not None and agent.poll() is None:
             agent.terminate()

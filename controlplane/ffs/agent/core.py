@@ -140,6 +140,7 @@ class Agent:
         quarantine_s: float = 10.0,
         quarantine_fraction: float = 0.01,
         telemetry_period_s: float = 1.0,
+        use_saved_matrix: bool = True,
     ) -> None:
         self.driver = driver
         self.topology = topology
@@ -155,7 +156,8 @@ class Agent:
         self.quarantined: dict[int, float] = {}  # pid -> until (the step's clock)
         self.fairness = {e: dict(col) for e, col in self.node.fairness.items()}
         if store is not None:
-            saved = store.load_matrix(self.node.name)  # a foreign or unreadable file stops here, settled later
+            # a foreign or unreadable file stops here, settled later; --from-topology ignores it
+            saved = store.load_matrix(self.node.name) if use_saved_matrix else None
             for line in store.recover(self.node.name):
                 log.warning("%s", line)
             if saved is not None:

@@ -64,6 +64,9 @@ def make_driver(target: str, switch: str) -> Driver:
 @click.option("--adopt-state-of", "adopt", default=None, metavar="OTHER",
               help="Take over saved state files that name node OTHER (a state directory copied from another "
                    "switch); without it a file naming another node is refused.")
+@click.option("--from-topology", is_flag=True,
+              help="Start from the topology's matrix, not the last one applied (saved in the state directory; "
+                   "the next change replaces it; the audit log stays).")
 @click.option("--period-ms", default=100.0, show_default=True, help="Control period.")
 @click.option("--lpf-time-constant-us", default=None, type=float,
               help="F estimator time constant (default: derived from the node's shares, capacities and the period; "
@@ -91,7 +94,7 @@ def make_driver(target: str, switch: str) -> Driver:
               help="Log lines on stderr as key=value or as JSON objects.")
 @click.option("-v", "--verbose", count=True, help="-vv logs every period's tau per egress.")
 @one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, ValueError, OSError, exit_code=EXIT_FAILURE)
-def main(topology, node, target, switch, sock, group, state_dir, adopt, period_ms, lpf_time_constant_us, lpf_scale_down,
+def main(topology, node, target, switch, sock, group, state_dir, adopt, from_topology, period_ms, lpf_time_constant_us, lpf_scale_down,
          delta_fraction, max_decrease, frame_overhead, metrics_port, metrics_address, check_period_s, quarantine_s,
          quarantine_fraction, telemetry_period_s, connect_timeout, log_format, verbose) -> None:
     """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
@@ -136,8 +139,14 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, period_m
     driver.connect(timeout_s=connect_timeout)
     agent = Agent(driver, topo, node, lpf=lpf, tau_params=tau_params, frame_overhead_bytes=frame_overhead, store=store,
                   quarantine_s=quarantine_s, quarantine_fraction=quarantine_fraction,
-                  telemetry_period_s=telemetry_period_s)
-    source = store.matrix_path(node) if store.matrix_path(node).exists() else f"{topology} (node {node})"  # read by Agent
+                  telemetry_period_s=telemetry_period_s, use_saved_matrix=not from_topology)
+    saved = store.matrix_path(node)
+    if saved.exists() and not from_topology:
+        source = f"{saved} (the last matrix applied wins over the topology's; --from-topology starts from the topology)"
+    elif saved.exists():
+        source = f"{topology} (node {node}; --from-topology: the saved {saved} is ignored, the next change replaces it)"
+    else:
+        source = f"{topology} (node {node})"
     log.info("matrix loaded from %s; state and audit in %s; F estimator time constant %.3g ms%s", source, store.dir,
              tc_ns / 1e6, "" if lpf_time_constant_us is not None else " (derived)")
     agent.install()
