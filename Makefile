@@ -33,7 +33,7 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
+.PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
@@ -83,8 +83,12 @@ test:
 	else echo "make test: no SDE with bf-p4c (\$$SDE_INSTALL/bin/bf-p4c): the Tofino tests skip"; fi
 	$(MAKE) --no-print-directory unit-tests
 
-unit-tests:
+unit-tests: lint
 	$(PYTHON) -m pytest -q -rs tests
+
+# ruff (pyproject.toml [tool.ruff]): pyflakes and pycodestyle over the whole tree
+lint:
+	$(PYTHON) -m ruff check controlplane tests bench ptf-tests
 
 # PTF (ptf-tests/, docs/testing.md): TARGET=model, the software switch (the default for this
 # target), or TARGET=tofino-model, the SDE flow. PTF_ARGS picks tests: a module (test_parser), a

@@ -73,8 +73,8 @@ def _alus(log: Path) -> dict[str, int]:
     if not log.exists():
         return {}
     text = log.read_text()
-    header = next((l for l in text.splitlines() if l.startswith("| Stage Number")), None)
-    totals = next((l for l in text.splitlines() if l.startswith("|    Totals")), None)
+    header = next((line for line in text.splitlines() if line.startswith("| Stage Number")), None)
+    totals = next((line for line in text.splitlines() if line.startswith("|    Totals")), None)
     if not header or not totals:
         return {}
     cols = [c.strip() for c in header.strip("|").split("|")]
@@ -97,7 +97,7 @@ def parser_selects_lost(out: Path) -> bool:
     text = bfa.read_text()
     m = re.search(r"^parser ingress:\n(.*?)(?=^\S)", text, flags=re.S | re.M)
     section = m.group(1) if m else ""
-    data_matches = [l for l in re.findall(r"^\s+match:(.*)$", section, flags=re.M) if "ctr_" not in l]
+    data_matches = [m for m in re.findall(r"^\s+match:(.*)$", section, flags=re.M) if "ctr_" not in m]
     return not data_matches
 
 

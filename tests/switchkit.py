@@ -29,7 +29,8 @@ class Rig:
         return self.pipeline.process(frame, port, self.t_ns)
 
     def set_pair(self, lm: int, pid: int = 5) -> None:
-        self.driver.write([Update("modify", TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", T.pair_params(pid, lm)))])
+        key = {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}
+        self.driver.write([Update("modify", TableEntry(N.PAIRS.name, key, "set_pair", T.pair_params(pid, lm)))])
 
     def set_egress(self, ltau: int, congested: int = 1, lcr: int = C.CODE_MAX) -> None:
         """ltau as a code; an uncongested egress gets ltau_p = 0 (spec §5.3)."""

@@ -132,7 +132,9 @@ def test_zero_share_and_unmanaged_egress():
 
 def test_extreme_labels_converge():
     # labels 300 orders of magnitude apart: Brent's method still gets an exact bracket
-    t = one_node({"a": 7 * G, "b": 8 * G}, [("s1", "a", 3 * G, 3 * G, 1e308), ("s2", "a", 4 * G, 4 * G, 1 * G), ("s3", "b", 16 * G, 16 * G, 8 * G)], capacity=15 * G)
+    t = one_node({"a": 7 * G, "b": 8 * G},
+                 [("s1", "a", 3 * G, 3 * G, 1e308), ("s2", "a", 4 * G, 4 * G, 1 * G), ("s3", "b", 16 * G, 16 * G, 8 * G)],
+                 capacity=15 * G)
     a = allocate(t)
     assert a.tau("n", "j") == pytest.approx(1.5, rel=1e-12)
     assert a.stream("s3").rate == pytest.approx(12 * G, rel=1e-12) and a.stream("s1").rate == 3 * G

@@ -48,7 +48,7 @@ def build(request):
 def test_compiles_with_only_explained_warnings(build):
     target, out, log = build
     assert (out / "pipe" / ("tofino2.bin" if target == "tofino2" else "tofino.bin")).exists()
-    warnings = [l for l in log.splitlines() if "warning:" in l]
+    warnings = [line for line in log.splitlines() if "warning:" in line]
     assert [w for w in warnings if not any(r.search(w) for r in EXPLAINED)] == []
     assert "error" not in log.lower().replace("0 errors", "")
 
@@ -87,7 +87,7 @@ def _schema(out: Path) -> dict[str, dict]:
 def test_bfrt_json_and_p4names_agree_both_ways(build):
     schema = _schema(build[1])
     want = {t.name for t in N.TABLES} | {c.name for c in N.COUNTERS} | {r.name for r in N.REGISTERS}
-    want |= {l.name for l in N.LPFS} | {N.PORT_METADATA.name}
+    want |= {lpf.name for lpf in N.LPFS} | {N.PORT_METADATA.name}
     compiled = {n for n, t in schema.items() if t["table_type"] in
                 ("MatchAction_Direct", "MatchAction_Indirect", "Counter", "Register", "Lpf", "PortMetadata")}
     assert compiled == want
@@ -106,8 +106,8 @@ def test_bfrt_json_and_p4names_agree_both_ways(build):
     for r in N.REGISTERS:
         (field,) = [d["singleton"] for d in schema[r.name]["data"]]
         assert (schema[r.name]["size"], field["type"]["width"]) == (r.size, r.width), r.name
-    for l in N.LPFS:
-        assert schema[l.name]["size"] == l.size
+    for lpf in N.LPFS:
+        assert schema[lpf.name]["size"] == lpf.size
     pm = schema[N.PORT_METADATA.name]
     assert [(k["name"], k["type"]["width"]) for k in pm["key"]] == [(N.PORT_METADATA.key.name, N.PORT_METADATA.key.width)]
     fields = [(d["singleton"]["name"], d["singleton"]["type"]["width"]) for d in pm["data"]]

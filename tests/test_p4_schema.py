@@ -44,7 +44,7 @@ def mismatches(prog) -> list[str]:
     for kind, want, got in (
         ("counter", {c.name: (c.size, c.kind) for c in N.COUNTERS}, prog.counters),
         ("register", {r.name: (r.width, r.size) for r in N.REGISTERS}, prog.registers),
-        ("lpf", {l.name: (l.width, l.size) for l in N.LPFS}, prog.lpfs),
+        ("lpf", {lpf.name: (lpf.width, lpf.size) for lpf in N.LPFS}, prog.lpfs),
     ):
         for name in sorted(set(want) | set(got)):
             if want.get(name) != got.get(name):

@@ -80,7 +80,6 @@ def test_replay_with_driver_callback_settles(topo_dir):
 
 
 def test_pcap_replay_is_the_same_as_the_arrivals(tmp_path, topo_dir):
-    topo = load(topo_dir / "table2.yaml")
     arrivals = list(_table2_arrivals(0.004, 5))
     trace.write_pcap(tmp_path / "t.pcap", ((a.t_s, a.frame) for a in arrivals), epoch_s=1_700_000_000)
     back = list(trace.pcap_arrivals(tmp_path / "t.pcap", 1))

@@ -2,7 +2,6 @@
 that never follow the umask, TCP only on loopback and with a warning, bounded requests, and reads
 that let forwarding in between chunks."""
 
-import json
 import logging
 import os
 import socket
@@ -14,10 +13,8 @@ import grpc
 import pytest
 
 from ffs import p4names as N
-from ffs.driver.base import DriverError
 from ffs.driver.model import LocalDriver, ModelDriver
 from ffs.switch import control as control_mod
-from ffs.switch import server as server_mod
 from ffs.switch import wire
 from ffs.switch.control import SwitchControl
 from ffs.switch.server import serve

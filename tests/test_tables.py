@@ -9,8 +9,8 @@ import pytest
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import Exact, Ternary
-from ffs.labels import decode, encode
+from ffs.driver.base import Ternary
+from ffs.labels import encode
 
 
 def _arrays(buckets):

@@ -14,12 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ptf.testutils import group
 
 import expect as X
 from base import IN, OTHER, OUT, PID, FfsTest, _StaticTables, ffs_v4, params, target
 from ffs import constants as C
-from ffs import p4names as N
 from ffs import tables as T
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import pairs_of

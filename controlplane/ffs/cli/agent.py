@@ -55,7 +55,9 @@ def make_driver(target: str, switch: str) -> Driver:
 @click.option("--node", required=True, help="The node of the topology this switch is.")
 @click.option("--target", type=click.Choice(["model", "tofino"]), default="model", show_default=True,
               help="model: the software switch (ffs-switch); tofino: bf_switchd over BF-Runtime gRPC.")
-@click.option("--switch", "switch", default=None, help="Control address: unix:PATH or host:port (default: ffs-switch run's socket for model, localhost:50052 for tofino).")
+@click.option("--switch", "switch", default=None,
+              help="Control address: unix:PATH or host:port (default: ffs-switch run's socket for model, "
+                   "localhost:50052 for tofino).")
 @click.option("--socket", "sock", default=None, help="Unix socket of the control API for ffsctl.")
 @click.option("--group", default=None, help="Let this group use the control socket (mode 0660).")
 @click.option("--state-dir", default=None, type=click.Path(file_okay=False),
