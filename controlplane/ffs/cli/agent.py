@@ -7,6 +7,7 @@ import ipaddress
 import json
 import logging
 import sys
+import time
 
 import click
 
@@ -48,6 +49,27 @@ def make_driver(target: str, switch: str) -> Driver:
     from ffs.driver.bfrt import BfrtDriver
 
     return BfrtDriver(switch)
+
+
+WAIT_NOTE_S = 5.0  # how often a start-up waiting for its switch says so
+
+
+def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: float, log: logging.Logger) -> None:
+    """Connect within `timeout_s`, saying every few seconds what the agent waits for (a silent
+    minute looks like a hang)."""
+    start = time.monotonic()
+    what = "bf_switchd's BF-Runtime" if target == "tofino" else "the software switch's control service"
+    while True:
+        left = timeout_s - (time.monotonic() - start)
+        try:
+            driver.connect(timeout_s=max(0.1, min(WAIT_NOTE_S, left)))
+            return
+        except DriverError as e:
+            if time.monotonic() - start >= timeout_s:
+                raise DriverError(f"{what} at {address} did not answer within {timeout_s:g} s (--connect-timeout); "
+                                  f"last attempt: {e}") from None
+            log.info("waiting for %s at %s (%.0f of %.0f s; --connect-timeout)", what, address,
+                     time.monotonic() - start, timeout_s)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -138,7 +160,7 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, from_top
         address = "localhost:50052"
     owner = take_ownership(address, sock)  # before the switch or the socket is touched; held until exit
     driver = make_driver(target, address)
-    driver.connect(timeout_s=connect_timeout)
+    connect_saying_so(driver, target, address, connect_timeout, logging.getLogger("ffs.agent"))
     agent = Agent(driver, topo, node, lpf=lpf, tau_params=tau_params, frame_overhead_bytes=frame_overhead, store=store,
                   quarantine_s=quarantine_s, quarantine_fraction=quarantine_fraction,
                   telemetry_period_s=telemetry_period_s, use_saved_matrix=not from_topology)
