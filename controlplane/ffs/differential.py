@@ -173,6 +173,21 @@ def counters(driver: Driver) -> dict[str, dict[int, tuple[int, int]]]:
     return {c.name: {i: (v.packets, v.bytes) for i, v in driver.read_counters(c.name).items()} for c in COUNTERS}
 
 
+def drained(driver: Driver, settle_s: float, limit_s: float = 60.0) -> dict[str, dict[int, tuple[int, int]]]:
+    """The counters once the target has worked off its backlog: tofino-model forwards a few hundred
+    packets a second and may still be processing probes when the last one is sent. Read again
+    every second after `settle_s` until two reads agree."""
+    time.sleep(settle_s)
+    last, end = counters(driver), time.monotonic() + limit_s
+    while time.monotonic() < end:
+        time.sleep(1.0)
+        now = counters(driver)
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 def counter_delta(after: dict, before: dict) -> dict[str, dict[int, tuple[int, int]]]:
     out: dict[str, dict[int, tuple[int, int]]] = {}
     for name, cells in after.items():
@@ -337,8 +352,8 @@ class Setup:
     seed: int = 1
     packets: int = 3000
     gamma_packets: int = 400
-    gap_s: float = 0.005
-    settle_s: float = 3.0
+    gap_s: float = 0.008
+    settle_s: float = 3.0  # at least this long after the last probe, then until the counters stop moving
     log: Callable[[str], None] = print
 
 
@@ -421,8 +436,7 @@ def run(setup: Setup) -> list[Report]:
             for p in probes:
                 wire.send(p.port, p.frame)
                 time.sleep(setup.gap_s)
-            time.sleep(setup.settle_s)
-            after = counters(tofino)
+            after = drained(tofino, setup.settle_s)
             soft_out = software_run(pipe, probes)
             rep = compare(name, probes, soft_out, wire.got)
             dt, ds = counter_delta(after, before), counter_delta(counters(soft), {})
@@ -478,7 +492,7 @@ def gamma_phase(setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, por
     for p in probes:
         wire.send(p.port, p.frame)
         time.sleep(setup.gap_s)
-    time.sleep(setup.settle_s)
+    drained(tofino, setup.settle_s)
     soft_out = software_run(pipe, probes)
     rep = compare("gamma", probes, soft_out, wire.got)
     k_t = sum(1 for p in probes if wire.got.get(p.seq))
@@ -500,7 +514,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--packets", type=int, default=3000)
     ap.add_argument("--gamma-packets", type=int, default=400)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--gap-ms", type=float, default=5.0, help="between probes (tofino-model forwards a few hundred a second)")
+    ap.add_argument("--gap-ms", type=float, default=8.0, help="between probes (tofino-model forwards a few hundred a second)")
     ap.add_argument("--start-sde", action="store_true", help="start tofino-model and bf_switchd with the SDE's scripts")
     ap.add_argument("--log-dir", type=Path, default=Path("build/differential-logs"))
     ap.add_argument("--json", action="store_true", help="print the reports as JSON")
