@@ -66,12 +66,12 @@ def driver():
     return d
 
 
-def start_agent(tmp: Path, *extra: str) -> subprocess.Popen:
+def start_agent(tmp: Path, *extra: str, topology: Path = DUMBBELL) -> subprocess.Popen:
     """A 1 s period: on tofino-model, on a loaded machine, a step can take longer than the default
     100 ms (test_agent_period_on_switchd prints it), and a loop that is always behind holds the
     agent's lock so that ffsctl (10 s timeout) gets no turn."""
     log = open(tmp / "agent.log", "ab")
-    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", "--target", "tofino", f"--topology={DUMBBELL}", "--node=s1",
+    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", "--target", "tofino", f"--topology={topology}", "--node=s1",
                           "--switch=localhost:50052", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state",
                           "--period-ms=1000", "--log-format=json", "--connect-timeout=120",
                           # the estimator fixed, so the test knows the codes the agent writes (spec §4)
@@ -207,3 +207,58 @@ def test_agent_period_on_switchd(sde, tmp_path, topology, node_name):
           f"step median {1e3 * statistics.median(steps):.1f} ms, p95 {ms(steps, 0.95):.1f} ms; "
           f"one counter read of all pairs median {1e3 * statistics.median(reads):.1f} ms; install {install_s:.1f} s")
     assert len(steps) == 30  # every step read all pairs and pushed its batch (a failed RPC raises DriverError)
+
+
+def test_agent_brings_up_the_front_panel_ports_of_its_topology(sde, tmp_path):
+    """The dumbbell with front-panel names (1/1, 1/2, 1/3: device ports 1-3, lanes of connector 1,
+    the model's port map) at 25G: the agent adds and enables them (tofino-model adds every port at
+    10G, disabled) and reports them in status; a restarted agent writes no port; --no-ports leaves
+    them as the operator set them."""
+    from ffs.driver.base import DriverError
+
+    topo = tmp_path / "dumbbell-fp.yaml"
+    text = DUMBBELL.read_text()
+    for n in (1, 2, 3):
+        text = text.replace(f"p{n}: {{capacity: 20Mbps, port: {n},", f"p{n}: {{capacity: 25Gbps, port: {n}, fp: 1/{n},")
+    topo.write_text(text.replace("10Mbps", "10Gbps").replace("20Mbps", "20Gbps"))
+    d = driver()
+    try:
+        assert d.port_of("1/2") == 2
+        with pytest.raises(DriverError, match="no front-panel port '99/9'"):
+            d.port_of("99/9")
+    finally:
+        d.close()
+    agent = start_agent(tmp_path, topology=topo)
+    try:
+        shown = {p["interface"]: p for p in status(tmp_path)["ports"]}
+        assert {k: (v["fp"], v["dev_port"], v["pipe"], v["speed"], v["enabled"]) for k, v in shown.items()} == {
+            f"p{n}": (f"1/{n}", n, 0, "BF_SPEED_25G", True) for n in (1, 2, 3)}
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
+    log = (tmp_path / "agent.log").read_text()
+    assert '"ports: 0 added, 3 re-added, 0 enabled, 0 already right"' in log or "3 re-added" in log, log[-2000:]
+    before = log.count("re-added")
+    agent = start_agent(tmp_path, topology=topo)  # the ports are right now: nothing is written
+    agent.terminate()
+    agent.wait(timeout=30)
+    assert (tmp_path / "agent.log").read_text().count("re-added") == before
+    from ffs import ports
+
+    d = driver()
+    try:
+        held = d.read_ports([1, 2, 3])
+        assert all(held[n].spec.speed == "BF_SPEED_25G" and held[n].spec.enable for n in (1, 2, 3))
+        d.write_ports(deletes=[1])  # the operator sets port 1 up by hand, at 10G
+        d.write_ports(adds=[ports.spec(1, 10e9)])
+    finally:
+        d.close()
+    agent = start_agent(tmp_path, "--no-ports", topology=topo)
+    agent.terminate()
+    agent.wait(timeout=30)
+    d = driver()
+    try:
+        assert d.read_ports([1])[1].spec.speed == "BF_SPEED_10G"  # --no-ports: left as the operator set it
+    finally:
+        d.close()
+

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ffs import ports as ports_mod
 from ffs.safeload import LoadError, YamlDoc, read_text
 from ffs.shares import share_problem
 from ffs.units import parse_rate
@@ -33,6 +34,11 @@ class Interface:
     insert: bool = False  # add the shim to packets arriving without one
     strip: bool = False  # remove the shim from packets leaving here
     peer: str | None = None  # "node.interface" at the other end of a link between FFS nodes
+    # a Tofino front-panel port the agent brings up (ffs.ports): its name (1/0), FEC and
+    # autonegotiation (None: the speed's default); its speed follows from `capacity`
+    fp: str | None = None
+    fec: str | None = None
+    autoneg: str | None = None
 
     @property
     def local(self) -> bool:
@@ -235,7 +241,8 @@ class _Loader:
         for iname, iraw in self.mapping(m["interfaces"], f"{path}.interfaces").items():
             ip = f"{path}.interfaces.{iname}"
             im = self.mapping(iraw, ip)
-            self.check_keys(im, ip, {"capacity", "port", "trust", "insert", "strip", "peer"}, {"capacity", "port"})
+            self.check_keys(im, ip, {"capacity", "port", "trust", "insert", "strip", "peer", "fp", "fec", "autoneg"},
+                            {"capacity", "port"})
             if isinstance(im["port"], bool) or not isinstance(im["port"], int):
                 self.fail(f"{ip}.port", f"expected an integer device port, got {im['port']!r}")
             port = int(self.number(im["port"], f"{ip}.port", 0, 511))
@@ -245,14 +252,28 @@ class _Loader:
             peer = im.get("peer")
             if peer is not None and (not isinstance(peer, str) or peer.count(".") != 1):
                 self.fail(f"{ip}.peer", f"expected 'node.interface', got {peer!r}")
+            capacity = self.positive_rate(im["capacity"], f"{ip}.capacity")
+            fp, fec, autoneg = im.get("fp"), im.get("fec"), im.get("autoneg")
+            if fp is not None:
+                if not isinstance(fp, str) or not ports_mod.valid_fp(fp):
+                    self.fail(f"{ip}.fp", f"expected a front-panel port such as 1/0, got {fp!r}")
+                try:
+                    ports_mod.spec(port, capacity, fec, autoneg)
+                except ports_mod.PortError as e:
+                    self.fail(ip, str(e))
+            elif fec is not None or autoneg is not None:
+                self.fail(ip, "fec and autoneg configure a front-panel port: give its name too (fp: 1/0)")
             ifs[iname] = Interface(
                 iname,
-                self.positive_rate(im["capacity"], f"{ip}.capacity"),
+                capacity,
                 port,
                 self.boolean(im.get("trust", peer is not None), f"{ip}.trust"),
                 self.boolean(im.get("insert", False), f"{ip}.insert"),
                 self.boolean(im.get("strip", False), f"{ip}.strip"),
                 peer,
+                fp,
+                fec,
+                autoneg,
             )
         if not ifs:
             self.fail(f"{path}.interfaces", "no interfaces")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ffs import constants as C
 from ffs import p4names as N
+from ffs.agent.frontpanel import FrontPanel, PortStatus
 from ffs.agent.matrix import MatrixError, diff_matrices, validate_matrix
 from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of
 from ffs.agent.state import StateStore
@@ -74,8 +75,8 @@ class EgressStatus:
     offered_bps: float = 0.0
     tau: float = 1.0
     congested: bool = False
-    drop_bps: float = 0.0  # dropped by FFS toward this egress (all its pairs)
-    drops: int = 0  # packets dropped in the last period
+    drop_bps: float = 0.0  # dropped by FFS toward this egress (all its pairs), at the last telemetry
+    drops: int = 0  # packets dropped between the last two telemetries
     malformed: int = 0  # frames the egress dropped in the last period: bytes disagreeing with the IP length (spec §7.3)
 
 
@@ -99,6 +100,8 @@ class Snapshot:
     time_s: float
     egresses: list[EgressStatus] = field(default_factory=list)
     pairs: list[PairStatus] = field(default_factory=list)
+    pairs_time_s: float = float("-inf")  # when the pairs (and the egresses' drops) were read: telemetry
+    ports: list[PortStatus] = field(default_factory=list)  # front-panel ports (Tofino, --target tofino)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -141,6 +144,7 @@ class Agent:
         quarantine_fraction: float = 0.01,
         telemetry_period_s: float = 1.0,
         use_saved_matrix: bool = True,
+        manage_ports: bool = False,
     ) -> None:
         self.driver = driver
         self.topology = topology
@@ -182,6 +186,9 @@ class Agent:
         self._pair_status: list[PairStatus] = []
         self._drops_by_egress: dict[str, tuple[float, int]] = {}
         self._pushed: dict[int, dict[str, int]] = {}  # egress port -> the set_egress data last written
+        # Tofino's front-panel ports, brought up from the topology (ffs.agent.frontpanel)
+        self.front_panel = FrontPanel(driver, self.node) if manage_ports else None
+        self._port_status: list[PortStatus] = []
 
     # -- the static state ------------------------------------------------------------------
     def current_node(self) -> Node:
@@ -208,6 +215,9 @@ class Agent:
         # the same program instance: this agent (or its predecessor) verified the generated tables on
         # it, and only an out-of-band change can have altered them since (the slow check's job)
         n = self.reconcile("start", NODE_TABLES if verified == self._program_id else OWNED_TABLES)
+        if self.front_panel is not None:
+            n += self.front_panel.reconcile()  # ports last: they forward what the tables now decide
+            self._port_status = self.front_panel.status()
         if self.store is not None:
             self.store.save_program(self.node.name, self._program_id)
         self.baseline(now_s)
@@ -435,7 +445,7 @@ class Agent:
         lied = any(v.packets for v in bad.values())
         if lied or now_s - self._last_telemetry >= self.telemetry_period_s or not self._pair_status:
             quarantine += self.telemetry(virtual, now_s)
-        snap = Snapshot(now_s, pairs=self._pair_status)
+        snap = Snapshot(now_s, pairs=self._pair_status, pairs_time_s=self._last_telemetry, ports=self._port_status)
         batch: list[Update] = []
         node = self.current_node()
         for e in sorted(self.fairness):
@@ -495,6 +505,8 @@ class Agent:
             status.append(st)
         quarantine = self._update_quarantine(status, r, now_s)
         self._pair_status, self._drops_by_egress, self._last_telemetry = status, drops_by_egress, now_s
+        if self.front_panel is not None:
+            self._port_status = self.front_panel.status()
         return quarantine
 
     def on_period(self, now_ns: int, driver: Driver | None = None) -> Snapshot:

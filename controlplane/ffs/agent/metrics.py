@@ -30,6 +30,9 @@ class Metrics:
         self.pair_malformed = Counter("ffs_pair_malformed", "frames of this pair dropped for a lying length", p, registry=r)
         self.pair_quarantined = Gauge("ffs_pair_quarantined", "1 while the pair's share is withdrawn for lying frames",
                                       p, registry=r)
+        self.port_up = Gauge("ffs_port_up", "1 while the front-panel port's link is up ($PORT_UP)", ("interface", "fp"),
+                             registry=r)
+        self._pairs_seen = float("-inf")
         self.server = self.thread = None
         if port is not None:
             started = start_http_server(port, address, registry=self.registry)
@@ -37,6 +40,11 @@ class Metrics:
                 self.server, self.thread = started
 
     def update(self, snap: Snapshot) -> None:
+        # the pairs (and the egresses' drops) come from the last telemetry: count each one once
+        fresh = snap.pairs_time_s != self._pairs_seen
+        self._pairs_seen = snap.pairs_time_s
+        for port in snap.ports:
+            self.port_up.labels(port.interface, port.fp).set(int(port.up))
         for x in snap.egresses:
             self.tau.labels(x.egress).set(x.tau)
             self.congested.labels(x.egress).set(int(x.congested))
@@ -44,9 +52,10 @@ class Metrics:
             self.offered.labels(x.egress).set(x.offered_bps)
             self.target.labels(x.egress).set(x.target)
             self.egress_drop.labels(x.egress).set(x.drop_bps)
-            self.egress_drops.labels(x.egress).inc(x.drops)
+            if fresh:
+                self.egress_drops.labels(x.egress).inc(x.drops)
             self.egress_malformed.labels(x.egress).inc(x.malformed)
-        for p in snap.pairs:
+        for p in snap.pairs if fresh else ():
             self.pair_rate.labels(p.ingress, p.egress).set(p.rate_bps)
             self.pair_share.labels(p.ingress, p.egress).set(p.share_bps)
             self.pair_drop.labels(p.ingress, p.egress).set(p.drop_bps)

@@ -18,6 +18,7 @@ from ffs.agent.service import AgentService, ServiceConfig
 from ffs.agent.state import StateStore, default_state_dir
 from ffs.cli.common import CliError, EXIT_FAILURE, one_line_errors
 from ffs.driver.base import Driver, DriverError
+from ffs.ports import PortError
 from ffs.tau import TauParams
 from ffs.topology import TopologyError, load
 
@@ -88,6 +89,9 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
 @click.option("--adopt-state-of", "adopt", default=None, metavar="OTHER",
               help="Take over saved state files that name node OTHER (a state directory copied from another "
                    "switch); without it a file naming another node is refused.")
+@click.option("--no-ports", is_flag=True,
+              help="Leave the front-panel ports to the operator (by default, on --target tofino, the agent adds and "
+                   "enables the ports the topology names with fp:, docs/hardware.md).")
 @click.option("--from-topology", is_flag=True,
               help="Start from the topology's matrix, not the last one applied (saved in the state directory; "
                    "the next change replaces it; the audit log stays).")
@@ -117,8 +121,8 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
 @click.option("--log-format", type=click.Choice(["kv", "json"]), default="kv", show_default=True,
               help="Log lines on stderr as key=value or as JSON objects.")
 @click.option("-v", "--verbose", count=True, help="-vv logs every period's tau per egress.")
-@one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, ValueError, OSError, exit_code=EXIT_FAILURE)
-def main(topology, node, target, switch, sock, group, state_dir, adopt, from_topology, period_ms, lpf_time_constant_us, lpf_scale_down,
+@one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, PortError, ValueError, OSError, exit_code=EXIT_FAILURE)
+def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports, from_topology, period_ms, lpf_time_constant_us, lpf_scale_down,
          delta_fraction, max_decrease, frame_overhead, metrics_port, metrics_address, check_period_s, quarantine_s,
          quarantine_fraction, telemetry_period_s, connect_timeout, log_format, verbose) -> None:
     """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
@@ -163,7 +167,8 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, from_top
     connect_saying_so(driver, target, address, connect_timeout, logging.getLogger("ffs.agent"))
     agent = Agent(driver, topo, node, lpf=lpf, tau_params=tau_params, frame_overhead_bytes=frame_overhead, store=store,
                   quarantine_s=quarantine_s, quarantine_fraction=quarantine_fraction,
-                  telemetry_period_s=telemetry_period_s, use_saved_matrix=not from_topology)
+                  telemetry_period_s=telemetry_period_s, use_saved_matrix=not from_topology,
+                  manage_ports=target == "tofino" and not no_ports)
     saved = store.matrix_path(node)
     if saved.exists() and not from_topology:
         source = f"{saved} (the last matrix applied wins over the topology's; --from-topology starts from the topology)"

@@ -80,6 +80,14 @@ def status(ctx) -> None:
             p.add_row(x["ingress"], x["egress"], _rate(x["share_bps"]), _rate(x["rate_bps"]), _rate(x["f_bps"]),
                       _rate(x["drop_bps"]), str(x["drops"]))
     c.print(p)
+    if s.get("ports"):
+        q = Table(title="front-panel ports")
+        for col in ("interface", "port", "device port", "pipe", "speed", "enabled", "link"):
+            q.add_column(col, justify="left" if col in ("interface", "port", "speed") else "right")
+        for x in s["ports"]:
+            q.add_row(x["interface"], x["fp"], str(x["dev_port"]), str(x["pipe"]), x["speed"].replace("BF_SPEED_", ""),
+                      "yes" if x["enabled"] else "no", "up" if x["up"] else "down")
+        c.print(q)
 
 
 @main.group()

@@ -12,6 +12,8 @@ import abc
 from dataclasses import dataclass, field
 from typing import Iterable, Literal, Sequence, Union
 
+from ffs.ports import PortSpec, PortState
+
 
 class DriverError(Exception):
     """A target refused an operation or cannot be reached; the message is one line for operators."""
@@ -154,3 +156,18 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     def read_lpf_spec(self, name: str, index: int) -> LpfSpec: ...
+
+    # -- front-panel ports (BF-Runtime's $PORT; a target without it has ports that are always up) --
+    has_ports = False
+
+    def port_of(self, fp: str) -> int:
+        """The device port of a front-panel port name (`$PORT_STR_INFO`)."""
+        raise DriverError(f"this target has no front-panel ports to look up ({fp})")
+
+    def read_ports(self, dev_ports: Iterable[int]) -> dict[int, PortState]:
+        """The `$PORT` entries of these device ports; a port not added is left out."""
+        raise DriverError("this target has no $PORT table")
+
+    def write_ports(self, adds: Sequence[PortSpec] = (), deletes: Sequence[int] = (), enables: Sequence[int] = ()) -> None:
+        """Delete, then add, then enable ports (each in one request per kind)."""
+        raise DriverError("this target has no $PORT table")

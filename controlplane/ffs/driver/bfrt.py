@@ -30,6 +30,7 @@ import time
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ffs import p4names as N
+from ffs.ports import PortSpec, PortState
 from ffs.driver.base import (
     CounterValue,
     Driver,
@@ -426,6 +427,53 @@ class BfrtDriver(Driver):
             return LpfSpec(d["$LPF_SPEC_TYPE"], float(d["$LPF_SPEC_GAIN_TIME_CONSTANT_NS"]),
                            float(d["$LPF_SPEC_DECAY_TIME_CONSTANT_NS"]), int(d["$LPF_SPEC_OUT_SCALE_DOWN_FACTOR"]))
         raise DriverError(f"{name}: no LPF at index {index}")
+
+
+    # -- front-panel ports ---------------------------------------------------------------------
+    has_ports = True
+
+    def port_of(self, fp: str) -> int:
+        t = self._table("$PORT_STR_INFO")
+        key = self._build("$PORT_STR_INFO", lambda: t.make_key([self.gc.KeyTuple("$PORT_NAME", fp)]))
+        try:
+            rows = self._read("$PORT_STR_INFO", t.entry_get, self.target, [key], {"from_hw": False})
+        except DriverError as e:
+            raise DriverError(f"no front-panel port {fp!r} on this switch ($PORT_STR_INFO: {e})") from None
+        for data, _ in rows:
+            return int(data.to_dict()["$DEV_PORT"])
+        raise DriverError(f"no front-panel port {fp!r} on this switch")
+
+    def read_ports(self, dev_ports: Iterable[int]) -> dict[int, PortState]:
+        want = set(dev_ports)
+        t = self._table("$PORT")
+        out = {}
+        for data, key in self._read("$PORT", t.entry_get, self.target, None, {"from_hw": False}):
+            dev = int(key.to_dict()["$DEV_PORT"]["value"])
+            if dev in want:
+                d = data.to_dict()
+                spec = PortSpec(dev, str(d["$SPEED"]), str(d["$FEC"]), str(d["$AUTO_NEGOTIATION"]), bool(d["$PORT_ENABLE"]))
+                out[dev] = PortState(spec, bool(d.get("$PORT_UP", False)))
+        return out
+
+    def write_ports(self, adds: Sequence[PortSpec] = (), deletes: Sequence[int] = (), enables: Sequence[int] = ()) -> None:
+        t = self._table("$PORT")
+
+        def key(dev: int) -> Any:
+            return self._build("$PORT", lambda: t.make_key([self.gc.KeyTuple("$DEV_PORT", _int(dev))]))
+
+        def data(enable: bool, s: PortSpec | None = None) -> Any:
+            fields = [self.gc.DataTuple("$PORT_ENABLE", bool_val=enable)]
+            if s is not None:
+                fields = [self.gc.DataTuple("$SPEED", str_val=s.speed), self.gc.DataTuple("$FEC", str_val=s.fec),
+                          self.gc.DataTuple("$AUTO_NEGOTIATION", str_val=s.autoneg)] + fields
+            return self._build("$PORT", lambda: t.make_data(fields))
+
+        if deletes:
+            self._call("$PORT: delete", t.entry_del, self.target, [key(d) for d in deletes])
+        if adds:
+            self._call("$PORT: add", t.entry_add, self.target, [key(s.dev_port) for s in adds], [data(s.enable, s) for s in adds])
+        if enables:
+            self._call("$PORT: enable", t.entry_mod, self.target, [key(d) for d in enables], [data(True) for _ in enables])
 
 
 def _int(v: Any) -> int:
