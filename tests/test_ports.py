@@ -132,3 +132,27 @@ def test_the_software_switch_has_no_ports_to_manage(tmp_path):
     assert a.front_panel is None
     with pytest.raises(DriverError):
         LocalDriver(Pipeline(1)).read_ports([0])
+
+
+def test_a_node_across_two_pipes_knows_the_pipe_of_each_pair_and_egress(tmp_path):
+    """Device ports 0-63 are pipe 0, 128-191 pipe 1 on a 2-pipe Tofino: a pair's state lives in
+    the pipe of its ingress port, an egress's counters in the pipe of its egress port."""
+    p = tmp_path / "two-pipes.yaml"
+    p.write_text("""name: two-pipes
+nodes:
+  s1:
+    interfaces:
+      a: {capacity: 10Gbps, port: 0}
+      b: {capacity: 10Gbps, port: 129}
+    fairness:
+      a: {b: 10Gbps}
+      b: {a: 10Gbps}
+    routes:
+      - {prefix: 10.0.1.0/24, interface: a}
+      - {prefix: 10.0.2.0/24, interface: b}
+""")
+    a = Agent(LocalDriver(Pipeline(1)), load(p), "s1")
+    a.install(now_s=0.0)
+    snap = a.step(0.0)
+    assert {(x.ingress, x.egress): x.pipe for x in snap.pairs} == {("a", "a"): 0, ("b", "a"): 1, ("a", "b"): 0, ("b", "b"): 1}
+    assert {x.egress: x.pipe for x in snap.egresses} == {"a": 0, "b": 1}

@@ -30,6 +30,7 @@ from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_
 from ffs.agent.state import StateStore
 from ffs.driver.base import CounterValue, Driver, DriverError, TableEntry, Ternary, Update
 from ffs.labels import decode, encode
+from ffs.ports import pipe_of
 from ffs.tables import egress_params, f_from_lpf, pair_params, static_updates
 from ffs.tau import EgressTau, TauParams, egress_action_params, tau_step
 from ffs.topology import Node, Topology
@@ -78,6 +79,7 @@ class EgressStatus:
     drop_bps: float = 0.0  # dropped by FFS toward this egress (all its pairs), at the last telemetry
     drops: int = 0  # packets dropped between the last two telemetries
     malformed: int = 0  # frames the egress dropped in the last period: bytes disagreeing with the IP length (spec §7.3)
+    pipe: int = 0  # the pipe of the egress port, which counts A_j and the lies at j
 
 
 @dataclass
@@ -93,6 +95,7 @@ class PairStatus:
     malformed: int = 0  # its frames the egress dropped for a lying length in the last period
     malformed_bytes: int = 0
     quarantined: bool = False  # its share is withdrawn (spec §7.3, docs/security.md)
+    pipe: int = 0  # the pipe of its ingress port, which holds its estimator, counters and f_est cell
 
 
 @dataclass
@@ -465,7 +468,7 @@ class Agent:
                 batch.append(egress_entry(port, params, "modify"))
             snap.egresses.append(
                 EgressStatus(e, port, self.node.interfaces[e].capacity, target, a_bps, r_star, state.tau, state.congested,
-                             *self._drops_by_egress.get(e, (0.0, 0)), bad.get(port, ZERO).packets)
+                             *self._drops_by_egress.get(e, (0.0, 0)), bad.get(port, ZERO).packets, pipe=pipe_of(port))
             )
         if not dt > self.min_interval_s:
             batch = []
@@ -499,6 +502,7 @@ class Agent:
                 dd.packets,
                 lies.get(p.pid, ZERO).packets,
                 lies.get(p.pid, ZERO).bytes,
+                pipe=pipe_of(self.node.interfaces[p.ingress].port),
             )
             d_bps, d_pk = drops_by_egress.get(p.egress, (0.0, 0))
             drops_by_egress[p.egress] = (d_bps + st.drop_bps, d_pk + st.drops)
