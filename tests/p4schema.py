@@ -63,7 +63,8 @@ def _block(text: str, start: int) -> tuple[str, int]:
 
 
 def read(p4dir: Path) -> P4Program:
-    files = sorted(p4dir.rglob("*.p4"))
+    # the program and its library; p4src/examples/ holds other programs built on the library
+    files = sorted(f for f in p4dir.rglob("*.p4") if "examples" not in f.relative_to(p4dir).parts)
     text = "\n".join(_strip_comments(f.read_text()) for f in files)
     prog = P4Program()
     for m in re.finditer(r"^[ \t]*#define[ \t]+(\w+)[ \t]+(\S+)", text, flags=re.M):
@@ -148,9 +149,13 @@ def read(p4dir: Path) -> P4Program:
     def walk(control: str, prefix: str) -> None:
         params, body = controls[control]
         md_struct = "egress_metadata_t" if "egress_metadata_t" in params else "ffs_metadata_t"
-        for m in re.finditer(r"\b(\w+)\(\)\s+(\w+)\s*;", body):
-            if m.group(1) in controls:
-                walk(m.group(1), f"{prefix}.{m.group(2)}")
+        # a control instance; `@name(".X")` gives it the absolute name X (the library's controls
+        # keep the names ffs-agent drives whatever the host's control is called)
+        for m in re.finditer(r"(?:@name\(\"(\.?[\w.]+)\"\)\s+)?\b(\w+)\(\)\s+(\w+)\s*;", body):
+            if m.group(2) in controls:
+                name = m.group(1)
+                inner = name[1:] if name and name.startswith(".") else f"{prefix}.{name or m.group(3)}"
+                walk(m.group(2), inner)
         for m in re.finditer(r"\baction\s+(\w+)\s*\(([^)]*)\)", body):
             ps = []
             for p in filter(None, (x.strip() for x in m.group(2).split(","))):

@@ -69,8 +69,7 @@ def single_packet_f(ip_len: int, rf_code: int, ipv6: bool = False, vlan: bool = 
     """The F LPF output for a packet that arrives after the filter has forgotten everything
     (spec §8: y = x), with w from the generated len_log and weight tables (spec §5.1, §5.2): the
     packet weighs the frame its headers claim, FCS included (spec §4)."""
-    frame = T.claimed_frame_len(ip_len, ipv6, vlan)
-    llen = next(T.charged_llen(lo, hi) for v, m, lo, hi in T.log_buckets(16) if frame & m == v)
+    llen, _ = T.len_log_lookup(ip_len, ipv6, vlan)
     lw = max(llen - rf_code, 0)
     w = T.weight_value(lw) if lw < C.WEIGHT_KEYS else C.WEIGHT_MAX
     return w >> SCALE

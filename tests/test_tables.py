@@ -60,10 +60,11 @@ def test_log_tables_disjoint_and_cover_every_nonzero_input(width, table):
     for value, mask, lo, hi in buckets:  # each entry's [lo, hi] is exactly the set it matches
         assert value & ~mask == 0 and lo == value and hi == value | (~mask & ((1 << width) - 1))
     entries = T.len_log_entries() if width == 16 else T.f_log_entries()
-    copies = 2 if width == 16 else 1  # len_log: one set for trusting ports, one for resetting ones
-    assert len(entries) == copies * len(buckets) <= table.size
+    # len_log: one set per header class, each with length 0 (an empty IPv6 payload) added
+    assert len(entries) == (len(T.LEN_CLASSES) * (len(buckets) + 1) if width == 16 else len(buckets)) <= table.size
     assert {e.table for e in entries} == {table.name}
-    assert {e.action for e in entries} == {a.name for a in table.actions[:copies]}
+    acts = {a.name for a in table.actions[:2]} if width == 16 else {table.actions[0].name}
+    assert {e.action for e in entries} == acts
 
 
 @pytest.mark.parametrize("width", [16, 32])
@@ -104,18 +105,61 @@ def test_exact_small_values():
     assert e[3] == round(128 * math.log2(3))
 
 
+def _len_log_lookup(ipv6: int, vlan: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(llen, runt, hits) for every 16-bit IP length of one header class, by matching the entries."""
+    llen = np.zeros(1 << 16, dtype=np.int64)
+    runt = np.zeros(1 << 16, dtype=np.int64)
+    hits = np.zeros(1 << 16, dtype=np.int64)
+    x = np.arange(1 << 16, dtype=np.int64)
+    for e in T.len_log_entries():
+        if (e.key["ipv6"].value, e.key["vlan"].value) != (ipv6, vlan):
+            continue
+        m = (x & e.key["l3_len"].mask) == e.key["l3_len"].value
+        hits += m
+        llen[m] = e.params["llen"]
+        runt[m] = e.action.endswith("set_lw_runt")
+    return llen, runt, hits
+
+
+@pytest.mark.parametrize("ipv6, vlan", T.LEN_CLASSES)
+def test_len_log_weighs_the_claimed_frame_of_every_ip_length(ipv6, vlan):
+    """spec §4, §5.1: every IP length of every header class hits one entry, whose llen is the log
+    of the frame the headers claim (L2 header + IP length + FCS, saturating; a claim below the
+    Ethernet minimum weighs as a minimum frame) within half a bucket plus half a code step, and
+    whose runt flag says the claim is below 64 bytes."""
+    llen, runt, hits = _len_log_lookup(ipv6, vlan)
+    assert np.all(hits == 1)
+    x = np.arange(1 << 16)
+    frame = np.array([T.claimed_frame_len(int(n), bool(ipv6), bool(vlan)) for n in x])
+    assert np.array_equal(runt, frame < 64)
+    charged = np.maximum(frame, 64)
+    err = np.abs((llen - T.LLEN_OFFSET) / 128 - np.log2(charged))
+    assert err.max() <= math.log2(1 + 2**-7) / 2 + 0.5 / 128 + 1e-12
+    # IP lengths below 256 are buckets of one: their llen is the exactly rounded log of the claim
+    for n in (0, 20, 40, 46, 100, 255):
+        assert llen[n] == round(128 * math.log2(max(int(frame[n]), 64))) + T.LLEN_OFFSET
+    assert llen.max() <= 0xFFFF
+
+
 def test_len_log_action_data():
-    entries = T.len_log_entries()
-    llen = {e.key["frame_len"].value: e.params["llen"] for e in entries if e.key["trust"].value == 1}
-    assert llen[64] == 6 * 128 + T.LLEN_OFFSET == 6 * 128 + 128 * C.WEIGHT_SHIFT + C.CODE_BIAS
-    assert llen[128] == 7 * 128 + T.LLEN_OFFSET
+    llen, _, _ = _len_log_lookup(0, 0)  # IPv4 without 802.1Q: frame = IP length + 18
+    assert llen[64 - 18] == 6 * 128 + T.LLEN_OFFSET == 6 * 128 + 128 * C.WEIGHT_SHIFT + C.CODE_BIAS
+    assert llen[128 - 18] == 7 * 128 + T.LLEN_OFFSET
     # spec §4: a frame shorter than the Ethernet minimum (60 bytes + FCS) weighs as a minimum frame
-    assert all(llen[v] == llen[64] for v in range(1, 64))
-    assert llen[65] == round(128 * math.log2(65)) + T.LLEN_OFFSET
-    assert max(llen.values()) <= 0xFFFF
-    # a resetting port: the label 1.0 is folded in, lw = llen - code(1)
-    lw = {e.key["frame_len"].value: e.params["lw"] for e in entries if e.key["trust"].value == 0}
-    assert lw.keys() == llen.keys() and all(lw[k] == llen[k] - C.CODE_ONE for k in llen)
+    assert all(llen[v] == llen[64 - 18] for v in range(0, 64 - 18))
+    assert llen[65 - 18] == round(128 * math.log2(65)) + T.LLEN_OFFSET
+    v6, _, _ = _len_log_lookup(1, 1)  # IPv6 with 802.1Q: frame = payload length + 62
+    assert v6[2] == llen[46] and v6[1250 - 62] == round(128 * math.log2(1250)) + T.LLEN_OFFSET
+
+
+def test_weight_reset_is_weight_with_the_label_one():
+    """spec §5.2: a resetting port weighs by rf = 1.0: w = 2^((llen - code(1))/128), for every llen
+    len_log produces (weight_reset is keyed on llen, the trusting ports' weight on lw = llen - rf)."""
+    reset = {e.key["llen"].value: e.params["w"] for e in T.weight_reset_entries()}
+    assert len(reset) <= N.WEIGHT_RESET.size
+    assert reset.keys() == {e.params["llen"] for e in T.len_log_entries()}
+    weight = {e.key["lw"].value: e.params["w"] for e in T.weight_entries()}
+    assert all(w == weight[max(llen - C.CODE_ONE, 0)] for llen, w in reset.items())
 
 
 @pytest.mark.parametrize(
@@ -233,12 +277,13 @@ def test_static_updates_one_batch_of_inserts():
     for u in ups:
         counts[u.entry.table] = counts.get(u.entry.table, 0) + 1
     assert counts == {
-        N.LEN_LOG.name: 2 * len(T.log_buckets(16)),
+        N.LEN_LOG.name: len(T.LEN_CLASSES) * (len(T.log_buckets(16)) + 1),
         N.WEIGHT.name: C.WEIGHT_KEYS,
+        N.WEIGHT_RESET.name: len(T.weight_reset_entries()),
         N.F_LOG.name: len(T.log_buckets(32)),
         N.GAMMA.name: C.GAMMA_D_MAX + 2,
     }
-    for t in (N.LEN_LOG, N.WEIGHT, N.F_LOG, N.GAMMA):
+    for t in (N.LEN_LOG, N.WEIGHT, N.WEIGHT_RESET, N.F_LOG, N.GAMMA):
         assert counts[t.name] <= t.size
     # every entry uses the table's own key names, actions and parameters
     for u in ups:

@@ -19,8 +19,6 @@ VLAN_TAG_LEN = 4
 IPV6_HDR_LEN = 40
 FCS_LEN = 4
 MIN_FRAME = 60  # without FCS: shorter frames are padded on the wire
-# frame_len & RUNT_MASK == 0: a claim below MIN_FRAME + FCS_LEN (64, a power of two), a padded runt
-RUNT_MASK = 0xFFFF & ~(MIN_FRAME + FCS_LEN - 1)
 SHIM_VERSION = 1
 FLAG_RI = 0x8  # RI requested: nodes update rri
 FLAG_ECHO = 0x4  # rri_echo carries the destination's feedback
@@ -64,7 +62,7 @@ PORT_BITS = 9
 NUM_PORTS = 512  # per-port arrays are indexed by the 9-bit device port
 IPV4_ROUTES = 1024
 IPV6_ROUTES = 1024
-LEN_LOG_SIZE = 4096  # two buckets sets: trusting and resetting ports
+LEN_LOG_SIZE = 5120  # 4 header classes (IPv4/IPv6, with/without 802.1Q) x 1280 buckets of the IP length
 EVENT_COUNTER_SIZE = 8
 
 # indices of FfsIngress.events (spec §7.6)

@@ -129,12 +129,13 @@ EGRESS_PARAMS = Table(
 )
 
 _SET_LW = Action(f"{ING}.rate_est.set_lw", (("llen", 16),))
-_SET_LW_RESET = Action(f"{ING}.rate_est.set_lw_reset", (("lw", 16),))
+_SET_LW_RUNT = Action(f"{ING}.rate_est.set_lw_runt", (("llen", 16),))
 _LW_ZERO = Action(f"{ING}.rate_est.lw_zero")
+# keyed on the IP length and the header class: the L2 overhead is added by the generator (spec §4)
 LEN_LOG = Table(
     f"{ING}.rate_est.len_log",
-    (Key("trust", "exact", 1), Key("frame_len", "ternary", 16)),
-    (_SET_LW, _SET_LW_RESET, _LW_ZERO),
+    (Key("ipv6", "exact", 1), Key("vlan", "exact", 1), Key("l3_len", "ternary", 16)),
+    (_SET_LW, _SET_LW_RUNT, _LW_ZERO),
     _LW_ZERO.name,
     C.LEN_LOG_SIZE,
 )
@@ -144,6 +145,14 @@ _WEIGHT_MAX = Action(f"{ING}.rate_est.weight_max")
 WEIGHT = Table(
     f"{ING}.rate_est.weight",
     (Key("lw", "exact", 16),),
+    (_SET_WEIGHT, _WEIGHT_MAX),
+    _WEIGHT_MAX.name,
+    C.WEIGHT_KEYS,
+)
+# a resetting port's weight (rf = 1.0), keyed on llen: trust picks the table (spec §5.2)
+WEIGHT_RESET = Table(
+    f"{ING}.rate_est.weight_reset",
+    (Key("llen", "exact", 16),),
     (_SET_WEIGHT, _WEIGHT_MAX),
     _WEIGHT_MAX.name,
     C.WEIGHT_KEYS,
@@ -176,8 +185,8 @@ GAMMA = Table(
 _USE_LABEL = Action(f"{ING}.use_label")
 PORT_LABEL = Table(
     f"{ING}.port_label",
-    (Key("trust", "ternary", 1), Key("insert", "ternary", 1), Key("ffs_state", "ternary", 2), Key("ipv4", "ternary", 1)),
-    (_USE_LABEL, Action(f"{ING}.use_label_ri"), Action(f"{ING}.reset_label"), Action(f"{ING}.may_insert_v4")),
+    (Key("trust", "ternary", 1), Key("ffs_state", "ternary", 2)),
+    (_USE_LABEL, Action(f"{ING}.use_label_ri"), Action(f"{ING}.reset_label")),
     _USE_LABEL.name,
     8,
     const_entries=True,
@@ -221,7 +230,7 @@ FATE = Table(
         for n, w in (
             ("parse_error", 1), ("parser_err", 16), ("routed", 1), ("managed", 1), ("margin", 16),
             ("ffs_state", 2), ("trust", 1), ("insert", 1), ("ipv4", 1), ("ipv6", 1), ("ipv6_next_hdr", 8),
-            ("frame_len", 16),
+            ("runt", 1),
         )
     ),
     tuple(
@@ -263,6 +272,7 @@ TABLES: tuple[Table, ...] = (
     EGRESS_PARAMS,
     LEN_LOG,
     WEIGHT,
+    WEIGHT_RESET,
     F_LOG,
     GAMMA,
     EGRESS_PORTS,

@@ -84,16 +84,49 @@ def charged_llen(lo: int, hi: int) -> int:
     return llen_code(max(lo, MIN_CHARGE), max(hi, MIN_CHARGE))
 
 
+LEN_CLASSES = ((0, 0), (0, 1), (1, 0), (1, 1))  # (ipv6, vlan): the header classes of len_log's key
+
+
+def len_log_buckets(ipv6: int, vlan: int) -> list[tuple[int, int, int, int, bool]]:
+    """(value, mask, llen, runt) per bucket of the 16-bit IP length of one header class: the log
+    buckets of `log_buckets` plus length 0 (an empty IPv6 payload), each weighed as the frame its
+    headers claim, L2 overhead and FCS added and saturated like `claimed_frame_len` (spec §4).
+    Buckets below 2^8 hold one length each, so a bucket is a runt (a claim below 64 bytes) whole
+    or not at all."""
+    out = []
+    for value, mask, lo, hi in [(0, 0xFFFF, 0, 0), *log_buckets(16)]:
+        flo, fhi = claimed_frame_len(lo, bool(ipv6), bool(vlan)), claimed_frame_len(hi, bool(ipv6), bool(vlan))
+        runt = fhi < MIN_CHARGE
+        if runt != (flo < MIN_CHARGE):
+            raise AssertionError(f"len_log bucket {lo}..{hi} straddles the runt boundary")
+        out.append((value, mask, charged_llen(flo, fhi), runt))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _len_log_buckets(ipv6: int, vlan: int) -> tuple[tuple[int, int, int, bool], ...]:
+    return tuple(len_log_buckets(ipv6, vlan))
+
+
+def len_log_lookup(l3_len: int, ipv6: bool, vlan: bool) -> tuple[int, bool]:
+    """What len_log's entries give one IP length of one header class: (llen, runt)."""
+    for value, mask, llen, runt in _len_log_buckets(int(ipv6), int(vlan)):
+        if l3_len & mask == value:
+            return llen, runt
+    raise ValueError(f"IP length {l3_len} is not 16 bits")
+
+
 def len_log_entries() -> list[TableEntry]:
-    """len_log (spec §5.1): llen per bucket of the 16-bit claimed frame length on a trusting port
-    (the action subtracts the arriving label); on a resetting port the label is 1.0, folded into
-    the constant lw = llen - code(1). Length 0 takes lw_zero (never met: frame_len >= 18)."""
+    """len_log (spec §5.1): llen per (header class, IP-length bucket); the action subtracts the
+    arriving label (lw = llen - rf) and flags a runt. A resetting port's rf = 1.0 is applied by
+    weight_reset, keyed on llen. Every 16-bit length of every class hits an entry."""
     t = N.LEN_LOG
-    trusted = log_table_entries(t, 16, "set_lw", lambda lo, hi: {"llen": charged_llen(lo, hi)}, {"trust": 1})
-    reset = log_table_entries(
-        t, 16, "set_lw_reset", lambda lo, hi: {"lw": max(charged_llen(lo, hi) - C.CODE_ONE, 0)}, {"trust": 0}
-    )
-    return trusted + reset
+    return [
+        TableEntry(t.name, {"ipv6": Exact(ipv6), "vlan": Exact(vlan), "l3_len": Ternary(value, mask)},
+                   t.action("set_lw_runt" if runt else "set_lw").name, {"llen": llen})
+        for ipv6, vlan in LEN_CLASSES
+        for value, mask, llen, runt in len_log_buckets(ipv6, vlan)
+    ]
 
 
 def claimed_frame_len(l3_len: int, ipv6: bool, vlan: bool, fcs: bool = True) -> int:
@@ -132,6 +165,17 @@ def weight_entries() -> list[TableEntry]:
     return [
         TableEntry(t.name, {"lw": Exact(lw)}, t.actions[0].name, {"w": weight_value(lw)})
         for lw in range(C.WEIGHT_KEYS)
+    ]
+
+
+def weight_reset_entries() -> list[TableEntry]:
+    """weight_reset (spec §5.2): a resetting port weighs by rf = 1.0, lw = llen - code(1) (at
+    least 0), for every llen len_log can produce."""
+    t = N.WEIGHT_RESET
+    llens = sorted({e.params["llen"] for e in len_log_entries()})
+    return [
+        TableEntry(t.name, {"llen": Exact(llen)}, t.actions[0].name, {"w": weight_value(max(llen - C.CODE_ONE, 0))})
+        for llen in llens
     ]
 
 
@@ -180,16 +224,10 @@ def gamma_of_code_distance(d: int) -> float:
 def port_label_entries() -> list[TableEntry]:
     """FfsIngress.port_label, in priority order: which label enters normalization."""
     t = N.PORT_LABEL
-    any1 = Ternary(0, 0)
     valid = Ternary(C.FFS_STATE_VALID, 3)
     return [
-        TableEntry(t.name, {"trust": Ternary(1, 1), "insert": any1, "ffs_state": valid, "ipv4": any1}, t.action("use_label_ri").name),
-        TableEntry(t.name, {"trust": Ternary(0, 1), "insert": any1, "ffs_state": valid, "ipv4": any1}, t.action("reset_label").name),
-        TableEntry(
-            t.name,
-            {"trust": any1, "insert": Ternary(1, 1), "ffs_state": Ternary(C.FFS_STATE_NONE, 3), "ipv4": Ternary(1, 1)},
-            t.action("may_insert_v4").name,
-        ),
+        TableEntry(t.name, {"trust": Ternary(1, 1), "ffs_state": valid}, t.action("use_label_ri").name),
+        TableEntry(t.name, {"trust": Ternary(0, 1), "ffs_state": valid}, t.action("reset_label").name),
     ]
 
 
@@ -219,8 +257,7 @@ def ri_candidate_entries() -> list[TableEntry]:
 
 
 FATE_KEYS = ("parse_error", "parser_err", "routed", "managed", "margin", "ffs_state", "trust", "insert", "ipv4", "ipv6",
-             "ipv6_next_hdr", "frame_len")
-RUNT = (0, C.RUNT_MASK)  # a masked key value: frame_len below 64 bytes
+             "ipv6_next_hdr", "runt")
 
 
 def fate_entries() -> list[TableEntry]:
@@ -234,7 +271,7 @@ def fate_entries() -> list[TableEntry]:
         ((0, 0, 1, 1, None, C.FFS_STATE_VALID, 0, None, None, None, None, None), "rewrite_reset_label"),
         ((0, 0, 1, 1, None, C.FFS_STATE_OPAQUE, None, None, None, None, None, None), "note_opaque"),
         # a runt arrived padded: a shim in front of the padding would leave it behind the IP packet
-        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, None, None, None, RUNT), "forward"),
+        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, None, None, None, 1), "forward"),
         ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 1, None, None, None), "insert_shim_v4"),
         # RFC 8200: a Hop-by-Hop header stays right after the IPv6 header; no shim in front of it
         ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 0, 1, C.IP_PROTO_HOPOPT, None), "forward"),
@@ -285,7 +322,7 @@ def const_entries() -> dict[str, list[TableEntry]]:
 
 @functools.lru_cache(maxsize=1)
 def _static_updates() -> tuple[Update, ...]:
-    entries = len_log_entries() + weight_entries() + f_log_entries() + gamma_entries()
+    entries = len_log_entries() + weight_entries() + weight_reset_entries() + f_log_entries() + gamma_entries()
     return tuple(Update("insert", e) for e in entries)
 
 

@@ -39,7 +39,7 @@
 #ifndef IPV6_ROUTES
 #define IPV6_ROUTES         1024
 #endif
-#define LEN_LOG_SIZE        4096
+#define LEN_LOG_SIZE        5120    /* 4 header classes x 1280 buckets of the IP length */
 #define WEIGHT_KEYS         4096
 #define F_LOG_SIZE          4096
 #define GAMMA_SIZE          2050
@@ -68,7 +68,6 @@
 #define IPV6_HDR_LEN        40
 #define FCS_LEN             4       /* counted in the estimator's len, in pkt_length and in every counter */
 #define MIN_FRAME           60      /* the shortest Ethernet frame without FCS: shorter ones are padded */
-#define RUNT_MASK           0xFFC0  /* frame_len & RUNT_MASK == 0: a claim below 64 bytes (FCS included) */
 #define SHIM_LEN            8
 #define BRIDGE_LEN          2       /* bridge_h: the egress counters subtract it (adjust_byte_count) */
 

@@ -92,6 +92,10 @@ header port_metadata_t {
 
 /* All code arithmetic is 16-bit (spec §7.2): with the label clamped to [2^-8, 2^8] and
  * log M, log F <= D_OFFSET no intermediate saturates or wraps except where the spec says. */
+#ifndef FFS_HOST_METADATA
+#define FFS_HOST_METADATA
+#endif
+
 struct ffs_metadata_t {
     port_metadata_t port_md;
     bit<1>  parse_error;   /* truncated shim: dropped and counted */
@@ -100,18 +104,18 @@ struct ffs_metadata_t {
     bit<1>  rri_ge_one;    /* bit 15 of the arriving rri: rri >= 1.0 */
     bit<16> rri_n;         /* CODE_ONE - the arriving rri (used while rri < 1) */
     bit<16> l3_len;        /* IPv4 total_len, IPv6 payload_len */
-    bit<16> frame_len;     /* the frame as its headers claim it, FCS included (spec §4) */
+    bit<1>  ipv6;          /* the header class whose L2 overhead len_log adds to l3_len: */
+    bit<1>  vlan;          /* IPv6 (40 more bytes), an 802.1Q tag (4 more) */
     bit<16> rf_hdr;        /* the arriving label, clamped (CODE_ONE without a valid shim) */
     bit<16> rf;            /* the label entering normalization: rf_hdr on trusted ports */
     bit<1>  routed;
     bit<1>  managed;
-    bit<1>  insert_v4;     /* an insert port, no shim, IPv4: fate inserts if the pair is managed */
-    bit<8>  ip_proto;      /* IPv4 protocol before a shim is inserted */
-    bit<1>  csum_update;
     bit<3>  event;
     bit<1>  count_event;
     /* stage 0-1 */
-    bit<16> lw;
+    bit<16> lw;            /* log2(len · 2^8 / rf), the weight table's key on a trusting port */
+    bit<16> llen;          /* log2(len · 2^8), the weight table's key on a resetting port */
+    bit<1>  runt;          /* the headers claim a frame below 64 bytes, FCS included */
     bit<32> w;
     bit<16> rnd;
     pid_t   pid;
@@ -127,6 +131,9 @@ struct ffs_metadata_t {
     bit<16> c_cong;        /* code(tau / rf_norm) = CODE_ONE - d, d = rf_norm - ltau; tau = 1 if not congested */
     bit<16> c_ri;          /* the RRI candidate of Algorithm 4 */
     bit<16> margin;
+    /* a program composing FFS with its own forwarding adds its ingress metadata here
+     * (#define FFS_HOST_METADATA before including include/ffs_lib.p4) */
+    FFS_HOST_METADATA
 }
 
 struct egress_metadata_t {

@@ -82,6 +82,7 @@ parser FfsIngressParser(packet_in pkt,
 
     state parse_vlan {
         pkt.extract(hdr.vlan);
+        md.vlan = 1;
         transition select(hdr.vlan.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
             ETHERTYPE_IPV6: parse_ipv6;
@@ -105,6 +106,7 @@ parser FfsIngressParser(packet_in pkt,
     state parse_ipv6 {
         pkt.extract(hdr.ipv6);
         md.l3_len = hdr.ipv6.payload_len;  /* the parser copies, it does not add (spec §4) */
+        md.ipv6 = 1;
         transition select(hdr.ipv6.next_hdr, hdr.ipv6.payload_len) {
             (IP_PROTO_FFS, 0 .. 7): truncated;
             (IP_PROTO_FFS, _): parse_ffs;
@@ -177,19 +179,9 @@ control FfsIngressDeparser(packet_out pkt,
                            inout headers_t hdr,
                            in ffs_metadata_t md,
                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
-    Checksum() ipv4_checksum;
-
+    /* No checksum here: a shim inserted into IPv4 changes protocol and total_len, and the
+     * egress deparser, which sees the bridge's grown bit, rewrites the checksum (docs/pipeline.md). */
     apply {
-        if (md.csum_update == 1) {
-            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
-                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.total_len,
-                hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset,
-                hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                hdr.ipv4_options[0].data, hdr.ipv4_options[1].data, hdr.ipv4_options[2].data,
-                hdr.ipv4_options[3].data, hdr.ipv4_options[4].data, hdr.ipv4_options[5].data,
-                hdr.ipv4_options[6].data, hdr.ipv4_options[7].data, hdr.ipv4_options[8].data,
-                hdr.ipv4_options[9].data});
-        }
         pkt.emit(hdr);
     }
 }
@@ -202,6 +194,15 @@ parser FfsEgressParser(packet_in pkt,
     state start {
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridge);
+        transition select(hdr.bridge.grown) {
+            1: grown;
+            default: parse_ethernet;
+        }
+    }
+    /* the ingress inserted a shim: into IPv4, it changed protocol and total_len, and the
+     * deparser rewrites the checksum (set here, so the condition needs no stage of its own) */
+    state grown {
+        md.csum_update = 1;
         transition parse_ethernet;
     }
     state parse_ethernet {

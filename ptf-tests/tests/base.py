@@ -446,7 +446,7 @@ class FfsTest(BaseTest):
         """F as the target's estimator reads it for this packet (the f_est register, spec §7.2
         stage 3), with OUT uncongested so that the packet is forwarded. The estimator forgets
         between packets, so every packet of the same length and label reads the same F."""
-        key = (claimed_len(pkt), label_in(pkt))
+        key = (claim(pkt), label_in(pkt))
         if key not in self._f_cache:
             self.set_egress(X.Egress())
             self.send(pkt)
@@ -491,11 +491,17 @@ def plain_v6(payload_len: int = 500, dst: str = DST6) -> Packet:
     return Ether(bytes(pkt / bytes(payload_len - len(pkt[IPv6].payload))))
 
 
-def claimed_len(pkt: Packet) -> int:
-    """The pipeline's len (spec §4): the frame the headers claim, FCS included."""
+def claim(pkt: Packet) -> tuple[int, bool, bool]:
+    """What the pipeline weighs (spec §4): the IP length and the header class, from which len_log
+    knows the frame the headers claim, FCS included."""
     if IP in pkt:
-        return T.claimed_frame_len(pkt[IP].len, False, Dot1Q in pkt)
-    return T.claimed_frame_len(pkt[IPv6].plen, True, Dot1Q in pkt)
+        return pkt[IP].len, False, Dot1Q in pkt
+    return pkt[IPv6].plen, True, Dot1Q in pkt
+
+
+def claimed_len(pkt: Packet) -> int:
+    """The frame the headers claim, FCS included (spec §4)."""
+    return T.claimed_frame_len(*claim(pkt))
 
 
 def shim_valid(pkt: Packet) -> bool:

@@ -24,45 +24,35 @@ from ffs.labels import decode, encode
 
 
 @functools.lru_cache(maxsize=None)
-def _entries(which: str) -> tuple[TableEntry, ...]:
-    """f_log, or len_log's entries for a trusting port (a resetting one folds in rf = 1.0, which
-    `weight` passes as the label instead)."""
-    if which == "f_log":
-        return tuple(T.f_log_entries())
-    return tuple(e for e in T.len_log_entries() if e.key["trust"].value == 1)
-
-
-def _ternary(which: str, value: int) -> TableEntry | None:
-    for e in _entries(which):
-        (k,) = [v for v in e.key.values() if isinstance(v, Ternary)]
-        if value & k.mask == k.value:
-            return e
-    return None
-
-
-def llen(frame_len: int) -> int | None:
-    """len_log's action data for a claimed frame length (spec §4); None is the miss (lw_zero)."""
-    e = _ternary("len_log", frame_len)
-    return None if e is None else e.params["llen"]
+def _f_log_entries() -> tuple[TableEntry, ...]:
+    return tuple(T.f_log_entries())
 
 
 def lf(f: int) -> int:
     """f_log's unbiased log of an F estimator output; 0 (lf_zero) on a miss (f = 0)."""
-    e = _ternary("f_log", f)
-    return 0 if e is None else e.params["lf"]
+    for e in _f_log_entries():
+        k = e.key["f"]
+        assert isinstance(k, Ternary)
+        if f & k.mask == k.value:
+            return e.params["lf"]
+    return 0
 
 
-def weight(frame_len: int, rf: int) -> int:
-    """w = len · 2^8 / rf through len_log and the weight table (spec §5.1, §5.2)."""
-    ll = llen(frame_len)
-    lw = 0 if ll is None else max(ll - rf, 0)
+Claim = tuple[int, bool, bool]  # (IP length, IPv6, 802.1Q): what len_log weighs (spec §4)
+
+
+def weight(claim: Claim, rf: int) -> int:
+    """w = len · 2^8 / rf through len_log and the weight table (spec §5.1, §5.2); a resetting
+    port passes rf = code(1) (weight_reset)."""
+    llen, _ = T.len_log_lookup(*claim)
+    lw = max(llen - rf, 0)
     return T.weight_value(lw) if lw < C.WEIGHT_KEYS else C.WEIGHT_MAX
 
 
-def forgetful_f(frame_len: int, rf: int, scale_down: int) -> int:
+def forgetful_f(claim: Claim, rf: int, scale_down: int) -> int:
     """The F LPF output when the filter has forgotten every earlier packet (spec §8 with
     e^(-dt/tau) = 0): y = w, output = min(floor(y) >> s, 2^32 - 1)."""
-    return min(weight(frame_len, rf) >> scale_down, C.WEIGHT_MAX)
+    return min(weight(claim, rf) >> scale_down, C.WEIGHT_MAX)
 
 
 def lm_for(rf: int, f: int, rf_norm: int) -> int:

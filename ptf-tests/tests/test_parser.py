@@ -17,7 +17,7 @@ from base import (
     SRC6,
     FfsTest,
     byte_adjust,
-    claimed_len,
+    claim,
     ffs_v4,
     ffs_v6,
     plain_v4,
@@ -95,7 +95,7 @@ class NonFfsTraffic(FfsTest):
             self.assertEqual((delta.r.packets, delta.r.bytes), (1, len(pkt) + byte_adjust()))
             self.assert_events(delta)
             if target() == "model":  # the weight of the claimed frame with rf = 1.0 (spec §4, §5, §8)
-                self.assertEqual(self.f_est(), X.forgetful_f(claimed_len(pkt), C.CODE_ONE, SCALE))
+                self.assertEqual(self.f_est(), X.forgetful_f(claim(pkt), C.CODE_ONE, SCALE))
         before = self.counts()
         self.send(Ether(src=MAC_SRC, dst="ff:ff:ff:ff:ff:ff") / ARP(hwsrc=MAC_SRC, psrc=SRC4, pdst=DST4))
         self.expect_nothing()

@@ -68,16 +68,16 @@ typedef unsigned __int128 u128;
 /* the writable tables, in the order of ffs.p4names.TABLES; actions in the order of each table's
  * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate, frame_check) are code
  * below; their actions are listed for the contract check only. */
-enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_F_LOG, T_GAMMA, T_EGRESS_PORTS, NT };
+enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, T_F_LOG, T_GAMMA, T_EGRESS_PORTS, NT };
 #define NT_ALL (NT + 5)
 static const char *TABLE_NAMES[NT] = {
     "FfsIngress.forwarding.ipv4_routes", "FfsIngress.forwarding.ipv6_routes", "FfsIngress.pair_map.pairs",
     "FfsIngress.pair_map.egress_params", "FfsIngress.rate_est.len_log",       "FfsIngress.rate_est.weight",
-    "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports"};
+    "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports"};
 static const char *TABLE_ACTIONS[NT_ALL] = {
-    "route drop", "route drop", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_reset lw_zero",
-    "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
-    "use_label use_label_ri reset_label may_insert_v4", "short_shim shim_fits",
+    "route drop", "route drop", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
+    "set_weight weight_max", "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
+    "use_label use_label_ri reset_label", "short_shim shim_fits",
     "candidate_upstream candidate_keep candidate_congested candidate_uncongested",
     "parse_drop miss_drop note_no_pair ffs_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
     "insert_shim_v6 forward",
@@ -85,7 +85,7 @@ static const char *TABLE_ACTIONS[NT_ALL] = {
 enum { A_ROUTE = 0 };
 enum { A_SET_PAIR = 0 };
 enum { A_SET_EGRESS = 0 };
-enum { A_SET_LW = 0, A_SET_LW_RESET = 1 };
+enum { A_SET_LW = 0, A_SET_LW_RUNT = 1 };
 enum { A_SET_WEIGHT = 0 };
 enum { A_SET_LF = 0 };
 enum { A_GAMMA_ONE = 0, A_GAMMA_FRAC = 1, A_GAMMA_ZERO = 2 };
@@ -608,8 +608,8 @@ static void strip_shim(uint8_t *f, size_t *len, parsed_t *p) {
 /* --- pipeline.py: the ingress metadata and one function per P4 action ------------------------- */
 typedef struct {
     uint32_t ifindex, trust, insert;
-    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, frame_len, rf_hdr;
-    uint32_t rf, rri_n, insert_v4, lw, routed, egress_port;
+    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, rf_hdr;
+    uint32_t rf, rri_n, lw, llen, runt, routed, egress_port;
     uint32_t managed, pid, k, ltau, ltau_p, congested, lcr, w;
     uint32_t cc, rnd, f, rf_norm, c_cong, margin, c_ri;
 } meta_t;
@@ -635,9 +635,6 @@ static void port_label_apply(const uint8_t *buf, const parsed_t *p, meta_t *md) 
         md->rri_n = (CODE_ONE - rd16(buf, p->shim + RRI_OFF)) & U16;
     } else if (!md->trust && md->ffs_state == FFS_STATE_VALID) { /* reset_label */
         md->rf = CODE_ONE;
-    } else if (md->insert && md->ffs_state == FFS_STATE_NONE && p->ip_version == 4) { /* may_insert_v4 */
-        md->rf = md->rf_hdr;
-        md->insert_v4 = 1;
     } else { /* use_label */
         md->rf = md->rf_hdr;
     }
@@ -698,9 +695,18 @@ static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md) {
 }
 
 /* RateEstimation */
-static inline void set_lw(meta_t *md, uint32_t llen) { md->lw = sat_sub(llen, md->rf_hdr); }
-static inline void set_lw_reset(meta_t *md, uint32_t lw) { md->lw = lw; }
-static inline void lw_zero(meta_t *md) { md->lw = 0; }
+static inline void set_lw(meta_t *md, uint32_t llen) {
+    md->lw = sat_sub(llen, md->rf_hdr);
+    md->llen = llen;
+}
+static inline void set_lw_runt(meta_t *md, uint32_t llen) {
+    set_lw(md, llen);
+    md->runt = 1;
+}
+static inline void lw_zero(meta_t *md) {
+    md->lw = 0;
+    md->llen = 0;
+}
 static inline void set_weight(meta_t *md, uint32_t w) { md->w = w; }
 static inline void weight_max(meta_t *md) { md->w = U32; }
 static inline void estimate(Engine *e, meta_t *md, int64_t t_ns) { md->f = lpf_execute(e, md->w, md->pid, t_ns); }
@@ -724,15 +730,17 @@ static inline uint32_t claimed_len(const parsed_t *p, uint32_t l3_len, int fcs) 
     return umin(l3_len + hdr, U16);
 }
 
-static void rate_est_weigh(Engine *e, meta_t *md) {
-    const tres *r = table_lookup(&e->tables[T_LEN_LOG], ((u128)md->trust << 16) | md->frame_len);
+/* len_log on (ipv6, vlan, l3_len), then weight (trusting port) or weight_reset (resetting port) */
+static void rate_est_weigh(Engine *e, const parsed_t *p, meta_t *md) {
+    u128 key = ((u128)(p->ip_version == 6) << 17) | ((u128)(p->vlan != 0) << 16) | md->l3_len;
+    const tres *r = table_lookup(&e->tables[T_LEN_LOG], key);
     if (r->act == A_SET_LW)
         set_lw(md, r->p[0]);
-    else if (r->act == A_SET_LW_RESET)
-        set_lw_reset(md, r->p[0]);
+    else if (r->act == A_SET_LW_RUNT)
+        set_lw_runt(md, r->p[0]);
     else
         lw_zero(md);
-    r = table_lookup(&e->tables[T_WEIGHT], md->lw);
+    r = md->trust ? table_lookup(&e->tables[T_WEIGHT], md->lw) : table_lookup(&e->tables[T_WEIGHT_RESET], md->llen);
     if (r->act == A_SET_WEIGHT)
         set_weight(md, r->p[0]);
     else
@@ -827,8 +835,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     ingress_parser_metadata(buf, &p, &md);
     port_label_apply(buf, &p, &md);
     forwarding_apply(e, &p, &md);
-    md.frame_len = claimed_len(&p, md.l3_len, 1);
-    rate_est_weigh(e, &md);
+    rate_est_weigh(e, &p, &md);
     if (md.routed) pair_map_apply(e, ingress_port, &md);
     if (md.managed) {
         draw(e, &md);
@@ -863,7 +870,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
             buf[p.shim] |= FLAG_DEFAULTED;
     } else if (md.ffs_state == FFS_STATE_OPAQUE) { /* note_opaque */
         event_count(e, EVENT_OPAQUE_SHIM);
-    } else if (md.insert && md.frame_len >= MIN_FRAME + FCS_LEN &&
+    } else if (md.insert && !md.runt &&
                (p.ip_version == 4 || (p.ip_version == 6 && buf[p.l3 + 6] != IP_PROTO_HOPOPT))) {
         /* insert_shim_v4 / _v6: never into a padded runt, never before a Hop-by-Hop header */
         insert_shim(buf, len, &p, rf_out);

@@ -57,11 +57,11 @@ class Meta:
     l3_len: int = 0
     rf_hdr: int = C.CODE_ONE
     # stage 0
-    frame_len: int = 0
     rf: int = 0
     rri_n: int = 0
-    insert_v4: int = 0
     lw: int = 0
+    llen: int = 0
+    runt: int = 0
     routed: int = 0
     egress_port: int = 0
     # stage 1
@@ -127,19 +127,12 @@ class PortLabel:
     def reset_label(md: Meta) -> None:
         md.rf = C.CODE_ONE
 
-    @staticmethod
-    def may_insert_v4(md: Meta) -> None:
-        md.rf = md.rf_hdr
-        md.insert_v4 = 1
-
     def apply(self, buf: bytearray, p: Parsed, md: Meta) -> None:
-        action, _ = self.table.lookup(md.trust, md.insert, md.ffs_state, int(p.ip_version == 4))
+        action, _ = self.table.lookup(md.trust, md.ffs_state)
         if action == "use_label_ri":
             self.use_label_ri(buf, p, md)
         elif action == "reset_label":
             self.reset_label(md)
-        elif action == "may_insert_v4":
-            self.may_insert_v4(md)
         else:
             self.use_label(md)
 
@@ -216,6 +209,7 @@ class RateEstimation:
     def __init__(self) -> None:
         self.len_log = MatchTable(N.LEN_LOG)
         self.weight = MatchTable(N.WEIGHT)
+        self.weight_reset = MatchTable(N.WEIGHT_RESET)
         self.f_log = MatchTable(N.F_LOG)
         self.f_lpf = Lpf(N.F_LPF)
         self.f_est = Register(N.F_EST)
@@ -223,26 +217,30 @@ class RateEstimation:
         self.offered = Counter(N.OFFERED)
 
     @staticmethod
-    def set_lw(md: Meta, llen: int) -> None:  # stage 1: lw = log2(len · 2^8 / rf)
+    def set_lw(md: Meta, llen: int) -> None:  # stage 0: lw = log2(len · 2^8 / rf)
         md.lw = sat_sub(llen, md.rf_hdr)
+        md.llen = llen
 
     @staticmethod
-    def set_lw_reset(md: Meta, lw: int) -> None:  # stage 1: a resetting port, rf = 1 folded in
-        md.lw = lw
+    def set_lw_runt(md: Meta, llen: int) -> None:  # stage 0: the same, for a claim below 64 bytes
+        md.lw = sat_sub(llen, md.rf_hdr)
+        md.llen = llen
+        md.runt = 1
 
     @staticmethod
     def lw_zero(md: Meta) -> None:
         md.lw = 0
+        md.llen = 0
 
     @staticmethod
-    def set_weight(md: Meta, w: int) -> None:  # stage 2
+    def set_weight(md: Meta, w: int) -> None:  # stage 1
         md.w = w
 
     @staticmethod
     def weight_max(md: Meta) -> None:
         md.w = U32
 
-    def estimate(self, md: Meta, t_ns: int) -> None:  # stage 3
+    def estimate(self, md: Meta, t_ns: int) -> None:  # stage 2
         md.f = self.f_lpf.execute(md.w, md.pid, t_ns)
 
     def count_pair(self, md: Meta, frame_len: int) -> None:  # stage 2: R_(i,j)
@@ -252,7 +250,7 @@ class RateEstimation:
         self.offered.count(md.egress_port, frame_len)
 
     @staticmethod
-    def set_lf(md: Meta, lf: int, nlf: int) -> None:  # stage 4: rf_norm = k + lf, c_cong = cc - lf
+    def set_lf(md: Meta, lf: int, nlf: int) -> None:  # stage 3: rf_norm = k + lf, c_cong = cc - lf
         md.rf_norm = (lf + md.k) & U16
         md.c_cong = (nlf + md.cc) & U16
 
@@ -260,30 +258,29 @@ class RateEstimation:
     def lf_zero(md: Meta) -> None:
         md.rf_norm, md.c_cong = md.k, md.cc
 
-    def store_f(self, md: Meta) -> None:  # stage 4: f_est[pid] for the agent
+    def store_f(self, md: Meta) -> None:  # stage 3: f_est[pid] for the agent
         self.f_est.write(md.pid, md.f)
 
-    @staticmethod
-    def claim(p: Parsed, md: Meta) -> None:  # stage 0 (FfsIngress.apply): saturating add
-        md.frame_len = claimed_frame_len(md.l3_len, p.ip_version == 6, p.vlan)
-
-    def weigh(self, md: Meta) -> None:
-        """len_log and weight: every packet, stages 1-2."""
-        action, params = self.len_log.lookup(md.trust, md.frame_len)
+    def weigh(self, p: Parsed, md: Meta) -> None:
+        """len_log and weight (weight_reset on a resetting port): every packet, stages 0-1."""
+        action, params = self.len_log.lookup(int(p.ip_version == 6), int(p.vlan), md.l3_len)
         if action == "set_lw":
             self.set_lw(md, params["llen"])
-        elif action == "set_lw_reset":
-            self.set_lw_reset(md, params["lw"])
+        elif action == "set_lw_runt":
+            self.set_lw_runt(md, params["llen"])
         else:
             self.lw_zero(md)
-        action, params = self.weight.lookup(md.lw)
+        if md.trust:
+            action, params = self.weight.lookup(md.lw)
+        else:
+            action, params = self.weight_reset.lookup(md.llen)
         if action == "set_weight":
             self.set_weight(md, params["w"])
         else:
             self.weight_max(md)
 
     def apply(self, md: Meta, frame_len: int, t_ns: int) -> None:
-        """The managed part, stages 2-4 (needs Normalize's cc)."""
+        """The managed part, stages 2-3 (needs Normalize's cc)."""
         self.estimate(md, t_ns)
         self.count_pair(md, frame_len)
         self.count_offered(md, frame_len)
@@ -302,23 +299,23 @@ class Normalize:
         self.gamma = MatchTable(N.GAMMA)
         self.rng = Random16(seed)
 
-    def draw(self, md: Meta) -> None:  # stage 4 (managed packets only draw)
+    def draw(self, md: Meta) -> None:  # stage 3 (managed packets only draw)
         md.rnd = self.rng.get()
 
     @staticmethod
-    def norm_cc(md: Meta) -> None:  # stage 3: 16-bit wrap; never wraps below 0 (§7.2)
+    def norm_cc(md: Meta) -> None:  # stage 2: 16-bit wrap; never wraps below 0 (§7.2)
         md.cc = (md.ltau_p - md.k) & U16
 
     @staticmethod
-    def gamma_one(md: Meta) -> None:  # stage 5: d <= 0 or uncongested, γ = 1, no random compare
+    def gamma_one(md: Meta) -> None:  # stage 4: d <= 0 or uncongested, γ = 1, no random compare
         md.margin = 1
 
     @staticmethod
-    def gamma_frac(md: Meta, thr: int) -> None:  # stage 5: accept iff rnd < thr
+    def gamma_frac(md: Meta, thr: int) -> None:  # stage 4: accept iff rnd < thr
         md.margin = sat_sub(thr, md.rnd)
 
     @staticmethod
-    def gamma_zero(md: Meta) -> None:  # stage 5: γ < 2^-16, always drop
+    def gamma_zero(md: Meta) -> None:  # stage 4: γ < 2^-16, always drop
         md.margin = 0
 
     def prepare(self, md: Meta) -> None:
@@ -345,7 +342,7 @@ class RiUpdate:
         self.ri_candidate = const_table(N.RI_CANDIDATE, ri_candidate_entries())
 
     @staticmethod
-    def candidate_upstream(md: Meta) -> None:  # stage 5: rri · γ = rri - d
+    def candidate_upstream(md: Meta) -> None:  # stage 4: rri · γ = rri - d
         md.c_ri = sat_sub(md.c_cong, md.rri_n)
 
     @staticmethod
@@ -353,11 +350,11 @@ class RiUpdate:
         md.c_ri = C.CODE_MAX
 
     @staticmethod
-    def candidate_congested(md: Meta) -> None:  # stage 5: τ / rf_norm
+    def candidate_congested(md: Meta) -> None:  # stage 4: τ / rf_norm
         md.c_ri = md.c_cong
 
     @staticmethod
-    def candidate_uncongested(md: Meta) -> None:  # stage 5: max(1/rf_norm, C/R*)
+    def candidate_uncongested(md: Meta) -> None:  # stage 4: max(1/rf_norm, C/R*)
         md.c_ri = max(md.c_cong, md.lcr)
 
     def apply(self, md: Meta) -> None:
@@ -424,7 +421,7 @@ class EgressAccounting:
 
 
 class Fate:
-    """`FfsIngress.fate` (const entries, stage 6): one decision and at most one event per packet;
+    """`FfsIngress.fate` (const entries, stage 5): one decision and at most one event per packet;
     `pair_drops` beside it."""
 
     def __init__(self, events: Counter) -> None:
@@ -449,7 +446,7 @@ class Fate:
         action, _ = self.fate.lookup(
             0, 0, md.routed, md.managed, md.margin, md.ffs_state, md.trust, md.insert,
             int(p.ip_version == 4), int(p.ip_version == 6), buf[p.l3 + 6] if p.ip_version == 6 else 0,
-            md.frame_len,
+            md.runt,
         )
         if md.managed and md.margin == 0:  # count_pair_drop
             self.pair_drops.count(md.pid, frame_len)
@@ -503,6 +500,7 @@ class Pipeline:
                 self.pair_map.egress_params,
                 self.rate_est.len_log,
                 self.rate_est.weight,
+                self.rate_est.weight_reset,
                 self.rate_est.f_log,
                 self.normalize.gamma,
                 self.egress_acct.egress_ports,
@@ -545,16 +543,15 @@ class Pipeline:
         # -- FfsIngress.apply --------------------------------------------------------------------
         self.port_label.apply(buf, p, md)  # stage 0
         self.forwarding.apply(p, md)
-        self.rate_est.claim(p, md)
-        self.rate_est.weigh(md)  # stages 1-2
+        self.rate_est.weigh(p, md)  # stages 0-1
         if md.routed:
             self.pair_map.apply(ingress_port, md)  # stage 1
         if md.managed:
-            self.normalize.prepare(md)  # stages 3-4
-            self.rate_est.apply(md, frame_len, t_ns)  # stages 2-4
-            self.normalize.apply(md)  # stage 5
+            self.normalize.prepare(md)  # stages 2-3
+            self.rate_est.apply(md, frame_len, t_ns)  # stages 2-3
+            self.normalize.apply(md)  # stage 4
             self.ri_update.apply(md)
-        action = self.fate.apply(buf, p, md, frame_len)  # stage 6
+        action = self.fate.apply(buf, p, md, frame_len)  # stage 5
         if action == "miss_drop":
             return Result(None, None, DROP_ROUTE_MISS)
         if action == "ffs_drop":

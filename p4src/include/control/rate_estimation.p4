@@ -1,11 +1,12 @@
 /* ffs-tofino: the weighted-bytes estimator F_(i,j) and the R_(i,j) counter (spec §4, §5.1, §5.2).
  *
- *   stage 0  frame_len = L2 header + IP length + FCS, saturating (spec §4)
- *   stage 1  len_log  (trust, frame_len) -> lw = llen |-| rf_hdr, or llen - code(1) on a reset port
- *   stage 2  weight   lw -> w = 2^(lw/128)            (exact table: no multiply on Tofino)
- *   stage 3  f_lpf    F <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive,
+ *   stage 0  len_log  (IPv6, VLAN, IP length) -> llen = log of L2 header + IP length + FCS
+ *                     (spec §4), lw = llen |-| rf_hdr, and whether the claim is a runt
+ *   stage 1  weight   lw -> w = 2^(lw/128) on a trusting port, weight_reset llen -> w on a
+ *                     resetting one (rf = 1)             (exact tables: no multiply on Tofino)
+ *   stage 2  f_lpf    F <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive,
  *                     offered[egress port] their sum R*_j
- *   stage 4  f_log    lf = log F (disjoint ternary buckets), applied at once (Algorithm 3 line 1):
+ *   stage 3  f_log    lf = log F (disjoint ternary buckets), applied at once (Algorithm 3 line 1):
  *                     rf_norm = k + lf, c_cong = cc - lf; f_est[pid] <- F for the agent
  * Neither sum saturates or wraps: k, cc lie in [0x6C00, 0x9C00] and lf <= D_OFFSET (spec §7.2),
  * so plain adds do it; nlf = -lf (mod 2^16) comes with lf because action data cannot be
@@ -28,26 +29,34 @@ control RateEstimation(inout ffs_metadata_t md,
         }
     };
 
-    /* The label is the clamped arriving one on a trusting port... */
+    /* llen = log of the frame the headers claim (L2 header + IP length + FCS, spec §4), looked up
+     * on the IP length and the header class, so that no stage adds the L2 overhead first: the
+     * generator adds it to each bucket. lw divides by the clamped arriving label; a resetting
+     * port weighs by llen alone (rf = 1.0), through weight_reset. */
     action set_lw(bit<16> llen) {
         md.lw = llen |-| md.rf_hdr;
+        md.llen = llen;
     }
 
-    /* ...and 1.0 on a resetting port: the generator folds it into the constant. */
-    action set_lw_reset(bit<16> lw) {
-        md.lw = lw;
+    /* the same for a claim below 64 bytes: fate inserts no shim in front of its padding */
+    action set_lw_runt(bit<16> llen) {
+        md.lw = llen |-| md.rf_hdr;
+        md.llen = llen;
+        md.runt = 1;
     }
 
     action lw_zero() {
         md.lw = 0;
+        md.llen = 0;
     }
 
     table len_log {
         key = {
-            md.port_md.trust[0:0]: exact @name("trust");
-            md.frame_len: ternary @name("frame_len");
+            md.ipv6:   exact @name("ipv6");
+            md.vlan:   exact @name("vlan");
+            md.l3_len: ternary @name("l3_len");
         }
-        actions = { set_lw; set_lw_reset; lw_zero; }
+        actions = { set_lw; set_lw_runt; lw_zero; }
         default_action = lw_zero();
         size = LEN_LOG_SIZE;
     }
@@ -62,6 +71,14 @@ control RateEstimation(inout ffs_metadata_t md,
 
     table weight {
         key = { md.lw: exact @name("lw"); }
+        actions = { set_weight; weight_max; }
+        default_action = weight_max();
+        size = WEIGHT_KEYS;
+    }
+
+    /* w = 2^((llen - code(1))/128) for a resetting port: trust picks the table, not a stage */
+    table weight_reset {
+        key = { md.llen: exact @name("llen"); }
         actions = { set_weight; weight_max; }
         default_action = weight_max();
         size = WEIGHT_KEYS;
@@ -102,7 +119,11 @@ control RateEstimation(inout ffs_metadata_t md,
 
     apply {
         len_log.apply();
-        weight.apply();
+        if (md.port_md.trust[0:0] == 1) {
+            weight.apply();
+        } else {
+            weight_reset.apply();
+        }
         if (md.managed == 1) {
             estimate();
             count_pair();
