@@ -7,7 +7,7 @@ PIP    ?= $(PYTHON) -m pip
 # Tofino build (needs the SDE): TARGET=tofino (TNA, default) or tofino2 (T2NA)
 TARGET   ?= tofino
 BUILD    ?= build/$(TARGET)
-P4SRC    := p4src/ffs.p4
+P4SRC    ?= p4src/ffs.p4
 P4DEPS   := $(sort $(shell find p4src -name '*.p4'))
 ifeq ($(TARGET),tofino2)
   ARCH := t2na
@@ -33,11 +33,13 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
+.PHONY: help setup system-deps test unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
 	@echo "make build        compile p4src/ with the SDE's bf-p4c (TARGET=tofino|tofino2, PLATFORM=model|hw) and install ffs.conf"
+	@echo "make example      (SDE) compile p4src/examples/l2l3_acl.p4, FFS composed with L2/L3/ACL forwarding, with and without FFS"
+	@echo "make p4-resources (SDE) both programs on both targets, the compiler's figures into docs/pipeline.md"
 	@echo "make clean-build  remove build/"
 	@echo "make ptf          (root) the PTF suite on the software switch; TARGET=tofino-model with an SDE; PTF_ARGS=test_parser"
 	@echo "make ptf-list     the PTF tests and their groups"
@@ -163,6 +165,14 @@ build: check-sde $(BUILD)/ffs/bf-p4c.log install-conf
 
 # compile only (into BUILD=...), for tests and bench/p4_resources.py
 compile: check-sde $(BUILD)/ffs/bf-p4c.log
+
+# the FFS library composed with L2/L3/ACL forwarding, and that forwarding alone (-DNO_FFS)
+example: check-sde
+	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 BUILD=build/example-ffs/$(TARGET)
+	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 P4FLAGS=-DNO_FFS BUILD=build/example-alone/$(TARGET)
+
+p4-resources: check-sde
+	$(PYTHON) bench/p4_resources.py --write docs/pipeline.md
 
 # The compiler's output stays in $(BUILD)/ffs/bf-p4c.log (tests read its warnings), and what the
 # build knows of the compiler's known defects in $(BUILD)/ffs/compiler-defects (docs/pipeline.md)

@@ -52,12 +52,11 @@ def read_build(out: Path) -> Build:
         st = sorted({s["stage_number"] for s in ma.get("stage_tables", [])} if isinstance(ma, dict) else set())
         if st:
             b.stages[t["name"]] = st
-    for name, st in b.stages.items():
-        last = max(st) + 1
-        if name.startswith("FfsEgress") or name.startswith("tbl_egress") or name.startswith("egress"):
-            b.egress_stages = max(b.egress_stages, last)
-        else:
-            b.ingress_stages = max(b.ingress_stages, last)
+            last = max(st) + 1
+            if t.get("direction") == "egress":
+                b.egress_stages = max(b.egress_stages, last)
+            else:
+                b.ingress_stages = max(b.ingress_stages, last)
     for kind, dest in (("normal", b.phv), ("tagalong", b.phv_tagalong)):
         for c in metrics["phv"].get(kind, []):
             dest[c["bit_width"]] = c["containers_occupied"]
@@ -101,10 +100,15 @@ def parser_selects_lost(out: Path) -> bool:
     return not data_matches
 
 
-def compile_target(target: str) -> Path:
-    build = ROOT / "build" / "resources" / target
-    subprocess.run(["make", "-s", "-C", str(ROOT), "compile", f"TARGET={target}", f"BUILD={build}"], check=True,
-                   stdout=subprocess.DEVNULL)
+EXAMPLE = "p4src/examples/l2l3_acl.p4"
+# (label, program, extra bf-p4c flags): FFS composed with L2/L3/ACL forwarding, and that forwarding alone
+EXAMPLE_VARIANTS = (("forwarding alone", EXAMPLE, "-DNO_FFS"), ("with FFS", EXAMPLE, ""))
+
+
+def compile_target(target: str, program: str = "p4src/ffs.p4", flags: str = "", variant: str = "ffs") -> Path:
+    build = ROOT / "build" / "resources" / variant / target
+    subprocess.run(["make", "-s", "-C", str(ROOT), "compile", f"TARGET={target}", f"BUILD={build}", f"P4SRC={program}",
+                    f"P4FLAGS={flags}"], check=True, stdout=subprocess.DEVNULL)
     return build / "ffs"
 
 
@@ -157,6 +161,33 @@ def markdown(builds: list[Build]) -> str:
     return "\n".join(lines)
 
 
+def example_markdown(pairs: dict[str, tuple[Build, Build]]) -> str:
+    """The composed example (EXAMPLE) per target: the forwarding alone, with FFS, and what FFS adds."""
+    lines = [
+        f"`{EXAMPLE}` (802.1Q/L2 bridging, L3 routing, ACL), compiled without (`-DNO_FFS`) and with the FFS library:",
+        "",
+        "| figure | " + " | ".join(f"{t}: forwarding alone | {t}: with FFS | {t}: FFS adds" for t in pairs) + " |",
+        "|---|" + "---|---|---|" * len(pairs),
+    ]
+
+    def row(label: str, f) -> None:
+        cells = []
+        for alone, ffs in pairs.values():
+            a, b = f(alone), f(ffs)
+            cells += [str(a), str(b), f"{b - a:+d}" if isinstance(a, int) and isinstance(b, int) else "-"]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    row("ingress stages used", lambda b: b.ingress_stages)
+    row("egress stages used", lambda b: b.egress_stages)
+    row("SRAM blocks", lambda b: b.mau.get("srams"))
+    row("TCAM blocks", lambda b: b.mau.get("tcams"))
+    row("PHV containers (normal)", lambda b: sum(b.phv.values()))
+    row("meter ALUs (LPF, register)", lambda b: b.alus.get("Meter ALU"))
+    row("stats ALUs (counters)", lambda b: b.alus.get("Stats ALU"))
+    row("ingress latency (cycles)", lambda b: b.latency.get("ingress"))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     g = ap.add_mutually_exclusive_group(required=True)
@@ -176,11 +207,21 @@ def main(argv: list[str] | None = None) -> int:
                 print("note: this bf-p4c dropped the parser's select values (p4c pull request 5753): "
                       "the build parses no packet as written (docs/pipeline.md)")
             return 0
-        builds = [read_build(compile_target(t)) for t in TARGETS]
+        builds = []
+        for t in TARGETS:
+            print(f"p4_resources: compiling p4src/ffs.p4 for {t}", file=sys.stderr)
+            builds.append(read_build(compile_target(t)))
+        pairs = {}
+        for t in TARGETS:
+            got = []
+            for label, program, flags in EXAMPLE_VARIANTS:
+                print(f"p4_resources: compiling {program} ({label}) for {t}", file=sys.stderr)
+                got.append(read_build(compile_target(t, program, flags, "example-ffs" if not flags else "example-alone")))
+            pairs[t] = (got[0], got[1])
     except (OSError, KeyError, ValueError, subprocess.CalledProcessError) as e:
         print(f"p4_resources: {e}", file=sys.stderr)
         return 1
-    md = markdown(builds)
+    md = markdown(builds).replace(END, "\n" + example_markdown(pairs) + "\n" + END)
     if a.markdown:
         print(md)
         return 0
