@@ -98,6 +98,9 @@ def main() -> int:
     ap.add_argument("--switchd", default=None, help="bf_switchd's BF-Runtime address (the installed ffs)")
     ap.add_argument("--hw-read-max", type=int, default=None,
                     help="BfrtDriver: read at most this many cells from the hardware, more by a table Sync")
+    ap.add_argument("--per-egress-from-hw", action="store_true",
+                    help="BfrtDriver: read the tau step's per-egress counters cell by cell from the hardware "
+                         "(up to --hw-read-max) instead of after a Sync (the default): the design this replaced")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     ports = [int(x) for x in a.ports.split(",")]
@@ -113,7 +116,9 @@ def main() -> int:
             else:
                 from ffs.driver.bfrt import BfrtDriver
 
-                kw = {} if a.hw_read_max is None else {"hw_read_max_indices": a.hw_read_max}
+                kw: dict = {} if a.hw_read_max is None else {"hw_read_max_indices": a.hw_read_max}
+                if a.per_egress_from_hw:
+                    kw["sync_always"] = ()
                 driver = BfrtDriver(a.switchd, **kw)
                 driver.connect(timeout_s=60)
             try:

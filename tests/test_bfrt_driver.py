@@ -455,6 +455,23 @@ def test_a_few_indices_are_read_from_the_hardware_without_a_sync(fake_sde):
     assert log[-2:] == [("op", N.PAIR_BYTES.name, "Sync"), ("get", N.PAIR_BYTES.name, {"from_hw": False})]
 
 
+def test_the_tau_steps_per_egress_counters_always_follow_a_sync(fake_sde):
+    """docs/benchmarks.md, "The τ loop at scale": R*_j, A_j and the lies at j are read after one Sync
+    of each table however few egress ports there are, so a τ step costs the same at 3 egresses
+    (9 pairs) and at 64 (4096 pairs); a pair counter's few indices still come from the hardware."""
+    d, log, tables = fake_sde
+    for i, name in enumerate((N.OFFERED.name, N.ACCEPTED.name, N.MALFORMED.name)):
+        c = tables.setdefault(name, FakeTable(name, log, 80 + i))
+        c.reads = {p: {"$COUNTER_SPEC_BYTES": [64 * p, 0], "$COUNTER_SPEC_PKTS": [p, 0]} for p in (1, 2, 3)}
+        got = d.read_counters(name, [1, 2, 3])
+        assert got[2].bytes == 128 and got[3].packets == 3
+        assert log[-2:] == [("op", name, "Sync"), ("get", name, {"from_hw": False})]
+    c = tables.setdefault(N.PAIR_BYTES.name, FakeTable(N.PAIR_BYTES.name, log, 90))
+    c.reads = {1: {"$COUNTER_SPEC_BYTES": 100, "$COUNTER_SPEC_PKTS": 1}}
+    d.read_counters(N.PAIR_BYTES.name, [1])
+    assert log[-1] == ("get", N.PAIR_BYTES.name, {"from_hw": True}) and log[-2] != ("op", N.PAIR_BYTES.name, "Sync")
+
+
 def test_registers_are_synced_and_summed_over_pipes(fake_sde):
     d, log, tables = fake_sde
     r = tables.setdefault(N.F_EST.name, FakeTable(N.F_EST.name, log, 91))
@@ -502,9 +519,11 @@ def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde,
     assert push.atomicity == WriteRequest.ROLLBACK_ON_ERROR
     assert {u.entity.table_entry.table.name for u in push.updates} == {N.EGRESS_PARAMS.name}
     assert all(u.type == bfruntime_pb2.Update.MODIFY for u in push.updates) and len(push.updates) == 3
-    reads = [x for x in log if x[0] == "get" and x[1] in (N.PAIR_BYTES.name, N.ACCEPTED.name, N.F_EST.name)]
-    assert reads and all(x[2] == {"from_hw": True} for x in reads)  # 9 pairs, 3 ports: hardware reads, no Sync
-    assert not any(x[0] == "op" for x in log)
+    pair_reads = [x for x in log if x[0] == "get" and x[1] in (N.PAIR_BYTES.name, N.F_EST.name)]
+    assert pair_reads and all(x[2] == {"from_hw": True} for x in pair_reads)  # 9 pairs: hardware reads, no Sync
+    egress_reads = [x for x in log if x[0] == "get" and x[1] in (N.OFFERED.name, N.ACCEPTED.name, N.MALFORMED.name)]
+    assert egress_reads and all(x[2] == {"from_hw": False} for x in egress_reads)  # the τ step's: after a Sync
+    assert {x[1] for x in log if x[0] == "op"} == {N.OFFERED.name, N.ACCEPTED.name, N.MALFORMED.name}
 
 
 # --- the real client's awkward spots (each was a raw exception or a lost reason before) --------

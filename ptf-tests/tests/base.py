@@ -108,7 +108,7 @@ def make_driver() -> Driver:
 # --- saving and restoring what a test touches --------------------------------------------------
 
 TEST_TABLES = (N.IPV4_ROUTES, N.IPV6_ROUTES, N.PAIRS, N.EGRESS_PARAMS, N.EGRESS_PORTS)
-STATIC_TABLES = (N.LEN_LOG, N.WEIGHT, N.F_LOG, N.GAMMA)
+STATIC_TABLES = (N.LEN_LOG, N.WEIGHT, N.WEIGHT_RESET, N.F_LOG, N.GAMMA)
 
 
 def canon(e: TableEntry) -> tuple:
@@ -163,7 +163,7 @@ class Saved:
 
 
 class _StaticTables:
-    """len_log, weight, f_log and gamma hold the generated entries of ffs.tables on every target.
+    """len_log, weight, weight_reset, f_log and gamma hold the generated entries of ffs.tables on every target.
     They are checked once per run (and after an agent rewrote them); if the target held anything
     else they are loaded, and what was there is put back when the run ends."""
 

@@ -162,6 +162,10 @@ class _DeadlineStub:
         return call
 
 
+# what one τ step reads (spec §9): per egress port, never per pair
+TAU_STEP_COUNTERS = (N.OFFERED.name, N.ACCEPTED.name, N.MALFORMED.name)
+
+
 class BfrtDriver(Driver):
     """`rpc_timeout_s` bounds every RPC; a write gets `write_timeout_per_update_s` more per update
     (a node's first install is ~10^4 updates in one request).
@@ -169,11 +173,17 @@ class BfrtDriver(Driver):
     `hw_read_max_indices`: a Sync copies the WHOLE table (4096 cells) from the device, whatever is
     read afterwards. On tofino-model (2 loaded cores) a Sync of pair_bytes took ~315 ms, a hardware
     read of 9 cells 16 ms and of 1024 cells 1.2 s (against 85 ms from software after the Sync), so
-    up to this many indices are read from the hardware and anything larger after a Sync."""
+    up to this many indices are read from the hardware and anything larger after a Sync.
+
+    `sync_always`: tables read only after a Sync, however few indices are asked for. By default
+    the τ step's per-egress counters (R*_j, A_j, the lies at j): a Sync costs the same for 3
+    egress ports and for 64, so the step costs the same at 9 pairs and at 4096 (docs/benchmarks.md,
+    "The τ loop at scale"); read cell by cell it grew with the number of egress ports."""
 
     def __init__(self, address: str = "localhost:50052", device_id: int = 0, client_id: int = 1,
                  program: str = N.P4_NAME, rpc_timeout_s: float = 10.0,
-                 write_timeout_per_update_s: float = 0.005, hw_read_max_indices: int = 64) -> None:
+                 write_timeout_per_update_s: float = 0.005, hw_read_max_indices: int = 64,
+                 sync_always: Iterable[str] = TAU_STEP_COUNTERS) -> None:
         self.gc = import_bfrt_grpc()
         self.address = address
         self.device_id = device_id
@@ -182,6 +192,7 @@ class BfrtDriver(Driver):
         self.rpc_timeout_s = rpc_timeout_s
         self.write_timeout_per_update_s = write_timeout_per_update_s
         self.hw_read_max_indices = hw_read_max_indices
+        self.sync_always = frozenset(sync_always)
         self._stub: _DeadlineStub | None = None
         self.iface: Any = None
         self.info: Any = None
@@ -371,7 +382,7 @@ class BfrtDriver(Driver):
     def _indexed(self, name: str, index_field: str, indices: Iterable[int] | None, sync: str) -> list[tuple[int, dict]]:
         t = self._table(name)
         idx = None if indices is None else list(indices)
-        from_hw = idx is not None and len(idx) <= self.hw_read_max_indices
+        from_hw = idx is not None and len(idx) <= self.hw_read_max_indices and name not in self.sync_always
         if not from_hw:
             self._call(name, t.operations_execute, self.target, sync)
         keys = None if idx is None else [self._build(name, lambda i=i: t.make_key([self.gc.KeyTuple(index_field, _int(i))])) for i in idx]
