@@ -173,3 +173,24 @@ def test_the_python_pipeline_puts_every_cell_where_the_fast_path_does(tmp_path):
     fp, *_ = run(t, "c", 0.01)
     assert cells(fp) == cells(ref)
     assert sum(v[0] for v in cells(fp)[N.ACCEPTED.name][1]) > 0
+
+
+def test_the_switch_over_grpc_answers_per_pipe_and_the_model_driver_sums_as_the_others(runs, tmp_path):
+    from ffs.driver.model import ModelDriver
+    from ffs.switch.server import serve
+
+    t, p, agent, snaps, _ = runs[TWO_PIPES]
+    ctl = SwitchControl(p)
+    server = serve(ctl, f"unix:{tmp_path}/ctl.sock")
+    try:
+        m = ModelDriver(f"unix:{tmp_path}/ctl.sock")
+        m.connect(timeout_s=10)
+        raw = m._rpc("ReadCounters", {"name": N.ACCEPTED.name, "indices": [131]})["values"]["131"]
+        assert [len(raw[0]), len(raw[1])] == [PIPES, PIPES] and raw[0][0] == 0 < raw[0][1]
+        for c in INGRESS + EGRESS:
+            assert m.read_counters(c.name) == LocalDriver(p).read_counters(c.name), c.name
+        pids = [x.pid for x in snaps[-1].pairs]
+        assert m.read_registers(N.F_EST.name, pids) == LocalDriver(p).read_registers(N.F_EST.name, pids)
+        m.close()
+    finally:
+        server.stop(0)

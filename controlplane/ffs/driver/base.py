@@ -163,7 +163,8 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
-        """Synced register cells, summed over pipes (FFS registers hold per-pipe partial values)."""
+        """Synced register cells, summed over pipes (`pipe_sum`: a pair's cell is written in its
+        ingress pipe only, the other pipes hold 0)."""
 
     @abc.abstractmethod
     def write_register(self, name: str, index: int, value: int) -> None:
