@@ -68,7 +68,7 @@ def process_bench(engine: str, packets: int) -> dict:
     d.write(T.static_updates() + [
         Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 1, "insert": 0})),
         Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
-        Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 0, "lm": 3000})),
+        Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 0, "nlm": -3000 & 0xFFFF})),
         Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress", T.egress_params(1.5, True, 0.9))),
     ])
     d.set_lpf_spec(N.F_LPF.name, [0], LpfSpec("RATE", 1e6, 1e6, 4))

@@ -8,7 +8,8 @@ batches, per-pipe sums and counter wrap. Where the real client is awkward the fa
 are generators that raise the switch's error while they are iterated, errors print as a bare
 "Error(s):" with the reason in sub-errors, DataTuple refuses an int for a float field, the gRPC
 stub takes a `timeout`, the module logs through its own StreamHandler, and $PORT_METADATA reads
-back the compiler's padding field.
+back the compiler's padding field. `$PORT` keeps the ports added (an enabled one comes up) and a
+read of given keys returns those entries ($PORT_STR_INFO).
 """
 
 import logging
@@ -34,15 +35,17 @@ class KeyTuple:
 class DataTuple:
     """The client's type checks, with its messages."""
 
-    def __init__(self, name, val=None, float_val=None, str_val=None):
+    def __init__(self, name, val=None, float_val=None, str_val=None, bool_val=None):
         if val is not None and not isinstance(val, (int, bytearray, str)):
             raise TypeError(f"Please pass an int/long or bytearray. you passed {type(val)}")
         if val is None and float_val is not None and not isinstance(float_val, float):
             raise TypeError("Please pass a float for float_val")
         if val is None and float_val is None and str_val is not None and not isinstance(str_val, str):
             raise TypeError("Please pass a string for str_val")
+        if bool_val is not None and not isinstance(bool_val, bool):
+            raise TypeError("Please pass a bool for bool_val")
         self.name = name
-        self.val = next(v for v in (val, float_val, str_val) if v is not None)
+        self.val = next(v for v in (val, float_val, str_val, bool_val) if v is not None)
 
 
 # --- the client's errors: a gRPC error, wrapped; str() is a bare "Error(s):" plus one line per sub-error
@@ -183,12 +186,25 @@ class FakeTable:
     def _set_table_data(self, te, action_name, fields):
         te.table, te.data = self, _Data(fields, action_name)
 
-    def entry_add(self, target, keys, datas):  # used for LPF specs and register writes
+    def entry_add(self, target, keys, datas):  # used for LPF specs, register writes and $PORT
         self.log.append(("entry_add", self.name, [k.to_dict() for k in keys], [d.to_dict() for d in datas]))
+        if self.name == "$PORT":  # a port is held, and its link comes up once it is enabled
+            for k, d in zip(keys, datas):
+                self.entries[k.frozen()] = (k, _Data([*d.field_dict.values(), read_field("$PORT_UP", d.to_dict()["$PORT_ENABLE"])]))
+
+    def entry_mod(self, target, keys, datas):  # $PORT: enable
+        self.log.append(("entry_mod", self.name, [k.to_dict() for k in keys], [d.to_dict() for d in datas]))
+        for k, d in zip(keys, datas):
+            held = self.entries[k.frozen()][1].to_dict() | d.to_dict()
+            held["$PORT_UP"] = held["$PORT_ENABLE"]
+            self.entries[k.frozen()] = (k, _Data([read_field(n, v) for n, v in held.items()]))
 
     def entry_del(self, target, keys=None):
         self.log.append(("entry_del", self.name, keys))
-        self.entries.clear()
+        if keys is None:
+            self.entries.clear()
+        for k in keys or ():
+            self.entries.pop(k.frozen(), None)
 
     def default_entry_reset(self, target):
         self.log.append(("default_reset", self.name))
@@ -225,6 +241,11 @@ class FakeTable:
                 (t,) = k.field_dict.values()
                 zero = {"$COUNTER_SPEC_BYTES": 0, "$COUNTER_SPEC_PKTS": 0} if t.name == "$COUNTER_INDEX" else {f"{self.name}.f1": [0, 0]}
                 yield _Data([read_field(n, v) for n, v in zero.items()]), k
+            return
+        if keys and self.entries:  # given keys of a table that holds entries ($PORT_STR_INFO): those
+            for k in keys:
+                if k.frozen() in self.entries:
+                    yield self.entries[k.frozen()][1], k
             return
         if self.reads:
             field = "$COUNTER_INDEX" if "$COUNTER_SPEC_BYTES" in next(iter(self.reads.values())) else "$REGISTER_INDEX"
@@ -658,3 +679,123 @@ def test_agent_restart_over_bfrt_reads_back_and_writes_nothing(fake_sde, tmp_pat
     assert len(rw.requests) == 2 and len(rw.requests[1].updates) == 9
     assert all(u.type == bfruntime_pb2.Update.INSERT for u in rw.requests[1].updates)
 
+
+
+# --- a node across two pipes of a 2-pipe Tofino (issue 20) ---------------------------------------
+
+TWO_PIPES = """name: two-pipes
+nodes:
+  s1:
+    interfaces:
+      a: {capacity: 10Gbps, port: 0, fp: 1/0}
+      b: {capacity: 10Gbps, port: 129, fp: 17/1}
+    fairness:
+      a: {b: 10Gbps}
+      b: {a: 10Gbps}
+    routes:
+      - {prefix: 10.0.1.0/24, interface: a}
+      - {prefix: 10.0.2.0/24, interface: b}
+"""
+
+
+def _front_panel(log, tables):
+    """$PORT_STR_INFO of the stand-in: 1/0 is device port 0 (pipe 0), 17/1 device port 129 (pipe 1)."""
+    t = tables.setdefault("$PORT_STR_INFO", FakeTable("$PORT_STR_INFO", log, 200))
+    for fp, dev in (("1/0", 0), ("17/1", 129)):
+        k = _Key([KeyTuple("$PORT_NAME", fp)])
+        t.entries[k.frozen()] = (k, _Data([read_field("$DEV_PORT", dev)]))
+
+
+def _traffic(tables, log, agent, split):
+    """One second of traffic both ways between port 0 (pipe 0) and port 129 (pipe 1), as a 2-pipe
+    Tofino answers the reads for every pipe (`split`: one value per pipe) or as their totals."""
+    from ffs.ports import pipe_of
+
+    port = {"a": 0, "b": 129}
+
+    def cell(pipe, x):
+        per_pipe = [x if k == pipe else 0 for k in range(2)]
+        return per_pipe if split else x
+
+    def counter(pipe, nbytes, packets):
+        return {"$COUNTER_SPEC_BYTES": cell(pipe, nbytes), "$COUNTER_SPEC_PKTS": cell(pipe, packets)}
+
+    def reads(name):
+        return tables.setdefault(name, FakeTable(name, log, 300 + len(tables)))
+
+    reads(N.PAIR_BYTES.name).reads, reads(N.PAIR_DROPS.name).reads, reads(N.F_EST.name).reads = {}, {}, {}
+    for p in agent.pairs():
+        pipe, moving = pipe_of(port[p.ingress]), p.ingress != p.egress  # a pair lives in its ingress pipe
+        reads(N.PAIR_BYTES.name).reads[p.pid] = counter(pipe, 1_000_000 * moving, 800 * moving)
+        reads(N.PAIR_DROPS.name).reads[p.pid] = counter(pipe, 250_000 * moving, 200 * moving)
+        reads(N.F_EST.name).reads[p.pid] = {f"{N.F_EST.name}.f1": cell(pipe, 3000 * moving)}
+    # R*_j is counted in the pipe the packets came in (b's traffic to a in pipe 1), A_j in the egress's
+    reads(N.OFFERED.name).reads = {0: counter(1, 1_250_000, 1000), 129: counter(0, 1_250_000, 1000)}
+    reads(N.ACCEPTED.name).reads = {0: counter(0, 1_000_000, 800), 129: counter(1, 1_000_000, 800)}
+
+
+def test_a_2_pipe_tofino_reads_one_value_per_pipe_and_the_driver_sums_them(fake_sde):
+    """A read for every pipe answers [pipe 0, pipe 1] per cell: a pair entering on port 129 has its
+    bytes and its estimate in pipe 1 and 0 in pipe 0, so the sum is the pipe's value."""
+    d, log, tables = fake_sde
+    c = tables.setdefault(N.ACCEPTED.name, FakeTable(N.ACCEPTED.name, log, 92))
+    c.reads = {0: {"$COUNTER_SPEC_BYTES": [1500, 0], "$COUNTER_SPEC_PKTS": [1, 0]},
+               129: {"$COUNTER_SPEC_BYTES": [0, 3000], "$COUNTER_SPEC_PKTS": [0, 2]}}
+    got = d.read_counters(N.ACCEPTED.name, [0, 129])
+    assert (got[0].packets, got[0].bytes, got[129].packets, got[129].bytes) == (1, 1500, 2, 3000)
+    r = tables.setdefault(N.F_EST.name, FakeTable(N.F_EST.name, log, 93))
+    r.reads = {1: {f"{N.F_EST.name}.f1": [0, 4321]}, 2: {f"{N.F_EST.name}.f1": [1234, 0]}}
+    assert d.read_registers(N.F_EST.name, [1, 2]) == {1: 4321, 2: 1234}
+
+
+def test_ports_in_pipe_1_are_looked_up_added_enabled_and_read_by_device_port(fake_sde):
+    from ffs import ports
+
+    d, log, tables = fake_sde
+    _front_panel(log, tables)
+    assert (d.port_of("17/1"), d.port_of("1/0")) == (129, 0)
+    with pytest.raises(DriverError, match="no front-panel port '9/9'"):
+        d.port_of("9/9")
+    d.write_ports(adds=[ports.spec(129, 100e9), ports.spec(130, 10e9)])
+    add = [x for x in log if x[:2] == ("entry_add", "$PORT")][-1]
+    assert add[2] == [{"$DEV_PORT": {"value": 129}}, {"$DEV_PORT": {"value": 130}}]
+    assert add[3][0] == {"$SPEED": "BF_SPEED_100G", "$FEC": "BF_FEC_TYP_REED_SOLOMON", "$AUTO_NEGOTIATION": "PM_AN_DEFAULT",
+                         "$PORT_ENABLE": True}
+    d.write_ports(deletes=[130])
+    d.write_ports(adds=[ports.PortSpec(130, "BF_SPEED_10G", "BF_FEC_TYP_NONE", "PM_AN_DEFAULT", enable=False)])
+    d.write_ports(enables=[130])
+    assert [x[2] for x in log if x[:2] == ("entry_mod", "$PORT")] == [[{"$DEV_PORT": {"value": 130}}]]
+    held = d.read_ports([129, 130, 131])
+    assert sorted(held) == [129, 130] and held[129].spec == ports.spec(129, 100e9) and held[130].up
+    assert ports.pipe_of(129) == ports.pipe_of(130) == 1
+
+
+def test_agent_over_bfrt_on_two_pipes_sees_the_totals_of_one(fake_sde, tmp_path):
+    """The agent on a node across pipes 0 and 1 (ports added through $PORT at device ports 0 and
+    129) reads per-pipe lists and computes the same rates, F, drops and τ as from the totals."""
+    from ffs.agent.core import Agent
+    from ffs.topology import load
+
+    d, log, tables = fake_sde
+    _front_panel(log, tables)
+    (tmp_path / "two-pipes.yaml").write_text(TWO_PIPES)
+    topo = load(tmp_path / "two-pipes.yaml")
+    snaps = []
+    for split in (False, True):
+        a = Agent(d, topo, "s1", manage_ports=True, telemetry_period_s=0.5)
+        a.install(now_s=0.0)
+        for t in tables.values():  # the counters from zero for each agent
+            t.reads = {}
+        a.step(0.0)
+        _traffic(tables, log, a, split)
+        snaps.append(a.step(1.0))
+    assert sorted(tables["$PORT"].entries) == [(("$DEV_PORT", 0, None, None),), (("$DEV_PORT", 129, None, None),)]
+    total, split = snaps
+    assert {(p.interface, p.dev_port, p.pipe, p.up) for p in split.ports} == {("a", 0, 0, True), ("b", 129, 1, True)}
+    assert [(e.egress, e.pipe, e.accepted_bps, e.offered_bps, e.tau, e.congested, e.drop_bps) for e in split.egresses] == \
+           [(e.egress, e.pipe, e.accepted_bps, e.offered_bps, e.tau, e.congested, e.drop_bps) for e in total.egresses]
+    assert [(x.pid, x.pipe, x.rate_bps, x.f_bps, x.drop_bps, x.drops) for x in split.pairs] == \
+           [(x.pid, x.pipe, x.rate_bps, x.f_bps, x.drop_bps, x.drops) for x in total.pairs]
+    ba = next(x for x in split.pairs if (x.ingress, x.egress) == ("b", "a"))
+    assert ba.pipe == 1 and ba.rate_bps > 0 and ba.f_bps > 0 and ba.drops == 200
+    assert {e.egress: e.pipe for e in split.egresses} == {"a": 0, "b": 1} and all(e.accepted_bps > 0 for e in split.egresses)

@@ -11,6 +11,7 @@ from ffs.driver.model import LocalDriver, ModelDriver
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import check_address, serve
+from ffs.switch.tna import PIPES
 from switchkit import rig
 
 
@@ -113,8 +114,9 @@ def test_grpc_round_trip_matches_local(tmp_path):
         assert any(e.params["pid"] == 77 for e in local.read_table(PAIR))
         with pytest.raises(DriverError, match="already exists"):
             m.write([pair(1, 9, 77)])
-        m.write_register(N.F_EST.name, 3, 99)
-        assert m.read_registers(N.F_EST.name, [3]) == {3: 99}
+        m.write_register(N.F_EST.name, 3, 99)  # into every pipe, as BF-RT's all-pipes target writes
+        assert ctl.read_registers(N.F_EST.name, [3]) == {3: [99] * PIPES}
+        assert m.read_registers(N.F_EST.name, [3]) == {3: 99 * PIPES} == local.read_registers(N.F_EST.name, [3])
         assert m.read_counters(N.ACCEPTED.name, [3])[3].packets == 0
         m.set_lpf_spec(N.F_LPF.name, [1, 2], LpfSpec("RATE", 5e5, 5e5, 2))
         assert m.read_lpf_spec(N.F_LPF.name, 2) == LpfSpec("RATE", 5e5, 5e5, 2)

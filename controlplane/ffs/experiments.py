@@ -25,6 +25,7 @@ from ffs.agent.program import LpfConfig
 from ffs.allocator import allocate
 from ffs.baselines import Csfq
 from ffs.jsonsafe import finite
+from ffs.ports import pipe_of
 from ffs.driver.model import LocalDriver
 from ffs.switch import trace
 from ffs.switch.fast import new_pipeline
@@ -141,7 +142,7 @@ def run_scenario(
         out.queue_delay_ms[f"{node}.{port}"] = 1e3 * q.delay_sum_s / q.delay_n if q.delay_n else 0.0
     for n, node in topo.nodes.items():
         for name, i in node.interfaces.items():
-            bad = pipes[n].egress_acct.malformed.packets[i.port]
+            bad = pipes[n].egress_acct.malformed.read(i.port, pipe_of(i.port)).packets  # the egress port's pipe
             if bad:
                 out.malformed[f"{n}.{name}"] = int(bad)
     return out

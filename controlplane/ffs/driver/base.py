@@ -3,16 +3,19 @@
 It is the subset of BF-Runtime that FFS needs -- table entries, default entries, indexed counters,
 registers and LPF specs -- with BF-RT's semantics: names are the P4 names of `ffs.p4names`,
 a batch of updates is applied atomically (all or nothing), counters and registers come back per
-pipe and are summed here, and every refusal raises DriverError with a one-line reason.
+pipe and are summed here (`pipe_sum`, the one rule every driver uses), and every refusal raises
+DriverError with a one-line reason.
 """
 
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Sequence, Union
+from typing import Any, Iterable, Literal, Sequence, Union
 
 from ffs.ports import PortSpec, PortState
+
+COUNTER_WRAP = 1 << 64  # counters are 64-bit; the agent takes differences modulo this
 
 
 class DriverError(Exception):
@@ -98,6 +101,20 @@ class LpfSpec:
             self.decay_time_constant_ns, held.decay_time_constant_ns)
 
 
+def pipe_sum(v: Any) -> int:
+    """A cell read from every pipe (BF-RT's target pipe 0xFFFF gives a register cell, and on some
+    SDEs a counter, as a list with one value per pipe): the sum of the pipes. For a counter that is
+    the device's total. For a register or an LPF it is the value only because one pipe alone writes
+    the cell -- a pair's in the pipe of its ingress port, an egress's in the pipe of its egress
+    port -- and every other pipe holds 0."""
+    return int(sum(int(x) for x in v)) if isinstance(v, (list, tuple)) else int(v)
+
+
+def pipe_counter(packets: Any, nbytes: Any) -> CounterValue:
+    """A counter cell from its per-pipe packets and bytes, summed modulo 2^64."""
+    return CounterValue(pipe_sum(packets) % COUNTER_WRAP, pipe_sum(nbytes) % COUNTER_WRAP)
+
+
 class Driver(abc.ABC):
     """A connection to one FFS target (device 0, all pipes)."""
 
@@ -146,10 +163,13 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
-        """Synced register cells, summed over pipes (FFS registers hold per-pipe partial values)."""
+        """Synced register cells, summed over pipes (`pipe_sum`: a pair's cell is written in its
+        ingress pipe only, the other pipes hold 0)."""
 
     @abc.abstractmethod
-    def write_register(self, name: str, index: int, value: int) -> None: ...
+    def write_register(self, name: str, index: int, value: int) -> None:
+        """Write the cell in every pipe (as BF-RT's target of every pipe does): a read sums the
+        pipes, so a value other than 0 reads back once per pipe."""
 
     @abc.abstractmethod
     def set_lpf_spec(self, name: str, indices: Iterable[int], spec: LpfSpec) -> None: ...

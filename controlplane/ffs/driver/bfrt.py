@@ -42,11 +42,12 @@ from ffs.driver.base import (
     TableEntry,
     Ternary,
     Update,
+    pipe_counter,
+    pipe_sum,
 )
 
 PORT_MD_ALIASES = (N.PORT_METADATA.name, "$PORT_METADATA")
 PORT_MD_FIELDS = frozenset(name for name, _ in N.PORT_METADATA.fields)
-COUNTER_WRAP = 1 << 64
 CLIENT_LOGGER = "bfruntime_grpc_client"  # the client module's own logger (it adds a raw StreamHandler)
 
 # google.rpc.Code, the canonical codes of a BF-RT sub-error (fixed by the gRPC spec)
@@ -395,7 +396,7 @@ class BfrtDriver(Driver):
         """64-bit packets and bytes per index; a value given per pipe is summed (modulo 2^64, the
         width the agent takes differences in)."""
         return {
-            i: CounterValue(_pipe_sum(d.get("$COUNTER_SPEC_PKTS", 0)) % COUNTER_WRAP, _pipe_sum(d.get("$COUNTER_SPEC_BYTES", 0)) % COUNTER_WRAP)
+            i: pipe_counter(d.get("$COUNTER_SPEC_PKTS", 0), d.get("$COUNTER_SPEC_BYTES", 0))
             for i, d in self._indexed(name, "$COUNTER_INDEX", indices, "Sync")
         }
 
@@ -408,7 +409,7 @@ class BfrtDriver(Driver):
         out = {}
         for i, d in self._indexed(name, "$REGISTER_INDEX", indices, "Sync"):
             v = d.get(field, next((x for k, x in d.items() if not k.startswith("$")), 0))
-            out[i] = _pipe_sum(v)  # one value per pipe: a pair lives in the pipe of its ingress port
+            out[i] = pipe_sum(v)  # one value per pipe: a pair lives in the pipe of its ingress port
         return out
 
     def write_register(self, name: str, index: int, value: int) -> None:
@@ -489,11 +490,6 @@ class BfrtDriver(Driver):
 
 def _int(v: Any) -> int:
     return operator.index(v)
-
-
-def _pipe_sum(v: Any) -> int:
-    """BF-RT returns register cells (and, on some SDEs, counters) as a list with one value per pipe."""
-    return int(sum(int(x) for x in v)) if isinstance(v, (list, tuple)) else int(v)
 
 
 def _qualified(entry: TableEntry) -> str:

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 import grpc
 
-from ffs.driver.base import CounterValue, Driver, DriverError, LpfSpec, TableEntry, Update
+from ffs.driver.base import CounterValue, Driver, DriverError, LpfSpec, TableEntry, Update, pipe_counter, pipe_sum
 from ffs.switch import wire
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
@@ -53,13 +53,13 @@ class LocalDriver(Driver):
         self._call(self.control.clear_table, table)
 
     def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, CounterValue]:
-        return self._call(self.control.read_counters, name, indices)
+        return {i: pipe_counter(*v) for i, v in self._call(self.control.read_counters, name, indices).items()}
 
     def reset_counters(self, name: str) -> None:
         self._call(self.control.reset_counters, name)
 
     def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
-        return self._call(self.control.read_registers, name, indices)
+        return {i: pipe_sum(v) for i, v in self._call(self.control.read_registers, name, indices).items()}
 
     def write_register(self, name: str, index: int, value: int) -> None:
         self._call(self.control.write_register, name, index, value)
@@ -133,8 +133,8 @@ class ModelDriver(Driver):
         req: dict[str, Any] = {"name": name}
         if indices is not None:
             req["indices"] = list(indices)
-        vals = self._rpc("ReadCounters", req)["values"]
-        return {int(i): CounterValue(v[0], v[1]) for i, v in vals.items()}
+        vals = self._rpc("ReadCounters", req)["values"]  # [packets, bytes], each per pipe
+        return {int(i): pipe_counter(v[0], v[1]) for i, v in vals.items()}
 
     def reset_counters(self, name: str) -> None:
         self._rpc("ResetCounters", {"name": name})
@@ -143,7 +143,7 @@ class ModelDriver(Driver):
         req: dict[str, Any] = {"name": name}
         if indices is not None:
             req["indices"] = list(indices)
-        return {int(i): v for i, v in self._rpc("ReadRegisters", req)["values"].items()}
+        return {int(i): pipe_sum(v) for i, v in self._rpc("ReadRegisters", req)["values"].items()}
 
     def write_register(self, name: str, index: int, value: int) -> None:
         self._rpc("WriteRegister", {"name": name, "index": index, "value": value})

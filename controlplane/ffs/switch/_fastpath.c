@@ -48,6 +48,10 @@ typedef unsigned __int128 u128;
 #define U16 0xFFFFu
 #define NUM_PAIRS 4096
 #define NUM_PORTS 512
+/* every counter, register and LPF has a copy per pipe (tna.py): cell (pipe, index) is at
+ * pipe * size + index; ingress objects use the ingress port's pipe, egress ones the egress port's */
+#define PIPE_SHIFT 7
+#define NUM_PIPES (NUM_PORTS >> PIPE_SHIFT)
 #define EVENT_COUNTER_SIZE 8
 #define EVENT_PARSE_ERROR 0
 #define EVENT_ROUTE_MISS 1
@@ -419,15 +423,15 @@ static const struct {
     const char *name;
     Py_ssize_t itemsize, count;
 } BUF_SPEC[NB] = {
-    {"pair_bytes.packets", 8, NUM_PAIRS}, {"pair_bytes.bytes", 8, NUM_PAIRS},
-    {"offered.packets", 8, NUM_PORTS}, {"offered.bytes", 8, NUM_PORTS},
-    {"pair_drops.packets", 8, NUM_PAIRS}, {"pair_drops.bytes", 8, NUM_PAIRS},
-    {"events.packets", 8, EVENT_COUNTER_SIZE}, {"events.bytes", 8, EVENT_COUNTER_SIZE},
-    {"accepted.packets", 8, NUM_PORTS}, {"accepted.bytes", 8, NUM_PORTS},
-    {"malformed.packets", 8, NUM_PORTS}, {"malformed.bytes", 8, NUM_PORTS},
-    {"pair_malformed.packets", 8, NUM_PAIRS}, {"pair_malformed.bytes", 8, NUM_PAIRS},
-    {"f_est", 4, NUM_PAIRS}, {"f_lpf.state", 8, NUM_PAIRS}, {"f_lpf.last", 8, NUM_PAIRS},
-    {"f_lpf.seen", 1, NUM_PAIRS}, {"f_lpf.kind", 1, NUM_PAIRS}, {"f_lpf.gain", 8, NUM_PAIRS},
+    {"pair_bytes.packets", 8, NUM_PIPES * NUM_PAIRS}, {"pair_bytes.bytes", 8, NUM_PIPES * NUM_PAIRS},
+    {"offered.packets", 8, NUM_PIPES * NUM_PORTS}, {"offered.bytes", 8, NUM_PIPES * NUM_PORTS},
+    {"pair_drops.packets", 8, NUM_PIPES * NUM_PAIRS}, {"pair_drops.bytes", 8, NUM_PIPES * NUM_PAIRS},
+    {"events.packets", 8, NUM_PIPES * EVENT_COUNTER_SIZE}, {"events.bytes", 8, NUM_PIPES * EVENT_COUNTER_SIZE},
+    {"accepted.packets", 8, NUM_PIPES * NUM_PORTS}, {"accepted.bytes", 8, NUM_PIPES * NUM_PORTS},
+    {"malformed.packets", 8, NUM_PIPES * NUM_PORTS}, {"malformed.bytes", 8, NUM_PIPES * NUM_PORTS},
+    {"pair_malformed.packets", 8, NUM_PIPES * NUM_PAIRS}, {"pair_malformed.bytes", 8, NUM_PIPES * NUM_PAIRS},
+    {"f_est", 4, NUM_PIPES * NUM_PAIRS}, {"f_lpf.state", 8, NUM_PIPES * NUM_PAIRS}, {"f_lpf.last", 8, NUM_PIPES * NUM_PAIRS},
+    {"f_lpf.seen", 1, NUM_PIPES * NUM_PAIRS}, {"f_lpf.kind", 1, NUM_PAIRS}, {"f_lpf.gain", 8, NUM_PAIRS},
     {"f_lpf.decay", 8, NUM_PAIRS}, {"f_lpf.shift", 1, NUM_PAIRS},
 };
 
@@ -455,12 +459,14 @@ static inline void counter_count(uint64_t *pk, uint64_t *by, uint32_t index, uin
 }
 
 /* FfsIngress.events is CounterType_t.PACKETS: its byte cells stay 0, as on Tofino */
-#define event_count(e, index) ((e)->events_pk[(index)] += 1)
+#define event_count(e, pipe, index) ((e)->events_pk[(pipe) * EVENT_COUNTER_SIZE + (index)] += 1)
 
-static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns) {
-    double y = e->lpf_y[index];
-    if (e->lpf_seen[index]) {
-        int64_t dt = t_ns - e->lpf_last[index];
+/* the state of (pipe, index); the spec of index, the same in every pipe */
+static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns, uint32_t pipe) {
+    uint32_t at = pipe * NUM_PAIRS + index;
+    double y = e->lpf_y[at];
+    if (e->lpf_seen[at]) {
+        int64_t dt = t_ns - e->lpf_last[at];
         if (dt < 0) dt = 0;
         if (e->lpf_kind[index] == 1) { /* SAMPLE */
             double tc = (double)x > y ? e->lpf_gain[index] : e->lpf_decay[index];
@@ -473,10 +479,10 @@ static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns)
         }
     } else {
         y = (double)x;
-        e->lpf_seen[index] = 1;
+        e->lpf_seen[at] = 1;
     }
-    e->lpf_y[index] = y;
-    e->lpf_last[index] = t_ns;
+    e->lpf_y[at] = y;
+    e->lpf_last[at] = t_ns;
     if (!(y < 9223372036854775808.0)) return U32; /* floor(y) >> s >= 2^32 for any s <= 31 */
     uint64_t out = ((uint64_t)y) >> e->lpf_shift[index];
     return out < U32 ? (uint32_t)out : U32;
@@ -709,10 +715,13 @@ static inline void lw_zero(meta_t *md) {
 }
 static inline void set_weight(meta_t *md, uint32_t w) { md->w = w; }
 static inline void weight_max(meta_t *md) { md->w = U32; }
-static inline void estimate(Engine *e, meta_t *md, int64_t t_ns) { md->f = lpf_execute(e, md->w, md->pid, t_ns); }
-static inline void count_pair(Engine *e, meta_t *md, size_t frame_len) {
-    counter_count(e->pair_bytes_pk, e->pair_bytes_by, md->pid, frame_len);
-    counter_count(e->offered_pk, e->offered_by, md->egress_port, frame_len); /* count_offered: R*_j */
+static inline void estimate(Engine *e, meta_t *md, int64_t t_ns, uint32_t pipe) {
+    md->f = lpf_execute(e, md->w, md->pid, t_ns, pipe);
+}
+static inline void count_pair(Engine *e, meta_t *md, size_t frame_len, uint32_t pipe) {
+    counter_count(e->pair_bytes_pk, e->pair_bytes_by, pipe * NUM_PAIRS + md->pid, frame_len);
+    /* count_offered: R*_j */
+    counter_count(e->offered_pk, e->offered_by, pipe * NUM_PORTS + md->egress_port, frame_len);
 }
 static inline void set_lf(meta_t *md, uint32_t lf, uint32_t nlf) {
     md->rf_norm = (lf + md->k) & U16;
@@ -722,7 +731,7 @@ static inline void lf_zero(meta_t *md) {
     md->rf_norm = md->k;
     md->c_cong = md->cc;
 }
-static inline void store_f(Engine *e, meta_t *md) { e->f_est[md->pid] = md->f; }
+static inline void store_f(Engine *e, meta_t *md, uint32_t pipe) { e->f_est[pipe * NUM_PAIRS + md->pid] = md->f; }
 
 /* the frame as its headers claim it, FCS included (ffs.tables.claimed_frame_len), saturating */
 static inline uint32_t claimed_len(const parsed_t *p, uint32_t l3_len, int fcs) {
@@ -747,15 +756,15 @@ static void rate_est_weigh(Engine *e, const parsed_t *p, meta_t *md) {
         weight_max(md);
 }
 
-static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns) {
-    estimate(e, md, t_ns);
-    count_pair(e, md, frame_len);
+static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns, uint32_t pipe) {
+    estimate(e, md, t_ns, pipe);
+    count_pair(e, md, frame_len, pipe);
     const tres *r = table_lookup(&e->tables[T_F_LOG], md->f);
     if (r->act == A_SET_LF)
         set_lf(md, r->p[0], r->p[1]);
     else
         lf_zero(md);
-    store_f(e, md);
+    store_f(e, md, pipe);
 }
 
 /* Normalize */
@@ -799,15 +808,16 @@ static int frame_lies(const uint8_t *buf, size_t len, uint32_t pkt_length, int g
 }
 
 /* EgressAccounting: 0 when the frame was dropped (drop_malformed); pid < 0: no managed pair. The
- * counters count the frame as the TM holds it (*len, FCS included). */
+ * counters count the frame as the TM holds it (*len, FCS included), in the egress port's pipe. */
 static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length,
                              int grown) {
+    uint32_t pipe = port >> PIPE_SHIFT;
     if (frame_lies(buf, *len, pkt_length, grown)) {
-        counter_count(e->malformed_pk, e->malformed_by, port, *len);
-        if (pid >= 0) counter_count(e->pair_malformed_pk, e->pair_malformed_by, (uint32_t)pid, *len);
+        counter_count(e->malformed_pk, e->malformed_by, pipe * NUM_PORTS + port, *len);
+        if (pid >= 0) counter_count(e->pair_malformed_pk, e->pair_malformed_by, pipe * NUM_PAIRS + (uint32_t)pid, *len);
         return 0;
     }
-    counter_count(e->accepted_pk, e->accepted_by, port, *len);
+    counter_count(e->accepted_pk, e->accepted_by, pipe * NUM_PORTS + port, *len);
     const tres *r = table_lookup(&e->tables[T_EGRESS_PORTS], port);
     if (r->act == A_STRIP_SHIM) {
         parsed_t p;
@@ -820,6 +830,7 @@ static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port
 /* Pipeline.process on the frame as the MAC hands it over (mac_frame): *len counts the FCS. */
 static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out) {
     size_t frame_len = *len;
+    uint32_t pipe = ingress_port >> PIPE_SHIFT; /* the ingress controls' counters, register and LPF */
     meta_t md;
     memset(&md, 0, sizeof(md)); /* @pa_auto_init_metadata */
     md.ifindex = e->port_md[ingress_port][0];
@@ -829,7 +840,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     *pid_out = -1;
     parsed_t p;
     if (parse(buf, *len, &p) < 0) { /* fate: parse_drop */
-        event_count(e, EVENT_PARSE_ERROR);
+        event_count(e, pipe, EVENT_PARSE_ERROR);
         return -1 - R_PARSE_ERROR;
     }
     ingress_parser_metadata(buf, &p, &md);
@@ -840,24 +851,25 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     if (md.managed) {
         draw(e, &md);
         norm_cc(&md);
-        rate_est_apply(e, &md, frame_len, t_ns);
+        rate_est_apply(e, &md, frame_len, t_ns, pipe);
         normalize_apply(e, &md);
         ri_candidate_apply(&md);
     }
     /* FfsIngress.fate: the const entries of ffs.tables.fate_entries, in order */
-    if (md.managed && md.margin == 0) counter_count(e->pair_drops_pk, e->pair_drops_by, md.pid, frame_len);
+    if (md.managed && md.margin == 0)
+        counter_count(e->pair_drops_pk, e->pair_drops_by, pipe * NUM_PAIRS + md.pid, frame_len);
     if (!md.routed) { /* miss_drop */
-        event_count(e, EVENT_ROUTE_MISS);
+        event_count(e, pipe, EVENT_ROUTE_MISS);
         return -1 - R_ROUTE_MISS;
     }
     if (!md.managed) { /* note_no_pair */
-        event_count(e, EVENT_NO_PAIR);
+        event_count(e, pipe, EVENT_NO_PAIR);
         return egress_acct_apply(e, buf, len, md.egress_port, -1, (uint32_t)frame_len, 0) ? (int)md.egress_port
                                                                                           : -1 - R_MALFORMED;
     }
     *pid_out = (int)md.pid;
     if (md.margin == 0) { /* ffs_drop */
-        event_count(e, EVENT_FFS_DROP);
+        event_count(e, pipe, EVENT_FFS_DROP);
         return -1 - R_FFS_DROP;
     }
     uint32_t rf_out = umin(md.rf_norm, md.ltau);
@@ -869,7 +881,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
         else /* rewrite_reset_label */
             buf[p.shim] |= FLAG_DEFAULTED;
     } else if (md.ffs_state == FFS_STATE_OPAQUE) { /* note_opaque */
-        event_count(e, EVENT_OPAQUE_SHIM);
+        event_count(e, pipe, EVENT_OPAQUE_SHIM);
     } else if (md.insert && !md.runt &&
                (p.ip_version == 4 || (p.ip_version == 6 && buf[p.l3 + 6] != IP_PROTO_HOPOPT))) {
         /* insert_shim_v4 / _v6: never into a padded runt, never before a Hop-by-Hop header */

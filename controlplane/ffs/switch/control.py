@@ -3,6 +3,9 @@
 Batches are atomic: every update is validated and applied to copies of the tables it touches, and
 the copies replace the live tables only when the whole batch succeeded. A refused batch leaves the
 pipeline exactly as it was.
+
+Counters and registers read as BF-RT reads them for every pipe: one value per pipe (the drivers sum
+them with `ffs.driver.base.pipe_sum`); a register write and an LPF spec go to every pipe.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Iterable, Sequence
 from ffs import constants as C
 from ffs import p4names as N
 from ffs.tables import egress_params_consistent
-from ffs.driver.base import CounterValue, Exact, LpfSpec, TableEntry, Update
+from ffs.driver.base import Exact, LpfSpec, TableEntry, Update
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError, MatchTable
 
@@ -139,14 +142,15 @@ class SwitchControl:
             return hits[0]
         raise ControlError(f"unknown {what} {name!r}")
 
-    def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, CounterValue]:
+    def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, tuple[list[int], list[int]]]:
+        """index -> (packets, bytes), each with one value per pipe."""
         with self.lock:
             c = self._named(self.pipeline.counters, name, "counter")
         idx = self._indices(c.spec.size, indices, c.spec.name)
-        out: dict[int, CounterValue] = {}
+        out: dict[int, tuple[list[int], list[int]]] = {}
         for k in range(0, len(idx), READ_CHUNK):  # the lock per chunk: forwarding goes on between chunks
             with self.lock:
-                out.update((i, c.read(i)) for i in idx[k : k + READ_CHUNK])
+                out.update((i, c.read_pipes(i)) for i in idx[k : k + READ_CHUNK])
             time.sleep(0)
         return out
 
@@ -154,14 +158,15 @@ class SwitchControl:
         with self.lock:
             self._named(self.pipeline.counters, name, "counter").reset()
 
-    def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
+    def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, list[int]]:
+        """index -> the cell's value in each pipe."""
         with self.lock:
             r = self._named(self.pipeline.registers, name, "register")
         idx = self._indices(r.spec.size, indices, r.spec.name)
-        out: dict[int, int] = {}
+        out: dict[int, list[int]] = {}
         for k in range(0, len(idx), READ_CHUNK):
             with self.lock:
-                out.update((i, r.cells[i]) for i in idx[k : k + READ_CHUNK])
+                out.update((i, r.read_pipes(i)) for i in idx[k : k + READ_CHUNK])
             time.sleep(0)
         return out
 
@@ -171,7 +176,7 @@ class SwitchControl:
             self._indices(r.spec.size, [index], r.spec.name)
             if not isinstance(value, int) or not 0 <= value <= r.top:
                 raise ControlError(f"{r.spec.name}: value {value!r} does not fit in {r.spec.width} bits")
-            r.write(index, value)
+            r.write_all_pipes(index, value)
 
     def set_lpf_spec(self, name: str, indices: Iterable[int], spec: LpfSpec) -> None:
         with self.lock:

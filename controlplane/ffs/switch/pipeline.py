@@ -5,7 +5,8 @@ names (`ffs.p4names`), and one function per P4 action, named like the action, do
 action does at the P4 widths (saturating `|-|`, 32-bit wrap, `[15:0]` slices). Each control's
 `apply` runs its actions and tables in the order of the P4 `apply` block; `Pipeline.process`
 is `FfsIngressParser` + `FfsIngress.apply` + (no queue) + `FfsEgress.apply`. The stage of spec §7.2
-where each action runs is noted beside it.
+where each action runs is noted beside it. The ingress controls update their counters, registers
+and LPF in the pipe of the ingress port, FfsEgress in the pipe of the egress port (`ffs.switch.tna`).
 
 The compiled fast path (`ffs.switch.fast`, `_fastpath.c`) is a transcription of this file; a
 differential test holds the two to identical outputs, counters and drops.
@@ -29,7 +30,18 @@ from ffs.switch.packet import (
     strip_shim,
 )
 from ffs.tables import claimed_frame_len
-from ffs.switch.tna import Counter, Lpf, MatchTable, Random16, Register, const_table, mac_frame, mac_output, sat_sub
+from ffs.switch.tna import (
+    PIPE_SHIFT,
+    Counter,
+    Lpf,
+    MatchTable,
+    Random16,
+    Register,
+    const_table,
+    mac_frame,
+    mac_output,
+    sat_sub,
+)
 
 U16 = 0xFFFF
 U32 = 0xFFFFFFFF
@@ -240,14 +252,14 @@ class RateEstimation:
     def weight_max(md: Meta) -> None:
         md.w = U32
 
-    def estimate(self, md: Meta, t_ns: int) -> None:  # stage 2
-        md.f = self.f_lpf.execute(md.w, md.pid, t_ns)
+    def estimate(self, md: Meta, t_ns: int, pipe: int) -> None:  # stage 2
+        md.f = self.f_lpf.execute(md.w, md.pid, t_ns, pipe)
 
-    def count_pair(self, md: Meta, frame_len: int) -> None:  # stage 2: R_(i,j)
-        self.pair_bytes.count(md.pid, frame_len)
+    def count_pair(self, md: Meta, frame_len: int, pipe: int) -> None:  # stage 2: R_(i,j)
+        self.pair_bytes.count(md.pid, frame_len, pipe)
 
-    def count_offered(self, md: Meta, frame_len: int) -> None:  # stage 2: R*_j
-        self.offered.count(md.egress_port, frame_len)
+    def count_offered(self, md: Meta, frame_len: int, pipe: int) -> None:  # stage 2: R*_j
+        self.offered.count(md.egress_port, frame_len, pipe)
 
     @staticmethod
     def set_lf(md: Meta, lf: int, nlf: int) -> None:  # stage 3: rf_norm = k + lf, c_cong = cc - lf
@@ -258,8 +270,8 @@ class RateEstimation:
     def lf_zero(md: Meta) -> None:
         md.rf_norm, md.c_cong = md.k, md.cc
 
-    def store_f(self, md: Meta) -> None:  # stage 3: f_est[pid] for the agent
-        self.f_est.write(md.pid, md.f)
+    def store_f(self, md: Meta, pipe: int) -> None:  # stage 3: f_est[pid] for the agent
+        self.f_est.write(md.pid, md.f, pipe)
 
     def weigh(self, p: Parsed, md: Meta) -> None:
         """len_log and weight (weight_reset on a resetting port): every packet, stages 0-1."""
@@ -279,17 +291,17 @@ class RateEstimation:
         else:
             self.weight_max(md)
 
-    def apply(self, md: Meta, frame_len: int, t_ns: int) -> None:
-        """The managed part, stages 2-3 (needs Normalize's cc)."""
-        self.estimate(md, t_ns)
-        self.count_pair(md, frame_len)
-        self.count_offered(md, frame_len)
+    def apply(self, md: Meta, frame_len: int, t_ns: int, pipe: int) -> None:
+        """The managed part, stages 2-3 (needs Normalize's cc), in the ingress port's `pipe`."""
+        self.estimate(md, t_ns, pipe)
+        self.count_pair(md, frame_len, pipe)
+        self.count_offered(md, frame_len, pipe)
         action, params = self.f_log.lookup(md.f)
         if action == "set_lf":
             self.set_lf(md, params["lf"], params["nlf"])
         else:
             self.lf_zero(md)
-        self.store_f(md)
+        self.store_f(md, pipe)
 
 
 class Normalize:
@@ -375,7 +387,7 @@ class EgressAccounting:
         self.frame_check = const_table(N.FRAME_CHECK, frame_check_entries())
 
     def count_accepted(self, port: int, frame_len: int) -> None:
-        self.accepted.count(port, frame_len)
+        self.accepted.count(port, frame_len, port >> PIPE_SHIFT)
 
     def lies(self, buf: bytearray, pkt_length: int, grown: bool) -> bool:
         """frame_check (spec §7.3): do the frame's bytes disagree with its IP length field?
@@ -407,11 +419,12 @@ class EgressAccounting:
     def apply(self, buf: bytearray, port: int, pkt_length: int, pid: int | None = None, grown: bool = False) -> bool:
         """False: the frame was dropped (drop_malformed), counted in `malformed` and, for a managed
         pair (`pid`, bridged from the ingress), in `pair_malformed`. The counters count the frame
-        as the TM holds it (`buf`, FCS included)."""
+        as the TM holds it (`buf`, FCS included), in the egress port's pipe."""
         if self.lies(buf, pkt_length, grown):
-            self.malformed.count(port, len(buf))
+            pipe = port >> PIPE_SHIFT
+            self.malformed.count(port, len(buf), pipe)
             if pid is not None:
-                self.pair_malformed.count(pid, len(buf))
+                self.pair_malformed.count(pid, len(buf), pipe)
             return False
         self.count_accepted(port, len(buf))
         action, _ = self.egress_ports.lookup(port)
@@ -441,18 +454,18 @@ class Fate:
         shim_set16(buf, p.shim, RF_OFF, min(md.rf_norm, md.ltau))
         buf[p.shim] |= C.FLAG_DEFAULTED
 
-    def apply(self, buf: bytearray, p: Parsed, md: Meta, frame_len: int) -> str:
-        """The fate's action name; the frame is edited in place."""
+    def apply(self, buf: bytearray, p: Parsed, md: Meta, frame_len: int, pipe: int) -> str:
+        """The fate's action name; the frame is edited in place. `pipe`: the ingress port's."""
         action, _ = self.fate.lookup(
             0, 0, md.routed, md.managed, md.margin, md.ffs_state, md.trust, md.insert,
             int(p.ip_version == 4), int(p.ip_version == 6), buf[p.l3 + 6] if p.ip_version == 6 else 0,
             md.runt,
         )
         if md.managed and md.margin == 0:  # count_pair_drop
-            self.pair_drops.count(md.pid, frame_len)
+            self.pair_drops.count(md.pid, frame_len, pipe)
         ev = _EVENT_OF.get(action)
         if ev is not None:
-            self.events.count(ev, frame_len)
+            self.events.count(ev, frame_len, pipe)
         if action == "rewrite_label":
             self.rewrite_label(buf, p, md)
         elif action == "rewrite_reset_label":
@@ -526,6 +539,7 @@ class Pipeline:
             raise ValueError(f"ingress port {ingress_port} out of range 0..{C.NUM_PORTS - 1}")
         buf = mac_frame(frame)  # padded, with its FCS: what the parser, pkt_length and counters see
         frame_len = len(buf)
+        pipe = ingress_port >> PIPE_SHIFT  # the ingress controls' counters, registers and LPF
         md = Meta()
         md.ifindex, trust, insert = self.port_metadata.get(ingress_port, (0, 0, 0))
         md.trust, md.insert = trust & 1, insert & 1  # byte-wide fields; p4src keys on bit 0 (spec §6)
@@ -537,7 +551,7 @@ class Pipeline:
                 if self.ipv4_shim_len.lookup(p.ihl_bytes // 4, p.l3_len)[0] == "short_shim":
                     raise ParseError("IPv4 total length shorter than header and shim")
         except ParseError:  # fate: parse_drop
-            self.events.count(C.EVENT_PARSE_ERROR, frame_len)
+            self.events.count(C.EVENT_PARSE_ERROR, frame_len, pipe)
             return Result(None, None, DROP_PARSE_ERROR)
         ingress_parser_metadata(buf, p, md)
         # -- FfsIngress.apply --------------------------------------------------------------------
@@ -548,10 +562,10 @@ class Pipeline:
             self.pair_map.apply(ingress_port, md)  # stage 1
         if md.managed:
             self.normalize.prepare(md)  # stages 2-3
-            self.rate_est.apply(md, frame_len, t_ns)  # stages 2-3
+            self.rate_est.apply(md, frame_len, t_ns, pipe)  # stages 2-3
             self.normalize.apply(md)  # stage 4
             self.ri_update.apply(md)
-        action = self.fate.apply(buf, p, md, frame_len)  # stage 5
+        action = self.fate.apply(buf, p, md, frame_len, pipe)  # stage 5
         if action == "miss_drop":
             return Result(None, None, DROP_ROUTE_MISS)
         if action == "ffs_drop":

@@ -72,7 +72,7 @@ def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
         "ReadDefault": lambda r: {"entry": wire.entry_to_json(ctl.read_default(r["table"]))},
         "ClearTable": lambda r: ctl.clear_table(r["table"]) or {},
         "ReadCounters": lambda r: {
-            "values": {str(i): wire.counter_to_json(v) for i, v in ctl.read_counters(r["name"], r.get("indices")).items()}
+            "values": {str(i): [pk, by] for i, (pk, by) in ctl.read_counters(r["name"], r.get("indices")).items()}
         },
         "ResetCounters": lambda r: ctl.reset_counters(r["name"]) or {},
         "ReadRegisters": lambda r: {"values": {str(i): v for i, v in ctl.read_registers(r["name"], r.get("indices")).items()}},

@@ -4,6 +4,12 @@ Match tables follow BF-RT: entries are addressed by the key-field names of `ffs.
 and parameters are checked against the P4 declaration (names, widths), and every refusal raises
 ControlError before anything changes. Counters are 64-bit, registers 32-bit, the LPF is the RATE
 / SAMPLE filter of §8 and Random draws from a seeded generator.
+
+Every counter, register and LPF has one copy per pipe, as on Tofino: the 9-bit device ports span
+PIPES pipes of 128 ports (pipe = port >> 7, `ffs.ports.pipe_of`), an ingress object is updated in
+the pipe of the packet's ingress port and an egress object in the pipe of its egress port. A cell
+(pipe, index) is at `pipe * size + index` of the flat arrays, so pipe 0 is where a single-pipe
+model kept it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from ffs.driver.base import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, 
 
 U16 = 0xFFFF
 U32 = 0xFFFFFFFF
+PIPE_SHIFT = 7  # Tofino 1: a pipe holds 128 device ports (ffs.ports.pipe_of)
+PIPES = C.NUM_PORTS >> PIPE_SHIFT  # the device ports 0..511 span 4 pipes
 
 
 class ControlError(ValueError):
@@ -296,25 +304,33 @@ def _clear(a: array) -> None:
 
 
 class Counter:
-    """Indexed 64-bit packet and byte counters (bf_switchd keeps 64-bit shadows of the hardware).
+    """Indexed 64-bit packet and byte counters (bf_switchd keeps 64-bit shadows of the hardware),
+    one set per pipe.
 
     Storage is `array('Q')` so that the compiled fast path counts into the same cells."""
 
     def __init__(self, spec: N.Counter) -> None:
         self.spec = spec
-        self.packets = _zeros("Q", spec.size)
-        self.bytes = _zeros("Q", spec.size)
+        self.size = spec.size
+        self.packets = _zeros("Q", PIPES * spec.size)
+        self.bytes = _zeros("Q", PIPES * spec.size)
         # the P4 CounterType_t: a PACKETS counter's byte cells stay 0 (and a BYTES one's packets)
         self._pk, self._by = spec.kind != "BYTES", spec.kind != "PACKETS"
 
-    def count(self, index: int, length: int) -> None:
+    def count(self, index: int, length: int, pipe: int) -> None:
+        at = pipe * self.size + index
         if self._pk:
-            self.packets[index] = (self.packets[index] + 1) & 0xFFFFFFFFFFFFFFFF
+            self.packets[at] = (self.packets[at] + 1) & 0xFFFFFFFFFFFFFFFF
         if self._by:
-            self.bytes[index] = (self.bytes[index] + length) & 0xFFFFFFFFFFFFFFFF
+            self.bytes[at] = (self.bytes[at] + length) & 0xFFFFFFFFFFFFFFFF
 
-    def read(self, index: int) -> CounterValue:
-        return CounterValue(self.packets[index], self.bytes[index])
+    def read(self, index: int, pipe: int) -> CounterValue:
+        at = pipe * self.size + index
+        return CounterValue(self.packets[at], self.bytes[at])
+
+    def read_pipes(self, index: int) -> tuple[list[int], list[int]]:
+        """Packets and bytes with one value per pipe, as BF-RT reads them for every pipe."""
+        return self.packets[index :: self.size].tolist(), self.bytes[index :: self.size].tolist()
 
     def reset(self) -> None:
         _clear(self.packets)
@@ -322,17 +338,27 @@ class Counter:
 
 
 class Register:
-    """32-bit cells (`array('I')`, shared with the fast path); one RegisterAction per packet."""
+    """32-bit cells (`array('I')`, shared with the fast path), one set per pipe; one
+    RegisterAction per packet, in the pipe that runs it."""
 
     def __init__(self, spec: N.Register) -> None:
         if spec.width != 32:
             raise ValueError(f"{spec.name}: only 32-bit registers are modelled")
         self.spec = spec
-        self.cells = _zeros("I", spec.size)
+        self.size = spec.size
+        self.cells = _zeros("I", PIPES * spec.size)
         self.top = (1 << spec.width) - 1
 
-    def write(self, index: int, value: int) -> None:
-        self.cells[index] = value & self.top
+    def write(self, index: int, value: int, pipe: int) -> None:
+        self.cells[pipe * self.size + index] = value & self.top
+
+    def write_all_pipes(self, index: int, value: int) -> None:
+        """A control-plane write: BF-RT's target of every pipe writes the value into each."""
+        for pipe in range(PIPES):
+            self.write(index, value, pipe)
+
+    def read_pipes(self, index: int) -> list[int]:
+        return self.cells[index :: self.size].tolist()
 
 
 class Lpf:
@@ -343,15 +369,18 @@ class Lpf:
     x·(1 - e^(-dt/τ)), an average of the samples, τ the gain constant while the input is above the
     state and the decay constant otherwise. The first sample sets y = x. Output:
     min(floor(y) >> s, 2^32 - 1).
+
+    The state is per pipe (cell `pipe * size + index`); the spec is one per index, since the
+    control plane writes it to every pipe at once (BF-RT's target of every pipe).
     """
 
     def __init__(self, spec: N.Lpf) -> None:
         self.spec = spec
-        n = spec.size
+        n = self.size = spec.size
         # state in arrays the fast path shares: y, time of the last sample, whether one was seen
-        self.state = _zeros("d", n)
-        self.last = _zeros("q", n)
-        self.seen = _zeros("B", n)
+        self.state = _zeros("d", PIPES * n)
+        self.last = _zeros("q", PIPES * n)
+        self.seen = _zeros("B", PIPES * n)
         self.specs: list[LpfSpec] = [LpfSpec()] * n
         # the specs again as flat arrays for the fast path (kind 0 RATE / 1 SAMPLE)
         self.kind = _zeros("B", n)
@@ -359,11 +388,12 @@ class Lpf:
         self.decay = array("d", [LpfSpec().decay_time_constant_ns] * n)
         self.shift = array("B", [LpfSpec().out_scale_down] * n)
 
-    def execute(self, x: int, index: int, t_ns: int) -> int:
+    def execute(self, x: int, index: int, t_ns: int, pipe: int) -> int:
         s = self.specs[index]
-        y = self.state[index]
-        if self.seen[index]:
-            dt = t_ns - self.last[index]
+        at = pipe * self.size + index
+        y = self.state[at]
+        if self.seen[at]:
+            dt = t_ns - self.last[at]
             if dt < 0:
                 dt = 0
             if s.kind == "SAMPLE":
@@ -376,9 +406,9 @@ class Lpf:
                 y = y * a + x
         else:
             y = float(x)
-            self.seen[index] = 1
-        self.state[index] = y
-        self.last[index] = t_ns
+            self.seen[at] = 1
+        self.state[at] = y
+        self.last[at] = t_ns
         out = int(y) >> s.out_scale_down
         return out if out < U32 else U32
 

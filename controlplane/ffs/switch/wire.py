@@ -10,7 +10,7 @@ import os
 import tempfile
 from typing import Any
 
-from ffs.driver.base import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
+from ffs.driver.base import Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
 
 SERVICE = "ffs.switch.Control"
 
@@ -80,10 +80,6 @@ def update_to_json(u: Update) -> dict[str, Any]:
 
 def update_from_json(d: dict[str, Any]) -> Update:
     return Update(d["kind"], entry_from_json(d["entry"]))
-
-
-def counter_to_json(c: CounterValue) -> list[int]:
-    return [c.packets, c.bytes]
 
 
 def lpf_to_json(s: LpfSpec) -> dict[str, Any]:
