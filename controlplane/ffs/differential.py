@@ -400,7 +400,9 @@ def run(setup: Setup) -> list[Report]:
     with tempfile.TemporaryDirectory(prefix="ffs-differential-") as tmp:
         setup.log("differential: ffs-agent installs node %s from %s" % (setup.node, setup.topology))
         run_agent_install(setup, Path(tmp))
-    tofino = BfrtDriver(setup.switch)
+    # tofino-model stalls for seconds at times (it shares the cores with bf_switchd): a read here is
+    # not a control loop, so it may wait out a stall rather than fail the run (one did, at 10 s)
+    tofino = BfrtDriver(setup.switch, rpc_timeout_s=60.0)
     tofino.connect(timeout_s=60)
     wire = Wire({p: veths[p] for p in ports})
     try:
