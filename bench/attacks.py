@@ -150,7 +150,7 @@ def live(ip_len: int) -> dict:
     import tempfile
 
     from ffs import p4names as N
-    from ffs.driver.model import ModelDriver
+    from ffs.switch.driver import ModelDriver
     from ffs.liverun import live_node
 
     name = f"benchlen{os.getpid() % 100000}"

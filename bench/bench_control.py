@@ -96,7 +96,7 @@ def bench_api(clients: int, rounds: int) -> dict:
 
 def bench_switch(readers: int, seconds: float, rate: float) -> dict:
     from ffs.agent.core import Agent
-    from ffs.driver.model import LocalDriver, ModelDriver
+    from ffs.switch.driver import LocalDriver, ModelDriver
     from ffs.frames import ipv4_frame
     from ffs.switch.control import SwitchControl
     from ffs.switch.fast import new_pipeline

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def trace_bench(engine: str, topology: str, seconds: float) -> dict:
     """trace.run over a topology with the agents stepping every 5 ms of virtual time."""
     from ffs.agent.core import Agent
-    from ffs.driver.model import LocalDriver
+    from ffs.switch.driver import LocalDriver
     from ffs.switch import trace
     from ffs.switch.fast import new_pipeline
     from ffs.topology import load
@@ -56,8 +56,8 @@ def trace_bench(engine: str, topology: str, seconds: float) -> dict:
 def process_bench(engine: str, packets: int) -> dict:
     """Pipeline.process called from Python per frame (what live mode does), FFS path, γ < 1."""
     from ffs import tables as T
-    from ffs.driver.base import Exact, LpfSpec, Lpm, TableEntry, Update
-    from ffs.driver.model import LocalDriver
+    from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
+    from ffs.switch.driver import LocalDriver
     from ffs.frames import ipv4_frame, shim
     from ffs import constants as C
     from ffs import p4names as N
@@ -85,7 +85,7 @@ def process_bench(engine: str, packets: int) -> dict:
 
 def live_bench(seconds: float) -> dict:
     from ffs.agent.core import Agent
-    from ffs.driver.model import ModelDriver
+    from ffs.switch.driver import ModelDriver
     from ffs.liverun import live_node
 
     if os.geteuid() != 0:

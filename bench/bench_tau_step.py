@@ -106,7 +106,7 @@ def main() -> int:
     for target in targets:
         for n in ports:
             if target == "software":
-                from ffs.driver.model import LocalDriver
+                from ffs.switch.driver import LocalDriver
                 from ffs.switch.pipeline import Pipeline
 
                 driver: Driver = LocalDriver(Pipeline(1))

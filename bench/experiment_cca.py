@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "controlplane"))
 
 from ffs import p4names as N  # noqa: E402
 from ffs.agent.core import Agent  # noqa: E402
-from ffs.driver.model import ModelDriver  # noqa: E402
+from ffs.switch.driver import ModelDriver  # noqa: E402
 from ffs.liverun import live_node  # noqa: E402
 
 PY = sys.executable

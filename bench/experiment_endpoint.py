@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "controlplane"))
 
 from ffs import p4names as N  # noqa: E402
 from ffs.agent.program import pairs_of  # noqa: E402
-from ffs.driver.model import ModelDriver  # noqa: E402
+from ffs.switch.driver import ModelDriver  # noqa: E402
 from ffs.liverun import live_node  # noqa: E402
 
 PY = sys.executable

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.join(os.environ.get("FFS_ROOT", os.getcwd()), "controlplane"))
 
 from ffs import p4names as N  # noqa: E402
-from ffs.driver.base import Exact, Lpm, Range, Ternary  # noqa: E402
+from ffs.entries import Exact, Lpm, Range, Ternary  # noqa: E402
 from ffs.topology import load  # noqa: E402
 
 

@@ -9,7 +9,7 @@ from ffs import p4names as N
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.agent.state import StateStore
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.switch import trace, wire
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load, wide_text

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import Exact, LpfSpec, Lpm, TableEntry, Update
-from ffs.driver.model import LocalDriver
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame, shim
 from ffs.switch.pipeline import Pipeline
 

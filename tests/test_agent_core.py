@@ -11,8 +11,9 @@ from ffs import tables as T
 from ffs.agent.core import MatrixError
 from ffs.agent.state import StateStore
 from ffs.allocator import allocate
-from ffs.driver.base import DriverError, Update
-from ffs.driver.model import LocalDriver
+from ffs.driver.base import DriverError
+from ffs.entries import Update
+from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 from agentkit import LPF, Clock, dump, make_agent
 
@@ -126,7 +127,7 @@ class WrappingDriver(LocalDriver):
     OFFSET = (1 << 64) - 5_000
 
     def read_counters(self, name, indices=None):
-        from ffs.driver.base import CounterValue
+        from ffs.entries import CounterValue
 
         wrap = 1 << 64
         return {i: CounterValue((v.packets + self.OFFSET) % wrap, (v.bytes + self.OFFSET) % wrap)
@@ -155,7 +156,7 @@ class LateReadDriver(LocalDriver):
         self.t0 = time.monotonic()
 
     def read_counters(self, name, indices=None):
-        from ffs.driver.base import CounterValue
+        from ffs.entries import CounterValue
 
         if name == N.PAIR_BYTES.name:  # a step's first read: every read of one step shares a latency
             self.steps += 1
@@ -231,7 +232,7 @@ def test_an_lpf_spec_matches_its_read_back_within_the_targets_rounding():
     """Tofino stores LPF time constants in a float format of its own: tofino-model reads 20 ms back
     as 19.980488 ms. The agent's slow check must take that for the spec it wrote (rewriting all
     4096 specs every check stalled its τ loop for 13 s on tofino-model), and still see a real change."""
-    from ffs.driver.base import LpfSpec
+    from ffs.entries import LpfSpec
 
     spec = LpfSpec("RATE", 20e6, 20e6, 4)
     assert spec.matches(LpfSpec("RATE", 19980488.0, 19980488.0, 4))

@@ -14,7 +14,7 @@ from ffs import p4names as N
 from ffs import tables as T
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import LpfConfig
-from ffs.driver.model import ModelDriver
+from ffs.switch.driver import ModelDriver
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve

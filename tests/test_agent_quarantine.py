@@ -9,7 +9,7 @@ import pytest
 
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import Exact
+from ffs.entries import Exact
 from ffs.frames import ipv4_frame, lie_ip_len
 from agentkit import make_agent
 

@@ -101,7 +101,7 @@ def test_restart_resumes_tau_from_state_file_when_switch_lost_its_tables(tmp_pat
     Clock(agent).run(1.0)
     tau = agent.taus["p3"]
     assert tau.congested and tau.tau > 1.0  # the flood made p3 congested
-    from ffs.driver.model import LocalDriver
+    from ffs.switch.driver import LocalDriver
     from ffs.switch.pipeline import Pipeline
 
     new = Agent(LocalDriver(Pipeline(7)), load(DUMBBELL), "s1", lpf=LPF, store=StateStore(tmp_path))
@@ -121,7 +121,7 @@ def test_reconcile_repairs_out_of_band_changes(tmp_path, caplog):
     agent.driver.clear_table(N.PAIRS.name)  # what `clear_table('pairs')` over the control service does
     agent.driver.clear_table(N.PORT_METADATA.name)
     route = agent.driver.read_table(N.IPV4_ROUTES.name)[0]
-    from ffs.driver.base import Update
+    from ffs.entries import Update
 
     agent.driver.write([Update("modify", type(route)(route.table, route.key, route.action, {"port": 7}))])
     with caplog.at_level("WARNING", logger="ffs.agent"):

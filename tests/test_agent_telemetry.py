@@ -9,7 +9,7 @@ import pytest
 
 from ffs import p4names as N
 from ffs.agent.core import Agent
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame
 from ffs.switch.packet import ipv4_checksum
 from ffs.switch.pipeline import Pipeline

@@ -228,7 +228,7 @@ def test_without_the_frame_check_the_lie_wins(monkeypatch):
 def replay_attack(flood_frame: bytes, cap=100 * M, victim=40 * M, share=50 * M, flood=300 * M, duration=0.4,
                   streams=1, poisson=False, **agent_kw):
     from ffs.agent.core import Agent
-    from ffs.driver.model import LocalDriver
+    from ffs.switch.driver import LocalDriver
     from ffs.frames import ipv4_frame
     from ffs.switch.fast import new_pipeline
     from ffs.switch.trace import merge, replay, stream_arrivals

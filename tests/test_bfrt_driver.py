@@ -18,7 +18,8 @@ import types
 import pytest
 
 from ffs import p4names as N
-from ffs.driver.base import DriverError, Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
+from ffs.driver.base import DriverError
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
 
 # --- the fake of bfrt_grpc.client ---------------------------------------------------------------
 

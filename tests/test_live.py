@@ -12,8 +12,8 @@ import pytest
 
 from ffs import p4names as N
 from ffs.allocator import allocate
-from ffs.driver.base import Exact, TableEntry, Update
-from ffs.driver.model import ModelDriver
+from ffs.entries import Exact, TableEntry, Update
+from ffs.switch.driver import ModelDriver
 from ffs.liverun import live_node
 from conftest import TOPOLOGIES, requires_root
 

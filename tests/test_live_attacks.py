@@ -14,7 +14,7 @@ import pytest
 
 from conftest import TOPOLOGIES, requires_root
 from ffs import p4names as N
-from ffs.driver.model import ModelDriver
+from ffs.switch.driver import ModelDriver
 from ffs.liverun import live_node
 
 pytestmark = [requires_root]

@@ -24,7 +24,7 @@ from conftest import TOPOLOGIES, requires_root
 from ffs import constants as C
 from ffs import p4names as N
 from ffs.agent.program import pairs_of
-from ffs.driver.model import ModelDriver
+from ffs.switch.driver import ModelDriver
 from ffs.liverun import agent_ready, live_node
 
 pytestmark = [requires_root]

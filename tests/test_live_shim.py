@@ -19,7 +19,7 @@ from ffs import constants as C
 from ffs import p4names as N
 from ffs.agent.core import Agent
 from ffs.agent.program import egress_entry
-from ffs.driver.model import ModelDriver
+from ffs.switch.driver import ModelDriver
 from ffs.frames import ipv4_frame, shim
 from ffs.labels import encode
 from ffs.liverun import live_node

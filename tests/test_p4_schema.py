@@ -9,7 +9,7 @@ import pytest
 
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import Range, Ternary
+from ffs.entries import Range, Ternary
 from p4schema import read
 
 P4 = Path(__file__).resolve().parent.parent / "p4src"

@@ -6,8 +6,9 @@ import pytest
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import DriverError, Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
-from ffs.driver.model import LocalDriver, ModelDriver
+from ffs.driver.base import DriverError
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
+from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import check_address, serve

@@ -14,8 +14,8 @@ import pytest
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
-from ffs.driver.model import LocalDriver
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
+from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.switch import fast
 from ffs.labels import encode

@@ -11,7 +11,7 @@ from scapy.layers.l2 import Ether
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import Exact, Lpm, TableEntry, Update
+from ffs.entries import Exact, Lpm, TableEntry, Update
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.labels import decode, encode
 from ffs.switch.packet import ipv4_checksum

@@ -14,7 +14,7 @@ from ffs import constants as C
 from ffs.agent.core import Agent
 from ffs.allocator import allocate
 from ffs.cli.switch import main as switch_cli
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame, shim
 from ffs.labels import encode
 from ffs.switch import fast, trace

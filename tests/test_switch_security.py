@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from ffs import p4names as N
-from ffs.driver.model import LocalDriver, ModelDriver
+from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch import control as control_mod
 from ffs.switch import wire
 from ffs.switch.control import SwitchControl
@@ -169,7 +169,7 @@ def test_read_table_is_a_consistent_snapshot_while_writes_go_on(ctl, tmp_path):
     errors: list[BaseException] = []
 
     def writer() -> None:
-        from ffs.driver.base import Exact, TableEntry, Update
+        from ffs.entries import Exact, TableEntry, Update
 
         k = 0
         try:

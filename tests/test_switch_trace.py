@@ -8,7 +8,7 @@ import pytest
 
 from ffs import p4names as N
 from ffs.agent.core import Agent
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.switch import fast, trace
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load

@@ -9,7 +9,7 @@ import pytest
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import Ternary
+from ffs.entries import Ternary
 from ffs.labels import encode
 
 
@@ -130,7 +130,7 @@ def test_claimed_frame_len_adds_the_headers_and_saturates(l3_len, ipv6, vlan, fr
 
 def test_frame_check_entries():
     """spec §5.5, §7.3: which (excess, pkt_length) pass, first match wins."""
-    from ffs.driver.base import Range
+    from ffs.entries import Range
 
     def passes(excess: int, pkt_length: int) -> bool:
         for e in T.frame_check_entries():

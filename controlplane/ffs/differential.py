@@ -40,10 +40,15 @@ from typing import Callable, Iterable
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
+from ffs.agent.api import ApiError, call
 from ffs.agent.program import pairs_of
-from ffs.driver.base import Driver, Exact, LpfSpec, TableEntry, Update
+from ffs.driver.base import Driver
+from ffs.driver.bfrt import BfrtDriver
+from ffs.entries import Exact, LpfSpec, TableEntry, Update
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.labels import encode
+from ffs.switch.driver import LocalDriver
+from ffs.switch.pipeline import Pipeline
 from ffs.topology import Node, load
 
 FORGETFUL = LpfSpec("RATE", 1.0, 1.0, C.LPF_SCALE_DOWN)
@@ -359,8 +364,6 @@ class Setup:
 
 def run_agent_install(setup: Setup, work: Path) -> None:
     """ffs-agent --target tofino programs the node from the topology; stopped once it serves."""
-    from ffs.agent.api import ApiError, call
-
     sock = work / "agent.sock"
     log = open(work / "agent.log", "w")
     agent = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={setup.topology}",
@@ -389,10 +392,6 @@ def run_agent_install(setup: Setup, work: Path) -> None:
 
 
 def run(setup: Setup) -> list[Report]:
-    from ffs.driver.bfrt import BfrtDriver
-    from ffs.driver.model import LocalDriver
-    from ffs.switch.pipeline import Pipeline
-
     topo = load(setup.topology)
     node = topo.node(setup.node)
     veths = port_map_veths(setup.port_map)

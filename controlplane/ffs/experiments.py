@@ -25,7 +25,7 @@ from ffs.agent.program import LpfConfig
 from ffs.allocator import allocate
 from ffs.baselines import Csfq
 from ffs.jsonsafe import finite
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.switch import trace
 from ffs.switch.fast import new_pipeline
 from ffs.topology import Topology

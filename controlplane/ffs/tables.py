@@ -13,7 +13,7 @@ from typing import Callable
 
 from ffs import constants as C
 from ffs import p4names as N
-from ffs.driver.base import Exact, Range, TableEntry, Ternary, Update
+from ffs.entries import Exact, Range, TableEntry, Ternary, Update
 from ffs.labels import encode, round_log
 
 # --- ternary log tables (§5.1) ---------------------------------------------------------------

@@ -37,7 +37,8 @@ import expect as X
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import CounterValue, Driver, Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.driver.base import Driver
+from ffs.entries import CounterValue, Exact, LpfSpec, Lpm, TableEntry, Update
 from ffs.scapy_ffs import FFS
 
 # --- test params ------------------------------------------------------------------------------
@@ -96,7 +97,7 @@ def byte_adjust() -> int:
 def make_driver() -> Driver:
     p = params()
     if target() == "model":
-        from ffs.driver.model import ModelDriver
+        from ffs.switch.driver import ModelDriver
 
         return ModelDriver(str(p.get("control", "localhost:50052")))
     from ffs.driver.bfrt import BfrtDriver

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ffs import constants as C
 from ffs import tables as T
-from ffs.driver.base import TableEntry, Ternary
+from ffs.entries import TableEntry, Ternary
 from ffs.labels import decode, encode
 
 

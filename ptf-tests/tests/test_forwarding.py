@@ -17,7 +17,7 @@ from base import (
     plain_v6,
 )
 from ffs import p4names as N
-from ffs.driver.base import TableEntry, Update
+from ffs.entries import TableEntry, Update
 from ffs.labels import encode
 
 

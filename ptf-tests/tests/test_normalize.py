@@ -21,7 +21,7 @@ from base import (
 )
 from ffs import constants as C
 from ffs import p4names as N
-from ffs.driver.base import LpfSpec
+from ffs.entries import LpfSpec
 from ffs.labels import decode, encode
 
 LABEL_BUDGET = 0.0093  # spec §10: the normalized label is within 0.93 % of rf · F / M

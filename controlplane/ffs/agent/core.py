@@ -28,7 +28,8 @@ from ffs.agent.frontpanel import FrontPanel, PortStatus
 from ffs.agent.matrix import MatrixError, diff_matrices, validate_matrix
 from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of
 from ffs.agent.state import StateStore
-from ffs.driver.base import CounterValue, Driver, DriverError, TableEntry, Ternary, Update
+from ffs.driver.base import Driver, DriverError
+from ffs.entries import CounterValue, TableEntry, Ternary, Update
 from ffs.labels import decode, encode
 from ffs.ports import pipe_of
 from ffs.tables import egress_params, f_from_lpf, pair_params, static_updates

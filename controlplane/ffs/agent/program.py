@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.driver.base import Exact, Lpm, LpfSpec, TableEntry, Update
+from ffs.entries import Exact, Lpm, LpfSpec, TableEntry, Update
 from ffs.topology import Node
 
 

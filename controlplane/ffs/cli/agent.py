@@ -18,7 +18,10 @@ from ffs.agent.service import AgentService, ServiceConfig
 from ffs.agent.state import StateStore, default_state_dir
 from ffs.cli.common import CliError, EXIT_FAILURE, one_line_errors
 from ffs.driver.base import Driver, DriverError
+from ffs.driver.bfrt import BfrtDriver
 from ffs.ports import PortError
+from ffs.switch.driver import ModelDriver
+from ffs.switch.wire import default_control_address
 from ffs.tau import TauParams
 from ffs.topology import TopologyError, load
 
@@ -44,11 +47,7 @@ class JsonFormatter(logging.Formatter):
 
 def make_driver(target: str, switch: str) -> Driver:
     if target == "model":
-        from ffs.driver.model import ModelDriver
-
         return ModelDriver(switch)
-    from ffs.driver.bfrt import BfrtDriver
-
     return BfrtDriver(switch)
 
 
@@ -157,8 +156,6 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports
     if switch:
         address = switch
     elif target == "model":
-        from ffs.switch.wire import default_control_address
-
         address = default_control_address()  # where `ffs-switch run` listens by default
     else:
         address = "localhost:50052"

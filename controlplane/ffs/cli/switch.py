@@ -11,10 +11,17 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ffs.agent.core import Agent
+from ffs.allocator import allocate_window
 from ffs.cli.common import CliError, EXIT_USAGE, dump_json, one_line_errors
 from ffs.driver.base import DriverError
+from ffs.switch import trace
+from ffs.switch.driver import LocalDriver
+from ffs.switch.fast import FastPipeline, new_pipeline
+from ffs.switch.live import run_live
+from ffs.switch.wire import default_control_address
 from ffs.topology import TopologyError, load
-from ffs.units import format_rate
+from ffs.units import format_rate, parse_rate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,18 +60,12 @@ def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval,
     """Switch real frames between Linux interfaces until SIGINT/SIGTERM."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=\"%(message)s\"")
-    from ffs.switch.live import run_live
-
-    from ffs.units import parse_rate
-
     csfq = {}
     for spec in csfq_specs:
         port, _, rate = spec.partition("=")
         if not port.isdigit() or not rate:
             raise CliError(f"--csfq wants PORT=RATE, got {spec!r}", EXIT_USAGE)
         csfq[int(port)] = parse_rate(rate)
-    from ffs.switch.wire import default_control_address
-
     run_live(_ports(port_specs), control or default_control_address(), seed, ready_file, stats_interval, allow_remote, csfq)
 
 
@@ -88,13 +89,6 @@ def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file
                as_json) -> None:
     """Run TOPOLOGY's streams (or a pcap) through the software switch in virtual time, agents in the
     loop, and compare the delivered rates with the exact FFS allocation."""
-    from ffs.agent.core import Agent
-    from ffs.allocator import allocate_window
-    from ffs.driver.model import LocalDriver
-    from ffs.switch import trace
-    from ffs.switch.fast import FastPipeline, new_pipeline
-    from ffs.units import parse_rate
-
     topo = load(topology)
     seed = topo.seed if seed is None else seed
     pipes = {n: new_pipeline(seed + k, engine) for k, n in enumerate(sorted(topo.nodes))}
@@ -152,8 +146,6 @@ def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file
 def _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate_bps, speed, duration, period_s, no_agent) -> dict:
     """A capture into one node's interface; the node's agent steps every period (frames that leave
     toward another node are counted there, not forwarded)."""
-    from ffs.switch import trace
-
     if not ingress or "." not in ingress:
         raise CliError("--pcap needs --ingress NODE.IFACE", EXIT_USAGE)
     node, iface = ingress.split(".", 1)

@@ -31,18 +31,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ffs import p4names as N
 from ffs.ports import PortSpec, PortState
-from ffs.driver.base import (
-    CounterValue,
-    Driver,
-    DriverError,
-    Exact,
-    LpfSpec,
-    Lpm,
-    Range,
-    TableEntry,
-    Ternary,
-    Update,
-)
+from ffs.driver.base import Driver, DriverError
+from ffs.entries import CounterValue, Exact, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
 
 PORT_MD_ALIASES = (N.PORT_METADATA.name, "$PORT_METADATA")
 PORT_MD_FIELDS = frozenset(name for name, _ in N.PORT_METADATA.fields)

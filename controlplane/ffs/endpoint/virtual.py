@@ -24,7 +24,7 @@ import numpy as np
 from ffs import constants as C
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.endpoint.rate import Controller, MinLoss, MinLossParams, MinTime
 from ffs.endpoint.transport import Receiver, Sender
 from ffs.endpoint.wire import OVERHEAD, parse_shim

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 from ffs import constants as C
 from ffs import p4names as N
 from ffs.tables import egress_params_consistent
-from ffs.driver.base import CounterValue, Exact, LpfSpec, TableEntry, Update
+from ffs.entries import CounterValue, Exact, LpfSpec, TableEntry, Update
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError, MatchTable
 

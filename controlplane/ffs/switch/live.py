@@ -25,8 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from ffs.driver.base import DriverError
 from ffs.switch.control import SwitchControl
+from ffs.switch.driver import ModelDriver
+from ffs.switch.fast import new_pipeline
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.server import serve
 
 log = logging.getLogger("ffs.switch.live")
 
@@ -257,8 +261,6 @@ def disable_offloads(ifname: str) -> None:
 
 def _wait_control(address: str, program_id: str, timeout_s: float = 10.0) -> None:
     """The readiness signal means "answers": ask the service itself, as a client would."""
-    from ffs.driver.model import ModelDriver
-
     drv = ModelDriver(address, rpc_timeout_s=5.0)
     try:
         drv.connect(timeout_s=timeout_s)
@@ -282,10 +284,6 @@ def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_f
              stats_interval_s: float = 10.0, allow_remote: bool = False,
              csfq_capacity: dict[int, float] | None = None, engine: str = "auto") -> None:
     """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast)."""
-    from ffs.driver.base import DriverError
-    from ffs.switch.fast import new_pipeline
-    from ffs.switch.server import serve
-
     if ready_file:
         _remove_stale_ready(Path(ready_file))
     pipeline = new_pipeline(seed, engine)

@@ -29,7 +29,8 @@ from ffs import constants as C
 from ffs.frames import ipv4_frame, lie_ip_len, shim
 from ffs.driver.base import Driver
 from ffs.labels import encode
-from ffs.switch.fast import FastPipeline
+from ffs.switch.driver import LocalDriver
+from ffs.switch.fast import FastPipeline, _fastpath
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import Stream, Topology
 
@@ -229,8 +230,6 @@ def _run_compiled(streams: list[TraceStream], stream_rngs: list[random.Random], 
     """The loop of `run` in C (`_fastpath.Trace`), packet for packet the same: the same arrival
     times from the same generators, the same order, the same pipelines, links and queues. Control
     returns here at every period boundary for `on_period`."""
-    from ffs.switch import _fastpath
-
     names = list(pipelines)
     index = {n: i for i, n in enumerate(names)}
     pipes = [pipelines[n] for n in names]
@@ -319,8 +318,6 @@ def replay(
     """Feed time-ordered arrivals in [0, duration_s) through one pipeline. Every `period_s` of
     virtual time, `on_period(now_ns, driver)` runs first (the agent's step; `driver` defaults to a
     LocalDriver of the pipeline). The pipeline sees times start_s + t."""
-    from ffs.driver.model import LocalDriver
-
     drv = driver if driver is not None else LocalDriver(pipeline)
     nbins = int(np.ceil(duration_s / bin_s)) + 1
     res = ReplayResult(bin_s, {}, {}, {}, {})
