@@ -11,7 +11,7 @@ from ffs import p4names as N
 from ffs.agent.core import Agent
 from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame
-from ffs.switch.packet import ipv4_checksum
+from ffs.frames import ipv4_checksum
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load
 

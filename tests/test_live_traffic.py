@@ -71,7 +71,8 @@ def test_bad_arguments_are_one_line(capsys):
 def test_a_lying_frame_is_exact(label):
     """--ip-len: a 1250-byte IPv4 packet whose total length says 20, valid header checksum, the
     frame as the wire carries it (14 + 1250 bytes); with --label, the shim follows the header."""
-    from ffs.switch.packet import ipv4_checksum, parse
+    from ffs.frames import ipv4_checksum
+    from ffs.switch.packet import parse
 
     src_mac, dst_mac = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
     f = traffic.lying_frame("10.0.2.1", "10.0.3.1", src_mac, dst_mac, 1250, 20, label, 0, 4000, 5001)

@@ -12,9 +12,8 @@ from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
 from ffs.entries import Exact, Lpm, TableEntry, Update
-from ffs.frames import ipv4_frame, ipv6_frame, shim
+from ffs.frames import ipv4_checksum, ipv4_frame, ipv6_frame, shim
 from ffs.labels import decode, encode
-from ffs.switch.packet import ipv4_checksum
 from switchkit import DST, OUT, labelled, lm_for, rig, single_packet_f
 
 

@@ -7,10 +7,21 @@ import ipaddress
 import struct
 
 from ffs import constants as C
-from ffs.switch.packet import ipv4_checksum
 
 DEFAULT_SRC_MAC = bytes.fromhex("020000000001")
 DEFAULT_DST_MAC = bytes.fromhex("020000000002")
+
+
+def ipv4_checksum(header: bytes | bytearray) -> int:
+    """The IPv4 header checksum of `header` (its own checksum field, bytes 10-11, skipped)."""
+    s = 0
+    for i in range(0, len(header), 2):
+        if i == 10:
+            continue
+        s += (header[i] << 8) | header[i + 1]
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
 
 
 def shim(rf: int = C.CODE_ONE, flags: int = C.FLAG_RI, next_header: int = 17, rri: int = C.CODE_MAX,

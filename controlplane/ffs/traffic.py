@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from ffs import constants as C
-from ffs.frames import shim
-from ffs.switch.packet import ipv4_checksum
+from ffs.frames import ipv4_checksum, shim
 from ffs.labels import encode
 from ffs.units import parse_rate
 

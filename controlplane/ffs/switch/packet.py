@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ffs import constants as C
+from ffs.frames import ipv4_checksum
 
 ETH_LEN = 14
 VLAN_LEN = 4
@@ -93,17 +94,6 @@ def shim_set16(frame: bytearray, shim: int, field_offset: int, value: int) -> No
 
 
 RF_OFF, RRI_OFF, ECHO_OFF = 2, 4, 6
-
-
-def ipv4_checksum(header: bytes | bytearray) -> int:
-    s = 0
-    for i in range(0, len(header), 2):
-        if i == 10:
-            continue
-        s += (header[i] << 8) | header[i + 1]
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def _fix_ipv4(frame: bytearray, p: Parsed, delta: int, proto: int) -> None:
