@@ -26,13 +26,14 @@ from ffs import constants as C
 from ffs import p4names as N
 from ffs.agent.frontpanel import FrontPanel, PortStatus
 from ffs.agent.matrix import MatrixError, diff_matrices, validate_matrix
-from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of
+from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of, short_action
+from ffs.agent.quarantine import Quarantine
 from ffs.agent.state import StateStore
 from ffs.driver.base import Driver, DriverError
 from ffs.entries import CounterValue, TableEntry, Ternary, Update
 from ffs.labels import decode, encode
 from ffs.ports import pipe_of
-from ffs.tables import egress_params, f_from_lpf, pair_params, static_updates
+from ffs.tables import egress_params, f_from_lpf, static_updates
 from ffs.tau import EgressTau, TauParams, egress_action_params, tau_step
 from ffs.topology import Node, Topology
 
@@ -59,12 +60,8 @@ def canonical_key(e: TableEntry) -> tuple:
     return tuple(sorted((k, norm(v)) for k, v in e.key.items())) + (e.priority,)
 
 
-def _short(action: str | None) -> str | None:
-    return action.rsplit(".", 1)[-1] if action else None
-
-
 def canonical_value(e: TableEntry) -> tuple:
-    return (_short(e.action), tuple(sorted(e.params.items())))
+    return (short_action(e.action), tuple(sorted(e.params.items())))
 
 
 @dataclass
@@ -159,9 +156,7 @@ class Agent:
         self.store = store
         # a pair whose lying frames exceed this fraction of its bytes in a period loses its share
         # for quarantine_s (0: never): on Tofino the egress drops a lie only after it queued
-        self.quarantine_s = quarantine_s
-        self.quarantine_fraction = quarantine_fraction
-        self.quarantined: dict[int, float] = {}  # pid -> until (the step's clock)
+        self.quarantine = Quarantine(quarantine_s, quarantine_fraction)
         self.fairness = {e: dict(col) for e, col in self.node.fairness.items()}
         if store is not None:
             # a foreign or unreadable file stops here, settled later; --from-topology ignores it
@@ -193,6 +188,19 @@ class Agent:
         # Tofino's front-panel ports, brought up from the topology (ffs.agent.frontpanel)
         self.front_panel = FrontPanel(driver, self.node) if manage_ports else None
         self._port_status: list[PortStatus] = []
+
+    @property
+    def quarantine_s(self) -> float:
+        return self.quarantine.seconds
+
+    @quarantine_s.setter
+    def quarantine_s(self, seconds: float) -> None:
+        self.quarantine.seconds = seconds
+
+    @property
+    def quarantined(self) -> dict[int, float]:
+        """pid -> when its quarantine ends (the step's clock)."""
+        return self.quarantine.until
 
     # -- the static state ------------------------------------------------------------------
     def current_node(self) -> Node:
@@ -230,17 +238,11 @@ class Agent:
                  ",".join(f"{e}:{s.tau:.4f}{'' if s.congested else '(uncongested)'}" for e, s in sorted(self.taus.items())))
 
     def _resume_quarantine(self, now_s: float) -> None:
-        """A set_pair entry the switch holds with lm = 0 where the pair has a share is a quarantine a
-        predecessor left (an agent restart must not hand a liar its share back): it runs again for
-        a full quarantine_s."""
-        if self.quarantine_s <= 0:
+        """The quarantines a predecessor left on the switch run again (ffs.agent.quarantine)."""
+        if self.quarantine.seconds <= 0:
             return
         shared = {pid for pid, u in self._pair_updates("insert").items() if u.entry.params["nlm"]}
-        for entry in self.driver.read_table(N.PAIRS.name):
-            pid = entry.params.get("pid")
-            if _short(entry.action) == "set_pair" and pid in shared and entry.params.get("nlm") == 0:
-                self.quarantined[pid] = now_s + self.quarantine_s
-                log.warning("quarantine resumed: pair pid=%d held no share on the switch; %gs more", pid, self.quarantine_s)
+        self.quarantine.resume(self.driver.read_table(N.PAIRS.name), shared, now_s)
 
     def _held_taus(self) -> dict[str, EgressTau]:
         """τ per managed egress as the switch's set_egress entries hold it (spec §5.3: ltau = code(τ)
@@ -250,7 +252,7 @@ class Agent:
         for entry in self.driver.read_table(N.EGRESS_PARAMS.name):
             k = entry.key.get(N.EGRESS_PARAMS.keys[0].name)
             e = ports.get(getattr(k, "value", None))
-            if e is None or _short(entry.action) != "set_egress":
+            if e is None or short_action(entry.action) != "set_egress":
                 continue
             if entry.params.get("congested") == 1:
                 tau = decode(entry.params["ltau"])
@@ -264,49 +266,29 @@ class Agent:
         """Every entry the agent owns, by table and canonical key."""
         out: dict[str, dict[tuple, TableEntry]] = {t: {} for t in OWNED_TABLES}
         for u in node_updates(self.current_node(), self.lpf):
-            e = self._quarantine(u).entry
+            e = self.quarantine.withhold(u).entry
             out.setdefault(e.table, {})[canonical_key(e)] = e
         return out
 
-    def _quarantine(self, u: Update) -> Update:
-        """A set_pair entry of a quarantined pair carries lm = 0 (M_F = 1: no share, so γ drops the
-        pair's packets while its egress is congested); everything else passes unchanged."""
-        e = u.entry
-        if e.table != N.PAIRS.name or u.kind == "delete" or e.params.get("pid") not in self.quarantined:
-            return u
-        return dataclasses.replace(u, entry=dataclasses.replace(e, params=pair_params(e.params["pid"], 0)))
-
     def _release_quarantine(self, now_s: float) -> list[Update]:
         """Every step: the set_pair of each pair whose quarantine time is up (its share back)."""
-        over = [pid for pid, until in self.quarantined.items() if until <= now_s]
+        over = self.quarantine.release(now_s)
         if not over:
             return []
-        for pid in over:
-            del self.quarantined[pid]
-            log.info("quarantine over: pair pid=%d gets its share back", pid)
         for st in self._pair_status:
-            st.quarantined = st.pid in self.quarantined
+            st.quarantined = st.pid in self.quarantine
         return [u for pid, u in self._pair_updates("modify").items() if pid in over]
 
-    def _update_quarantine(self, pairs: list[PairStatus], r: dict[int, CounterValue], now_s: float) -> list[Update]:
-        """Quarantine the pairs whose lying frames (pair_malformed) exceed quarantine_fraction of
-        their arriving bytes since the last telemetry; the set_pair modifications of every pair
-        that entered it."""
-        changed = set()
-        if self.quarantine_s > 0:
-            for st in pairs:
-                m = st.malformed_bytes
-                if m > 0 and m > self.quarantine_fraction * max(r.get(st.pid, ZERO).bytes, m):
-                    if st.pid not in self.quarantined:
-                        changed.add(st.pid)
-                        log.warning("quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their "
-                                    "length this period", st.ingress, st.egress, st.pid, self.quarantine_s, st.malformed)
-                    self.quarantined[st.pid] = now_s + self.quarantine_s
+    def _update_quarantine(self, pairs: list[PairStatus], lies: dict[int, CounterValue], r: dict[int, CounterValue],
+                           now_s: float) -> list[Update]:
+        """The pairs' lies since the last telemetry judged (ffs.agent.quarantine); the set_pair
+        modifications of every pair that entered the quarantine."""
+        changed = self.quarantine.judge(self.pairs(), lies, r, now_s)
         for st in pairs:
-            st.quarantined = st.pid in self.quarantined
+            st.quarantined = st.pid in self.quarantine
         if not changed:
             return []
-        return [self._quarantine(u) for pid, u in self._pair_updates("modify").items() if pid in changed]
+        return [self.quarantine.withhold(u) for pid, u in self._pair_updates("modify").items() if pid in changed]
 
     def _pair_updates(self, kind: str) -> dict[int, Update]:
         """The node's set_pair entries by pid, each with its share (no quarantine applied)."""
@@ -331,7 +313,7 @@ class Agent:
             for k, e in desired.items():
                 h = held.get(k)
                 if table == N.EGRESS_PARAMS.name:
-                    if h is None or _short(h.action) != _short(e.action) or set(h.params) != set(e.params):
+                    if h is None or short_action(h.action) != short_action(e.action) or set(h.params) != set(e.params):
                         eg = self._egress_of_port(e.key[N.EGRESS_PARAMS.keys[0].name].value)
                         params = egress_action_params(self.taus.get(eg, EgressTau()), 0.0, self.target(eg))
                         puts.append(Update("insert" if h is None else "modify", dataclasses.replace(e, params=params)))
@@ -508,7 +490,7 @@ class Agent:
             d_bps, d_pk = drops_by_egress.get(p.egress, (0.0, 0))
             drops_by_egress[p.egress] = (d_bps + st.drop_bps, d_pk + st.drops)
             status.append(st)
-        quarantine = self._update_quarantine(status, r, now_s)
+        quarantine = self._update_quarantine(status, lies, r, now_s)
         self._pair_status, self._drops_by_egress, self._last_telemetry = status, drops_by_egress, now_s
         if self.front_panel is not None:
             self._port_status = self.front_panel.status()
@@ -544,7 +526,7 @@ class Agent:
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "insert"))
         for e in sorted(set(self.fairness) - set(new)):
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "delete"))
-        return [self._quarantine(u) for u in ups]  # a new share does not lift a quarantine
+        return [self.quarantine.withhold(u) for u in ups]  # a new share does not lift a quarantine
 
     def apply_matrix(self, fairness: dict[str, dict[str, float]], who: str = "agent", uid: int | None = None) -> list[dict]:
         """Validate, audit ahead, apply atomically, persist, settle. Returns the list of changes.

@@ -44,14 +44,24 @@ class _MatrixDoc(YamlDoc):
     error = MatrixError
 
 
+def parse_matrix_text(text: str, source: str = "matrix") -> Matrix:
+    """A matrix file's text (YAML or JSON), as ffsctl sends it: a one-line MatrixError naming
+    `source` if it is unusable (too large or deep, duplicate keys: ffs.safeload; a bad rate)."""
+    return parse_matrix(_MatrixDoc(source, text).data, source)
+
+
 def load_matrix_file(path: str | Path) -> Matrix:
     """A matrix file (YAML or JSON); a one-line MatrixError naming the file if it is unusable
     (unreadable, too large or deep, duplicate keys: ffs.safeload)."""
+    return parse_matrix_text(read_matrix_text(path), str(path))
+
+
+def read_matrix_text(path: str | Path) -> str:
+    """A matrix file's text, unparsed (the agent parses it); a one-line MatrixError if unreadable."""
     try:
-        text = read_text(path)
+        return read_text(path)
     except LoadError as e:
         raise MatrixError(str(e)) from None
-    return parse_matrix(_MatrixDoc(path, text).data, str(path))
 
 
 def validate_matrix(node: Node, fairness: object) -> Matrix:
