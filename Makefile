@@ -33,10 +33,11 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
+.PHONY: help setup system-deps test unit-tests build compile install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
-	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
+	@echo "make test         run every test (unit, software-switch, PTF on the software switch), after make lint and make typecheck"
+	@echo "make lint         ruff over the tree; make typecheck: mypy (strict on the core packages)"
 	@echo "make build        compile p4src/ with the SDE's bf-p4c (TARGET=tofino|tofino2, PLATFORM=model|hw) and install ffs.conf"
 	@echo "make clean-build  remove build/"
 	@echo "make ptf          (root) the PTF suite on the software switch; TARGET=tofino-model with an SDE; PTF_ARGS=test_parser"
@@ -83,12 +84,16 @@ test:
 	else echo "make test: no SDE with bf-p4c (\$$SDE_INSTALL/bin/bf-p4c): the Tofino tests skip"; fi
 	$(MAKE) --no-print-directory unit-tests
 
-unit-tests: lint
+unit-tests: lint typecheck
 	$(PYTHON) -m pytest -q -rs tests
 
 # ruff (pyproject.toml [tool.ruff]): pyflakes and pycodestyle over the whole tree
 lint:
 	$(PYTHON) -m ruff check controlplane tests bench ptf-tests
+
+# mypy (pyproject.toml [tool.mypy]): the whole package, strict on the core (labels, tables, agent, drivers, ...)
+typecheck:
+	$(PYTHON) -m mypy
 
 # PTF (ptf-tests/, docs/testing.md): TARGET=model, the software switch (the default for this
 # target), or TARGET=tofino-model, the SDE flow. PTF_ARGS picks tests: a module (test_parser), a

@@ -141,6 +141,7 @@ def report(topo: Topology, node: LiveNode, tx: list[Sender], rx: subprocess.Pope
     console.print(f"[bold]{header}[/bold]")
     series: dict[str, list[float]] = {s.stream: [] for s in tx}
     totals: list[float] = []
+    assert rx.stdout is not None  # started with stdout=PIPE
     for line in rx.stdout:
         _check_alive(node)
         rec = json.loads(line)

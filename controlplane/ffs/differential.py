@@ -48,7 +48,7 @@ from ffs.entries import Exact, LpfSpec, TableEntry, Update
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.labels import encode
 from ffs.switch.driver import LocalDriver
-from ffs.switch.pipeline import Pipeline
+from ffs.switch.pipeline import Pipeline, Result
 from ffs.topology import Node, load
 
 FORGETFUL = LpfSpec("RATE", 1.0, 1.0, C.LPF_SCALE_DOWN)
@@ -129,9 +129,9 @@ def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], pr
             f = f[: shim_at + rng.randint(0, C.SHIM_LEN - 1)]
         elif rng.random() < 0.12:  # the IP length lies
             claim = rng.choice([0, 20, 65535, rng.randint(0, 65535)])
-            f = bytearray(f)
-            f[l3 + (4 if v6 else 2): l3 + (6 if v6 else 4)] = struct.pack("!H", claim)
-            f = bytes(f)
+            lied = bytearray(f)
+            lied[l3 + (4 if v6 else 2): l3 + (6 if v6 else 4)] = struct.pack("!H", claim)
+            f = bytes(lied)
             what += f" lying-length={claim}"
         if rng.random() < 0.03:  # not IP
             f = f[:12] + b"\x08\x06" + bytes(28)
@@ -284,7 +284,7 @@ class Report:
                 f"{len(self.mismatches)} mismatches, counters {c}" + "".join(f"; {n}" for n in self.notes))
 
 
-def software_run(pipeline, probes: list[Probe]) -> list[tuple[object, bool]]:
+def software_run(pipeline: Pipeline, probes: list[Probe]) -> list[tuple[Result, bool]]:
     """Each probe through the software switch: (Result, decided by a random draw)."""
     drawn = [False]
     frac = pipeline.normalize.gamma_frac
@@ -293,23 +293,23 @@ def software_run(pipeline, probes: list[Probe]) -> list[tuple[object, bool]]:
         drawn[0] = True
         frac(md, thr)
 
-    pipeline.normalize.gamma_frac = gamma_frac
+    pipeline.normalize.gamma_frac = gamma_frac  # type: ignore[method-assign]
     out = []
     t_ns = 0
     for p in probes:
         drawn[0] = False
         t_ns += 1_000_000
         out.append((pipeline.process(p.frame, p.port, t_ns), drawn[0]))
-    pipeline.normalize.gamma_frac = frac
+    pipeline.normalize.gamma_frac = frac  # type: ignore[method-assign]
     return out
 
 
-def compare(phase: str, probes: list[Probe], soft: list[tuple[object, bool]], got: dict[int, list[tuple[int, bytes]]],
+def compare(phase: str, probes: list[Probe], soft: list[tuple[Result, bool]], got: dict[int, list[tuple[int, bytes]]],
             limit: int = 20) -> Report:
     rep = Report(phase, len(probes))
     for p, (res, drawn) in zip(probes, soft):
         seen = got.get(p.seq, [])
-        want = [] if res.egress_port is None else [(res.egress_port, res.frame)]
+        want = [] if res.egress_port is None or res.frame is None else [(res.egress_port, res.frame)]
         if drawn:
             rep.random += 1
             if not (seen and want):  # one target's draw dropped it: nothing to compare
@@ -417,7 +417,7 @@ def run(setup: Setup) -> list[Report]:
             d.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), FORGETFUL)
             return pipe, d
 
-        reports = []
+        reports: list[Report] = []
         egresses = sorted(node.fairness)
         phases: list[tuple[str, dict[str, tuple[float | None, bool]], int]] = [
             ("exact", {e: (None, False) for e in egresses}, setup.packets),

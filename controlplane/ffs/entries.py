@@ -9,7 +9,7 @@ switch, which stores them as it is programmed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal, Mapping, Union
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,13 @@ class Range:
 KeyValue = Union[Exact, Lpm, Ternary, Range]
 
 
+def exact_value(key: KeyValue) -> int:
+    """The value of an exact-match key field (a TypeError for any other match kind)."""
+    if not isinstance(key, Exact):
+        raise TypeError(f"an exact match key was expected, got {key!r}")
+    return key.value
+
+
 @dataclass(frozen=True)
 class TableEntry:
     """One match entry. `key` maps key-field names (p4names.Key.name) to match values.
@@ -48,7 +55,7 @@ class TableEntry:
     """
 
     table: str
-    key: dict[str, KeyValue]
+    key: Mapping[str, KeyValue]
     action: str | None = None
     params: dict[str, int] = field(default_factory=dict)
     priority: int = 0

@@ -98,7 +98,7 @@ def run_scenario(
         if scheme != "ffs":  # FFS off: forwarding only (every pair bypassed, gamma never applied)
             a.driver.clear_table(N.PAIRS.name)
     # every egress that carries streams has a FIFO at its line rate behind the FFS decision
-    queues = {}
+    queues: dict[tuple[str, int], trace.EgressQueue] = {}
     for s in topo.streams:
         for h in s.path:
             i = topo.nodes[h.node].interfaces[h.egress]
@@ -129,18 +129,18 @@ def run_scenario(
                          [k * bin_s for k in range(len(next(iter(res.delivered.values()))))],
                          {k: (v * 8 / bin_s).tolist() for k, v in res.delivered.items()}, series,
                          packets=res.packets, dropped=dict(res.dropped))
-    for s in exact.streams:
-        got = res.rate_bps(s.name, w0, w1)
-        out.streams.append({"stream": s.name, "demand": s.demand, "exact": s.rate, "measured": got,
-                            "error": (got - s.rate) / s.rate if s.rate else 0.0})
+    for sr in exact.streams:
+        got = res.rate_bps(sr.name, w0, w1)
+        out.streams.append({"stream": sr.name, "demand": sr.demand, "exact": sr.rate, "measured": got,
+                            "error": (got - sr.rate) / sr.rate if sr.rate else 0.0})
     for e in exact.egresses:
         key = f"{e.node}.{e.egress}"
         if key in series:
             out.settling_s[key] = settling_time(series[key]["t"], series[key]["tau"], e.tau)
     for (node, port), q in queues.items():
         out.queue_delay_ms[f"{node}.{port}"] = 1e3 * q.delay_sum_s / q.delay_n if q.delay_n else 0.0
-    for n, node in topo.nodes.items():
-        for name, i in node.interfaces.items():
+    for n, topo_node in topo.nodes.items():
+        for name, i in topo_node.interfaces.items():
             bad = pipes[n].egress_acct.malformed.packets[i.port]
             if bad:
                 out.malformed[f"{n}.{name}"] = int(bad)

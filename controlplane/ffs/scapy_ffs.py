@@ -43,7 +43,7 @@ class FFS(Packet):
                 for layer in (self._ip_layer(), IP, IPv6):
                     over = self.payload.overload_fields.get(layer, {})
                     if "proto" in over or "nh" in over:
-                        nh = over.get("proto", over.get("nh"))
+                        nh = int(over["proto"] if "proto" in over else over["nh"])
                         break
             pkt = pkt[:1] + bytes([nh]) + pkt[2:]
         return pkt + pay

@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ffs import constants as C
 from ffs import p4names as N
@@ -30,7 +31,7 @@ from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_
 from ffs.agent.quarantine import Quarantine
 from ffs.agent.state import StateStore
 from ffs.driver.base import Driver, DriverError
-from ffs.entries import CounterValue, TableEntry, Ternary, Update
+from ffs.entries import CounterValue, Exact, KeyValue, TableEntry, Ternary, Update, UpdateKind, exact_value
 from ffs.labels import decode, encode
 from ffs.ports import pipe_of
 from ffs.tables import egress_params, f_from_lpf, static_updates
@@ -51,16 +52,16 @@ NODE_TABLES: tuple[str, ...] = tuple(t for t in OWNED_TABLES if t not in GENERAT
 GENERATED_EVERY = 6  # slow checks per generated-table read (with 10 s checks: each one every 4 min)
 
 
-def canonical_key(e: TableEntry) -> tuple:
+def canonical_key(e: TableEntry) -> tuple[Any, ...]:
     """An entry's identity, the same whichever target read it back (masked values, priority)."""
-    def norm(v):
+    def norm(v: KeyValue) -> KeyValue:
         if isinstance(v, Ternary):
             return Ternary(v.value & v.mask, v.mask)
         return v
     return tuple(sorted((k, norm(v)) for k, v in e.key.items())) + (e.priority,)
 
 
-def canonical_value(e: TableEntry) -> tuple:
+def canonical_value(e: TableEntry) -> tuple[Any, ...]:
     return (short_action(e.action), tuple(sorted(e.params.items())))
 
 
@@ -104,7 +105,7 @@ class Snapshot:
     pairs_time_s: float = float("-inf")  # when the pairs (and the egresses' drops) were read: telemetry
     ports: list[PortStatus] = field(default_factory=list)  # front-panel ports (Tofino, --target tofino)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -251,7 +252,7 @@ class Agent:
         out = {}
         for entry in self.driver.read_table(N.EGRESS_PARAMS.name):
             k = entry.key.get(N.EGRESS_PARAMS.keys[0].name)
-            e = ports.get(getattr(k, "value", None))
+            e = ports.get(k.value) if isinstance(k, Exact) else None
             if e is None or short_action(entry.action) != "set_egress":
                 continue
             if entry.params.get("congested") == 1:
@@ -262,9 +263,9 @@ class Agent:
                 out[e] = EgressTau(1.0, False)
         return out
 
-    def desired(self) -> dict[str, dict[tuple, TableEntry]]:
+    def desired(self) -> dict[str, dict[tuple[Any, ...], TableEntry]]:
         """Every entry the agent owns, by table and canonical key."""
-        out: dict[str, dict[tuple, TableEntry]] = {t: {} for t in OWNED_TABLES}
+        out: dict[str, dict[tuple[Any, ...], TableEntry]] = {t: {} for t in OWNED_TABLES}
         for u in node_updates(self.current_node(), self.lpf):
             e = self.quarantine.withhold(u).entry
             out.setdefault(e.table, {})[canonical_key(e)] = e
@@ -290,7 +291,7 @@ class Agent:
             return []
         return [self.quarantine.withhold(u) for pid, u in self._pair_updates("modify").items() if pid in changed]
 
-    def _pair_updates(self, kind: str) -> dict[int, Update]:
+    def _pair_updates(self, kind: UpdateKind) -> dict[int, Update]:
         """The node's set_pair entries by pid, each with its share (no quarantine applied)."""
         node = self.current_node()
         return {p.pid: pair_entry(node.share(p.ingress, p.egress), p, self.lpf, kind) for p in self.pairs()}
@@ -314,7 +315,7 @@ class Agent:
                 h = held.get(k)
                 if table == N.EGRESS_PARAMS.name:
                     if h is None or short_action(h.action) != short_action(e.action) or set(h.params) != set(e.params):
-                        eg = self._egress_of_port(e.key[N.EGRESS_PARAMS.keys[0].name].value)
+                        eg = self._egress_of_port(exact_value(e.key[N.EGRESS_PARAMS.keys[0].name]))
                         params = egress_action_params(self.taus.get(eg, EgressTau()), 0.0, self.target(eg))
                         puts.append(Update("insert" if h is None else "modify", dataclasses.replace(e, params=params)))
                 elif h is None:
@@ -457,7 +458,7 @@ class Agent:
             batch = []
         if quarantine or batch:
             self.driver.write(quarantine + batch)
-            self._pushed.update({u.entry.key[N.EGRESS_PARAMS.keys[0].name].value: u.entry.params for u in batch})
+            self._pushed.update({exact_value(u.entry.key[N.EGRESS_PARAMS.keys[0].name]): u.entry.params for u in batch})
             if self.store is not None:
                 self.store.save_taus(self.node.name, self.taus)
         self.snapshot = snap
@@ -473,6 +474,7 @@ class Agent:
         lies, _ = self._measure("M", N.PAIR_MALFORMED.name, pids, virtual)
         f_est = self.driver.read_registers(N.F_EST.name, pids)
         node = self.current_node()
+        scale_down = C.LPF_SCALE_DOWN if self.lpf.scale_down is None else self.lpf.scale_down  # sized in __init__
         status: list[PairStatus] = []
         drops_by_egress: dict[str, tuple[float, int]] = {}
         for p in pairs:
@@ -480,7 +482,7 @@ class Agent:
             st = PairStatus(
                 p.pid, p.ingress, p.egress, node.share(p.ingress, p.egress),
                 self._bps(rd, dt),
-                f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns, self.lpf.scale_down),
+                f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns, scale_down),
                 self._bps(dd, dt_d),
                 dd.packets,
                 lies.get(p.pid, ZERO).packets,
@@ -528,7 +530,7 @@ class Agent:
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "delete"))
         return [self.quarantine.withhold(u) for u in ups]  # a new share does not lift a quarantine
 
-    def apply_matrix(self, fairness: dict[str, dict[str, float]], who: str = "agent", uid: int | None = None) -> list[dict]:
+    def apply_matrix(self, fairness: dict[str, dict[str, float]], who: str = "agent", uid: int | None = None) -> list[dict[str, Any]]:
         """Validate, audit ahead, apply atomically, persist, settle. Returns the list of changes.
 
         The order is the audit's guarantee (docs/control-plane.md): the record is fsynced in the audit
@@ -562,10 +564,10 @@ class Agent:
             store.settle(record["id"], "commit", "applied")
             store.reached("committed")
         self.fairness = new
-        for e in new:
-            self.taus.setdefault(e, EgressTau())
-        for e in list(self.taus):
-            if e not in new:
-                del self.taus[e]
+        for egress in new:
+            self.taus.setdefault(egress, EgressTau())
+        for egress in list(self.taus):
+            if egress not in new:
+                del self.taus[egress]
         log.info("matrix applied by=%s uid=%s changes=%d", who, uid, len(changes))
         return changes

@@ -103,7 +103,7 @@ def validate_matrix(node: Node, fairness: object) -> Matrix:
     return out
 
 
-def diff_matrices(old: Matrix, new: Matrix) -> list[dict]:
+def diff_matrices(old: Matrix, new: Matrix) -> list[dict[str, Any]]:
     """Every entry that differs, as {"ingress", "egress", "old", "new"} (None where absent)."""
     out = []
     for e in sorted(set(old) | set(new)):

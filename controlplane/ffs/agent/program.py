@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ffs import constants as C
 from ffs import p4names as N
 from ffs import tables as T
-from ffs.entries import Exact, Lpm, LpfSpec, TableEntry, Update
+from ffs.entries import Exact, Lpm, LpfSpec, TableEntry, Update, UpdateKind
 from ffs.topology import Node
 
 
@@ -131,7 +131,7 @@ def short_action(action: str | None) -> str | None:
     return action.rsplit(".", 1)[-1] if action else None
 
 
-def pair_entry(m_bps: float, p: Pair, lpf: LpfConfig, kind: str = "insert") -> Update:
+def pair_entry(m_bps: float, p: Pair, lpf: LpfConfig, kind: UpdateKind = "insert") -> Update:
     if lpf.scale_down is None:
         raise ValueError("pair_entry: size the estimator for the node first (LpfConfig.for_node)")
     lm = T.lm_code(m_bps, lpf.time_constant_ns, lpf.scale_down)
@@ -146,7 +146,7 @@ def pair_entry(m_bps: float, p: Pair, lpf: LpfConfig, kind: str = "insert") -> U
     )
 
 
-def egress_entry(port: int, params: dict[str, int], kind: str = "insert") -> Update:
+def egress_entry(port: int, params: dict[str, int], kind: UpdateKind = "insert") -> Update:
     return Update(kind, TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(port)}, "set_egress", params))
 
 

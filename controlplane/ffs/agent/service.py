@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ffs.agent.api import ApiError, ControlServer, Peer
 from ffs.agent.core import Agent, tau_display
+from ffs.agent.metrics import Metrics
 from ffs.agent.matrix import MatrixError, diff_matrices, parse_matrix, parse_matrix_text
 from ffs.allocator import allocate
 from ffs.driver.base import DriverError
@@ -62,7 +63,7 @@ class AgentService:
         self.lock = threading.RLock()
         self.stop_event = threading.Event()
         self.api: ControlServer | None = None
-        self.metrics = None
+        self.metrics: Metrics | None = None
         self.handlers: dict[str, Callable[[dict[str, Any], Peer | str], Any]] = {
             "status": self._status,
             "tau_show": self._tau_show,
@@ -171,8 +172,6 @@ class AgentService:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: self.stop_event.set())
         if self.config.metrics_port:
-            from ffs.agent.metrics import Metrics
-
             self.metrics = Metrics(self.config.metrics_port, self.config.metrics_address)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_address, self.config.metrics_port)
         self.agent.min_interval_s = self.config.period_s / 2

@@ -11,7 +11,8 @@ import time
 
 import click
 
-from ffs.agent.core import Agent, MatrixError
+from ffs.agent.core import Agent
+from ffs.agent.matrix import MatrixError
 from ffs.agent.owner import OwnerError, take_ownership
 from ffs.agent.program import LpfConfig, derive_lpf_time_constant_ns
 from ffs.agent.service import AgentService, ServiceConfig

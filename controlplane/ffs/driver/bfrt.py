@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from ffs import p4names as N
 from ffs.ports import PortSpec, PortState
 from ffs.driver.base import Driver, DriverError
-from ffs.entries import CounterValue, Exact, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
+from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
 
 PORT_MD_ALIASES = (N.PORT_METADATA.name, "$PORT_METADATA")
 PORT_MD_FIELDS = frozenset(name for name, _ in N.PORT_METADATA.fields)
@@ -252,7 +252,8 @@ class BfrtDriver(Driver):
     def _read(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> list[Any]:
         """A read, drained inside the wrapping: the client returns a generator over the Read stream
         and raises the switch's errors (and a passed deadline) only while it is iterated."""
-        return self._call(what, lambda: list(fn(*args, **kw)))
+        out: list[Any] = self._call(what, lambda: list(fn(*args, **kw)))
+        return out
 
     # -- tables --------------------------------------------------------------------------------
     def _key(self, t: Any, entry: TableEntry) -> Any:
@@ -319,7 +320,7 @@ class BfrtDriver(Driver):
         port_md = table in PORT_MD_ALIASES
         for data, key in self._read(table, t.entry_get, self.target, None, {"from_hw": False}):
             kd, dd = key.to_dict(), data.to_dict()
-            kv = {}
+            kv: dict[str, KeyValue] = {}
             prio = 0
             for name, v in kd.items():
                 if name == "$MATCH_PRIORITY":
@@ -358,7 +359,7 @@ class BfrtDriver(Driver):
                 pass
 
     # -- counters, registers, LPFs -------------------------------------------------------------
-    def _indexed(self, name: str, index_field: str, indices: Iterable[int] | None, sync: str) -> list[tuple[int, dict]]:
+    def _indexed(self, name: str, index_field: str, indices: Iterable[int] | None, sync: str) -> list[tuple[int, dict[str, Any]]]:
         t = self._table(name)
         idx = None if indices is None else list(indices)
         from_hw = idx is not None and len(idx) <= self.hw_read_max_indices

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -162,10 +162,10 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
         queues.setdefault(dport, EgressQueue(dcap, max(3 * ip_size, int(dcap * queue_ms / 8e3))))
         st.append(_FlowState(f, port, snd, Receiver(), frames, cap, np.zeros(nb), np.zeros(nb),
                              [(f.start_s, ctl.rate(f.start_s))]))
-    heap: list[tuple[float, int, int, int, object]] = []
+    heap: list[tuple[float, int, int, int, Any]] = []
     order = 0
 
-    def push(t: float, kind: int, k: int, data: object = None) -> None:
+    def push(t: float, kind: int, k: int, data: Any = None) -> None:
         nonlocal order
         order += 1
         heapq.heappush(heap, (t, order, kind, k, data))
@@ -209,9 +209,10 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
             if t != s.wake:
                 continue  # superseded
             s.wake = math.inf
-            if snd.done or snd.due(t) is None:
+            due = snd.due(t)
+            if snd.done or due is None:
                 continue
-            if snd.due(t) > t:
+            if due > t:
                 reschedule(k, t)
                 continue
             seq = snd.send(t)
@@ -224,7 +225,7 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
             size = snd.size_of(seq)
             r = pipe.process(s.frames[size], s.port, int(t * 1e9))
             q = queues.get(r.egress_port) if r.egress_port is not None else None
-            if r.egress_port is None or (q is not None and not q.admit(t, size)):
+            if r.egress_port is None or r.frame is None or (q is not None and not q.admit(t, size)):
                 s.drops += 1
                 s.drop[b] += size
                 continue
