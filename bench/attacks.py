@@ -149,7 +149,7 @@ def live(ip_len: int) -> dict:
     """The dumbbell over veth: h1 at 8 Mb/s, h2 at its 20 Mb/s line rate claiming `ip_len`."""
     import tempfile
 
-    from ffs import p4names as N
+    from ffs import p4names
     from ffs.switch.driver import ModelDriver
     from ffs.liverun import live_node
 
@@ -173,7 +173,7 @@ def live(ip_len: int) -> dict:
             drv = ModelDriver(node.switch_address)
             drv.connect(5)
             port = node.topology.node("s1").interfaces["p3"].port
-            malformed = drv.read_counters(N.MALFORMED.name, [port])[port].packets
+            malformed = drv.read_counters(p4names.MALFORMED.name, [port])[port].packets
             drv.close()
     steady = [x["rates_bps"] for x in lines if 2 <= x["t"] <= 6]
     well = sum(r.get("10.0.1.1", 0) for r in steady) / len(steady)

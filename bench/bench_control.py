@@ -102,7 +102,7 @@ def bench_switch(readers: int, seconds: float, rate: float) -> dict:
     from ffs.switch.fast import new_pipeline
     from ffs.switch.server import serve
     from ffs.topology import load
-    from ffs import p4names as N
+    from ffs import p4names
 
     pipeline = new_pipeline(1, "auto")
     ctl = SwitchControl(pipeline)
@@ -141,7 +141,7 @@ def bench_switch(readers: int, seconds: float, rate: float) -> dict:
         d.connect(timeout_s=10)
         while not stop.is_set():
             d.read_table(biggest)
-            d.read_counters(N.PAIR_BYTES.name)  # all 4096 cells
+            d.read_counters(p4names.PAIR_BYTES.name)  # all 4096 cells
             reads[0] += 1
         d.close()
 

@@ -55,24 +55,24 @@ def trace_bench(engine: str, topology: str, seconds: float) -> dict:
 
 def process_bench(engine: str, packets: int) -> dict:
     """Pipeline.process called from Python per frame (what live mode does), FFS path, γ < 1."""
-    from ffs import tables as T
+    from ffs import tables
     from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
     from ffs.switch.driver import LocalDriver
     from ffs.frames import ipv4_frame, shim
-    from ffs import constants as C
-    from ffs import p4names as N
+    from ffs import constants
+    from ffs import p4names
     from ffs.switch.fast import new_pipeline
 
     p = new_pipeline(1, engine)
     d = LocalDriver(p)
-    d.write(T.static_updates() + [
-        Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 1, "insert": 0})),
-        Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
-        Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 0, "lm": 3000})),
-        Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress", T.egress_params(1.5, True, 0.9))),
+    d.write(tables.static_updates() + [
+        Update("insert", TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 1, "insert": 0})),
+        Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
+        Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 0, "lm": 3000})),
+        Update("insert", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress", tables.egress_params(1.5, True, 0.9))),
     ])
-    d.set_lpf_spec(N.F_LPF.name, [0], LpfSpec("RATE", 1e6, 1e6, 4))
-    frame = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(0x8100, C.FLAG_RI))
+    d.set_lpf_spec(p4names.F_LPF.name, [0], LpfSpec("RATE", 1e6, 1e6, 4))
+    frame = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(0x8100, constants.FLAG_RI))
     process = p.process
     t0 = time.process_time()
     kept = 0

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "controlplane"))
 
-from ffs import p4names as N  # noqa: E402
+from ffs import p4names  # noqa: E402
 from ffs.agent.core import Agent  # noqa: E402
 from ffs.switch.driver import ModelDriver  # noqa: E402
 from ffs.liverun import live_node  # noqa: E402
@@ -110,7 +110,7 @@ def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path) -> lis
             d = ModelDriver(node.switch_address)
             d.connect(timeout_s=10)
             Agent(d, node.topology, node.plan.node).install()
-            d.clear_table(N.PAIRS.name)
+            d.clear_table(p4names.PAIRS.name)
             d.close()
         out = []
         for c1, c2 in itertools.combinations_with_replacement(ccas, 2):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.agent.state import StateStore
@@ -31,9 +31,9 @@ def dump(driver) -> str:
     """Everything the control plane can write, as one canonical JSON text: every table's entries and
     default entry, the port metadata, every LPF index's spec. Equal texts = byte-for-byte the same state."""
     out = {t.name: {"entries": [wire.entry_to_json(e) for e in driver.read_table(t.name)],
-                    "default": wire.entry_to_json(driver.read_default(t.name))} for t in N.TABLES}
-    out["ports"] = [wire.entry_to_json(e) for e in driver.read_table(N.PORT_METADATA.name)]
-    out["lpf"] = [wire.lpf_to_json(driver.read_lpf_spec(N.F_LPF.name, i)) for i in range(N.F_LPF.size)]
+                    "default": wire.entry_to_json(driver.read_default(t.name))} for t in p4names.TABLES}
+    out["ports"] = [wire.entry_to_json(e) for e in driver.read_table(p4names.PORT_METADATA.name)]
+    out["lpf"] = [wire.lpf_to_json(driver.read_lpf_spec(p4names.F_LPF.name, i)) for i in range(p4names.F_LPF.size)]
     return json.dumps(out, sort_keys=True)
 
 

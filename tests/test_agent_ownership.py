@@ -14,7 +14,7 @@ import time
 import pytest
 from test_agent_process import DUMBBELL, start_agent
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.agent.api import call
 from ffs.agent.state import StateError, StateStore
 from ffs.switch.control import SwitchControl
@@ -62,7 +62,7 @@ def test_second_agent_is_refused_and_the_first_keeps_working(tmp_path, switch):
     ctl, address = switch
     first = start_agent(tmp_path, address)
     try:
-        before = ctl.read_table(N.PAIRS.name)
+        before = ctl.read_table(p4names.PAIRS.name)
         second = subprocess.run([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
                                  f"--switch={address}", f"--socket={tmp_path}/other.sock", f"--state-dir={tmp_path}/state2",
                                  "--connect-timeout=2"], capture_output=True, text=True, timeout=30)
@@ -79,7 +79,7 @@ def test_second_agent_is_refused_and_the_first_keeps_working(tmp_path, switch):
         r = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
                             "--ingress", "p1", "--egress", "p3", "--rate", "4Mbps"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-        assert ctl.read_table(N.PAIRS.name) != before  # the first agent still writes the switch
+        assert ctl.read_table(p4names.PAIRS.name) != before  # the first agent still writes the switch
     finally:
         _stop(first)
     # once the owner is gone (however it went), the next agent takes over
@@ -91,13 +91,13 @@ def test_out_of_band_clear_is_repaired_on_the_check_period(tmp_path, switch):
     ctl, address = switch
     agent = start_agent(tmp_path, address, "--check-period-s=0.5")
     try:
-        want = ctl.read_table(N.PAIRS.name)
+        want = ctl.read_table(p4names.PAIRS.name)
         assert want
-        ctl.clear_table(N.PAIRS.name)  # a local user's clear_table('pairs') over the control service
+        ctl.clear_table(p4names.PAIRS.name)  # a local user's clear_table('pairs') over the control service
         end = time.monotonic() + 5
-        while time.monotonic() < end and ctl.read_table(N.PAIRS.name) != want:
+        while time.monotonic() < end and ctl.read_table(p4names.PAIRS.name) != want:
             time.sleep(0.1)
-        assert ctl.read_table(N.PAIRS.name) == want
+        assert ctl.read_table(p4names.PAIRS.name) == want
     finally:
         _stop(agent)
     log = (tmp_path / "agent.log").read_text()

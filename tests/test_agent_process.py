@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ffs import p4names as N
-from ffs import tables as T
+from ffs import p4names
+from ffs import tables
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import LpfConfig
 from ffs.switch.driver import ModelDriver
@@ -47,7 +47,7 @@ def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
 
 
 def pair_lm(driver) -> dict:
-    return {(e.key["ingress_port"].value, e.key["egress_port"].value): T.lm_of(e.params) for e in driver.read_table(N.PAIRS.name)}
+    return {(e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params) for e in driver.read_table(p4names.PAIRS.name)}
 
 
 def test_killed_agent_restores_the_applied_matrix(tmp_path):
@@ -62,12 +62,12 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
                             "--ingress", "p1", "--egress", "p3", "--rate", "2Mbps"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         lpf = LpfConfig().for_node(load(DUMBBELL).node("s1"))  # the estimator as the agent sizes it
-        assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)
+        assert pair_lm(drv)[(1, 3)] == tables.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)
         os.kill(agent.pid, signal.SIGKILL)
         agent.wait(timeout=5)
-        drv.clear_table(N.PAIRS.name)  # whatever happened to the switch meanwhile
+        drv.clear_table(p4names.PAIRS.name)  # whatever happened to the switch meanwhile
         agent = start_agent(tmp_path, switch)
-        assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)  # restored from the state dir, not the topology's 10 Mbps
+        assert pair_lm(drv)[(1, 3)] == tables.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)  # restored from the state dir, not the topology's 10 Mbps
         shown = call(tmp_path / "agent.sock", {"op": "matrix_show"})
         assert shown["fairness"]["p3"]["p1"] == pytest.approx(2e6)
         log = (tmp_path / "agent.log").read_text()
@@ -76,7 +76,7 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
         agent.terminate()
         agent.wait(timeout=10)
         agent = start_agent(tmp_path, switch, "--from-topology")
-        assert pair_lm(drv)[(1, 3)] == T.lm_code(10e6, lpf.time_constant_ns, lpf.scale_down)
+        assert pair_lm(drv)[(1, 3)] == tables.lm_code(10e6, lpf.time_constant_ns, lpf.scale_down)
         assert call(tmp_path / "agent.sock", {"op": "matrix_show"})["fairness"]["p3"]["p1"] == pytest.approx(10e6)
         assert "--from-topology: the saved" in (tmp_path / "agent.log").read_text()
     finally:

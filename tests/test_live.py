@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.allocator import allocate
 from ffs.entries import Exact, TableEntry, Update
 from ffs.switch.driver import ModelDriver
@@ -61,7 +61,7 @@ def test_live_isolation_and_shim_on_the_wire(live):
     # now stop stripping at p3: the shim the switch inserted reaches h3 as IP protocol 253
     drv = ModelDriver(live.switch_address)
     drv.connect(timeout_s=5)
-    drv.write([Update("delete", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(3)}))])
+    drv.write([Update("delete", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(3)}))])
     cap = subprocess.Popen(["ip", "netns", "exec", plan.host("h3").netns, sys.executable, "-c", CAPTURE],
                            stdout=subprocess.PIPE, text=True)
     time.sleep(0.5)

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import TOPOLOGIES, requires_root
-from ffs import p4names as N
+from ffs import p4names
 from ffs.switch.driver import ModelDriver
 from ffs.liverun import live_node
 
@@ -61,8 +61,8 @@ def lies_counted(live) -> tuple[int, dict[int, int]]:
     drv.connect(5)
     try:
         port3 = live.topology.node("s1").interfaces["p3"].port
-        malformed = drv.read_counters(N.MALFORMED.name, [port3])[port3].packets
-        return malformed, {i: v.packets for i, v in drv.read_counters(N.PAIR_MALFORMED.name).items() if v.packets}
+        malformed = drv.read_counters(p4names.MALFORMED.name, [port3])[port3].packets
+        return malformed, {i: v.packets for i, v in drv.read_counters(p4names.PAIR_MALFORMED.name).items() if v.packets}
     finally:
         drv.close()
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 from scapy.layers.inet import IP, UDP
 
-from ffs import constants as C
+from ffs import constants
 from ffs import traffic
 from ffs.frames import shim
 from ffs.labels import encode
@@ -16,9 +16,9 @@ from ffs.scapy_ffs import FFS
 
 
 def test_shim_datagram_is_exact():
-    d = traffic.ffs_datagram(100, 0x8080, C.FLAG_RI, 4000, 5001)
+    d = traffic.ffs_datagram(100, 0x8080, constants.FLAG_RI, 4000, 5001)
     assert len(d) == 100 - 20
-    assert d[:8] == shim(0x8080, C.FLAG_RI, 17, C.CODE_MAX, 0)
+    assert d[:8] == shim(0x8080, constants.FLAG_RI, 17, constants.CODE_MAX, 0)
     assert d[8:16] == bytes([0x0F, 0xA0, 0x13, 0x89, 0x00, 72, 0, 0])  # ports, UDP length 8 + 64, no checksum
     assert d[16:] == bytes(64)
     p = IP(bytes(IP(src="10.0.1.1", dst="10.0.3.1", proto=253) / d))
@@ -84,6 +84,6 @@ def test_a_lying_frame_is_exact(label):
     if label is None:
         assert p.proto == 17 and f[34:38] == bytes([0x0F, 0xA0, 0x13, 0x89])
     else:  # the shim lies outside the 20 bytes claimed: the switch's parser drops it (spec §2)
-        assert p.proto == C.IP_PROTO_FFS and f[34:42] == shim(label, 0, 17, C.CODE_MAX, 0)
+        assert p.proto == constants.IP_PROTO_FFS and f[34:42] == shim(label, 0, 17, constants.CODE_MAX, 0)
     small = traffic.lying_frame("10.0.2.1", "10.0.3.1", src_mac, dst_mac, 28, 0, None, 0, 1, 2)
     assert len(small) == 60 and parse(small).l3_len == 0  # padded to the Ethernet minimum

@@ -10,7 +10,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from ffs import constants as C
+from ffs import constants
 from ffs.agent.core import Agent
 from ffs.allocator import allocate
 from ffs.cli.switch import main as switch_cli
@@ -51,7 +51,7 @@ def _table2_arrivals(duration_s: float, seed: int):
     dst = "10.0.3.1"
     labels = {"s1": (1, 3 / 6, 3e9), "s2": (1, 4 / 1, 4e9), "s3": (2, 16 / 8, 16e9)}  # port, r/f, demand
     return trace.merge(*(
-        trace.stream_arrivals(port, ipv4_frame(f"10.0.{k}.1", dst, 1250, shim(encode(rf), C.FLAG_RI)), rate * 1264 / 1250,
+        trace.stream_arrivals(port, ipv4_frame(f"10.0.{k}.1", dst, 1250, shim(encode(rf), constants.FLAG_RI)), rate * 1264 / 1250,
                               0.0, duration_s, stream=name, seed=seed + k)
         for k, (name, (port, rf, rate)) in enumerate(labels.items())
     ))

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.allocator import allocate
@@ -96,7 +96,7 @@ def run_scenario(
     for a in agents.values():
         a.install()
         if scheme != "ffs":  # FFS off: forwarding only (every pair bypassed, gamma never applied)
-            a.driver.clear_table(N.PAIRS.name)
+            a.driver.clear_table(p4names.PAIRS.name)
     # every egress that carries streams has a FIFO at its line rate behind the FFS decision
     queues: dict[tuple[str, int], trace.EgressQueue] = {}
     for s in topo.streams:

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import IO
 
-from ffs import constants as C
+from ffs import constants
 from ffs.frames import ipv4_checksum, shim
 from ffs.labels import encode
 from ffs.units import parse_rate
@@ -116,9 +116,9 @@ class SendReport:
 def ffs_datagram(size: int, rf_code: int, flags: int, sport: int, dport: int) -> bytes:
     """What follows the IPv4 header of a `size`-byte packet with the shim: shim, UDP header, zeros.
     The UDP checksum is 0 (none, legal over IPv4), so stripping the shim leaves a valid datagram."""
-    data = size - IP_HDR - C.SHIM_LEN - UDP_HDR
+    data = size - IP_HDR - constants.SHIM_LEN - UDP_HDR
     if data < 0:
-        raise TrafficError(f"--size {size} is smaller than IPv4 + shim + UDP headers ({IP_HDR + C.SHIM_LEN + UDP_HDR})")
+        raise TrafficError(f"--size {size} is smaller than IPv4 + shim + UDP headers ({IP_HDR + constants.SHIM_LEN + UDP_HDR})")
     return shim(rf_code, flags, 17) + struct.pack("!HHHH", sport, dport, UDP_HDR + data, 0) + bytes(data)
 
 
@@ -130,7 +130,7 @@ def open_sender(dst: str, port: int, size: int, rf_code: int | None, flags: int,
         datagram = bytes(size - IP_UDP)
     else:  # raw IP protocol 253: the kernel adds the IPv4 header, we write shim + UDP
         try:
-            s = socket.socket(socket.AF_INET, socket.SOCK_RAW, C.IP_PROTO_FFS)
+            s = socket.socket(socket.AF_INET, socket.SOCK_RAW, constants.IP_PROTO_FFS)
         except PermissionError:
             raise TrafficError("sending with the FFS shim needs a raw socket: run as root (or with CAP_NET_RAW)") from None
         datagram = ffs_datagram(size, rf_code, flags, sport or 4000, port)
@@ -179,7 +179,7 @@ def lying_frame(src: str, dst: str, src_mac: bytes, dst_mac: bytes, size: int, i
     if rf_code is None:
         body, proto = struct.pack("!HHHH", sport, dport, size - IP_UDP, 0) + bytes(size - IP_UDP), 17
     else:
-        body, proto = ffs_datagram(size, rf_code, flags, sport, dport), C.IP_PROTO_FFS
+        body, proto = ffs_datagram(size, rf_code, flags, sport, dport), constants.IP_PROTO_FFS
     hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, 0x4000, 64, proto, 0,
                                 ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed))
     hdr[10:12] = struct.pack("!H", ipv4_checksum(hdr))
@@ -242,7 +242,7 @@ def recv(port: int, interval_s: float, duration_s: float, out: IO[str] = sys.std
     socks = [udp]
     if ffs:
         try:
-            raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, C.IP_PROTO_FFS)
+            raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, constants.IP_PROTO_FFS)
         except PermissionError:
             raise TrafficError("--ffs needs a raw socket: run as root (or with CAP_NET_RAW)") from None
         raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
@@ -297,7 +297,7 @@ def _label_code(text: str | None) -> int | None:
     try:
         if text.lower().startswith("0x"):
             code = int(text, 16)
-            if not 0 <= code <= C.CODE_MAX:
+            if not 0 <= code <= constants.CODE_MAX:
                 raise ValueError
             return code
         x = float(text)
@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.ip_len is not None and not 0 <= args.ip_len <= 0xFFFF:
                 raise TrafficError(f"--ip-len must be 0..65535 (the IPv4 total length field), got {args.ip_len}")
             rep = send(args.dst, args.port, parse_rate(args.rate), args.size, args.duration,
-                       rf_code=_label_code(args.label), flags=C.FLAG_RI if args.ri else 0, sport=args.sport,
+                       rf_code=_label_code(args.label), flags=constants.FLAG_RI if args.ri else 0, sport=args.sport,
                        ip_len=args.ip_len)
             print(json.dumps(rep.to_json(args.size)))
         else:

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.agent.frontpanel import FrontPanel, PortStatus
 from ffs.agent.matrix import MatrixError, diff_matrices, validate_matrix
 from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of, short_action
@@ -43,7 +43,7 @@ log = logging.getLogger("ffs.agent")
 WRAP = 1 << 64
 ZERO = CounterValue(0, 0)
 # the tables the agent writes (and so reads back and repairs); constant tables are the program's
-OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in N.TABLES if not t.const_entries) + (N.PORT_METADATA.name,)
+OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in p4names.TABLES if not t.const_entries) + (p4names.PORT_METADATA.name,)
 # the generated lookup tables (spec §5): thousands of immutable entries. Reading one back costs the
 # software switch up to ~170 ms of CPU, which stalls its packet loop, so a restart on the same
 # program skips them and the slow check reads one of them now and then, in turn
@@ -140,7 +140,7 @@ class Agent:
         *,
         lpf: LpfConfig = LpfConfig(),
         tau_params: TauParams = TauParams(),
-        frame_overhead_bytes: int = C.ETH_HDR_LEN + C.FCS_LEN,
+        frame_overhead_bytes: int = constants.ETH_HDR_LEN + constants.FCS_LEN,
         store: StateStore | None = None,
         quarantine_s: float = 10.0,
         quarantine_fraction: float = 0.01,
@@ -243,15 +243,15 @@ class Agent:
         if self.quarantine.seconds <= 0:
             return
         shared = {pid for pid, u in self._pair_updates("insert").items() if u.entry.params["nlm"]}
-        self.quarantine.resume(self.driver.read_table(N.PAIRS.name), shared, now_s)
+        self.quarantine.resume(self.driver.read_table(p4names.PAIRS.name), shared, now_s)
 
     def _held_taus(self) -> dict[str, EgressTau]:
         """τ per managed egress as the switch's set_egress entries hold it (spec §5.3: ltau = code(τ)
         while congested; an uncongested entry carries no τ and reads as EgressTau(1.0, False))."""
         ports = {self.node.interfaces[e].port: e for e in self.fairness}
         out = {}
-        for entry in self.driver.read_table(N.EGRESS_PARAMS.name):
-            k = entry.key.get(N.EGRESS_PARAMS.keys[0].name)
+        for entry in self.driver.read_table(p4names.EGRESS_PARAMS.name):
+            k = entry.key.get(p4names.EGRESS_PARAMS.keys[0].name)
             e = ports.get(k.value) if isinstance(k, Exact) else None
             if e is None or short_action(entry.action) != "set_egress":
                 continue
@@ -313,9 +313,9 @@ class Agent:
                     deletes.append(Update("delete", e))
             for k, e in desired.items():
                 h = held.get(k)
-                if table == N.EGRESS_PARAMS.name:
+                if table == p4names.EGRESS_PARAMS.name:
                     if h is None or short_action(h.action) != short_action(e.action) or set(h.params) != set(e.params):
-                        eg = self._egress_of_port(exact_value(e.key[N.EGRESS_PARAMS.keys[0].name]))
+                        eg = self._egress_of_port(exact_value(e.key[p4names.EGRESS_PARAMS.keys[0].name]))
                         params = egress_action_params(self.taus.get(eg, EgressTau()), 0.0, self.target(eg))
                         puts.append(Update("insert" if h is None else "modify", dataclasses.replace(e, params=params)))
                 elif h is None:
@@ -343,13 +343,13 @@ class Agent:
         """Every LPF index gets the spec (so a matrix change that adds pairs needs no LPF write and
         stays one atomic batch); rewritten only if an index in use holds another spec."""
         spec = self.lpf.spec()
-        probe = sorted({0, N.F_LPF.size - 1, *(p.pid for p in self.pairs())})
+        probe = sorted({0, p4names.F_LPF.size - 1, *(p.pid for p in self.pairs())})
         try:
-            if all(spec.matches(self.driver.read_lpf_spec(N.F_LPF.name, i)) for i in probe):
+            if all(spec.matches(self.driver.read_lpf_spec(p4names.F_LPF.name, i)) for i in probe):
                 return 0
         except (DriverError, KeyError, ValueError):
             pass  # a spec that cannot be read back (never written on this target) is written
-        self.driver.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), spec)
+        self.driver.set_lpf_spec(p4names.F_LPF.name, range(p4names.F_LPF.size), spec)
         return 1
 
     def check(self) -> int:
@@ -382,12 +382,12 @@ class Agent:
         and updates τ like any other (a restart does not skip a τ step)."""
         pids = [p.pid for p in self.pairs()]
         ports = self._egress_ports()
-        self._measure("O", N.OFFERED.name, ports, now_s)
-        self._measure("A", N.ACCEPTED.name, ports, now_s)
-        self._measure("X", N.MALFORMED.name, ports, now_s)
-        self._measure("R", N.PAIR_BYTES.name, pids, now_s)
-        self._measure("D", N.PAIR_DROPS.name, pids, now_s)
-        self._measure("M", N.PAIR_MALFORMED.name, pids, now_s)
+        self._measure("O", p4names.OFFERED.name, ports, now_s)
+        self._measure("A", p4names.ACCEPTED.name, ports, now_s)
+        self._measure("X", p4names.MALFORMED.name, ports, now_s)
+        self._measure("R", p4names.PAIR_BYTES.name, pids, now_s)
+        self._measure("D", p4names.PAIR_DROPS.name, pids, now_s)
+        self._measure("M", p4names.PAIR_MALFORMED.name, pids, now_s)
         self._last_telemetry = now_s if now_s is not None else time.monotonic()
 
     def _measure(self, name: str, counter: str, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
@@ -425,9 +425,9 @@ class Agent:
         virtual = now_s
         now_s = time.monotonic() if now_s is None else now_s
         ports = self._egress_ports()
-        offered, dt = self._measure("O", N.OFFERED.name, ports, virtual)
-        a, dt_a = self._measure("A", N.ACCEPTED.name, ports, virtual)
-        bad, _ = self._measure("X", N.MALFORMED.name, ports, virtual)
+        offered, dt = self._measure("O", p4names.OFFERED.name, ports, virtual)
+        a, dt_a = self._measure("A", p4names.ACCEPTED.name, ports, virtual)
+        bad, _ = self._measure("X", p4names.MALFORMED.name, ports, virtual)
         quarantine = self._release_quarantine(now_s)
         lied = any(v.packets for v in bad.values())
         if lied or now_s - self._last_telemetry >= self.telemetry_period_s or not self._pair_status:
@@ -458,7 +458,7 @@ class Agent:
             batch = []
         if quarantine or batch:
             self.driver.write(quarantine + batch)
-            self._pushed.update({exact_value(u.entry.key[N.EGRESS_PARAMS.keys[0].name]): u.entry.params for u in batch})
+            self._pushed.update({exact_value(u.entry.key[p4names.EGRESS_PARAMS.keys[0].name]): u.entry.params for u in batch})
             if self.store is not None:
                 self.store.save_taus(self.node.name, self.taus)
         self.snapshot = snap
@@ -469,12 +469,12 @@ class Agent:
         metrics and the quarantine, whose set_pair changes it returns."""
         pairs = self.pairs()
         pids = [p.pid for p in pairs]
-        r, dt = self._measure("R", N.PAIR_BYTES.name, pids, virtual)
-        drops, dt_d = self._measure("D", N.PAIR_DROPS.name, pids, virtual)
-        lies, _ = self._measure("M", N.PAIR_MALFORMED.name, pids, virtual)
-        f_est = self.driver.read_registers(N.F_EST.name, pids)
+        r, dt = self._measure("R", p4names.PAIR_BYTES.name, pids, virtual)
+        drops, dt_d = self._measure("D", p4names.PAIR_DROPS.name, pids, virtual)
+        lies, _ = self._measure("M", p4names.PAIR_MALFORMED.name, pids, virtual)
+        f_est = self.driver.read_registers(p4names.F_EST.name, pids)
         node = self.current_node()
-        scale_down = C.LPF_SCALE_DOWN if self.lpf.scale_down is None else self.lpf.scale_down  # sized in __init__
+        scale_down = constants.LPF_SCALE_DOWN if self.lpf.scale_down is None else self.lpf.scale_down  # sized in __init__
         status: list[PairStatus] = []
         drops_by_egress: dict[str, tuple[float, int]] = {}
         for p in pairs:

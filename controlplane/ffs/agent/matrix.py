@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any, Dict
 
-from ffs import constants as C
+from ffs import constants
 from ffs.safeload import LoadError, YamlDoc, read_text
 from ffs.shares import share_problem
 from ffs.topology import Node
@@ -98,8 +98,8 @@ def validate_matrix(node: Node, fairness: object) -> Matrix:
         if total > limit * (1 + 1e-9):
             what = "target" if e in node.targets else "capacity"
             raise MatrixError(f"entries toward {e} sum to {format_rate(total)}, above its {what} {format_rate(limit)}")
-    if len(ifs) ** 2 > C.NUM_PAIRS:
-        raise MatrixError(f"node {node.name}: {len(ifs)} interfaces need more than {C.NUM_PAIRS} pairs")
+    if len(ifs) ** 2 > constants.NUM_PAIRS:
+        raise MatrixError(f"node {node.name}: {len(ifs)} interfaces need more than {constants.NUM_PAIRS} pairs")
     return out
 
 

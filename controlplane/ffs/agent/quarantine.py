@@ -13,7 +13,7 @@ import dataclasses
 import logging
 from typing import Iterable
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.agent.program import Pair, short_action
 from ffs.entries import CounterValue, TableEntry, Update
 from ffs.tables import pair_params
@@ -48,7 +48,7 @@ class Quarantine:
         """A set_pair entry of a quarantined pair carries lm = 0 (no share); everything else passes
         unchanged."""
         e = u.entry
-        if e.table != N.PAIRS.name or u.kind == "delete" or e.params.get("pid") not in self.until:
+        if e.table != p4names.PAIRS.name or u.kind == "delete" or e.params.get("pid") not in self.until:
             return u
         return dataclasses.replace(u, entry=dataclasses.replace(e, params=pair_params(e.params["pid"], 0)))
 

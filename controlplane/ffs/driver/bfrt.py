@@ -29,13 +29,13 @@ import sys
 import time
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.ports import PortSpec, PortState
 from ffs.driver.base import Driver, DriverError
 from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
 
-PORT_MD_ALIASES = (N.PORT_METADATA.name, "$PORT_METADATA")
-PORT_MD_FIELDS = frozenset(name for name, _ in N.PORT_METADATA.fields)
+PORT_MD_ALIASES = (p4names.PORT_METADATA.name, "$PORT_METADATA")
+PORT_MD_FIELDS = frozenset(name for name, _ in p4names.PORT_METADATA.fields)
 COUNTER_WRAP = 1 << 64
 CLIENT_LOGGER = "bfruntime_grpc_client"  # the client module's own logger (it adds a raw StreamHandler)
 
@@ -162,7 +162,7 @@ class BfrtDriver(Driver):
     up to this many indices are read from the hardware and anything larger after a Sync."""
 
     def __init__(self, address: str = "localhost:50052", device_id: int = 0, client_id: int = 1,
-                 program: str = N.P4_NAME, rpc_timeout_s: float = 10.0,
+                 program: str = p4names.P4_NAME, rpc_timeout_s: float = 10.0,
                  write_timeout_per_update_s: float = 0.005, hw_read_max_indices: int = 64) -> None:
         self.gc = import_bfrt_grpc()
         self.address = address
@@ -235,7 +235,7 @@ class BfrtDriver(Driver):
     def _table(self, name: str) -> Any:
         self._require()
         if name in PORT_MD_ALIASES:
-            name = N.PORT_METADATA.name
+            name = p4names.PORT_METADATA.name
         try:
             return self.info.table_get(name)
         except Exception as e:  # noqa: BLE001
@@ -337,7 +337,7 @@ class BfrtDriver(Driver):
             dd.pop("is_default_entry", None)
             # $PORT_METADATA also reads back the compiler's padding of the port-metadata header
             params = {k: v for k, v in dd.items() if not k.startswith("$") and (not port_md or k in PORT_MD_FIELDS)}
-            out.append(TableEntry(N.PORT_METADATA.name if port_md else table, kv, action, params, prio))
+            out.append(TableEntry(p4names.PORT_METADATA.name if port_md else table, kv, action, params, prio))
         return sorted(out, key=lambda e: (sorted((k, repr(v)) for k, v in e.key.items()), e.priority))
 
     def read_default(self, table: str) -> TableEntry:

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ffs import constants as C
+from ffs import constants
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.switch.driver import LocalDriver
@@ -157,7 +157,7 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
         dport, dst_ip, dcap = _host_port(topo, node, f.dst)
         ctl = f.controller(cap, f.start_s) if f.controller else default_controller(f.scheme, cap, f.start_s, settle_s, period_s)
         snd = Sender(f.size_bytes, payload, ctl, xfer=k + 1)
-        frames = {sz: ipv4_frame(src_ip, dst_ip, sz, shim(C.CODE_ONE, C.FLAG_RI, 17))
+        frames = {sz: ipv4_frame(src_ip, dst_ip, sz, shim(constants.CODE_ONE, constants.FLAG_RI, 17))
                   for sz in {snd.size_of(0), snd.size_of(snd.npkts - 1)}}
         queues.setdefault(dport, EgressQueue(dcap, max(3 * ip_size, int(dcap * queue_ms / 8e3))))
         st.append(_FlowState(f, port, snd, Receiver(), frames, cap, np.zeros(nb), np.zeros(nb),

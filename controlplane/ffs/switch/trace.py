@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from ffs import constants as C
+from ffs import constants
 from ffs.frames import ipv4_frame, lie_ip_len, shim
 from ffs.driver.base import Driver
 from ffs.labels import encode
@@ -107,7 +107,7 @@ def streams_from_topology(topo: Topology, duration_s: float) -> list[TraceStream
         dst = destination_for(topo, s)
         src = f"10.{200 + k // 250}.{k % 250}.1"
         first = s.path[0]
-        ffs = shim(encode(s.rf), C.FLAG_RI) if s.labelled else None
+        ffs = shim(encode(s.rf), constants.FLAG_RI) if s.labelled else None
         frame = ipv4_frame(src, dst, s.packet_size, ffs)
         if s.ip_len is not None:  # the frame keeps its real size (pacing, queues, delivered bytes)
             frame = lie_ip_len(frame, s.ip_len)
