@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from ffs import p4names
+from ffs.agent.api import ApiError, call
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.agent.state import StateStore
@@ -62,3 +66,20 @@ def wide_topology(tmp: Path, ports: int) -> Path:
     path = tmp / f"wide{ports}.yaml"
     path.write_text(wide_text(ports))
     return path
+
+
+def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
+                          f"--switch={switch}", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state", "--period-ms=50",
+                          "--lpf-time-constant-us=1000",
+                          *extra],
+                         stdout=subprocess.DEVNULL, stderr=open(tmp / "agent.log", "a"))
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        try:
+            call(tmp / "agent.sock", {"op": "status"})
+            return p
+        except ApiError:
+            time.sleep(0.1)
+    p.kill()
+    raise AssertionError((tmp / "agent.log").read_text()[-800:])

@@ -12,7 +12,7 @@ import threading
 import time
 
 import pytest
-from test_agent_process import DUMBBELL, start_agent
+from agentkit import DUMBBELL, start_agent
 
 from ffs import p4names
 from ffs.agent.api import call
@@ -22,10 +22,7 @@ from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
 
 
-@pytest.fixture(autouse=True)
-def _private_locks(tmp_path, monkeypatch):
-    """Owner locks of this test's agents in its own directory (FFS_RUN_DIR), not in /run/ffs."""
-    monkeypatch.setenv("FFS_RUN_DIR", str(tmp_path / "run"))
+pytestmark = pytest.mark.usefixtures("private_locks")
 
 
 class HangingControl(SwitchControl):

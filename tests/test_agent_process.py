@@ -5,14 +5,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
+from agentkit import DUMBBELL, start_agent
 
 from ffs import p4names
 from ffs import tables
-from ffs.agent.api import ApiError, call
+from ffs.agent.api import call
 from ffs.agent.program import LpfConfig
 from ffs.switch.driver import ModelDriver
 from ffs.switch.control import SwitchControl
@@ -20,30 +19,7 @@ from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
 from ffs.topology import load
 
-DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
-
-
-@pytest.fixture(autouse=True)
-def _private_locks(tmp_path, monkeypatch):
-    """Owner locks of this test's agents in its own directory (FFS_RUN_DIR), not in /run/ffs."""
-    monkeypatch.setenv("FFS_RUN_DIR", str(tmp_path / "run"))
-
-
-def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
-                          f"--switch={switch}", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state", "--period-ms=50",
-                          "--lpf-time-constant-us=1000",
-                          *extra],
-                         stdout=subprocess.DEVNULL, stderr=open(tmp / "agent.log", "a"))
-    end = time.monotonic() + 30
-    while time.monotonic() < end:
-        try:
-            call(tmp / "agent.sock", {"op": "status"})
-            return p
-        except ApiError:
-            time.sleep(0.1)
-    p.kill()
-    raise AssertionError((tmp / "agent.log").read_text()[-800:])
+pytestmark = pytest.mark.usefixtures("private_locks")
 
 
 def pair_lm(driver) -> dict:

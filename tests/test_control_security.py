@@ -20,7 +20,7 @@ from ffs.agent.service import AgentService, ServiceConfig
 from ffs.shares import MIN_SHARE_BPS, MIN_SHARE_FRACTION
 from ffs.topology import TopologyError, load
 from agentkit import DUMBBELL, dump, make_agent
-from test_safeload import laughs
+from hostilekit import laughs
 
 M = 1e6
 
