@@ -4,6 +4,7 @@ careless permissions (docs/control-plane.md)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ from agentkit import DUMBBELL, start_agent
 
 from ffs import p4names
 from ffs.agent.api import call
+from ffs.agent.owner import OwnerError, OwnerLock
 from ffs.agent.state import StateError, StateStore
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
@@ -188,3 +190,23 @@ def test_kill_9_during_matrix_changes_never_leaves_one_unaudited(tmp_path, switc
         assert call(tmp_path / "agent.sock", {"op": "matrix_show"})["fairness"] == saved["fairness"]
     finally:
         _stop(agent)
+
+
+def test_owner_lock_files_go_with_a_clean_stop_and_a_late_opener_starts_over(tmp_path):
+    """A clean release removes the lock file while holding it; an agent that opened the old file just
+    before finds, once it holds the lock, that the path names another file, and locks that one, so
+    two agents never both own the switch."""
+    path = tmp_path / "switch-x.lock"
+    first = OwnerLock()
+    first.acquire(path, "the switch")
+    late = os.open(path, os.O_RDWR)  # a second agent that opened the file just before the release
+    first.close()
+    assert not path.exists()
+    fcntl.flock(late, fcntl.LOCK_EX | fcntl.LOCK_NB)  # it gets the lock of the removed file...
+    second, third = OwnerLock(), OwnerLock()
+    second.acquire(path, "the switch")  # ...but the owner is who locks the file at the path
+    with pytest.raises(OwnerError, match="owned by another ffs-agent"):
+        third.acquire(path, "the switch")
+    assert path.read_text() == f"{os.getpid()}\n" and not second.taken_over
+    second.close()
+    os.close(late)

@@ -137,6 +137,9 @@ def test_after_kill_9_the_next_agent_takes_over_socket_and_locks_in_one_line_eac
     finally:
         agent.terminate()
         assert agent.wait(10) == 0
+    # a clean stop removes the socket and the lock files
+    assert not (tmp_path / "agent.sock").exists() and not (tmp_path / "agent.sock.lock").exists()
+    assert not list((tmp_path / "run").glob("*.lock"))
     log.write_text("")
     agent = start_agent(tmp_path, switch)  # after a clean stop there is nothing to take over
     try:

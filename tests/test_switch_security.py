@@ -17,7 +17,7 @@ from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch import control as control_mod
 from ffs.switch import wire
 from ffs.switch.control import SwitchControl
-from ffs.switch.server import serve
+from ffs.switch.server import serve, stop
 from agentkit import dump
 from switchkit import rig
 
@@ -39,6 +39,21 @@ def test_default_address_is_an_owner_only_unix_socket(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
     assert wire.default_control_address() == "unix:/run/user/1000/ffs/switch.sock"
+
+
+def test_a_clean_stop_removes_the_control_socket_it_bound(ctl, tmp_path):
+    """`ffs-switch run` stopping cleanly leaves no socket behind; a socket a successor bound at the
+    same path since is the successor's, and stays."""
+    sock = tmp_path / "switch.sock"
+    stop(serve(ctl, f"unix:{sock}"))
+    assert not sock.exists()
+    first = serve(ctl, f"unix:{sock}")
+    sock.unlink()
+    second = serve(ctl, f"unix:{sock}")
+    stop(first)
+    assert stat.S_ISSOCK(os.stat(sock).st_mode)  # the second switch's, still served
+    stop(second)
+    assert not sock.exists()
 
 
 def test_socket_mode_does_not_follow_the_umask(ctl, tmp_path):

@@ -179,7 +179,7 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports
     agent.install()
     logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
     AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address, check_period_s)).run()
-    owner.close()  # emptied: the next agent sees a clean stop, not a killed owner
+    owner.close()  # removed: a lock file left behind names an owner that was killed
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from ffs.switch.control import SwitchControl
 from ffs.switch.driver import ModelDriver
 from ffs.switch.fast import new_pipeline
 from ffs.switch.pipeline import Pipeline
-from ffs.switch.server import serve
+from ffs.switch.server import serve, stop
 
 log = logging.getLogger("ffs.switch.live")
 
@@ -308,7 +308,7 @@ def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_f
         sw.run(stats_interval_s)
     finally:
         if server is not None:
-            server.stop(1.0)
+            stop(server)  # its unix socket goes with it
         sw.close()
         if ready_file:
             Path(ready_file).unlink(missing_ok=True)
