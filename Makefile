@@ -89,7 +89,7 @@ unit-tests: lint typecheck
 
 # ruff (pyproject.toml [tool.ruff]): pyflakes and pycodestyle over the whole tree
 lint:
-	$(PYTHON) -m ruff check controlplane tests bench ptf-tests
+	$(PYTHON) -m ruff check controlplane tests bench ptf-tests samples
 
 # mypy (pyproject.toml [tool.mypy]): the whole package, strict on the core (labels, tables, agent, drivers, ...)
 typecheck:

@@ -79,8 +79,9 @@ def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval,
 @click.option("--pcap", "pcap_file", type=click.Path(dir_okay=False), default=None,
               help="Replay this capture (classic pcap, Ethernet) instead of the topology's streams.")
 @click.option("--ingress", default=None, metavar="NODE.IFACE", help="With --pcap: where the frames enter.")
-@click.option("--line-rate", default=None, metavar="RATE", help="With --pcap: re-time the frames back to back at RATE.")
-@click.option("--speed", default=1.0, show_default=True, help="With --pcap: play the capture this many times faster.")
+@click.option("--line-rate", default=None, metavar="RATE",
+              help="With --pcap: re-time the frames back to back at RATE, in capture order (the capture times play no part).")
+@click.option("--speed", default=1.0, show_default=True, help="With --pcap: play the capture this many times faster (not with --line-rate).")
 @click.option("--engine", type=click.Choice(["auto", "c", "python"]), default="auto", show_default=True,
               help="Pipeline: compiled (c), the Python reference, or c when built.")
 @click.option("--json", "as_json", is_flag=True)
@@ -153,6 +154,10 @@ def _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate_bps, speed, 
         raise CliError(f"--ingress {ingress}: no such node interface in {topo.name}", EXIT_USAGE)
     if not speed > 0:
         raise CliError("--speed must be positive", EXIT_USAGE)
+    if line_rate_bps is not None and not line_rate_bps > 0:
+        raise CliError("--line-rate must be positive", EXIT_USAGE)
+    if line_rate_bps and speed != 1.0:
+        raise CliError("--speed times the capture, --line-rate replaces its times: give one of them", EXIT_USAGE)
     port = topo.nodes[node].interfaces[iface].port
     arrivals = list(trace.pcap_arrivals(pcap_file, port, line_rate_bps=line_rate_bps, speed=speed))
     if not arrivals:

@@ -429,18 +429,19 @@ def source_of(frame: bytes) -> str:
 
 def pcap_arrivals(path: str | Path, port: int, *, line_rate_bps: float | None = None, speed: float = 1.0,
                   stream_of: Callable[[bytes], str] = source_of) -> Iterator[Arrival]:
-    """A pcap's frames entering `port`, from virtual time 0. With `line_rate_bps` the frames are
-    re-timed back to back at that rate (each after the previous one's serialization, or its own
-    capture time divided by `speed` when later); otherwise at their capture times / `speed`."""
+    """A pcap's frames entering `port`, from virtual time 0: at their capture times divided by
+    `speed`, or, with `line_rate_bps`, back to back at that rate in capture order (each frame starts
+    as the previous one's serialization ends; the capture times and `speed` play no part)."""
     t0: int | None = None
     free_at = 0.0
     for ts, frame in read_pcap(path):
         if t0 is None:
             t0 = ts
-        t = (ts - t0) / 1e9 / speed
         if line_rate_bps is not None:
-            t = max(t, free_at)
+            t = free_at
             free_at = t + len(frame) * 8 / line_rate_bps
+        else:
+            t = (ts - t0) / 1e9 / speed
         yield Arrival(t, port, frame, stream_of(frame))
 
 
