@@ -67,7 +67,7 @@ $(SETUP_STAMP): pyproject.toml setup.py controlplane/ffs/switch/_fastpath.c
 # The stamp alone would lie to another Python (a new shell without the virtual environment, sudo):
 # setup also runs when this $(PYTHON) cannot import the package.
 installed: $(SETUP_STAMP)
-	@$(PYTHON) -c "import ffs.demo, ffs.switch.fast" 2>/dev/null || $(MAKE) --no-print-directory setup
+	@$(PYTHON) -c "import ffs.lab.demo, ffs.switch.fast" 2>/dev/null || $(MAKE) --no-print-directory setup
 
 # Live runs need iproute2 (namespaces, veth) and ethtool (offloads off); install them when root.
 system-deps:
@@ -113,7 +113,7 @@ ptf-list:
 	@ptf --test-dir ptf-tests/tests --list
 
 demo: installed
-	$(PYTHON) -m ffs.demo $(TOPO) --duration $(DURATION)
+	$(PYTHON) -m ffs.lab.demo $(TOPO) --duration $(DURATION)
 
 # The same main job on tofino-model + bf_switchd with ffs-agent --target tofino (root, SDE, make build)
 demo-tofino-model: installed

@@ -25,20 +25,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def trace_bench(engine: str, topology: str, seconds: float) -> dict:
     """trace.run over a topology with the agents stepping every 5 ms of virtual time."""
-    from ffs.agent.core import Agent
-    from ffs.switch.driver import LocalDriver
+    from ffs.lab.nodes import build_nodes
     from ffs.switch import trace
-    from ffs.switch.fast import new_pipeline
     from ffs.topology import load
 
     topo = load(ROOT / "topologies" / f"{topology}.yaml")
-    pipes = {n: new_pipeline(1 + k, engine) for k, n in enumerate(sorted(topo.nodes))}
-    agents = [Agent(LocalDriver(p), topo, n) for n, p in pipes.items()]
-    for a in agents:
-        a.install()
+    nodes = build_nodes(topo, 1, engine)
+    pipes = nodes.pipelines
 
     def on_period(ns: int) -> None:
-        for a in agents:
+        for a in nodes.agents.values():
             a.step(ns / 1e9)
 
     t0 = time.process_time()
@@ -86,7 +82,7 @@ def process_bench(engine: str, packets: int) -> dict:
 def live_bench(seconds: float) -> dict:
     from ffs.agent.core import Agent
     from ffs.switch.driver import ModelDriver
-    from ffs.liverun import live_node
+    from ffs.lab.liverun import live_node
 
     if os.geteuid() != 0:
         return {"skipped": "live mode needs root"}
@@ -97,7 +93,7 @@ def live_bench(seconds: float) -> dict:
         drv.connect(timeout_s=10)
         Agent(drv, node.topology, "s1").install()  # the full FFS path, tau infinite: nothing dropped
         for h in ("h1", "h2"):  # two senders as fast as they go toward h3
-            node.spawn(node.exec_args(h, sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", "--rate=2Gbps",
+            node.spawn(node.exec_args(h, sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1", "--rate=2Gbps",
                                       f"--duration={seconds + 3}"), stdout=subprocess.DEVNULL)
         time.sleep(1.5)
 

@@ -25,7 +25,7 @@ from ffs import constants
 from ffs import p4names
 from ffs.agent.program import pairs_of
 from ffs.switch.driver import ModelDriver
-from ffs.liverun import agent_ready, live_node
+from ffs.lab.liverun import agent_ready, live_node
 
 pytestmark = [requires_root]
 
@@ -36,7 +36,7 @@ TOPO = TOPOLOGIES / "dumbbell.yaml"
 def _run(work: Path, restart: signal.Signals | None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     with live_node(TOPO, work) as node:
-        exe = [sys.executable, "-m", "ffs.traffic"]
+        exe = [sys.executable, "-m", "ffs.lab.traffic"]
         rx = node.spawn(node.exec_args("h3", *exe, "recv", f"--duration={DURATION + 1}"), stdout=subprocess.PIPE, text=True)
         time.sleep(0.3)
         for host, rate in (("h1", "8Mbps"), ("h2", "60Mbps")):

@@ -22,7 +22,7 @@ from ffs.agent.program import egress_entry
 from ffs.switch.driver import ModelDriver
 from ffs.frames import ipv4_frame, shim
 from ffs.labels import encode
-from ffs.liverun import live_node
+from ffs.lab.liverun import live_node
 from ffs.tables import egress_params, f_log_entries, lm_of
 
 pytestmark = [requires_root]

@@ -1,4 +1,4 @@
-"""ffs.traffic, the live traffic tools: exact shim datagrams, label parsing, and a paced sender
+"""ffs.lab.traffic, the live traffic tools: exact shim datagrams, label parsing, and a paced sender
 measured by the receiver over loopback (no root needed)."""
 
 import io
@@ -9,7 +9,7 @@ import pytest
 from scapy.layers.inet import IP, UDP
 
 from ffs import constants
-from ffs import traffic
+from ffs.lab import traffic
 from ffs.frames import shim
 from ffs.labels import encode
 from ffs.scapy_ffs import FFS
@@ -57,14 +57,14 @@ def test_paced_sender_measured_by_the_receiver_over_loopback():
 
 def test_bad_arguments_are_one_line(capsys):
     assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--size", "20"]) == 2
-    assert capsys.readouterr().err == "ffs.traffic: error: --size must be 28..9000 bytes\n"
+    assert capsys.readouterr().err == "ffs.lab.traffic: error: --size must be 28..9000 bytes\n"
     assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "fast"]) == 2
-    assert capsys.readouterr().err.startswith("ffs.traffic: error: ")
+    assert capsys.readouterr().err.startswith("ffs.lab.traffic: error: ")
     assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--ri"]) == 2
     assert "--ri needs --label" in capsys.readouterr().err
     for bad in ("-1", "65536"):
         assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--ip-len", bad]) == 2
-        assert capsys.readouterr().err == f"ffs.traffic: error: --ip-len must be 0..65535 (the IPv4 total length field), got {bad}\n"
+        assert capsys.readouterr().err == f"ffs.lab.traffic: error: --ip-len must be 0..65535 (the IPv4 total length field), got {bad}\n"
 
 
 @pytest.mark.parametrize("label", [None, 0x0001])

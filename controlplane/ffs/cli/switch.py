@@ -11,13 +11,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ffs.agent.core import Agent
 from ffs.allocator import allocate_window
 from ffs.cli.common import CliError, EXIT_USAGE, dump_json, one_line_errors
 from ffs.driver.base import DriverError
+from ffs.lab.baselines import Csfq
+from ffs.lab.nodes import build_nodes
 from ffs.switch import trace
-from ffs.switch.driver import LocalDriver
-from ffs.switch.fast import FastPipeline, new_pipeline
+from ffs.switch.fast import FastPipeline
 from ffs.switch.live import run_live
 from ffs.switch.wire import default_control_address
 from ffs.topology import TopologyError, load
@@ -66,7 +66,8 @@ def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval,
         if not port.isdigit() or not rate:
             raise CliError(f"--csfq wants PORT=RATE, got {spec!r}", EXIT_USAGE)
         csfq[int(port)] = parse_rate(rate)
-    run_live(_ports(port_specs), control or default_control_address(), seed, ready_file, stats_interval, allow_remote, csfq)
+    run_live(_ports(port_specs), control or default_control_address(), seed, ready_file, stats_interval, allow_remote, csfq,
+             csfq=Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1) if csfq else None)
 
 
 @main.command("replay")
@@ -92,11 +93,9 @@ def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file
     loop, and compare the delivered rates with the exact FFS allocation."""
     topo = load(topology)
     seed = topo.seed if seed is None else seed
-    pipes = {n: new_pipeline(seed + k, engine) for k, n in enumerate(sorted(topo.nodes))}
+    nodes = build_nodes(topo, seed, engine)
+    pipes, agents = nodes.pipelines, nodes.agents
     kind = "c" if all(isinstance(p, FastPipeline) for p in pipes.values()) else "python"
-    agents = {n: Agent(LocalDriver(p), topo, n) for n, p in pipes.items()}
-    for a in agents.values():
-        a.install()
     t0 = time.monotonic()
     if pcap_file is not None:
         out = _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate and parse_rate(line_rate), speed,

@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ffs.driver.base import DriverError
 from ffs.switch.control import SwitchControl
@@ -131,6 +131,7 @@ class LiveSwitch:
     stats: dict[int, PortStats] = field(default_factory=dict)
     stop_event: threading.Event = field(default_factory=threading.Event)
     csfq_capacity: dict[int, float] = field(default_factory=dict)  # baseline: CSFQ before these ports
+    csfq: Any = None  # that baseline (ffs.lab.baselines.Csfq; flows = IP address pairs), given by the caller
 
     def __post_init__(self) -> None:
         self.socks: dict[int, socket.socket] = {}
@@ -201,11 +202,7 @@ class LiveSwitch:
         clock = time.monotonic_ns
         socks, stats = self.socks, self.stats
         rings = sorted(self.rings.items())
-        csfq = None
-        if self.csfq_capacity:  # the CSFQ baseline of the evaluation (not FFS): flows = IP address pairs
-            from ffs.baselines import Csfq
-
-            csfq = Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1)
+        csfq = self.csfq if self.csfq_capacity else None  # the evaluation's CSFQ baseline (not FFS)
         next_stats = time.monotonic() + stats_interval_s
         try:
             while not self.stop_event.is_set():
@@ -282,13 +279,14 @@ def _remove_stale_ready(path: Path) -> None:
 
 def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_file: str | None = None,
              stats_interval_s: float = 10.0, allow_remote: bool = False,
-             csfq_capacity: dict[int, float] | None = None, engine: str = "auto") -> None:
-    """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast)."""
+             csfq_capacity: dict[int, float] | None = None, engine: str = "auto", csfq: Any = None) -> None:
+    """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast).
+    csfq: the evaluation's CSFQ baseline, run before the ports of `csfq_capacity` (ffs-switch run --csfq)."""
     if ready_file:
         _remove_stale_ready(Path(ready_file))
     pipeline = new_pipeline(seed, engine)
     ctl = SwitchControl(pipeline)
-    sw = LiveSwitch(ctl, ports, csfq_capacity=csfq_capacity or {})
+    sw = LiveSwitch(ctl, ports, csfq_capacity=csfq_capacity or {}, csfq=csfq)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: sw.stop_event.set())
     sw.open()

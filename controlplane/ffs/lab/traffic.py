@@ -1,11 +1,11 @@
 """Paced UDP traffic for live runs: a sender at a given IP-layer rate, optionally carrying the FFS
 shim with a label, and a receiver that reports the rate it gets from each source, one JSON line per
-interval. Both run inside a host's namespace (`ip netns exec NS python -m ffs.traffic ...`).
+interval. Both run inside a host's namespace (`ip netns exec NS python -m ffs.lab.traffic ...`).
 
-    python -m ffs.traffic send --dst 10.0.3.1 --rate 8Mbps --size 1250 --duration 20 [--label 2.0 --ri]
-    python -m ffs.traffic send --dst 10.0.3.1 --rate 20Mbps --ip-len 20      (an attack: the IPv4
+    python -m ffs.lab.traffic send --dst 10.0.3.1 --rate 8Mbps --size 1250 --duration 20 [--label 2.0 --ri]
+    python -m ffs.lab.traffic send --dst 10.0.3.1 --rate 20Mbps --ip-len 20      (an attack: the IPv4
         total length says 20 whatever the size; the frames go out on a packet socket, docs/security.md)
-    python -m ffs.traffic recv --port 5001 --interval 1 --duration 25 [--ffs]
+    python -m ffs.lab.traffic recv --port 5001 --interval 1 --duration 25 [--ffs]
 
 Rates and sizes count IP bytes (the IP header and, when present, the shim). The sender hands the
 kernel up to 64 packets per system call (sendmmsg), so one Python process can offer several hundred
@@ -309,7 +309,7 @@ def _label_code(text: str | None) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ffs.traffic", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m ffs.lab.traffic", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("send", help="paced UDP to one destination")
     a.add_argument("--dst", required=True, help="destination IPv4 address")
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise TrafficError("--interval must be positive")
             recv(args.port, args.interval, args.duration, ffs=args.ffs)
     except (TrafficError, ValueError, OSError) as e:
-        print(f"ffs.traffic: error: {e}", file=sys.stderr)
+        print(f"ffs.lab.traffic: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

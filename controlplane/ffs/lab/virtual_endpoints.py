@@ -3,7 +3,7 @@
 agent runs its τ loop every control period, all on one deterministic event clock. This is how the
 convergence of MinLoss is tested at 10–100 Gb/s (tests/test_endpoint_virtual.py).
 
-    from ffs.endpoint.virtual import Flow, run
+    from ffs.lab.virtual_endpoints import Flow, run
     res = run(topology, "s1", [Flow("a", "h1", "h3", 50_000_000, "minloss")], duration_s=0.3)
 
 The forward path is host → node (ingress port of the sender's interface) → FFS decision → a FIFO at

@@ -20,12 +20,11 @@ from typing import Callable
 import numpy as np
 
 from ffs import p4names
-from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.allocator import allocate
-from ffs.baselines import Csfq
+from ffs.lab.baselines import Csfq
+from ffs.lab.nodes import build_nodes
 from ffs.jsonsafe import finite
-from ffs.switch.driver import LocalDriver
 from ffs.switch import trace
 from ffs.switch.fast import new_pipeline
 from ffs.topology import Topology
@@ -91,10 +90,10 @@ def run_scenario(
         raise ValueError(f"unknown scheme {scheme!r} (have: {', '.join(SCHEMES)})")
     duration_s = duration_s or topo.duration or 1.0
     seed = topo.seed if seed is None else seed
-    pipes = {n: new_pipeline(seed + k) for k, n in enumerate(sorted(topo.nodes))}  # compiled when built: same results
-    agents = {n: Agent(LocalDriver(p), topo, n, lpf=lpf) for n, p in pipes.items()}
+    # compiled when built: same results (new_pipeline looked up here: the attack benchmark replaces it)
+    nodes = build_nodes(topo, seed, pipeline_of=new_pipeline, lpf=lpf)
+    pipes, agents = nodes.pipelines, nodes.agents
     for a in agents.values():
-        a.install()
         if scheme != "ffs":  # FFS off: forwarding only (every pair bypassed, gamma never applied)
             a.driver.clear_table(p4names.PAIRS.name)
     # every egress that carries streams has a FIFO at its line rate behind the FFS decision
