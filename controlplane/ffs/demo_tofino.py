@@ -38,6 +38,7 @@ from ffs.agent.api import ApiError, call
 from ffs.allocator import allocate
 from ffs.differential import port_map_veths
 from ffs.frames import ipv4_frame
+from ffs.sde import Sde, sde_missing
 from ffs.topology import Topology, load
 from ffs.units import format_rate
 
@@ -122,8 +123,6 @@ class Receiver(threading.Thread):
 
 
 def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms: float, log_dir: Path) -> bool:
-    from ffs.sde import Sde, sde_missing
-
     why = sde_missing("ffs")
     if why:
         raise RuntimeError(why)

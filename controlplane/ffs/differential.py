@@ -47,6 +47,7 @@ from ffs.driver.bfrt import BfrtDriver
 from ffs.entries import Exact, LpfSpec, TableEntry, Update
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.labels import encode
+from ffs.sde import Sde, sde_missing
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline, Result
 from ffs.topology import Node, load
@@ -524,8 +525,6 @@ def main(argv: Iterable[str] | None = None) -> int:
     sde = None
     try:
         if a.start_sde:
-            from ffs.sde import Sde, sde_missing
-
             why = sde_missing("ffs")
             if why:
                 print(f"differential: {why}", file=sys.stderr)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import IO, Callable, Iterator
 
 from ffs import constants
-from ffs.endpoint.rate import Controller, LeakyBucket
+from ffs.endpoint.rate import Controller, Echo, IndicatorCap, LeakyBucket, RateHistory, SendLog
 from ffs.endpoint.transport import Receiver, Sender
 from ffs.endpoint.wire import OVERHEAD, Ack, Data, Datagram, WireError, ack_datagram, data_datagram, parse_ip
 
@@ -259,8 +259,6 @@ def send_partial(dst: str, port: int, data: bytes, cca: str, *, settle_s: float 
     (SO_MAX_PACING_RATE) at the median indicator: the indicator can lower the rate, never raise it.
     A probe's RRI is relative to the pair's whole rate at the node (probe + TCP, both from this
     host), so it is applied to what this host sent over `measure_s` before the probe."""
-    from ffs.endpoint.rate import Echo, IndicatorCap, RateHistory, SendLog
-
     if not data:
         raise TransferError("nothing to send (0 bytes)")
     raw = open_raw()
