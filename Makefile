@@ -33,10 +33,11 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help setup system-deps test unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
+.PHONY: help setup system-deps test unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
-	@echo "make test         run every test (unit, software-switch, PTF on the software switch)"
+	@echo "make test         run every test (unit, software-switch, PTF on the software switch), after make lint and make typecheck"
+	@echo "make lint         ruff over the tree; make typecheck: mypy (strict on the core packages)"
 	@echo "make build        compile p4src/ with the SDE's bf-p4c (TARGET=tofino|tofino2, PLATFORM=model|hw) and install ffs.conf"
 	@echo "make example      (SDE) compile p4src/examples/l2l3_acl.p4, FFS composed with L2/L3/ACL forwarding, with and without FFS"
 	@echo "make p4-resources (SDE) both programs on both targets, the compiler's figures into docs/pipeline.md"
@@ -68,7 +69,7 @@ $(SETUP_STAMP): pyproject.toml setup.py controlplane/ffs/switch/_fastpath.c
 # The stamp alone would lie to another Python (a new shell without the virtual environment, sudo):
 # setup also runs when this $(PYTHON) cannot import the package.
 installed: $(SETUP_STAMP)
-	@$(PYTHON) -c "import ffs.demo, ffs.switch.fast" 2>/dev/null || $(MAKE) --no-print-directory setup
+	@$(PYTHON) -c "import ffs.lab.demo, ffs.switch.fast" 2>/dev/null || $(MAKE) --no-print-directory setup
 
 # Live runs need iproute2 (namespaces, veth) and ethtool (offloads off); install them when root.
 system-deps:
@@ -85,12 +86,16 @@ test:
 	else echo "make test: no SDE with bf-p4c (\$$SDE_INSTALL/bin/bf-p4c): the Tofino tests skip"; fi
 	$(MAKE) --no-print-directory unit-tests
 
-unit-tests: lint
+unit-tests: lint typecheck
 	$(PYTHON) -m pytest -q -rs tests
 
 # ruff (pyproject.toml [tool.ruff]): pyflakes and pycodestyle over the whole tree
 lint:
-	$(PYTHON) -m ruff check controlplane tests bench ptf-tests
+	$(PYTHON) -m ruff check controlplane tests bench ptf-tests samples
+
+# mypy (pyproject.toml [tool.mypy]): the whole package, strict on the core (labels, tables, agent, drivers, ...)
+typecheck:
+	$(PYTHON) -m mypy
 
 # PTF (ptf-tests/, docs/testing.md): TARGET=model, the software switch (the default for this
 # target), or TARGET=tofino-model, the SDE flow. PTF_ARGS picks tests: a module (test_parser), a
@@ -110,7 +115,7 @@ ptf-list:
 	@ptf --test-dir ptf-tests/tests --list
 
 demo: installed
-	$(PYTHON) -m ffs.demo $(TOPO) --duration $(DURATION)
+	$(PYTHON) -m ffs.lab.demo $(TOPO) --duration $(DURATION)
 
 # The same main job on tofino-model + bf_switchd with ffs-agent --target tofino (root, SDE, make build)
 demo-tofino-model: installed

@@ -6,12 +6,12 @@ frames the egress dropped as malformed. Prints a table, or JSON with --json.
 
     python bench/attacks.py [--json] [--live]
 
-IPv4 cases run the virtual network (ffs.experiments.run_scenario, a stream's `ip_len`); its streams
+IPv4 cases run the virtual network (ffs.lab.experiments.run_scenario, a stream's `ip_len`); its streams
 are IPv4, so IPv6 cases replay frames through one pipeline with its agent (no FIFO behind the
 egress). "no frame check" runs the reference pipeline with the egress frame check removed, at
 1/10 of the rates; "Tofino order" puts a traffic-manager queue between the ingress and the frame
 check, as on the hardware (the residual exposure of docs/security.md). --live (root; run under the live lock) adds the dumbbell over veth with
-`ffs.traffic send --ip-len`.
+`ffs.lab.traffic send --ip-len`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "controlplane"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "controlplane")]
 # the live run's switch, agent and traffic processes import this tree's ffs too
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "controlplane"), os.environ.get("PYTHONPATH")]))
 
@@ -35,9 +35,9 @@ M = 1e6
 
 def ipv4_case(name, cap, victim, share, flood, ip_len, rf=None, streams=1, size=1250, flood_size=None,
               duration_s=None, reference=False):
-    from ffs import experiments
-    from ffs.experiments import run_scenario
-    from test_attacks import loads, topology
+    from ffs.lab import experiments
+    from ffs.lab.experiments import run_scenario
+    from ffs.lab.attacks import loads, topology
 
     topo = loads(topology(cap, victim, share, flood, rf, streams, packet_size=size, ip_len=ip_len, flood_size=flood_size))
     if reference:  # the reference pipeline without the frame check
@@ -60,7 +60,7 @@ def ipv4_case(name, cap, victim, share, flood, ip_len, rf=None, streams=1, size=
 def ipv6_case(name, payload_len, real_payload=1210, streams=1, flood=300 * M, reference=False):
     from ffs.frames import ipv6_frame
     from ffs.switch import fast
-    from test_attacks import replay_attack
+    from ffs.lab.attacks import replay_attack
 
     f = bytearray(ipv6_frame("fc00::1", "fd00::9", real_payload))
     f[18:20] = payload_len.to_bytes(2, "big")
@@ -89,7 +89,7 @@ def tofino_case(name, frame_of, cap=100 * M, queue_ms=2.0):
     frame check runs as the frame leaves the ingress. The reference pipeline with a FIFO before
     FfsEgress, one egress, replayed with its agent at 100 Mb/s."""
     from ffs.switch import fast
-    from test_attacks import replay_attack, tm_first_pipeline
+    from ffs.lab.attacks import replay_attack, tm_first_pipeline
 
     saved = fast.new_pipeline
     fast.new_pipeline = lambda seed: tm_first_pipeline(seed, cap, queue_ms)
@@ -149,9 +149,9 @@ def live(ip_len: int) -> dict:
     """The dumbbell over veth: h1 at 8 Mb/s, h2 at its 20 Mb/s line rate claiming `ip_len`."""
     import tempfile
 
-    from ffs import p4names as N
-    from ffs.driver.model import ModelDriver
-    from ffs.liverun import live_node
+    from ffs import p4names
+    from ffs.switch.driver import ModelDriver
+    from ffs.lab.liverun import live_node
 
     name = f"benchlen{os.getpid() % 100000}"
     with tempfile.TemporaryDirectory() as d:
@@ -159,12 +159,12 @@ def live(ip_len: int) -> dict:
         topo_file = work / f"{name}.yaml"
         topo_file.write_text((ROOT / "topologies" / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}"))
         with live_node(topo_file, work) as node:
-            rx = node.spawn(node.exec_args("h3", sys.executable, "-m", "ffs.traffic", "recv", "--duration=7"),
+            rx = node.spawn(node.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=7"),
                             stdout=subprocess.PIPE, text=True)
             time.sleep(0.3)
-            node.spawn(node.exec_args("h1", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1",
+            node.spawn(node.exec_args("h1", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1",
                                       "--rate=8Mbps", "--duration=6.5"), stdout=subprocess.DEVNULL)
-            liar = node.spawn(node.exec_args("h2", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1",
+            liar = node.spawn(node.exec_args("h2", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1",
                                              "--rate=20Mbps", f"--ip-len={ip_len}", "--duration=6.5"),
                               stdout=subprocess.PIPE, text=True)
             lines = [json.loads(x) for x in rx.stdout]
@@ -173,7 +173,7 @@ def live(ip_len: int) -> dict:
             drv = ModelDriver(node.switch_address)
             drv.connect(5)
             port = node.topology.node("s1").interfaces["p3"].port
-            malformed = drv.read_counters(N.MALFORMED.name, [port])[port].packets
+            malformed = drv.read_counters(p4names.MALFORMED.name, [port])[port].packets
             drv.close()
     steady = [x["rates_bps"] for x in lines if 2 <= x["t"] <= 6]
     well = sum(r.get("10.0.1.1", 0) for r in steady) / len(steady)

@@ -42,9 +42,13 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def bench_api(clients: int, rounds: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="ffs-bench-api-") as d:  # removed afterwards, whatever happens
+        return _bench_api(Path(d), clients, rounds)
+
+
+def _bench_api(work: Path, clients: int, rounds: int) -> dict:
     from ffs.agent.api import ApiError, ControlServer, call
 
-    work = Path(tempfile.mkdtemp(prefix="ffs-bench-api-"))
     lock = threading.Lock()
 
     def handler(req: dict, who) -> dict:
@@ -95,20 +99,24 @@ def bench_api(clients: int, rounds: int) -> dict:
 
 
 def bench_switch(readers: int, seconds: float, rate: float) -> dict:
+    with tempfile.TemporaryDirectory(prefix="ffs-bench-sw-") as d:  # removed afterwards, whatever happens
+        return _bench_switch(Path(d), readers, seconds, rate)
+
+
+def _bench_switch(work: Path, readers: int, seconds: float, rate: float) -> dict:
     from ffs.agent.core import Agent
-    from ffs.driver.model import LocalDriver, ModelDriver
+    from ffs.switch.driver import LocalDriver, ModelDriver
     from ffs.frames import ipv4_frame
     from ffs.switch.control import SwitchControl
     from ffs.switch.fast import new_pipeline
     from ffs.switch.server import serve
     from ffs.topology import load
-    from ffs import p4names as N
+    from ffs import p4names
 
     pipeline = new_pipeline(1, "auto")
     ctl = SwitchControl(pipeline)
     Agent(LocalDriver(ctl), load(ROOT / "topologies" / "dumbbell.yaml"), "s1").install()
     biggest = max(pipeline.tables, key=lambda n: len(pipeline.tables[n].entries))
-    work = Path(tempfile.mkdtemp(prefix="ffs-bench-sw-"))
     address = f"unix:{work}/switch.sock"
     server = serve(ctl, address)
     frame = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)
@@ -141,7 +149,7 @@ def bench_switch(readers: int, seconds: float, rate: float) -> dict:
         d.connect(timeout_s=10)
         while not stop.is_set():
             d.read_table(biggest)
-            d.read_counters(N.PAIR_BYTES.name)  # all 4096 cells
+            d.read_counters(p4names.PAIR_BYTES.name)  # all 4096 cells
             reads[0] += 1
         d.close()
 
@@ -167,6 +175,11 @@ def bench_switch(readers: int, seconds: float, rate: float) -> dict:
 
 
 def bench_inputs() -> dict:
+    with tempfile.TemporaryDirectory(prefix="ffs-bench-in-") as d:  # removed afterwards, whatever happens
+        return _bench_inputs(Path(d))
+
+
+def _bench_inputs(work: Path) -> dict:
     import tracemalloc
 
     from ffs.agent.matrix import MatrixError, load_matrix_file, validate_matrix
@@ -175,7 +188,6 @@ def bench_inputs() -> dict:
 
     node = load(ROOT / "topologies" / "dumbbell.yaml").node("s1")
 
-    work = Path(tempfile.mkdtemp(prefix="ffs-bench-in-"))
     lol = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for prev, c in zip("abcdefgh", "bcdefghi"):
         lol.append(f"{c}: &{c} [" + ",".join([f"*{prev}"] * 9) + "]")

@@ -3,7 +3,7 @@
 the Python reference), with forwarding only, and with no pipeline at all (the AF_PACKET loop's own
 ceiling).
 
-Two senders (h1, h2 of the dumbbell, `ffs.traffic send`, batched sendmmsg) offer 1250-byte UDP
+Two senders (h1, h2 of the dumbbell, `ffs.lab.traffic send`, batched sendmmsg) offer 1250-byte UDP
 packets toward h3 at stepped rates; h3 has a bound socket that never reads, so nothing answers
 and nothing is spent on a Python receiver. For each offered rate the switch's own per-port
 counters (its stats log) give what it received, forwarded and lost (pipeline drops, kernel ring
@@ -81,8 +81,8 @@ def parse_rate(text: str) -> float:
 def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) -> list[dict]:
     from ffs.agent.core import Agent
     from ffs.agent.program import route_updates
-    from ffs.driver.model import ModelDriver
-    from ffs.liverun import live_node
+    from ffs.switch.driver import ModelDriver
+    from ffs.lab.liverun import live_node
 
     name = f"bench{os.getpid() % 100000}"  # own namespaces, whatever else runs on the machine
     topo_file = work / f"{name}.yaml"
@@ -110,7 +110,7 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
         node.spawn(node.exec_args("h3", sys.executable, "-c", SINK, str(total)))
         log = work / "switch.log"
         for pps in rates_pps:
-            senders = [node.spawn(node.exec_args(h, sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1",
+            senders = [node.spawn(node.exec_args(h, sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1",
                                                  f"--rate={pps / 2 * SIZE * 8:.0f}", f"--size={SIZE}",
                                                  f"--duration={seconds + 2}"), stdout=subprocess.DEVNULL)
                        for h in ("h1", "h2")]

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def one(nodes: int, pairs: float, seed: int) -> dict:
     """The study in this process: stage times, sizes and this process's peak RSS."""
-    from ffs.network.report import Options, run
+    from ffs.lab.network.report import Options, run
 
     marks: list[tuple[str, float]] = []
     t0 = time.perf_counter()

@@ -25,20 +25,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def trace_bench(engine: str, topology: str, seconds: float) -> dict:
     """trace.run over a topology with the agents stepping every 5 ms of virtual time."""
-    from ffs.agent.core import Agent
-    from ffs.driver.model import LocalDriver
+    from ffs.lab.nodes import build_nodes
     from ffs.switch import trace
-    from ffs.switch.fast import new_pipeline
     from ffs.topology import load
 
     topo = load(ROOT / "topologies" / f"{topology}.yaml")
-    pipes = {n: new_pipeline(1 + k, engine) for k, n in enumerate(sorted(topo.nodes))}
-    agents = [Agent(LocalDriver(p), topo, n) for n, p in pipes.items()]
-    for a in agents:
-        a.install()
+    nodes = build_nodes(topo, 1, engine)
+    pipes = nodes.pipelines
 
     def on_period(ns: int) -> None:
-        for a in agents:
+        for a in nodes.agents.values():
             a.step(ns / 1e9)
 
     t0 = time.process_time()
@@ -55,24 +51,24 @@ def trace_bench(engine: str, topology: str, seconds: float) -> dict:
 
 def process_bench(engine: str, packets: int) -> dict:
     """Pipeline.process called from Python per frame (what live mode does), FFS path, γ < 1."""
-    from ffs import tables as T
-    from ffs.driver.base import Exact, LpfSpec, Lpm, TableEntry, Update
-    from ffs.driver.model import LocalDriver
+    from ffs import tables
+    from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
+    from ffs.switch.driver import LocalDriver
     from ffs.frames import ipv4_frame, shim
-    from ffs import constants as C
-    from ffs import p4names as N
+    from ffs import constants
+    from ffs import p4names
     from ffs.switch.fast import new_pipeline
 
     p = new_pipeline(1, engine)
     d = LocalDriver(p)
-    d.write(T.static_updates() + [
-        Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 1, "insert": 0})),
-        Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
-        Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 0, "nlm": -3000 & 0xFFFF})),
-        Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress", T.egress_params(1.5, True, 0.9))),
+    d.write(tables.static_updates() + [
+        Update("insert", TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(1)}, None, {"ifindex": 1, "trust": 1, "insert": 0})),
+        Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
+        Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 0, "nlm": -3000 & 0xFFFF})),
+        Update("insert", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress", tables.egress_params(1.5, True, 0.9))),
     ])
-    d.set_lpf_spec(N.F_LPF.name, [0], LpfSpec("RATE", 1e6, 1e6, 4))
-    frame = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(0x8100, C.FLAG_RI))
+    d.set_lpf_spec(p4names.F_LPF.name, [0], LpfSpec("RATE", 1e6, 1e6, 4))
+    frame = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(0x8100, constants.FLAG_RI))
     process = p.process
     t0 = time.process_time()
     kept = 0
@@ -85,8 +81,8 @@ def process_bench(engine: str, packets: int) -> dict:
 
 def live_bench(seconds: float) -> dict:
     from ffs.agent.core import Agent
-    from ffs.driver.model import ModelDriver
-    from ffs.liverun import live_node
+    from ffs.switch.driver import ModelDriver
+    from ffs.lab.liverun import live_node
 
     if os.geteuid() != 0:
         return {"skipped": "live mode needs root"}
@@ -97,7 +93,7 @@ def live_bench(seconds: float) -> dict:
         drv.connect(timeout_s=10)
         Agent(drv, node.topology, "s1").install()  # the full FFS path, tau infinite: nothing dropped
         for h in ("h1", "h2"):  # two senders as fast as they go toward h3
-            node.spawn(node.exec_args(h, sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", "--rate=2Gbps",
+            node.spawn(node.exec_args(h, sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1", "--rate=2Gbps",
                                       f"--duration={seconds + 3}"), stdout=subprocess.DEVNULL)
         time.sleep(1.5)
 

@@ -59,9 +59,9 @@ def measure(driver: Driver, ports: int, steps: int) -> dict[str, Any]:
         path = Path(tmp) / "wide.yaml"
         path.write_text(wide_text(ports))
         topo = load(path)
-    from ffs import p4names as N
+    from ffs import p4names
 
-    driver.clear_table(N.PAIRS.name)  # another node's pairs (a size measured before) are not this one's
+    driver.clear_table(p4names.PAIRS.name)  # another node's pairs (a size measured before) are not this one's
     d = Counting(driver)
     agent = Agent(d, topo, "n", telemetry_period_s=1e9)  # τ steps only; telemetry timed on its own
     t0 = time.perf_counter()
@@ -110,7 +110,7 @@ def main() -> int:
     for n in ports:
         for target in targets:
             if target == "software":
-                from ffs.driver.model import LocalDriver
+                from ffs.switch.driver import LocalDriver
                 from ffs.switch.pipeline import Pipeline
 
                 driver: Driver = LocalDriver(Pipeline(1))

@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "controlplane"))
 
-from ffs import p4names as N  # noqa: E402
+from ffs import p4names  # noqa: E402
 from ffs.agent.core import Agent  # noqa: E402
-from ffs.driver.model import ModelDriver  # noqa: E402
-from ffs.liverun import live_node  # noqa: E402
+from ffs.switch.driver import ModelDriver  # noqa: E402
+from ffs.lab.liverun import live_node  # noqa: E402
 
 PY = sys.executable
 CAPACITY_MBIT = 20
@@ -57,15 +57,15 @@ def run_pair(plan, cca1: str, cca2: str, duration: float) -> dict:
     h1, h2, h3 = (plan.host(h).netns for h in ("h1", "h2", "h3"))
     ex = ["ip", "netns", "exec"]
     procs = [
-        subprocess.Popen([*ex, h3, PY, "-m", "ffs.cca", "sink", "--duration", str(duration + 3)], stdout=subprocess.PIPE, text=True),
-        subprocess.Popen([*ex, h3, PY, "-m", "ffs.cca", "echo", "--duration", str(duration + 4)]),
+        subprocess.Popen([*ex, h3, PY, "-m", "ffs.lab.cca", "sink", "--duration", str(duration + 3)], stdout=subprocess.PIPE, text=True),
+        subprocess.Popen([*ex, h3, PY, "-m", "ffs.lab.cca", "echo", "--duration", str(duration + 4)]),
     ]
     time.sleep(0.5)
-    base = subprocess.run([*ex, h1, PY, "-m", "ffs.cca", "probe", "--dst", "10.0.3.1", "--duration", "1"], capture_output=True, text=True)
+    base = subprocess.run([*ex, h1, PY, "-m", "ffs.lab.cca", "probe", "--dst", "10.0.3.1", "--duration", "1"], capture_output=True, text=True)
     base_rtt = [json.loads(x)["rtt_ms"] for x in base.stdout.splitlines()]
-    probe = subprocess.Popen([*ex, h1, PY, "-m", "ffs.cca", "probe", "--dst", "10.0.3.1", "--duration", str(duration)],
+    probe = subprocess.Popen([*ex, h1, PY, "-m", "ffs.lab.cca", "probe", "--dst", "10.0.3.1", "--duration", str(duration)],
                              stdout=subprocess.PIPE, text=True)
-    srcs = [subprocess.Popen([*ex, h, PY, "-m", "ffs.cca", "source", "--dst", "10.0.3.1", "--cca", c, "--duration", str(duration)])
+    srcs = [subprocess.Popen([*ex, h, PY, "-m", "ffs.lab.cca", "source", "--dst", "10.0.3.1", "--cca", c, "--duration", str(duration)])
             for h, c in ((h1, cca1), (h2, cca2))]
     lines = [json.loads(x) for x in procs[0].stdout]
     rtts = [json.loads(x)["rtt_ms"] for x in probe.stdout]
@@ -110,7 +110,7 @@ def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path) -> lis
             d = ModelDriver(node.switch_address)
             d.connect(timeout_s=10)
             Agent(d, node.topology, node.plan.node).install()
-            d.clear_table(N.PAIRS.name)
+            d.clear_table(p4names.PAIRS.name)
             d.close()
         out = []
         for c1, c2 in itertools.combinations_with_replacement(ccas, 2):

@@ -29,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "controlplane"))
 
-from ffs import p4names as N  # noqa: E402
+from ffs import p4names  # noqa: E402
 from ffs.agent.program import pairs_of  # noqa: E402
-from ffs.driver.model import ModelDriver  # noqa: E402
-from ffs.liverun import live_node  # noqa: E402
+from ffs.switch.driver import ModelDriver  # noqa: E402
+from ffs.lab.liverun import live_node  # noqa: E402
 
 PY = sys.executable
 # the hosts' processes import this tree's ffs, installed or not
@@ -109,8 +109,8 @@ class Router:
         self.pid = {h: next(p.pid for p in pairs_of(n) if p.ingress == i and p.egress == "p3") for h, i in SENDERS.items()}
 
     def counters(self) -> dict:
-        b = self.d.read_counters(N.PAIR_BYTES.name, list(self.pid.values()))
-        dr = self.d.read_counters(N.PAIR_DROPS.name, list(self.pid.values()))
+        b = self.d.read_counters(p4names.PAIR_BYTES.name, list(self.pid.values()))
+        dr = self.d.read_counters(p4names.PAIR_DROPS.name, list(self.pid.values()))
         out = {h: {"packets": b[p].packets, "bytes": b[p].bytes, "drops": dr[p].packets, "drop_bytes": dr[p].bytes}
                for h, p in self.pid.items()}
         q = sh("ip", "netns", "exec", self.node.plan.switch_ns, "tc", "-s", "qdisc", "show", "dev", "p3", check=False).stdout

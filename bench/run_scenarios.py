@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from ffs.experiments import run_scenario, with_target_factor, write_result
+from ffs.lab.experiments import run_scenario, with_target_factor, write_result
 from ffs.topology import load
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from ffs.experiments import run_scenario
+from ffs.lab.experiments import run_scenario
 from ffs.topology import load
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,8 +14,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.environ.get("FFS_ROOT", os.getcwd()), "controlplane"))
 
-from ffs import p4names as N  # noqa: E402
-from ffs.driver.base import Exact, Lpm, Range, Ternary  # noqa: E402
+from ffs import p4names  # noqa: E402
+from ffs.entries import Exact, Lpm, Range, Ternary  # noqa: E402
 from ffs.topology import load  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def node():
 
 def table_obj(bfrt, name):
     """bfrt.ffs.pipe.FfsIngress.pair_map.pairs for 'FfsIngress.pair_map.pairs'."""
-    obj = getattr(bfrt, N.P4_NAME).pipe
+    obj = getattr(bfrt, p4names.P4_NAME).pipe
     for part in name.replace("$", "").split("."):
         obj = getattr(obj, part)
     return obj
@@ -79,8 +79,8 @@ def write(bfrt, updates, upsert=False):
 
 def set_lpf_specs(bfrt, lpf):
     """The F estimator's spec on every LPF index (spec §4), as the agent sets it."""
-    t = table_obj(bfrt, N.F_LPF.name)
-    for i in range(N.F_LPF.size):
+    t = table_obj(bfrt, p4names.F_LPF.name)
+    for i in range(p4names.F_LPF.size):
         t.add(LPF_INDEX=i, LPF_SPEC_TYPE="RATE", LPF_SPEC_GAIN_TIME_CONSTANT_NS=lpf.time_constant_ns,
               LPF_SPEC_DECAY_TIME_CONSTANT_NS=lpf.time_constant_ns, LPF_SPEC_OUT_SCALE_DOWN_FACTOR=lpf.scale_down)
     bfrt.complete_operations()

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from ffs import p4names as N
+from ffs import p4names
+from ffs.agent.api import ApiError, call
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.agent.state import StateStore
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.switch import trace, wire
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load, wide_text
@@ -31,9 +35,9 @@ def dump(driver) -> str:
     """Everything the control plane can write, as one canonical JSON text: every table's entries and
     default entry, the port metadata, every LPF index's spec. Equal texts = byte-for-byte the same state."""
     out = {t.name: {"entries": [wire.entry_to_json(e) for e in driver.read_table(t.name)],
-                    "default": wire.entry_to_json(driver.read_default(t.name))} for t in N.TABLES}
-    out["ports"] = [wire.entry_to_json(e) for e in driver.read_table(N.PORT_METADATA.name)]
-    out["lpf"] = [wire.lpf_to_json(driver.read_lpf_spec(N.F_LPF.name, i)) for i in range(N.F_LPF.size)]
+                    "default": wire.entry_to_json(driver.read_default(t.name))} for t in p4names.TABLES}
+    out["ports"] = [wire.entry_to_json(e) for e in driver.read_table(p4names.PORT_METADATA.name)]
+    out["lpf"] = [wire.lpf_to_json(driver.read_lpf_spec(p4names.F_LPF.name, i)) for i in range(p4names.F_LPF.size)]
     return json.dumps(out, sort_keys=True)
 
 
@@ -62,3 +66,20 @@ def wide_topology(tmp: Path, ports: int) -> Path:
     path = tmp / f"wide{ports}.yaml"
     path.write_text(wide_text(ports))
     return path
+
+
+def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
+                          f"--switch={switch}", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state", "--period-ms=50",
+                          "--lpf-time-constant-us=1000",
+                          *extra],
+                         stdout=subprocess.DEVNULL, stderr=open(tmp / "agent.log", "a"))
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        try:
+            call(tmp / "agent.sock", {"op": "status"})
+            return p
+        except ApiError:
+            time.sleep(0.1)
+    p.kill()
+    raise AssertionError((tmp / "agent.log").read_text()[-800:])

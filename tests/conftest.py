@@ -17,3 +17,9 @@ def is_root() -> bool:
 
 
 requires_root = pytest.mark.skipif(not is_root(), reason="needs root (network namespaces, veth pairs)")
+
+
+@pytest.fixture
+def private_locks(tmp_path, monkeypatch):
+    """Owner locks of the test's agents in its own directory (FFS_RUN_DIR), not in /run/ffs."""
+    monkeypatch.setenv("FFS_RUN_DIR", str(tmp_path / "run"))

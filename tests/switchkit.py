@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ffs import constants as C
-from ffs import p4names as N
-from ffs import tables as T
-from ffs.driver.base import Exact, LpfSpec, Lpm, TableEntry, Update
-from ffs.driver.model import LocalDriver
+from ffs import constants
+from ffs import p4names
+from ffs import tables
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame, shim
 from ffs.switch.pipeline import Pipeline
 
@@ -30,28 +30,28 @@ class Rig:
 
     def set_pair(self, lm: int, pid: int = 5) -> None:
         key = {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}
-        self.driver.write([Update("modify", TableEntry(N.PAIRS.name, key, "set_pair", T.pair_params(pid, lm)))])
+        self.driver.write([Update("modify", TableEntry(p4names.PAIRS.name, key, "set_pair", tables.pair_params(pid, lm)))])
 
-    def set_egress(self, ltau: int, congested: int = 1, lcr: int = C.CODE_MAX) -> None:
+    def set_egress(self, ltau: int, congested: int = 1, lcr: int = constants.CODE_MAX) -> None:
         """ltau as a code; an uncongested egress gets ltau_p = 0 (spec §5.3)."""
-        ltau_p = ltau - C.CODE_ONE if congested else 0
-        self.driver.write([Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
+        ltau_p = ltau - constants.CODE_ONE if congested else 0
+        self.driver.write([Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
                                                       {"ltau": ltau, "ltau_p": ltau_p, "congested": congested, "lcr": lcr}))])
 
 
 def rig(seed: int = 1, trust: int = 1, insert: int = 0, pipeline: type[Pipeline] = Pipeline) -> Rig:
     p = pipeline(seed)
     d = LocalDriver(p)
-    ups = T.static_updates()
+    ups = tables.static_updates()
     for port in (IN, OTHER, OUT):
-        ups.append(Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(port)}, None,
+        ups.append(Update("insert", TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(port)}, None,
                                                {"ifindex": port, "trust": trust, "insert": insert})))
-    ups.append(Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": OUT})))
-    ups.append(Update("insert", TableEntry(N.IPV6_ROUTES.name, {"dst_addr": Lpm(0xFD000000 << 96, 8)}, "route", {"port": OUT})))
-    ups.append(Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", T.pair_params(5, 0))))
-    ups.append(Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress", T.egress_params(None, False, None))))
+    ups.append(Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": OUT})))
+    ups.append(Update("insert", TableEntry(p4names.IPV6_ROUTES.name, {"dst_addr": Lpm(0xFD000000 << 96, 8)}, "route", {"port": OUT})))
+    ups.append(Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", tables.pair_params(5, 0))))
+    ups.append(Update("insert", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress", tables.egress_params(None, False, None))))
     d.write(ups)
-    d.set_lpf_spec(N.F_LPF.name, range(C.NUM_PAIRS), LpfSpec("RATE", 1e6, 1e6, SCALE))
+    d.set_lpf_spec(p4names.F_LPF.name, range(constants.NUM_PAIRS), LpfSpec("RATE", 1e6, 1e6, SCALE))
     return Rig(p, d)
 
 
@@ -59,9 +59,9 @@ def lf_of(f: int) -> int:
     """f_log's output for an LPF value, from the generated buckets."""
     if f == 0:
         return 0
-    for value, mask, lo, hi in T.log_buckets(32):
+    for value, mask, lo, hi in tables.log_buckets(32):
         if f & mask == value:
-            return T.bucket_log(lo, hi)
+            return tables.bucket_log(lo, hi)
     raise AssertionError(f)
 
 
@@ -69,13 +69,13 @@ def single_packet_f(ip_len: int, rf_code: int, ipv6: bool = False, vlan: bool = 
     """The F LPF output for a packet that arrives after the filter has forgotten everything
     (spec §8: y = x), with w from the generated len_log and weight tables (spec §5.1, §5.2): the
     packet weighs the frame its headers claim, FCS included (spec §4)."""
-    llen, _ = T.len_log_lookup(ip_len, ipv6, vlan)
+    llen, _ = tables.len_log_lookup(ip_len, ipv6, vlan)
     lw = max(llen - rf_code, 0)
-    w = T.weight_value(lw) if lw < C.WEIGHT_KEYS else C.WEIGHT_MAX
+    w = tables.weight_value(lw) if lw < constants.WEIGHT_KEYS else constants.WEIGHT_MAX
     return w >> SCALE
 
 
-def labelled(rf_code: int, ip_len: int = 1000, flags: int = C.FLAG_RI, rri: int = C.CODE_MAX, echo: int = 0x1234, **kw) -> bytes:
+def labelled(rf_code: int, ip_len: int = 1000, flags: int = constants.FLAG_RI, rri: int = constants.CODE_MAX, echo: int = 0x1234, **kw) -> bytes:
     return ipv4_frame("10.0.1.1", DST, ip_len, shim(rf_code, flags, 17, rri, echo), **kw)
 
 
@@ -83,5 +83,5 @@ def lm_for(rf_code: int, rf_norm_code: int, ip_len: int = 1000, ipv6: bool = Fal
     """The pair's lm that makes a packet's normalized label exactly `rf_norm_code` (spec §7.2:
     rf_norm = rf - lm + lf, with lf the f_log output of the single-packet LPF value)."""
     lm = rf_code + lf_of(single_packet_f(ip_len, rf_code, ipv6, vlan)) - rf_norm_code
-    assert 0 <= lm <= C.LM_MAX, "the agent never pushes lm beyond LM_MAX (M_F <= 2^32)"
+    assert 0 <= lm <= constants.LM_MAX, "the agent never pushes lm beyond LM_MAX (M_F <= 2^32)"
     return lm

@@ -6,13 +6,14 @@ import time
 
 import pytest
 
-from ffs import p4names as N
-from ffs import tables as T
+from ffs import p4names
+from ffs import tables
 from ffs.agent.core import MatrixError
 from ffs.agent.state import StateStore
 from ffs.allocator import allocate
-from ffs.driver.base import DriverError, Update
-from ffs.driver.model import LocalDriver
+from ffs.driver.base import DriverError
+from ffs.entries import Update
+from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 from agentkit import LPF, Clock, dump, make_agent
 
@@ -83,7 +84,7 @@ class PoisonedDriver(LocalDriver):
     insert), so the software switch's own rollback is what keeps the old matrix."""
 
     def write(self, updates):
-        pair = next((u for u in updates if u.entry.table == N.PAIRS.name), None)
+        pair = next((u for u in updates if u.entry.table == p4names.PAIRS.name), None)
         if pair is not None:
             updates = list(updates) + [Update("insert", pair.entry)]  # that key exists by now
         super().write(updates)
@@ -109,13 +110,13 @@ def test_adding_and_removing_egress_columns(tmp_path):
     full = dict(agent.fairness)
     clock = Clock(agent)
     agent.apply_matrix({"p3": full["p3"]})
-    assert {e.key["egress_port"].value for e in agent.driver.read_table(N.PAIRS.name)} == {3}
-    assert [e.key["egress_port"].value for e in agent.driver.read_table(N.EGRESS_PARAMS.name)] == [3]
+    assert {e.key["egress_port"].value for e in agent.driver.read_table(p4names.PAIRS.name)} == {3}
+    assert [e.key["egress_port"].value for e in agent.driver.read_table(p4names.EGRESS_PARAMS.name)] == [3]
     clock.run(0.3)
     agent.apply_matrix(full)  # the pairs toward p1 and p2 come back; their counters have no baseline yet
     snap = agent.step(clock.t + 0.05)
     assert {e.egress for e in snap.egresses} == {"p1", "p2", "p3"}
-    assert len(agent.driver.read_table(N.PAIRS.name)) == 9
+    assert len(agent.driver.read_table(p4names.PAIRS.name)) == 9
     res = clock.run(1.0)  # and the loop keeps running: p3 still isolates the well-behaved sender
     assert res.rate_bps("well-behaved", 0.5, 1.0) == pytest.approx(8 * M, rel=0.05)
 
@@ -126,7 +127,7 @@ class WrappingDriver(LocalDriver):
     OFFSET = (1 << 64) - 5_000
 
     def read_counters(self, name, indices=None):
-        from ffs.driver.base import CounterValue
+        from ffs.entries import CounterValue
 
         wrap = 1 << 64
         return {i: CounterValue((v.packets + self.OFFSET) % wrap, (v.bytes + self.OFFSET) % wrap)
@@ -155,15 +156,15 @@ class LateReadDriver(LocalDriver):
         self.t0 = time.monotonic()
 
     def read_counters(self, name, indices=None):
-        from ffs.driver.base import CounterValue
+        from ffs.entries import CounterValue
 
-        if name == N.PAIR_BYTES.name:  # a step's first read: every read of one step shares a latency
+        if name == p4names.PAIR_BYTES.name:  # a step's first read: every read of one step shares a latency
             self.steps += 1
         half = 0.04 if self.steps % 2 else 0.0
         time.sleep(half)
         bytes_ = int((time.monotonic() - self.t0) * self.RATE / 8)
         time.sleep(half)
-        if name in (N.MALFORMED.name, N.PAIR_MALFORMED.name):  # no frame lies here
+        if name in (p4names.MALFORMED.name, p4names.PAIR_MALFORMED.name):  # no frame lies here
             bytes_ = 0
         return {i: CounterValue(bytes_ // self.FRAME, bytes_) for i in (indices or [])}
 
@@ -199,9 +200,9 @@ def test_restart_restores_applied_matrix(tmp_path):
     # a new agent process, and a fresh pipeline (the switch was reloaded too)
     again = make_agent(tmp_path, seed=9)
     assert again.fairness == new
-    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): T.lm_of(e.params) for e in again.driver.read_table(N.PAIRS.name)}
-    assert lm[(1, 3)] == T.lm_code(3 * M, LPF.time_constant_ns, LPF.scale_down)
-    assert lm[(2, 3)] == T.lm_code(12 * M, LPF.time_constant_ns, LPF.scale_down)
+    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params) for e in again.driver.read_table(p4names.PAIRS.name)}
+    assert lm[(1, 3)] == tables.lm_code(3 * M, LPF.time_constant_ns, LPF.scale_down)
+    assert lm[(2, 3)] == tables.lm_code(12 * M, LPF.time_constant_ns, LPF.scale_down)
     audit = StateStore(tmp_path).read_audit()
     assert audit[-1]["who"] == "alice" and len(audit[-1]["changes"]) == 2
 
@@ -212,8 +213,8 @@ def test_pipeline_reload_is_detected_and_state_reapplied(tmp_path):
     assert agent.ensure_installed() is False
     agent.driver = LocalDriver(Pipeline(5))  # the program was reloaded: empty tables, new id
     assert agent.ensure_installed() is True
-    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): T.lm_of(e.params) for e in agent.driver.read_table(N.PAIRS.name)}
-    assert lm[(1, 3)] == T.lm_code(2 * M, LPF.time_constant_ns, LPF.scale_down)
+    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params) for e in agent.driver.read_table(p4names.PAIRS.name)}
+    assert lm[(1, 3)] == tables.lm_code(2 * M, LPF.time_constant_ns, LPF.scale_down)
 
 
 def test_ffs_c85_target(tmp_path):
@@ -231,7 +232,7 @@ def test_an_lpf_spec_matches_its_read_back_within_the_targets_rounding():
     """Tofino stores LPF time constants in a float format of its own: tofino-model reads 20 ms back
     as 19.980488 ms. The agent's slow check must take that for the spec it wrote (rewriting all
     4096 specs every check stalled its τ loop for 13 s on tofino-model), and still see a real change."""
-    from ffs.driver.base import LpfSpec
+    from ffs.entries import LpfSpec
 
     spec = LpfSpec("RATE", 20e6, 20e6, 4)
     assert spec.matches(LpfSpec("RATE", 19980488.0, 19980488.0, 4))

@@ -4,6 +4,7 @@ careless permissions (docs/control-plane.md)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -12,20 +13,18 @@ import threading
 import time
 
 import pytest
-from test_agent_process import DUMBBELL, start_agent
+from agentkit import DUMBBELL, start_agent
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.agent.api import call
+from ffs.agent.owner import OwnerError, OwnerLock
 from ffs.agent.state import StateError, StateStore
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
 
 
-@pytest.fixture(autouse=True)
-def _private_locks(tmp_path, monkeypatch):
-    """Owner locks of this test's agents in its own directory (FFS_RUN_DIR), not in /run/ffs."""
-    monkeypatch.setenv("FFS_RUN_DIR", str(tmp_path / "run"))
+pytestmark = pytest.mark.usefixtures("private_locks")
 
 
 class HangingControl(SwitchControl):
@@ -62,7 +61,7 @@ def test_second_agent_is_refused_and_the_first_keeps_working(tmp_path, switch):
     ctl, address = switch
     first = start_agent(tmp_path, address)
     try:
-        before = ctl.read_table(N.PAIRS.name)
+        before = ctl.read_table(p4names.PAIRS.name)
         second = subprocess.run([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
                                  f"--switch={address}", f"--socket={tmp_path}/other.sock", f"--state-dir={tmp_path}/state2",
                                  "--connect-timeout=2"], capture_output=True, text=True, timeout=30)
@@ -79,7 +78,7 @@ def test_second_agent_is_refused_and_the_first_keeps_working(tmp_path, switch):
         r = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
                             "--ingress", "p1", "--egress", "p3", "--rate", "4Mbps"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-        assert ctl.read_table(N.PAIRS.name) != before  # the first agent still writes the switch
+        assert ctl.read_table(p4names.PAIRS.name) != before  # the first agent still writes the switch
     finally:
         _stop(first)
     # once the owner is gone (however it went), the next agent takes over
@@ -91,13 +90,13 @@ def test_out_of_band_clear_is_repaired_on_the_check_period(tmp_path, switch):
     ctl, address = switch
     agent = start_agent(tmp_path, address, "--check-period-s=0.5")
     try:
-        want = ctl.read_table(N.PAIRS.name)
+        want = ctl.read_table(p4names.PAIRS.name)
         assert want
-        ctl.clear_table(N.PAIRS.name)  # a local user's clear_table('pairs') over the control service
+        ctl.clear_table(p4names.PAIRS.name)  # a local user's clear_table('pairs') over the control service
         end = time.monotonic() + 5
-        while time.monotonic() < end and ctl.read_table(N.PAIRS.name) != want:
+        while time.monotonic() < end and ctl.read_table(p4names.PAIRS.name) != want:
             time.sleep(0.1)
-        assert ctl.read_table(N.PAIRS.name) == want
+        assert ctl.read_table(p4names.PAIRS.name) == want
     finally:
         _stop(agent)
     log = (tmp_path / "agent.log").read_text()
@@ -191,3 +190,23 @@ def test_kill_9_during_matrix_changes_never_leaves_one_unaudited(tmp_path, switc
         assert call(tmp_path / "agent.sock", {"op": "matrix_show"})["fairness"] == saved["fairness"]
     finally:
         _stop(agent)
+
+
+def test_owner_lock_files_go_with_a_clean_stop_and_a_late_opener_starts_over(tmp_path):
+    """A clean release removes the lock file while holding it; an agent that opened the old file just
+    before finds, once it holds the lock, that the path names another file, and locks that one, so
+    two agents never both own the switch."""
+    path = tmp_path / "switch-x.lock"
+    first = OwnerLock()
+    first.acquire(path, "the switch")
+    late = os.open(path, os.O_RDWR)  # a second agent that opened the file just before the release
+    first.close()
+    assert not path.exists()
+    fcntl.flock(late, fcntl.LOCK_EX | fcntl.LOCK_NB)  # it gets the lock of the removed file...
+    second, third = OwnerLock(), OwnerLock()
+    second.acquire(path, "the switch")  # ...but the owner is who locks the file at the path
+    with pytest.raises(OwnerError, match="owned by another ffs-agent"):
+        third.acquire(path, "the switch")
+    assert path.read_text() == f"{os.getpid()}\n" and not second.taken_over
+    second.close()
+    os.close(late)

@@ -5,49 +5,25 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
+from agentkit import DUMBBELL, start_agent
 
-from ffs import p4names as N
-from ffs import tables as T
-from ffs.agent.api import ApiError, call
+from ffs import p4names
+from ffs import tables
+from ffs.agent.api import call
 from ffs.agent.program import LpfConfig
-from ffs.driver.model import ModelDriver
+from ffs.switch.driver import ModelDriver
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
 from ffs.topology import load
 
-DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
-
-
-@pytest.fixture(autouse=True)
-def _private_locks(tmp_path, monkeypatch):
-    """Owner locks of this test's agents in its own directory (FFS_RUN_DIR), not in /run/ffs."""
-    monkeypatch.setenv("FFS_RUN_DIR", str(tmp_path / "run"))
-
-
-def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
-                          f"--switch={switch}", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state", "--period-ms=50",
-                          "--lpf-time-constant-us=1000",
-                          *extra],
-                         stdout=subprocess.DEVNULL, stderr=open(tmp / "agent.log", "a"))
-    end = time.monotonic() + 30
-    while time.monotonic() < end:
-        try:
-            call(tmp / "agent.sock", {"op": "status"})
-            return p
-        except ApiError:
-            time.sleep(0.1)
-    p.kill()
-    raise AssertionError((tmp / "agent.log").read_text()[-800:])
+pytestmark = pytest.mark.usefixtures("private_locks")
 
 
 def pair_lm(driver) -> dict:
-    return {(e.key["ingress_port"].value, e.key["egress_port"].value): T.lm_of(e.params) for e in driver.read_table(N.PAIRS.name)}
+    return {(e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params) for e in driver.read_table(p4names.PAIRS.name)}
 
 
 def test_killed_agent_restores_the_applied_matrix(tmp_path):
@@ -62,12 +38,12 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
                             "--ingress", "p1", "--egress", "p3", "--rate", "2Mbps"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         lpf = LpfConfig().for_node(load(DUMBBELL).node("s1"))  # the estimator as the agent sizes it
-        assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)
+        assert pair_lm(drv)[(1, 3)] == tables.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)
         os.kill(agent.pid, signal.SIGKILL)
         agent.wait(timeout=5)
-        drv.clear_table(N.PAIRS.name)  # whatever happened to the switch meanwhile
+        drv.clear_table(p4names.PAIRS.name)  # whatever happened to the switch meanwhile
         agent = start_agent(tmp_path, switch)
-        assert pair_lm(drv)[(1, 3)] == T.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)  # restored from the state dir, not the topology's 10 Mbps
+        assert pair_lm(drv)[(1, 3)] == tables.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)  # restored from the state dir, not the topology's 10 Mbps
         shown = call(tmp_path / "agent.sock", {"op": "matrix_show"})
         assert shown["fairness"]["p3"]["p1"] == pytest.approx(2e6)
         log = (tmp_path / "agent.log").read_text()
@@ -76,7 +52,7 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
         agent.terminate()
         agent.wait(timeout=10)
         agent = start_agent(tmp_path, switch, "--from-topology")
-        assert pair_lm(drv)[(1, 3)] == T.lm_code(10e6, lpf.time_constant_ns, lpf.scale_down)
+        assert pair_lm(drv)[(1, 3)] == tables.lm_code(10e6, lpf.time_constant_ns, lpf.scale_down)
         assert call(tmp_path / "agent.sock", {"op": "matrix_show"})["fairness"]["p3"]["p1"] == pytest.approx(10e6)
         assert "--from-topology: the saved" in (tmp_path / "agent.log").read_text()
     finally:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from ffs import p4names as N
-from ffs import tables as T
-from ffs.driver.base import Exact
+from ffs import p4names
+from ffs import tables
+from ffs.entries import Exact
 from ffs.frames import ipv4_frame, lie_ip_len
 from agentkit import make_agent
 
@@ -20,7 +20,7 @@ LIAR = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)  # h2 -> h3: pair p2 -> p3
 def pair_entry(agent, ingress: str, egress: str):
     ports = agent.node.interfaces
     key = {"ingress_port": Exact(ports[ingress].port), "egress_port": Exact(ports[egress].port)}
-    (e,) = [e for e in agent.driver.read_table(N.PAIRS.name) if e.key == key]
+    (e,) = [e for e in agent.driver.read_table(p4names.PAIRS.name) if e.key == key]
     return e
 
 
@@ -48,13 +48,13 @@ def test_a_lying_pair_is_quarantined_kept_and_released(tmp_path):
     agent.step(0.2)
     st = status(agent, "p2")
     assert st.quarantined and st.malformed == 50, st
-    assert pair_entry(agent, "p2", "p3").params == T.pair_params(pid, 0)  # M_F = 1: no share
+    assert pair_entry(agent, "p2", "p3").params == tables.pair_params(pid, 0)  # M_F = 1: no share
     assert not status(agent, "p1").quarantined
     # the slow check finds nothing to repair: the quarantine is the desired state
     assert agent.check() == 0
     # a matrix change that moves p2's share does not lift it
     agent.apply_matrix({**agent.fairness, "p3": {"p1": 8 * M, "p2": 12 * M}}, who="test")
-    assert pair_entry(agent, "p2", "p3").params == T.pair_params(pid, 0)
+    assert pair_entry(agent, "p2", "p3").params == tables.pair_params(pid, 0)
     # lying again renews it; once quarantine_s has passed without lies, the share comes back
     send(agent, lie_ip_len(LIAR, 20), 2, 5.0, 10)
     agent.step(5.1)
@@ -63,8 +63,8 @@ def test_a_lying_pair_is_quarantined_kept_and_released(tmp_path):
     agent.step(15.2)
     assert not status(agent, "p2").quarantined
     released = pair_entry(agent, "p2", "p3")
-    lm = T.lm_code(agent.current_node().share("p2", "p3"), agent.lpf.time_constant_ns, agent.lpf.scale_down)
-    assert released.params == T.pair_params(pid, lm) != T.pair_params(pid, 0)
+    lm = tables.lm_code(agent.current_node().share("p2", "p3"), agent.lpf.time_constant_ns, agent.lpf.scale_down)
+    assert released.params == tables.pair_params(pid, lm) != tables.pair_params(pid, 0)
 
 
 def test_lies_below_the_fraction_or_with_quarantine_off_change_nothing(tmp_path):
@@ -113,7 +113,7 @@ def test_a_restarted_agent_resumes_the_quarantine(tmp_path):
     second.install(now_s=0.2)
     assert second.quarantined == {pid: pytest.approx(10.2)}, second.quarantined
     assert writes == [], writes
-    assert pair_entry(second, "p2", "p3").params == T.pair_params(pid, 0)
+    assert pair_entry(second, "p2", "p3").params == tables.pair_params(pid, 0)
     second.step(0.3)
     second.step(10.3)  # no lies since: released
-    assert pair_entry(second, "p2", "p3").params != T.pair_params(pid, 0)
+    assert pair_entry(second, "p2", "p3").params != tables.pair_params(pid, 0)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from agentkit import DUMBBELL, LPF, Clock, dump, make_agent
 
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.agent.core import OWNED_TABLES, Agent
 from ffs.agent.state import StateStore
 from ffs.labels import encode
@@ -26,7 +26,7 @@ HALF = 1.5
 
 
 def _events(driver) -> dict[int, int]:
-    return {i: v.packets for i, v in driver.read_counters(N.EVENTS.name).items() if v.packets}
+    return {i: v.packets for i, v in driver.read_counters(p4names.EVENTS.name).items() if v.packets}
 
 
 def _run(tmp_path: Path, mode: str | None):
@@ -48,7 +48,7 @@ def _run(tmp_path: Path, mode: str | None):
                 agent.driver.clear_table(t)
             tau_file.unlink()
             (tmp_path / "program-s1.json").unlink()
-        before = agent.driver.control.pipeline.tables[N.PAIRS.name].entries.copy()
+        before = agent.driver.control.pipeline.tables[p4names.PAIRS.name].entries.copy()
         new = Agent(agent.driver, load(DUMBBELL), "s1", lpf=LPF, store=StateStore(tmp_path))
         writes = []
         real_write = new.driver.write
@@ -57,7 +57,7 @@ def _run(tmp_path: Path, mode: str | None):
         del new.driver.write
         written = sum(writes)
         if mode != "wipe":
-            assert agent.driver.control.pipeline.tables[N.PAIRS.name].entries == before
+            assert agent.driver.control.pipeline.tables[p4names.PAIRS.name].entries == before
         clock.agent = new
     res = clock.run(HALF)
     return res, written, _events(agent.driver)
@@ -75,7 +75,7 @@ def test_restart_under_traffic_drops_nothing_extra(tmp_path, baseline, mode):
     assert written == 0  # the switch already held everything: not one entry rewritten
     assert res.dropped["well-behaved"] == base.dropped["well-behaved"] == 0
     # no packet lost to a missing route or pair (what a wipe costs live), and FFS's own drops match
-    assert events.get(C.EVENT_ROUTE_MISS, 0) == events.get(C.EVENT_NO_PAIR, 0) == 0
+    assert events.get(constants.EVENT_ROUTE_MISS, 0) == events.get(constants.EVENT_NO_PAIR, 0) == 0
     if mode == "sigterm":  # τ resumed exactly: the same packets dropped
         assert res.dropped == base.dropped and events == base_events
     else:  # τ resumed from the switch's code (spec §2, ±0.27 %): FFS drops within 1 %
@@ -101,7 +101,7 @@ def test_restart_resumes_tau_from_state_file_when_switch_lost_its_tables(tmp_pat
     Clock(agent).run(1.0)
     tau = agent.taus["p3"]
     assert tau.congested and tau.tau > 1.0  # the flood made p3 congested
-    from ffs.driver.model import LocalDriver
+    from ffs.switch.driver import LocalDriver
     from ffs.switch.pipeline import Pipeline
 
     new = Agent(LocalDriver(Pipeline(7)), load(DUMBBELL), "s1", lpf=LPF, store=StateStore(tmp_path))
@@ -109,7 +109,7 @@ def test_restart_resumes_tau_from_state_file_when_switch_lost_its_tables(tmp_pat
     # τ and the congestion state resume; the controller's transient level below τ_min (spec §9)
     # starts afresh from the data plane's τ
     assert (new.taus["p3"].tau, new.taus["p3"].congested) == (tau.tau, tau.congested)
-    held = {e.key["egress_port"].value: e.params for e in new.driver.read_table(N.EGRESS_PARAMS.name)}
+    held = {e.key["egress_port"].value: e.params for e in new.driver.read_table(p4names.EGRESS_PARAMS.name)}
     assert held[3]["congested"] == 1 and held[3]["ltau"] == encode(tau.tau)
 
 
@@ -118,10 +118,10 @@ def test_reconcile_repairs_out_of_band_changes(tmp_path, caplog):
     Clock(agent).run(0.3)
     want = dump(agent.driver)
     assert agent.check() == 0
-    agent.driver.clear_table(N.PAIRS.name)  # what `clear_table('pairs')` over the control service does
-    agent.driver.clear_table(N.PORT_METADATA.name)
-    route = agent.driver.read_table(N.IPV4_ROUTES.name)[0]
-    from ffs.driver.base import Update
+    agent.driver.clear_table(p4names.PAIRS.name)  # what `clear_table('pairs')` over the control service does
+    agent.driver.clear_table(p4names.PORT_METADATA.name)
+    route = agent.driver.read_table(p4names.IPV4_ROUTES.name)[0]
+    from ffs.entries import Update
 
     agent.driver.write([Update("modify", type(route)(route.table, route.key, route.action, {"port": 7}))])
     with caplog.at_level("WARNING", logger="ffs.agent"):

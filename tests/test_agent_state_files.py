@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_agent_process import DUMBBELL, _private_locks, start_agent  # noqa: F401 - the fixture is autouse
+from agentkit import DUMBBELL, start_agent
 
 from ffs.agent.api import call
 from ffs.agent.state import StateError, StateStore
@@ -22,6 +22,8 @@ from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
 
 GOOD = {"node": "s1", "fairness": {"p3": {"p1": 2e6, "p2": 10e6}}, "saved_at": 0, "change": None}
+
+pytestmark = pytest.mark.usefixtures("private_locks")
 
 
 @pytest.fixture
@@ -135,6 +137,9 @@ def test_after_kill_9_the_next_agent_takes_over_socket_and_locks_in_one_line_eac
     finally:
         agent.terminate()
         assert agent.wait(10) == 0
+    # a clean stop removes the socket and the lock files
+    assert not (tmp_path / "agent.sock").exists() and not (tmp_path / "agent.sock.lock").exists()
+    assert not list((tmp_path / "run").glob("*.lock"))
     log.write_text("")
     agent = start_agent(tmp_path, switch)  # after a clean stop there is nothing to take over
     try:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.agent.core import Agent
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame
-from ffs.switch.packet import ipv4_checksum
+from ffs.frames import ipv4_checksum
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load
 
@@ -49,11 +49,11 @@ def test_a_tau_step_reads_one_cell_per_egress_at_4096_pairs(tmp_path):
     agent.step(0.0)  # the first step reads the pairs too (status has rows from the start)
     d.take()
     agent.step(0.1)
-    assert d.take() == {N.OFFERED.name: 64, N.ACCEPTED.name: 64, N.MALFORMED.name: 64}
+    assert d.take() == {p4names.OFFERED.name: 64, p4names.ACCEPTED.name: 64, p4names.MALFORMED.name: 64}
     agent.step(1.05)  # the telemetry period is over: the pairs' four arrays once
     cells = d.take()
-    assert cells == {N.OFFERED.name: 64, N.ACCEPTED.name: 64, N.MALFORMED.name: 64, N.PAIR_BYTES.name: 4096,
-                     N.PAIR_DROPS.name: 4096, N.PAIR_MALFORMED.name: 4096, N.F_EST.name: 4096}
+    assert cells == {p4names.OFFERED.name: 64, p4names.ACCEPTED.name: 64, p4names.MALFORMED.name: 64, p4names.PAIR_BYTES.name: 4096,
+                     p4names.PAIR_DROPS.name: 4096, p4names.PAIR_MALFORMED.name: 4096, p4names.F_EST.name: 4096}
 
 
 def dumbbell(telemetry_s: float) -> tuple[Agent, Pipeline]:
@@ -95,7 +95,7 @@ def test_a_lie_at_an_egress_reads_the_pairs_at_once_and_quarantines_within_one_p
     snap = agent.step(0.1)  # long before the telemetry period: the lie triggers it
     pair = next(s for s in snap.pairs if (s.ingress, s.egress) == ("p2", "p3"))
     assert pair.malformed == 50 and pair.quarantined
-    nlm = {e.key["ingress_port"].value: e.params["nlm"] for e in agent.driver.read_table(N.PAIRS.name)
+    nlm = {e.key["ingress_port"].value: e.params["nlm"] for e in agent.driver.read_table(p4names.PAIRS.name)
            if e.key["egress_port"].value == 3}
     assert nlm[2] == 0  # lm = 0: the share is withdrawn
     assert next(e for e in snap.egresses if e.egress == "p3").malformed == 50

@@ -11,52 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from ffs.experiments import run_scenario
+from ffs.lab.attacks import M, loads, replay_attack, tm_first_pipeline, topology
+from ffs.lab.experiments import run_scenario
 from ffs.labels import decode
-from ffs.topology import load
-
-M = 1e6
-
-
-def topology(capacity: float, victim: float, share: float, flood: float, rf: float | None, streams: int = 1,
-             packet_size: int = 1250, ip_len: int | None = None, flood_size: int | None = None) -> str:
-    """s1: victim on p1 (share `share`), flood on p2 (the rest of p3's capacity) at up to p2's line
-    rate, both ports trusted. rf None: the flood sends no shim (labelled: false); ip_len: the flood's
-    IPv4 total length field lies (says ip_len whatever its flood_size bytes)."""
-    per = flood / streams
-    label = "labelled: false" if rf is None else f"rf: {rf!r}"
-    lie = "" if ip_len is None else f", ip_len: {ip_len}"
-    flows = "\n".join(
-        f"  - {{name: flood{k}, path: [{{node: s1, ingress: p2, egress: p3}}], demand: {per:.0f}, {label}, "
-        f"packet_size: {flood_size or packet_size}{lie}}}" for k in range(streams))
-    return f"""
-name: attack
-duration: 0.3
-nodes:
-  s1:
-    interfaces:
-      p1: {{capacity: {capacity:.0f}, port: 1, trust: true}}
-      p2: {{capacity: {flood:.0f}, port: 2, trust: true}}
-      p3: {{capacity: {capacity:.0f}, port: 3}}
-    fairness:
-      p3: {{p1: {share:.0f}, p2: {capacity - share:.0f}}}
-    routes:
-      - {{prefix: 10.0.3.0/24, interface: p3}}
-      - {{prefix: "fd00::/8", interface: p3}}
-streams:
-  - {{name: victim, path: [{{node: s1, ingress: p1, egress: p3}}], demand: {victim:.0f}, packet_size: {packet_size}}}
-{flows}
-"""
-
-
-def loads(text: str, tmp_path_factory=None):
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / "attack.yaml"
-        f.write_text(text)
-        return load(f)
 
 
 def check(capacity: float, victim: float, share: float, flood: float, got: dict[str, float]) -> None:
@@ -203,7 +160,7 @@ def test_without_the_frame_check_the_lie_wins(monkeypatch):
     egress gives the victim only its part of 3.4 times the capacity - check() fails. This is what
     the frame check prevents (and shows that check() can fail). At 1/10 of the rates: the reference
     pipeline runs in Python."""
-    from ffs import experiments
+    from ffs.lab import experiments
     from ffs.switch.pipeline import EgressAccounting, Pipeline
 
     monkeypatch.setattr(experiments, "new_pipeline", lambda seed: Pipeline(seed))
@@ -223,31 +180,6 @@ def test_without_the_frame_check_the_lie_wins(monkeypatch):
 # the egress, so whatever the egress forwards is what FFS (and the frame check) let through. Rates
 # are IP-layer, like the agent's A_j and target (frame bytes less the 14-byte Ethernet header per
 # packet, spec §9): their sum is the egress's rate against its target.
-
-
-def replay_attack(flood_frame: bytes, cap=100 * M, victim=40 * M, share=50 * M, flood=300 * M, duration=0.4,
-                  streams=1, poisson=False, **agent_kw):
-    from ffs.agent.core import Agent
-    from ffs.driver.model import LocalDriver
-    from ffs.frames import ipv4_frame
-    from ffs.switch.fast import new_pipeline
-    from ffs.switch.trace import merge, replay, stream_arrivals
-
-    topo = loads(topology(cap, victim, share, flood, None))
-    pipe = new_pipeline(1)
-    agent = Agent(LocalDriver(pipe), topo, "s1", **agent_kw)
-    agent.install()
-    good = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)
-    arrivals = [stream_arrivals(1, good, victim * len(good) / 1250, 0, duration, stream="victim", seed=1,
-                                 poisson=poisson)]
-    arrivals += [stream_arrivals(2, flood_frame, flood / streams, 0, duration, stream=f"flood{k}", seed=2 + k,
-                                  poisson=poisson) for k in range(streams)]
-    res = replay(pipe, merge(*arrivals), duration, period_s=0.005, on_period=lambda now_ns, d: agent.step(now_ns / 1e9))
-    t0, t1 = duration / 2, duration
-    got = {"victim": res.rate_bps("victim", t0, t1) * (len(good) - 14) / len(good)}
-    for k in range(streams):
-        got[f"flood{k}"] = res.rate_bps(f"flood{k}", t0, t1) * (len(flood_frame) - 14) / len(flood_frame)
-    return res, got, pipe.egress_acct.malformed.packets[3]
 
 
 @pytest.mark.parametrize("payload_len", [0, 20, 0xFFFF], ids=["claims-0", "claims-20", "claims-65535"])
@@ -363,33 +295,6 @@ streams:
     check(g, 400 * M, 500 * M, 3000 * M, got)
     assert got["flood0"] == 0 and not res.malformed.get("s2.o"), (got, res.malformed)
     assert res.malformed["s1.l"] >= 0.98 * flood_frames(3000 * M, 1250), res.malformed
-
-
-def tm_first_pipeline(seed: int, cap: float, queue_ms: float = 2.0):
-    """Tofino's order: the reference pipeline with the traffic manager's queue between the ingress
-    (γ) and FfsEgress, drained at 1.05 times the IP-layer target in frame bytes (1264-byte frames
-    for 1250; the headroom a deployment leaves with target_factor), tail drop beyond `queue_ms`.
-    Assumed: the TM paces the port by the frames it dequeues, whatever the egress then drops."""
-    from ffs.switch.pipeline import Pipeline, Result
-    from ffs.switch.trace import EgressQueue
-
-    class TmFirst(Pipeline):
-        def __init__(self, seed):
-            super().__init__(seed)
-            rate = 1.05 * cap * 1264 / 1250
-            self.queue = EgressQueue(rate, max(3000, int(rate * queue_ms / 8e3)))
-            self.now_s = 0.0
-
-        def process(self, frame, ingress_port, t_ns):
-            self.now_s = t_ns / 1e9
-            return super().process(frame, ingress_port, t_ns)
-
-        def _egress(self, buf, port, pkt_length, pid, grown):
-            if not self.queue.admit(self.now_s, len(buf)):
-                return Result(None, None, "tm_queue", pid)
-            return super()._egress(buf, port, pkt_length, pid, grown)
-
-    return TmFirst(seed)
 
 
 def test_tofino_order_a_liar_is_quarantined(monkeypatch):

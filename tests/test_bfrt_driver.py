@@ -18,8 +18,9 @@ import types
 
 import pytest
 
-from ffs import p4names as N
-from ffs.driver.base import DriverError, Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
+from ffs import p4names
+from ffs.driver.base import DriverError
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
 
 # --- the fake of bfrt_grpc.client ---------------------------------------------------------------
 
@@ -253,7 +254,7 @@ class FakeTable:
                 yield _Data([read_field(k, v) for k, v in d.items()]), _Key([KeyTuple(field, i)])
             return
         for k, d in self.entries.values():
-            if self.name == N.PORT_METADATA.name:  # bf-p4c pads the port-metadata header to 64 bits
+            if self.name == p4names.PORT_METADATA.name:  # bf-p4c pads the port-metadata header to 64 bits
                 d = _Data(list(d.field_dict.values()) + [read_field("pad", 0)], d.action_name)
             yield d, k
 
@@ -404,7 +405,7 @@ def test_connect_retries_while_switchd_starts_then_binds(fake_sde):
     first = d.program_id()
     d.close()
     with pytest.raises(DriverError, match="not connected"):
-        d.read_table(N.PAIRS.name)
+        d.read_table(p4names.PAIRS.name)
     d.connect(timeout_s=1)  # a dropped stream: reconnect, and the agent sees a new program id
     assert d.program_id() != first and ("teardown",) in log
 
@@ -412,10 +413,10 @@ def test_connect_retries_while_switchd_starts_then_binds(fake_sde):
 def test_a_batch_is_one_request_rolled_back_on_error(fake_sde):
     d, log, tables = fake_sde
     d.write([
-        Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "nlm": 99})),
-        Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=2)),
-        Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
-        Update("set_default", TableEntry(N.IPV4_ROUTES.name, {}, "drop")),
+        Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "nlm": 99})),
+        Update("insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=2)),
+        Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
+        Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "drop")),
     ])
     rw = d.iface.reader_writer_interface
     assert len(rw.requests) == 1
@@ -430,50 +431,50 @@ def test_a_batch_is_one_request_rolled_back_on_error(fake_sde):
     assert ups[3].is_default_entry and ups[3].data.action_name == "FfsIngress.forwarding.drop"
 
     # a later update fails: the earlier ones of the same request are undone, nothing stays applied
-    before = dict(tables[N.PAIRS.name].entries)
+    before = dict(tables[p4names.PAIRS.name].entries)
     with pytest.raises(DriverError, match=r"batch of 2 update\(s\), none applied: .*Already exists$"):
         d.write([
-            Update("modify", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "nlm": 1})),
-            Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 6, "nlm": 2})),
+            Update("modify", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "nlm": 1})),
+            Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 6, "nlm": 2})),
         ])
-    assert tables[N.PAIRS.name].entries == before and len(rw.requests) == 2
+    assert tables[p4names.PAIRS.name].entries == before and len(rw.requests) == 2
 
 
 def test_read_back_maps_keys_and_priorities(fake_sde):
     d, _, _ = fake_sde
     d.write([
-        Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=3)),
-        Update("insert", TableEntry(N.PORT_METADATA.name, {"ig_intr_md.ingress_port": Exact(4)}, None, {"ifindex": 2, "trust": 1, "insert": 0})),
+        Update("insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=3)),
+        Update("insert", TableEntry(p4names.PORT_METADATA.name, {"ig_intr_md.ingress_port": Exact(4)}, None, {"ifindex": 2, "trust": 1, "insert": 0})),
     ])
-    (e,) = d.read_table(N.F_LOG.name)
+    (e,) = d.read_table(p4names.F_LOG.name)
     assert e.key == {"f": Ternary(0x100, 0xFF80)} and e.priority == 3 and e.params == {"lf": 7}
     (pm,) = d.read_table("$PORT_METADATA")
-    assert pm.table == N.PORT_METADATA.name and pm.action is None and pm.params == {"ifindex": 2, "trust": 1, "insert": 0}
+    assert pm.table == p4names.PORT_METADATA.name and pm.action is None and pm.params == {"ifindex": 2, "trust": 1, "insert": 0}
 
 
 def test_counters_synced_summed_over_pipes_and_wrapped(fake_sde):
     d, log, tables = fake_sde
-    c = tables.setdefault(N.PAIR_BYTES.name, FakeTable(N.PAIR_BYTES.name, log, 90))
+    c = tables.setdefault(p4names.PAIR_BYTES.name, FakeTable(p4names.PAIR_BYTES.name, log, 90))
     c.reads = {7: {"$COUNTER_SPEC_BYTES": [1500, 3000, 0, 0], "$COUNTER_SPEC_PKTS": [1, 2, 0, 0]},
                8: {"$COUNTER_SPEC_BYTES": [2**64 - 10, 20], "$COUNTER_SPEC_PKTS": 5}}
     d.hw_read_max_indices = 1  # two indices: more than a hardware read is worth
-    got = d.read_counters(N.PAIR_BYTES.name, [7, 8])
+    got = d.read_counters(p4names.PAIR_BYTES.name, [7, 8])
     assert got[7].bytes == 4500 and got[7].packets == 3
     assert got[8].bytes == 10 and got[8].packets == 5  # the sum wraps modulo 2^64, as 64-bit counters do
-    i_sync = log.index(("op", N.PAIR_BYTES.name, "Sync"))
-    assert log[i_sync + 1] == ("get", N.PAIR_BYTES.name, {"from_hw": False})  # Sync, then a software read
+    i_sync = log.index(("op", p4names.PAIR_BYTES.name, "Sync"))
+    assert log[i_sync + 1] == ("get", p4names.PAIR_BYTES.name, {"from_hw": False})  # Sync, then a software read
 
 
 def test_a_few_indices_are_read_from_the_hardware_without_a_sync(fake_sde):
     d, log, tables = fake_sde
-    c = tables.setdefault(N.PAIR_BYTES.name, FakeTable(N.PAIR_BYTES.name, log, 90))
+    c = tables.setdefault(p4names.PAIR_BYTES.name, FakeTable(p4names.PAIR_BYTES.name, log, 90))
     c.rw = d.iface.reader_writer_interface
     c.reads = {i: {"$COUNTER_SPEC_BYTES": 100 * i, "$COUNTER_SPEC_PKTS": i} for i in range(d.hw_read_max_indices)}
-    got = d.read_counters(N.PAIR_BYTES.name, range(d.hw_read_max_indices))
+    got = d.read_counters(p4names.PAIR_BYTES.name, range(d.hw_read_max_indices))
     assert got[9].bytes == 900 and len(got) == d.hw_read_max_indices
-    assert ("op", N.PAIR_BYTES.name, "Sync") not in log and log[-1] == ("get", N.PAIR_BYTES.name, {"from_hw": True})
-    d.read_counters(N.PAIR_BYTES.name)  # the whole table: a Sync, then from software
-    assert log[-2:] == [("op", N.PAIR_BYTES.name, "Sync"), ("get", N.PAIR_BYTES.name, {"from_hw": False})]
+    assert ("op", p4names.PAIR_BYTES.name, "Sync") not in log and log[-1] == ("get", p4names.PAIR_BYTES.name, {"from_hw": True})
+    d.read_counters(p4names.PAIR_BYTES.name)  # the whole table: a Sync, then from software
+    assert log[-2:] == [("op", p4names.PAIR_BYTES.name, "Sync"), ("get", p4names.PAIR_BYTES.name, {"from_hw": False})]
 
 
 def test_the_tau_steps_per_egress_counters_always_follow_a_sync(fake_sde):
@@ -481,31 +482,31 @@ def test_the_tau_steps_per_egress_counters_always_follow_a_sync(fake_sde):
     of each table however few egress ports there are, so a τ step costs the same at 3 egresses
     (9 pairs) and at 64 (4096 pairs); a pair counter's few indices still come from the hardware."""
     d, log, tables = fake_sde
-    for i, name in enumerate((N.OFFERED.name, N.ACCEPTED.name, N.MALFORMED.name)):
+    for i, name in enumerate((p4names.OFFERED.name, p4names.ACCEPTED.name, p4names.MALFORMED.name)):
         c = tables.setdefault(name, FakeTable(name, log, 80 + i))
         c.reads = {p: {"$COUNTER_SPEC_BYTES": [64 * p, 0], "$COUNTER_SPEC_PKTS": [p, 0]} for p in (1, 2, 3)}
         got = d.read_counters(name, [1, 2, 3])
         assert got[2].bytes == 128 and got[3].packets == 3
         assert log[-2:] == [("op", name, "Sync"), ("get", name, {"from_hw": False})]
-    c = tables.setdefault(N.PAIR_BYTES.name, FakeTable(N.PAIR_BYTES.name, log, 90))
+    c = tables.setdefault(p4names.PAIR_BYTES.name, FakeTable(p4names.PAIR_BYTES.name, log, 90))
     c.reads = {1: {"$COUNTER_SPEC_BYTES": 100, "$COUNTER_SPEC_PKTS": 1}}
-    d.read_counters(N.PAIR_BYTES.name, [1])
-    assert log[-1] == ("get", N.PAIR_BYTES.name, {"from_hw": True}) and log[-2] != ("op", N.PAIR_BYTES.name, "Sync")
+    d.read_counters(p4names.PAIR_BYTES.name, [1])
+    assert log[-1] == ("get", p4names.PAIR_BYTES.name, {"from_hw": True}) and log[-2] != ("op", p4names.PAIR_BYTES.name, "Sync")
 
 
 def test_registers_are_synced_and_summed_over_pipes(fake_sde):
     d, log, tables = fake_sde
-    r = tables.setdefault(N.F_EST.name, FakeTable(N.F_EST.name, log, 91))
-    r.reads = {i: {f"{N.F_EST.name}.f1": [i, 10 * i, 100, 0]} for i in range(3)}
-    assert d.read_registers(N.F_EST.name) == {0: 100, 1: 111, 2: 122}  # the whole register
-    assert ("op", N.F_EST.name, "Sync") in log
+    r = tables.setdefault(p4names.F_EST.name, FakeTable(p4names.F_EST.name, log, 91))
+    r.reads = {i: {f"{p4names.F_EST.name}.f1": [i, 10 * i, 100, 0]} for i in range(3)}
+    assert d.read_registers(p4names.F_EST.name) == {0: 100, 1: 111, 2: 122}  # the whole register
+    assert ("op", p4names.F_EST.name, "Sync") in log
 
 
 def test_lpf_spec_for_every_index(fake_sde):
     d, log, _ = fake_sde
-    d.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), LpfSpec("RATE", 2e6, 3e6, 4))
-    op = [x for x in log if x[0] == "entry_add" and x[1] == N.F_LPF.name][-1]
-    assert [k["$LPF_INDEX"]["value"] for k in op[2]] == list(range(N.F_LPF.size))
+    d.set_lpf_spec(p4names.F_LPF.name, range(p4names.F_LPF.size), LpfSpec("RATE", 2e6, 3e6, 4))
+    op = [x for x in log if x[0] == "entry_add" and x[1] == p4names.F_LPF.name][-1]
+    assert [k["$LPF_INDEX"]["value"] for k in op[2]] == list(range(p4names.F_LPF.size))
     assert op[3][0] == {"$LPF_SPEC_TYPE": "RATE", "$LPF_SPEC_GAIN_TIME_CONSTANT_NS": 2e6,
                         "$LPF_SPEC_DECAY_TIME_CONSTANT_NS": 3e6, "$LPF_SPEC_OUT_SCALE_DOWN_FACTOR": 4}
 
@@ -531,20 +532,20 @@ def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde,
     rw = d.iface.reader_writer_interface
     assert len(rw.requests) == 1  # the whole node: ports, routes, pairs, egresses, generated tables
     names = {u.entity.table_entry.table.name for u in rw.requests[0].updates}
-    assert {N.PORT_METADATA.name, N.PAIRS.name, N.EGRESS_PARAMS.name, N.GAMMA.name, N.WEIGHT.name} <= names
-    assert len(tables[N.PAIRS.name].entries) == 9  # 3 egress columns x 3 ingresses
+    assert {p4names.PORT_METADATA.name, p4names.PAIRS.name, p4names.EGRESS_PARAMS.name, p4names.GAMMA.name, p4names.WEIGHT.name} <= names
+    assert len(tables[p4names.PAIRS.name].entries) == 9  # 3 egress columns x 3 ingresses
     agent.step(0.0)
     agent.step(0.1)
     assert len(rw.requests) == 2
     push = rw.requests[1]
     assert push.atomicity == WriteRequest.ROLLBACK_ON_ERROR
-    assert {u.entity.table_entry.table.name for u in push.updates} == {N.EGRESS_PARAMS.name}
+    assert {u.entity.table_entry.table.name for u in push.updates} == {p4names.EGRESS_PARAMS.name}
     assert all(u.type == bfruntime_pb2.Update.MODIFY for u in push.updates) and len(push.updates) == 3
-    pair_reads = [x for x in log if x[0] == "get" and x[1] in (N.PAIR_BYTES.name, N.F_EST.name)]
+    pair_reads = [x for x in log if x[0] == "get" and x[1] in (p4names.PAIR_BYTES.name, p4names.F_EST.name)]
     assert pair_reads and all(x[2] == {"from_hw": True} for x in pair_reads)  # 9 pairs: hardware reads, no Sync
-    egress_reads = [x for x in log if x[0] == "get" and x[1] in (N.OFFERED.name, N.ACCEPTED.name, N.MALFORMED.name)]
+    egress_reads = [x for x in log if x[0] == "get" and x[1] in (p4names.OFFERED.name, p4names.ACCEPTED.name, p4names.MALFORMED.name)]
     assert egress_reads and all(x[2] == {"from_hw": False} for x in egress_reads)  # the τ step's: after a Sync
-    assert {x[1] for x in log if x[0] == "op"} == {N.OFFERED.name, N.ACCEPTED.name, N.MALFORMED.name}
+    assert {x[1] for x in log if x[0] == "op"} == {p4names.OFFERED.name, p4names.ACCEPTED.name, p4names.MALFORMED.name}
 
 
 # --- the real client's awkward spots (each was a raw exception or a lost reason before) --------
@@ -552,33 +553,33 @@ def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde,
 
 def test_a_refused_batch_names_the_switchs_reason_not_a_bare_error_header(fake_sde):
     d, _, _ = fake_sde
-    e = TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(2)}, "set_pair", {"pid": 1, "lm": 1})
+    e = TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(2)}, "set_pair", {"pid": 1, "lm": 1})
     d.write([Update("insert", e)])
     with pytest.raises(DriverError) as err:
         d.write([Update("insert", e)])
     msg = str(err.value)
     assert "\n" not in msg and "Error(s)" not in msg
     assert msg == ("batch of 1 update(s), none applied: entry 0: ALREADY_EXISTS "
-                   f"Table Add failed table:pipe.{N.PAIRS.name} Already exists")
+                   f"Table Add failed table:pipe.{p4names.PAIRS.name} Already exists")
 
 
 @pytest.mark.parametrize("read", [
-    lambda d: d.read_counters(N.PAIR_BYTES.name),
-    lambda d: d.read_registers(N.F_EST.name),
-    lambda d: d.read_table(N.PAIRS.name),
-    lambda d: d.read_default(N.PAIRS.name),
-    lambda d: d.read_lpf_spec(N.F_LPF.name, 0),
+    lambda d: d.read_counters(p4names.PAIR_BYTES.name),
+    lambda d: d.read_registers(p4names.F_EST.name),
+    lambda d: d.read_table(p4names.PAIRS.name),
+    lambda d: d.read_default(p4names.PAIRS.name),
+    lambda d: d.read_lpf_spec(p4names.F_LPF.name, 0),
 ], ids=["counters", "registers", "table", "default", "lpf_spec"])
 def test_a_read_failing_while_its_results_are_iterated_is_a_driver_error(fake_sde, read):
     d, log, tables = fake_sde
-    for name in (N.PAIR_BYTES.name, N.F_EST.name, N.PAIRS.name, N.F_LPF.name):
+    for name in (p4names.PAIR_BYTES.name, p4names.F_EST.name, p4names.PAIRS.name, p4names.F_LPF.name):
         t = tables.setdefault(name, FakeTable(name, log, 100 + len(tables)))
         t.rw = d.iface.reader_writer_interface
         t.reads = {0: {"$COUNTER_SPEC_BYTES": 1, "$COUNTER_SPEC_PKTS": 1}, 1: {"$COUNTER_SPEC_BYTES": 1, "$COUNTER_SPEC_PKTS": 1}}
         t.fail_read = FakeRpcError("UNAVAILABLE", "Socket closed")
     with pytest.raises(DriverError, match=r": UNAVAILABLE: Socket closed$"):
         read(d)
-    for name in (N.PAIR_BYTES.name, N.F_EST.name, N.PAIRS.name, N.F_LPF.name):
+    for name in (p4names.PAIR_BYTES.name, p4names.F_EST.name, p4names.PAIRS.name, p4names.F_LPF.name):
         tables[name].fail_read = FakeRpcError("UNKNOWN", "Read Error Status", [("NOT_FOUND", "Object not found")])
     with pytest.raises(DriverError, match=r": entry 0: NOT_FOUND Object not found$"):
         read(d)
@@ -586,8 +587,8 @@ def test_a_read_failing_while_its_results_are_iterated_is_a_driver_error(fake_sd
 
 def test_lpf_time_constants_are_sent_as_floats_even_when_given_as_ints(fake_sde):
     d, log, _ = fake_sde
-    d.set_lpf_spec(N.F_LPF.name, [0], LpfSpec("RATE", 2_000_000, 3_000_000, 4))  # ints: the client wants floats
-    op = [x for x in log if x[0] == "entry_add" and x[1] == N.F_LPF.name][-1]
+    d.set_lpf_spec(p4names.F_LPF.name, [0], LpfSpec("RATE", 2_000_000, 3_000_000, 4))  # ints: the client wants floats
+    op = [x for x in log if x[0] == "entry_add" and x[1] == p4names.F_LPF.name][-1]
     gain = op[3][0]["$LPF_SPEC_GAIN_TIME_CONSTANT_NS"]
     assert gain == 2e6 and isinstance(gain, float)
 
@@ -596,18 +597,18 @@ def test_a_value_the_client_refuses_is_a_one_line_driver_error_and_nothing_is_se
     d, _, _ = fake_sde
     rw = d.iface.reader_writer_interface
     before = len(rw.requests)
-    with pytest.raises(DriverError, match=rf"^{N.PAIRS.name}: bad value: .*integer"):
-        d.write([Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(2)}, "set_pair", {"pid": 1.5, "lm": 1}))])
+    with pytest.raises(DriverError, match=rf"^{p4names.PAIRS.name}: bad value: .*integer"):
+        d.write([Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(2)}, "set_pair", {"pid": 1.5, "lm": 1}))])
     assert len(rw.requests) == before
 
 
 def test_every_rpc_carries_a_deadline_writes_scaled_by_their_size(fake_sde):
     d, _, _ = fake_sde
     stub = d.iface.reader_writer_interface.stub._stub
-    updates = [Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(p)}, "set_pair", {"pid": p, "lm": 1}))
+    updates = [Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(p)}, "set_pair", {"pid": p, "lm": 1}))
                for p in range(200)]
     d.write(updates)
-    d.read_table(N.PAIRS.name)
+    d.read_table(p4names.PAIRS.name)
     assert stub.timeouts[-2] == ("Write", pytest.approx(d.rpc_timeout_s + 200 * d.write_timeout_per_update_s))
     assert stub.timeouts[-1] == ("Read", d.rpc_timeout_s)
     assert all(t is not None for _, t in stub.timeouts)
@@ -650,7 +651,7 @@ def test_agent_step_on_a_failing_read_raises_driver_error_the_service_catches(fa
     agent = Agent(d, topo, "s1")
     agent.install()
     agent.step(0.0)
-    tables[N.OFFERED.name].fail_read = FakeRpcError("UNAVAILABLE", "Socket closed")
+    tables[p4names.OFFERED.name].fail_read = FakeRpcError("UNAVAILABLE", "Socket closed")
     with pytest.raises(DriverError, match="UNAVAILABLE"):
         agent.step(0.1)
 
@@ -674,7 +675,7 @@ def test_agent_restart_over_bfrt_reads_back_and_writes_nothing(fake_sde, tmp_pat
     again = Agent(d, topo, "s1", store=StateStore(tmp_path))
     again.install()
     assert len(rw.requests) == 1  # read back, found right: nothing written
-    tables[N.PAIRS.name].entries.clear()
+    tables[p4names.PAIRS.name].entries.clear()
     again.check()  # (the fake keeps no LPF specs, so the agent also rewrites those, outside requests)
     assert len(rw.requests) == 2 and len(rw.requests[1].updates) == 9
     assert all(u.type == bfruntime_pb2.Update.INSERT for u in rw.requests[1].updates)
@@ -723,29 +724,29 @@ def _traffic(tables, log, agent, split):
     def reads(name):
         return tables.setdefault(name, FakeTable(name, log, 300 + len(tables)))
 
-    reads(N.PAIR_BYTES.name).reads, reads(N.PAIR_DROPS.name).reads, reads(N.F_EST.name).reads = {}, {}, {}
+    reads(p4names.PAIR_BYTES.name).reads, reads(p4names.PAIR_DROPS.name).reads, reads(p4names.F_EST.name).reads = {}, {}, {}
     for p in agent.pairs():
         pipe, moving = pipe_of(port[p.ingress]), p.ingress != p.egress  # a pair lives in its ingress pipe
-        reads(N.PAIR_BYTES.name).reads[p.pid] = counter(pipe, 1_000_000 * moving, 800 * moving)
-        reads(N.PAIR_DROPS.name).reads[p.pid] = counter(pipe, 250_000 * moving, 200 * moving)
-        reads(N.F_EST.name).reads[p.pid] = {f"{N.F_EST.name}.f1": cell(pipe, 3000 * moving)}
+        reads(p4names.PAIR_BYTES.name).reads[p.pid] = counter(pipe, 1_000_000 * moving, 800 * moving)
+        reads(p4names.PAIR_DROPS.name).reads[p.pid] = counter(pipe, 250_000 * moving, 200 * moving)
+        reads(p4names.F_EST.name).reads[p.pid] = {f"{p4names.F_EST.name}.f1": cell(pipe, 3000 * moving)}
     # R*_j is counted in the pipe the packets came in (b's traffic to a in pipe 1), A_j in the egress's
-    reads(N.OFFERED.name).reads = {0: counter(1, 1_250_000, 1000), 129: counter(0, 1_250_000, 1000)}
-    reads(N.ACCEPTED.name).reads = {0: counter(0, 1_000_000, 800), 129: counter(1, 1_000_000, 800)}
+    reads(p4names.OFFERED.name).reads = {0: counter(1, 1_250_000, 1000), 129: counter(0, 1_250_000, 1000)}
+    reads(p4names.ACCEPTED.name).reads = {0: counter(0, 1_000_000, 800), 129: counter(1, 1_000_000, 800)}
 
 
 def test_a_2_pipe_tofino_reads_one_value_per_pipe_and_the_driver_sums_them(fake_sde):
     """A read for every pipe answers [pipe 0, pipe 1] per cell: a pair entering on port 129 has its
     bytes and its estimate in pipe 1 and 0 in pipe 0, so the sum is the pipe's value."""
     d, log, tables = fake_sde
-    c = tables.setdefault(N.ACCEPTED.name, FakeTable(N.ACCEPTED.name, log, 92))
+    c = tables.setdefault(p4names.ACCEPTED.name, FakeTable(p4names.ACCEPTED.name, log, 92))
     c.reads = {0: {"$COUNTER_SPEC_BYTES": [1500, 0], "$COUNTER_SPEC_PKTS": [1, 0]},
                129: {"$COUNTER_SPEC_BYTES": [0, 3000], "$COUNTER_SPEC_PKTS": [0, 2]}}
-    got = d.read_counters(N.ACCEPTED.name, [0, 129])
+    got = d.read_counters(p4names.ACCEPTED.name, [0, 129])
     assert (got[0].packets, got[0].bytes, got[129].packets, got[129].bytes) == (1, 1500, 2, 3000)
-    r = tables.setdefault(N.F_EST.name, FakeTable(N.F_EST.name, log, 93))
-    r.reads = {1: {f"{N.F_EST.name}.f1": [0, 4321]}, 2: {f"{N.F_EST.name}.f1": [1234, 0]}}
-    assert d.read_registers(N.F_EST.name, [1, 2]) == {1: 4321, 2: 1234}
+    r = tables.setdefault(p4names.F_EST.name, FakeTable(p4names.F_EST.name, log, 93))
+    r.reads = {1: {f"{p4names.F_EST.name}.f1": [0, 4321]}, 2: {f"{p4names.F_EST.name}.f1": [1234, 0]}}
+    assert d.read_registers(p4names.F_EST.name, [1, 2]) == {1: 4321, 2: 1234}
 
 
 def test_ports_in_pipe_1_are_looked_up_added_enabled_and_read_by_device_port(fake_sde):

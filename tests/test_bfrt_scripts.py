@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ffs import p4names as N
-from ffs import tables as T
+from ffs import p4names
+from ffs import tables
 from ffs.agent.program import LpfConfig, node_updates
 from ffs.topology import load
 
@@ -67,7 +67,7 @@ def test_setup_node_writes_what_the_agent_writes(env):
     log = next(c for c in calls if c[0].endswith("f_log.add_with_set_lf"))
     assert {"f", "f_mask", "MATCH_PRIORITY", "lf", "nlf"} == set(log[1])
     lpf = [c[1] for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.rate_est.f_lpf.add"]
-    assert [x["LPF_INDEX"] for x in lpf] == list(range(N.F_LPF.size))  # every index, as the agent does
+    assert [x["LPF_INDEX"] for x in lpf] == list(range(p4names.F_LPF.size))  # every index, as the agent does
     sized = LpfConfig().for_node(load(ROOT / "topologies" / "dumbbell.yaml").node("s1"))  # as the agent sizes it
     assert lpf[0]["LPF_SPEC_TYPE"] == "RATE" and lpf[0]["LPF_SPEC_OUT_SCALE_DOWN_FACTOR"] == sized.scale_down
     assert calls[-1][0] == "bfrt.complete_operations"
@@ -79,9 +79,9 @@ def test_load_matrix_pushes_scaled_shares(env, tmp_path, monkeypatch):
     monkeypatch.setenv("FFS_MATRIX", str(m))
     calls = run("load_matrix.py")
     pairs = [c[1] for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.pair_map.pairs.entry_with_set_pair"]
-    lm = {(p["ingress_port"], p["egress_port"]): T.lm_of(p) for p in pairs}
+    lm = {(p["ingress_port"], p["egress_port"]): tables.lm_of(p) for p in pairs}
     lpf = LpfConfig().for_node(load(ROOT / "topologies" / "dumbbell.yaml").node("s1"))  # as the agent sizes it
-    code = lambda m: T.lm_code(m, lpf.time_constant_ns, lpf.scale_down)  # noqa: E731
+    code = lambda m: tables.lm_code(m, lpf.time_constant_ns, lpf.scale_down)  # noqa: E731
     assert lm[(1, 3)] == code(4 * M) and lm[(2, 3)] == code(16 * M)
     assert lm[(3, 1)] == code(20 * M)  # the topology's other columns are kept
     pushes = [c for c in calls if c[0].endswith("entry_with_set_pair().push")]

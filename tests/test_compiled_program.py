@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.switch.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,32 +87,32 @@ def _schema(out: Path) -> dict[str, dict]:
 
 def test_bfrt_json_and_p4names_agree_both_ways(build):
     schema = _schema(build[1])
-    want = {t.name for t in N.TABLES} | {c.name for c in N.COUNTERS} | {r.name for r in N.REGISTERS}
-    want |= {lpf.name for lpf in N.LPFS} | {N.PORT_METADATA.name}
+    want = {t.name for t in p4names.TABLES} | {c.name for c in p4names.COUNTERS} | {r.name for r in p4names.REGISTERS}
+    want |= {lpf.name for lpf in p4names.LPFS} | {p4names.PORT_METADATA.name}
     compiled = {n for n, t in schema.items() if t["table_type"] in
                 ("MatchAction_Direct", "MatchAction_Indirect", "Counter", "Register", "Lpf", "PortMetadata")}
     assert compiled == want
-    for t in N.TABLES:
+    for t in p4names.TABLES:
         s = schema[t.name]
         keys = [(k["name"], MATCH[k["match_type"]], k["type"]["width"]) for k in s["key"] if k["name"] != "$MATCH_PRIORITY"]
         assert keys == [(k.name, k.match, k.width) for k in t.keys], t.name
         acts = {a["name"]: [(p["name"], p["type"]["width"]) for p in a["data"]] for a in s["action_specs"]}
         assert acts == {a.name: list(a.params) for a in t.actions}, t.name
         assert s["size"] == t.size, t.name
-    for c in N.COUNTERS:
+    for c in p4names.COUNTERS:
         fields = {d["singleton"]["name"] for d in schema[c.name]["data"]}
         kind = {frozenset({"$COUNTER_SPEC_PKTS"}): "PACKETS", frozenset({"$COUNTER_SPEC_BYTES"}): "BYTES",
                 frozenset({"$COUNTER_SPEC_PKTS", "$COUNTER_SPEC_BYTES"}): "PACKETS_AND_BYTES"}[frozenset(fields)]
         assert (schema[c.name]["size"], kind) == (c.size, c.kind), c.name
-    for r in N.REGISTERS:
+    for r in p4names.REGISTERS:
         (field,) = [d["singleton"] for d in schema[r.name]["data"]]
         assert (schema[r.name]["size"], field["type"]["width"]) == (r.size, r.width), r.name
-    for lpf in N.LPFS:
+    for lpf in p4names.LPFS:
         assert schema[lpf.name]["size"] == lpf.size
-    pm = schema[N.PORT_METADATA.name]
-    assert [(k["name"], k["type"]["width"]) for k in pm["key"]] == [(N.PORT_METADATA.key.name, N.PORT_METADATA.key.width)]
+    pm = schema[p4names.PORT_METADATA.name]
+    assert [(k["name"], k["type"]["width"]) for k in pm["key"]] == [(p4names.PORT_METADATA.key.name, p4names.PORT_METADATA.key.width)]
     fields = [(d["singleton"]["name"], d["singleton"]["type"]["width"]) for d in pm["data"]]
-    assert [f for f in fields if not f[0].startswith("pad")] == list(N.PORT_METADATA.fields)  # @padding bits
+    assert [f for f in fields if not f[0].startswith("pad")] == list(p4names.PORT_METADATA.fields)  # @padding bits
 
 
 def test_software_switch_has_what_was_compiled(build):
@@ -145,9 +145,9 @@ def test_library_composes_with_other_forwarding_under_the_ffs_names(example):
 
     _, with_ffs, alone = example
     schema = _schema(with_ffs)
-    forwarding = {N.IPV4_ROUTES.name, N.IPV6_ROUTES.name}
-    ffs_objects = ({t.name for t in N.TABLES} - forwarding) | {c.name for c in N.COUNTERS} | {r.name for r in N.REGISTERS}
-    ffs_objects |= {lpf.name for lpf in N.LPFS} | {N.PORT_METADATA.name}
+    forwarding = {p4names.IPV4_ROUTES.name, p4names.IPV6_ROUTES.name}
+    ffs_objects = ({t.name for t in p4names.TABLES} - forwarding) | {c.name for c in p4names.COUNTERS} | {r.name for r in p4names.REGISTERS}
+    ffs_objects |= {lpf.name for lpf in p4names.LPFS} | {p4names.PORT_METADATA.name}
     assert ffs_objects <= schema.keys()
     assert not any(n.startswith(("FfsIngress.", "FfsEgress.")) for n in _schema(alone))
     # FFS adds stages after the forwarding has chosen the egress port (the pair is (ingress, egress))

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from ffs import constants as C
+from ffs import constants
 from p4schema import read
 
 P4 = Path(__file__).resolve().parent.parent / "p4src"
@@ -18,11 +18,11 @@ SHARED = [
 
 
 def test_runt_mask_is_the_ethernet_minimum():
-    assert (C.MIN_FRAME + C.FCS_LEN) & (C.MIN_FRAME + C.FCS_LEN - 1) == 0  # a power of two
+    assert (constants.MIN_FRAME + constants.FCS_LEN) & (constants.MIN_FRAME + constants.FCS_LEN - 1) == 0  # a power of two
 
 
 def test_defines_match_constants():
     d = read(P4).defines
     for name in SHARED:
-        assert int(d[name], 0) == getattr(C, name), name
-    assert int(d["CODE_ONE"], 0) == C.CODE_ONE
+        assert int(d[name], 0) == getattr(constants, name), name
+    assert int(d["CODE_ONE"], 0) == constants.CODE_ONE

@@ -20,7 +20,7 @@ from ffs.agent.service import AgentService, ServiceConfig
 from ffs.shares import MIN_SHARE_BPS, MIN_SHARE_FRACTION
 from ffs.topology import TopologyError, load
 from agentkit import DUMBBELL, dump, make_agent
-from test_safeload import laughs
+from hostilekit import laughs
 
 M = 1e6
 
@@ -229,7 +229,7 @@ def test_forged_label_from_a_host_port_buys_nothing(topo_dir):
     default for host-facing ports), so the label is reset to 1.0 and the flood gets exactly its FFS
     rate (Eq. 1: τ = 1.25, 600 Mb/s) while the victim keeps its 400 Mb/s (Corollary 1)."""
     from ffs.allocator import allocate
-    from ffs.experiments import run_scenario
+    from ffs.lab.experiments import run_scenario
 
     topo = load(topo_dir.parent / "scenarios" / "forged-label.yaml")
     assert not topo.node("s1").interfaces["p2"].trust

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ffs import p4names as N
+from ffs import p4names
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", ROOT / "bfrt-scripts" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -17,7 +17,7 @@ CALL = re.compile(r"`(\w+)\(([^`()]*)\)`")
 def actions() -> dict[str, set[tuple[str, ...]]]:
     """Short action name -> the parameter lists it has in any table."""
     out: dict[str, set[tuple[str, ...]]] = {}
-    for t in N.TABLES:
+    for t in p4names.TABLES:
         for a in t.actions:
             out.setdefault(a.name.rsplit(".", 1)[-1], set()).add(tuple(p for p, _ in a.params))
     return out

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ffs import constants as C
+from ffs import constants
 from ffs.endpoint.rate import (Echo, IndicatorCap, LeakyBucket, MedianWindow, MinLoss, MinLossParams, MinTime,
                                RateHistory, rri_factor)
 from ffs.endpoint.transport import Receiver, Sender
@@ -15,9 +15,9 @@ from ffs.labels import encode
 
 
 def test_rri_factor_decodes_the_code_and_infinity_means_no_information():
-    assert rri_factor(C.CODE_ONE) == 1.0
+    assert rri_factor(constants.CODE_ONE) == 1.0
     assert rri_factor(encode(0.425)) == pytest.approx(0.425, rel=0.003)  # spec §3: 0.271 % worst case
-    assert rri_factor(C.CODE_MAX) is None
+    assert rri_factor(constants.CODE_MAX) is None
 
 
 def test_indicator_is_rri_times_the_rate_when_the_packet_was_sent():
@@ -139,13 +139,13 @@ def test_wire_messages_round_trip_and_the_project_scapy_layer_reads_the_shim():
     assert len(dg) + 20 == 1400 + OVERHEAD
     d = parse_after_ip(dg)
     assert (d.msg.xfer, d.msg.seq, d.msg.total, d.msg.psize, d.msg.payload) == (7, 3, 10_000, 1400, b"x" * 1400)
-    assert d.shim.flags == C.FLAG_RI and d.shim.rri == C.CODE_MAX
-    pkt = IP(bytes(IP(src="10.0.1.1", dst="10.0.3.1", proto=C.IP_PROTO_FFS) / dg))
+    assert d.shim.flags == constants.FLAG_RI and d.shim.rri == constants.CODE_MAX
+    pkt = IP(bytes(IP(src="10.0.1.1", dst="10.0.3.1", proto=constants.IP_PROTO_FFS) / dg))
     assert pkt[FFS].flags.R and pkt[FFS].rri == 0xFFFF and pkt[FFS].nh == 17
     a = ack_datagram(Ack(7, 3, 9, ((5, 8), (10, 12))), 0x7F00, 5301, 40000)
     p = parse_after_ip(a)
     assert p.msg == Ack(7, 3, 9, ((5, 8), (10, 12)))
-    assert p.shim.flags == C.FLAG_ECHO and p.shim.rri_echo == 0x7F00
+    assert p.shim.flags == constants.FLAG_ECHO and p.shim.rri_echo == 0x7F00
     assert parse_after_ip(ack_datagram(Ack(7, 3, 9), None, 1, 2)).shim.flags == 0
 
 

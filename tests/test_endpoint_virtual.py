@@ -10,7 +10,7 @@ import pytest
 
 from ffs.allocator import allocate
 from ffs.endpoint.rate import MinLoss, MinLossParams, rri_factor
-from ffs.endpoint.virtual import Flow, run
+from ffs.lab.virtual_endpoints import Flow, run
 from ffs.topology import load
 
 TOPO = Path(__file__).resolve().parent.parent / "topologies" / "endpoint.yaml"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ffs import p4names as N
-from ffs import tables as T
+from ffs import p4names
+from ffs import tables
 from ffs.agent.api import ApiError, ControlServer, call
 from ffs.agent.service import AgentService, ServiceConfig
 from agentkit import LPF, Clock, dump, make_agent
@@ -44,8 +44,8 @@ def test_matrix_set_changes_what_the_data_plane_drops(running):
     p = ctl(sock, "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "3Mbps")
     assert p.returncode == 0, p.stderr
     assert "M(p1,p3): 10 Mbps -> 3 Mbps" in p.stdout
-    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): T.lm_of(e.params) for e in agent.driver.read_table(N.PAIRS.name)}
-    assert lm[(1, 3)] == T.lm_code(3 * M, LPF.time_constant_ns, LPF.scale_down)
+    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params) for e in agent.driver.read_table(p4names.PAIRS.name)}
+    assert lm[(1, 3)] == tables.lm_code(3 * M, LPF.time_constant_ns, LPF.scale_down)
     after = clock.run(1.5, svc.lock)
     # p1 is now constrained at its 3 Mbps share; the flood takes the rest of the 13 Mbps target
     assert after.rate_bps("well-behaved", 0.75, 1.5) == pytest.approx(3 * M, rel=0.1)

@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ffs import labels as L
+from ffs import labels
 from ffs.constants import CODE_BIAS, CODE_MAX
 
 
@@ -27,27 +27,27 @@ def oracle_code(x) -> int:
 
 
 def test_one_is_exact():
-    assert L.encode(1.0) == CODE_BIAS == L.encode(1) == L.encode(Fraction(1))
-    assert L.decode(CODE_BIAS) == 1.0
+    assert labels.encode(1.0) == CODE_BIAS == labels.encode(1) == labels.encode(Fraction(1))
+    assert labels.decode(CODE_BIAS) == 1.0
 
 
 @pytest.mark.parametrize("x, code", [(2.0, CODE_BIAS + 128), (0.5, CODE_BIAS - 128), (4.0, CODE_BIAS + 256), (2.0**-255, 128)])
 def test_powers_of_two_are_exact(x, code):
-    assert L.encode(x) == code
-    assert L.decode(code) == x
+    assert labels.encode(x) == code
+    assert labels.decode(code) == x
 
 
 def test_saturation_both_ends():
-    assert L.encode(0.0) == 0 and L.encode(-3.0) == 0 and L.encode(-math.inf) == 0
-    assert L.encode(2.0**-300) == 0 and L.encode(5e-324) == 0
-    assert L.encode(2.0**-256) == 0  # the lowest code, below it clamps to 0 too
-    assert L.encode(2.0**300) == CODE_MAX and L.encode(1e308) == CODE_MAX and L.encode(10**400) == CODE_MAX
-    assert L.encode(math.inf) == CODE_MAX
+    assert labels.encode(0.0) == 0 and labels.encode(-3.0) == 0 and labels.encode(-math.inf) == 0
+    assert labels.encode(2.0**-300) == 0 and labels.encode(5e-324) == 0
+    assert labels.encode(2.0**-256) == 0  # the lowest code, below it clamps to 0 too
+    assert labels.encode(2.0**300) == CODE_MAX and labels.encode(1e308) == CODE_MAX and labels.encode(10**400) == CODE_MAX
+    assert labels.encode(math.inf) == CODE_MAX
     with pytest.raises(ValueError):
-        L.encode(math.nan)
+        labels.encode(math.nan)
     for bad in (-1, 0x10000, 1.5, True):
         with pytest.raises(ValueError):
-            L.decode(bad)
+            labels.decode(bad)
 
 
 def _boundary_neighbours(k: int) -> list[float]:
@@ -69,50 +69,50 @@ def _boundary_neighbours(k: int) -> list[float]:
 def test_boundaries_decided_exactly(k):
     # every double within 3 ulp of a code boundary lands on the side the exact logarithm says
     for x in _boundary_neighbours(k):
-        assert L.encode(x) == oracle_code(x), (k, x.hex())
+        assert labels.encode(x) == oracle_code(x), (k, x.hex())
     # and the two sides of the boundary differ: both codes are reachable right there
-    codes = {L.encode(x) for x in _boundary_neighbours(k)}
+    codes = {labels.encode(x) for x in _boundary_neighbours(k)}
     assert codes == {max(k + CODE_BIAS, 0), k + 1 + CODE_BIAS}
 
 
 @settings(max_examples=300)
 @given(st.floats(min_value=2.0**-260, max_value=2.0**260))
 def test_encode_matches_exact_oracle(x):
-    assert L.encode(x) == oracle_code(x)
+    assert labels.encode(x) == oracle_code(x)
 
 
 @given(st.floats(min_value=2.0**-255.99, max_value=2.0**255.99))
 def test_round_trip_within_half_a_step(x):
-    y = L.decode(L.encode(x))
+    y = labels.decode(labels.encode(x))
     assert abs(math.log2(y / x)) <= 0.5 / 128 + 1e-12
 
 
 @given(st.floats(min_value=0, max_value=2.0**300), st.floats(min_value=0, max_value=2.0**300))
 def test_monotone(a, b):
     a, b = min(a, b), max(a, b)
-    assert L.encode(a) <= L.encode(b)
+    assert labels.encode(a) <= labels.encode(b)
 
 
 @given(st.integers(min_value=1, max_value=CODE_MAX))
 def test_reciprocal_of_codes(code):
-    r = L.reciprocal(code)
+    r = labels.reciprocal(code)
     assert r == min(0x10000 - code, CODE_MAX)
     if code > 1:
-        assert L.decode(r) == pytest.approx(1 / L.decode(code), rel=1e-12)
-        assert L.reciprocal(r) == code
+        assert labels.decode(r) == pytest.approx(1 / labels.decode(code), rel=1e-12)
+        assert labels.reciprocal(r) == code
 
 
 @given(st.floats(min_value=2.0**-255, max_value=2.0**255))
 def test_reciprocal_identity_on_values(x):
     # code(1/x) == 0x10000 - code(x), with 1/x exact (a Fraction, not a rounded double)
-    assert L.encode(1 / Fraction(x)) == L.reciprocal(L.encode(x))
+    assert labels.encode(1 / Fraction(x)) == labels.reciprocal(labels.encode(x))
 
 
 def test_log_units():
-    assert L.log_units(1.0) == 0 and L.log_units(2) == 128 and L.log_units(3) == round(128 * math.log2(3))
-    assert L.log_units(2**40) == 40 * 128
+    assert labels.log_units(1.0) == 0 and labels.log_units(2) == 128 and labels.log_units(3) == round(128 * math.log2(3))
+    assert labels.log_units(2**40) == 40 * 128
     with pytest.raises(ValueError):
-        L.log_units(0.5)
+        labels.log_units(0.5)
 
 
 # --- Eq. 3/4 (spec §11.2.8) ----------------------------------------------------------------
@@ -120,48 +120,48 @@ def test_log_units():
 
 def test_eq3_symmetric_8bit():
     lo, hi = 2.0**-10, 2.0**10
-    assert L.decode_eq4(1, lo, hi, 8) / L.decode_eq4(0, lo, hi, 8) == pytest.approx(1.05587, abs=1e-5)  # step
-    assert L.encode_eq3(lo, lo, hi, 8) == 0 and L.decode_eq4(0, lo, hi, 8) == lo
-    assert L.encode_eq3(hi, lo, hi, 8) == 255 and L.decode_eq4(255, lo, hi, 8) == hi
+    assert labels.decode_eq4(1, lo, hi, 8) / labels.decode_eq4(0, lo, hi, 8) == pytest.approx(1.05587, abs=1e-5)  # step
+    assert labels.encode_eq3(lo, lo, hi, 8) == 0 and labels.decode_eq4(0, lo, hi, 8) == lo
+    assert labels.encode_eq3(hi, lo, hi, 8) == 255 and labels.decode_eq4(255, lo, hi, 8) == hi
     for x, code, back in [(1.0, 127, 0.97318), (2.0, 140, 1.97300), (0.5, 114, 0.48002), (4 / 3, 132, 1.27716)]:
-        assert L.encode_eq3(x, lo, hi, 8) == code
-        assert L.decode_eq4(code, lo, hi, 8) == pytest.approx(back, abs=1e-5)
+        assert labels.encode_eq3(x, lo, hi, 8) == code
+        assert labels.decode_eq4(code, lo, hi, 8) == pytest.approx(back, abs=1e-5)
 
 
 def test_eq3_one_exact_range():
     lo, hi = 2.0**-12, 2.0**5
     # the float-log trap of vector 17: base-10 logs put 1.0 a hair below 180
     assert math.floor(math.log10(1.0 / lo) / math.log10(hi / lo) * 255) == 179
-    assert L.encode_eq3(1.0, lo, hi, 8) == 180
-    assert L.decode_eq4(180, lo, hi, 8) == 1.0
-    assert L.encode_eq3(0.5, lo, hi, 8) == 165 and L.encode_eq3(2.0, lo, hi, 8) == 195
-    assert L.decode_eq4(1, lo, hi, 8) / lo == pytest.approx(1.04729, abs=1e-5)  # step ratio
+    assert labels.encode_eq3(1.0, lo, hi, 8) == 180
+    assert labels.decode_eq4(180, lo, hi, 8) == 1.0
+    assert labels.encode_eq3(0.5, lo, hi, 8) == 165 and labels.encode_eq3(2.0, lo, hi, 8) == 195
+    assert labels.decode_eq4(1, lo, hi, 8) / lo == pytest.approx(1.04729, abs=1e-5)  # step ratio
 
 
 def test_eq3_exact_ties_beyond_powers_of_two():
     # position = 255 · log(3^11)/log(3^33) = 85 exactly: on the boundary, floor gives 85;
     # one ulp below it gives 84
-    assert L.encode_eq3(3.0**11, 1.0, 3.0**33, 8) == 85
-    assert L.encode_eq3(math.nextafter(3.0**11, 0), 1.0, 3.0**33, 8) == 84
+    assert labels.encode_eq3(3.0**11, 1.0, 3.0**33, 8) == 85
+    assert labels.encode_eq3(math.nextafter(3.0**11, 0), 1.0, 3.0**33, 8) == 84
     # nearest: position 127.5 exactly (sqrt of the range) rounds up
-    assert L.encode_eq3_nearest(3.0, 1.0, 9.0, 8) == 128
-    assert L.encode_eq3_nearest(math.nextafter(3.0, 0), 1.0, 9.0, 8) == 127
+    assert labels.encode_eq3_nearest(3.0, 1.0, 9.0, 8) == 128
+    assert labels.encode_eq3_nearest(math.nextafter(3.0, 0), 1.0, 9.0, 8) == 127
 
 
 def test_eq3_sixteen_bits():
     lo, hi = 2.0**-16, 2.0**16
-    assert L.encode_eq3(1.0, lo, hi, 16) == 32767
-    assert L.decode_eq4(32767, lo, hi, 16) == pytest.approx(0.99983, abs=1e-5)
-    assert L.encode_eq3(2.0, lo, hi, 16) == 34815
-    assert L.decode_eq4(34815, lo, hi, 16) == pytest.approx(1.99968, abs=1e-5)
+    assert labels.encode_eq3(1.0, lo, hi, 16) == 32767
+    assert labels.decode_eq4(32767, lo, hi, 16) == pytest.approx(0.99983, abs=1e-5)
+    assert labels.encode_eq3(2.0, lo, hi, 16) == 34815
+    assert labels.decode_eq4(34815, lo, hi, 16) == pytest.approx(1.99968, abs=1e-5)
 
 
 def test_eq3_floor_bias_and_nearest_fix():
     lo, hi = 2.0**-10, 2.0**10
     # floor biases 1.0 down by one step (position 127.5); round-to-nearest picks the closer code
-    assert L.encode_eq3(1.0, lo, hi, 8) == 127
-    assert L.encode_eq3_nearest(1.0, lo, hi, 8) == 128
-    assert L.encode_eq3_nearest(4 / 3, lo, hi, 8) == 133
+    assert labels.encode_eq3(1.0, lo, hi, 8) == 127
+    assert labels.encode_eq3_nearest(1.0, lo, hi, 8) == 128
+    assert labels.encode_eq3_nearest(4 / 3, lo, hi, 8) == 133
 
 
 @settings(max_examples=200)
@@ -169,18 +169,18 @@ def test_eq3_floor_bias_and_nearest_fix():
 def test_eq3_decodes_within_a_step(x, n):
     lo, hi = 2.0**-12, 2.0**5
     step = (hi / lo) ** (1 / ((1 << n) - 1))
-    down = L.decode_eq4(L.encode_eq3(x, lo, hi, n), lo, hi, n)
-    near = L.decode_eq4(L.encode_eq3_nearest(x, lo, hi, n), lo, hi, n)
+    down = labels.decode_eq4(labels.encode_eq3(x, lo, hi, n), lo, hi, n)
+    near = labels.decode_eq4(labels.encode_eq3_nearest(x, lo, hi, n), lo, hi, n)
     assert down <= x * (1 + 1e-12) and x < down * step * (1 + 1e-12)  # floor: at or below, within a step
     assert abs(math.log(near / x)) <= math.log(step) / 2 * (1 + 1e-9)  # nearest: within half a step
 
 
 def test_eq3_clamps_and_rejects():
-    assert L.encode_eq3(1e-9, 2.0**-10, 2.0**10, 8) == 0
-    assert L.encode_eq3(1e9, 2.0**-10, 2.0**10, 8) == 255
-    assert L.encode_eq3(0.0, 2.0**-10, 2.0**10, 8) == 0 and L.encode_eq3(math.inf, 2.0**-10, 2.0**10, 8) == 255
+    assert labels.encode_eq3(1e-9, 2.0**-10, 2.0**10, 8) == 0
+    assert labels.encode_eq3(1e9, 2.0**-10, 2.0**10, 8) == 255
+    assert labels.encode_eq3(0.0, 2.0**-10, 2.0**10, 8) == 0 and labels.encode_eq3(math.inf, 2.0**-10, 2.0**10, 8) == 255
     for args in [(1.0, 2.0, 1.0, 8), (1.0, 0.0, 1.0, 8), (1.0, 0.5, 2.0, 0), (math.nan, 0.5, 2.0, 8)]:
         with pytest.raises(ValueError):
-            L.encode_eq3(*args)
+            labels.encode_eq3(*args)
     with pytest.raises(ValueError):
-        L.decode_eq4(256, 2.0**-10, 2.0**10, 8)
+        labels.decode_eq4(256, 2.0**-10, 2.0**10, 8)

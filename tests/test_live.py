@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.allocator import allocate
-from ffs.driver.base import Exact, TableEntry, Update
-from ffs.driver.model import ModelDriver
-from ffs.liverun import live_node
+from ffs.entries import Exact, TableEntry, Update
+from ffs.switch.driver import ModelDriver
+from ffs.lab.liverun import live_node
 from conftest import TOPOLOGIES, requires_root
 
 pytestmark = [requires_root]
@@ -44,10 +44,10 @@ def live(tmp_path):
 
 def test_live_isolation_and_shim_on_the_wire(live):
     topo, plan = live.topology, live.plan
-    rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.traffic", "recv", "--duration=5"), stdout=subprocess.PIPE, text=True)
+    rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=5"), stdout=subprocess.PIPE, text=True)
     time.sleep(0.3)
     for host, rate in (("h1", "8Mbps"), ("h2", "60Mbps")):
-        live.spawn(live.exec_args(host, sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", f"--rate={rate}",
+        live.spawn(live.exec_args(host, sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1", f"--rate={rate}",
                                   "--duration=4.5"), stdout=subprocess.DEVNULL)
     lines = [json.loads(x) for x in rx.stdout]
     rx.wait()
@@ -61,11 +61,11 @@ def test_live_isolation_and_shim_on_the_wire(live):
     # now stop stripping at p3: the shim the switch inserted reaches h3 as IP protocol 253
     drv = ModelDriver(live.switch_address)
     drv.connect(timeout_s=5)
-    drv.write([Update("delete", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(3)}))])
+    drv.write([Update("delete", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(3)}))])
     cap = subprocess.Popen(["ip", "netns", "exec", plan.host("h3").netns, sys.executable, "-c", CAPTURE],
                            stdout=subprocess.PIPE, text=True)
     time.sleep(0.5)
-    subprocess.run(["ip", "netns", "exec", plan.host("h1").netns, sys.executable, "-m", "ffs.traffic", "send",
+    subprocess.run(["ip", "netns", "exec", plan.host("h1").netns, sys.executable, "-m", "ffs.lab.traffic", "send",
                     "--dst=10.0.3.1", "--rate=1Mbps", "--duration=0.5"], check=True, capture_output=True)
     out, _ = cap.communicate(timeout=10)
     frame = bytes.fromhex(out.strip())

@@ -13,9 +13,9 @@ import time
 import pytest
 
 from conftest import TOPOLOGIES, requires_root
-from ffs import p4names as N
-from ffs.driver.model import ModelDriver
-from ffs.liverun import live_node
+from ffs import p4names
+from ffs.switch.driver import ModelDriver
+from ffs.lab.liverun import live_node
 
 pytestmark = [requires_root]
 
@@ -36,12 +36,12 @@ def dumbbell(tmp_path, stem: str, trusted_p2: bool = False):
 def attack(live, *flood_args: str):
     """h3 receives for 7 s, h1 sends its 8 Mb/s, h2 floods at its port's 20 Mb/s line rate with
     `flood_args`; h3's per-second lines and the flood's process (for its report)."""
-    rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.traffic", "recv", "--duration=7"),
+    rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=7"),
                     stdout=subprocess.PIPE, text=True)
     time.sleep(0.3)
-    live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", "--rate=8Mbps",
+    live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1", "--rate=8Mbps",
                               "--duration=6.5"), stdout=subprocess.DEVNULL)
-    flood = live.spawn(live.exec_args("h2", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1",
+    flood = live.spawn(live.exec_args("h2", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1",
                                       "--rate=20Mbps", *flood_args, "--duration=6.5"),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = [json.loads(x) for x in rx.stdout]
@@ -61,8 +61,8 @@ def lies_counted(live) -> tuple[int, dict[int, int]]:
     drv.connect(5)
     try:
         port3 = live.topology.node("s1").interfaces["p3"].port
-        malformed = drv.read_counters(N.MALFORMED.name, [port3])[port3].packets
-        return malformed, {i: v.packets for i, v in drv.read_counters(N.PAIR_MALFORMED.name).items() if v.packets}
+        malformed = drv.read_counters(p4names.MALFORMED.name, [port3])[port3].packets
+        return malformed, {i: v.packets for i, v in drv.read_counters(p4names.PAIR_MALFORMED.name).items() if v.packets}
     finally:
         drv.close()
 
@@ -158,10 +158,10 @@ def test_a_lying_ipv6_length_delivers_nothing_live(tmp_path, claim):
     topo_file.write_text(text.replace(route, route + '\n      - {prefix: "fd00:3::/64", interface: p3}'))
     with live_node(topo_file, tmp_path) as live:
         sniff = live.spawn(live.exec_args("h3", sys.executable, "-c", COUNT_V6, "7.2"), stdout=subprocess.PIPE, text=True)
-        rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.traffic", "recv", "--duration=7"),
+        rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=7"),
                         stdout=subprocess.PIPE, text=True)
         time.sleep(0.3)
-        live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.traffic", "send", "--dst=10.0.3.1", "--rate=8Mbps",
+        live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1", "--rate=8Mbps",
                                   "--duration=6.5"), stdout=subprocess.DEVNULL)
         liar = live.spawn(live.exec_args("h2", sys.executable, "-c", INJECT_V6, str(claim), "20e6", "6.5"),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

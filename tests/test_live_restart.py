@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from conftest import TOPOLOGIES, requires_root
 
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.agent.program import pairs_of
-from ffs.driver.model import ModelDriver
-from ffs.liverun import agent_ready, live_node
+from ffs.switch.driver import ModelDriver
+from ffs.lab.liverun import agent_ready, live_node
 
 pytestmark = [requires_root]
 
@@ -36,7 +36,7 @@ TOPO = TOPOLOGIES / "dumbbell.yaml"
 def _run(work: Path, restart: signal.Signals | None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     with live_node(TOPO, work) as node:
-        exe = [sys.executable, "-m", "ffs.traffic"]
+        exe = [sys.executable, "-m", "ffs.lab.traffic"]
         rx = node.spawn(node.exec_args("h3", *exe, "recv", f"--duration={DURATION + 1}"), stdout=subprocess.PIPE, text=True)
         time.sleep(0.3)
         for host, rate in (("h1", "8Mbps"), ("h2", "60Mbps")):
@@ -55,10 +55,10 @@ def _run(work: Path, restart: signal.Signals | None) -> dict:
         out, _ = rx.communicate(timeout=DURATION + 10)
         drv = ModelDriver(node.switch_address)
         drv.connect(5)
-        events = {i: v.packets for i, v in drv.read_counters(N.EVENTS.name).items()}
+        events = {i: v.packets for i, v in drv.read_counters(p4names.EVENTS.name).items()}
         node_s1 = node.topology.node("s1")
         pid = next(p.pid for p in pairs_of(node_s1) if (p.ingress, p.egress) == ("p1", "p3"))
-        h1_ffs_drops = drv.read_counters(N.PAIR_DROPS.name, [pid])[pid].packets
+        h1_ffs_drops = drv.read_counters(p4names.PAIR_DROPS.name, [pid])[pid].packets
         drv.close()
     lines = [json.loads(x) for x in out.splitlines() if x.strip()]
     got = sum(x["packets"].get("10.0.1.1", 0) for x in lines)
@@ -76,7 +76,7 @@ def test_live_restart_drops_nothing_extra(tmp_path, baseline, sig):
     r = _run(tmp_path, sig)
     print(f"\nbaseline {baseline}\nrestart ({sig.name}) { {k: v for k, v in r.items() if k != 'log2'} }")
     assert "updates=0" in r["log2"], r["log2"][-600:]  # the switch held everything: nothing rewritten
-    for ev in (C.EVENT_ROUTE_MISS, C.EVENT_NO_PAIR):
+    for ev in (constants.EVENT_ROUTE_MISS, constants.EVENT_NO_PAIR):
         assert r["events"].get(ev, 0) == baseline["events"].get(ev, 0) == 0
     sent = 8e6 / (1250 * 8) * DURATION
     # FFS's own drops of h1 are the only ones left: equal up to the noise of two identical live runs

@@ -15,14 +15,14 @@ import sys
 import pytest
 
 from conftest import requires_root
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.agent.core import Agent
 from ffs.agent.program import egress_entry
-from ffs.driver.model import ModelDriver
+from ffs.switch.driver import ModelDriver
 from ffs.frames import ipv4_frame, shim
 from ffs.labels import encode
-from ffs.liverun import live_node
+from ffs.lab.liverun import live_node
 from ffs.tables import egress_params, f_log_entries, lm_of
 
 pytestmark = [requires_root]
@@ -107,7 +107,7 @@ def exchange(n, host: str, frame: bytes) -> bytes:
 
 
 def pair(n, ingress: int) -> tuple[int, int]:
-    for e in n.drv.read_table(N.PAIRS.name):
+    for e in n.drv.read_table(p4names.PAIRS.name):
         if e.key["ingress_port"].value == ingress and e.key["egress_port"].value == 3:
             return e.params["pid"], lm_of(e.params)
     raise AssertionError(f"no pair {ingress}->3")
@@ -122,10 +122,10 @@ def set_egress(n, tau: float | None, congested: bool, cr: float | None) -> dict:
 def expected_label(n, pid: int, lm: int, rf: int, eg: dict) -> dict:
     """What spec §7.2 says the packet leaves with, for the F it saw: rf_norm = code(rf · F / M),
     code(τ / rf_norm) and code(max(1 / rf_norm, C / R*))."""
-    f = n.drv.read_registers(N.F_EST.name, [pid])[pid]
+    f = n.drv.read_registers(p4names.F_EST.name, [pid])[pid]
     rf_norm = rf - lm + lf_of(f)
     assert not eg["congested"] or rf_norm <= eg["ltau"], "the test wants gamma = 1 (no random drop)"
-    c_cong = eg["ltau"] - rf_norm + C.CODE_ONE
+    c_cong = eg["ltau"] - rf_norm + constants.CODE_ONE
     c_unc = max(0x10000 - rf_norm, eg["lcr"])
     return {"f": f, "rf_out": min(rf_norm, eg["ltau"]), "c_cong": c_cong, "c_unc": c_unc}
 
@@ -140,19 +140,19 @@ def test_frames_rewritten_inserted_and_reset_per_table_state(node):
     #    normalized, and rri becomes min(rri, code(tau / rf_norm)) (ri_congested)
     eg = set_egress(n, 64.0, True, 0.5)
     rf_in = encode(2.0)
-    sent = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(rf_in, C.FLAG_RI, 17, C.CODE_MAX), src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
+    sent = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(rf_in, constants.FLAG_RI, 17, constants.CODE_MAX), src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
     got = exchange(n, "h1", sent)
     x = expected_label(n, pid1, lm1, rf_in, eg)
     assert x["f"] > 0 and x["rf_out"] != rf_in  # the label really changed
-    assert got == ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(x["rf_out"], C.FLAG_RI, 17, min(C.CODE_MAX, x["c_cong"])),
+    assert got == ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(x["rf_out"], constants.FLAG_RI, 17, min(constants.CODE_MAX, x["c_cong"])),
                              src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
 
     # 2. the same on an uncongested egress: rri becomes min(rri, max(code(1/rf_norm), lcr))
     eg = set_egress(n, None, False, 1.5)
-    sent = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(rf_in, C.FLAG_RI, 17, 0xF000), src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
+    sent = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(rf_in, constants.FLAG_RI, 17, 0xF000), src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
     got = exchange(n, "h1", sent)
     x = expected_label(n, pid1, lm1, rf_in, eg)
-    assert got[34:42] == shim(x["rf_out"], C.FLAG_RI, 17, min(0xF000, x["c_unc"]))
+    assert got[34:42] == shim(x["rf_out"], constants.FLAG_RI, 17, min(0xF000, x["c_unc"]))
     assert got[:34] == sent[:34] and got[42:] == sent[42:]  # nothing else changed
 
     # 3. a plain UDP frame on p2 (insert): the shim appears with D, the default label normalized,
@@ -160,19 +160,19 @@ def test_frames_rewritten_inserted_and_reset_per_table_state(node):
     eg = set_egress(n, 64.0, True, 0.5)
     sent = ipv4_frame("10.0.2.1", "10.0.3.1", 1000, None, src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
     got = exchange(n, "h2", sent)
-    x = expected_label(n, pid2, lm2, C.CODE_ONE, eg)
-    assert got == ipv4_frame("10.0.2.1", "10.0.3.1", 1008, shim(x["rf_out"], C.FLAG_DEFAULTED, 17, C.CODE_MAX, 0),
+    x = expected_label(n, pid2, lm2, constants.CODE_ONE, eg)
+    assert got == ipv4_frame("10.0.2.1", "10.0.3.1", 1008, shim(x["rf_out"], constants.FLAG_DEFAULTED, 17, constants.CODE_MAX, 0),
                              src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
 
     # 4. a labelled frame on the untrusted p2: label reset to 1.0 before normalizing, D set, and
     #    rri untouched (RI only for trusted shims)
-    sent = ipv4_frame("10.0.2.1", "10.0.3.1", 1000, shim(encode(4.0), C.FLAG_RI, 17, 0x9000, 0x1234),
+    sent = ipv4_frame("10.0.2.1", "10.0.3.1", 1000, shim(encode(4.0), constants.FLAG_RI, 17, 0x9000, 0x1234),
                       src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
     got = exchange(n, "h2", sent)
-    x = expected_label(n, pid2, lm2, C.CODE_ONE, eg)
-    assert got[34:42] == shim(x["rf_out"], C.FLAG_RI | C.FLAG_DEFAULTED, 17, 0x9000, 0x1234)
+    x = expected_label(n, pid2, lm2, constants.CODE_ONE, eg)
+    assert got[34:42] == shim(x["rf_out"], constants.FLAG_RI | constants.FLAG_DEFAULTED, 17, 0x9000, 0x1234)
 
     # the counters saw exactly these frames: two per pair, none dropped
-    pkts = n.drv.read_counters(N.PAIR_BYTES.name, [pid1, pid2])
+    pkts = n.drv.read_counters(p4names.PAIR_BYTES.name, [pid1, pid2])
     assert (pkts[pid1].packets, pkts[pid2].packets) == (2, 2)
-    assert n.drv.read_counters(N.PAIR_DROPS.name, [pid1, pid2])[pid1].packets == 0
+    assert n.drv.read_counters(p4names.PAIR_DROPS.name, [pid1, pid2])[pid1].packets == 0

@@ -1,4 +1,4 @@
-"""ffs.traffic, the live traffic tools: exact shim datagrams, label parsing, and a paced sender
+"""ffs.lab.traffic, the live traffic tools: exact shim datagrams, label parsing, and a paced sender
 measured by the receiver over loopback (no root needed)."""
 
 import io
@@ -8,17 +8,17 @@ import threading
 import pytest
 from scapy.layers.inet import IP, UDP
 
-from ffs import constants as C
-from ffs import traffic
+from ffs import constants
+from ffs.lab import traffic
 from ffs.frames import shim
 from ffs.labels import encode
 from ffs.scapy_ffs import FFS
 
 
 def test_shim_datagram_is_exact():
-    d = traffic.ffs_datagram(100, 0x8080, C.FLAG_RI, 4000, 5001)
+    d = traffic.ffs_datagram(100, 0x8080, constants.FLAG_RI, 4000, 5001)
     assert len(d) == 100 - 20
-    assert d[:8] == shim(0x8080, C.FLAG_RI, 17, C.CODE_MAX, 0)
+    assert d[:8] == shim(0x8080, constants.FLAG_RI, 17, constants.CODE_MAX, 0)
     assert d[8:16] == bytes([0x0F, 0xA0, 0x13, 0x89, 0x00, 72, 0, 0])  # ports, UDP length 8 + 64, no checksum
     assert d[16:] == bytes(64)
     p = IP(bytes(IP(src="10.0.1.1", dst="10.0.3.1", proto=253) / d))
@@ -57,21 +57,22 @@ def test_paced_sender_measured_by_the_receiver_over_loopback():
 
 def test_bad_arguments_are_one_line(capsys):
     assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--size", "20"]) == 2
-    assert capsys.readouterr().err == "ffs.traffic: error: --size must be 28..9000 bytes\n"
+    assert capsys.readouterr().err == "ffs.lab.traffic: error: --size must be 28..9000 bytes\n"
     assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "fast"]) == 2
-    assert capsys.readouterr().err.startswith("ffs.traffic: error: ")
+    assert capsys.readouterr().err.startswith("ffs.lab.traffic: error: ")
     assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--ri"]) == 2
     assert "--ri needs --label" in capsys.readouterr().err
     for bad in ("-1", "65536"):
         assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--ip-len", bad]) == 2
-        assert capsys.readouterr().err == f"ffs.traffic: error: --ip-len must be 0..65535 (the IPv4 total length field), got {bad}\n"
+        assert capsys.readouterr().err == f"ffs.lab.traffic: error: --ip-len must be 0..65535 (the IPv4 total length field), got {bad}\n"
 
 
 @pytest.mark.parametrize("label", [None, 0x0001])
 def test_a_lying_frame_is_exact(label):
     """--ip-len: a 1250-byte IPv4 packet whose total length says 20, valid header checksum, the
     frame as the wire carries it (14 + 1250 bytes); with --label, the shim follows the header."""
-    from ffs.switch.packet import ipv4_checksum, parse
+    from ffs.frames import ipv4_checksum
+    from ffs.switch.packet import parse
 
     src_mac, dst_mac = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
     f = traffic.lying_frame("10.0.2.1", "10.0.3.1", src_mac, dst_mac, 1250, 20, label, 0, 4000, 5001)
@@ -83,6 +84,6 @@ def test_a_lying_frame_is_exact(label):
     if label is None:
         assert p.proto == 17 and f[34:38] == bytes([0x0F, 0xA0, 0x13, 0x89])
     else:  # the shim lies outside the 20 bytes claimed: the switch's parser drops it (spec §2)
-        assert p.proto == C.IP_PROTO_FFS and f[34:42] == shim(label, 0, 17, C.CODE_MAX, 0)
+        assert p.proto == constants.IP_PROTO_FFS and f[34:42] == shim(label, 0, 17, constants.CODE_MAX, 0)
     small = traffic.lying_frame("10.0.2.1", "10.0.3.1", src_mac, dst_mac, 28, 0, None, 0, 1, 2)
     assert len(small) == 60 and parse(small).l3_len == 0  # padded to the Ethernet minimum

@@ -112,8 +112,17 @@ def test_up_and_down_for_real_and_repeatable(tmp_path):
             busy.terminate()
             busy.wait()
     finally:
-        netns.down(topo)
+        assert sorted(netns.down(topo)) == sorted([f"ffs-{RUN}-sw", f"ffs-{RUN}-a", f"ffs-{RUN}-b"])
     assert netns.existing(topo) == []
-    netns.down(topo)  # idempotent
+    assert netns.down(topo) == []  # idempotent, and says there was nothing to remove
+
+
+@requires_root
+def test_down_with_nothing_up_says_so(tmp_path, capsys):
+    topo = topo_file(tmp_path)
+    assert netns.existing(topo) == []
+    assert netns.main(["down", str(tmp_path / f"{RUN}.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "nothing to remove" in out and "removed the namespaces" not in out, out
     leftovers = _sh("ip", "-o", "link", "show")
     assert not any(n in leftovers for h in netns.plan(topo).hosts for n in h.temp_names())

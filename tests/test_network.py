@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from ffs.cli.sim import main as sim_cli
-from ffs.network import study
-from ffs.network.graph import CAP_MAX, CAP_MIN, ASGraph, generate, load_caida
+from ffs.lab.network import study
+from ffs.lab.network.graph import CAP_MAX, CAP_MIN, ASGraph, generate, load_caida
 
 G = 1e9
 

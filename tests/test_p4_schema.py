@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ffs import p4names as N
-from ffs import tables as T
-from ffs.driver.base import Range, Ternary
+from ffs import p4names
+from ffs import tables
+from ffs.entries import Range, Ternary
 from p4schema import read
 
 P4 = Path(__file__).resolve().parent.parent / "p4src"
@@ -17,7 +17,7 @@ P4 = Path(__file__).resolve().parent.parent / "p4src"
 
 def mismatches(prog) -> list[str]:
     out = []
-    want_tables = {t.name: t for t in N.TABLES}
+    want_tables = {t.name: t for t in p4names.TABLES}
     for name in sorted(set(want_tables) ^ set(prog.tables)):
         out.append(f"table {name}: only in {'p4names' if name in want_tables else 'p4src'}")
     for name, t in want_tables.items():
@@ -42,15 +42,15 @@ def mismatches(prog) -> list[str]:
             elif list(a.params) != params:
                 out.append(f"action {a.name}: params {list(a.params)} != p4src {params}")
     for kind, want, got in (
-        ("counter", {c.name: (c.size, c.kind) for c in N.COUNTERS}, prog.counters),
-        ("register", {r.name: (r.width, r.size) for r in N.REGISTERS}, prog.registers),
-        ("lpf", {lpf.name: (lpf.width, lpf.size) for lpf in N.LPFS}, prog.lpfs),
+        ("counter", {c.name: (c.size, c.kind) for c in p4names.COUNTERS}, prog.counters),
+        ("register", {r.name: (r.width, r.size) for r in p4names.REGISTERS}, prog.registers),
+        ("lpf", {lpf.name: (lpf.width, lpf.size) for lpf in p4names.LPFS}, prog.lpfs),
     ):
         for name in sorted(set(want) | set(got)):
             if want.get(name) != got.get(name):
                 out.append(f"{kind} {name}: p4names {want.get(name)} != p4src {got.get(name)}")
-    if list(N.PORT_METADATA.fields) != prog.port_metadata:
-        out.append(f"port metadata {list(N.PORT_METADATA.fields)} != p4src {prog.port_metadata}")
+    if list(p4names.PORT_METADATA.fields) != prog.port_metadata:
+        out.append(f"port metadata {list(p4names.PORT_METADATA.fields)} != p4src {prog.port_metadata}")
     return out
 
 
@@ -71,7 +71,7 @@ def _as_p4(key, width: int):
     return key.value
 
 
-@pytest.mark.parametrize("table", N.CONST_TABLES, ids=lambda t: t.name)
+@pytest.mark.parametrize("table", p4names.CONST_TABLES, ids=lambda t: t.name)
 def test_const_entries_match_the_generator(table):
     """The const entries of p4src/ are those of ffs.tables, in the same order (the first match
     wins), so the software switch runs exactly the P4 program's decisions."""
@@ -79,7 +79,7 @@ def test_const_entries_match_the_generator(table):
     p4 = prog.tables[table.name].const_entries
     gen = [
         (tuple(_as_p4(e.key[k.name], k.width) for k in table.keys), e.action.rsplit(".", 1)[-1])
-        for e in T.const_entries()[table.name]
+        for e in tables.const_entries()[table.name]
     ]
     assert p4 == gen
 
@@ -105,7 +105,7 @@ def test_checker_catches_a_renamed_object(tmp_path, path, old, new, expect):
     f.write_text(text.replace(old, new))
     if expect is None:  # a const entry changed: the generator check must see it
         prog = read(copy)
-        gen = [tuple(_as_p4(e.key[k.name], k.width) for k in N.FATE.keys) for e in T.fate_entries()]
-        assert [k for k, _ in prog.tables[N.FATE.name].const_entries] != gen
+        gen = [tuple(_as_p4(e.key[k.name], k.width) for k in p4names.FATE.keys) for e in tables.fate_entries()]
+        assert [k for k, _ in prog.tables[p4names.FATE.name].const_entries] != gen
         return
     assert any(expect in m for m in mismatches(read(copy)))

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import pytest
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.agent.core import Agent
 from ffs.allocator import allocate
 from ffs.driver.base import pipe_counter, pipe_sum
-from ffs.driver.model import LocalDriver
 from ffs.ports import pipe_of
 from ffs.switch import fast, trace
 from ffs.switch.control import SwitchControl
+from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.server import serve
 from ffs.switch.tna import PIPES
 from ffs.topology import load
 
@@ -51,8 +52,8 @@ streams:
 ONE_PIPE = (1, 2, 3, 4, 5, 6)
 TWO_PIPES = (1, 2, 3, 129, 130, 131)  # a* in pipe 0, b* in pipe 1 (same order: the same pair indices)
 EXACT = {"s1": 3e9, "s2": 4e9 / 3, "s3": 32e9 / 3, "t1": 3e9, "t2": 4e9 / 3, "t3": 32e9 / 3}  # Table II twice
-INGRESS = (N.PAIR_BYTES, N.PAIR_DROPS, N.OFFERED, N.EVENTS)  # counted in the ingress port's pipe
-EGRESS = (N.ACCEPTED, N.MALFORMED, N.PAIR_MALFORMED)  # counted in the egress port's pipe
+INGRESS = (p4names.PAIR_BYTES, p4names.PAIR_DROPS, p4names.OFFERED, p4names.EVENTS)  # counted in the ingress port's pipe
+EGRESS = (p4names.ACCEPTED, p4names.MALFORMED, p4names.PAIR_MALFORMED)  # counted in the egress port's pipe
 
 
 def topo(tmp_path, name, ports):
@@ -105,17 +106,17 @@ def test_ingress_cells_live_in_the_ingress_pipe_and_egress_cells_in_the_egress_p
     pairs = {(x.ingress, x.egress): x.pid for x in snaps[-1].pairs}
     for (ing, eg), pid in pairs.items():
         here = pipe_of(port[ing])
-        for name in (N.PAIR_BYTES.name, N.PAIR_DROPS.name, N.F_EST.name, N.F_LPF.name):
+        for name in (p4names.PAIR_BYTES.name, p4names.PAIR_DROPS.name, p4names.F_EST.name, p4names.F_LPF.name):
             per_pipe = [got[name][k][pid] for k in range(PIPES)]
             assert all(not any(v) if isinstance(v, tuple) else v == 0 for k, v in enumerate(per_pipe) if k != here), (name, ing, eg)
         if ing in ("a1", "a2", "b1", "b2") and eg in ("a3", "b3") and (ing[0] != eg[0]):  # a pair with traffic
-            assert got[N.PAIR_BYTES.name][here][pid][0] > 0 and got[N.F_LPF.name][here][pid][1] == 1
-            assert got[N.F_EST.name][here][pid] > 0 and got[N.PAIR_DROPS.name][here][pid][0] > 0
+            assert got[p4names.PAIR_BYTES.name][here][pid][0] > 0 and got[p4names.F_LPF.name][here][pid][1] == 1
+            assert got[p4names.F_EST.name][here][pid] > 0 and got[p4names.PAIR_DROPS.name][here][pid][0] > 0
     # R*_j: counted where the packets came in; A_j: where they leave
-    assert got[N.OFFERED.name][0][port["b3"]][0] > 0 and got[N.OFFERED.name][1][port["b3"]] == (0, 0)
-    assert got[N.OFFERED.name][1][port["a3"]][0] > 0 and got[N.OFFERED.name][0][port["a3"]] == (0, 0)
-    assert got[N.ACCEPTED.name][1][port["b3"]][0] > 0 and got[N.ACCEPTED.name][0][port["b3"]] == (0, 0)
-    assert got[N.ACCEPTED.name][0][port["a3"]][0] > 0 and got[N.ACCEPTED.name][1][port["a3"]] == (0, 0)
+    assert got[p4names.OFFERED.name][0][port["b3"]][0] > 0 and got[p4names.OFFERED.name][1][port["b3"]] == (0, 0)
+    assert got[p4names.OFFERED.name][1][port["a3"]][0] > 0 and got[p4names.OFFERED.name][0][port["a3"]] == (0, 0)
+    assert got[p4names.ACCEPTED.name][1][port["b3"]][0] > 0 and got[p4names.ACCEPTED.name][0][port["b3"]] == (0, 0)
+    assert got[p4names.ACCEPTED.name][0][port["a3"]][0] > 0 and got[p4names.ACCEPTED.name][1][port["a3"]] == (0, 0)
     for name in got:  # pipes 2 and 3 have no port of this node
         assert not any(any(v) if isinstance(v, tuple) else v for k in (2, 3) for v in got[name][k]), name
 
@@ -126,13 +127,13 @@ def test_a_pairs_estimate_reads_as_its_ingress_pipes_cell_because_the_others_hol
     t, p, agent, snaps, _ = runs[TWO_PIPES]
     ctl = SwitchControl(p)
     pids = [x.pid for x in snaps[-1].pairs]
-    per_pipe = ctl.read_registers(N.F_EST.name, pids)
+    per_pipe = ctl.read_registers(p4names.F_EST.name, pids)
     for x in snaps[-1].pairs:
         cell = per_pipe[x.pid]
         assert len(cell) == PIPES and [k for k, v in enumerate(cell) if v] in ([], [x.pipe]), (x.ingress, x.egress, cell)
-        assert pipe_sum(cell) == cell[x.pipe] == LocalDriver(p).read_registers(N.F_EST.name, [x.pid])[x.pid]
-    counters = ctl.read_counters(N.PAIR_BYTES.name, pids)
-    assert {i: pipe_counter(*v) for i, v in counters.items()} == LocalDriver(p).read_counters(N.PAIR_BYTES.name, pids)
+        assert pipe_sum(cell) == cell[x.pipe] == LocalDriver(p).read_registers(p4names.F_EST.name, [x.pid])[x.pid]
+    counters = ctl.read_counters(p4names.PAIR_BYTES.name, pids)
+    assert {i: pipe_counter(*v) for i, v in counters.items()} == LocalDriver(p).read_counters(p4names.PAIR_BYTES.name, pids)
 
 
 def test_every_counter_reads_the_same_total_on_one_pipe_and_across_two(runs):
@@ -144,7 +145,7 @@ def test_every_counter_reads_the_same_total_on_one_pipe_and_across_two(runs):
         one = {remap[i] if c.size == 512 else i: v for i, v in d1.read_counters(c.name).items() if v.packets}
         two = {i: v for i, v in d2.read_counters(c.name).items() if v.packets}
         assert one == two, c.name
-    assert d1.read_registers(N.F_EST.name) == d2.read_registers(N.F_EST.name)
+    assert d1.read_registers(p4names.F_EST.name) == d2.read_registers(p4names.F_EST.name)
 
 
 def test_the_agents_tau_status_and_telemetry_are_the_same_on_one_pipe_and_across_two(runs):
@@ -172,12 +173,10 @@ def test_the_python_pipeline_puts_every_cell_where_the_fast_path_does(tmp_path):
     ref, *_ = run(t, "python", 0.01)
     fp, *_ = run(t, "c", 0.01)
     assert cells(fp) == cells(ref)
-    assert sum(v[0] for v in cells(fp)[N.ACCEPTED.name][1]) > 0
+    assert sum(v[0] for v in cells(fp)[p4names.ACCEPTED.name][1]) > 0
 
 
 def test_the_switch_over_grpc_answers_per_pipe_and_the_model_driver_sums_as_the_others(runs, tmp_path):
-    from ffs.driver.model import ModelDriver
-    from ffs.switch.server import serve
 
     t, p, agent, snaps, _ = runs[TWO_PIPES]
     ctl = SwitchControl(p)
@@ -185,12 +184,12 @@ def test_the_switch_over_grpc_answers_per_pipe_and_the_model_driver_sums_as_the_
     try:
         m = ModelDriver(f"unix:{tmp_path}/ctl.sock")
         m.connect(timeout_s=10)
-        raw = m._rpc("ReadCounters", {"name": N.ACCEPTED.name, "indices": [131]})["values"]["131"]
+        raw = m._rpc("ReadCounters", {"name": p4names.ACCEPTED.name, "indices": [131]})["values"]["131"]
         assert [len(raw[0]), len(raw[1])] == [PIPES, PIPES] and raw[0][0] == 0 < raw[0][1]
         for c in INGRESS + EGRESS:
             assert m.read_counters(c.name) == LocalDriver(p).read_counters(c.name), c.name
         pids = [x.pid for x in snaps[-1].pairs]
-        assert m.read_registers(N.F_EST.name, pids) == LocalDriver(p).read_registers(N.F_EST.name, pids)
+        assert m.read_registers(p4names.F_EST.name, pids) == LocalDriver(p).read_registers(p4names.F_EST.name, pids)
         m.close()
     finally:
         server.stop(0)

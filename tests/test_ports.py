@@ -11,7 +11,7 @@ from ffs import ports
 from ffs.agent.core import Agent
 from ffs.agent.frontpanel import FrontPanel
 from ffs.driver.base import DriverError
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.ports import PortError, PortSpec, PortState
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import TopologyError, load

@@ -44,10 +44,10 @@ class Recording:
             if name == "read_table":
                 return []
             if name == "read_default":
-                from ffs.driver.base import TableEntry
+                from ffs.entries import TableEntry
                 return TableEntry(args[0], {}, None, {})
             if name == "read_lpf_spec":
-                from ffs.driver.base import LpfSpec
+                from ffs.entries import LpfSpec
                 return LpfSpec("RATE", 1.0, 1.0, 4)
             if name == "read_registers":
                 return {}

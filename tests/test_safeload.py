@@ -5,20 +5,10 @@ import time
 import tracemalloc
 
 import pytest
+from hostilekit import laughs
 
 from ffs import safeload
 from ffs.safeload import LoadError, load_yaml_file, loads_json, read_bytes
-
-
-def laughs(levels: int = 9) -> str:
-    """The 'billion laughs' document: 9 aliases per level, 9^levels leaves once expanded."""
-    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    prev = "a"
-    for c in "bcdefghijk"[: levels - 1]:
-        lines.append(f"{c}: &{c} [" + ",".join([f"*{prev}"] * 9) + "]")
-        prev = c
-    return "\n".join(lines) + "\n"
-
 
 HOSTILE_YAML = {
     "5000-deep flow": ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 64 levels"),

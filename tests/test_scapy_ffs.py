@@ -5,7 +5,7 @@ from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
-from ffs import constants as C
+from ffs import constants
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.scapy_ffs import FFS
 
@@ -13,7 +13,7 @@ from ffs.scapy_ffs import FFS
 def test_layout_and_flags():
     b = bytes(FFS(flags="R+D", nh=17, rf=0x8123, rri=0x7000, rri_echo=0xBEEF))
     assert b == bytes([0x1A, 17, 0x81, 0x23, 0x70, 0x00, 0xBE, 0xEF])
-    assert b == shim(0x8123, C.FLAG_RI | C.FLAG_DEFAULTED, 17, 0x7000, 0xBEEF)
+    assert b == shim(0x8123, constants.FLAG_RI | constants.FLAG_DEFAULTED, 17, 0x7000, 0xBEEF)
     # every flag at its bit of the low nibble, version in the high nibble
     assert bytes(FFS(flags="E", nh=6))[:2] == bytes([0x14, 6])
     assert bytes(FFS(flags="reserved", version=2, nh=6))[:2] == bytes([0x21, 6])
@@ -34,13 +34,13 @@ def test_next_header_from_the_payload_and_ip_protocol_253():
 
 
 def test_decodes_frames_built_by_hand():
-    p = Ether(ipv4_frame("10.0.1.1", "10.0.3.1", 200, shim(0x8080, C.FLAG_RI)))
+    p = Ether(ipv4_frame("10.0.1.1", "10.0.3.1", 200, shim(0x8080, constants.FLAG_RI)))
     assert p[IP].proto == 253 and p[FFS].rf == 0x8080 and p[FFS].flags.R and not p[FFS].flags.D
-    assert p[FFS].nh == 17 and p[FFS].rri == C.CODE_MAX and UDP in p
+    assert p[FFS].nh == 17 and p[FFS].rri == constants.CODE_MAX and UDP in p
     assert len(p[UDP]) == 200 - 20 - 8
     p6 = Ether(ipv6_frame("fc00::1", "fd00::1", 200, shim(0x7F00, 0)))
     assert p6[IPv6].nh == 253 and p6[FFS].rf == 0x7F00 and UDP in p6
-    tagged = Ether(ipv4_frame("10.0.1.1", "10.0.3.1", 100, shim(0x8000, C.FLAG_DEFAULTED, 6), vlan=12))
+    tagged = Ether(ipv4_frame("10.0.1.1", "10.0.3.1", 100, shim(0x8000, constants.FLAG_DEFAULTED, 6), vlan=12))
     assert tagged[Dot1Q].vlan == 12 and tagged[FFS].flags.D and TCP in tagged
 
 
@@ -55,5 +55,5 @@ def test_payload_layer_follows_next_header():
 
 
 def test_round_trip_is_byte_exact():
-    frame = ipv4_frame("10.0.2.1", "10.0.3.1", 1250, shim(0x7A31, C.FLAG_RI | C.FLAG_ECHO, 17, 0x8123, 0x9000))
+    frame = ipv4_frame("10.0.2.1", "10.0.3.1", 1250, shim(0x7A31, constants.FLAG_RI | constants.FLAG_ECHO, 17, 0x8123, 0x9000))
     assert bytes(Ether(frame)) == frame

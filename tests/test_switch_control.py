@@ -3,11 +3,12 @@ atomic; the gRPC service behaves like the in-process driver."""
 
 import pytest
 
-from ffs import constants as C
-from ffs import p4names as N
-from ffs import tables as T
-from ffs.driver.base import DriverError, Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
-from ffs.driver.model import LocalDriver, ModelDriver
+from ffs import constants
+from ffs import p4names
+from ffs import tables
+from ffs.driver.base import DriverError
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
+from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import check_address, serve
@@ -17,17 +18,17 @@ from switchkit import rig
 
 def dump(d):
     out = {}
-    for t in N.TABLES:
+    for t in p4names.TABLES:
         out[t.name] = (d.read_table(t.name), d.read_default(t.name))
-    out["ports"] = d.read_table(N.PORT_METADATA.name)
+    out["ports"] = d.read_table(p4names.PORT_METADATA.name)
     return out
 
 
-PAIR = N.PAIRS.name
+PAIR = p4names.PAIRS.name
 
 
 def pair(ing, eg, pid, lm=1, kind="insert"):
-    return Update(kind, TableEntry(PAIR, {"ingress_port": Exact(ing), "egress_port": Exact(eg)}, "set_pair", T.pair_params(pid, lm)))
+    return Update(kind, TableEntry(PAIR, {"ingress_port": Exact(ing), "egress_port": Exact(eg)}, "set_pair", tables.pair_params(pid, lm)))
 
 
 @pytest.mark.parametrize(
@@ -41,17 +42,17 @@ def pair(ing, eg, pid, lm=1, kind="insert"):
         (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1)}, "set_pair", {"pid": 1, "nlm": 0})), "key fields must be"),
         (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 1, "nlm": 0})), "already exists"),
         (Update("delete", TableEntry(PAIR, {"ingress_port": Exact(7), "egress_port": Exact(3)})), "no entry"),
-        (Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000001, 24)}, "route", {"port": 1})), "host bits"),
-        (Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(3, 1)}, "set_lf", {"lf": 1, "nlf": 0xFFFF})), "outside the mask"),
-        (Update("insert", TableEntry(N.RI_CANDIDATE.name, {"ri_req": Exact(0), "trust": Exact(0), "rri_ge_one": Exact(0),
+        (Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000001, 24)}, "route", {"port": 1})), "host bits"),
+        (Update("insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(3, 1)}, "set_lf", {"lf": 1, "nlf": 0xFFFF})), "outside the mask"),
+        (Update("insert", TableEntry(p4names.RI_CANDIDATE.name, {"ri_req": Exact(0), "trust": Exact(0), "rri_ge_one": Exact(0),
                                                            "congested": Exact(0)}, "candidate_keep")), "constant"),
-        (Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None,
+        (Update("insert", TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(1)}, None,
                                      {"ifindex": 1, "trust": 256, "insert": 0})), "does not fit in 8 bits"),
-        (Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",
+        (Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",
                                      {"ltau": 0x8000, "ltau_p": 1, "congested": 1, "lcr": 0xFFFF})), "ltau_p must be ltau - 0x8000"),
-        (Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",
+        (Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",
                                      {"ltau": 0x7FFF, "ltau_p": 0xFFFF, "congested": 1, "lcr": 0xFFFF})), r"tau in \[1, 2\^16\]"),
-        (Update("modify", TableEntry(N.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair",
+        (Update("modify", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair",
                                      {"pid": 1, "nlm": 0x1000})), "lm <= 0x1000"),
     ],
 )
@@ -67,29 +68,29 @@ def test_refused_batch_changes_nothing(bad, message):
 def test_counter_register_lpf_errors():
     r = rig()
     with pytest.raises(DriverError, match="out of range"):
-        r.driver.read_counters(N.PAIR_BYTES.name, [C.NUM_PAIRS])
+        r.driver.read_counters(p4names.PAIR_BYTES.name, [constants.NUM_PAIRS])
     with pytest.raises(DriverError, match="unknown counter"):
         r.driver.read_counters("FfsIngress.nothing")
     with pytest.raises(DriverError, match="does not fit in 32 bits"):
-        r.driver.write_register(N.F_EST.name, 1, 1 << 32)
+        r.driver.write_register(p4names.F_EST.name, 1, 1 << 32)
     with pytest.raises(DriverError, match="bad LPF spec"):
-        r.driver.set_lpf_spec(N.F_LPF.name, [1], LpfSpec("FAST", 1, 1, 0))
+        r.driver.set_lpf_spec(p4names.F_LPF.name, [1], LpfSpec("FAST", 1, 1, 0))
 
 
 def test_batch_applies_everything_or_nothing():
     r = rig()
     r.driver.write([pair(1, 9, 77), pair(2, 9, 78, lm=5), pair(2, 9, 78, lm=6, kind="modify")])
     got = {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params for e in r.driver.read_table(PAIR)}
-    assert got[(1, 9)] == T.pair_params(77, 1) and got[(2, 9)] == T.pair_params(78, 6)
+    assert got[(1, 9)] == tables.pair_params(77, 1) and got[(2, 9)] == tables.pair_params(78, 6)
 
 
 def test_defaults_and_clear():
     d = LocalDriver(Pipeline())
-    assert d.read_default(N.IPV4_ROUTES.name).action.endswith(".drop")
-    d.write([Update("set_default", TableEntry(N.IPV4_ROUTES.name, {}, "route", {"port": 4}))])
-    assert d.read_default(N.IPV4_ROUTES.name).params == {"port": 4}
-    d.clear_table(N.IPV4_ROUTES.name)
-    assert d.read_default(N.IPV4_ROUTES.name).action.endswith(".drop")
+    assert d.read_default(p4names.IPV4_ROUTES.name).action.endswith(".drop")
+    d.write([Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "route", {"port": 4}))])
+    assert d.read_default(p4names.IPV4_ROUTES.name).params == {"port": 4}
+    d.clear_table(p4names.IPV4_ROUTES.name)
+    assert d.read_default(p4names.IPV4_ROUTES.name).action.endswith(".drop")
 
 
 def test_listen_address_must_be_loopback():
@@ -109,18 +110,18 @@ def test_grpc_round_trip_matches_local(tmp_path):
         assert m.program_id() == ctl.program_id
         local = LocalDriver(ctl)
         assert m.read_table(PAIR) == local.read_table(PAIR)
-        assert m.read_table(N.GAMMA.name)[:5] == local.read_table(N.GAMMA.name)[:5]
+        assert m.read_table(p4names.GAMMA.name)[:5] == local.read_table(p4names.GAMMA.name)[:5]
         m.write([pair(1, 9, 77)])
         assert any(e.params["pid"] == 77 for e in local.read_table(PAIR))
         with pytest.raises(DriverError, match="already exists"):
             m.write([pair(1, 9, 77)])
-        m.write_register(N.F_EST.name, 3, 99)  # into every pipe, as BF-RT's all-pipes target writes
-        assert ctl.read_registers(N.F_EST.name, [3]) == {3: [99] * PIPES}
-        assert m.read_registers(N.F_EST.name, [3]) == {3: 99 * PIPES} == local.read_registers(N.F_EST.name, [3])
-        assert m.read_counters(N.ACCEPTED.name, [3])[3].packets == 0
-        m.set_lpf_spec(N.F_LPF.name, [1, 2], LpfSpec("RATE", 5e5, 5e5, 2))
-        assert m.read_lpf_spec(N.F_LPF.name, 2) == LpfSpec("RATE", 5e5, 5e5, 2)
-        assert m.read_table(N.PORT_METADATA.name) == local.read_table(N.PORT_METADATA.name)
+        m.write_register(p4names.F_EST.name, 3, 99)  # into every pipe, as BF-RT's all-pipes target writes
+        assert ctl.read_registers(p4names.F_EST.name, [3]) == {3: [99] * PIPES}
+        assert m.read_registers(p4names.F_EST.name, [3]) == {3: 99 * PIPES} == local.read_registers(p4names.F_EST.name, [3])
+        assert m.read_counters(p4names.ACCEPTED.name, [3])[3].packets == 0
+        m.set_lpf_spec(p4names.F_LPF.name, [1, 2], LpfSpec("RATE", 5e5, 5e5, 2))
+        assert m.read_lpf_spec(p4names.F_LPF.name, 2) == LpfSpec("RATE", 5e5, 5e5, 2)
+        assert m.read_table(p4names.PORT_METADATA.name) == local.read_table(p4names.PORT_METADATA.name)
         m.close()
     finally:
         server.stop(0)

@@ -11,11 +11,11 @@ import random
 
 import pytest
 
-from ffs import constants as C
-from ffs import p4names as N
-from ffs import tables as T
-from ffs.driver.base import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
-from ffs.driver.model import LocalDriver
+from ffs import constants
+from ffs import p4names
+from ffs import tables
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
+from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.switch import fast
 from ffs.labels import encode
@@ -35,58 +35,59 @@ V6_NETS = [(0xFD << 120, 8), (0xFD00_0000_0000_0001 << 64, 64), (0xFC << 120, 7)
 
 def _updates_initial(rng: random.Random) -> list[Update]:
     # f_log at priority 10 so that extra overlapping entries below can win, lose and tie
-    ups = [Update(u.kind, dataclasses.replace(u.entry, priority=10)) if u.entry.table == N.F_LOG.name else u
-           for u in T.static_updates()]
+    ups = [Update(u.kind, dataclasses.replace(u.entry, priority=10)) if u.entry.table == p4names.F_LOG.name else u
+           for u in tables.static_updates()]
     for port in PORTS:
-        ups.append(Update("insert", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(port)}, None,
+        ups.append(Update("insert", TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(port)}, None,
                                                {"ifindex": port, "trust": rng.randint(0, 1), "insert": rng.randint(0, 1)})))
     for value, plen in V4_NETS:
         if plen == 0 and rng.random() < 0.5:
             continue  # sometimes no default route: route misses
-        ups.append(Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(value, plen)}, "route", {"port": rng.choice(PORTS)})))
+        ups.append(Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(value, plen)}, "route", {"port": rng.choice(PORTS)})))
     for value, plen in V6_NETS:
-        ups.append(Update("insert", TableEntry(N.IPV6_ROUTES.name, {"dst_addr": Lpm(value, plen)}, "route", {"port": rng.choice(PORTS)})))
+        ups.append(Update("insert", TableEntry(p4names.IPV6_ROUTES.name, {"dst_addr": Lpm(value, plen)}, "route", {"port": rng.choice(PORTS)})))
     pid = 0
     for i in PORTS:
         for j in PORTS:
             if rng.random() < 0.6:
-                ups.append(Update("insert", TableEntry(N.PAIRS.name, {"ingress_port": Exact(i), "egress_port": Exact(j)},
-                                                       "set_pair", T.pair_params(pid, _lm(rng)))))
+                ups.append(Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(i), "egress_port": Exact(j)},
+                                                       "set_pair", tables.pair_params(pid, _lm(rng)))))
                 pid += rng.randint(1, 300)
     for j in PORTS:
         if rng.random() < 0.8:
             ups.append(_egress(rng, j, "insert"))
         if rng.random() < 0.4:
-            ups.append(Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(j)}, "strip_shim")))
+            ups.append(Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(j)}, "strip_shim")))
     # overlapping ternary entries of equal and different priorities: BF-RT's tie rules
     extra = {(rng.getrandbits(32) & m & 0x00FFFFFF, m, rng.choice([0, 10, 10, 20]))
              for m in rng.choices([0xFFFF0000, 0xFFFFFF00, 0xFF000000], k=6)}
-    taken = {(u.entry.key["f"].value, u.entry.key["f"].mask, u.entry.priority) for u in ups if u.entry.table == N.F_LOG.name}
+    taken = {(u.entry.key["f"].value, u.entry.key["f"].mask, u.entry.priority) for u in ups if u.entry.table == p4names.F_LOG.name}
     for value, mask, prio in sorted(extra - taken):
-        lf = rng.randint(0, C.D_OFFSET)
-        ups.append(Update("insert", TableEntry(N.F_LOG.name, {"f": Ternary(value, mask)}, "set_lf",
+        lf = rng.randint(0, constants.D_OFFSET)
+        ups.append(Update("insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(value, mask)}, "set_lf",
                                                {"lf": lf, "nlf": -lf & 0xFFFF}, priority=prio)))
     if rng.random() < 0.5:
-        ups.append(Update("set_default", TableEntry(N.IPV6_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)})))
+        ups.append(Update("set_default", TableEntry(p4names.IPV6_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)})))
     return ups
 
 
 def _lm(rng: random.Random) -> int:
     # around the F_lpf scale of these packets, so that every γ regime (1, fraction, 0) happens
-    return rng.choice([0, rng.randint(0, C.LM_MAX), rng.randint(2400, 3600), rng.randint(2900, 3300)])
+    return rng.choice([0, rng.randint(0, constants.LM_MAX), rng.randint(2400, 3600), rng.randint(2900, 3300)])
 
 
 def _egress(rng: random.Random, port: int, kind: str) -> Update:
     # any τ the control interface admits (τ in [1, 2^16] while congested, spec §5.3), any lcr
     congested = rng.randint(0, 1)
-    ltau = rng.choice([C.CODE_ONE, rng.randint(C.CODE_ONE, 0x8400), rng.randint(C.CODE_ONE, C.LTAU_MAX)]) if congested else 0xFFFF
+    ltau = (rng.choice([constants.CODE_ONE, rng.randint(constants.CODE_ONE, 0x8400), rng.randint(constants.CODE_ONE, constants.LTAU_MAX)])
+            if congested else 0xFFFF)
     lcr = rng.choice([0xFFFF, rng.getrandbits(16)])
-    params = {"ltau": ltau, "ltau_p": ltau - C.CODE_ONE if congested else 0, "congested": congested, "lcr": lcr}
-    return Update(kind, TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(port)}, "set_egress", params))
+    params = {"ltau": ltau, "ltau_p": ltau - constants.CODE_ONE if congested else 0, "congested": congested, "lcr": lcr}
+    return Update(kind, TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(port)}, "set_egress", params))
 
 
 def _lpf_specs(rng: random.Random) -> list[tuple[list[int], LpfSpec]]:
-    out = [(list(range(C.NUM_PAIRS)), LpfSpec("RATE", 1e6, 1e6, 4))]
+    out = [(list(range(constants.NUM_PAIRS)), LpfSpec("RATE", 1e6, 1e6, 4))]
     for _ in range(8):
         idx = rng.sample(range(0, 2000), 40)
         kind = rng.choice(["RATE", "SAMPLE"])
@@ -101,7 +102,7 @@ def _frame(rng: random.Random, lies: random.Random) -> bytes:
     ffs = None
     r = rng.random()
     if r < 0.6:
-        flags = rng.choice([C.FLAG_RI, 0, C.FLAG_RI | C.FLAG_ECHO, C.FLAG_DEFAULTED])
+        flags = rng.choice([constants.FLAG_RI, 0, constants.FLAG_RI | constants.FLAG_ECHO, constants.FLAG_DEFAULTED])
         rf = rng.choice([rng.getrandbits(16), 0x8000, 0xFFFF, 0, 0x8000 + rng.randint(-600, 600)])
         rri = rng.choice([0xFFFF, rng.getrandbits(16), 0x7FFF, 0x8000])
         ffs = shim(rf, flags, 17, rri, rng.getrandbits(16))
@@ -159,20 +160,20 @@ def test_random_packets_and_tables_identical(seed):
     for d in drivers:
         d.write(ups)
         for idx, spec in specs:
-            d.set_lpf_spec(N.F_LPF.name, idx, spec)
+            d.set_lpf_spec(p4names.F_LPF.name, idx, spec)
     t = 10**9
     outcomes = {"sent": 0, "parse_error": 0, "route_miss": 0, "ffs_drop": 0, "malformed": 0}
     for n in range(3000):
         if n % 250 == 249:  # the agent's period: egress parameters change, sometimes a pair
-            present = {e.key["egress_port"].value for e in drivers[0].read_table(N.EGRESS_PARAMS.name)}
+            present = {e.key["egress_port"].value for e in drivers[0].read_table(p4names.EGRESS_PARAMS.name)}
             batch = [_egress(rng, j, "modify" if j in present else "insert") for j in rng.sample(PORTS, 2)]
             if rng.random() < 0.3:
-                batch.append(Update("set_default", TableEntry(N.IPV4_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)})))
+                batch.append(Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)})))
             for d in drivers:
                 d.write(batch)
         if n % 700 == 699:
             for d in drivers:
-                d.write([Update("modify", TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(1)}, None,
+                d.write([Update("modify", TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(1)}, None,
                                                      {"ifindex": 1, "trust": n % 2, "insert": 1}))])
         t += rng.choice([0, 1, 800, 6_000, 60_000, 2_000_000, -500])  # equal and (rarely) earlier times too
         frame, port = _frame(rng, lies), rng.choice(PORTS + (9,))
@@ -197,7 +198,7 @@ def test_gamma_fractions_draw_the_same_numbers():
         f = labelled(rf)
         runs.append([r.send(f).egress_port is not None for _ in range(10_000)])
     assert runs[0] == runs[1]
-    assert abs(sum(runs[0]) - 10_000 * T.gamma_of_code_distance(203)) <= 4 * (10_000 * 0.33 * 0.67) ** 0.5
+    assert abs(sum(runs[0]) - 10_000 * tables.gamma_of_code_distance(203)) <= 4 * (10_000 * 0.33 * 0.67) ** 0.5
 
 
 def test_compiled_tables_follow_control_writes():
@@ -205,12 +206,12 @@ def test_compiled_tables_follow_control_writes():
     fast.require()
     fp = fast.FastPipeline(1)
     d = LocalDriver(fp)
-    d.write(T.static_updates())
+    d.write(tables.static_updates())
     f = ipv4_frame("10.0.1.1", DST, 100)
     assert fp.process(f, 1, 1).drop_reason == "route_miss"
-    d.write([Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 4}))])
+    d.write([Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 4}))])
     assert fp.process(f, 1, 2).egress_port == 4
-    d.clear_table(N.IPV4_ROUTES.name)
+    d.clear_table(p4names.IPV4_ROUTES.name)
     assert fp.process(f, 1, 3).drop_reason == "route_miss"
     with pytest.raises(ValueError, match="out of range"):
         fp.process(f, 512, 4)

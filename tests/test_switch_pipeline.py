@@ -8,13 +8,12 @@ import pytest
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from ffs import constants as C
-from ffs import p4names as N
-from ffs import tables as T
-from ffs.driver.base import Exact, Lpm, TableEntry, Update
-from ffs.frames import ipv4_frame, ipv6_frame, shim
+from ffs import constants
+from ffs import p4names
+from ffs import tables
+from ffs.entries import Exact, Lpm, TableEntry, Update
+from ffs.frames import ipv4_checksum, ipv4_frame, ipv6_frame, shim
 from ffs.labels import decode, encode
-from ffs.switch.packet import ipv4_checksum
 from switchkit import DST, OUT, labelled, lm_for, rig, single_packet_f
 
 
@@ -24,7 +23,7 @@ def shim_of(frame: bytes, ihl: int = 20, l2: int = 14):
 
 
 def events(r):
-    return {i: v.packets for i, v in r.driver.read_counters(N.EVENTS.name).items() if v.packets}
+    return {i: v.packets for i, v in r.driver.read_counters(p4names.EVENTS.name).items() if v.packets}
 
 
 # --- parser fates (spec §2) ------------------------------------------------------------------
@@ -34,7 +33,7 @@ OPTIONS_MAX = b"\x01" * 40  # IHL 15: the shim starts at byte 74, beyond the Eth
 
 
 def malformed(r):
-    return r.driver.read_counters(N.MALFORMED.name, [OUT])[OUT].packets
+    return r.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT].packets
 
 
 @pytest.mark.parametrize("kept", range(8))
@@ -44,14 +43,14 @@ def test_a_frame_that_ends_inside_the_shim(kept):
     4 bytes before the shim's end is a parser error; one that ends within the FCS is parsed, and
     its IP length, which claims the missing bytes, is a lie that the egress drops (malformed)."""
     r = rig()
-    sh = shim(encode(2.0), C.FLAG_RI, 17, C.CODE_MAX, 0)
+    sh = shim(encode(2.0), constants.FLAG_RI, 17, constants.CODE_MAX, 0)
     f = bytearray(ipv4_frame("10.0.1.1", DST, 168, None, options=OPTIONS_MAX))[: 14 + 60] + sh[:kept]
-    f[14 + 9] = C.IP_PROTO_FFS
+    f[14 + 9] = constants.IP_PROTO_FFS
     f[14 + 10 : 14 + 12] = struct.pack("!H", ipv4_checksum(f[14 : 14 + 60]))
     res = r.send(bytes(f))
     assert res.egress_port is None
     if kept < 4:
-        assert res.drop_reason == "parse_error" and events(r) == {C.EVENT_PARSE_ERROR: 1} and malformed(r) == 0
+        assert res.drop_reason == "parse_error" and events(r) == {constants.EVENT_PARSE_ERROR: 1} and malformed(r) == 0
     else:
         assert res.drop_reason == "malformed" and events(r) == {} and malformed(r) == 1
     # the same frame with an honest IP length does not cover the shim: ipv4_shim_len, a parse error
@@ -65,7 +64,7 @@ def test_an_ipv6_runt_reads_its_shim_from_the_padding(payload_len):
     reads the rest of the shim from the padding. payload_len < 8 is refused at once (a parse
     error); a longer one claims bytes the frame does not hold, and the egress drops it."""
     r = rig()
-    f = ipv6_frame("fd00:1::1", "fd00:2::7", 8, shim(encode(2.0), C.FLAG_RI, 17, C.CODE_MAX, 0))
+    f = ipv6_frame("fd00:1::1", "fd00:2::7", 8, shim(encode(2.0), constants.FLAG_RI, 17, constants.CODE_MAX, 0))
     f = bytearray(f[: 14 + 40 + 4])
     f[14 + 4 : 14 + 6] = struct.pack("!H", payload_len)
     res = r.send(bytes(f))
@@ -79,9 +78,9 @@ def test_an_ipv6_runt_reads_its_shim_from_the_padding(payload_len):
 def test_ip_length_short_of_the_shim_is_a_parse_error():
     r = rig()
     short = bytearray(ipv4_frame("10.0.1.1", DST, 24, shim(encode(1.0))[:4]))
-    short[14 + 9] = C.IP_PROTO_FFS
+    short[14 + 9] = constants.IP_PROTO_FFS
     assert r.send(bytes(short)).drop_reason == "parse_error"
-    assert events(r) == {C.EVENT_PARSE_ERROR: 1}
+    assert events(r) == {constants.EVENT_PARSE_ERROR: 1}
 
 
 @pytest.mark.parametrize("first_byte", [0x28, 0x19])  # version 2; version 1 with the reserved bit
@@ -91,7 +90,7 @@ def test_opaque_shim_forwarded_untouched(first_byte):
     f[34] = first_byte
     res = r.send(bytes(f))
     assert res.egress_port == OUT and res.frame == bytes(f)
-    assert events(r) == {C.EVENT_OPAQUE_SHIM: 1}
+    assert events(r) == {constants.EVENT_OPAQUE_SHIM: 1}
 
 
 @pytest.mark.parametrize("first_byte", [0x28, 0x19], ids=["version-2", "reserved-bit"])
@@ -99,12 +98,12 @@ def test_a_strip_port_leaves_a_shim_it_does_not_understand(first_byte):
     """spec §6: only a valid shim is removed at a strip port; another version passes untouched (the
     8 bytes are another protocol's header, not ours to cut)."""
     r = rig()
-    r.driver.write([Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
+    r.driver.write([Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
     f = bytearray(labelled(encode(1.0)))
     f[34] = first_byte
     assert r.send(bytes(f)).frame == bytes(f)
     valid = labelled(encode(1.0))
-    assert len(r.send(valid).frame) == len(valid) - C.SHIM_LEN  # a valid one is removed
+    assert len(r.send(valid).frame) == len(valid) - constants.SHIM_LEN  # a valid one is removed
 
 
 def test_non_ip_and_route_miss_drop():
@@ -112,19 +111,19 @@ def test_non_ip_and_route_miss_drop():
     arp = bytes(12) + b"\x08\x06" + bytes(46)
     assert r.send(arp).drop_reason == "route_miss"
     assert r.send(ipv4_frame("10.0.1.1", "192.0.2.1", 100)).drop_reason == "route_miss"
-    assert events(r) == {C.EVENT_ROUTE_MISS: 2}
+    assert events(r) == {constants.EVENT_ROUTE_MISS: 2}
 
 
 def test_miss_action_is_configurable():
     r = rig()
-    r.driver.write([Update("set_default", TableEntry(N.IPV4_ROUTES.name, {}, "route", {"port": 9}))])
+    r.driver.write([Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "route", {"port": 9}))])
     res = r.send(ipv4_frame("10.0.1.1", "192.0.2.1", 100))
     assert res.egress_port == 9
 
 
 def test_lpm_prefers_longest_prefix():
     r = rig()
-    r.driver.write([Update("insert", TableEntry(N.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000307, 32)}, "route", {"port": 7}))])
+    r.driver.write([Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000307, 32)}, "route", {"port": 7}))])
     assert r.send(ipv4_frame("10.0.1.1", DST, 100)).egress_port == 7
     assert r.send(ipv4_frame("10.0.1.1", "10.0.3.8", 100)).egress_port == OUT
 
@@ -140,9 +139,9 @@ def test_lpm_prefers_longest_prefix():
 )
 def test_shim_found_after_options_vlan_ipv6(frame, shim_at):
     r = rig()
-    r.set_pair(C.LM_MAX)  # the largest M: every label normalizes far below tau, nothing drops
+    r.set_pair(constants.LM_MAX)  # the largest M: every label normalizes far below tau, nothing drops
     r.set_egress(encode(1.0))
-    f = frame(shim(encode(0.25), C.FLAG_RI))
+    f = frame(shim(encode(0.25), constants.FLAG_RI))
     res = r.send(f)
     assert res.egress_port == OUT
     b = res.frame[shim_at : shim_at + 8]
@@ -159,17 +158,17 @@ def test_unmanaged_pair_is_bypassed():
     f = labelled(encode(3.0))
     res = r.send(f, port=2)  # no pair (2, 3)
     assert res.egress_port == OUT and res.frame == f
-    assert events(r) == {C.EVENT_NO_PAIR: 1}
+    assert events(r) == {constants.EVENT_NO_PAIR: 1}
 
 
 def test_reset_port_defaults_label_and_sets_flag():
     r = rig(trust=0)
-    lm = lm_for(C.CODE_ONE, encode(0.5))  # the label is ignored: rf = 1.0 enters normalization
+    lm = lm_for(constants.CODE_ONE, encode(0.5))  # the label is ignored: rf = 1.0 enters normalization
     r.set_pair(lm)
     res = r.send(labelled(encode(64.0), rri=encode(0.5)))
     s = shim_of(res.frame)
     assert s["rf"] == encode(0.5)  # from the default 1.0, not from 64
-    assert s["flags"] & C.FLAG_DEFAULTED
+    assert s["flags"] & constants.FLAG_DEFAULTED
     assert s["rri"] == encode(0.5)  # RI is never updated for a defaulted label
 
 
@@ -179,12 +178,12 @@ def test_insert_then_strip_restores_the_frame():
     res = r.send(plain)
     out = res.frame
     ip = IP(out[14:])
-    assert ip.proto == C.IP_PROTO_FFS and ip.len == 508
+    assert ip.proto == constants.IP_PROTO_FFS and ip.len == 508
     assert ipv4_checksum(out[14:34]) == struct.unpack("!H", out[24:26])[0]
     s = shim_of(out)
-    assert s["version"] == 1 and s["flags"] == C.FLAG_DEFAULTED and s["nh"] == 17 and s["rri"] == C.CODE_MAX
+    assert s["version"] == 1 and s["flags"] == constants.FLAG_DEFAULTED and s["nh"] == 17 and s["rri"] == constants.CODE_MAX
     # strip at the egress port: the original bytes come back
-    r.driver.write([Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
+    r.driver.write([Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
     res2 = r.send(out)
     assert res2.frame == plain
 
@@ -202,10 +201,10 @@ def test_no_shim_in_front_of_an_ipv6_hop_by_hop_header():
     """spec §2, RFC 8200 §4.1: Hop-by-Hop Options must follow the IPv6 header, so an insert port
     forwards such a packet without a shim; the same packet without the option gets one."""
     r = rig(insert=1)
-    hbh = ipv6_frame("fc00::1", "fd00::9", 200, proto=C.IP_PROTO_HOPOPT)
+    hbh = ipv6_frame("fc00::1", "fd00::9", 200, proto=constants.IP_PROTO_HOPOPT)
     assert r.send(hbh).frame == hbh
     udp = ipv6_frame("fc00::1", "fd00::9", 200)
-    assert len(r.send(udp).frame) == len(udp) + C.SHIM_LEN
+    assert len(r.send(udp).frame) == len(udp) + constants.SHIM_LEN
 
 
 @pytest.mark.parametrize("case", INSERT_CASES)
@@ -215,20 +214,20 @@ def test_insert_and_strip_byte_exact(case):
     IPv4 checksum is recomputed. Stripping gives the original bytes back."""
     make = INSERT_CASES[case]
     r = rig(insert=1)
-    r.set_pair(lm_for(C.CODE_ONE, encode(0.75), 500, "ipv6" in case, "vlan" in case))  # the default label normalizes to 0.75
+    r.set_pair(lm_for(constants.CODE_ONE, encode(0.75), 500, "ipv6" in case, "vlan" in case))  # the default label normalizes to 0.75
     plain = make(500, None)
     out = r.send(plain).frame
-    expected = make(508, shim(encode(0.75), C.FLAG_DEFAULTED, 17, C.CODE_MAX, 0))
+    expected = make(508, shim(encode(0.75), constants.FLAG_DEFAULTED, 17, constants.CODE_MAX, 0))
     assert out == expected
     if case.startswith("ipv4"):  # scapy recomputes the checksum independently
         pkt = Ether(out)
         got = pkt[IP].chksum
         del pkt[IP].chksum
         assert Ether(bytes(pkt))[IP].chksum == got and pkt[IP].len == 508
-    r.driver.write([Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
+    r.driver.write([Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
     assert r.send(out, port=2).frame == plain  # port 2 -> OUT is not a pair: only the strip acts
-    acc = r.driver.read_counters(N.ACCEPTED.name, [OUT])[OUT]
-    assert (acc.packets, acc.bytes) == (2, 2 * (len(expected) + C.FCS_LEN))  # as egress sees them, FCS too
+    acc = r.driver.read_counters(p4names.ACCEPTED.name, [OUT])[OUT]
+    assert (acc.packets, acc.bytes) == (2, 2 * (len(expected) + constants.FCS_LEN))  # as egress sees them, FCS too
 
 
 def test_checksum_untouched_unless_the_header_changes():
@@ -264,7 +263,7 @@ def test_gamma_one_never_drops():
     r = rig()
     rf = encode(2.0)
     r.set_pair(lm_for(rf, encode(2.0)))
-    r.set_egress(C.CODE_MAX, congested=0)  # uncongested: tau = infinity
+    r.set_egress(constants.CODE_MAX, congested=0)  # uncongested: tau = infinity
     assert all(r.send(labelled(rf)).egress_port == OUT for _ in range(2000))
     r.set_egress(encode(2.0))  # rf' == tau: d = 0, the bypass entry
     assert all(r.send(labelled(rf)).egress_port == OUT for _ in range(2000))
@@ -278,7 +277,7 @@ def test_drop_frequency_binomial(gamma):
     target = encode(1.0) + round(128 * math.log2(1 / gamma))  # rf_norm = τ / γ with τ = 1
     r.set_pair(lm_for(rf, target))
     r.set_egress(encode(1.0))
-    p = T.gamma_of_code_distance(target - encode(1.0))  # the table's exact probability
+    p = tables.gamma_of_code_distance(target - encode(1.0))  # the table's exact probability
     assert p == pytest.approx(gamma, rel=0.006)
     accepted = sum(r.send(labelled(rf)).egress_port is not None for _ in range(n))
     sigma = math.sqrt(n * p * (1 - p))
@@ -293,15 +292,15 @@ def test_counters_exact():
     f = labelled(rf)
     res = [r.send(f) for _ in range(400)]
     kept = sum(x.egress_port is not None for x in res)
-    rb = r.driver.read_counters(N.PAIR_BYTES.name, [5])[5]
-    dr = r.driver.read_counters(N.PAIR_DROPS.name, [5])[5]
-    acc = r.driver.read_counters(N.ACCEPTED.name, [OUT])[OUT]
-    wire = len(f) + C.FCS_LEN  # every counter counts the frame with its FCS, as TNA's do
+    rb = r.driver.read_counters(p4names.PAIR_BYTES.name, [5])[5]
+    dr = r.driver.read_counters(p4names.PAIR_DROPS.name, [5])[5]
+    acc = r.driver.read_counters(p4names.ACCEPTED.name, [OUT])[OUT]
+    wire = len(f) + constants.FCS_LEN  # every counter counts the frame with its FCS, as TNA's do
     assert (rb.packets, rb.bytes) == (400, 400 * wire)
     assert (dr.packets, dr.bytes) == (400 - kept, (400 - kept) * wire)
     assert (acc.packets, acc.bytes) == (kept, kept * wire)
-    assert events(r) == {C.EVENT_FFS_DROP: 400 - kept}
-    f_est = r.driver.read_registers(N.F_EST.name, [5])[5]
+    assert events(r) == {constants.EVENT_FFS_DROP: 400 - kept}
+    f_est = r.driver.read_registers(p4names.F_EST.name, [5])[5]
     assert f_est == single_packet_f(1000, rf)
 
 
@@ -320,7 +319,7 @@ def test_rri_congested_table_ii(rf_norm, expect):
         if res.egress_port is not None:
             break
     got = shim_of(res.frame)["rri"]
-    assert got == min(encode(4 / 3) - encode(rf_norm) + C.CODE_BIAS, 0xFFFF)  # code-exact
+    assert got == min(encode(4 / 3) - encode(rf_norm) + constants.CODE_BIAS, 0xFFFF)  # code-exact
     assert decode(got) == pytest.approx(expect, rel=0.006)
 
 
@@ -330,7 +329,7 @@ def test_rri_uncongested(rf_norm, expect):
     r = rig()
     rf = encode(2.0)
     r.set_pair(lm_for(rf, encode(rf_norm)))
-    r.set_egress(C.CODE_MAX, congested=0, lcr=encode(2.0))
+    r.set_egress(constants.CODE_MAX, congested=0, lcr=encode(2.0))
     got = shim_of(r.send(labelled(rf)).frame)["rri"]
     assert got == encode(expect)
 
@@ -364,7 +363,7 @@ def test_scapy_sees_a_valid_ipv4_packet():
     r = rig()
     res = r.send(labelled(encode(0.5)))
     pkt = Ether(res.frame)
-    assert pkt[IP].proto == C.IP_PROTO_FFS and pkt[IP].dst == DST
+    assert pkt[IP].proto == constants.IP_PROTO_FFS and pkt[IP].dst == DST
 
 
 @pytest.mark.parametrize("engine", ["python", "c"])
@@ -390,11 +389,11 @@ def test_a_length_wrapped_by_an_inserted_shim_is_still_malformed(engine, claim, 
         f[18:20] = claim.to_bytes(2, "big")
     res = r.send(bytes(f))
     assert res.egress_port is None and res.drop_reason == "malformed"
-    bad = r.driver.read_counters(N.MALFORMED.name, [OUT])[OUT]
+    bad = r.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT]
     # counted as it left the ingress, FCS included; a claim below 64 bytes is a runt: no shim for it
-    grown = 0 if claim + 14 + (40 if version == 6 else 0) + C.FCS_LEN < 64 else C.SHIM_LEN
-    assert bad.packets == 1 and bad.bytes == len(f) + grown + C.FCS_LEN
-    assert r.driver.read_counters(N.ACCEPTED.name, [OUT])[OUT].packets == 0
+    grown = 0 if claim + 14 + (40 if version == 6 else 0) + constants.FCS_LEN < 64 else constants.SHIM_LEN
+    assert bad.packets == 1 and bad.bytes == len(f) + grown + constants.FCS_LEN
+    assert r.driver.read_counters(p4names.ACCEPTED.name, [OUT])[OUT].packets == 0
 
 
 @pytest.mark.parametrize("engine", ["python", "c"])
@@ -412,10 +411,10 @@ def test_a_runt_gets_no_shim_and_leaves_padded(engine, version):
     r = rig(insert=1, pipeline=FastPipeline if engine == "c" else Pipeline)
     small = ipv4_frame("10.0.1.1", DST, 28) if version == 4 else ipv6_frame("fd00:1::1", "fd00:2::7", 5)
     res = r.send(small)
-    assert res.egress_port == OUT and res.frame == small + bytes(C.MIN_FRAME - len(small))
+    assert res.egress_port == OUT and res.frame == small + bytes(constants.MIN_FRAME - len(small))
     fits = ipv4_frame("10.0.1.1", DST, 46) if version == 4 else ipv6_frame("fd00:1::1", "fd00:2::7", 6)
-    assert len(fits) == C.MIN_FRAME
+    assert len(fits) == constants.MIN_FRAME
     res = r.send(fits)
-    assert res.egress_port == OUT and len(res.frame) == C.MIN_FRAME + C.SHIM_LEN
+    assert res.egress_port == OUT and len(res.frame) == constants.MIN_FRAME + constants.SHIM_LEN
     # the next FFS hop sees the grown frame whole: no padding behind it, no lie
     assert r.send(res.frame, port=2).egress_port == OUT and malformed(r) == 0

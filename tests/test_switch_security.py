@@ -12,12 +12,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from ffs import p4names as N
-from ffs.driver.model import LocalDriver, ModelDriver
+from ffs import p4names
+from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch import control as control_mod
 from ffs.switch import wire
 from ffs.switch.control import SwitchControl
-from ffs.switch.server import serve
+from ffs.switch.server import serve, stop
 from agentkit import dump
 from switchkit import rig
 
@@ -39,6 +39,21 @@ def test_default_address_is_an_owner_only_unix_socket(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
     assert wire.default_control_address() == "unix:/run/user/1000/ffs/switch.sock"
+
+
+def test_a_clean_stop_removes_the_control_socket_it_bound(ctl, tmp_path):
+    """`ffs-switch run` stopping cleanly leaves no socket behind; a socket a successor bound at the
+    same path since is the successor's, and stays."""
+    sock = tmp_path / "switch.sock"
+    stop(serve(ctl, f"unix:{sock}"))
+    assert not sock.exists()
+    first = serve(ctl, f"unix:{sock}")
+    sock.unlink()
+    second = serve(ctl, f"unix:{sock}")
+    stop(first)
+    assert stat.S_ISSOCK(os.stat(sock).st_mode)  # the second switch's, still served
+    stop(second)
+    assert not sock.exists()
 
 
 def test_socket_mode_does_not_follow_the_umask(ctl, tmp_path):
@@ -149,33 +164,33 @@ def test_large_reads_take_the_lock_per_chunk(ctl):
     so forwarding (which takes the same lock per batch of frames) goes on between chunks."""
     lock = CountingLock()
     ctl.lock = lock
-    n = N.PAIR_BYTES.size
-    assert len(ctl.read_counters(N.PAIR_BYTES.name)) == n
+    n = p4names.PAIR_BYTES.size
+    assert len(ctl.read_counters(p4names.PAIR_BYTES.name)) == n
     assert lock.holds == 1 + n // control_mod.READ_CHUNK
     lock.holds = 0
-    assert len(ctl.read_registers(N.F_EST.name)) == N.F_EST.size
-    assert lock.holds == 1 + -(-N.F_EST.size // control_mod.READ_CHUNK)
+    assert len(ctl.read_registers(p4names.F_EST.name)) == p4names.F_EST.size
+    assert lock.holds == 1 + -(-p4names.F_EST.size // control_mod.READ_CHUNK)
     lock.holds = 0
-    entries = ctl.read_table(N.WEIGHT.name)
+    entries = ctl.read_table(p4names.WEIGHT.name)
     assert len(entries) > 4000 and lock.holds == 1  # one hold for the snapshot; conversion outside it
 
 
 def test_read_table_is_a_consistent_snapshot_while_writes_go_on(ctl, tmp_path):
     """Converting outside the lock is safe: a write replaces a table's entries, never edits them."""
     d = LocalDriver(ctl)
-    pairs = d.read_table(N.PAIRS.name)
+    pairs = d.read_table(p4names.PAIRS.name)
     stop = threading.Event()
     writes: list[int] = []
     errors: list[BaseException] = []
 
     def writer() -> None:
-        from ffs.driver.base import Exact, TableEntry, Update
+        from ffs.entries import Exact, TableEntry, Update
 
         k = 0
         try:
             while not stop.is_set():
                 nlm = -(k % 100) & 0xFFFF  # the action takes -lm as a 16-bit code
-                e = TableEntry(N.PAIRS.name, {"ingress_port": Exact(7), "egress_port": Exact(8)}, "set_pair", {"pid": 99, "nlm": nlm})
+                e = TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(7), "egress_port": Exact(8)}, "set_pair", {"pid": 99, "nlm": nlm})
                 d.write([Update("insert", e)])
                 d.write([Update("delete", e)])
                 k += 1
@@ -188,7 +203,7 @@ def test_read_table_is_a_consistent_snapshot_while_writes_go_on(ctl, tmp_path):
     seen = set()
     try:
         for _ in range(200):
-            got = d.read_table(N.PAIRS.name)
+            got = d.read_table(p4names.PAIRS.name)
             assert len(got) in (len(pairs), len(pairs) + 1)
             seen.add(len(got))
             if errors:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.agent.core import Agent
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.switch import fast, trace
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load
@@ -60,5 +60,5 @@ def test_trace_is_deterministic_for_a_seed(topo_dir):
     runs = [_run(topo, fast.FastPipeline, 0.02, poisson=True, seed=s) for s in (5, 5, 6)]
     assert runs[0][0].dropped == runs[1][0].dropped and runs[0][1] == runs[1][1]
     assert runs[0][0].dropped != runs[2][0].dropped  # another seed, other draws
-    pair_bytes = runs[0][1]["n"][N.PAIR_BYTES.name]
+    pair_bytes = runs[0][1]["n"][p4names.PAIR_BYTES.name]
     assert sum(v.packets for v in pair_bytes.values()) == runs[0][0].packets  # every packet is on a managed pair

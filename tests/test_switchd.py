@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import LpfConfig, node_updates, pairs_of
 from ffs.topology import load
@@ -149,24 +149,24 @@ def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde
             return {(e.key["ingress_port"].value, e.key["egress_port"].value): e.params for e in entries}
 
         def generated(n) -> dict:
-            return pair_params(u.entry for u in node_updates(n, lpf) if u.entry.table == N.PAIRS.name)
+            return pair_params(u.entry for u in node_updates(n, lpf) if u.entry.table == p4names.PAIRS.name)
 
-        got = pair_params(d.read_table(N.PAIRS.name))
+        got = pair_params(d.read_table(p4names.PAIRS.name))
         assert got == generated(changed)
         p13 = (port["p1"], port["p3"])
         assert got[p13] != generated(node)[p13]  # the change is visible: not the topology's 10 Mb/s
         spec = lpf.spec()
         for p in pairs:  # the topology's pairs (pairs_of)
-            got = d.read_lpf_spec(N.F_LPF.name, p.pid)
+            got = d.read_lpf_spec(p4names.F_LPF.name, p.pid)
             assert got.kind == spec.kind and got.out_scale_down == spec.out_scale_down
             # the device keeps a time constant in its own float encoding: 1e6 ns reads back as
             # 999 024 ns on tofino-model (within 0.1 %)
             assert got.gain_time_constant_ns == pytest.approx(spec.gain_time_constant_ns, rel=2e-3)
             assert got.decay_time_constant_ns == pytest.approx(spec.decay_time_constant_ns, rel=2e-3)
         pids = [p.pid for p in pairs]
-        counters = d.read_counters(N.PAIR_BYTES.name, pids)
+        counters = d.read_counters(p4names.PAIR_BYTES.name, pids)
         assert sorted(counters) == sorted(pids) and all(c.packets == 0 for c in counters.values())  # no traffic sent
-        assert sorted(d.read_registers(N.F_EST.name, pids)) == sorted(pids)
+        assert sorted(d.read_registers(p4names.F_EST.name, pids)) == sorted(pids)
     finally:
         d.close()
 
@@ -194,7 +194,7 @@ def test_agent_period_on_switchd(sde, tmp_path, topology, node_name):
             steps.append(time.monotonic() - t0)
             assert len(snap.pairs) == len(pids)
             t0 = time.monotonic()
-            assert len(d.read_counters(N.PAIR_BYTES.name, pids)) == len(pids)
+            assert len(d.read_counters(p4names.PAIR_BYTES.name, pids)) == len(pids)
             reads.append(time.monotonic() - t0)
     finally:
         d.close()

@@ -6,10 +6,10 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
-from ffs import constants as C
-from ffs import p4names as N
-from ffs import tables as T
-from ffs.driver.base import Ternary
+from ffs import constants
+from ffs import p4names
+from ffs import tables
+from ffs.entries import Ternary
 from ffs.labels import encode
 
 
@@ -48,9 +48,9 @@ def _hits_per_input(ranges, n):
     return np.cumsum(diff[:-1])
 
 
-@pytest.mark.parametrize("width, table", [(16, N.LEN_LOG), (32, N.F_LOG)])
+@pytest.mark.parametrize("width, table", [(16, p4names.LEN_LOG), (32, p4names.F_LOG)])
 def test_log_tables_disjoint_and_cover_every_nonzero_input(width, table):
-    buckets = T.log_buckets(width)
+    buckets = tables.log_buckets(width)
     values, masks = _arrays(buckets)
     assert _pairwise_disjoint(values, masks)
     # disjoint entries cover sum(2^(free bits)) inputs; all 2^W - 1 non-zero ones means full coverage
@@ -59,9 +59,9 @@ def test_log_tables_disjoint_and_cover_every_nonzero_input(width, table):
     assert not np.any((np.uint64(0) & masks) == values)  # input 0 misses: the default action handles it
     for value, mask, lo, hi in buckets:  # each entry's [lo, hi] is exactly the set it matches
         assert value & ~mask == 0 and lo == value and hi == value | (~mask & ((1 << width) - 1))
-    entries = T.len_log_entries() if width == 16 else T.f_log_entries()
+    entries = tables.len_log_entries() if width == 16 else tables.f_log_entries()
     # len_log: one set per header class, each with length 0 (an empty IPv6 payload) added
-    assert len(entries) == (len(T.LEN_CLASSES) * (len(buckets) + 1) if width == 16 else len(buckets)) <= table.size
+    assert len(entries) == (len(tables.LEN_CLASSES) * (len(buckets) + 1) if width == 16 else len(buckets)) <= table.size
     assert {e.table for e in entries} == {table.name}
     acts = {a.name for a in table.actions[:2]} if width == 16 else {table.actions[0].name}
     assert {e.action for e in entries} == acts
@@ -69,7 +69,7 @@ def test_log_tables_disjoint_and_cover_every_nonzero_input(width, table):
 
 @pytest.mark.parametrize("width", [16, 32])
 def test_log_tables_every_input_hits_exactly_one_entry(width):
-    ranges = _matched_ranges([(v, m) for v, m, _, _ in T.log_buckets(width)], width)
+    ranges = _matched_ranges([(v, m) for v, m, _, _ in tables.log_buckets(width)], width)
     # sorted ranges that abut without gaps or overlaps, from 1 to 2^W - 1: every non-zero input
     # matches exactly one entry and 0 matches none (all 2^32 inputs of f_log, without enumerating)
     assert ranges[0][0] == 1 and ranges[-1][1] == (1 << width) - 1
@@ -89,8 +89,8 @@ def test_log_table_outputs_and_error_bound():
     # every output is the exactly rounded log of its bucket's geometric middle, and every input is
     # within half a bucket plus half a code step of it (spec §10)
     worst = 0.0
-    for value, mask, lo, hi in T.log_buckets(32):
-        out = T.bucket_log(lo, hi)
+    for value, mask, lo, hi in tables.log_buckets(32):
+        out = tables.bucket_log(lo, hi)
         assert abs(Decimal(out) - _exact_log_units(lo, hi)) < Decimal("0.5")
         worst = max(worst, abs(out / 128 - math.log2(lo)), abs(out / 128 - math.log2(hi)))
     bound = math.log2(1 + 2**-7) / 2 + 0.5 / 128
@@ -99,7 +99,7 @@ def test_log_table_outputs_and_error_bound():
 
 
 def test_exact_small_values():
-    e = {lo: T.bucket_log(lo, hi) for _, _, lo, hi in T.log_buckets(16) if lo == hi}
+    e = {lo: tables.bucket_log(lo, hi) for _, _, lo, hi in tables.log_buckets(16) if lo == hi}
     assert len(e) == 255
     assert e[1] == 0 and e[2] == 128 and e[128] == 7 * 128 and e[255] == round(128 * math.log2(255))
     assert e[3] == round(128 * math.log2(3))
@@ -111,7 +111,7 @@ def _len_log_lookup(ipv6: int, vlan: int) -> tuple[np.ndarray, np.ndarray, np.nd
     runt = np.zeros(1 << 16, dtype=np.int64)
     hits = np.zeros(1 << 16, dtype=np.int64)
     x = np.arange(1 << 16, dtype=np.int64)
-    for e in T.len_log_entries():
+    for e in tables.len_log_entries():
         if (e.key["ipv6"].value, e.key["vlan"].value) != (ipv6, vlan):
             continue
         m = (x & e.key["l3_len"].mask) == e.key["l3_len"].value
@@ -121,7 +121,7 @@ def _len_log_lookup(ipv6: int, vlan: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return llen, runt, hits
 
 
-@pytest.mark.parametrize("ipv6, vlan", T.LEN_CLASSES)
+@pytest.mark.parametrize("ipv6, vlan", tables.LEN_CLASSES)
 def test_len_log_weighs_the_claimed_frame_of_every_ip_length(ipv6, vlan):
     """spec §4, §5.1: every IP length of every header class hits one entry, whose llen is the log
     of the frame the headers claim (L2 header + IP length + FCS, saturating; a claim below the
@@ -130,36 +130,36 @@ def test_len_log_weighs_the_claimed_frame_of_every_ip_length(ipv6, vlan):
     llen, runt, hits = _len_log_lookup(ipv6, vlan)
     assert np.all(hits == 1)
     x = np.arange(1 << 16)
-    frame = np.array([T.claimed_frame_len(int(n), bool(ipv6), bool(vlan)) for n in x])
+    frame = np.array([tables.claimed_frame_len(int(n), bool(ipv6), bool(vlan)) for n in x])
     assert np.array_equal(runt, frame < 64)
     charged = np.maximum(frame, 64)
-    err = np.abs((llen - T.LLEN_OFFSET) / 128 - np.log2(charged))
+    err = np.abs((llen - tables.LLEN_OFFSET) / 128 - np.log2(charged))
     assert err.max() <= math.log2(1 + 2**-7) / 2 + 0.5 / 128 + 1e-12
     # IP lengths below 256 are buckets of one: their llen is the exactly rounded log of the claim
     for n in (0, 20, 40, 46, 100, 255):
-        assert llen[n] == round(128 * math.log2(max(int(frame[n]), 64))) + T.LLEN_OFFSET
+        assert llen[n] == round(128 * math.log2(max(int(frame[n]), 64))) + tables.LLEN_OFFSET
     assert llen.max() <= 0xFFFF
 
 
 def test_len_log_action_data():
     llen, _, _ = _len_log_lookup(0, 0)  # IPv4 without 802.1Q: frame = IP length + 18
-    assert llen[64 - 18] == 6 * 128 + T.LLEN_OFFSET == 6 * 128 + 128 * C.WEIGHT_SHIFT + C.CODE_BIAS
-    assert llen[128 - 18] == 7 * 128 + T.LLEN_OFFSET
+    assert llen[64 - 18] == 6 * 128 + tables.LLEN_OFFSET == 6 * 128 + 128 * constants.WEIGHT_SHIFT + constants.CODE_BIAS
+    assert llen[128 - 18] == 7 * 128 + tables.LLEN_OFFSET
     # spec §4: a frame shorter than the Ethernet minimum (60 bytes + FCS) weighs as a minimum frame
     assert all(llen[v] == llen[64 - 18] for v in range(0, 64 - 18))
-    assert llen[65 - 18] == round(128 * math.log2(65)) + T.LLEN_OFFSET
+    assert llen[65 - 18] == round(128 * math.log2(65)) + tables.LLEN_OFFSET
     v6, _, _ = _len_log_lookup(1, 1)  # IPv6 with 802.1Q: frame = payload length + 62
-    assert v6[2] == llen[46] and v6[1250 - 62] == round(128 * math.log2(1250)) + T.LLEN_OFFSET
+    assert v6[2] == llen[46] and v6[1250 - 62] == round(128 * math.log2(1250)) + tables.LLEN_OFFSET
 
 
 def test_weight_reset_is_weight_with_the_label_one():
     """spec §5.2: a resetting port weighs by rf = 1.0: w = 2^((llen - code(1))/128), for every llen
     len_log produces (weight_reset is keyed on llen, the trusting ports' weight on lw = llen - rf)."""
-    reset = {e.key["llen"].value: e.params["w"] for e in T.weight_reset_entries()}
-    assert len(reset) <= N.WEIGHT_RESET.size
-    assert reset.keys() == {e.params["llen"] for e in T.len_log_entries()}
-    weight = {e.key["lw"].value: e.params["w"] for e in T.weight_entries()}
-    assert all(w == weight[max(llen - C.CODE_ONE, 0)] for llen, w in reset.items())
+    reset = {e.key["llen"].value: e.params["w"] for e in tables.weight_reset_entries()}
+    assert len(reset) <= p4names.WEIGHT_RESET.size
+    assert reset.keys() == {e.params["llen"] for e in tables.len_log_entries()}
+    weight = {e.key["lw"].value: e.params["w"] for e in tables.weight_entries()}
+    assert all(w == weight[max(llen - constants.CODE_ONE, 0)] for llen, w in reset.items())
 
 
 @pytest.mark.parametrize(
@@ -169,15 +169,15 @@ def test_weight_reset_is_weight_with_the_label_one():
 )
 def test_claimed_frame_len_adds_the_headers_and_saturates(l3_len, ipv6, vlan, frame):
     """spec §4: L2 header + IP length (+40 for IPv6) + FCS, at most 65535 (the P4 `|+|`)."""
-    assert T.claimed_frame_len(l3_len, ipv6, vlan) == frame
+    assert tables.claimed_frame_len(l3_len, ipv6, vlan) == frame
 
 
 def test_frame_check_entries():
     """spec §5.5, §7.3: which (excess, pkt_length) pass, first match wins."""
-    from ffs.driver.base import Range
+    from ffs.entries import Range
 
     def passes(excess: int, pkt_length: int) -> bool:
-        for e in T.frame_check_entries():
+        for e in tables.frame_check_entries():
             r, t = e.key["excess"], e.key["pkt_length"]
             assert isinstance(r, Range)
             if r.low <= excess <= r.high and pkt_length & t.mask == t.value:
@@ -190,35 +190,35 @@ def test_frame_check_entries():
     assert not passes(1, 1269) and not passes(3, 1271) and not passes(5, 1273)  # bytes beyond the claim
     assert not passes((1268 - 1300) & 0xFFFF, 1268)  # a claim beyond the frame
     assert not passes(1230, 1250)  # 1250 bytes claiming 20
-    for e in T.f_log_entries():
-        assert (e.params["lf"] + e.params["nlf"]) & 0xFFFF == 0 and e.params["lf"] <= C.D_OFFSET
+    for e in tables.f_log_entries():
+        assert (e.params["lf"] + e.params["nlf"]) & 0xFFFF == 0 and e.params["lf"] <= constants.D_OFFSET
 
 
 def test_weight_table_ends_and_values():
-    entries = T.weight_entries()
+    entries = tables.weight_entries()
     w = {e.key["lw"].value: e.params["w"] for e in entries}
-    assert len(w) == C.WEIGHT_KEYS == N.WEIGHT.size and sorted(w) == list(range(C.WEIGHT_KEYS))
-    assert {e.action for e in entries} == {N.WEIGHT.actions[0].name}
+    assert len(w) == constants.WEIGHT_KEYS == p4names.WEIGHT.size and sorted(w) == list(range(constants.WEIGHT_KEYS))
+    assert {e.action for e in entries} == {p4names.WEIGHT.actions[0].name}
     assert w[0] == 1 and w[1] == 1 and w[128] == 2 and w[128 * 10] == 1024 and w[128 * 31] == 2**31
     assert w[4095] == round(2 ** (4095 / 128)) < 2**32  # the last key; lw >= 4096 misses -> weight_max
-    assert all(w[k] <= w[k + 1] for k in range(C.WEIGHT_KEYS - 1))
+    assert all(w[k] <= w[k + 1] for k in range(constants.WEIGHT_KEYS - 1))
     for k in (77, 1000, 2345, 4000):
         assert abs(w[k] - 2 ** (k / 128)) <= 0.5 + 1e-6 * w[k]
     # a 1250-byte packet with rf = 1: lw = llen - rf = 128*log2(1250*256)
-    llen = T.llen_code(1250, 1250)
+    llen = tables.llen_code(1250, 1250)
     assert w[llen - encode(1.0)] == pytest.approx(1250 * 256, rel=0.003)
 
 
 def test_weight_path_error():
     # w = weight[llen |-| rf] against len * 2^8 / rf over every length and rf in [2^-8, 2^8] (spec §10)
     llen = np.zeros(1 << 16, dtype=np.int64)
-    for _, _, lo, hi in T.log_buckets(16):
-        llen[lo : hi + 1] = T.llen_code(lo, hi)
-    w = np.array([T.weight_value(k) for k in range(C.WEIGHT_KEYS)], dtype=np.float64)
+    for _, _, lo, hi in tables.log_buckets(16):
+        llen[lo : hi + 1] = tables.llen_code(lo, hi)
+    w = np.array([tables.weight_value(k) for k in range(constants.WEIGHT_KEYS)], dtype=np.float64)
     lens = np.arange(28, 9217, 3)
     rf = np.arange(0x8000 - 1024, 0x8000 + 1025, 5)
     lw = np.maximum(llen[lens][:, None] - rf[None, :], 0)
-    assert lw.max() < C.WEIGHT_KEYS  # no weight_max in this range
+    assert lw.max() < constants.WEIGHT_KEYS  # no weight_max in this range
     exact = lens[:, None] * 256.0 / 2.0 ** ((rf[None, :] - 0x8000) / 128)
     err = np.abs(w[lw] / exact - 1)
     big = exact >= 128  # where rounding w to an integer hardly matters
@@ -227,22 +227,22 @@ def test_weight_path_error():
 
 
 def test_gamma_table():
-    entries = T.gamma_entries()
-    assert len(entries) == C.GAMMA_D_MAX + 2 <= N.GAMMA.size
+    entries = tables.gamma_entries()
+    assert len(entries) == constants.GAMMA_D_MAX + 2 <= p4names.GAMMA.size
     # c_cong = code(τ / rf_norm) = CODE_ONE - d on a congested egress
-    thr = {C.CODE_ONE - e.key["c_cong"].value: e.params["thr"] for e in entries if e.params}
-    assert sorted(thr) == list(range(1, C.GAMMA_D_MAX + 1))
+    thr = {constants.CODE_ONE - e.key["c_cong"].value: e.params["thr"] for e in entries if e.params}
+    assert sorted(thr) == list(range(1, constants.GAMMA_D_MAX + 1))
     assert all(e.key["congested"] == Ternary(1, 1) for e in entries if e.params)
     assert thr[128] == 32768  # one octave: gamma = 1/2
     assert thr[1] == round(65536 * 2 ** (-1 / 128)) == 65182
-    assert thr[C.GAMMA_D_MAX] == 1  # 2^-16 rounds to 1: the last entry still forwards 1 in 65536
+    assert thr[constants.GAMMA_D_MAX] == 1  # 2^-16 rounds to 1: the last entry still forwards 1 in 65536
     assert thr[1024] == 256 and thr[1920] == 2  # gamma = 2^-8, 2^-15
-    assert all(thr[d] >= thr[d + 1] for d in range(1, C.GAMMA_D_MAX))
+    assert all(thr[d] >= thr[d + 1] for d in range(1, constants.GAMMA_D_MAX))
     for d in (1, 37, 128, 500, 1024):  # thresholds within half a unit of 65536 * gamma
         assert abs(thr[d] - 65536 * 2 ** (-d / 128)) <= 0.5
     # γ = 1: any uncongested egress, and d <= 0 (c_cong >= CODE_ONE) on a congested one
     one = [(e.key["congested"], e.key["c_cong"]) for e in entries if e.action.endswith("gamma_one")]
-    assert one == [(Ternary(0, 1), Ternary(0, 0)), (Ternary(1, 1), Ternary(C.CODE_ONE, C.CODE_ONE))]
+    assert one == [(Ternary(0, 1), Ternary(0, 0)), (Ternary(1, 1), Ternary(constants.CODE_ONE, constants.CODE_ONE))]
     # every (congested, c_cong) of 17 bits hits at most one entry, exactly one where γ > 0
     values = np.array([(e.key["congested"].value << 16) | e.key["c_cong"].value for e in entries], dtype=np.uint64)
     masks = np.array([(e.key["congested"].mask << 16) | e.key["c_cong"].mask for e in entries], dtype=np.uint64)
@@ -250,16 +250,16 @@ def test_gamma_table():
     hits = _hits_per_input(_matched_ranges(zip(values.tolist(), masks.tolist()), 17), 1 << 17)
     cong = hits[1 << 16 :]
     assert np.all(hits[: 1 << 16] == 1)  # uncongested
-    assert np.all(cong[C.CODE_ONE - C.GAMMA_D_MAX :] == 1) and np.all(cong[: C.CODE_ONE - C.GAMMA_D_MAX] == 0)
-    assert T.gamma_of_code_distance(0) == 1.0 and T.gamma_of_code_distance(-5) == 1.0
-    assert T.gamma_of_code_distance(C.GAMMA_D_MAX + 1) == 0.0
+    assert np.all(cong[constants.CODE_ONE - constants.GAMMA_D_MAX :] == 1) and np.all(cong[: constants.CODE_ONE - constants.GAMMA_D_MAX] == 0)
+    assert tables.gamma_of_code_distance(0) == 1.0 and tables.gamma_of_code_distance(-5) == 1.0
+    assert tables.gamma_of_code_distance(constants.GAMMA_D_MAX + 1) == 0.0
     with pytest.raises(ValueError):
-        T.gamma_threshold(0)
+        tables.gamma_threshold(0)
 
 
 def test_ri_candidates_cover_requests():
-    entries = T.ri_candidate_entries()
-    assert len(entries) <= N.RI_CANDIDATE.size and {e.table for e in entries} == {N.RI_CANDIDATE.name}
+    entries = tables.ri_candidate_entries()
+    assert len(entries) <= p4names.RI_CANDIDATE.size and {e.table for e in entries} == {p4names.RI_CANDIDATE.name}
     e = {tuple(v.value for v in x.key.values()): x.action.rsplit(".", 1)[1] for x in entries}
     assert e == {  # (ri_req, trust, rri_ge_one, congested): Algorithm 4's branches
         (1, 1, 1, 0): "candidate_uncongested",
@@ -267,68 +267,68 @@ def test_ri_candidates_cover_requests():
         (1, 1, 0, 0): "candidate_keep",  # rri < 1 and γ = 1: rri · γ = rri
         (1, 1, 0, 1): "candidate_upstream",
     }
-    assert N.RI_CANDIDATE.default_action.endswith("candidate_keep")  # not requested, or reset port
+    assert p4names.RI_CANDIDATE.default_action.endswith("candidate_keep")  # not requested, or reset port
 
 
 def test_static_updates_one_batch_of_inserts():
-    ups = T.static_updates()
+    ups = tables.static_updates()
     assert {u.kind for u in ups} == {"insert"}
     counts = {}
     for u in ups:
         counts[u.entry.table] = counts.get(u.entry.table, 0) + 1
     assert counts == {
-        N.LEN_LOG.name: len(T.LEN_CLASSES) * (len(T.log_buckets(16)) + 1),
-        N.WEIGHT.name: C.WEIGHT_KEYS,
-        N.WEIGHT_RESET.name: len(T.weight_reset_entries()),
-        N.F_LOG.name: len(T.log_buckets(32)),
-        N.GAMMA.name: C.GAMMA_D_MAX + 2,
+        p4names.LEN_LOG.name: len(tables.LEN_CLASSES) * (len(tables.log_buckets(16)) + 1),
+        p4names.WEIGHT.name: constants.WEIGHT_KEYS,
+        p4names.WEIGHT_RESET.name: len(tables.weight_reset_entries()),
+        p4names.F_LOG.name: len(tables.log_buckets(32)),
+        p4names.GAMMA.name: constants.GAMMA_D_MAX + 2,
     }
-    for t in (N.LEN_LOG, N.WEIGHT, N.WEIGHT_RESET, N.F_LOG, N.GAMMA):
+    for t in (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA):
         assert counts[t.name] <= t.size
     # every entry uses the table's own key names, actions and parameters
     for u in ups:
-        t = N.table(u.entry.table)
+        t = p4names.table(u.entry.table)
         assert set(u.entry.key) == {k.name for k in t.keys}
         assert set(u.entry.params) == {p for p, _ in t.action(u.entry.action).params}
-    assert T.static_updates() is not T.static_updates()  # callers may extend their copy
+    assert tables.static_updates() is not tables.static_updates()  # callers may extend their copy
 
 
 def test_egress_params():
-    p = T.egress_params(4 / 3, True, None)
-    assert p == {"ltau": encode(4 / 3), "ltau_p": encode(4 / 3) - 0x8000, "congested": 1, "lcr": C.CODE_MAX}
-    idle = T.egress_params(None, False, 2.0)
-    assert idle == {"ltau": C.CODE_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
-    assert T.egress_params(2.0**20, True, None)["ltau"] == C.LTAU_MAX  # τ <= 2^16
-    assert T.egress_params_consistent(p) is None and T.egress_params_consistent(idle) is None
-    assert "ltau_p" in T.egress_params_consistent({**p, "ltau_p": 0})
-    assert T.egress_params(3.0, False, math.inf)["ltau"] == C.CODE_MAX  # uncongested: tau ignored
+    p = tables.egress_params(4 / 3, True, None)
+    assert p == {"ltau": encode(4 / 3), "ltau_p": encode(4 / 3) - 0x8000, "congested": 1, "lcr": constants.CODE_MAX}
+    idle = tables.egress_params(None, False, 2.0)
+    assert idle == {"ltau": constants.CODE_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
+    assert tables.egress_params(2.0**20, True, None)["ltau"] == constants.LTAU_MAX  # τ <= 2^16
+    assert tables.egress_params_consistent(p) is None and tables.egress_params_consistent(idle) is None
+    assert "ltau_p" in tables.egress_params_consistent({**p, "ltau_p": 0})
+    assert tables.egress_params(3.0, False, math.inf)["ltau"] == constants.CODE_MAX  # uncongested: tau ignored
     for bad in (0.5, None, math.inf, math.nan):
         with pytest.raises(ValueError):
-            T.egress_params(bad, True, None)
+            tables.egress_params(bad, True, None)
 
 
 def test_lm_units():
     # M_F = (M/8) * 2^8 * tau_F / 2^s: 1 Gbps with 1 ms and s = 4 is 2e6 LPF units
-    assert T.lpf_units_per_bps() == pytest.approx(2e-3)
-    assert T.lm_code(1e9) == round(128 * math.log2(2e6))
-    assert T.lm_code(1e9, lpf_time_constant_ns=2e6, lpf_scale_down=5) == T.lm_code(1e9)
-    assert T.lm_code(0) == 0 and T.lm_code(1) == 0
+    assert tables.lpf_units_per_bps() == pytest.approx(2e-3)
+    assert tables.lm_code(1e9) == round(128 * math.log2(2e6))
+    assert tables.lm_code(1e9, lpf_time_constant_ns=2e6, lpf_scale_down=5) == tables.lm_code(1e9)
+    assert tables.lm_code(0) == 0 and tables.lm_code(1) == 0
     for m in (1e6, 7e9, 100e9):
-        lm = T.lm_code(m)
-        assert T.f_from_lpf(2 ** (lm / 128)) == pytest.approx(m, rel=0.0028)  # half a code step
+        lm = tables.lm_code(m)
+        assert tables.f_from_lpf(2 ** (lm / 128)) == pytest.approx(m, rel=0.0028)  # half a code step
     for bad in (math.nan, math.inf, -1.0):
         with pytest.raises(ValueError):
-            T.lm_code(bad)
+            tables.lm_code(bad)
 
 
 # --- the precision budget (spec §10) -----------------------------------------------------------
 
-_LF = {lo: T.bucket_log(lo, hi) for _, _, lo, hi in T.log_buckets(32)}
+_LF = {lo: tables.bucket_log(lo, hi) for _, _, lo, hi in tables.log_buckets(32)}
 
 
 def _lf(v: int) -> int:
     """f_log's output for a 32-bit input (the bucket of its MSB and the 7 bits below)."""
-    shift = max(v.bit_length() - 1 - C.LOG_TABLE_MANTISSA_BITS, 0)
+    shift = max(v.bit_length() - 1 - constants.LOG_TABLE_MANTISSA_BITS, 0)
     return _LF[(v >> shift) << shift]
 
 
@@ -336,8 +336,8 @@ def test_precision_budget_over_a_grid():
     """Stages 2-5 of spec §7.2 in codes (k = rf |-| lm, rf_norm = k + lf, d = rf_norm - ltau, the γ
     table) against exact γ = min(1, τ·M/(rf·F)) over rf in [2^-8, 2^8], M from 3 Mb/s to 100 Gb/s,
     F/M in [2^-6, 2^6] and τ in [1, 2^8], wherever exact γ is in [2^-8, 1]."""
-    units = T.lpf_units_per_bps()
-    thr = np.array([0.0] + [T.gamma_threshold(d) / 65536 for d in range(1, C.GAMMA_D_MAX + 1)])
+    units = tables.lpf_units_per_bps()
+    thr = np.array([0.0] + [tables.gamma_threshold(d) / 65536 for d in range(1, constants.GAMMA_D_MAX + 1)])
     rf_codes = np.arange(0x8000 - 1024, 0x8000 + 1025, 11)
     rf_exact = 2.0 ** ((rf_codes - 0x8000) / 128)  # a label is a code: its value is exact
     taus = 2.0 ** (np.arange(0, 49) / 6.1)
@@ -345,7 +345,7 @@ def test_precision_budget_over_a_grid():
     worst_gamma = worst_norm = 0.0
     samples = 0
     for m in 10 ** (6.5 + np.arange(0, 45, 2) / 9.7):
-        lm = T.lm_code(m)
+        lm = tables.lm_code(m)
         for ratio in 2.0 ** (np.arange(-60, 61, 2) / 10.3):
             f_lpf = int(m * ratio * units)
             if f_lpf >= 1 << 32:  # the LPF output saturates: a range limit (spec §10), not precision
@@ -356,7 +356,7 @@ def test_precision_budget_over_a_grid():
             worst_norm = max(worst_norm, float(np.max(np.abs(2.0 ** ((rf_norm - 0x8000) / 128) / norm_exact - 1))))
             d = rf_norm[:, None] - ltau[None, :]
             exact = np.minimum(1.0, taus[None, :] / norm_exact[:, None])
-            coded = np.where(d <= 0, 1.0, thr[np.clip(d, 0, C.GAMMA_D_MAX)])
+            coded = np.where(d <= 0, 1.0, thr[np.clip(d, 0, constants.GAMMA_D_MAX)])
             sel = exact >= 2.0**-8
             samples += int(sel.sum())
             worst_gamma = max(worst_gamma, float(np.max(np.abs(coded / exact - 1)[sel])))
@@ -372,9 +372,9 @@ def test_estimator_sized_for_line_rate_at_the_smallest_label(capacity):
     """spec §4: with the scale-down the agent derives, a stream at line rate whose packets all carry
     rf = 2^-8 (or anything below, clamped) keeps the F LPF below 2^32, with room for a burst of 2;
     one step less would not."""
-    s = T.lpf_scale_down_for(capacity)
+    s = tables.lpf_scale_down_for(capacity)
     per_s = capacity / 8 * 256 * 256  # weight units per second at rf = 2^-8
-    held = per_s * C.LPF_TIME_CONSTANT_NS * 1e-9  # what the RATE filter holds at a steady rate
-    assert 2 * held / 2**s <= C.WEIGHT_MAX
+    held = per_s * constants.LPF_TIME_CONSTANT_NS * 1e-9  # what the RATE filter holds at a steady rate
+    assert 2 * held / 2**s <= constants.WEIGHT_MAX
     if s > 0:
-        assert 2 * held / 2 ** (s - 1) > C.WEIGHT_MAX
+        assert 2 * held / 2 ** (s - 1) > constants.WEIGHT_MAX

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from ffs import constants as C
+from ffs import constants
 from ffs.allocator import solve_tau
 from ffs.labels import encode
 from ffs.tau import EgressTau, TauParams, egress_action_params, tau_step, tau_update
@@ -64,10 +64,10 @@ def test_decrease_limited_to_25_percent_per_period():
 
 def test_clamps():
     p = TauParams(delta_bps=0.0)
-    assert tau_step(EgressTau(1.0, True), 20.0, 20.0, 10.0, p).tau == C.TAU_MIN  # Lemma 1: tau >= 1
+    assert tau_step(EgressTau(1.0, True), 20.0, 20.0, 10.0, p).tau == constants.TAU_MIN  # Lemma 1: tau >= 1
     assert tau_step(EgressTau(1.2, True), 13.0, 20.0, 10.0, p).tau == 1.0  # 1.2 · 10/13 = 0.92 -> 1
-    assert tau_step(EgressTau(60000.0, True), 1.0, 20.0, 10.0, p).tau == C.TAU_MAX  # 600000 -> 65536
-    assert tau_step(EgressTau(9.0, True), 0.0, 20.0, 10.0, p).tau == C.TAU_MAX  # nothing accepted: A = 0
+    assert tau_step(EgressTau(60000.0, True), 1.0, 20.0, 10.0, p).tau == constants.TAU_MAX  # 600000 -> 65536
+    assert tau_step(EgressTau(9.0, True), 0.0, 20.0, 10.0, p).tau == constants.TAU_MAX  # nothing accepted: A = 0
     q = TauParams(delta_bps=0.0, tau_min=2.0, tau_max=4.0)
     assert tau_step(EgressTau(3.0, True), 30.0, 40.0, 10.0, q).tau == 2.25  # the 25 % limit, above tau_min
     assert tau_step(EgressTau(2.2, True), 30.0, 40.0, 10.0, q).tau == 2.0
@@ -79,7 +79,7 @@ def test_no_windup_while_uncongested():
     for _ in range(100):  # long idle: A far below T would raise tau every period if the rule ran
         s = tau_step(s, a_bps=1.0, r_star_bps=5.0, target_bps=10.0)
     assert s.tau == 2.0 and not s.congested
-    assert egress_action_params(s, 5.0, 10.0) == {"ltau": C.CODE_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
+    assert egress_action_params(s, 5.0, 10.0) == {"ltau": constants.CODE_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
     # R* = T exactly is not congested (spec §9: congested iff R* > T)
     assert not tau_step(s, 10.0, 10.0, 10.0).congested
     # congestion returns: the rule resumes from the frozen 2.0, not from a wound-up value
@@ -160,12 +160,12 @@ def test_level_dips_below_tau_min_once_congestion_settled():
     s = EgressTau(1.0, True, periods=0)
     for _ in range(p.settle_periods):  # the first periods of congestion clamp as before
         s = tau_step(s, 11.0, 20.0, 10.0, p)
-        assert s.tau == C.TAU_MIN and s.level == C.TAU_MIN
+        assert s.tau == constants.TAU_MIN and s.level == constants.TAU_MIN
     s = tau_step(s, 11.0, 20.0, 10.0, p)
-    assert s.level == pytest.approx(10 / 11) and s.tau == C.TAU_MIN
+    assert s.level == pytest.approx(10 / 11) and s.tau == constants.TAU_MIN
     for _ in range(20):  # persistent over-admission: bounded below
         s = tau_step(s, 15.0, 20.0, 10.0, p)
-    assert s.level == pytest.approx(C.TAU_MIN * (1 - p.excursion)) and s.tau == C.TAU_MIN
+    assert s.level == pytest.approx(constants.TAU_MIN * (1 - p.excursion)) and s.tau == constants.TAU_MIN
     # recovery: a low reading raises τ from the level in one period (0.7 · 10/4 = 1.75)
     s = tau_step(s, 4.0, 20.0, 10.0, p)
     assert s.tau == pytest.approx((1 - p.excursion) * 10 / 4) and s.tau == s.level
@@ -173,7 +173,7 @@ def test_level_dips_below_tau_min_once_congestion_settled():
     s = tau_step(s, 5.0, 5.0, 10.0, p)
     assert not s.congested and s.periods == 0
     s = tau_step(EgressTau(1.0, False), 12.0, 20.0, 10.0, p)
-    assert s.level == C.TAU_MIN and s.periods == 1
+    assert s.level == constants.TAU_MIN and s.periods == 1
 
 
 def test_level_bounds_are_validated():

@@ -171,7 +171,7 @@ def test_stream_ip_len_out_of_range(tmp_path, value):
 def test_trace_frames_carry_the_lie(tmp_path):
     """The trace's frame keeps its real size (pacing, queues) and only its total length lies, with
     a valid header checksum."""
-    from ffs.switch.packet import ipv4_checksum
+    from ffs.frames import ipv4_checksum
     from ffs.switch.trace import streams_from_topology
 
     t = load(write(tmp_path, GOOD.replace("demand: 2Gbps}", "demand: 2Gbps, labelled: false, ip_len: 20}")

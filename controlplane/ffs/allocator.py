@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -73,8 +74,9 @@ class Allocation:
     def tau(self, node: str, egress: str) -> float:
         return next(e.tau for e in self.egresses if e.node == node and e.egress == egress)
 
-    def to_dict(self) -> dict:
-        return finite({"streams": [asdict(s) for s in self.streams], "egresses": [asdict(e) for e in self.egresses], "rounds": self.rounds})
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = finite({"streams": [asdict(s) for s in self.streams], "egresses": [asdict(e) for e in self.egresses], "rounds": self.rounds})
+        return out
 
 
 class AllocationError(ValueError):
@@ -219,7 +221,7 @@ def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int =
     177 rounds to 1e-9 undamped, 49 with α = 0.7). The fixed point is the same.
     Returns the last state; `state.worst > rel_tol` when `max_rounds` ran out."""
     s_of = hops.stream
-    reset = hops.reset
+    reset = hops.reset if hops.reset is not None else np.zeros(len(s_of), dtype=bool)
     if state is None:
         rate_in, f_pre = demand[s_of].astype(float), f0[s_of].astype(float)
     else:

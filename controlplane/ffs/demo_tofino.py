@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+from typing import Any
 import os
 import socket
 import struct
@@ -37,6 +38,7 @@ from ffs.agent.api import ApiError, call
 from ffs.allocator import allocate
 from ffs.differential import port_map_veths
 from ffs.frames import ipv4_frame
+from ffs.sde import Sde, sde_missing
 from ffs.topology import Topology, load
 from ffs.units import format_rate
 
@@ -121,8 +123,6 @@ class Receiver(threading.Thread):
 
 
 def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms: float, log_dir: Path) -> bool:
-    from ffs.sde import Sde, sde_missing
-
     why = sde_missing("ffs")
     if why:
         raise RuntimeError(why)
@@ -180,7 +180,7 @@ def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms:
                     changed = True
                 got = {s.name: rx.bins.get(sec, {}).get(s.src, 0) * 8.0 for s in tx}
                 rows.append((sec, got))
-                e = next((x for x in call(sock, {"op": "status"})["egresses"] if x["egress"] == egress), {})
+                e: dict[str, Any] = next((x for x in call(sock, {"op": "status"})["egresses"] if x["egress"] == egress), {})
                 want = exact2 if changed else exact1
                 print(f"{sec + 1:>4} " + " ".join(f"{format_rate(got[s.name]):>10} (of {format_rate(want[s.name]):>8})"
                                                    for s in tx)

@@ -37,16 +37,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ffs import constants as C
-from ffs import p4names as N
-from ffs import tables as T
+from ffs import constants
+from ffs import p4names
+from ffs import tables
+from ffs.agent.api import ApiError, call
 from ffs.agent.program import pairs_of
-from ffs.driver.base import Driver, Exact, LpfSpec, TableEntry, Update
+from ffs.driver.base import Driver
+from ffs.driver.bfrt import BfrtDriver
+from ffs.entries import Exact, LpfSpec, TableEntry, Update
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.labels import encode
+from ffs.sde import Sde, sde_missing
+from ffs.switch.driver import LocalDriver
+from ffs.switch.pipeline import Pipeline, Result
 from ffs.topology import Node, load
 
-FORGETFUL = LpfSpec("RATE", 1.0, 1.0, C.LPF_SCALE_DOWN)
+FORGETFUL = LpfSpec("RATE", 1.0, 1.0, constants.LPF_SCALE_DOWN)
 TAG = b"\x02\xff"  # source MAC = 02:ff:<probe number, 32 bits>
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
@@ -89,10 +95,10 @@ def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], pr
     def label() -> int:
         r = rng.random()
         if r < 0.15:
-            return rng.choice([0, 1, C.RF_CODE_MIN - 1, C.RF_CODE_MAX + 1, 0xFFFF])  # clamped on arrival
+            return rng.choice([0, 1, constants.RF_CODE_MIN - 1, constants.RF_CODE_MAX + 1, 0xFFFF])  # clamped on arrival
         if r < 0.3:
-            return rng.choice([C.RF_CODE_MIN, C.CODE_ONE, C.RF_CODE_MAX])
-        return rng.randint(C.RF_CODE_MIN, C.RF_CODE_MAX)
+            return rng.choice([constants.RF_CODE_MIN, constants.CODE_ONE, constants.RF_CODE_MAX])
+        return rng.randint(constants.RF_CODE_MIN, constants.RF_CODE_MAX)
 
     for seq in range(n):
         port = rng.choice(ports)
@@ -101,32 +107,33 @@ def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], pr
         payload = rng.choice([0, 6, 26, 100, 500, 1000, 1400]) if rng.random() < 0.8 else rng.randint(0, 1400)
         r = rng.random()
         kind = "none" if r < 0.3 else "valid" if r < 0.75 else "opaque" if r < 0.85 else "cut"
-        flags = rng.choice([0, C.FLAG_RI, C.FLAG_RI | C.FLAG_ECHO, C.FLAG_DEFAULTED, C.FLAG_RI | C.FLAG_DEFAULTED])
-        rri = rng.choice([C.CODE_MAX, C.CODE_ONE, rng.randint(0, 0xFFFF)])
-        version = C.SHIM_VERSION
+        flags = rng.choice([0, constants.FLAG_RI, constants.FLAG_RI | constants.FLAG_ECHO, constants.FLAG_DEFAULTED,
+                            constants.FLAG_RI | constants.FLAG_DEFAULTED])
+        rri = rng.choice([constants.CODE_MAX, constants.CODE_ONE, rng.randint(0, 0xFFFF)])
+        version = constants.SHIM_VERSION
         if kind == "opaque":
-            version, flags = (2, flags) if rng.random() < 0.5 else (C.SHIM_VERSION, flags | C.FLAG_RESERVED)
+            version, flags = (2, flags) if rng.random() < 0.5 else (constants.SHIM_VERSION, flags | constants.FLAG_RESERVED)
         sh = shim(label(), flags, 17, rri, rng.randint(0, 0xFFFF), version) if kind != "none" else None
         if v6:
             nh = 0 if kind == "none" and rng.random() < 0.1 else 17  # a Hop-by-Hop header: no shim in front of it
-            f = ipv6_frame("fd00:9::1", host6(routed), payload + (C.SHIM_LEN if sh else 0), sh, proto=nh)
+            f = ipv6_frame("fd00:9::1", host6(routed), payload + (constants.SHIM_LEN if sh else 0), sh, proto=nh)
         else:
             words = rng.choice([0, 0, 0, 1, 3, 10])
-            f = ipv4_frame("10.0.9.1", host4(routed), 20 + 4 * words + payload + (C.SHIM_LEN if sh else 0), sh,
+            f = ipv4_frame("10.0.9.1", host4(routed), 20 + 4 * words + payload + (constants.SHIM_LEN if sh else 0), sh,
                            options=b"\x01" * (4 * words))
         vlan = rng.random() < 0.15
         if vlan:
             f = _vlan(f, rng.randint(1, 4094))
-        l3 = C.ETH_HDR_LEN + (C.VLAN_TAG_LEN if vlan else 0)
+        l3 = constants.ETH_HDR_LEN + (constants.VLAN_TAG_LEN if vlan else 0)
         what = f"{'ipv6' if v6 else 'ipv4'}{' vlan' if vlan else ''} shim={kind}"
         if kind == "cut":  # the frame ends inside the shim
             shim_at = l3 + (40 if v6 else (f[l3] & 0xF) * 4)
-            f = f[: shim_at + rng.randint(0, C.SHIM_LEN - 1)]
+            f = f[: shim_at + rng.randint(0, constants.SHIM_LEN - 1)]
         elif rng.random() < 0.12:  # the IP length lies
             claim = rng.choice([0, 20, 65535, rng.randint(0, 65535)])
-            f = bytearray(f)
-            f[l3 + (4 if v6 else 2): l3 + (6 if v6 else 4)] = struct.pack("!H", claim)
-            f = bytes(f)
+            lied = bytearray(f)
+            lied[l3 + (4 if v6 else 2): l3 + (6 if v6 else 4)] = struct.pack("!H", claim)
+            f = bytes(lied)
             what += f" lying-length={claim}"
         if rng.random() < 0.03:  # not IP
             f = f[:12] + b"\x08\x06" + bytes(28)
@@ -146,13 +153,13 @@ def read_state(driver: Driver) -> list[Update]:
     """Every writable table's entries and default action, and the port metadata, as updates that
     load them into another target."""
     ups: list[Update] = []
-    for t in N.TABLES:
+    for t in p4names.TABLES:
         if t.const_entries:
             continue
         ups += [Update("insert", e) for e in driver.read_table(t.name)]
         d = driver.read_default(t.name)
         ups.append(Update("set_default", TableEntry(t.name, {}, d.action, dict(d.params))))
-    ups += [Update("insert", e) for e in driver.read_table(N.PORT_METADATA.name)]
+    ups += [Update("insert", e) for e in driver.read_table(p4names.PORT_METADATA.name)]
     return ups
 
 
@@ -160,13 +167,13 @@ def egress_updates(node: Node, states: dict[str, tuple[float | None, bool]]) -> 
     """set_egress for each egress: τ (None: ∞) and congested."""
     out = []
     for e, (tau, congested) in sorted(states.items()):
-        params = T.egress_params(tau, congested, None)
-        out.append(Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(node.interfaces[e].port)},
+        params = tables.egress_params(tau, congested, None)
+        out.append(Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(node.interfaces[e].port)},
                                                "set_egress", params)))
     return out
 
 
-COUNTERS = (N.PAIR_BYTES, N.OFFERED, N.PAIR_DROPS, N.EVENTS, N.ACCEPTED, N.MALFORMED, N.PAIR_MALFORMED)
+COUNTERS = (p4names.PAIR_BYTES, p4names.OFFERED, p4names.PAIR_DROPS, p4names.EVENTS, p4names.ACCEPTED, p4names.MALFORMED, p4names.PAIR_MALFORMED)
 
 
 def counters(driver: Driver) -> dict[str, dict[int, tuple[int, int]]]:
@@ -279,7 +286,7 @@ class Report:
                 f"{len(self.mismatches)} mismatches, counters {c}" + "".join(f"; {n}" for n in self.notes))
 
 
-def software_run(pipeline, probes: list[Probe]) -> list[tuple[object, bool]]:
+def software_run(pipeline: Pipeline, probes: list[Probe]) -> list[tuple[Result, bool]]:
     """Each probe through the software switch: (Result, decided by a random draw)."""
     drawn = [False]
     frac = pipeline.normalize.gamma_frac
@@ -288,23 +295,23 @@ def software_run(pipeline, probes: list[Probe]) -> list[tuple[object, bool]]:
         drawn[0] = True
         frac(md, thr)
 
-    pipeline.normalize.gamma_frac = gamma_frac
+    pipeline.normalize.gamma_frac = gamma_frac  # type: ignore[method-assign]
     out = []
     t_ns = 0
     for p in probes:
         drawn[0] = False
         t_ns += 1_000_000
         out.append((pipeline.process(p.frame, p.port, t_ns), drawn[0]))
-    pipeline.normalize.gamma_frac = frac
+    pipeline.normalize.gamma_frac = frac  # type: ignore[method-assign]
     return out
 
 
-def compare(phase: str, probes: list[Probe], soft: list[tuple[object, bool]], got: dict[int, list[tuple[int, bytes]]],
+def compare(phase: str, probes: list[Probe], soft: list[tuple[Result, bool]], got: dict[int, list[tuple[int, bytes]]],
             limit: int = 20) -> Report:
     rep = Report(phase, len(probes))
     for p, (res, drawn) in zip(probes, soft):
         seen = got.get(p.seq, [])
-        want = [] if res.egress_port is None else [(res.egress_port, res.frame)]
+        want = [] if res.egress_port is None or res.frame is None else [(res.egress_port, res.frame)]
         if drawn:
             rep.random += 1
             if not (seen and want):  # one target's draw dropped it: nothing to compare
@@ -359,8 +366,6 @@ class Setup:
 
 def run_agent_install(setup: Setup, work: Path) -> None:
     """ffs-agent --target tofino programs the node from the topology; stopped once it serves."""
-    from ffs.agent.api import ApiError, call
-
     sock = work / "agent.sock"
     log = open(work / "agent.log", "w")
     agent = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={setup.topology}",
@@ -389,10 +394,6 @@ def run_agent_install(setup: Setup, work: Path) -> None:
 
 
 def run(setup: Setup) -> list[Report]:
-    from ffs.driver.bfrt import BfrtDriver
-    from ffs.driver.model import LocalDriver
-    from ffs.switch.pipeline import Pipeline
-
     topo = load(setup.topology)
     node = topo.node(setup.node)
     veths = port_map_veths(setup.port_map)
@@ -409,7 +410,7 @@ def run(setup: Setup) -> list[Report]:
         state = read_state(tofino)
         pids = sorted(p.pid for p in pairs_of(node))
         setup.log(f"differential: read back {len(state)} entries; {len(pids)} pairs; probes into ports {list(ports)}")
-        tofino.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), FORGETFUL)
+        tofino.set_lpf_spec(p4names.F_LPF.name, range(p4names.F_LPF.size), FORGETFUL)
         prefixes4 = [r.prefix for r in node.routes if ":" not in r.prefix]
         prefixes6 = [r.prefix for r in node.routes if ":" in r.prefix]
 
@@ -417,10 +418,10 @@ def run(setup: Setup) -> list[Report]:
             pipe = Pipeline(setup.seed)
             d = LocalDriver(pipe)
             d.write(state)
-            d.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), FORGETFUL)
+            d.set_lpf_spec(p4names.F_LPF.name, range(p4names.F_LPF.size), FORGETFUL)
             return pipe, d
 
-        reports = []
+        reports: list[Report] = []
         egresses = sorted(node.fairness)
         phases: list[tuple[str, dict[str, tuple[float | None, bool]], int]] = [
             ("exact", {e: (None, False) for e in egresses}, setup.packets),
@@ -449,9 +450,9 @@ def run(setup: Setup) -> list[Report]:
                         if dt[c] != ds[c]:
                             rep.notes.append(f"{c.rsplit('.', 1)[-1]}: tofino {dt[c]} software {ds[c]}")
             else:
-                rep.counters_equal = dt[N.PAIR_BYTES.name] == ds[N.PAIR_BYTES.name]
+                rep.counters_equal = dt[p4names.PAIR_BYTES.name] == ds[p4names.PAIR_BYTES.name]
                 if not rep.counters_equal:
-                    rep.notes.append(f"pair_bytes: tofino {dt[N.PAIR_BYTES.name]} software {ds[N.PAIR_BYTES.name]}")
+                    rep.notes.append(f"pair_bytes: tofino {dt[p4names.PAIR_BYTES.name]} software {ds[p4names.PAIR_BYTES.name]}")
             if wire.other:
                 rep.notes.append(f"{wire.other} untagged frames seen")
             setup.log("differential: " + rep.line())
@@ -471,18 +472,18 @@ def gamma_phase(setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, por
                 and node.interfaces[p.ingress].trust)
     ing, egr = node.interfaces[pair.ingress], node.interfaces[pair.egress]
     dst = next(r.prefix for r in node.routes if r.interface == pair.egress and ":" not in r.prefix)
-    frame = _tagged(ipv4_frame("10.0.9.1", dst.rsplit(".", 1)[0] + ".7", 1000, shim(C.CODE_ONE, 0, 17, C.CODE_MAX, 0)), 0)
+    frame = _tagged(ipv4_frame("10.0.9.1", dst.rsplit(".", 1)[0] + ".7", 1000, shim(constants.CODE_ONE, 0, 17, constants.CODE_MAX, 0)), 0)
     key = {"ingress_port": Exact(ing.port), "egress_port": Exact(egr.port)}
 
     def set_lm(lm: int) -> Update:
-        return Update("modify", TableEntry(N.PAIRS.name, key, "set_pair", T.pair_params(pair.pid, lm)))
+        return Update("modify", TableEntry(p4names.PAIRS.name, key, "set_pair", tables.pair_params(pair.pid, lm)))
 
     # with lm = 0 and the egress uncongested, the label leaves as rf' = rf + log F: the lm that
     # makes it 2 follows (the estimator forgets, so every copy of the packet reads the same F)
     pipe, soft = fresh()
     soft.write([set_lm(0)] + egress_updates(node, {pair.egress: (None, False)}))
     res = pipe.process(frame, ing.port, 1_000_000)
-    rf0 = struct.unpack("!H", res.frame[C.ETH_HDR_LEN + 20 + 2: C.ETH_HDR_LEN + 20 + 4])[0]
+    rf0 = struct.unpack("!H", res.frame[constants.ETH_HDR_LEN + 20 + 2: constants.ETH_HDR_LEN + 20 + 4])[0]
     ups = [set_lm(rf0 - encode(2.0))]
     ups += egress_updates(node, {pair.egress: (1.0, True)})
     tofino.write(ups)
@@ -526,8 +527,6 @@ def main(argv: Iterable[str] | None = None) -> int:
     sde = None
     try:
         if a.start_sde:
-            from ffs.sde import Sde, sde_missing
-
             why = sde_missing("ffs")
             if why:
                 print(f"differential: {why}", file=sys.stderr)

@@ -6,15 +6,26 @@ from __future__ import annotations
 import ipaddress
 import struct
 
-from ffs import constants as C
-from ffs.switch.packet import ipv4_checksum
+from ffs import constants
 
 DEFAULT_SRC_MAC = bytes.fromhex("020000000001")
 DEFAULT_DST_MAC = bytes.fromhex("020000000002")
 
 
-def shim(rf: int = C.CODE_ONE, flags: int = C.FLAG_RI, next_header: int = 17, rri: int = C.CODE_MAX,
-         rri_echo: int = 0, version: int = C.SHIM_VERSION) -> bytes:
+def ipv4_checksum(header: bytes | bytearray) -> int:
+    """The IPv4 header checksum of `header` (its own checksum field, bytes 10-11, skipped)."""
+    s = 0
+    for i in range(0, len(header), 2):
+        if i == 10:
+            continue
+        s += (header[i] << 8) | header[i + 1]
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def shim(rf: int = constants.CODE_ONE, flags: int = constants.FLAG_RI, next_header: int = 17, rri: int = constants.CODE_MAX,
+         rri_echo: int = 0, version: int = constants.SHIM_VERSION) -> bytes:
     return struct.pack("!BBHHH", ((version & 0xF) << 4) | (flags & 0xF), next_header, rf, rri, rri_echo)
 
 
@@ -29,7 +40,7 @@ def ipv4_frame(src: str, dst: str, ip_len: int, ffs: bytes | None = None, proto:
     if body_len < 0:
         raise ValueError(f"ip_len {ip_len} too small for the headers")
     if ffs is not None:
-        proto_field = C.IP_PROTO_FFS
+        proto_field = constants.IP_PROTO_FFS
     else:
         proto_field = proto
     hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x40 | (ihl // 4), 0, ip_len, 0, 0, ttl, proto_field, 0,
@@ -60,7 +71,7 @@ def lie_ip_len(frame: bytes, ip_len: int, l3: int = 14) -> bytes:
 
 def ipv6_frame(src: str, dst: str, payload_len: int, ffs: bytes | None = None, proto: int = 17,
                vlan: int | None = None, src_mac: bytes = DEFAULT_SRC_MAC, dst_mac: bytes = DEFAULT_DST_MAC) -> bytes:
-    nh = C.IP_PROTO_FFS if ffs is not None else proto
+    nh = constants.IP_PROTO_FFS if ffs is not None else proto
     body_len = payload_len - (len(ffs) if ffs else 0)
     if body_len < 0:
         raise ValueError("payload_len too small for the shim")

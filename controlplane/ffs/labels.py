@@ -44,8 +44,8 @@ def _ge_pow2(x: Real, num: int, den: int) -> bool:
     """Exactly: x >= 2^(num/den) for x > 0, den > 0, i.e. x^den >= 2^num, in integers."""
     n, d = _ratio(x)
     if num >= 0:
-        return n**den >= d**den << num
-    return n**den << -num >= d**den
+        return bool(n**den >= d**den << num)
+    return bool(n**den << -num >= d**den)
 
 
 def round_log(x: Real, steps: int = _STEPS) -> int:
@@ -81,7 +81,7 @@ def decode(code: int) -> float:
     """The value a code stands for: 2^((code - 0x8000)/128). 0xFFFF decodes to its finite value;
     callers that treat it as infinity (tau) say so explicitly."""
     _check_code(code)
-    return 2.0 ** ((code - CODE_BIAS) / _STEPS)
+    return float(2.0 ** ((code - CODE_BIAS) / _STEPS))
 
 
 def reciprocal(code: int) -> int:
@@ -128,7 +128,7 @@ def _log_cmp(a: Fraction, p: int, c: Fraction, q: int) -> int:
     p, q = p // g, q // g
     lhs = a.numerator**p * c.denominator**q
     rhs = c.numerator**q * a.denominator**p
-    return (lhs > rhs) - (lhs < rhs)
+    return int(lhs > rhs) - int(lhs < rhs)
 
 
 def _check_range(lo: float, hi: float, n_bits: int) -> None:
@@ -177,4 +177,4 @@ def decode_eq4(b: int, lo: float, hi: float, n_bits: int) -> float:
     if not (isinstance(b, int) and 0 <= b <= top):
         raise ValueError(f"code {b!r} outside 0..{top}")
     llo, lhi = math.log2(lo), math.log2(hi)
-    return 2.0 ** (b * (lhi - llo) / top + llo)
+    return float(2.0 ** (b * (lhi - llo) / top + llo))

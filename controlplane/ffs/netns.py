@@ -195,20 +195,25 @@ def up(topo: Topology, mtu: int = DEFAULT_MTU) -> Plan:
     return p
 
 
-def down(topo: Topology, quiet: bool = False) -> None:
-    """Remove the namespaces of `topo` (their veths go with them) and any half-made veth; idempotent."""
+def down(topo: Topology, quiet: bool = False) -> list[str]:
+    """Remove the namespaces of `topo` (their veths go with them) and any half-made veth; idempotent.
+    Returns the namespaces it removed (none when nothing was up)."""
     _require_root()
     p = plan(topo)
     errors = []
+    removed = []
     for ns in p.namespaces():
         r = _run("ip", "netns", "del", ns, check=False)
-        if r.returncode != 0 and "No such file" not in r.stderr:
+        if r.returncode == 0:
+            removed.append(ns)
+        elif "No such file" not in r.stderr:
             errors.append(f"ip netns del {ns}: {r.stderr.strip()}")
     for h in p.hosts:  # an `up` interrupted between creating a veth and moving it
         for name in h.temp_names():
             _run("ip", "link", "del", name, check=False)  # usually "cannot find device": fine
     if errors and not quiet:
         raise NetnsError("; ".join(errors))
+    return removed
 
 
 def existing(topo: Topology) -> list[str]:
@@ -233,8 +238,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run the switch: ip netns exec {p.switch_ns} ffs-switch run "
                   + " ".join(f"--port {k}={v}" for k, v in sorted(p.ports().items())))
         else:
-            down(topo)
-            print(f"removed the namespaces of {topo.name}")
+            removed = down(topo)
+            if removed:
+                print(f"removed the namespaces of {topo.name}: {' '.join(removed)}")
+            else:
+                print(f"nothing to remove: no namespace of {topo.name} was up")
     except (NetnsError, TopologyError) as e:
         print(f"ffs.netns: error: {e}", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ffs import constants as C
+from ffs import constants
 
 P4_NAME = "ffs"
 
@@ -82,11 +82,11 @@ EGR = "FfsEgress"
 
 PORT_METADATA = PortMetadata(
     name="FfsIngressParser.$PORT_METADATA",
-    key=Key("ig_intr_md.ingress_port", "exact", C.PORT_BITS),
+    key=Key("ig_intr_md.ingress_port", "exact", constants.PORT_BITS),
     fields=(("ifindex", 8), ("trust", 8), ("insert", 8)),
 )
 
-_ROUTE = Action(f"{ING}.forwarding.route", (("port", C.PORT_BITS),))
+_ROUTE = Action(f"{ING}.forwarding.route", (("port", constants.PORT_BITS),))
 _DROP = Action(f"{ING}.forwarding.drop")
 
 IPV4_ROUTES = Table(
@@ -94,25 +94,25 @@ IPV4_ROUTES = Table(
     (Key("dst_addr", "lpm", 32),),
     (_ROUTE, _DROP),
     _DROP.name,
-    C.IPV4_ROUTES,
+    constants.IPV4_ROUTES,
 )
 IPV6_ROUTES = Table(
     f"{ING}.forwarding.ipv6_routes",
     (Key("dst_addr", "lpm", 128),),
     (_ROUTE, _DROP),
     _DROP.name,
-    C.IPV6_ROUTES,
+    constants.IPV6_ROUTES,
 )
 
 # nlm = -lm (mod 2^16): an action cannot subtract action data (spec §5.3)
-_SET_PAIR = Action(f"{ING}.pair_map.set_pair", (("pid", C.PID_BITS), ("nlm", 16)))
+_SET_PAIR = Action(f"{ING}.pair_map.set_pair", (("pid", constants.PID_BITS), ("nlm", 16)))
 _NO_PAIR = Action(f"{ING}.pair_map.no_pair")
 PAIRS = Table(
     f"{ING}.pair_map.pairs",
-    (Key("ingress_port", "exact", C.PORT_BITS), Key("egress_port", "exact", C.PORT_BITS)),
+    (Key("ingress_port", "exact", constants.PORT_BITS), Key("egress_port", "exact", constants.PORT_BITS)),
     (_SET_PAIR, _NO_PAIR),
     _NO_PAIR.name,
-    C.PAIRS_TABLE_SIZE,
+    constants.PAIRS_TABLE_SIZE,
 )
 
 _SET_EGRESS = Action(
@@ -122,10 +122,10 @@ _SET_EGRESS = Action(
 _EGRESS_UNMANAGED = Action(f"{ING}.pair_map.egress_unmanaged")
 EGRESS_PARAMS = Table(
     f"{ING}.pair_map.egress_params",
-    (Key("egress_port", "exact", C.PORT_BITS),),
+    (Key("egress_port", "exact", constants.PORT_BITS),),
     (_SET_EGRESS, _EGRESS_UNMANAGED),
     _EGRESS_UNMANAGED.name,
-    C.NUM_PORTS,
+    constants.NUM_PORTS,
 )
 
 _SET_LW = Action(f"{ING}.rate_est.set_lw", (("llen", 16),))
@@ -137,7 +137,7 @@ LEN_LOG = Table(
     (Key("ipv6", "exact", 1), Key("vlan", "exact", 1), Key("l3_len", "ternary", 16)),
     (_SET_LW, _SET_LW_RUNT, _LW_ZERO),
     _LW_ZERO.name,
-    C.LEN_LOG_SIZE,
+    constants.LEN_LOG_SIZE,
 )
 
 _SET_WEIGHT = Action(f"{ING}.rate_est.set_weight", (("w", 32),))
@@ -147,7 +147,7 @@ WEIGHT = Table(
     (Key("lw", "exact", 16),),
     (_SET_WEIGHT, _WEIGHT_MAX),
     _WEIGHT_MAX.name,
-    C.WEIGHT_KEYS,
+    constants.WEIGHT_KEYS,
 )
 # a resetting port's weight (rf = 1.0), keyed on llen: trust picks the table (spec §5.2)
 WEIGHT_RESET = Table(
@@ -155,7 +155,7 @@ WEIGHT_RESET = Table(
     (Key("llen", "exact", 16),),
     (_SET_WEIGHT, _WEIGHT_MAX),
     _WEIGHT_MAX.name,
-    C.WEIGHT_KEYS,
+    constants.WEIGHT_KEYS,
 )
 
 # nlf = -lf (mod 2^16) rides with lf: c_cong = cc - lf is an add of nlf (spec §5.1)
@@ -177,7 +177,7 @@ GAMMA = Table(
     (Key("congested", "ternary", 1), Key("c_cong", "ternary", 16)),
     (_GAMMA_ONE, _GAMMA_FRAC, _GAMMA_ZERO),
     _GAMMA_ZERO.name,
-    C.GAMMA_D_MAX + 2,
+    constants.GAMMA_D_MAX + 2,
 )
 
 # --- tables whose entries are fixed in the P4 source (const entries, spec §5.5) ---------------
@@ -249,10 +249,10 @@ _STRIP = Action(f"{EGR}.egress_acct.strip_shim")
 _KEEP = Action(f"{EGR}.egress_acct.keep_shim")
 EGRESS_PORTS = Table(
     f"{EGR}.egress_acct.egress_ports",
-    (Key("egress_port", "exact", C.PORT_BITS),),
+    (Key("egress_port", "exact", constants.PORT_BITS),),
     (_STRIP, _KEEP),
     _KEEP.name,
-    C.NUM_PORTS,
+    constants.NUM_PORTS,
 )
 
 _FRAME_LIES = Action(f"{EGR}.egress_acct.frame_lies")
@@ -284,19 +284,19 @@ TABLES: tuple[Table, ...] = (
 )
 CONST_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.const_entries)
 
-PAIR_BYTES = Counter(f"{ING}.rate_est.pair_bytes", C.NUM_PAIRS)  # R_(i,j), labels as they arrive
-OFFERED = Counter(f"{ING}.rate_est.offered", C.NUM_PORTS)  # R*_j = sum over i of R_(i,j), by egress device port
-PAIR_DROPS = Counter(f"{ING}.pair_drops", C.NUM_PAIRS)  # dropped by gamma
-EVENTS = Counter(f"{ING}.events", C.EVENT_COUNTER_SIZE, "PACKETS")  # indices: constants.EVENT_*
-ACCEPTED = Counter(f"{EGR}.egress_acct.accepted", C.NUM_PORTS)  # A_j, by egress device port
-MALFORMED = Counter(f"{EGR}.egress_acct.malformed", C.NUM_PORTS)  # frames whose bytes disagree with their IP length
-PAIR_MALFORMED = Counter(f"{EGR}.egress_acct.pair_malformed", C.NUM_PAIRS)  # the same, by the (bridged) pair
+PAIR_BYTES = Counter(f"{ING}.rate_est.pair_bytes", constants.NUM_PAIRS)  # R_(i,j), labels as they arrive
+OFFERED = Counter(f"{ING}.rate_est.offered", constants.NUM_PORTS)  # R*_j = sum over i of R_(i,j), by egress device port
+PAIR_DROPS = Counter(f"{ING}.pair_drops", constants.NUM_PAIRS)  # dropped by gamma
+EVENTS = Counter(f"{ING}.events", constants.EVENT_COUNTER_SIZE, "PACKETS")  # indices: constants.EVENT_*
+ACCEPTED = Counter(f"{EGR}.egress_acct.accepted", constants.NUM_PORTS)  # A_j, by egress device port
+MALFORMED = Counter(f"{EGR}.egress_acct.malformed", constants.NUM_PORTS)  # frames whose bytes disagree with their IP length
+PAIR_MALFORMED = Counter(f"{EGR}.egress_acct.pair_malformed", constants.NUM_PAIRS)  # the same, by the (bridged) pair
 COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, OFFERED, PAIR_DROPS, EVENTS, ACCEPTED, MALFORMED, PAIR_MALFORMED)
 
-F_EST = Register(f"{ING}.rate_est.f_est", 32, C.NUM_PAIRS)  # copy of the F LPF output
+F_EST = Register(f"{ING}.rate_est.f_est", 32, constants.NUM_PAIRS)  # copy of the F LPF output
 REGISTERS: tuple[Register, ...] = (F_EST,)
 
-F_LPF = Lpf(f"{ING}.rate_est.f_lpf", 32, C.NUM_PAIRS)
+F_LPF = Lpf(f"{ING}.rate_est.f_lpf", 32, constants.NUM_PAIRS)
 LPFS: tuple[Lpf, ...] = (F_LPF,)
 
 RANDOM = f"{ING}.normalize.rng"  # Random<bit<16>>

@@ -21,7 +21,7 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -207,7 +207,7 @@ class YamlDoc:
             path = path.rsplit(".", 1)[0] if "." in path else ""
         return self.lines.get(path, 1)
 
-    def _fail(self, path: str, problem: str, line: int | None = None) -> None:
+    def _fail(self, path: str, problem: str, line: int | None = None) -> NoReturn:
         raise self.error(f"{self.path}:{line or self.line(path)}: {path}: {problem}")
 
 

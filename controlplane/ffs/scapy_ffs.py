@@ -16,7 +16,7 @@ from scapy.layers.inet import IP
 from scapy.layers.inet6 import IPv6
 from scapy.packet import Packet, Raw, bind_layers
 
-from ffs import constants as C
+from ffs import constants
 
 NO_NEXT_HEADER = 59  # IANA "no next header": a shim with nothing after it
 
@@ -24,12 +24,12 @@ NO_NEXT_HEADER = 59  # IANA "no next header": a shim with nothing after it
 class FFS(Packet):
     name = "FFS/RI"
     fields_desc = [
-        BitField("version", C.SHIM_VERSION, 4),
+        BitField("version", constants.SHIM_VERSION, 4),
         # bit 0 .. bit 3 of the low nibble: reserved 0x1, D 0x2, E 0x4, R 0x8 (constants.FLAG_*)
         FlagsField("flags", 0, 4, ["reserved", "D", "E", "R"]),
         ByteEnumField("nh", None, {1: "ICMP", 6: "TCP", 17: "UDP", 58: "ICMPv6", NO_NEXT_HEADER: "none"}),
-        ShortField("rf", C.CODE_ONE),
-        ShortField("rri", C.CODE_MAX),
+        ShortField("rf", constants.CODE_ONE),
+        ShortField("rri", constants.CODE_MAX),
         ShortField("rri_echo", 0),
     ]
 
@@ -43,7 +43,7 @@ class FFS(Packet):
                 for layer in (self._ip_layer(), IP, IPv6):
                     over = self.payload.overload_fields.get(layer, {})
                     if "proto" in over or "nh" in over:
-                        nh = over.get("proto", over.get("nh"))
+                        nh = int(over["proto"] if "proto" in over else over["nh"])
                         break
             pkt = pkt[:1] + bytes([nh]) + pkt[2:]
         return pkt + pay
@@ -59,5 +59,5 @@ class FFS(Packet):
         return self.sprintf("FFS v%version% %flags% rf=%rf% rri=%rri%")
 
 
-bind_layers(IP, FFS, frag=0, proto=C.IP_PROTO_FFS)
-bind_layers(IPv6, FFS, nh=C.IP_PROTO_FFS)
+bind_layers(IP, FFS, frag=0, proto=constants.IP_PROTO_FFS)
+bind_layers(IPv6, FFS, nh=constants.IP_PROTO_FFS)

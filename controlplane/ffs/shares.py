@@ -13,10 +13,10 @@ Zero stays allowed: it means no share.
 
 from __future__ import annotations
 
-from ffs import constants as C
+from ffs import constants
 from ffs.units import format_rate
 
-MIN_SHARE_FRACTION = 1.0 / C.TAU_MAX
+MIN_SHARE_FRACTION = 1.0 / constants.TAU_MAX
 MIN_SHARE_BPS = 1e3
 
 

@@ -13,7 +13,7 @@ from typing import Callable
 
 from ffs import constants as C
 from ffs import p4names as N
-from ffs.driver.base import Exact, Range, TableEntry, Ternary, Update
+from ffs.entries import Exact, Range, TableEntry, Ternary, Update
 from ffs.labels import encode, round_log
 
 # --- ternary log tables (§5.1) ---------------------------------------------------------------
@@ -87,7 +87,7 @@ def charged_llen(lo: int, hi: int) -> int:
 LEN_CLASSES = ((0, 0), (0, 1), (1, 0), (1, 1))  # (ipv6, vlan): the header classes of len_log's key
 
 
-def len_log_buckets(ipv6: int, vlan: int) -> list[tuple[int, int, int, int, bool]]:
+def len_log_buckets(ipv6: int, vlan: int) -> list[tuple[int, int, int, bool]]:
     """(value, mask, llen, runt) per bucket of the 16-bit IP length of one header class: the log
     buckets of `log_buckets` plus length 0 (an empty IPv6 payload), each weighed as the frame its
     headers claim, L2 overhead and FCS added and saturated like `claimed_frame_len` (spec §4).

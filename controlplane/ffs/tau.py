@@ -12,17 +12,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ffs import constants as C
+from ffs import constants
 from ffs.tables import egress_params
 
 
 @dataclass(frozen=True)
 class TauParams:
-    delta_fraction: float = C.TAU_DELTA_FRACTION  # δ = delta_fraction · T_j (used if delta_bps is None)
+    delta_fraction: float = constants.TAU_DELTA_FRACTION  # δ = delta_fraction · T_j (used if delta_bps is None)
     delta_bps: float | None = None  # an absolute δ in bit/s
-    max_decrease: float = C.TAU_MAX_DECREASE  # a period lowers τ by at most this fraction
-    tau_min: float = C.TAU_MIN
-    tau_max: float = C.TAU_MAX
+    max_decrease: float = constants.TAU_MAX_DECREASE  # a period lowers τ by at most this fraction
+    tau_min: float = constants.TAU_MIN
+    tau_max: float = constants.TAU_MAX
     excursion: float = 0.3  # the controller's level may dip this fraction below tau_min (see tau_step)
     settle_periods: int = 4  # ... once the egress has been congested this many periods in a row
 

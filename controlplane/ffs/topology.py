@@ -11,7 +11,7 @@ import ipaddress
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ffs import ports as ports_mod
 from ffs.safeload import LoadError, YamlDoc, read_text
@@ -157,7 +157,7 @@ class _Loader:
     def __init__(self, doc: _Doc) -> None:
         self.doc = doc
 
-    def fail(self, path: str, problem: str) -> None:
+    def fail(self, path: str, problem: str) -> NoReturn:
         self.doc._fail(path, problem)
 
     # typed accessors -------------------------------------------------------------------
@@ -202,7 +202,7 @@ class _Loader:
             self.fail(path, f"expected true or false, got {v!r}")
         return v
 
-    def check_keys(self, m: dict[str, Any], path: str, allowed: set[str], required: set[str] = frozenset()) -> None:
+    def check_keys(self, m: dict[str, Any], path: str, allowed: set[str], required: set[str] | frozenset[str] = frozenset()) -> None:
         for k in m:
             if k not in allowed:
                 self.fail(f"{path}.{k}" if path else k, f"unknown key (allowed: {', '.join(sorted(allowed))})")
@@ -231,7 +231,8 @@ class _Loader:
             seen.add(s.name)
         duration = self.number(d["duration"], "duration", 0) if "duration" in d else None
         seed = int(self.number(d.get("seed", 1), "seed", 0))
-        return Topology(str(d.get("name", self.doc.path.stem)), nodes, streams, hosts, duration, seed, self.doc.path)
+        path = Path(self.doc.path)
+        return Topology(str(d.get("name", path.stem)), nodes, streams, hosts, duration, seed, path)
 
     def node(self, name: str, raw: Any, path: str) -> Node:
         m = self.mapping(raw, path)

@@ -33,11 +33,12 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet
 
-import expect as X
-from ffs import constants as C
-from ffs import p4names as N
-from ffs import tables as T
-from ffs.driver.base import CounterValue, Driver, Exact, LpfSpec, Lpm, TableEntry, Update
+import expect
+from ffs import constants
+from ffs import p4names
+from ffs import tables
+from ffs.driver.base import Driver
+from ffs.entries import CounterValue, Exact, LpfSpec, Lpm, TableEntry, Update
 from ffs.scapy_ffs import FFS
 
 # --- test params ------------------------------------------------------------------------------
@@ -66,7 +67,7 @@ def _ports() -> tuple[int, int, int]:
 
 IN, OUT, OTHER = _ports()  # PTF port numbers = device ports (the port maps say so)
 PID = 5  # the managed pair (IN -> OUT)
-SCALE = C.LPF_SCALE_DOWN
+SCALE = constants.LPF_SCALE_DOWN
 # An F estimator that forgets between packets (time constant 1 ns, packets microseconds apart):
 # F is the packet's own weight w >> s (spec §8), so a test can choose rf' exactly through lm.
 FORGETFUL = LpfSpec("RATE", 1.0, 1.0, SCALE)
@@ -90,13 +91,13 @@ def packets(large: int, small: int) -> int:
 def byte_adjust() -> int:
     """Bytes a counter counts per packet beyond the frame PTF sent: its FCS, and whatever more the
     target's `counter_byte_adjust` says."""
-    return C.FCS_LEN + int(params().get("counter_byte_adjust", 0))
+    return constants.FCS_LEN + int(params().get("counter_byte_adjust", 0))
 
 
 def make_driver() -> Driver:
     p = params()
     if target() == "model":
-        from ffs.driver.model import ModelDriver
+        from ffs.switch.driver import ModelDriver
 
         return ModelDriver(str(p.get("control", "localhost:50052")))
     from ffs.driver.bfrt import BfrtDriver
@@ -107,8 +108,8 @@ def make_driver() -> Driver:
 
 # --- saving and restoring what a test touches --------------------------------------------------
 
-TEST_TABLES = (N.IPV4_ROUTES, N.IPV6_ROUTES, N.PAIRS, N.EGRESS_PARAMS, N.EGRESS_PORTS)
-STATIC_TABLES = (N.LEN_LOG, N.WEIGHT, N.WEIGHT_RESET, N.F_LOG, N.GAMMA)
+TEST_TABLES = (p4names.IPV4_ROUTES, p4names.IPV6_ROUTES, p4names.PAIRS, p4names.EGRESS_PARAMS, p4names.EGRESS_PORTS)
+STATIC_TABLES = (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA)
 
 
 def canon(e: TableEntry) -> tuple:
@@ -150,8 +151,8 @@ class Saved:
     @classmethod
     def capture(cls, driver: Driver, lpf_indices: tuple[int, ...]) -> "Saved":
         tables = [TableState.read(driver, t.name) for t in TEST_TABLES]
-        tables.append(TableState.read(driver, N.PORT_METADATA.name, with_default=False))
-        return cls(tables, {i: driver.read_lpf_spec(N.F_LPF.name, i) for i in lpf_indices})
+        tables.append(TableState.read(driver, p4names.PORT_METADATA.name, with_default=False))
+        return cls(tables, {i: driver.read_lpf_spec(p4names.F_LPF.name, i) for i in lpf_indices})
 
     def restore(self, driver: Driver) -> None:
         restore(driver, self.tables)
@@ -159,7 +160,7 @@ class Saved:
         for i, spec in self.lpf.items():
             by_spec.setdefault(spec, []).append(i)
         for spec, idx in by_spec.items():
-            driver.set_lpf_spec(N.F_LPF.name, idx, spec)
+            driver.set_lpf_spec(p4names.F_LPF.name, idx, spec)
 
 
 class _StaticTables:
@@ -175,7 +176,7 @@ class _StaticTables:
         if cls.verified:
             return
         want: dict[str, set] = {t.name: set() for t in STATIC_TABLES}
-        for u in T.static_updates():
+        for u in tables.static_updates():
             want[u.entry.table].add(canon(u.entry))
         states = [TableState.read(driver, t.name) for t in STATIC_TABLES]
         if any({canon(e) for e in s.entries} != want[s.name] or canon(s.default) != canon(driver_default(s.name))
@@ -185,7 +186,7 @@ class _StaticTables:
                 atexit.register(cls.restore_at_exit)
             for s in states:
                 driver.clear_table(s.name)
-            driver.write(T.static_updates())
+            driver.write(tables.static_updates())
         cls.verified = True
 
     @classmethod
@@ -205,7 +206,7 @@ class _StaticTables:
 
 def driver_default(table: str) -> TableEntry:
     """The P4 default action of a table (what clear_table restores)."""
-    t = N.table(table)
+    t = p4names.table(table)
     return TableEntry(t.name, {}, t.default_action, {})
 
 
@@ -311,33 +312,33 @@ class FfsTest(BaseTest):
         d = self.driver
         for t in TEST_TABLES:
             d.clear_table(t.name)
-        d.clear_table(N.PORT_METADATA.name)
+        d.clear_table(p4names.PORT_METADATA.name)
         ups = [self.port_update(p, trust=1, insert=0) for p in (IN, OUT, OTHER)]
         ups += [self.route_update(NET4, OUT), self.route_update(NET4_OTHER, OTHER), self.route_update(NET6, OUT)]
-        ups.append(self.pair_update(C.LM_MAX))
-        ups.append(Update("insert", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
-                                               X.Egress().params())))
+        ups.append(self.pair_update(constants.LM_MAX))
+        ups.append(Update("insert", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
+                                               expect.Egress().params())))
         d.write(ups)
-        d.set_lpf_spec(N.F_LPF.name, [PID], FORGETFUL)
-        d.write_register(N.F_EST.name, PID, 0)
-        self.lm, self.egress = C.LM_MAX, X.Egress()
+        d.set_lpf_spec(p4names.F_LPF.name, [PID], FORGETFUL)
+        d.write_register(p4names.F_EST.name, PID, 0)
+        self.lm, self.egress = constants.LM_MAX, expect.Egress()
 
     @staticmethod
     def port_update(port: int, trust: int, insert: int, kind: str = "insert") -> Update:
-        return Update(kind, TableEntry(N.PORT_METADATA.name, {N.PORT_METADATA.key.name: Exact(port)}, None,
+        return Update(kind, TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(port)}, None,
                                        {"ifindex": port & 0xFF, "trust": trust, "insert": insert}))
 
     @staticmethod
     def route_update(prefix: str, port: int, kind: str = "insert") -> Update:
         net = ipaddress.ip_network(prefix)
-        table = N.IPV4_ROUTES if net.version == 4 else N.IPV6_ROUTES
+        table = p4names.IPV4_ROUTES if net.version == 4 else p4names.IPV6_ROUTES
         return Update(kind, TableEntry(table.name, {"dst_addr": Lpm(int(net.network_address), net.prefixlen)}, "route",
                                        {"port": port}))
 
     @staticmethod
     def pair_update(lm: int, kind: str = "insert") -> Update:
-        return Update(kind, TableEntry(N.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)},
-                                       "set_pair", T.pair_params(PID, lm)))
+        return Update(kind, TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)},
+                                       "set_pair", tables.pair_params(PID, lm)))
 
     def set_port(self, port: int, trust: int = 1, insert: int = 0) -> None:
         self.driver.write([self.port_update(port, trust, insert, kind="modify")])
@@ -346,22 +347,22 @@ class FfsTest(BaseTest):
         self.driver.write([self.pair_update(lm, kind="modify")])
         self.lm = lm
 
-    def set_egress(self, egress: X.Egress) -> None:
-        self.driver.write([Update("modify", TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
+    def set_egress(self, egress: expect.Egress) -> None:
+        self.driver.write([Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
                                                        egress.params()))])
         self.egress = egress
 
     def set_strip(self, port: int) -> None:
-        self.driver.write([Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(port)}, "strip_shim"))])
+        self.driver.write([Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(port)}, "strip_shim"))])
 
     # -- reading the target --------------------------------------------------------------------
     def counts(self) -> Counts:
         d = self.driver
         return Counts(
-            d.read_counters(N.PAIR_BYTES.name, [PID])[PID],
-            d.read_counters(N.PAIR_DROPS.name, [PID])[PID],
-            d.read_counters(N.ACCEPTED.name, [OUT, OTHER]),
-            tuple(v.packets for _, v in sorted(d.read_counters(N.EVENTS.name).items())),
+            d.read_counters(p4names.PAIR_BYTES.name, [PID])[PID],
+            d.read_counters(p4names.PAIR_DROPS.name, [PID])[PID],
+            d.read_counters(p4names.ACCEPTED.name, [OUT, OTHER]),
+            tuple(v.packets for _, v in sorted(d.read_counters(p4names.EVENTS.name).items())),
         )
 
     def since(self, before: Counts) -> Counts:
@@ -375,15 +376,15 @@ class FfsTest(BaseTest):
 
     def assert_events(self, delta: Counts, **cells: int) -> None:
         """Exactly these events cells moved, by these amounts (spec §7.6: one cell per packet)."""
-        names = {"parse_error": C.EVENT_PARSE_ERROR, "route_miss": C.EVENT_ROUTE_MISS, "opaque": C.EVENT_OPAQUE_SHIM,
-                 "no_pair": C.EVENT_NO_PAIR, "ffs_drop": C.EVENT_FFS_DROP}
+        names = {"parse_error": constants.EVENT_PARSE_ERROR, "route_miss": constants.EVENT_ROUTE_MISS, "opaque": constants.EVENT_OPAQUE_SHIM,
+                 "no_pair": constants.EVENT_NO_PAIR, "ffs_drop": constants.EVENT_FFS_DROP}
         want = [0] * len(delta.events)
         for k, v in cells.items():
             want[names[k]] = v
         self.assertEqual(list(delta.events), want, "events counter cells (spec §7.6)")
 
     def f_est(self) -> int:
-        return self.driver.read_registers(N.F_EST.name, [PID])[PID]
+        return self.driver.read_registers(p4names.F_EST.name, [PID])[PID]
 
     # -- packets -------------------------------------------------------------------------------
     def send(self, pkt: Packet | bytes, port: int = IN, count: int = 1) -> None:
@@ -421,7 +422,7 @@ class FfsTest(BaseTest):
             got += 1
         return got
 
-    def one(self, pkt: Packet, trust: bool = True, timeout: float = 2.0) -> tuple[bytes | None, X.Outcome, Counts]:
+    def one(self, pkt: Packet, trust: bool = True, timeout: float = 2.0) -> tuple[bytes | None, expect.Outcome, Counts]:
         """Send one packet on the managed pair IN -> OUT. Returns the frame that left OUT (None if
         none did within `timeout`), what Algorithms 3 and 4 make of the packet with the F the
         estimator used for it (read back from f_est), and the counter deltas."""
@@ -429,12 +430,12 @@ class FfsTest(BaseTest):
         self.send(pkt)
         got = self.recv(OUT, timeout=timeout)
         valid = shim_valid(pkt)
-        ri = bool(valid and trust and int(pkt[FFS].flags) & C.FLAG_RI)
-        rri = pkt[FFS].rri if valid else C.CODE_MAX
-        o = X.outcome(label_in(pkt, trust), self.lm, self.f_est(), self.egress, rri=rri, ri=ri)
+        ri = bool(valid and trust and int(pkt[FFS].flags) & constants.FLAG_RI)
+        rri = pkt[FFS].rri if valid else constants.CODE_MAX
+        o = expect.outcome(label_in(pkt, trust), self.lm, self.f_est(), self.egress, rri=rri, ri=ri)
         return got, o, self.since(before)
 
-    def first_survivor(self, pkt: Packet, tries: int = 60) -> tuple[bytes, X.Outcome]:
+    def first_survivor(self, pkt: Packet, tries: int = 60) -> tuple[bytes, expect.Outcome]:
         """Send until one copy is forwarded (gamma < 1 states); that copy and its outcome."""
         for _ in range(tries):
             got, o, _ = self.one(pkt, timeout=0.3)
@@ -448,7 +449,7 @@ class FfsTest(BaseTest):
         between packets, so every packet of the same length and label reads the same F."""
         key = (claim(pkt), label_in(pkt))
         if key not in self._f_cache:
-            self.set_egress(X.Egress())
+            self.set_egress(expect.Egress())
             self.send(pkt)
             self.assertIsNotNone(self.recv(OUT), "the F probe was not forwarded")
             self._f_cache[key] = self.f_est()
@@ -462,7 +463,7 @@ def udp_payload(n: int) -> Packet:
     return UDP(sport=40000, dport=5001, chksum=0) / bytes(n)
 
 
-def ffs_v4(rf: int, flags: str | int = "R", rri: int = C.CODE_MAX, echo: int = 0x1234, ip_len: int = 500,
+def ffs_v4(rf: int, flags: str | int = "R", rri: int = constants.CODE_MAX, echo: int = 0x1234, ip_len: int = 500,
            dst: str = DST4, options: bytes = b"", vlan: int | None = None, **shim) -> Packet:
     """Ether / [802.1Q] / IPv4 (IHL from the options) / FFS / UDP, IP total length `ip_len`."""
     pkt = _l2(vlan) / IP(src=SRC4, dst=dst, id=7, ttl=64, options=options) / FFS(flags=flags, rf=rf, rri=rri, rri_echo=echo, **shim) / udp_payload(0)
@@ -474,7 +475,7 @@ def _l2(vlan: int | None) -> Packet:
     return l2 / Dot1Q(vlan=vlan) if vlan is not None else l2
 
 
-def ffs_v6(rf: int, flags: str | int = "R", rri: int = C.CODE_MAX, echo: int = 0x1234, payload_len: int = 500,
+def ffs_v6(rf: int, flags: str | int = "R", rri: int = constants.CODE_MAX, echo: int = 0x1234, payload_len: int = 500,
            dst: str = DST6, vlan: int | None = None, **shim) -> Packet:
     pkt = _l2(vlan) / IPv6(src=SRC6, dst=dst, hlim=64) / FFS(flags=flags, rf=rf, rri=rri, rri_echo=echo, **shim) / \
         udp_payload(0)
@@ -501,20 +502,20 @@ def claim(pkt: Packet) -> tuple[int, bool, bool]:
 
 def claimed_len(pkt: Packet) -> int:
     """The frame the headers claim, FCS included (spec §4)."""
-    return T.claimed_frame_len(*claim(pkt))
+    return tables.claimed_frame_len(*claim(pkt))
 
 
 def shim_valid(pkt: Packet) -> bool:
     """ffs_state = 1 (spec §7.1): a shim of version 1 with the reserved flag clear."""
-    return FFS in pkt and pkt[FFS].version == C.SHIM_VERSION and not int(pkt[FFS].flags) & C.FLAG_RESERVED
+    return FFS in pkt and pkt[FFS].version == constants.SHIM_VERSION and not int(pkt[FFS].flags) & constants.FLAG_RESERVED
 
 
 def label_in(pkt: Packet, trust: bool = True) -> int:
     """The label the pipeline uses (spec §7.1): a valid shim's rf, clamped to the admitted range
     (spec §3.1), on a trusted port, else 1.0."""
     if trust and shim_valid(pkt):
-        return min(max(pkt[FFS].rf, C.RF_CODE_MIN), C.RF_CODE_MAX)
-    return C.CODE_ONE
+        return min(max(pkt[FFS].rf, constants.RF_CODE_MIN), constants.RF_CODE_MAX)
+    return constants.CODE_ONE
 
 
 def rewritten(pkt: Packet, **fields: int) -> Packet:
@@ -525,7 +526,7 @@ def rewritten(pkt: Packet, **fields: int) -> Packet:
     return Ether(bytes(out))
 
 
-def emitted(pkt: Packet, o: X.Outcome) -> Packet:
+def emitted(pkt: Packet, o: expect.Outcome) -> Packet:
     """`pkt` as it must leave after Algorithms 3 and 4: rf out, and rri where RI ran."""
     fields = {"rf": o.rf_out}
     if o.rri_out is not None:

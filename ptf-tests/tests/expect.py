@@ -14,9 +14,9 @@ import functools
 import math
 from dataclasses import dataclass
 
-from ffs import constants as C
-from ffs import tables as T
-from ffs.driver.base import TableEntry, Ternary
+from ffs import constants
+from ffs import tables
+from ffs.entries import TableEntry, Ternary
 from ffs.labels import decode, encode
 
 
@@ -25,7 +25,7 @@ from ffs.labels import decode, encode
 
 @functools.lru_cache(maxsize=None)
 def _f_log_entries() -> tuple[TableEntry, ...]:
-    return tuple(T.f_log_entries())
+    return tuple(tables.f_log_entries())
 
 
 def lf(f: int) -> int:
@@ -44,22 +44,22 @@ Claim = tuple[int, bool, bool]  # (IP length, IPv6, 802.1Q): what len_log weighs
 def weight(claim: Claim, rf: int) -> int:
     """w = len · 2^8 / rf through len_log and the weight table (spec §5.1, §5.2); a resetting
     port passes rf = code(1) (weight_reset)."""
-    llen, _ = T.len_log_lookup(*claim)
+    llen, _ = tables.len_log_lookup(*claim)
     lw = max(llen - rf, 0)
-    return T.weight_value(lw) if lw < C.WEIGHT_KEYS else C.WEIGHT_MAX
+    return tables.weight_value(lw) if lw < constants.WEIGHT_KEYS else constants.WEIGHT_MAX
 
 
 def forgetful_f(claim: Claim, rf: int, scale_down: int) -> int:
     """The F LPF output when the filter has forgotten every earlier packet (spec §8 with
     e^(-dt/tau) = 0): y = w, output = min(floor(y) >> s, 2^32 - 1)."""
-    return min(weight(claim, rf) >> scale_down, C.WEIGHT_MAX)
+    return min(weight(claim, rf) >> scale_down, constants.WEIGHT_MAX)
 
 
 def lm_for(rf: int, f: int, rf_norm: int) -> int:
     """The pair's lm that makes a packet of label `rf` whose estimator reads `f` normalize to
     exactly `rf_norm` (rf' = rf + lf - lm, spec §7.2), checked to stay inside the code range."""
     lm = rf + lf(f) - rf_norm
-    if not (0 <= lm <= C.LM_MAX):
+    if not (0 <= lm <= constants.LM_MAX):
         raise ValueError(f"no lm gives rf'={rf_norm:#x} for rf={rf:#x}, f={f}")
     return lm
 
@@ -76,7 +76,7 @@ class Egress:
     cr: float | None = None
 
     def params(self) -> dict[str, int]:
-        return T.egress_params(self.tau, self.congested, self.cr)
+        return tables.egress_params(self.tau, self.congested, self.cr)
 
     @property
     def ltau(self) -> int:
@@ -94,22 +94,22 @@ class Outcome:
     @property
     def gamma(self) -> float:
         """The paper's gamma = min(1, tau / rf_norm)."""
-        return 1.0 if self.d <= 0 else 2.0 ** (-self.d / C.CODE_STEPS_PER_OCTAVE)
+        return 1.0 if self.d <= 0 else 2.0 ** (-self.d / constants.CODE_STEPS_PER_OCTAVE)
 
 
-def outcome(rf: int, lm: int, f: int, egress: Egress, rri: int = C.CODE_MAX, ri: bool = True) -> Outcome:
+def outcome(rf: int, lm: int, f: int, egress: Egress, rri: int = constants.CODE_MAX, ri: bool = True) -> Outcome:
     """What Algorithm 3 (lines 1-3) and Algorithm 4 make of one packet, in codes."""
     rf_norm = max(rf - lm, 0) + lf(f)  # line 1 in logs: rf · F / M (lf, lm unbiased; spec §4)
-    assert rf_norm <= C.CODE_MAX, "test state outside the code range"
+    assert rf_norm <= constants.CODE_MAX, "test state outside the code range"
     ltau = egress.ltau
     d = rf_norm - ltau
-    accept = T.gamma_of_code_distance(d)
+    accept = tables.gamma_of_code_distance(d)
     rf_out = min(rf_norm, ltau)  # line 3: rf · gamma = min(rf, tau)
     rri_out = None
     if ri:
         r, x = decode(rri), decode(rf_norm)
-        if rri < C.CODE_ONE:  # line 2: congestion upstream, RRI · gamma (the exact gamma, spec §7.2)
-            new = r * (2.0 ** (-max(d, 0) / C.CODE_STEPS_PER_OCTAVE) if d <= C.GAMMA_D_MAX else 0.0)
+        if rri < constants.CODE_ONE:  # line 2: congestion upstream, RRI · gamma (the exact gamma, spec §7.2)
+            new = r * (2.0 ** (-max(d, 0) / constants.CODE_STEPS_PER_OCTAVE) if d <= constants.GAMMA_D_MAX else 0.0)
         elif egress.congested:  # line 5 with the pre-gamma label: min(RRI, tau / rf')
             new = min(r, decode(ltau) / x)
         else:  # lines 7-8: min(RRI, max(C / R*, 1 / rf'))
@@ -121,7 +121,7 @@ def outcome(rf: int, lm: int, f: int, egress: Egress, rri: int = C.CODE_MAX, ri:
 
 def paper_label(rf: int, f: int, lm: int) -> float:
     """rf · F / M in real numbers: F in LPF units is f, M in the same units is 2^(lm/128)."""
-    return decode(rf) * f / 2.0 ** (lm / C.CODE_STEPS_PER_OCTAVE)
+    return decode(rf) * f / 2.0 ** (lm / constants.CODE_STEPS_PER_OCTAVE)
 
 
 def binomial_bounds(n: int, p: float, sigmas: float = 4.0) -> tuple[float, float]:

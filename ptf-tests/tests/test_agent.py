@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 
-import expect as X
+import expect
 from base import IN, OTHER, OUT, PID, FfsTest, _StaticTables, ffs_v4, params, target
-from ffs import constants as C
-from ffs import tables as T
+from ffs import constants
+from ffs import tables
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import pairs_of
 from ffs.labels import encode
@@ -137,10 +137,10 @@ class MatrixChangeReachesTheDataPlane(AgentTest):
     the interface's capacity is refused and the data plane keeps the last lm."""
 
     def runTest(self):
-        rf = C.CODE_ONE
+        rf = constants.CODE_ONE
         pkt = ffs_v4(rf, flags=0)
-        lm_old, lm_new = (T.lm_code(m, LPF_US * 1e3, LPF_SCALE_DOWN) for m in (self.capacity / 2, 0.2e6))
-        units = T.lpf_units_per_bps(LPF_US * 1e3, LPF_SCALE_DOWN)
+        lm_old, lm_new = (tables.lm_code(m, LPF_US * 1e3, LPF_SCALE_DOWN) for m in (self.capacity / 2, 0.2e6))
+        units = tables.lpf_units_per_bps(LPF_US * 1e3, LPF_SCALE_DOWN)
 
         def probe(lm: int, what: str) -> None:
             self.send(pkt)
@@ -152,7 +152,7 @@ class MatrixChangeReachesTheDataPlane(AgentTest):
                 time.sleep(period_ms() / 4e3)
             self.assertGreater(status["time_s"], sent_at, "the agent made no step after the probe")
             f_bps = next(p["f_bps"] for p in status["pairs"] if (p["ingress"], p["egress"]) == ("a", "b"))
-            want = X.outcome(rf, lm, round(f_bps * units), X.Egress(), ri=False).rf_out
+            want = expect.outcome(rf, lm, round(f_bps * units), expect.Egress(), ri=False).rf_out
             self.assertEqual(Ether(got)[FFS].rf, want, f"{what}: rf' = rf · F / M with F as its packet wrote it")
 
         self.assertFalse(self.egress_b()["congested"])

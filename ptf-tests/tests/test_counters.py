@@ -2,7 +2,7 @@
 the events cells, for a mix of managed, unmanaged and unroutable traffic. Bytes are frame bytes
 as PTF sent them (plus the target's counter_byte_adjust)."""
 
-import expect as X
+import expect
 from base import DST4_MISS, DST4_OTHER, OTHER, OUT, FfsTest, byte_adjust, ffs_v4, packets, plain_v4
 from ffs.labels import decode, encode
 
@@ -15,8 +15,8 @@ class CountersExact(FfsTest):
         n, k, m = packets(600, 120), 7, 3
         rf = encode(2.0)
         pkt = ffs_v4(rf, flags=0)
-        self.set_lm(X.lm_for(rf, self.f_of(pkt), encode(4.0)))
-        self.set_egress(X.Egress(tau=decode(encode(2.0)), congested=True))  # gamma = 1/2
+        self.set_lm(expect.lm_for(rf, self.f_of(pkt), encode(4.0)))
+        self.set_egress(expect.Egress(tau=decode(encode(2.0)), congested=True))  # gamma = 1/2
         other, miss = plain_v4(300, DST4_OTHER), plain_v4(300, DST4_MISS)
         before = self.counts()
         self.send(pkt, count=n)

@@ -1,7 +1,7 @@
 """Forwarding (spec §7.2 stage 0-1): longest-prefix routes for IPv4 and IPv6, the configurable
 miss action, and pairs the node does not manage."""
 
-import expect as X
+import expect
 from base import (
     DST4,
     DST4_MISS,
@@ -16,8 +16,8 @@ from base import (
     plain_v4,
     plain_v6,
 )
-from ffs import p4names as N
-from ffs.driver.base import TableEntry, Update
+from ffs import p4names
+from ffs.entries import TableEntry, Update
 from ffs.labels import encode
 
 
@@ -48,7 +48,7 @@ class RouteMissDropsByDefault(FfsTest):
         self.send(plain_v6(200, DST6_MISS))
         self.expect_nothing()
         self.assert_events(self.since(before), route_miss=2)
-        self.driver.write([Update("set_default", TableEntry(N.IPV4_ROUTES.name, {}, "route", {"port": OTHER}))])
+        self.driver.write([Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "route", {"port": OTHER}))])
         before = self.counts()
         self.send(plain_v4(200, DST4_MISS))
         self.expect_frame(plain_v4(200, DST4_MISS), port=OTHER, what="IPv4 miss with default route(OTHER)")
@@ -63,7 +63,7 @@ class UnmanagedPairBypassesFfs(FfsTest):
     in A of OTHER, not in any pair's R."""
 
     def runTest(self):
-        self.set_egress(X.Egress(tau=1.0, congested=True))  # OUT congested; OTHER has no parameters at all
+        self.set_egress(expect.Egress(tau=1.0, congested=True))  # OUT congested; OTHER has no parameters at all
         pkt = ffs_v4(encode(64.0), dst=DST4_OTHER)
         before = self.counts()
         for _ in range(5):

@@ -4,7 +4,7 @@ bound around the paper's gamma = min(1, tau / rf')."""
 
 from ptf.testutils import group
 
-import expect as X
+import expect
 from base import (
     OUT,
     PID,
@@ -20,18 +20,18 @@ from base import (
     rewritten,
     target,
 )
-from ffs import constants as C
-from ffs import p4names as N
-from ffs.driver.base import LpfSpec
+from ffs import constants
+from ffs import p4names
+from ffs.entries import LpfSpec
 from ffs.labels import decode, encode
 
 LABEL_BUDGET = 0.0093  # spec §10: the normalized label is within 0.93 % of rf · F / M
 WEIGHT_BUDGET = 0.0066  # spec §10: len_log's error carried into w, where w >= 128
 
 
-def congested_at(ltau: int) -> X.Egress:
+def congested_at(ltau: int) -> expect.Egress:
     """A congested egress whose tau code is exactly `ltau`."""
-    e = X.Egress(tau=decode(ltau), congested=True)
+    e = expect.Egress(tau=decode(ltau), congested=True)
     assert e.ltau == ltau
     return e
 
@@ -44,13 +44,13 @@ class EstimatorReadsTheWeight(FfsTest):
 
     def runTest(self):
         for ip_len in (100, 500, 1500):
-            for rf in (encode(1 / 16), encode(0.5), C.CODE_ONE, encode(2.0), encode(16.0)):
+            for rf in (encode(1 / 16), encode(0.5), constants.CODE_ONE, encode(2.0), encode(16.0)):
                 pkt = ffs_v4(rf, flags=0, ip_len=ip_len)
                 f = self.f_of(pkt)
-                ideal = claimed_len(pkt) * 2 ** C.WEIGHT_SHIFT / decode(rf) / 2 ** SCALE
+                ideal = claimed_len(pkt) * 2 ** constants.WEIGHT_SHIFT / decode(rf) / 2 ** SCALE
                 self.assertLessEqual(abs(f / ideal - 1), WEIGHT_BUDGET + 1 / f, (ip_len, hex(rf), f, ideal))
                 if target() == "model":  # spec §8's filter: the integer output exactly
-                    self.assertEqual(f, X.forgetful_f(claim(pkt), rf, SCALE), (ip_len, hex(rf)))
+                    self.assertEqual(f, expect.forgetful_f(claim(pkt), rf, SCALE), (ip_len, hex(rf)))
 
 
 class LabelIsMinOfNormalizedAndTau(FfsTest):
@@ -63,14 +63,14 @@ class LabelIsMinOfNormalizedAndTau(FfsTest):
         pkt = ffs_v4(rf, flags=0, echo=0x4242)
         f = self.f_of(pkt)
         for tau in (4 / 3, 8.0):
-            egress = X.Egress(tau=tau, congested=True)
+            egress = expect.Egress(tau=tau, congested=True)
             for norm in (0.25, 0.5, 1.0, decode(egress.ltau), 2 * tau, 3 * tau):
-                lm = X.lm_for(rf, f, encode(norm))
+                lm = expect.lm_for(rf, f, encode(norm))
                 self.set_lm(lm)
                 self.set_egress(egress)
                 got, o = self.first_survivor(pkt) if norm > tau else self.one(pkt)[:2]
                 self.assertEqual(o.rf_norm, encode(norm), "the chosen state (F must not move between packets)")
-                self.assertLessEqual(abs(decode(o.rf_norm) / X.paper_label(rf, self.f_est(), lm) - 1), LABEL_BUDGET)
+                self.assertLessEqual(abs(decode(o.rf_norm) / expect.paper_label(rf, self.f_est(), lm) - 1), LABEL_BUDGET)
                 self.assertEqual(o.rf_out, min(o.rf_norm, egress.ltau))
                 self.expect_frame(rewritten(pkt, rf=o.rf_out), got=got, what=f"tau {tau:g}, rf' {norm:g}")
 
@@ -87,8 +87,8 @@ class GammaOneNeverDrops(FfsTest):
         f = self.f_of(pkt)
         for what, norm, egress in (("d = 0", rf, congested_at(rf)),
                                    ("d = -256", rf, congested_at(rf + 256)),
-                                   ("tau = infinity", encode(64.0), X.Egress())):
-            self.set_lm(X.lm_for(rf, f, norm))
+                                   ("tau = infinity", encode(64.0), expect.Egress())):
+            self.set_lm(expect.lm_for(rf, f, norm))
             self.set_egress(egress)
             self.assertLessEqual(norm - egress.ltau, 0)
             before = self.counts()
@@ -109,17 +109,17 @@ class DropFrequencyIsGamma(FfsTest):
         rf = encode(2.0)
         pkt = ffs_v4(rf, flags=0)
         norm = encode(8.0)  # rf' = 8, so tau = 8 · gamma stays >= 1 (Lemma 1)
-        self.set_lm(X.lm_for(rf, self.f_of(pkt), norm))
+        self.set_lm(expect.lm_for(rf, self.f_of(pkt), norm))
         for d in (128, 203, 384):
             self.set_egress(congested_at(norm - d))
             before = self.counts()
             self.send(pkt, count=n)
             got = self.count_received(OUT, n)
             delta = self.since(before)
-            o = X.outcome(rf, self.lm, self.f_est(), self.egress, ri=False)
+            o = expect.outcome(rf, self.lm, self.f_est(), self.egress, ri=False)
             self.assertEqual(o.d, d)
             self.assertLessEqual(abs(o.accept - o.gamma), 2.0 ** -17, "gamma table threshold (spec §5.4)")
-            lo, hi = X.binomial_bounds(n, o.gamma)
+            lo, hi = expect.binomial_bounds(n, o.gamma)
             self.assertTrue(lo <= got <= hi, f"d = {d}: {got} of {n} forwarded, want {lo:.0f}..{hi:.0f} (gamma {o.gamma:.4f})")
             self.assertEqual((delta.r.packets, delta.drops.packets, delta.accepted[OUT].packets), (n, n - got, got))
             self.assert_events(delta, ffs_drop=n - got)
@@ -134,15 +134,15 @@ class DefaultLabelIsNormalizedToo(FfsTest):
     def runTest(self):
         n = packets(1000, 200)
         pkt = plain_v4(500)
-        self.set_lm(X.lm_for(C.CODE_ONE, self.f_of(pkt), encode(2.0)))
-        self.set_egress(X.Egress(tau=1.0, congested=True))
+        self.set_lm(expect.lm_for(constants.CODE_ONE, self.f_of(pkt), encode(2.0)))
+        self.set_egress(expect.Egress(tau=1.0, congested=True))
         before = self.counts()
         self.send(pkt, count=n)
         got = 0
         while (frame := self.recv(OUT, timeout=1.0)) is not None:
             self.assertEqual(frame, bytes(pkt))
             got += 1
-        lo, hi = X.binomial_bounds(n, 0.5)
+        lo, hi = expect.binomial_bounds(n, 0.5)
         self.assertTrue(lo <= got <= hi, f"{got} of {n} forwarded, want {lo:.0f}..{hi:.0f}")
         delta = self.since(before)
         self.assertEqual((delta.r.packets, delta.r.bytes), (n, n * (len(pkt) + byte_adjust())))
@@ -157,16 +157,16 @@ class GammaZeroAlwaysDrops(FfsTest):
     weight, lf ~ 3200 codes) and lm = 0, so rf' = rf + lf exceeds tau = 1 by more than 2048 codes."""
 
     def runTest(self):
-        rf = C.RF_CODE_MIN
-        self.driver.set_lpf_spec(N.F_LPF.name, [PID], LpfSpec("RATE", 1.0, 1.0, 0))
+        rf = constants.RF_CODE_MIN
+        self.driver.set_lpf_spec(p4names.F_LPF.name, [PID], LpfSpec("RATE", 1.0, 1.0, 0))
         for pkt in (ffs_v4(rf, flags=0), ffs_v6(rf, flags=0)):
             self.set_lm(0)
-            self.set_egress(X.Egress(tau=1.0, congested=True))
+            self.set_egress(expect.Egress(tau=1.0, congested=True))
             before = self.counts()
             self.send(pkt, count=20)
             self.expect_nothing(timeout=0.3)
             delta = self.since(before)
-            o = X.outcome(rf, self.lm, self.f_est(), self.egress, ri=False)
-            self.assertGreater(o.d, C.GAMMA_D_MAX)
+            o = expect.outcome(rf, self.lm, self.f_est(), self.egress, ri=False)
+            self.assertGreater(o.d, constants.GAMMA_D_MAX)
             self.assertEqual((delta.r.packets, delta.drops.packets, delta.accepted[OUT].packets), (20, 20, 0))
             self.assert_events(delta, ffs_drop=20)

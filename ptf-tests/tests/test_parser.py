@@ -5,7 +5,7 @@ from scapy.layers.inet import IP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 
-import expect as X
+import expect
 from base import (
     DST4,
     DST6,
@@ -25,13 +25,13 @@ from base import (
     rewritten,
     target,
 )
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.labels import encode
 
 # Table II stream s1 (FFS paper; spec §11.2.1) at a congested node: tau = 4/3 and the
 # normalized label rf' = 0.5, so gamma = 1, rf leaves as 0.5 and RRI = tau / rf' = 8/3.
-TABLE2_S1 = X.Egress(tau=4 / 3, congested=True)
+TABLE2_S1 = expect.Egress(tau=4 / 3, congested=True)
 OPTIONS = b"\x01" * 7 + b"\x00"  # 7 x NOP, EOL: IHL 7
 OPTIONS_MAX = b"\x01" * 39 + b"\x00"  # IHL 15, the longest IPv4 header
 
@@ -42,13 +42,13 @@ class ShimRewriteCase(FfsTest):
 
     def rewrite(self, pkt, what: str) -> None:
         rf = pkt["FFS"].rf
-        lm = X.lm_for(rf, self.f_of(pkt), encode(0.5))
+        lm = expect.lm_for(rf, self.f_of(pkt), encode(0.5))
         self.set_lm(lm)
         self.set_egress(TABLE2_S1)
         got, o, delta = self.one(pkt)
         self.assertEqual(o.rf_norm, encode(0.5), f"{what}: F moved between packets; the estimator must forget (spec §8)")
         self.assertEqual(o.rf_out, encode(0.5))
-        self.assertEqual(o.rri_out, encode(4 / 3) - encode(0.5) + C.CODE_BIAS)  # code(tau / rf'), spec §7.2
+        self.assertEqual(o.rri_out, encode(4 / 3) - encode(0.5) + constants.CODE_BIAS)  # code(tau / rf'), spec §7.2
         self.expect_frame(rewritten(pkt, rf=o.rf_out, rri=o.rri_out), got=got, what=what)
         self.assertEqual((delta.r.packets, delta.accepted[OUT].packets, delta.drops.packets), (1, 1, 0), what)
         self.assert_events(delta)
@@ -95,7 +95,7 @@ class NonFfsTraffic(FfsTest):
             self.assertEqual((delta.r.packets, delta.r.bytes), (1, len(pkt) + byte_adjust()))
             self.assert_events(delta)
             if target() == "model":  # the weight of the claimed frame with rf = 1.0 (spec §4, §5, §8)
-                self.assertEqual(self.f_est(), X.forgetful_f(claim(pkt), C.CODE_ONE, SCALE))
+                self.assertEqual(self.f_est(), expect.forgetful_f(claim(pkt), constants.CODE_ONE, SCALE))
         before = self.counts()
         self.send(Ether(src=MAC_SRC, dst="ff:ff:ff:ff:ff:ff") / ARP(hwsrc=MAC_SRC, psrc=SRC4, pdst=DST4))
         self.expect_nothing()
@@ -114,7 +114,7 @@ class TruncatedShimDropped(FfsTest):
         eth = Ether(src=MAC_SRC, dst=MAC_DST)
         cases = {}
         for kept in (0, 3, 4, 7):  # IHL 15: the shim starts at byte 74, beyond any padding
-            fate = "parse_error" if kept + C.FCS_LEN < C.SHIM_LEN else "malformed"
+            fate = "parse_error" if kept + constants.FCS_LEN < constants.SHIM_LEN else "malformed"
             cases[f"IPv4 frame ends {8 - kept} bytes inside the shim"] = (
                 eth / IP(src=SRC4, dst=DST4, proto=253, options=OPTIONS_MAX, len=168) / shim[:kept], fate)
         # a 58-byte IPv6 frame with 4 bytes of the shim: padded to 60, its shim is read whole
@@ -124,11 +124,11 @@ class TruncatedShimDropped(FfsTest):
         cases["IPv6 payload_len < 8"] = (eth / IPv6(src=SRC6, dst=DST6, nh=253, plen=7) / shim / bytes(100), "parse_error")
         for what, (pkt, fate) in cases.items():
             before = self.counts()
-            malformed = self.driver.read_counters(N.MALFORMED.name, [OUT])[OUT].packets
+            malformed = self.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT].packets
             self.send(pkt)
             self.expect_nothing(timeout=0.3)
             delta = self.since(before)
-            lies = self.driver.read_counters(N.MALFORMED.name, [OUT])[OUT].packets - malformed
+            lies = self.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT].packets - malformed
             if fate == "parse_error":
                 self.assert_events(delta, parse_error=1)
                 self.assertEqual((delta.r.packets, lies), (0, 0), what)
@@ -145,11 +145,11 @@ class OpaqueShimsPassUntouched(FfsTest):
 
     def runTest(self):
         f_default = self.f_of(plain_v4(500))
-        self.set_lm(X.lm_for(C.CODE_ONE, f_default, encode(0.5)))
-        self.set_egress(X.Egress(tau=1.0, congested=True))
+        self.set_lm(expect.lm_for(constants.CODE_ONE, f_default, encode(0.5)))
+        self.set_egress(expect.Egress(tau=1.0, congested=True))
         for what, pkt in (("version 2", ffs_v4(encode(8.0), version=2)),
                           ("version 15", ffs_v4(encode(8.0), version=15)),
-                          ("reserved flag", ffs_v4(encode(8.0), flags=C.FLAG_RI | C.FLAG_RESERVED))):
+                          ("reserved flag", ffs_v4(encode(8.0), flags=constants.FLAG_RI | constants.FLAG_RESERVED))):
             before = self.counts()
             self.send(pkt)
             self.expect_frame(pkt, what=what)
@@ -165,7 +165,7 @@ class LyingLengthsAreDropped(FfsTest):
     padded to the Ethernet minimum, pass."""
 
     def malformed(self) -> int:
-        return self.driver.read_counters(N.MALFORMED.name, [OUT])[OUT].packets
+        return self.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT].packets
 
     def runTest(self):
         honest = plain_v4(500)  # no shim: it leaves byte for byte

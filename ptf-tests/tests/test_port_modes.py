@@ -5,7 +5,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-import expect as X
+import expect
 from base import (
     IN,
     MAC_DST,
@@ -18,11 +18,11 @@ from base import (
     plain_v6,
     rewritten,
 )
-from ffs import constants as C
+from ffs import constants
 from ffs.labels import encode
 from ffs.scapy_ffs import FFS
 
-CONGESTED = X.Egress(tau=4 / 3, congested=True)
+CONGESTED = expect.Egress(tau=4 / 3, congested=True)
 
 
 def with_shim(plain, rf: int):
@@ -30,7 +30,7 @@ def with_shim(plain, rf: int):
     IPv4 checksum recomputed, shim version 1, flags D, next header = the old protocol,
     rf = the rewritten label, rri = infinity, rri_echo = 0."""
     old = plain[IP].proto if IP in plain else plain[IPv6].nh
-    shim = FFS(flags="D", nh=old, rf=rf, rri=C.CODE_MAX, rri_echo=0)
+    shim = FFS(flags="D", nh=old, rf=rf, rri=constants.CODE_MAX, rri_echo=0)
     if IP in plain:
         ip = plain[IP]
         out = Ether(src=MAC_SRC, dst=MAC_DST) / IP(src=ip.src, dst=ip.dst, id=ip.id, ttl=ip.ttl) / shim / plain[UDP]
@@ -60,10 +60,10 @@ class TrustUsesTheArrivingLabel(FfsTest):
         pkt = ffs_v4(encode(64.0))
         f64, f1 = self.f_of(pkt), self.f_of(plain_v4(500))
         self.assertLess(f64, f1, "w = len/rf: a larger label weighs less")
-        self.set_lm(X.lm_for(encode(64.0), f64, encode(0.5)))
+        self.set_lm(expect.lm_for(encode(64.0), f64, encode(0.5)))
         self.set_egress(CONGESTED)
         got, o, _ = self.one(pkt)
-        self.assertEqual((o.rf_out, o.rri_out), (encode(0.5), encode(4 / 3) - encode(0.5) + C.CODE_BIAS))
+        self.assertEqual((o.rf_out, o.rri_out), (encode(0.5), encode(4 / 3) - encode(0.5) + constants.CODE_BIAS))
         self.expect_frame(rewritten(pkt, rf=o.rf_out, rri=o.rri_out), got=got)
 
 
@@ -75,13 +75,13 @@ class ResetDefaultsTheLabel(FfsTest):
     def runTest(self):
         self.set_port(IN, trust=0)
         f1 = self.f_of(plain_v4(500))
-        self.set_lm(X.lm_for(C.CODE_ONE, f1, encode(0.5)))
+        self.set_lm(expect.lm_for(constants.CODE_ONE, f1, encode(0.5)))
         self.set_egress(CONGESTED)
-        pkt = ffs_v4(encode(64.0), flags="R", rri=C.CODE_MAX)
+        pkt = ffs_v4(encode(64.0), flags="R", rri=constants.CODE_MAX)
         got, o, _ = self.one(pkt, trust=False)
         self.assertEqual(self.f_est(), f1, "the reset label is 1.0")
         self.assertEqual((o.rf_out, o.rri_out), (encode(0.5), None))
-        self.expect_frame(rewritten(pkt, rf=o.rf_out, flags=C.FLAG_RI | C.FLAG_DEFAULTED), got=got)
+        self.expect_frame(rewritten(pkt, rf=o.rf_out, flags=constants.FLAG_RI | constants.FLAG_DEFAULTED), got=got)
 
 
 class InsertShim(FfsTest):
@@ -91,13 +91,13 @@ class InsertShim(FfsTest):
     def runTest(self):
         self.set_port(IN, trust=1, insert=1)
         for plain in (plain_v4(500), plain_v6(500)):
-            self.set_lm(X.lm_for(C.CODE_ONE, self.f_of(plain), encode(0.5)))  # f_of also checks it is forwarded
+            self.set_lm(expect.lm_for(constants.CODE_ONE, self.f_of(plain), encode(0.5)))  # f_of also checks it is forwarded
             self.set_egress(CONGESTED)
             got, o, _ = self.one(plain)
             self.assertEqual(o.rf_out, encode(0.5))
             self.expect_frame(with_shim(plain, o.rf_out), got=got, what=f"{plain.summary()} inserted")
         pkt = ffs_v4(encode(2.0))
-        self.set_lm(X.lm_for(encode(2.0), self.f_of(pkt), encode(0.5)))
+        self.set_lm(expect.lm_for(encode(2.0), self.f_of(pkt), encode(0.5)))
         self.set_egress(CONGESTED)
         got, o, _ = self.one(pkt)
         self.expect_frame(rewritten(pkt, rf=o.rf_out, rri=o.rri_out), got=got, what="arrived with a shim")

@@ -2,9 +2,9 @@
 the congested and uncongested branches with the paper's numbers, a chain of updates across hops,
 and the fields RI must leave alone."""
 
-import expect as X
+import expect
 from base import FfsTest, emitted, ffs_v4
-from ffs import constants as C
+from ffs import constants
 from ffs.labels import decode, encode
 from ffs.scapy_ffs import FFS
 from scapy.layers.l2 import Ether
@@ -26,14 +26,14 @@ class RriCongestedTableII(FfsTest):
         rf = encode(2.0)
         pkt = ffs_v4(rf, flags="R")
         f = self.f_of(pkt)
-        egress = X.Egress(tau=TAU, congested=True)
+        egress = expect.Egress(tau=TAU, congested=True)
         for norm, rf_out, rri in ((0.5, 0.5, 8 / 3), (4.0, TAU, 1 / 3), (2.0, TAU, 2 / 3)):
-            self.set_lm(X.lm_for(rf, f, encode(norm)))
+            self.set_lm(expect.lm_for(rf, f, encode(norm)))
             self.set_egress(egress)
             got, o = self.first_survivor(pkt)
             self.assertEqual(o.rf_norm, encode(norm))
             self.assertEqual(o.rf_out, encode(rf_out))
-            self.assertEqual(o.rri_out, egress.ltau - o.rf_norm + C.CODE_BIAS)  # code(tau / rf'), spec §7.2
+            self.assertEqual(o.rri_out, egress.ltau - o.rf_norm + constants.CODE_BIAS)  # code(tau / rf'), spec §7.2
             self.assertTrue(within_a_step(o.rri_out, rri), (norm, hex(o.rri_out), rri))
             self.expect_frame(emitted(pkt, o), got=got, what=f"rf' = {norm:g}")
 
@@ -44,13 +44,13 @@ class RriUncongested(FfsTest):
 
     def runTest(self):
         rf = encode(2.0)
-        egress = X.Egress(cr=2.0)
-        for norm, rri_in, rri in ((2 / 3, C.CODE_MAX, 2.0), (1 / 3, C.CODE_MAX, 3.0), (2 / 3, encode(1.5), 1.5)):
+        egress = expect.Egress(cr=2.0)
+        for norm, rri_in, rri in ((2 / 3, constants.CODE_MAX, 2.0), (1 / 3, constants.CODE_MAX, 3.0), (2 / 3, encode(1.5), 1.5)):
             pkt = ffs_v4(rf, flags="R", rri=rri_in)
-            self.set_lm(X.lm_for(rf, self.f_of(pkt), encode(norm)))
+            self.set_lm(expect.lm_for(rf, self.f_of(pkt), encode(norm)))
             self.set_egress(egress)
             got, o, _ = self.one(pkt)
-            if rri_in == C.CODE_MAX:  # code(max(C/R*, 1/rf')) = max(lcr, 0x10000 - rf'), spec §7.2
+            if rri_in == constants.CODE_MAX:  # code(max(C/R*, 1/rf')) = max(lcr, 0x10000 - rf'), spec §7.2
                 self.assertEqual(o.rri_out, max(egress.params()["lcr"], 0x10000 - o.rf_norm))
             self.assertTrue(within_a_step(o.rri_out, rri), (norm, hex(o.rri_out), rri))
             self.expect_frame(emitted(pkt, o), got=got, what=f"rf' = {norm:g}, rri in {decode(rri_in):g}")
@@ -63,11 +63,11 @@ class RriChainOfUpdates(FfsTest):
     (line 2); an unconstrained congested node leaves 1/4 (line 2 with gamma = 1)."""
 
     def runTest(self):
-        egress = X.Egress(tau=TAU, congested=True)
-        frame = ffs_v4(encode(2.0), flags="R", rri=C.CODE_MAX)
+        egress = expect.Egress(tau=TAU, congested=True)
+        frame = ffs_v4(encode(2.0), flags="R", rri=constants.CODE_MAX)
         for hop, d, rri in ((1, 128, 0.5), (2, 128, 0.25), (3, -100, 0.25)):
             rf = frame[FFS].rf
-            self.set_lm(X.lm_for(rf, self.f_of(frame), egress.ltau + d))
+            self.set_lm(expect.lm_for(rf, self.f_of(frame), egress.ltau + d))
             self.set_egress(egress)
             got, o = self.first_survivor(frame)
             self.assertEqual(o.rri_out, encode(rri), f"hop {hop}")
@@ -82,14 +82,14 @@ class RiOnlyWhenRequestedEchoUntouched(FfsTest):
 
     def runTest(self):
         rf = encode(2.0)
-        for egress in (X.Egress(tau=TAU, congested=True), X.Egress(cr=2.0)):
-            for flags in (0, C.FLAG_ECHO, C.FLAG_RI | C.FLAG_ECHO):
+        for egress in (expect.Egress(tau=TAU, congested=True), expect.Egress(cr=2.0)):
+            for flags in (0, constants.FLAG_ECHO, constants.FLAG_RI | constants.FLAG_ECHO):
                 for echo in (0x0000, 0xBEEF, 0xFFFF):
                     pkt = ffs_v4(rf, flags=flags, rri=encode(1.5), echo=echo)
-                    self.set_lm(X.lm_for(rf, self.f_of(pkt), encode(0.5)))
+                    self.set_lm(expect.lm_for(rf, self.f_of(pkt), encode(0.5)))
                     self.set_egress(egress)
                     got, o, _ = self.one(pkt)
-                    if not flags & C.FLAG_RI:
+                    if not flags & constants.FLAG_RI:
                         self.assertIsNone(o.rri_out)
                     out = self.expect_frame(emitted(pkt, o), got=got, what=f"flags {flags:#x}, echo {echo:#06x}")
                     self.assertEqual(Ether(out)[FFS].rri_echo, echo)

@@ -174,7 +174,7 @@ class ControlServer:
                     except OSError:
                         return
 
-            def _reply(self, obj: dict) -> None:
+            def _reply(self, obj: dict[str, Any]) -> None:
                 self.wfile.write((json.dumps(obj, default=_json_default) + "\n").encode())
                 self.wfile.flush()
 

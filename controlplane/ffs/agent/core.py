@@ -21,17 +21,20 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.agent.frontpanel import FrontPanel, PortStatus
 from ffs.agent.matrix import MatrixError, diff_matrices, validate_matrix
-from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of
+from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of, short_action
+from ffs.agent.quarantine import Quarantine
 from ffs.agent.state import StateStore
-from ffs.driver.base import CounterValue, Driver, DriverError, TableEntry, Ternary, Update
+from ffs.driver.base import Driver, DriverError
+from ffs.entries import CounterValue, Exact, KeyValue, TableEntry, Ternary, Update, UpdateKind, exact_value
 from ffs.labels import decode, encode
 from ffs.ports import pipe_of
-from ffs.tables import egress_params, f_from_lpf, pair_params, static_updates
+from ffs.tables import egress_params, f_from_lpf, static_updates
 from ffs.tau import EgressTau, TauParams, egress_action_params, tau_step
 from ffs.topology import Node, Topology
 
@@ -40,7 +43,7 @@ log = logging.getLogger("ffs.agent")
 WRAP = 1 << 64
 ZERO = CounterValue(0, 0)
 # the tables the agent writes (and so reads back and repairs); constant tables are the program's
-OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in N.TABLES if not t.const_entries) + (N.PORT_METADATA.name,)
+OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in p4names.TABLES if not t.const_entries) + (p4names.PORT_METADATA.name,)
 # the generated lookup tables (spec §5): thousands of immutable entries. Reading one back costs the
 # software switch up to ~170 ms of CPU, which stalls its packet loop, so a restart on the same
 # program skips them and the slow check reads one of them now and then, in turn
@@ -49,21 +52,17 @@ NODE_TABLES: tuple[str, ...] = tuple(t for t in OWNED_TABLES if t not in GENERAT
 GENERATED_EVERY = 6  # slow checks per generated-table read (with 10 s checks: each one every 4 min)
 
 
-def canonical_key(e: TableEntry) -> tuple:
+def canonical_key(e: TableEntry) -> tuple[Any, ...]:
     """An entry's identity, the same whichever target read it back (masked values, priority)."""
-    def norm(v):
+    def norm(v: KeyValue) -> KeyValue:
         if isinstance(v, Ternary):
             return Ternary(v.value & v.mask, v.mask)
         return v
     return tuple(sorted((k, norm(v)) for k, v in e.key.items())) + (e.priority,)
 
 
-def _short(action: str | None) -> str | None:
-    return action.rsplit(".", 1)[-1] if action else None
-
-
-def canonical_value(e: TableEntry) -> tuple:
-    return (_short(e.action), tuple(sorted(e.params.items())))
+def canonical_value(e: TableEntry) -> tuple[Any, ...]:
+    return (short_action(e.action), tuple(sorted(e.params.items())))
 
 
 @dataclass
@@ -106,7 +105,7 @@ class Snapshot:
     pairs_time_s: float = float("-inf")  # when the pairs (and the egresses' drops) were read: telemetry
     ports: list[PortStatus] = field(default_factory=list)  # front-panel ports (Tofino, --target tofino)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -141,7 +140,7 @@ class Agent:
         *,
         lpf: LpfConfig = LpfConfig(),
         tau_params: TauParams = TauParams(),
-        frame_overhead_bytes: int = C.ETH_HDR_LEN + C.FCS_LEN,
+        frame_overhead_bytes: int = constants.ETH_HDR_LEN + constants.FCS_LEN,
         store: StateStore | None = None,
         quarantine_s: float = 10.0,
         quarantine_fraction: float = 0.01,
@@ -158,9 +157,7 @@ class Agent:
         self.store = store
         # a pair whose lying frames exceed this fraction of its bytes in a period loses its share
         # for quarantine_s (0: never): on Tofino the egress drops a lie only after it queued
-        self.quarantine_s = quarantine_s
-        self.quarantine_fraction = quarantine_fraction
-        self.quarantined: dict[int, float] = {}  # pid -> until (the step's clock)
+        self.quarantine = Quarantine(quarantine_s, quarantine_fraction)
         self.fairness = {e: dict(col) for e, col in self.node.fairness.items()}
         if store is not None:
             # a foreign or unreadable file stops here, settled later; --from-topology ignores it
@@ -192,6 +189,19 @@ class Agent:
         # Tofino's front-panel ports, brought up from the topology (ffs.agent.frontpanel)
         self.front_panel = FrontPanel(driver, self.node) if manage_ports else None
         self._port_status: list[PortStatus] = []
+
+    @property
+    def quarantine_s(self) -> float:
+        return self.quarantine.seconds
+
+    @quarantine_s.setter
+    def quarantine_s(self, seconds: float) -> None:
+        self.quarantine.seconds = seconds
+
+    @property
+    def quarantined(self) -> dict[int, float]:
+        """pid -> when its quarantine ends (the step's clock)."""
+        return self.quarantine.until
 
     # -- the static state ------------------------------------------------------------------
     def current_node(self) -> Node:
@@ -229,27 +239,21 @@ class Agent:
                  ",".join(f"{e}:{s.tau:.4f}{'' if s.congested else '(uncongested)'}" for e, s in sorted(self.taus.items())))
 
     def _resume_quarantine(self, now_s: float) -> None:
-        """A set_pair entry the switch holds with lm = 0 where the pair has a share is a quarantine a
-        predecessor left (an agent restart must not hand a liar its share back): it runs again for
-        a full quarantine_s."""
-        if self.quarantine_s <= 0:
+        """The quarantines a predecessor left on the switch run again (ffs.agent.quarantine)."""
+        if self.quarantine.seconds <= 0:
             return
         shared = {pid for pid, u in self._pair_updates("insert").items() if u.entry.params["nlm"]}
-        for entry in self.driver.read_table(N.PAIRS.name):
-            pid = entry.params.get("pid")
-            if _short(entry.action) == "set_pair" and pid in shared and entry.params.get("nlm") == 0:
-                self.quarantined[pid] = now_s + self.quarantine_s
-                log.warning("quarantine resumed: pair pid=%d held no share on the switch; %gs more", pid, self.quarantine_s)
+        self.quarantine.resume(self.driver.read_table(p4names.PAIRS.name), shared, now_s)
 
     def _held_taus(self) -> dict[str, EgressTau]:
         """τ per managed egress as the switch's set_egress entries hold it (spec §5.3: ltau = code(τ)
         while congested; an uncongested entry carries no τ and reads as EgressTau(1.0, False))."""
         ports = {self.node.interfaces[e].port: e for e in self.fairness}
         out = {}
-        for entry in self.driver.read_table(N.EGRESS_PARAMS.name):
-            k = entry.key.get(N.EGRESS_PARAMS.keys[0].name)
-            e = ports.get(getattr(k, "value", None))
-            if e is None or _short(entry.action) != "set_egress":
+        for entry in self.driver.read_table(p4names.EGRESS_PARAMS.name):
+            k = entry.key.get(p4names.EGRESS_PARAMS.keys[0].name)
+            e = ports.get(k.value) if isinstance(k, Exact) else None
+            if e is None or short_action(entry.action) != "set_egress":
                 continue
             if entry.params.get("congested") == 1:
                 tau = decode(entry.params["ltau"])
@@ -259,55 +263,35 @@ class Agent:
                 out[e] = EgressTau(1.0, False)
         return out
 
-    def desired(self) -> dict[str, dict[tuple, TableEntry]]:
+    def desired(self) -> dict[str, dict[tuple[Any, ...], TableEntry]]:
         """Every entry the agent owns, by table and canonical key."""
-        out: dict[str, dict[tuple, TableEntry]] = {t: {} for t in OWNED_TABLES}
+        out: dict[str, dict[tuple[Any, ...], TableEntry]] = {t: {} for t in OWNED_TABLES}
         for u in node_updates(self.current_node(), self.lpf):
-            e = self._quarantine(u).entry
+            e = self.quarantine.withhold(u).entry
             out.setdefault(e.table, {})[canonical_key(e)] = e
         return out
 
-    def _quarantine(self, u: Update) -> Update:
-        """A set_pair entry of a quarantined pair carries lm = 0 (M_F = 1: no share, so γ drops the
-        pair's packets while its egress is congested); everything else passes unchanged."""
-        e = u.entry
-        if e.table != N.PAIRS.name or u.kind == "delete" or e.params.get("pid") not in self.quarantined:
-            return u
-        return dataclasses.replace(u, entry=dataclasses.replace(e, params=pair_params(e.params["pid"], 0)))
-
     def _release_quarantine(self, now_s: float) -> list[Update]:
         """Every step: the set_pair of each pair whose quarantine time is up (its share back)."""
-        over = [pid for pid, until in self.quarantined.items() if until <= now_s]
+        over = self.quarantine.release(now_s)
         if not over:
             return []
-        for pid in over:
-            del self.quarantined[pid]
-            log.info("quarantine over: pair pid=%d gets its share back", pid)
         for st in self._pair_status:
-            st.quarantined = st.pid in self.quarantined
+            st.quarantined = st.pid in self.quarantine
         return [u for pid, u in self._pair_updates("modify").items() if pid in over]
 
-    def _update_quarantine(self, pairs: list[PairStatus], r: dict[int, CounterValue], now_s: float) -> list[Update]:
-        """Quarantine the pairs whose lying frames (pair_malformed) exceed quarantine_fraction of
-        their arriving bytes since the last telemetry; the set_pair modifications of every pair
-        that entered it."""
-        changed = set()
-        if self.quarantine_s > 0:
-            for st in pairs:
-                m = st.malformed_bytes
-                if m > 0 and m > self.quarantine_fraction * max(r.get(st.pid, ZERO).bytes, m):
-                    if st.pid not in self.quarantined:
-                        changed.add(st.pid)
-                        log.warning("quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their "
-                                    "length this period", st.ingress, st.egress, st.pid, self.quarantine_s, st.malformed)
-                    self.quarantined[st.pid] = now_s + self.quarantine_s
+    def _update_quarantine(self, pairs: list[PairStatus], lies: dict[int, CounterValue], r: dict[int, CounterValue],
+                           now_s: float) -> list[Update]:
+        """The pairs' lies since the last telemetry judged (ffs.agent.quarantine); the set_pair
+        modifications of every pair that entered the quarantine."""
+        changed = self.quarantine.judge(self.pairs(), lies, r, now_s)
         for st in pairs:
-            st.quarantined = st.pid in self.quarantined
+            st.quarantined = st.pid in self.quarantine
         if not changed:
             return []
-        return [self._quarantine(u) for pid, u in self._pair_updates("modify").items() if pid in changed]
+        return [self.quarantine.withhold(u) for pid, u in self._pair_updates("modify").items() if pid in changed]
 
-    def _pair_updates(self, kind: str) -> dict[int, Update]:
+    def _pair_updates(self, kind: UpdateKind) -> dict[int, Update]:
         """The node's set_pair entries by pid, each with its share (no quarantine applied)."""
         node = self.current_node()
         return {p.pid: pair_entry(node.share(p.ingress, p.egress), p, self.lpf, kind) for p in self.pairs()}
@@ -329,9 +313,9 @@ class Agent:
                     deletes.append(Update("delete", e))
             for k, e in desired.items():
                 h = held.get(k)
-                if table == N.EGRESS_PARAMS.name:
-                    if h is None or _short(h.action) != _short(e.action) or set(h.params) != set(e.params):
-                        eg = self._egress_of_port(e.key[N.EGRESS_PARAMS.keys[0].name].value)
+                if table == p4names.EGRESS_PARAMS.name:
+                    if h is None or short_action(h.action) != short_action(e.action) or set(h.params) != set(e.params):
+                        eg = self._egress_of_port(exact_value(e.key[p4names.EGRESS_PARAMS.keys[0].name]))
                         params = egress_action_params(self.taus.get(eg, EgressTau()), 0.0, self.target(eg))
                         puts.append(Update("insert" if h is None else "modify", dataclasses.replace(e, params=params)))
                 elif h is None:
@@ -359,13 +343,13 @@ class Agent:
         """Every LPF index gets the spec (so a matrix change that adds pairs needs no LPF write and
         stays one atomic batch); rewritten only if an index in use holds another spec."""
         spec = self.lpf.spec()
-        probe = sorted({0, N.F_LPF.size - 1, *(p.pid for p in self.pairs())})
+        probe = sorted({0, p4names.F_LPF.size - 1, *(p.pid for p in self.pairs())})
         try:
-            if all(spec.matches(self.driver.read_lpf_spec(N.F_LPF.name, i)) for i in probe):
+            if all(spec.matches(self.driver.read_lpf_spec(p4names.F_LPF.name, i)) for i in probe):
                 return 0
         except (DriverError, KeyError, ValueError):
             pass  # a spec that cannot be read back (never written on this target) is written
-        self.driver.set_lpf_spec(N.F_LPF.name, range(N.F_LPF.size), spec)
+        self.driver.set_lpf_spec(p4names.F_LPF.name, range(p4names.F_LPF.size), spec)
         return 1
 
     def check(self) -> int:
@@ -398,12 +382,12 @@ class Agent:
         and updates τ like any other (a restart does not skip a τ step)."""
         pids = [p.pid for p in self.pairs()]
         ports = self._egress_ports()
-        self._measure("O", N.OFFERED.name, ports, now_s)
-        self._measure("A", N.ACCEPTED.name, ports, now_s)
-        self._measure("X", N.MALFORMED.name, ports, now_s)
-        self._measure("R", N.PAIR_BYTES.name, pids, now_s)
-        self._measure("D", N.PAIR_DROPS.name, pids, now_s)
-        self._measure("M", N.PAIR_MALFORMED.name, pids, now_s)
+        self._measure("O", p4names.OFFERED.name, ports, now_s)
+        self._measure("A", p4names.ACCEPTED.name, ports, now_s)
+        self._measure("X", p4names.MALFORMED.name, ports, now_s)
+        self._measure("R", p4names.PAIR_BYTES.name, pids, now_s)
+        self._measure("D", p4names.PAIR_DROPS.name, pids, now_s)
+        self._measure("M", p4names.PAIR_MALFORMED.name, pids, now_s)
         self._last_telemetry = now_s if now_s is not None else time.monotonic()
 
     def _measure(self, name: str, counter: str, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
@@ -441,9 +425,9 @@ class Agent:
         virtual = now_s
         now_s = time.monotonic() if now_s is None else now_s
         ports = self._egress_ports()
-        offered, dt = self._measure("O", N.OFFERED.name, ports, virtual)
-        a, dt_a = self._measure("A", N.ACCEPTED.name, ports, virtual)
-        bad, _ = self._measure("X", N.MALFORMED.name, ports, virtual)
+        offered, dt = self._measure("O", p4names.OFFERED.name, ports, virtual)
+        a, dt_a = self._measure("A", p4names.ACCEPTED.name, ports, virtual)
+        bad, _ = self._measure("X", p4names.MALFORMED.name, ports, virtual)
         quarantine = self._release_quarantine(now_s)
         lied = any(v.packets for v in bad.values())
         if lied or now_s - self._last_telemetry >= self.telemetry_period_s or not self._pair_status:
@@ -474,7 +458,7 @@ class Agent:
             batch = []
         if quarantine or batch:
             self.driver.write(quarantine + batch)
-            self._pushed.update({u.entry.key[N.EGRESS_PARAMS.keys[0].name].value: u.entry.params for u in batch})
+            self._pushed.update({exact_value(u.entry.key[p4names.EGRESS_PARAMS.keys[0].name]): u.entry.params for u in batch})
             if self.store is not None:
                 self.store.save_taus(self.node.name, self.taus)
         self.snapshot = snap
@@ -485,11 +469,12 @@ class Agent:
         metrics and the quarantine, whose set_pair changes it returns."""
         pairs = self.pairs()
         pids = [p.pid for p in pairs]
-        r, dt = self._measure("R", N.PAIR_BYTES.name, pids, virtual)
-        drops, dt_d = self._measure("D", N.PAIR_DROPS.name, pids, virtual)
-        lies, _ = self._measure("M", N.PAIR_MALFORMED.name, pids, virtual)
-        f_est = self.driver.read_registers(N.F_EST.name, pids)
+        r, dt = self._measure("R", p4names.PAIR_BYTES.name, pids, virtual)
+        drops, dt_d = self._measure("D", p4names.PAIR_DROPS.name, pids, virtual)
+        lies, _ = self._measure("M", p4names.PAIR_MALFORMED.name, pids, virtual)
+        f_est = self.driver.read_registers(p4names.F_EST.name, pids)
         node = self.current_node()
+        scale_down = constants.LPF_SCALE_DOWN if self.lpf.scale_down is None else self.lpf.scale_down  # sized in __init__
         status: list[PairStatus] = []
         drops_by_egress: dict[str, tuple[float, int]] = {}
         for p in pairs:
@@ -497,7 +482,7 @@ class Agent:
             st = PairStatus(
                 p.pid, p.ingress, p.egress, node.share(p.ingress, p.egress),
                 self._bps(rd, dt),
-                f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns, self.lpf.scale_down),
+                f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns, scale_down),
                 self._bps(dd, dt_d),
                 dd.packets,
                 lies.get(p.pid, ZERO).packets,
@@ -507,7 +492,7 @@ class Agent:
             d_bps, d_pk = drops_by_egress.get(p.egress, (0.0, 0))
             drops_by_egress[p.egress] = (d_bps + st.drop_bps, d_pk + st.drops)
             status.append(st)
-        quarantine = self._update_quarantine(status, r, now_s)
+        quarantine = self._update_quarantine(status, lies, r, now_s)
         self._pair_status, self._drops_by_egress, self._last_telemetry = status, drops_by_egress, now_s
         if self.front_panel is not None:
             self._port_status = self.front_panel.status()
@@ -543,9 +528,9 @@ class Agent:
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "insert"))
         for e in sorted(set(self.fairness) - set(new)):
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "delete"))
-        return [self._quarantine(u) for u in ups]  # a new share does not lift a quarantine
+        return [self.quarantine.withhold(u) for u in ups]  # a new share does not lift a quarantine
 
-    def apply_matrix(self, fairness: dict[str, dict[str, float]], who: str = "agent", uid: int | None = None) -> list[dict]:
+    def apply_matrix(self, fairness: dict[str, dict[str, float]], who: str = "agent", uid: int | None = None) -> list[dict[str, Any]]:
         """Validate, audit ahead, apply atomically, persist, settle. Returns the list of changes.
 
         The order is the audit's guarantee (docs/control-plane.md): the record is fsynced in the audit
@@ -579,10 +564,10 @@ class Agent:
             store.settle(record["id"], "commit", "applied")
             store.reached("committed")
         self.fairness = new
-        for e in new:
-            self.taus.setdefault(e, EgressTau())
-        for e in list(self.taus):
-            if e not in new:
-                del self.taus[e]
+        for egress in new:
+            self.taus.setdefault(egress, EgressTau())
+        for egress in list(self.taus):
+            if egress not in new:
+                del self.taus[egress]
         log.info("matrix applied by=%s uid=%s changes=%d", who, uid, len(changes))
         return changes

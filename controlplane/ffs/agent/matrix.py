@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any, Dict
 
-from ffs import constants as C
+from ffs import constants
 from ffs.safeload import LoadError, YamlDoc, read_text
 from ffs.shares import share_problem
 from ffs.topology import Node
@@ -44,14 +44,24 @@ class _MatrixDoc(YamlDoc):
     error = MatrixError
 
 
+def parse_matrix_text(text: str, source: str = "matrix") -> Matrix:
+    """A matrix file's text (YAML or JSON), as ffsctl sends it: a one-line MatrixError naming
+    `source` if it is unusable (too large or deep, duplicate keys: ffs.safeload; a bad rate)."""
+    return parse_matrix(_MatrixDoc(source, text).data, source)
+
+
 def load_matrix_file(path: str | Path) -> Matrix:
     """A matrix file (YAML or JSON); a one-line MatrixError naming the file if it is unusable
     (unreadable, too large or deep, duplicate keys: ffs.safeload)."""
+    return parse_matrix_text(read_matrix_text(path), str(path))
+
+
+def read_matrix_text(path: str | Path) -> str:
+    """A matrix file's text, unparsed (the agent parses it); a one-line MatrixError if unreadable."""
     try:
-        text = read_text(path)
+        return read_text(path)
     except LoadError as e:
         raise MatrixError(str(e)) from None
-    return parse_matrix(_MatrixDoc(path, text).data, str(path))
 
 
 def validate_matrix(node: Node, fairness: object) -> Matrix:
@@ -88,12 +98,12 @@ def validate_matrix(node: Node, fairness: object) -> Matrix:
         if total > limit * (1 + 1e-9):
             what = "target" if e in node.targets else "capacity"
             raise MatrixError(f"entries toward {e} sum to {format_rate(total)}, above its {what} {format_rate(limit)}")
-    if len(ifs) ** 2 > C.NUM_PAIRS:
-        raise MatrixError(f"node {node.name}: {len(ifs)} interfaces need more than {C.NUM_PAIRS} pairs")
+    if len(ifs) ** 2 > constants.NUM_PAIRS:
+        raise MatrixError(f"node {node.name}: {len(ifs)} interfaces need more than {constants.NUM_PAIRS} pairs")
     return out
 
 
-def diff_matrices(old: Matrix, new: Matrix) -> list[dict]:
+def diff_matrices(old: Matrix, new: Matrix) -> list[dict[str, Any]]:
     """Every entry that differs, as {"ingress", "egress", "old", "new"} (None where absent)."""
     out = []
     for e in sorted(set(old) | set(new)):

@@ -3,7 +3,9 @@ control address, and one next to its control socket, for as long as it runs.
 
 A second agent for the same switch (or the same socket) is refused before it touches either, with
 the holder's pid; the kernel drops the lock when the holder exits, however it exits (kill -9
-included), so a lock never goes stale.
+included), so a lock never goes stale. A clean stop removes its lock files (while still holding
+them: an agent that opened the file just before checks, once it holds the lock, that the file is
+still the one at the path, and starts over otherwise); a killed owner leaves them with its pid.
 """
 
 from __future__ import annotations
@@ -56,30 +58,42 @@ class OwnerLock:
     """Exclusive flocks on several files, all or none; released when closed or when the process ends."""
 
     def __init__(self) -> None:
-        self._fds: list[int] = []
+        self._fds: list[tuple[int, Path]] = []
         self.taken_over: list[str] = []  # lock files a killed owner left its pid in
 
     def acquire(self, path: Path, what: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            self.close()
-            raise OwnerError(f"{what} is owned by another ffs-agent (pid {holder}; lock {path}); stop that one first") from None
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                self.close()
+                raise OwnerError(f"{what} is owned by another ffs-agent (pid {holder}; lock {path}); stop that one first") from None
+            try:
+                current = os.stat(path).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(fd).st_ino:
+                break
+            os.close(fd)  # the owner removed this file as it stopped: lock the one at the path now
         left = os.pread(fd, 64, 0).decode(errors="replace").strip()
         if left:  # a clean stop empties the file (close): a pid here is an owner that was killed
             self.taken_over.append(f"{path} (pid {left})")
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fds.append(fd)
+        self._fds.append((fd, path))
 
     def close(self) -> None:
-        """Release the locks, emptied: the next owner can tell a clean stop from a killed one."""
-        for fd in self._fds:
-            os.ftruncate(fd, 0)
+        """Release the locks and remove their files (a killed owner leaves its pid in them instead)."""
+        for fd, path in self._fds:
+            try:
+                if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                    path.unlink()
+            except FileNotFoundError:
+                pass
             os.close(fd)
         self._fds = []
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from ffs import constants as C
-from ffs import p4names as N
-from ffs import tables as T
-from ffs.driver.base import Exact, Lpm, LpfSpec, TableEntry, Update
+from ffs import constants
+from ffs import p4names
+from ffs import tables
+from ffs.entries import Exact, Lpm, LpfSpec, TableEntry, Update, UpdateKind
 from ffs.topology import Node
 
 
@@ -23,14 +23,14 @@ class LpfConfig:
     it for the node's fastest port (`for_node`), so that no admitted label saturates F at line
     rate (spec §4)."""
 
-    time_constant_ns: float = C.LPF_TIME_CONSTANT_NS
+    time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS
     scale_down: int | None = None
 
     def for_node(self, node: Node) -> "LpfConfig":
         if self.scale_down is not None:
             return self
         fastest = max((i.capacity for i in node.interfaces.values()), default=0.0)
-        s = T.lpf_scale_down_for(fastest, self.time_constant_ns) if fastest > 0 else C.LPF_SCALE_DOWN
+        s = tables.lpf_scale_down_for(fastest, self.time_constant_ns) if fastest > 0 else constants.LPF_SCALE_DOWN
         return LpfConfig(self.time_constant_ns, s)
 
     def spec(self) -> LpfSpec:
@@ -56,8 +56,8 @@ def derive_lpf_time_constant_ns(node: Node, period_s: float, scale_down: int | N
     fastest = max((i.capacity for i in node.interfaces.values()), default=0.0)
     # with a fixed scale-down, F at line rate must stay in range; left to LpfConfig.for_node, the
     # scale-down is sized for the time constant instead (spec §4)
-    cap = (1 << 31) / (fastest * T.lpf_units_per_bps(1e9, scale_down)) if fastest > 0 and scale_down is not None else float("inf")
-    tc_s = min(max(want, C.LPF_TIME_CONSTANT_NS * 1e-9), period_s / 2, cap)
+    cap = (1 << 31) / (fastest * tables.lpf_units_per_bps(1e9, scale_down)) if fastest > 0 and scale_down is not None else float("inf")
+    tc_s = min(max(want, constants.LPF_TIME_CONSTANT_NS * 1e-9), period_s / 2, cap)
     return tc_s * 1e9
 
 
@@ -77,8 +77,8 @@ def pairs_of(node: Node, fairness: dict[str, dict[str, float]] | None = None) ->
     fairness = node.fairness if fairness is None else fairness
     idx = ifindex_of(node)
     n = len(idx)
-    if n * n > C.NUM_PAIRS:
-        raise ValueError(f"node {node.name}: {n} interfaces need {n * n} pairs, the data plane has {C.NUM_PAIRS}")
+    if n * n > constants.NUM_PAIRS:
+        raise ValueError(f"node {node.name}: {n} interfaces need {n * n} pairs, the data plane has {constants.NUM_PAIRS}")
     out = []
     for egress in sorted(fairness):
         for ingress in sorted(node.interfaces):
@@ -99,15 +99,15 @@ def port_updates(node: Node) -> list[Update]:
             Update(
                 "insert",
                 TableEntry(
-                    N.PORT_METADATA.name,
-                    {N.PORT_METADATA.key.name: Exact(i.port)},
+                    p4names.PORT_METADATA.name,
+                    {p4names.PORT_METADATA.key.name: Exact(i.port)},
                     None,
                     {"ifindex": idx[name], "trust": int(i.trust), "insert": int(i.insert)},
                 ),
             )
         )
         if i.strip:
-            out.append(Update("insert", TableEntry(N.EGRESS_PORTS.name, {"egress_port": Exact(i.port)}, "strip_shim")))
+            out.append(Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(i.port)}, "strip_shim")))
     return out
 
 
@@ -115,7 +115,7 @@ def route_updates(node: Node) -> list[Update]:
     out = []
     for r in node.routes:
         net = ipaddress.ip_network(r.prefix)
-        table = N.IPV4_ROUTES if net.version == 4 else N.IPV6_ROUTES
+        table = p4names.IPV4_ROUTES if net.version == 4 else p4names.IPV6_ROUTES
         port = node.interfaces[r.interface].port
         out.append(
             Update(
@@ -126,23 +126,28 @@ def route_updates(node: Node) -> list[Update]:
     return out
 
 
-def pair_entry(m_bps: float, p: Pair, lpf: LpfConfig, kind: str = "insert") -> Update:
+def short_action(action: str | None) -> str | None:
+    """An action's own name without its control (targets read entries back fully qualified)."""
+    return action.rsplit(".", 1)[-1] if action else None
+
+
+def pair_entry(m_bps: float, p: Pair, lpf: LpfConfig, kind: UpdateKind = "insert") -> Update:
     if lpf.scale_down is None:
         raise ValueError("pair_entry: size the estimator for the node first (LpfConfig.for_node)")
-    lm = T.lm_code(m_bps, lpf.time_constant_ns, lpf.scale_down)
+    lm = tables.lm_code(m_bps, lpf.time_constant_ns, lpf.scale_down)
     return Update(
         kind,
         TableEntry(
-            N.PAIRS.name,
+            p4names.PAIRS.name,
             {"ingress_port": Exact(p.ingress_port), "egress_port": Exact(p.egress_port)},
             "set_pair",
-            T.pair_params(p.pid, lm),
+            tables.pair_params(p.pid, lm),
         ),
     )
 
 
-def egress_entry(port: int, params: dict[str, int], kind: str = "insert") -> Update:
-    return Update(kind, TableEntry(N.EGRESS_PARAMS.name, {"egress_port": Exact(port)}, "set_egress", params))
+def egress_entry(port: int, params: dict[str, int], kind: UpdateKind = "insert") -> Update:
+    return Update(kind, TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(port)}, "set_egress", params))
 
 
 def node_updates(node: Node, lpf: LpfConfig) -> list[Update]:
@@ -150,7 +155,7 @@ def node_updates(node: Node, lpf: LpfConfig) -> list[Update]:
     lpf = lpf.for_node(node)
     ups = port_updates(node) + route_updates(node)
     ups += [pair_entry(node.share(p.ingress, p.egress), p, lpf) for p in pairs_of(node)]
-    idle = T.egress_params(None, False, None)
+    idle = tables.egress_params(None, False, None)
     ups += [egress_entry(node.interfaces[e].port, idle) for e in sorted(node.fairness)]
-    ups += T.static_updates()
+    ups += tables.static_updates()
     return ups

@@ -14,12 +14,12 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
-
+from typing import Any, Callable
 
 from ffs.agent.api import ApiError, ControlServer, Peer
 from ffs.agent.core import Agent, tau_display
-from ffs.agent.matrix import MatrixError, load_matrix_file, parse_matrix  # noqa: F401 - re-exported
+from ffs.agent.metrics import Metrics
+from ffs.agent.matrix import MatrixError, diff_matrices, parse_matrix, parse_matrix_text
 from ffs.allocator import allocate
 from ffs.driver.base import DriverError
 from ffs.jsonsafe import finite
@@ -33,6 +33,17 @@ def _field(req: dict[str, Any], key: str) -> Any:
     if key not in req:
         raise ApiError(f"{req['op']}: missing {key!r}")
     return req[key]
+
+
+def _proposed(req: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """The matrix of a load, diff or plan: a file's text as ffsctl sends it ("text", with the file's
+    name as "source"), or the matrix itself ("fairness"); rates are parsed here, nowhere else."""
+    if "text" in req:
+        text, source = req["text"], req.get("source", "matrix")
+        if not isinstance(text, str) or not isinstance(source, str):
+            raise ApiError(f"{req['op']}: 'text' and 'source' are strings")
+        return parse_matrix_text(text, source)
+    return parse_matrix(_field(req, "fairness"))
 
 
 @dataclass
@@ -52,57 +63,84 @@ class AgentService:
         self.lock = threading.RLock()
         self.stop_event = threading.Event()
         self.api: ControlServer | None = None
-        self.metrics = None
+        self.metrics: Metrics | None = None
+        self.handlers: dict[str, Callable[[dict[str, Any], Peer | str], Any]] = {
+            "status": self._status,
+            "tau_show": self._tau_show,
+            "matrix_show": self._matrix_show,
+            "matrix_plan": self._matrix_plan,
+            "matrix_diff": self._matrix_diff,
+            "log": self._log,
+            "matrix_set": self._matrix_set,
+            "matrix_load": self._matrix_load,
+        }
 
     # -- requests ------------------------------------------------------------------------------
     def handle(self, req: dict[str, Any], who: Peer | str) -> Any:
         """One API request (docs/control-plane.md); `who` is the peer from SO_PEERCRED."""
-        op = req["op"]
-        name, uid = (who.name, who.uid) if isinstance(who, Peer) else (str(who), None)
+        handler = self.handlers.get(req["op"])
+        if handler is None:
+            raise ApiError(f"unknown op {req['op']!r}")
+        return handler(req, who)
+
+    # read-only requests: no lock, no switch call (snapshot and matrix are replaced, never mutated)
+    def _status(self, req: dict[str, Any], who: Peer | str) -> Any:
         a = self.agent
-        # read-only requests: no lock, no switch call (snapshot and matrix are replaced, never mutated)
-        if op == "status":
-            snap = a.snapshot.to_dict()
-            for e in snap["egresses"]:
-                e["state"] = "congested" if e["congested"] else "uncongested"
-                e["tau_display"] = tau_display(e["tau"], e["congested"])
-            return finite({"node": a.node.name, **snap})
-        if op == "tau_show":
-            return finite([{"egress": e.egress, "tau": e.tau, "congested": e.congested,
-                            "state": "congested" if e.congested else "uncongested", "tau_display": tau_display(e.tau, e.congested)}
-                           for e in a.snapshot.egresses])
-        if op == "matrix_show":
-            return {"node": a.node.name, "fairness": a.fairness}
-        if op == "matrix_plan":
-            return finite(self.plan(parse_matrix(_field(req, "fairness"))))
-        if op == "log":
-            if a.store is None:
-                return []
-            try:
-                limit = int(req.get("limit", 50))
-            except (TypeError, ValueError, OverflowError):
-                raise ApiError("limit must be an integer") from None
-            return a.store.read_audit(limit)
-        if op in ("matrix_set", "matrix_load"):
-            if op == "matrix_set":
-                ingress, egress, rate_text = (_field(req, k) for k in ("ingress", "egress", "rate"))
-                try:
-                    rate = parse_rate(rate_text)
-                except ValueError as e:
-                    raise MatrixError(f"M({ingress},{egress}): {e}") from None
-            else:
-                proposed = parse_matrix(_field(req, "fairness"))
-            with self.lock:
-                if op == "matrix_set":
-                    new = {e: dict(col) for e, col in a.fairness.items()}
-                    new.setdefault(str(egress), {})[str(ingress)] = rate
-                else:
-                    new = proposed
-                try:
-                    return {"changes": a.apply_matrix(new, name, uid)}
-                except DriverError as e:
-                    raise ApiError(f"the switch refused the change, nothing applied: {e}") from None
-        raise ApiError(f"unknown op {op!r}")
+        snap = a.snapshot.to_dict()
+        for e in snap["egresses"]:
+            e["state"] = "congested" if e["congested"] else "uncongested"
+            e["tau_display"] = tau_display(e["tau"], e["congested"])
+        return finite({"node": a.node.name, **snap})
+
+    def _tau_show(self, req: dict[str, Any], who: Peer | str) -> Any:
+        return finite([{"egress": e.egress, "tau": e.tau, "congested": e.congested,
+                        "state": "congested" if e.congested else "uncongested", "tau_display": tau_display(e.tau, e.congested)}
+                       for e in self.agent.snapshot.egresses])
+
+    def _matrix_show(self, req: dict[str, Any], who: Peer | str) -> Any:
+        return {"node": self.agent.node.name, "fairness": self.agent.fairness}
+
+    def _matrix_plan(self, req: dict[str, Any], who: Peer | str) -> Any:
+        return finite(self.plan(_proposed(req)))
+
+    def _matrix_diff(self, req: dict[str, Any], who: Peer | str) -> Any:
+        """What loading the proposed matrix would change (validated as a load validates it)."""
+        a = self.agent
+        return {"changes": diff_matrices(a.fairness, a.validate(_proposed(req)))}
+
+    def _log(self, req: dict[str, Any], who: Peer | str) -> Any:
+        store = self.agent.store
+        if store is None:
+            return []
+        try:
+            limit = int(req.get("limit", 50))
+        except (TypeError, ValueError, OverflowError):
+            raise ApiError("limit must be an integer") from None
+        return store.read_audit(limit)
+
+    # changes: under the lock, so they never interleave with a τ push
+    def _matrix_set(self, req: dict[str, Any], who: Peer | str) -> Any:
+        ingress, egress, rate_text = (_field(req, k) for k in ("ingress", "egress", "rate"))
+        try:
+            rate = parse_rate(rate_text)
+        except ValueError as e:
+            raise MatrixError(f"M({ingress},{egress}): {e}") from None
+        with self.lock:
+            new = {e: dict(col) for e, col in self.agent.fairness.items()}
+            new.setdefault(str(egress), {})[str(ingress)] = rate
+            return self._apply(new, who)
+
+    def _matrix_load(self, req: dict[str, Any], who: Peer | str) -> Any:
+        proposed = _proposed(req)
+        with self.lock:
+            return self._apply(proposed, who)
+
+    def _apply(self, new: dict[str, dict[str, float]], who: Peer | str) -> Any:
+        name, uid = (who.name, who.uid) if isinstance(who, Peer) else (str(who), None)
+        try:
+            return {"changes": self.agent.apply_matrix(new, name, uid)}
+        except DriverError as e:
+            raise ApiError(f"the switch refused the change, nothing applied: {e}") from None
 
     def plan(self, proposed: dict[str, dict[str, float]]) -> dict[str, Any]:
         """The exact FFS allocation of the measured pair demands under a proposed matrix."""
@@ -134,8 +172,6 @@ class AgentService:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: self.stop_event.set())
         if self.config.metrics_port:
-            from ffs.agent.metrics import Metrics
-
             self.metrics = Metrics(self.config.metrics_port, self.config.metrics_address)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_address, self.config.metrics_port)
         self.agent.min_interval_s = self.config.period_s / 2

@@ -93,7 +93,7 @@ class StateStore:
         if self.crash_hook is not None:
             self.crash_hook(point)
 
-    def _foreign(self, data: dict, node: str) -> str | None:
+    def _foreign(self, data: dict[str, Any], node: str) -> str | None:
         """The node a file names when it is neither `node` nor the one adopted."""
         named = data.get("node")
         return None if named == node or (self.adopt is not None and named == self.adopt) else str(named)
@@ -105,7 +105,7 @@ class StateStore:
     def staged_path(self, node: str) -> Path:
         return self.matrix_path(node).with_name(self.matrix_path(node).name + TMP_SUFFIX)
 
-    def stage_matrix(self, node: str, fairness: dict[str, dict[str, float]], record: dict | None = None) -> Path:
+    def stage_matrix(self, node: str, fairness: dict[str, dict[str, float]], record: dict[str, Any] | None = None) -> Path:
         """Write the new matrix (and the audit record of the change) next to the current one, fsynced;
         `commit_matrix` renames it in."""
         tmp = self.staged_path(node)
@@ -130,7 +130,7 @@ class StateStore:
     def save_matrix(self, node: str, fairness: dict[str, dict[str, float]]) -> None:
         self.commit_matrix(node, self.stage_matrix(node, fairness))
 
-    def _read_matrix_file(self, node: str) -> dict | None:
+    def _read_matrix_file(self, node: str) -> dict[str, Any] | None:
         path = self.matrix_path(node)
         if not path.exists():
             return None
@@ -211,13 +211,13 @@ class StateStore:
         return self.dir / "audit.jsonl"
 
     @staticmethod
-    def record(who: str, what: str, changes: Any, uid: int | None = None) -> dict:
+    def record(who: str, what: str, changes: Any, uid: int | None = None) -> dict[str, Any]:
         return {"id": uuid.uuid4().hex, "time": time.time(), "who": who, "uid": uid, "what": what, "changes": changes}
 
     def audit(self, who: str, what: str, changes: Any, uid: int | None = None) -> None:
         self._append(self.record(who, what, changes, uid))
 
-    def begin(self, rec: dict) -> None:
+    def begin(self, rec: dict[str, Any]) -> None:
         """Write a change ahead of everything it touches: fsynced before the state file or the switch."""
         self._append({**rec, "status": "pending"})
 
@@ -225,7 +225,7 @@ class StateStore:
         """Append a pending change's outcome: "commit" (the state file holds it) or "abort"."""
         self._append({"id": rec_id, "time": time.time(), "what": outcome, "why": why})
 
-    def _append(self, rec: dict) -> None:
+    def _append(self, rec: dict[str, Any]) -> None:
         fd = os.open(self.audit_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             line = json.dumps(rec, sort_keys=True) + "\n"
@@ -252,7 +252,8 @@ class StateStore:
             data = self._read_matrix_file(node) or {}
         except StateError:
             return done  # settled once the file is readable: which change it holds decides the outcome
-        saved = data.get("change") if isinstance(data.get("change"), dict) else {}
+        change = data.get("change")
+        saved: dict[str, Any] = change if isinstance(change, dict) else {}
         records = self.read_audit()
         for rec in records:
             if rec.get("status") != "pending":
@@ -269,13 +270,13 @@ class StateStore:
             done.append(f"audit: appended the record of change {saved['id']} the state file holds")
         return done
 
-    def read_audit(self, limit: int | None = None) -> list[dict]:
+    def read_audit(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The changes, oldest first, each with its "status": committed, aborted (with "why") or
         pending; outcome lines are folded into their change, never returned on their own."""
         if not self.audit_path.exists():
             return []
-        out: list[dict] = []
-        by_id: dict[str, dict] = {}
+        out: list[dict[str, Any]] = []
+        by_id: dict[str, dict[str, Any]] = {}
         for line in self.audit_path.read_text(errors="replace").splitlines():
             try:
                 rec = loads_json(line, "audit line")
@@ -284,7 +285,8 @@ class StateStore:
             if not isinstance(rec, dict):
                 continue
             if rec.get("what") in ("commit", "abort"):
-                target = by_id.get(rec.get("id"))
+                rec_id = rec.get("id")
+                target = by_id.get(rec_id) if isinstance(rec_id, str) else None
                 if target is not None and target.get("status") == "pending":
                     target["status"] = "committed" if rec["what"] == "commit" else "aborted"
                     if rec["what"] == "abort":

@@ -11,14 +11,18 @@ import time
 
 import click
 
-from ffs.agent.core import Agent, MatrixError
+from ffs.agent.core import Agent
+from ffs.agent.matrix import MatrixError
 from ffs.agent.owner import OwnerError, take_ownership
 from ffs.agent.program import LpfConfig, derive_lpf_time_constant_ns
 from ffs.agent.service import AgentService, ServiceConfig
 from ffs.agent.state import StateStore, default_state_dir
 from ffs.cli.common import CliError, EXIT_FAILURE, one_line_errors
 from ffs.driver.base import Driver, DriverError
+from ffs.driver.bfrt import BfrtDriver
 from ffs.ports import PortError
+from ffs.switch.driver import ModelDriver
+from ffs.switch.wire import default_control_address
 from ffs.tau import TauParams
 from ffs.topology import TopologyError, load
 
@@ -44,11 +48,7 @@ class JsonFormatter(logging.Formatter):
 
 def make_driver(target: str, switch: str) -> Driver:
     if target == "model":
-        from ffs.driver.model import ModelDriver
-
         return ModelDriver(switch)
-    from ffs.driver.bfrt import BfrtDriver
-
     return BfrtDriver(switch)
 
 
@@ -157,8 +157,6 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports
     if switch:
         address = switch
     elif target == "model":
-        from ffs.switch.wire import default_control_address
-
         address = default_control_address()  # where `ffs-switch run` listens by default
     else:
         address = "localhost:50052"
@@ -181,7 +179,7 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports
     agent.install()
     logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
     AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address, check_period_s)).run()
-    owner.close()  # emptied: the next agent sees a clean stop, not a killed owner
+    owner.close()  # removed: a lock file left behind names an owner that was killed
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ffs.agent.api import ApiError, call
-from ffs.agent.matrix import MatrixError, diff_matrices, load_matrix_file
+from ffs.agent.matrix import MatrixError, read_matrix_text
 from ffs.cli.common import EXIT_FAILURE, dump_json, one_line_errors
 from ffs.units import format_rate
 
@@ -126,6 +126,11 @@ def _print_changes(ctx, r: dict) -> None:
         click.echo(f"M({c['ingress']},{c['egress']}): {old} -> {new}")
 
 
+def _matrix_request(op: str, file: str) -> dict:
+    """The file's text, as `matrix set` sends its rate: the agent parses and validates both."""
+    return {"op": op, "text": read_matrix_text(file), "source": file}
+
+
 @matrix.command("set")
 @click.option("--ingress", required=True)
 @click.option("--egress", required=True)
@@ -143,7 +148,7 @@ def matrix_set(ctx, ingress, egress, rate) -> None:
 @errors
 def matrix_load(ctx, file) -> None:
     """Replace the whole matrix with FILE ({egress: {ingress: rate}}), atomically."""
-    _print_changes(ctx, _call(ctx, {"op": "matrix_load", "fairness": load_matrix_file(file)}))
+    _print_changes(ctx, _call(ctx, _matrix_request("matrix_load", file)))
 
 
 @matrix.command("diff")
@@ -152,9 +157,7 @@ def matrix_load(ctx, file) -> None:
 @errors
 def matrix_diff(ctx, file) -> None:
     """What loading FILE would change."""
-    new = load_matrix_file(file)
-    cur = _call(ctx, {"op": "matrix_show"})["fairness"]
-    _print_changes(ctx, {"changes": diff_matrices(cur, new)})
+    _print_changes(ctx, _call(ctx, _matrix_request("matrix_diff", file)))
 
 
 @matrix.command("plan")
@@ -163,7 +166,7 @@ def matrix_diff(ctx, file) -> None:
 @errors
 def matrix_plan(ctx, file) -> None:
     """The exact FFS allocation of the measured demands under FILE, before pushing it."""
-    r = _call(ctx, {"op": "matrix_plan", "fairness": load_matrix_file(file)})
+    r = _call(ctx, _matrix_request("matrix_plan", file))
     if ctx.obj["json"]:
         return dump_json(r)
     t = Table(title="predicted (exact FFS, current demands)")

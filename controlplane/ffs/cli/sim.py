@@ -85,7 +85,7 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
 
     from tqdm import tqdm
 
-    from ffs.experiments import run_scenario, with_target_factor, write_result
+    from ffs.lab.experiments import run_scenario, with_target_factor, write_result
 
     topo = with_target_factor(load(scenario), target_factor)
     if not topo.streams:
@@ -139,7 +139,7 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, o
     from tqdm import tqdm
 
     from ffs.jsonsafe import finite
-    from ffs.network.report import Options, plot, run
+    from ffs.lab.network.report import Options, plot, run
 
     try:
         fractions = tuple(float(x) for x in deploy.split(",") if x.strip())

@@ -11,10 +11,17 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ffs.allocator import allocate_window
 from ffs.cli.common import CliError, EXIT_USAGE, dump_json, one_line_errors
 from ffs.driver.base import DriverError
+from ffs.lab.baselines import Csfq
+from ffs.lab.nodes import build_nodes
+from ffs.switch import trace
+from ffs.switch.fast import FastPipeline
+from ffs.switch.live import run_live
+from ffs.switch.wire import default_control_address
 from ffs.topology import TopologyError, load
-from ffs.units import format_rate
+from ffs.units import format_rate, parse_rate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,19 +60,14 @@ def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval,
     """Switch real frames between Linux interfaces until SIGINT/SIGTERM."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=\"%(message)s\"")
-    from ffs.switch.live import run_live
-
-    from ffs.units import parse_rate
-
     csfq = {}
     for spec in csfq_specs:
         port, _, rate = spec.partition("=")
         if not port.isdigit() or not rate:
             raise CliError(f"--csfq wants PORT=RATE, got {spec!r}", EXIT_USAGE)
         csfq[int(port)] = parse_rate(rate)
-    from ffs.switch.wire import default_control_address
-
-    run_live(_ports(port_specs), control or default_control_address(), seed, ready_file, stats_interval, allow_remote, csfq)
+    run_live(_ports(port_specs), control or default_control_address(), seed, ready_file, stats_interval, allow_remote, csfq,
+             csfq=Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1) if csfq else None)
 
 
 @main.command("replay")
@@ -78,8 +80,9 @@ def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval,
 @click.option("--pcap", "pcap_file", type=click.Path(dir_okay=False), default=None,
               help="Replay this capture (classic pcap, Ethernet) instead of the topology's streams.")
 @click.option("--ingress", default=None, metavar="NODE.IFACE", help="With --pcap: where the frames enter.")
-@click.option("--line-rate", default=None, metavar="RATE", help="With --pcap: re-time the frames back to back at RATE.")
-@click.option("--speed", default=1.0, show_default=True, help="With --pcap: play the capture this many times faster.")
+@click.option("--line-rate", default=None, metavar="RATE",
+              help="With --pcap: re-time the frames back to back at RATE, in capture order (the capture times play no part).")
+@click.option("--speed", default=1.0, show_default=True, help="With --pcap: play the capture this many times faster (not with --line-rate).")
 @click.option("--engine", type=click.Choice(["auto", "c", "python"]), default="auto", show_default=True,
               help="Pipeline: compiled (c), the Python reference, or c when built.")
 @click.option("--json", "as_json", is_flag=True)
@@ -88,20 +91,11 @@ def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file
                as_json) -> None:
     """Run TOPOLOGY's streams (or a pcap) through the software switch in virtual time, agents in the
     loop, and compare the delivered rates with the exact FFS allocation."""
-    from ffs.agent.core import Agent
-    from ffs.allocator import allocate_window
-    from ffs.driver.model import LocalDriver
-    from ffs.switch import trace
-    from ffs.switch.fast import FastPipeline, new_pipeline
-    from ffs.units import parse_rate
-
     topo = load(topology)
     seed = topo.seed if seed is None else seed
-    pipes = {n: new_pipeline(seed + k, engine) for k, n in enumerate(sorted(topo.nodes))}
+    nodes = build_nodes(topo, seed, engine)
+    pipes, agents = nodes.pipelines, nodes.agents
     kind = "c" if all(isinstance(p, FastPipeline) for p in pipes.values()) else "python"
-    agents = {n: Agent(LocalDriver(p), topo, n) for n, p in pipes.items()}
-    for a in agents.values():
-        a.install()
     t0 = time.monotonic()
     if pcap_file is not None:
         out = _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate and parse_rate(line_rate), speed,
@@ -152,8 +146,6 @@ def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file
 def _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate_bps, speed, duration, period_s, no_agent) -> dict:
     """A capture into one node's interface; the node's agent steps every period (frames that leave
     toward another node are counted there, not forwarded)."""
-    from ffs.switch import trace
-
     if not ingress or "." not in ingress:
         raise CliError("--pcap needs --ingress NODE.IFACE", EXIT_USAGE)
     node, iface = ingress.split(".", 1)
@@ -161,6 +153,10 @@ def _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate_bps, speed, 
         raise CliError(f"--ingress {ingress}: no such node interface in {topo.name}", EXIT_USAGE)
     if not speed > 0:
         raise CliError("--speed must be positive", EXIT_USAGE)
+    if line_rate_bps is not None and not line_rate_bps > 0:
+        raise CliError("--line-rate must be positive", EXIT_USAGE)
+    if line_rate_bps and speed != 1.0:
+        raise CliError("--speed times the capture, --line-rate replaces its times: give one of them", EXIT_USAGE)
     port = topo.nodes[node].interfaces[iface].port
     arrivals = list(trace.pcap_arrivals(pcap_file, port, line_rate_bps=line_rate_bps, speed=speed))
     if not arrivals:

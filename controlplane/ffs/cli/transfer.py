@@ -125,7 +125,7 @@ def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: 
                    f"{prep.retransmitted} retransmitted; {prep.echoes}/{prep.probes} probes echoed, capped at {capped}")
         return
     if scheme == "mintime":
-        ctl = MinTime(cap)
+        ctl: MinTime | MinLoss = MinTime(cap)
     else:
         start = parse_rate(start_rate) if start_rate else cap / 10
         if not 0 < start <= cap:

@@ -1,14 +1,2 @@
-"""One Driver interface (base.py), two targets: BF-Runtime gRPC (bfrt.py) and the software switch (model.py)."""
-
-from ffs.driver.base import (  # noqa: F401
-    CounterValue,
-    Driver,
-    DriverError,
-    Exact,
-    LpfSpec,
-    Lpm,
-    Range,
-    TableEntry,
-    Ternary,
-    Update,
-)
+"""One Driver interface (base.py) and the BF-Runtime gRPC target (bfrt.py); the software switch's
+drivers are `ffs.switch.driver`, the values they exchange `ffs.entries`."""

@@ -29,25 +29,13 @@ import sys
 import time
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from ffs import p4names as N
+from ffs import p4names
 from ffs.ports import PortSpec, PortState
-from ffs.driver.base import (
-    CounterValue,
-    Driver,
-    DriverError,
-    Exact,
-    LpfSpec,
-    Lpm,
-    Range,
-    TableEntry,
-    Ternary,
-    Update,
-    pipe_counter,
-    pipe_sum,
-)
+from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
+from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
 
-PORT_MD_ALIASES = (N.PORT_METADATA.name, "$PORT_METADATA")
-PORT_MD_FIELDS = frozenset(name for name, _ in N.PORT_METADATA.fields)
+PORT_MD_ALIASES = (p4names.PORT_METADATA.name, "$PORT_METADATA")
+PORT_MD_FIELDS = frozenset(name for name, _ in p4names.PORT_METADATA.fields)
 CLIENT_LOGGER = "bfruntime_grpc_client"  # the client module's own logger (it adds a raw StreamHandler)
 
 # google.rpc.Code, the canonical codes of a BF-RT sub-error (fixed by the gRPC spec)
@@ -164,7 +152,7 @@ class _DeadlineStub:
 
 
 # what one τ step reads (spec §9): per egress port, never per pair
-TAU_STEP_COUNTERS = (N.OFFERED.name, N.ACCEPTED.name, N.MALFORMED.name)
+TAU_STEP_COUNTERS = (p4names.OFFERED.name, p4names.ACCEPTED.name, p4names.MALFORMED.name)
 
 
 class BfrtDriver(Driver):
@@ -182,7 +170,7 @@ class BfrtDriver(Driver):
     "The τ loop at scale"); read cell by cell it grew with the number of egress ports."""
 
     def __init__(self, address: str = "localhost:50052", device_id: int = 0, client_id: int = 1,
-                 program: str = N.P4_NAME, rpc_timeout_s: float = 10.0,
+                 program: str = p4names.P4_NAME, rpc_timeout_s: float = 10.0,
                  write_timeout_per_update_s: float = 0.005, hw_read_max_indices: int = 64,
                  sync_always: Iterable[str] = TAU_STEP_COUNTERS) -> None:
         self.gc = import_bfrt_grpc()
@@ -257,7 +245,7 @@ class BfrtDriver(Driver):
     def _table(self, name: str) -> Any:
         self._require()
         if name in PORT_MD_ALIASES:
-            name = N.PORT_METADATA.name
+            name = p4names.PORT_METADATA.name
         try:
             return self.info.table_get(name)
         except Exception as e:  # noqa: BLE001
@@ -274,7 +262,8 @@ class BfrtDriver(Driver):
     def _read(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> list[Any]:
         """A read, drained inside the wrapping: the client returns a generator over the Read stream
         and raises the switch's errors (and a passed deadline) only while it is iterated."""
-        return self._call(what, lambda: list(fn(*args, **kw)))
+        out: list[Any] = self._call(what, lambda: list(fn(*args, **kw)))
+        return out
 
     # -- tables --------------------------------------------------------------------------------
     def _key(self, t: Any, entry: TableEntry) -> Any:
@@ -341,7 +330,7 @@ class BfrtDriver(Driver):
         port_md = table in PORT_MD_ALIASES
         for data, key in self._read(table, t.entry_get, self.target, None, {"from_hw": False}):
             kd, dd = key.to_dict(), data.to_dict()
-            kv = {}
+            kv: dict[str, KeyValue] = {}
             prio = 0
             for name, v in kd.items():
                 if name == "$MATCH_PRIORITY":
@@ -358,7 +347,7 @@ class BfrtDriver(Driver):
             dd.pop("is_default_entry", None)
             # $PORT_METADATA also reads back the compiler's padding of the port-metadata header
             params = {k: v for k, v in dd.items() if not k.startswith("$") and (not port_md or k in PORT_MD_FIELDS)}
-            out.append(TableEntry(N.PORT_METADATA.name if port_md else table, kv, action, params, prio))
+            out.append(TableEntry(p4names.PORT_METADATA.name if port_md else table, kv, action, params, prio))
         return sorted(out, key=lambda e: (sorted((k, repr(v)) for k, v in e.key.items()), e.priority))
 
     def read_default(self, table: str) -> TableEntry:
@@ -380,7 +369,7 @@ class BfrtDriver(Driver):
                 pass
 
     # -- counters, registers, LPFs -------------------------------------------------------------
-    def _indexed(self, name: str, index_field: str, indices: Iterable[int] | None, sync: str) -> list[tuple[int, dict]]:
+    def _indexed(self, name: str, index_field: str, indices: Iterable[int] | None, sync: str) -> list[tuple[int, dict[str, Any]]]:
         t = self._table(name)
         idx = None if indices is None else list(indices)
         from_hw = idx is not None and len(idx) <= self.hw_read_max_indices and name not in self.sync_always

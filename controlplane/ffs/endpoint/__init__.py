@@ -6,8 +6,10 @@ FFS/RI shim (docs/spec.md §2), driven by the rate indicator the nodes write and
 - `wire`: the transfer's header after UDP, and the shim as the endpoints read and write it;
 - `transport`: sender and receiver state machines (selective acknowledgements, loss detection,
   retransmission), again with explicit time;
-- `live`: the two state machines on real sockets (raw IP protocol 253);
-- `virtual`: the same state machines through the software switch's pipeline and agent in virtual time.
+- `live`: the two state machines on real sockets (raw IP protocol 253).
+
+The same state machines run through the software switch's pipeline and agent in virtual time in
+`ffs.lab.virtual_endpoints`.
 
 docs/endpoint.md documents the library and the `ffs-transfer` command.
 """

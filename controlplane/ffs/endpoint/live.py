@@ -19,8 +19,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import IO, Callable, Iterator
 
-from ffs import constants as C
-from ffs.endpoint.rate import Controller, LeakyBucket
+from ffs import constants
+from ffs.endpoint.rate import Controller, Echo, IndicatorCap, LeakyBucket, RateHistory, SendLog
 from ffs.endpoint.transport import Receiver, Sender
 from ffs.endpoint.wire import OVERHEAD, Ack, Data, Datagram, WireError, ack_datagram, data_datagram, parse_ip
 
@@ -36,7 +36,7 @@ class TransferError(Exception):
 
 def open_raw() -> socket.socket:
     try:
-        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, C.IP_PROTO_FFS)
+        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, constants.IP_PROTO_FFS)
     except PermissionError:
         raise TransferError("the FFS shim needs a raw socket (IP protocol 253): run as root or with CAP_NET_RAW") from None
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
@@ -153,7 +153,7 @@ def _drain_acks(sock: socket.socket, snd: Sender, dst: str, port: int, sport: in
     for src, d in _datagrams(sock, 1024):
         if not isinstance(d.msg, Ack) or d.dport != sport or d.sport != port or src != dst:
             continue
-        echo = d.shim.rri_echo if d.shim.flags & C.FLAG_ECHO else None
+        echo = d.shim.rri_echo if d.shim.flags & constants.FLAG_ECHO else None
         snd.on_ack(time.monotonic(), d.msg, echo)
 
 
@@ -199,7 +199,7 @@ def receive_transfer(port: int, *, timeout_s: float = 60.0, linger_s: float = 1.
                     continue  # one transfer per receiver
                 now = time.monotonic()
                 last_data = now
-                rri = d.shim.rri if d.shim.flags & C.FLAG_RI else None
+                rri = d.shim.rri if d.shim.flags & constants.FLAG_RI else None
                 ack = rcv.on_data(now, d.msg.xfer, d.msg.seq, d.msg.total, d.msg.payload, d.msg.psize, rri)
                 if ack is not None:
                     try:
@@ -259,8 +259,6 @@ def send_partial(dst: str, port: int, data: bytes, cca: str, *, settle_s: float 
     (SO_MAX_PACING_RATE) at the median indicator: the indicator can lower the rate, never raise it.
     A probe's RRI is relative to the pair's whole rate at the node (probe + TCP, both from this
     host), so it is applied to what this host sent over `measure_s` before the probe."""
-    from ffs.endpoint.rate import Echo, IndicatorCap, RateHistory, SendLog
-
     if not data:
         raise TransferError("nothing to send (0 bytes)")
     raw = open_raw()
@@ -323,7 +321,7 @@ def send_partial(dst: str, port: int, data: bytes, cca: str, *, settle_s: float 
                     pass
                 next_probe = now + PROBE_INTERVAL_S
             for src, d in _datagrams(raw, 64):
-                if not isinstance(d.msg, Ack) or d.msg.xfer != xfer or src != dst or not d.shim.flags & C.FLAG_ECHO:
+                if not isinstance(d.msg, Ack) or d.msg.xfer != xfer or src != dst or not d.shim.flags & constants.FLAG_ECHO:
                     continue
                 at = probe_sent.pop(d.msg.echo_seq, None)
                 if at is None:
@@ -397,7 +395,7 @@ def receive_partial(port: int, *, timeout_s: float = 60.0, keep: bool = True) ->
                     if not isinstance(d.msg, Data) or d.dport != port or d.msg.total != 0:
                         continue
                     probes += 1
-                    rri = d.shim.rri if d.shim.flags & C.FLAG_RI else None
+                    rri = d.shim.rri if d.shim.flags & constants.FLAG_RI else None
                     last_rri = rri
                     try:
                         raw.sendto(ack_datagram(Ack(d.msg.xfer, 0, d.msg.seq), rri, port, d.sport), (src, 0))

@@ -22,7 +22,7 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
-from ffs import constants as C
+from ffs import constants
 from ffs.labels import decode
 
 MEDIAN_WINDOW = 21  # FFS §IX: the 21 most recent indicator values
@@ -31,7 +31,7 @@ MEDIAN_WINDOW = 21  # FFS §IX: the 21 most recent indicator values
 def rri_factor(code: int) -> float | None:
     """The RRI code as a factor, or None when no node on the path wrote it (the source's ∞, 0xFFFF,
     came back unchanged: no information)."""
-    if code >= C.CODE_MAX:
+    if code >= constants.CODE_MAX:
         return None
     return decode(code)
 

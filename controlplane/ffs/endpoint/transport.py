@@ -259,4 +259,4 @@ class Receiver:
                 break
             if tuple(r) not in out:
                 out.append(tuple(r))
-        return tuple(out)  # type: ignore[return-value]
+        return tuple(out)  # type: ignore[arg-type]

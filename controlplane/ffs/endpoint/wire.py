@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ffs import constants as C
+from ffs import constants
 from ffs.frames import shim
 
 IP_HDR = 20
@@ -28,7 +28,7 @@ _ACK = struct.Struct("!BBxxIII")
 _BLOCK = struct.Struct("!II")
 DATA_HDR = _DATA.size  # 20
 MAX_BLOCKS = 4
-OVERHEAD = IP_HDR + C.SHIM_LEN + UDP_HDR + DATA_HDR  # IP bytes of a data packet beyond its payload
+OVERHEAD = IP_HDR + constants.SHIM_LEN + UDP_HDR + DATA_HDR  # IP bytes of a data packet beyond its payload
 
 
 class WireError(ValueError):
@@ -45,10 +45,10 @@ class Shim:
 
 
 def parse_shim(b: bytes) -> Shim:
-    if len(b) < C.SHIM_LEN:
+    if len(b) < constants.SHIM_LEN:
         raise WireError("truncated shim")
     vf, nh, rf, rri, echo = struct.unpack_from("!BBHHH", b)
-    if vf >> 4 != C.SHIM_VERSION:
+    if vf >> 4 != constants.SHIM_VERSION:
         raise WireError(f"shim version {vf >> 4}")
     return Shim(vf & 0xF, nh, rf, rri, echo)
 
@@ -78,7 +78,7 @@ def udp(sport: int, dport: int, body: bytes) -> bytes:
 def data_datagram(d: Data, sport: int, dport: int) -> bytes:
     """Shim (R flag: nodes update rri, initialised to ∞) + UDP + DATA: what follows the IPv4 header."""
     body = _DATA.pack(DATA, d.psize, d.xfer, d.seq, d.total) + d.payload
-    return shim(C.CODE_ONE, C.FLAG_RI, 17) + udp(sport, dport, body)
+    return shim(constants.CODE_ONE, constants.FLAG_RI, 17) + udp(sport, dport, body)
 
 
 def ack_datagram(a: Ack, rri_echo: int | None, sport: int, dport: int) -> bytes:
@@ -86,8 +86,8 @@ def ack_datagram(a: Ack, rri_echo: int | None, sport: int, dport: int) -> bytes:
     UDP + ACK."""
     blocks = a.blocks[:MAX_BLOCKS]
     body = _ACK.pack(ACK, len(blocks), a.xfer, a.cum, a.echo_seq) + b"".join(_BLOCK.pack(s, e) for s, e in blocks)
-    flags = C.FLAG_ECHO if rri_echo is not None else 0
-    return shim(C.CODE_ONE, flags, 17, rri_echo=rri_echo or 0) + udp(sport, dport, body)
+    flags = constants.FLAG_ECHO if rri_echo is not None else 0
+    return shim(constants.CODE_ONE, flags, 17, rri_echo=rri_echo or 0) + udp(sport, dport, body)
 
 
 @dataclass(frozen=True)
@@ -104,17 +104,17 @@ def parse_ip(packet: bytes, src: str) -> Datagram:
     if len(packet) < IP_HDR or packet[0] >> 4 != 4:
         raise WireError("not IPv4")
     ihl = (packet[0] & 0xF) * 4
-    if packet[9] != C.IP_PROTO_FFS:
+    if packet[9] != constants.IP_PROTO_FFS:
         raise WireError("no shim")
     return parse_after_ip(packet[ihl:], src)
 
 
 def parse_after_ip(b: bytes, src: str = "") -> Datagram:
     sh = parse_shim(b)
-    if sh.next_header != 17 or len(b) < C.SHIM_LEN + UDP_HDR + 1:
+    if sh.next_header != 17 or len(b) < constants.SHIM_LEN + UDP_HDR + 1:
         raise WireError("not UDP after the shim")
-    sport, dport = struct.unpack_from("!HH", b, C.SHIM_LEN)
-    body = b[C.SHIM_LEN + UDP_HDR:]
+    sport, dport = struct.unpack_from("!HH", b, constants.SHIM_LEN)
+    body = b[constants.SHIM_LEN + UDP_HDR:]
     kind = body[0]
     if kind == DATA and len(body) >= DATA_HDR:
         _, n, xfer, seq, total = _DATA.unpack_from(body)

@@ -2,6 +2,7 @@
 
 `pipeline` (the controls, the reference), `tna` (the externs), `packet` (parser/deparser), `fast`
 (the same pipeline compiled, `FastPipeline` / `new_pipeline`), `control` (the BF-Runtime-like
-control interface), `server` (that interface over gRPC), `trace` (virtual time, synthetic traffic
+control interface), `server` (that interface over gRPC), `driver` (the Drivers of this switch:
+`LocalDriver` in process, `ModelDriver` over gRPC), `trace` (virtual time, synthetic traffic
 or a pcap), `live` (Linux interfaces).
 """

@@ -16,14 +16,14 @@ import time
 import uuid
 from typing import Iterable, Sequence
 
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.tables import egress_params_consistent
-from ffs.driver.base import Exact, LpfSpec, TableEntry, Update
+from ffs.entries import Exact, LpfSpec, TableEntry, Update
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError, MatchTable
 
-PORT_MD = N.PORT_METADATA
+PORT_MD = p4names.PORT_METADATA
 READ_CHUNK = 256  # counter/register cells read per hold of the packet lock (as a Tofino sync reads them: per cell, not as one snapshot)
 
 
@@ -205,12 +205,12 @@ def _clone(t: MatchTable) -> MatchTable:
 def _check_derived(t: MatchTable, action: str, params: dict[str, int]) -> None:
     """spec §5.3: ltau_p is derived from ltau, and lm within 0..LM_MAX (the data plane's 16-bit
     arithmetic relies on both; an action cannot subtract two immediates)."""
-    if t.spec is N.EGRESS_PARAMS and action == "set_egress":
+    if t.spec is p4names.EGRESS_PARAMS and action == "set_egress":
         why = egress_params_consistent(params)
         if why:
             raise ControlError(f"{t.spec.name}: set_egress: {why}")
-    if t.spec is N.PAIRS and action == "set_pair" and not (-params["nlm"]) & C.CODE_MAX <= C.LM_MAX:
-        raise ControlError(f"{t.spec.name}: set_pair needs nlm = -lm with lm <= {C.LM_MAX:#x}, got nlm {params['nlm']:#x}")
+    if t.spec is p4names.PAIRS and action == "set_pair" and not (-params["nlm"]) & constants.CODE_MAX <= constants.LM_MAX:
+        raise ControlError(f"{t.spec.name}: set_pair needs nlm = -lm with lm <= {constants.LM_MAX:#x}, got nlm {params['nlm']:#x}")
 
 
 def _apply(t: MatchTable, u: Update) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ffs import constants as C
 from ffs import p4names as N
-from ffs.driver.base import Exact, Lpm, Ternary
+from ffs.entries import Exact, Lpm, Ternary
 from ffs.switch.pipeline import DROP_FFS, DROP_MALFORMED, DROP_PARSE_ERROR, DROP_ROUTE_MISS, Pipeline, Result
 from ffs.switch.tna import MatchTable
 

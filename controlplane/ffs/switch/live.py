@@ -23,10 +23,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
+from ffs.driver.base import DriverError
 from ffs.switch.control import SwitchControl
+from ffs.switch.driver import ModelDriver
+from ffs.switch.fast import new_pipeline
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.server import serve, stop
 
 log = logging.getLogger("ffs.switch.live")
 
@@ -127,6 +131,7 @@ class LiveSwitch:
     stats: dict[int, PortStats] = field(default_factory=dict)
     stop_event: threading.Event = field(default_factory=threading.Event)
     csfq_capacity: dict[int, float] = field(default_factory=dict)  # baseline: CSFQ before these ports
+    csfq: Any = None  # that baseline (ffs.lab.baselines.Csfq; flows = IP address pairs), given by the caller
 
     def __post_init__(self) -> None:
         self.socks: dict[int, socket.socket] = {}
@@ -197,11 +202,7 @@ class LiveSwitch:
         clock = time.monotonic_ns
         socks, stats = self.socks, self.stats
         rings = sorted(self.rings.items())
-        csfq = None
-        if self.csfq_capacity:  # the CSFQ baseline of the evaluation (not FFS): flows = IP address pairs
-            from ffs.baselines import Csfq
-
-            csfq = Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1)
+        csfq = self.csfq if self.csfq_capacity else None  # the evaluation's CSFQ baseline (not FFS)
         next_stats = time.monotonic() + stats_interval_s
         try:
             while not self.stop_event.is_set():
@@ -257,8 +258,6 @@ def disable_offloads(ifname: str) -> None:
 
 def _wait_control(address: str, program_id: str, timeout_s: float = 10.0) -> None:
     """The readiness signal means "answers": ask the service itself, as a client would."""
-    from ffs.driver.model import ModelDriver
-
     drv = ModelDriver(address, rpc_timeout_s=5.0)
     try:
         drv.connect(timeout_s=timeout_s)
@@ -280,17 +279,14 @@ def _remove_stale_ready(path: Path) -> None:
 
 def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_file: str | None = None,
              stats_interval_s: float = 10.0, allow_remote: bool = False,
-             csfq_capacity: dict[int, float] | None = None, engine: str = "auto") -> None:
-    """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast)."""
-    from ffs.driver.base import DriverError
-    from ffs.switch.fast import new_pipeline
-    from ffs.switch.server import serve
-
+             csfq_capacity: dict[int, float] | None = None, engine: str = "auto", csfq: Any = None) -> None:
+    """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast).
+    csfq: the evaluation's CSFQ baseline, run before the ports of `csfq_capacity` (ffs-switch run --csfq)."""
     if ready_file:
         _remove_stale_ready(Path(ready_file))
     pipeline = new_pipeline(seed, engine)
     ctl = SwitchControl(pipeline)
-    sw = LiveSwitch(ctl, ports, csfq_capacity=csfq_capacity or {})
+    sw = LiveSwitch(ctl, ports, csfq_capacity=csfq_capacity or {}, csfq=csfq)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: sw.stop_event.set())
     sw.open()
@@ -310,7 +306,7 @@ def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_f
         sw.run(stats_interval_s)
     finally:
         if server is not None:
-            server.stop(1.0)
+            stop(server)  # its unix socket goes with it
         sw.close()
         if ready_file:
             Path(ready_file).unlink(missing_ok=True)

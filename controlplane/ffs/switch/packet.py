@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ffs import constants as C
+from ffs import constants
+from ffs.frames import ipv4_checksum
 
 ETH_LEN = 14
 VLAN_LEN = 4
@@ -29,7 +30,7 @@ class Parsed:
     ip_version: int = 0  # 4, 6 or 0
     ihl_bytes: int = 0  # IPv4 header length including options
     shim: int = 0  # offset of the FFS shim, 0 when absent
-    ffs_state: int = C.FFS_STATE_NONE
+    ffs_state: int = constants.FFS_STATE_NONE
     l3_len: int = 0  # the IP length field: IPv4 total_len, IPv6 payload_len (§4)
     vlan: bool = False  # an 802.1Q tag before the EtherType
     dst: int = 0  # destination address as an integer
@@ -61,8 +62,8 @@ def parse(frame: bytes | bytearray, ingress: bool = True) -> Parsed:
         p.l3, p.ip_version, p.ihl_bytes = off, 4, ihl
         p.l3_len = (frame[off + 2] << 8) | frame[off + 3]
         p.dst = int.from_bytes(frame[off + 16 : off + 20], "big")
-        if frame[off + 9] == C.IP_PROTO_FFS:
-            if n < off + ihl + C.SHIM_LEN:
+        if frame[off + 9] == constants.IP_PROTO_FFS:
+            if n < off + ihl + constants.SHIM_LEN:
                 raise ParseError("truncated FFS shim")
             p.shim = off + ihl
     elif etype == ETHERTYPE_IPV6:
@@ -72,14 +73,14 @@ def parse(frame: bytes | bytearray, ingress: bool = True) -> Parsed:
         payload = (frame[off + 4] << 8) | frame[off + 5]
         p.l3_len = payload  # the parser copies the field; stage 0 adds the headers (spec §4)
         p.dst = int.from_bytes(frame[off + 24 : off + 40], "big")
-        if frame[off + 6] == C.IP_PROTO_FFS:
-            if n < off + IPV6_LEN + C.SHIM_LEN or (ingress and payload < C.SHIM_LEN):
+        if frame[off + 6] == constants.IP_PROTO_FFS:
+            if n < off + IPV6_LEN + constants.SHIM_LEN or (ingress and payload < constants.SHIM_LEN):
                 raise ParseError("truncated FFS shim")
             p.shim = off + IPV6_LEN
     if p.shim:
         b0 = frame[p.shim]
-        ok = (b0 >> 4) == C.SHIM_VERSION and not (b0 & C.FLAG_RESERVED)
-        p.ffs_state = C.FFS_STATE_VALID if ok else C.FFS_STATE_OPAQUE
+        ok = (b0 >> 4) == constants.SHIM_VERSION and not (b0 & constants.FLAG_RESERVED)
+        p.ffs_state = constants.FFS_STATE_VALID if ok else constants.FFS_STATE_OPAQUE
     return p
 
 
@@ -93,17 +94,6 @@ def shim_set16(frame: bytearray, shim: int, field_offset: int, value: int) -> No
 
 
 RF_OFF, RRI_OFF, ECHO_OFF = 2, 4, 6
-
-
-def ipv4_checksum(header: bytes | bytearray) -> int:
-    s = 0
-    for i in range(0, len(header), 2):
-        if i == 10:
-            continue
-        s += (header[i] << 8) | header[i + 1]
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def _fix_ipv4(frame: bytearray, p: Parsed, delta: int, proto: int) -> None:
@@ -128,22 +118,22 @@ def insert_shim(frame: bytearray, p: Parsed, rf: int) -> None:
     proto_off = p.l3 + (9 if p.ip_version == 4 else 6)
     old = frame[proto_off]
     shim = bytes(
-        [(C.SHIM_VERSION << 4) | C.FLAG_DEFAULTED, old, rf >> 8, rf & 0xFF, 0xFF, 0xFF, 0, 0]
+        [(constants.SHIM_VERSION << 4) | constants.FLAG_DEFAULTED, old, rf >> 8, rf & 0xFF, 0xFF, 0xFF, 0, 0]
     )
     frame[at:at] = shim
     if p.ip_version == 4:
-        _fix_ipv4(frame, p, C.SHIM_LEN, C.IP_PROTO_FFS)
+        _fix_ipv4(frame, p, constants.SHIM_LEN, constants.IP_PROTO_FFS)
     else:
-        _fix_ipv6(frame, p, C.SHIM_LEN, C.IP_PROTO_FFS)
+        _fix_ipv6(frame, p, constants.SHIM_LEN, constants.IP_PROTO_FFS)
     p.shim = at
 
 
 def strip_shim(frame: bytearray, p: Parsed) -> None:
     """Remove the shim: the IP protocol / next header takes the shim's `next header` again."""
     nh = frame[p.shim + 1]
-    del frame[p.shim : p.shim + C.SHIM_LEN]
+    del frame[p.shim : p.shim + constants.SHIM_LEN]
     if p.ip_version == 4:
-        _fix_ipv4(frame, p, -C.SHIM_LEN, nh)
+        _fix_ipv4(frame, p, -constants.SHIM_LEN, nh)
     else:
-        _fix_ipv6(frame, p, -C.SHIM_LEN, nh)
+        _fix_ipv6(frame, p, -constants.SHIM_LEN, nh)
     p.shim = 0

@@ -16,6 +16,7 @@ so that a slow or greedy client cannot stall forwarding.
 from __future__ import annotations
 
 import json
+import os
 import logging
 import time
 from concurrent import futures
@@ -112,6 +113,20 @@ def check_address(address: str, allow_remote: bool = False) -> str:
     raise ValueError(f"refusing to listen on {address!r}: not loopback (pass --allow-remote to insist)")
 
 
+def stop(server: grpc.Server, grace_s: float = 1.0) -> None:
+    """Stop the control service and remove its Unix socket, if the file there is still the one it
+    bound (a successor may already have replaced it with its own)."""
+    bound = getattr(server, "ffs_socket", None)
+    server.stop(grace_s).wait()
+    if bound is not None:
+        path, ino = bound
+        try:
+            if os.lstat(path).st_ino == ino:
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
 def serve(ctl: SwitchControl, address: str, allow_remote: bool = False) -> grpc.Server:
     """Start the control service on `address` and return the running server."""
     address = check_address(address, allow_remote)
@@ -125,7 +140,9 @@ def serve(ctl: SwitchControl, address: str, allow_remote: bool = False) -> grpc.
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(wire.SERVICE, handlers),))
     if address.startswith("unix:"):
-        _listen_unix(server, Path(address[5:]))
+        path = Path(address[5:])
+        _listen_unix(server, path)
+        server.ffs_socket = (path, os.lstat(path).st_ino)  # type: ignore[attr-defined]  # for stop()
     else:
         if server.add_insecure_port(address) == 0:
             raise OSError(f"cannot listen on {address}")

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from ffs import constants as C
 from ffs import p4names as N
-from ffs.driver.base import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary
+from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary
 
 U16 = 0xFFFF
 U32 = 0xFFFFFFFF

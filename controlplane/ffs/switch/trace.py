@@ -25,11 +25,12 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from ffs import constants as C
+from ffs import constants
 from ffs.frames import ipv4_frame, lie_ip_len, shim
 from ffs.driver.base import Driver
 from ffs.labels import encode
-from ffs.switch.fast import FastPipeline
+from ffs.switch.driver import LocalDriver
+from ffs.switch.fast import FastPipeline, _fastpath
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import Stream, Topology
 
@@ -106,7 +107,7 @@ def streams_from_topology(topo: Topology, duration_s: float) -> list[TraceStream
         dst = destination_for(topo, s)
         src = f"10.{200 + k // 250}.{k % 250}.1"
         first = s.path[0]
-        ffs = shim(encode(s.rf), C.FLAG_RI) if s.labelled else None
+        ffs = shim(encode(s.rf), constants.FLAG_RI) if s.labelled else None
         frame = ipv4_frame(src, dst, s.packet_size, ffs)
         if s.ip_len is not None:  # the frame keeps its real size (pacing, queues, delivered bytes)
             frame = lie_ip_len(frame, s.ip_len)
@@ -229,8 +230,6 @@ def _run_compiled(streams: list[TraceStream], stream_rngs: list[random.Random], 
     """The loop of `run` in C (`_fastpath.Trace`), packet for packet the same: the same arrival
     times from the same generators, the same order, the same pipelines, links and queues. Control
     returns here at every period boundary for `on_period`."""
-    from ffs.switch import _fastpath
-
     names = list(pipelines)
     index = {n: i for i, n in enumerate(names)}
     pipes = [pipelines[n] for n in names]
@@ -319,8 +318,6 @@ def replay(
     """Feed time-ordered arrivals in [0, duration_s) through one pipeline. Every `period_s` of
     virtual time, `on_period(now_ns, driver)` runs first (the agent's step; `driver` defaults to a
     LocalDriver of the pipeline). The pipeline sees times start_s + t."""
-    from ffs.driver.model import LocalDriver
-
     drv = driver if driver is not None else LocalDriver(pipeline)
     nbins = int(np.ceil(duration_s / bin_s)) + 1
     res = ReplayResult(bin_s, {}, {}, {}, {})
@@ -432,18 +429,19 @@ def source_of(frame: bytes) -> str:
 
 def pcap_arrivals(path: str | Path, port: int, *, line_rate_bps: float | None = None, speed: float = 1.0,
                   stream_of: Callable[[bytes], str] = source_of) -> Iterator[Arrival]:
-    """A pcap's frames entering `port`, from virtual time 0. With `line_rate_bps` the frames are
-    re-timed back to back at that rate (each after the previous one's serialization, or its own
-    capture time divided by `speed` when later); otherwise at their capture times / `speed`."""
+    """A pcap's frames entering `port`, from virtual time 0: at their capture times divided by
+    `speed`, or, with `line_rate_bps`, back to back at that rate in capture order (each frame starts
+    as the previous one's serialization ends; the capture times and `speed` play no part)."""
     t0: int | None = None
     free_at = 0.0
     for ts, frame in read_pcap(path):
         if t0 is None:
             t0 = ts
-        t = (ts - t0) / 1e9 / speed
         if line_rate_bps is not None:
-            t = max(t, free_at)
+            t = free_at
             free_at = t + len(frame) * 8 / line_rate_bps
+        else:
+            t = (ts - t0) / 1e9 / speed
         yield Arrival(t, port, frame, stream_of(frame))
 
 

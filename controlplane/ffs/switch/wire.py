@@ -10,7 +10,7 @@ import os
 import tempfile
 from typing import Any
 
-from ffs.driver.base import Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
+from ffs.entries import Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
 
 SERVICE = "ffs.switch.Control"
 

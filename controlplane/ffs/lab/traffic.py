@@ -1,11 +1,11 @@
 """Paced UDP traffic for live runs: a sender at a given IP-layer rate, optionally carrying the FFS
 shim with a label, and a receiver that reports the rate it gets from each source, one JSON line per
-interval. Both run inside a host's namespace (`ip netns exec NS python -m ffs.traffic ...`).
+interval. Both run inside a host's namespace (`ip netns exec NS python -m ffs.lab.traffic ...`).
 
-    python -m ffs.traffic send --dst 10.0.3.1 --rate 8Mbps --size 1250 --duration 20 [--label 2.0 --ri]
-    python -m ffs.traffic send --dst 10.0.3.1 --rate 20Mbps --ip-len 20      (an attack: the IPv4
+    python -m ffs.lab.traffic send --dst 10.0.3.1 --rate 8Mbps --size 1250 --duration 20 [--label 2.0 --ri]
+    python -m ffs.lab.traffic send --dst 10.0.3.1 --rate 20Mbps --ip-len 20      (an attack: the IPv4
         total length says 20 whatever the size; the frames go out on a packet socket, docs/security.md)
-    python -m ffs.traffic recv --port 5001 --interval 1 --duration 25 [--ffs]
+    python -m ffs.lab.traffic recv --port 5001 --interval 1 --duration 25 [--ffs]
 
 Rates and sizes count IP bytes (the IP header and, when present, the shim). The sender hands the
 kernel up to 64 packets per system call (sendmmsg), so one Python process can offer several hundred
@@ -28,9 +28,8 @@ import time
 from dataclasses import dataclass
 from typing import IO
 
-from ffs import constants as C
-from ffs.frames import shim
-from ffs.switch.packet import ipv4_checksum
+from ffs import constants
+from ffs.frames import ipv4_checksum, shim
 from ffs.labels import encode
 from ffs.units import parse_rate
 
@@ -117,9 +116,9 @@ class SendReport:
 def ffs_datagram(size: int, rf_code: int, flags: int, sport: int, dport: int) -> bytes:
     """What follows the IPv4 header of a `size`-byte packet with the shim: shim, UDP header, zeros.
     The UDP checksum is 0 (none, legal over IPv4), so stripping the shim leaves a valid datagram."""
-    data = size - IP_HDR - C.SHIM_LEN - UDP_HDR
+    data = size - IP_HDR - constants.SHIM_LEN - UDP_HDR
     if data < 0:
-        raise TrafficError(f"--size {size} is smaller than IPv4 + shim + UDP headers ({IP_HDR + C.SHIM_LEN + UDP_HDR})")
+        raise TrafficError(f"--size {size} is smaller than IPv4 + shim + UDP headers ({IP_HDR + constants.SHIM_LEN + UDP_HDR})")
     return shim(rf_code, flags, 17) + struct.pack("!HHHH", sport, dport, UDP_HDR + data, 0) + bytes(data)
 
 
@@ -131,7 +130,7 @@ def open_sender(dst: str, port: int, size: int, rf_code: int | None, flags: int,
         datagram = bytes(size - IP_UDP)
     else:  # raw IP protocol 253: the kernel adds the IPv4 header, we write shim + UDP
         try:
-            s = socket.socket(socket.AF_INET, socket.SOCK_RAW, C.IP_PROTO_FFS)
+            s = socket.socket(socket.AF_INET, socket.SOCK_RAW, constants.IP_PROTO_FFS)
         except PermissionError:
             raise TrafficError("sending with the FFS shim needs a raw socket: run as root (or with CAP_NET_RAW)") from None
         datagram = ffs_datagram(size, rf_code, flags, sport or 4000, port)
@@ -180,7 +179,7 @@ def lying_frame(src: str, dst: str, src_mac: bytes, dst_mac: bytes, size: int, i
     if rf_code is None:
         body, proto = struct.pack("!HHHH", sport, dport, size - IP_UDP, 0) + bytes(size - IP_UDP), 17
     else:
-        body, proto = ffs_datagram(size, rf_code, flags, sport, dport), C.IP_PROTO_FFS
+        body, proto = ffs_datagram(size, rf_code, flags, sport, dport), constants.IP_PROTO_FFS
     hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, 0x4000, 64, proto, 0,
                                 ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed))
     hdr[10:12] = struct.pack("!H", ipv4_checksum(hdr))
@@ -243,7 +242,7 @@ def recv(port: int, interval_s: float, duration_s: float, out: IO[str] = sys.std
     socks = [udp]
     if ffs:
         try:
-            raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, C.IP_PROTO_FFS)
+            raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, constants.IP_PROTO_FFS)
         except PermissionError:
             raise TrafficError("--ffs needs a raw socket: run as root (or with CAP_NET_RAW)") from None
         raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
@@ -298,7 +297,7 @@ def _label_code(text: str | None) -> int | None:
     try:
         if text.lower().startswith("0x"):
             code = int(text, 16)
-            if not 0 <= code <= C.CODE_MAX:
+            if not 0 <= code <= constants.CODE_MAX:
                 raise ValueError
             return code
         x = float(text)
@@ -310,7 +309,7 @@ def _label_code(text: str | None) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ffs.traffic", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m ffs.lab.traffic", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("send", help="paced UDP to one destination")
     a.add_argument("--dst", required=True, help="destination IPv4 address")
@@ -338,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.ip_len is not None and not 0 <= args.ip_len <= 0xFFFF:
                 raise TrafficError(f"--ip-len must be 0..65535 (the IPv4 total length field), got {args.ip_len}")
             rep = send(args.dst, args.port, parse_rate(args.rate), args.size, args.duration,
-                       rf_code=_label_code(args.label), flags=C.FLAG_RI if args.ri else 0, sport=args.sport,
+                       rf_code=_label_code(args.label), flags=constants.FLAG_RI if args.ri else 0, sport=args.sport,
                        ip_len=args.ip_len)
             print(json.dumps(rep.to_json(args.size)))
         else:
@@ -346,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise TrafficError("--interval must be positive")
             recv(args.port, args.interval, args.duration, ffs=args.ffs)
     except (TrafficError, ValueError, OSError) as e:
-        print(f"ffs.traffic: error: {e}", file=sys.stderr)
+        print(f"ffs.lab.traffic: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

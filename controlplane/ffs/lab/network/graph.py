@@ -92,5 +92,5 @@ def load_caida(path: str | Path, top: int | None = None) -> ASGraph:
         raise ValueError(f"{path}: fewer than 3 connected ASes")
     names = sorted(g.nodes, key=int)
     index = {a: k for k, a in enumerate(names)}
-    e = np.array([(index[a], index[b]) for a, b in g.edges()], dtype=np.intp).reshape(-1, 2)
-    return _build(names, e[:, 0], e[:, 1])
+    edges = np.array([(index[a], index[b]) for a, b in g.edges()], dtype=np.intp).reshape(-1, 2)
+    return _build(names, edges[:, 0], edges[:, 1])

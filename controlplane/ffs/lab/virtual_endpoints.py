@@ -3,7 +3,7 @@
 agent runs its τ loop every control period, all on one deterministic event clock. This is how the
 convergence of MinLoss is tested at 10–100 Gb/s (tests/test_endpoint_virtual.py).
 
-    from ffs.endpoint.virtual import Flow, run
+    from ffs.lab.virtual_endpoints import Flow, run
     res = run(topology, "s1", [Flow("a", "h1", "h3", 50_000_000, "minloss")], duration_s=0.3)
 
 The forward path is host → node (ingress port of the sender's interface) → FFS decision → a FIFO at
@@ -17,14 +17,14 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
-from ffs import constants as C
+from ffs import constants
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
-from ffs.driver.model import LocalDriver
+from ffs.switch.driver import LocalDriver
 from ffs.endpoint.rate import Controller, MinLoss, MinLossParams, MinTime
 from ffs.endpoint.transport import Receiver, Sender
 from ffs.endpoint.wire import OVERHEAD, parse_shim
@@ -157,15 +157,15 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
         dport, dst_ip, dcap = _host_port(topo, node, f.dst)
         ctl = f.controller(cap, f.start_s) if f.controller else default_controller(f.scheme, cap, f.start_s, settle_s, period_s)
         snd = Sender(f.size_bytes, payload, ctl, xfer=k + 1)
-        frames = {sz: ipv4_frame(src_ip, dst_ip, sz, shim(C.CODE_ONE, C.FLAG_RI, 17))
+        frames = {sz: ipv4_frame(src_ip, dst_ip, sz, shim(constants.CODE_ONE, constants.FLAG_RI, 17))
                   for sz in {snd.size_of(0), snd.size_of(snd.npkts - 1)}}
         queues.setdefault(dport, EgressQueue(dcap, max(3 * ip_size, int(dcap * queue_ms / 8e3))))
         st.append(_FlowState(f, port, snd, Receiver(), frames, cap, np.zeros(nb), np.zeros(nb),
                              [(f.start_s, ctl.rate(f.start_s))]))
-    heap: list[tuple[float, int, int, int, object]] = []
+    heap: list[tuple[float, int, int, int, Any]] = []
     order = 0
 
-    def push(t: float, kind: int, k: int, data: object = None) -> None:
+    def push(t: float, kind: int, k: int, data: Any = None) -> None:
         nonlocal order
         order += 1
         heapq.heappush(heap, (t, order, kind, k, data))
@@ -209,9 +209,10 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
             if t != s.wake:
                 continue  # superseded
             s.wake = math.inf
-            if snd.done or snd.due(t) is None:
+            due = snd.due(t)
+            if snd.done or due is None:
                 continue
-            if snd.due(t) > t:
+            if due > t:
                 reschedule(k, t)
                 continue
             seq = snd.send(t)
@@ -224,7 +225,7 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
             size = snd.size_of(seq)
             r = pipe.process(s.frames[size], s.port, int(t * 1e9))
             q = queues.get(r.egress_port) if r.egress_port is not None else None
-            if r.egress_port is None or (q is not None and not q.admit(t, size)):
+            if r.egress_port is None or r.frame is None or (q is not None and not q.admit(t, size)):
                 s.drops += 1
                 s.drop[b] += size
                 continue

@@ -19,14 +19,13 @@ from typing import Callable
 
 import numpy as np
 
-from ffs import p4names as N
-from ffs.agent.core import Agent
+from ffs import p4names
 from ffs.agent.program import LpfConfig
 from ffs.allocator import allocate
-from ffs.baselines import Csfq
+from ffs.lab.baselines import Csfq
+from ffs.lab.nodes import build_nodes
 from ffs.jsonsafe import finite
 from ffs.ports import pipe_of
-from ffs.driver.model import LocalDriver
 from ffs.switch import trace
 from ffs.switch.fast import new_pipeline
 from ffs.topology import Topology
@@ -92,14 +91,14 @@ def run_scenario(
         raise ValueError(f"unknown scheme {scheme!r} (have: {', '.join(SCHEMES)})")
     duration_s = duration_s or topo.duration or 1.0
     seed = topo.seed if seed is None else seed
-    pipes = {n: new_pipeline(seed + k) for k, n in enumerate(sorted(topo.nodes))}  # compiled when built: same results
-    agents = {n: Agent(LocalDriver(p), topo, n, lpf=lpf) for n, p in pipes.items()}
+    # compiled when built: same results (new_pipeline looked up here: the attack benchmark replaces it)
+    nodes = build_nodes(topo, seed, pipeline_of=new_pipeline, lpf=lpf)
+    pipes, agents = nodes.pipelines, nodes.agents
     for a in agents.values():
-        a.install()
         if scheme != "ffs":  # FFS off: forwarding only (every pair bypassed, gamma never applied)
-            a.driver.clear_table(N.PAIRS.name)
+            a.driver.clear_table(p4names.PAIRS.name)
     # every egress that carries streams has a FIFO at its line rate behind the FFS decision
-    queues = {}
+    queues: dict[tuple[str, int], trace.EgressQueue] = {}
     for s in topo.streams:
         for h in s.path:
             i = topo.nodes[h.node].interfaces[h.egress]
@@ -130,18 +129,18 @@ def run_scenario(
                          [k * bin_s for k in range(len(next(iter(res.delivered.values()))))],
                          {k: (v * 8 / bin_s).tolist() for k, v in res.delivered.items()}, series,
                          packets=res.packets, dropped=dict(res.dropped))
-    for s in exact.streams:
-        got = res.rate_bps(s.name, w0, w1)
-        out.streams.append({"stream": s.name, "demand": s.demand, "exact": s.rate, "measured": got,
-                            "error": (got - s.rate) / s.rate if s.rate else 0.0})
+    for sr in exact.streams:
+        got = res.rate_bps(sr.name, w0, w1)
+        out.streams.append({"stream": sr.name, "demand": sr.demand, "exact": sr.rate, "measured": got,
+                            "error": (got - sr.rate) / sr.rate if sr.rate else 0.0})
     for e in exact.egresses:
         key = f"{e.node}.{e.egress}"
         if key in series:
             out.settling_s[key] = settling_time(series[key]["t"], series[key]["tau"], e.tau)
     for (node, port), q in queues.items():
         out.queue_delay_ms[f"{node}.{port}"] = 1e3 * q.delay_sum_s / q.delay_n if q.delay_n else 0.0
-    for n, node in topo.nodes.items():
-        for name, i in node.interfaces.items():
+    for n, topo_node in topo.nodes.items():
+        for name, i in topo_node.interfaces.items():
             bad = pipes[n].egress_acct.malformed.read(i.port, pipe_of(i.port)).packets  # the egress port's pipe
             if bad:
                 out.malformed[f"{n}.{name}"] = int(bad)

@@ -1,4 +1,4 @@
-"""The Driver for the software switch: in-process (LocalDriver) or over gRPC (ModelDriver)."""
+"""The Driver for the software switch: in-process (LocalDriver) or over its gRPC service (ModelDriver)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any, Iterable, Sequence
 
 import grpc
 
-from ffs.driver.base import CounterValue, Driver, DriverError, LpfSpec, TableEntry, Update, pipe_counter, pipe_sum
+from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
+from ffs.entries import CounterValue, LpfSpec, TableEntry, Update
 from ffs.switch import wire
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline

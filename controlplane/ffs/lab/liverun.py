@@ -2,7 +2,7 @@
 the switch's veths, optionally `ffs-agent` against it; everything stopped and removed on exit.
 
     with live_node(topology_file, work_dir) as node:
-        node.exec("h1", "python", "-m", "ffs.traffic", "send", ...)
+        node.exec("h1", "python", "-m", "ffs.lab.traffic", "send", ...)
 """
 
 from __future__ import annotations

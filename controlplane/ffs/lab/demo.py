@@ -10,7 +10,7 @@ Verdict: every well-behaved sender (demand within its share) keeps ≥ 90 % of m
 while the egress as a whole is held near its target (≤ 110 %): without FFS the flood would simply
 take the veth's spare capacity, and "isolation" would mean nothing.
 
-    python -m ffs.demo [TOPOLOGY] [--duration S]        (as root; `make demo`, DURATION=S)
+    python -m ffs.lab.demo [TOPOLOGY] [--duration S]        (as root; `make demo`, DURATION=S)
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from rich.console import Console
 from ffs import netns
 from ffs.agent.api import ApiError, call
 from ffs.allocator import allocate
-from ffs.liverun import LiveError, LiveNode, live_node
+from ffs.lab.liverun import LiveError, LiveNode, live_node
 from ffs.topology import Topology, TopologyError, load
 from ffs.units import format_rate
 
@@ -117,11 +117,11 @@ def run(topology: str, duration_s: float, period_ms: float) -> bool:
                           + ", ".join(f"{p}={i}" for p, i in sorted(node.plan.ports().items()))
                           + "), hosts " + ", ".join(f"{h.host}={h.netns}" for h in node.plan.hosts))
             console.print(f"ffs-switch run and ffs-agent (node {node.plan.node}, τ every {period_ms:g} ms) are up")
-            rx = node.spawn(node.exec_args(rx_host, *exe, "ffs.traffic", "recv", f"--duration={duration_s + 1}"),
+            rx = node.spawn(node.exec_args(rx_host, *exe, "ffs.lab.traffic", "recv", f"--duration={duration_s + 1}"),
                             stdout=subprocess.PIPE, text=True)
             time.sleep(0.3)
             for s in tx:
-                node.spawn(node.exec_args(s.host, *exe, "ffs.traffic", "send", f"--dst={rx_addr}", f"--rate={s.demand}",
+                node.spawn(node.exec_args(s.host, *exe, "ffs.lab.traffic", "send", f"--dst={rx_addr}", f"--rate={s.demand}",
                                           f"--size={s.size}", f"--duration={duration_s}"), stdout=subprocess.DEVNULL)
             return report(topo, node, tx, rx, rx_host, duration_s)
     finally:
@@ -141,6 +141,7 @@ def report(topo: Topology, node: LiveNode, tx: list[Sender], rx: subprocess.Pope
     console.print(f"[bold]{header}[/bold]")
     series: dict[str, list[float]] = {s.stream: [] for s in tx}
     totals: list[float] = []
+    assert rx.stdout is not None  # started with stdout=PIPE
     for line in rx.stdout:
         _check_alive(node)
         rec = json.loads(line)
@@ -204,7 +205,7 @@ def _interrupt(signum: int, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ffs.demo", description="FFS isolating a sender from a flood, live (root).")
+    ap = argparse.ArgumentParser(prog="python -m ffs.lab.demo", description="FFS isolating a sender from a flood, live (root).")
     ap.add_argument("topology", nargs="?", default=str(Path(__file__).resolve().parents[2] / "topologies" / "dumbbell.yaml"))
     ap.add_argument("--duration", type=float, default=None, help="seconds of traffic (default: $DURATION, else 20)")
     ap.add_argument("--period-ms", type=float, default=100.0, help="the agent's τ period")
@@ -212,13 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         duration = args.duration if args.duration is not None else float(os.environ.get("DURATION") or 20)
     except ValueError:
-        print(f"ffs.demo: error: DURATION must be a number of seconds, got {os.environ.get('DURATION')!r}", file=sys.stderr)
+        print(f"ffs.lab.demo: error: DURATION must be a number of seconds, got {os.environ.get('DURATION')!r}", file=sys.stderr)
         return 2
     if not 4 <= duration <= 3600:
-        print("ffs.demo: error: the duration must be 4..3600 s", file=sys.stderr)
+        print("ffs.lab.demo: error: the duration must be 4..3600 s", file=sys.stderr)
         return 2
     if os.geteuid() != 0:
-        print("ffs.demo: error: the demo creates network namespaces and raw sockets, so it needs root "
+        print("ffs.lab.demo: error: the demo creates network namespaces and raw sockets, so it needs root "
               "(try: sudo make demo)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGINT, _interrupt)
@@ -226,10 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return 0 if run(args.topology, duration, args.period_ms) else 1
     except (DemoError, LiveError, netns.NetnsError, TopologyError) as e:
-        print(f"ffs.demo: error: {e}", file=sys.stderr)
+        print(f"ffs.lab.demo: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("ffs.demo: interrupted", file=sys.stderr)
+        print("ffs.lab.demo: interrupted", file=sys.stderr)
         return 130
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ffs.network import study
-from ffs.network.graph import ASGraph, generate, load_caida
+from ffs.lab.network import study
+from ffs.lab.network.graph import ASGraph, generate, load_caida
 
 PAPER = {  # FFS §VII-B (Figure 4, CAIDA top 2000) and Appendix C (Figure 10, 40 % deployed)
     "median_gbps": {"ffs": 5.97, "helia": 5.62, "glwp": 0.64},

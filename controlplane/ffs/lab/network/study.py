@@ -24,7 +24,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from ffs.allocator import INF, HopArrays, solve
-from ffs.network.graph import ASGraph
+from ffs.lab.network.graph import ASGraph
 
 LOCAL_SHARE = 0.10  # §VII-B: M(local, j) = 10 % of the egress capacity
 DAMPING = 0.7  # τ steps of the allocator rounds (`ffs.allocator.solve`): same fixed point, fewer rounds

@@ -2,10 +2,10 @@
 the kernel offers), a sink that reports bytes per source per second, and a UDP echo pair that
 samples the round-trip time through the bottleneck.
 
-    python -m ffs.cca sink --port 5201 --duration 20
-    python -m ffs.cca source --dst 10.0.3.1 --port 5201 --cca bbr --duration 20
-    python -m ffs.cca echo --port 7
-    python -m ffs.cca probe --dst 10.0.3.1 --port 7 --interval 0.1 --duration 20
+    python -m ffs.lab.cca sink --port 5201 --duration 20
+    python -m ffs.lab.cca source --dst 10.0.3.1 --port 5201 --cca bbr --duration 20
+    python -m ffs.lab.cca echo --port 7
+    python -m ffs.lab.cca probe --dst 10.0.3.1 --port 7 --interval 0.1 --duration 20
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def probe(dst: str, port: int, interval_s: float, duration_s: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ffs.cca")
+    ap = argparse.ArgumentParser(prog="python -m ffs.lab.cca")
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("sink")
     a.add_argument("--port", type=int, default=5201)
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             probe(x.dst, x.port, x.interval, x.duration)
     except OSError as e:
-        print(f"ffs.cca: error: {e}", file=sys.stderr)
+        print(f"ffs.lab.cca: error: {e}", file=sys.stderr)
         return 2
     return 0
 

@@ -1,0 +1,98 @@
+"""The values a target holds and a Driver reads or writes: match keys, table entries, updates,
+counter values and LPF specs.
+
+They name nothing of a particular target, so every layer uses them: the table generators
+(`ffs.tables`), the agent, the Driver interface (`ffs.driver.base`) and its targets, and the software
+switch, which stores them as it is programmed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping, Union
+
+
+@dataclass(frozen=True)
+class Exact:
+    value: int
+
+
+@dataclass(frozen=True)
+class Lpm:
+    value: int
+    prefix_len: int
+
+
+@dataclass(frozen=True)
+class Ternary:
+    value: int
+    mask: int
+
+
+@dataclass(frozen=True)
+class Range:
+    low: int
+    high: int
+
+
+KeyValue = Union[Exact, Lpm, Ternary, Range]
+
+
+def exact_value(key: KeyValue) -> int:
+    """The value of an exact-match key field (a TypeError for any other match kind)."""
+    if not isinstance(key, Exact):
+        raise TypeError(f"an exact match key was expected, got {key!r}")
+    return key.value
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """One match entry. `key` maps key-field names (p4names.Key.name) to match values.
+
+    For ternary and range tables `priority` orders overlapping entries (higher wins, as BF-RT's
+    $MATCH_PRIORITY with the SDE convention that a *lower* number is a *higher* priority is mapped
+    here: use `priority=0` for disjoint entries). `action` is the fully qualified action name.
+    """
+
+    table: str
+    key: Mapping[str, KeyValue]
+    action: str | None = None
+    params: dict[str, int] = field(default_factory=dict)
+    priority: int = 0
+
+
+UpdateKind = Literal["insert", "modify", "delete", "set_default"]
+
+
+@dataclass(frozen=True)
+class Update:
+    kind: UpdateKind
+    entry: TableEntry  # for set_default, key is {} and action/params give the default
+
+
+@dataclass(frozen=True)
+class CounterValue:
+    packets: int
+    bytes: int
+
+    def __sub__(self, other: "CounterValue") -> "CounterValue":
+        return CounterValue(self.packets - other.packets, self.bytes - other.bytes)
+
+
+@dataclass(frozen=True)
+class LpfSpec:
+    kind: Literal["RATE", "SAMPLE"] = "RATE"
+    gain_time_constant_ns: float = 1e6
+    decay_time_constant_ns: float = 1e6
+    out_scale_down: int = 0  # 0..31, output = state >> out_scale_down
+
+    def matches(self, held: "LpfSpec", rel: float = 0.01) -> bool:
+        """`held` (read back from a target) is this spec as the target stores it: Tofino keeps the
+        time constants in a float format of its own (tofino-model reads 20 ms back as
+        19.980488 ms, 1 ns as 0.99884 ns), so they agree within `rel`; kind and scale exactly."""
+        def close(a: float, b: float) -> bool:
+            return abs(a - b) <= rel * max(abs(a), abs(b))
+
+        return (self.kind, self.out_scale_down) == (held.kind, held.out_scale_down) and close(
+            self.gain_time_constant_ns, held.gain_time_constant_ns) and close(
+            self.decay_time_constant_ns, held.decay_time_constant_ns)

@@ -1,0 +1,107 @@
+"""The length-lie attack of docs/security.md as a library for its tests and its benchmark
+(bench/attacks.py): the attack topology, a replay of a flood of given frames against a victim with
+the agent in the loop, and the Tofino-order model (the traffic manager's queue between γ and the
+egress's frame check)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ffs.agent.core import Agent
+from ffs.frames import ipv4_frame
+from ffs.switch import fast
+from ffs.switch.driver import LocalDriver
+from ffs.switch.pipeline import Pipeline, Result
+from ffs.switch.trace import EgressQueue, ReplayResult, merge, replay, stream_arrivals
+from ffs.topology import Topology, load
+
+M = 1e6
+
+
+def topology(capacity: float, victim: float, share: float, flood: float, rf: float | None, streams: int = 1,
+             packet_size: int = 1250, ip_len: int | None = None, flood_size: int | None = None) -> str:
+    """s1: victim on p1 (share `share`), flood on p2 (the rest of p3's capacity) at up to p2's line
+    rate, both ports trusted. rf None: the flood sends no shim (labelled: false); ip_len: the flood's
+    IPv4 total length field lies (says ip_len whatever its flood_size bytes)."""
+    per = flood / streams
+    label = "labelled: false" if rf is None else f"rf: {rf!r}"
+    lie = "" if ip_len is None else f", ip_len: {ip_len}"
+    flows = "\n".join(
+        f"  - {{name: flood{k}, path: [{{node: s1, ingress: p2, egress: p3}}], demand: {per:.0f}, {label}, "
+        f"packet_size: {flood_size or packet_size}{lie}}}" for k in range(streams))
+    return f"""
+name: attack
+duration: 0.3
+nodes:
+  s1:
+    interfaces:
+      p1: {{capacity: {capacity:.0f}, port: 1, trust: true}}
+      p2: {{capacity: {flood:.0f}, port: 2, trust: true}}
+      p3: {{capacity: {capacity:.0f}, port: 3}}
+    fairness:
+      p3: {{p1: {share:.0f}, p2: {capacity - share:.0f}}}
+    routes:
+      - {{prefix: 10.0.3.0/24, interface: p3}}
+      - {{prefix: "fd00::/8", interface: p3}}
+streams:
+  - {{name: victim, path: [{{node: s1, ingress: p1, egress: p3}}], demand: {victim:.0f}, packet_size: {packet_size}}}
+{flows}
+"""
+
+
+def loads(text: str) -> Topology:
+    """A topology from its text (through a file, as every topology is loaded)."""
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "attack.yaml"
+        f.write_text(text)
+        return load(f)
+
+
+def replay_attack(flood_frame: bytes, cap: float = 100 * M, victim: float = 40 * M, share: float = 50 * M,
+                  flood: float = 300 * M, duration: float = 0.4, streams: int = 1, poisson: bool = False,
+                  **agent_kw: Any) -> tuple[ReplayResult, dict[str, float], int]:
+    """The victim (p1, 1250-byte packets) and `streams` floods of `flood_frame` (p2) into s1 of
+    `topology`, its agent in the loop; the rates over the second half (IP bytes) and the frames the
+    egress dropped as malformed. The pipeline is `fast.new_pipeline`'s, looked up at the call (the
+    Tofino-order model replaces it with `tm_first_pipeline`)."""
+    topo = loads(topology(cap, victim, share, flood, None))
+    pipe = fast.new_pipeline(1)
+    agent = Agent(LocalDriver(pipe), topo, "s1", **agent_kw)
+    agent.install()
+    good = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)
+    arrivals = [stream_arrivals(1, good, victim * len(good) / 1250, 0, duration, stream="victim", seed=1,
+                                 poisson=poisson)]
+    arrivals += [stream_arrivals(2, flood_frame, flood / streams, 0, duration, stream=f"flood{k}", seed=2 + k,
+                                  poisson=poisson) for k in range(streams)]
+    res = replay(pipe, merge(*arrivals), duration, period_s=0.005, on_period=lambda now_ns, d: agent.step(now_ns / 1e9))
+    t0, t1 = duration / 2, duration
+    got = {"victim": res.rate_bps("victim", t0, t1) * (len(good) - 14) / len(good)}
+    for k in range(streams):
+        got[f"flood{k}"] = res.rate_bps(f"flood{k}", t0, t1) * (len(flood_frame) - 14) / len(flood_frame)
+    return res, got, pipe.egress_acct.malformed.packets[3]
+
+
+def tm_first_pipeline(seed: int, cap: float, queue_ms: float = 2.0) -> Pipeline:
+    """Tofino's order: the reference pipeline with the traffic manager's queue between the ingress
+    (γ) and FfsEgress, drained at 1.05 times the IP-layer target in frame bytes (1264-byte frames
+    for 1250; the headroom a deployment leaves with target_factor), tail drop beyond `queue_ms`.
+    Assumed: the TM paces the port by the frames it dequeues, whatever the egress then drops."""
+    class TmFirst(Pipeline):
+        def __init__(self, seed):
+            super().__init__(seed)
+            rate = 1.05 * cap * 1264 / 1250
+            self.queue = EgressQueue(rate, max(3000, int(rate * queue_ms / 8e3)))
+            self.now_s = 0.0
+
+        def process(self, frame, ingress_port, t_ns):
+            self.now_s = t_ns / 1e9
+            return super().process(frame, ingress_port, t_ns)
+
+        def _egress(self, buf, port, pkt_length, pid, grown):
+            if not self.queue.admit(self.now_s, len(buf)):
+                return Result(None, None, "tm_queue", pid)
+            return super()._egress(buf, port, pkt_length, pid, grown)
+
+    return TmFirst(seed)
