@@ -11,15 +11,15 @@ import math
 from decimal import Decimal, getcontext
 from typing import Callable
 
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.entries import Exact, Range, TableEntry, Ternary, Update
 from ffs.labels import encode, round_log
 
 # --- ternary log tables (§5.1) ---------------------------------------------------------------
 
 
-def log_buckets(width: int, mantissa_bits: int = C.LOG_TABLE_MANTISSA_BITS) -> list[tuple[int, int, int, int]]:
+def log_buckets(width: int, mantissa_bits: int = constants.LOG_TABLE_MANTISSA_BITS) -> list[tuple[int, int, int, int]]:
     """Disjoint (value, mask, lo, hi) buckets covering every input 1 .. 2^width - 1.
 
     A bucket matches the most significant set bit p and the `mantissa_bits` bits below it; values
@@ -40,16 +40,16 @@ def log_buckets(width: int, mantissa_bits: int = C.LOG_TABLE_MANTISSA_BITS) -> l
 
 def bucket_log(lo: int, hi: int) -> int:
     """round(128 · log2 sqrt(lo · hi)) = round(64 · log2(lo · hi)), decided exactly."""
-    return round_log(lo * hi, C.CODE_STEPS_PER_OCTAVE // 2)
+    return round_log(lo * hi, constants.CODE_STEPS_PER_OCTAVE // 2)
 
 
 def log_table_entries(
-    table: N.Table,
+    table: p4names.Table,
     width: int,
     action: str,
     out: Callable[[int, int], dict[str, int]],
     fixed: dict[str, int] | None = None,
-    mantissa_bits: int = C.LOG_TABLE_MANTISSA_BITS,
+    mantissa_bits: int = constants.LOG_TABLE_MANTISSA_BITS,
 ) -> list[TableEntry]:
     """A ternary MSB log table (spec §5.1) for `table`: one entry per bucket of `log_buckets`, on
     the table's ternary key, running `action` with `out(lo, hi)` as its parameters; `fixed` gives
@@ -67,7 +67,7 @@ def log_table_entries(
     ]
 
 
-LLEN_OFFSET = C.CODE_STEPS_PER_OCTAVE * C.WEIGHT_SHIFT + C.CODE_BIAS
+LLEN_OFFSET = constants.CODE_STEPS_PER_OCTAVE * constants.WEIGHT_SHIFT + constants.CODE_BIAS
 
 
 def llen_code(lo: int, hi: int) -> int:
@@ -75,7 +75,7 @@ def llen_code(lo: int, hi: int) -> int:
     return bucket_log(lo, hi) + LLEN_OFFSET
 
 
-MIN_CHARGE = C.MIN_FRAME + C.FCS_LEN  # the fewest bytes a frame occupies on an Ethernet wire
+MIN_CHARGE = constants.MIN_FRAME + constants.FCS_LEN  # the fewest bytes a frame occupies on an Ethernet wire
 
 
 def charged_llen(lo: int, hi: int) -> int:
@@ -120,7 +120,7 @@ def len_log_entries() -> list[TableEntry]:
     """len_log (spec §5.1): llen per (header class, IP-length bucket); the action subtracts the
     arriving label (lw = llen - rf) and flags a runt. A resetting port's rf = 1.0 is applied by
     weight_reset, keyed on llen. Every 16-bit length of every class hits an entry."""
-    t = N.LEN_LOG
+    t = p4names.LEN_LOG
     return [
         TableEntry(t.name, {"ipv6": Exact(ipv6), "vlan": Exact(vlan), "l3_len": Ternary(value, mask)},
                    t.action("set_lw_runt" if runt else "set_lw").name, {"llen": llen})
@@ -133,20 +133,20 @@ def claimed_frame_len(l3_len: int, ipv6: bool, vlan: bool, fcs: bool = True) -> 
     """The frame a packet's headers claim, saturating at 2^16 - 1 like the P4 `|+|`: L2 header +
     IP length (+ the IPv6 header) + FCS, the ingress's frame_len (spec §4); without the FCS, the
     egress's `claimed` (spec §7.3)."""
-    hdr = C.ETH_HDR_LEN + (C.VLAN_TAG_LEN if vlan else 0) + (C.IPV6_HDR_LEN if ipv6 else 0)
-    return min(l3_len + hdr + (C.FCS_LEN if fcs else 0), 0xFFFF)
+    hdr = constants.ETH_HDR_LEN + (constants.VLAN_TAG_LEN if vlan else 0) + (constants.IPV6_HDR_LEN if ipv6 else 0)
+    return min(l3_len + hdr + (constants.FCS_LEN if fcs else 0), 0xFFFF)
 
 
 def lf_params(lo: int, hi: int) -> dict[str, int]:
     """f_log's action data: lf and nlf = -lf (mod 2^16), the same number twice because the data
     plane adds it to k and subtracts it from cc (spec §5.1)."""
     lf = bucket_log(lo, hi)
-    return {"lf": lf, "nlf": (-lf) & C.CODE_MAX}
+    return {"lf": lf, "nlf": (-lf) & constants.CODE_MAX}
 
 
 def f_log_entries() -> list[TableEntry]:
     """f_log (spec §5.1): the unbiased log of the 32-bit F estimator output; 0 takes lf_zero."""
-    return log_table_entries(N.F_LOG, 32, "set_lf", lf_params)
+    return log_table_entries(p4names.F_LOG, 32, "set_lf", lf_params)
 
 
 # --- the weight table (§5.2) -----------------------------------------------------------------
@@ -155,26 +155,26 @@ def f_log_entries() -> list[TableEntry]:
 def weight_value(lw: int) -> int:
     """w = clamp(round(2^(lw/128)), 1, 2^32 - 1), rounded exactly."""
     getcontext().prec = 50
-    exact = (Decimal(lw) / C.CODE_STEPS_PER_OCTAVE * Decimal(2).ln()).exp()
+    exact = (Decimal(lw) / constants.CODE_STEPS_PER_OCTAVE * Decimal(2).ln()).exp()
     w = int(exact.to_integral_value(rounding="ROUND_HALF_UP"))
-    return min(max(w, 1), C.WEIGHT_MAX)
+    return min(max(w, 1), constants.WEIGHT_MAX)
 
 
 def weight_entries() -> list[TableEntry]:
-    t = N.WEIGHT
+    t = p4names.WEIGHT
     return [
         TableEntry(t.name, {"lw": Exact(lw)}, t.actions[0].name, {"w": weight_value(lw)})
-        for lw in range(C.WEIGHT_KEYS)
+        for lw in range(constants.WEIGHT_KEYS)
     ]
 
 
 def weight_reset_entries() -> list[TableEntry]:
     """weight_reset (spec §5.2): a resetting port weighs by rf = 1.0, lw = llen - code(1) (at
     least 0), for every llen len_log can produce."""
-    t = N.WEIGHT_RESET
+    t = p4names.WEIGHT_RESET
     llens = sorted({e.params["llen"] for e in len_log_entries()})
     return [
-        TableEntry(t.name, {"llen": Exact(llen)}, t.actions[0].name, {"w": weight_value(max(llen - C.CODE_ONE, 0))})
+        TableEntry(t.name, {"llen": Exact(llen)}, t.actions[0].name, {"w": weight_value(max(llen - constants.CODE_ONE, 0))})
         for llen in llens
     ]
 
@@ -187,23 +187,23 @@ def gamma_threshold(d: int) -> int:
     if d < 1:
         raise ValueError("gamma_threshold is for d >= 1 (d <= 0 is the gamma = 1 bypass)")
     getcontext().prec = 50
-    exact = Decimal(1 << C.RANDOM_BITS) * (-Decimal(d) / C.CODE_STEPS_PER_OCTAVE * Decimal(2).ln()).exp()
+    exact = Decimal(1 << constants.RANDOM_BITS) * (-Decimal(d) / constants.CODE_STEPS_PER_OCTAVE * Decimal(2).ln()).exp()
     thr = int(exact.to_integral_value(rounding="ROUND_HALF_UP"))
-    return min(max(thr, 1), (1 << C.RANDOM_BITS) - 1)
+    return min(max(thr, 1), (1 << constants.RANDOM_BITS) - 1)
 
 
 def gamma_entries() -> list[TableEntry]:
     """γ on (congested, c_cong), c_cong = code(τ / rf_norm) = CODE_ONE - d (spec §5.4): an
     uncongested egress and d <= 0 bypass the random draw; d = 1..GAMMA_D_MAX get a threshold;
     a miss (d beyond) drops."""
-    t = N.GAMMA
+    t = p4names.GAMMA
     one, frac = t.action("gamma_one").name, t.action("gamma_frac").name
     entries = [
         TableEntry(t.name, {"congested": Ternary(0, 1), "c_cong": Ternary(0, 0)}, one),
-        TableEntry(t.name, {"congested": Ternary(1, 1), "c_cong": Ternary(C.CODE_ONE, C.CODE_ONE)}, one),
+        TableEntry(t.name, {"congested": Ternary(1, 1), "c_cong": Ternary(constants.CODE_ONE, constants.CODE_ONE)}, one),
     ]
-    for d in range(1, C.GAMMA_D_MAX + 1):
-        key = {"congested": Ternary(1, 1), "c_cong": Ternary(C.CODE_ONE - d, C.CODE_MAX)}
+    for d in range(1, constants.GAMMA_D_MAX + 1):
+        key = {"congested": Ternary(1, 1), "c_cong": Ternary(constants.CODE_ONE - d, constants.CODE_MAX)}
         entries.append(TableEntry(t.name, key, frac, {"thr": gamma_threshold(d)}))
     return entries
 
@@ -212,9 +212,9 @@ def gamma_of_code_distance(d: int) -> float:
     """The forwarding probability the table implements for d = rf_norm - ltau (in codes)."""
     if d <= 0:
         return 1.0
-    if d > C.GAMMA_D_MAX:
+    if d > constants.GAMMA_D_MAX:
         return 0.0
-    return gamma_threshold(d) / (1 << C.RANDOM_BITS)
+    return gamma_threshold(d) / (1 << constants.RANDOM_BITS)
 
 
 # --- the constant entries of p4src/ (spec §5.5, §7.6): one generator each, checked against the
@@ -223,8 +223,8 @@ def gamma_of_code_distance(d: int) -> float:
 
 def port_label_entries() -> list[TableEntry]:
     """FfsIngress.port_label, in priority order: which label enters normalization."""
-    t = N.PORT_LABEL
-    valid = Ternary(C.FFS_STATE_VALID, 3)
+    t = p4names.PORT_LABEL
+    valid = Ternary(constants.FFS_STATE_VALID, 3)
     return [
         TableEntry(t.name, {"trust": Ternary(1, 1), "ffs_state": valid}, t.action("use_label_ri").name),
         TableEntry(t.name, {"trust": Ternary(0, 1), "ffs_state": valid}, t.action("reset_label").name),
@@ -233,9 +233,9 @@ def port_label_entries() -> list[TableEntry]:
 
 def ipv4_shim_len_entries() -> list[TableEntry]:
     """FfsIngress.ipv4_shim_len: total_len < 4·IHL + 8 cannot hold the shim (spec §2)."""
-    t = N.IPV4_SHIM_LEN
+    t = p4names.IPV4_SHIM_LEN
     return [
-        TableEntry(t.name, {"ihl": Exact(ihl), "total_len": Range(0, 4 * ihl + C.SHIM_LEN - 1)}, t.action("short_shim").name)
+        TableEntry(t.name, {"ihl": Exact(ihl), "total_len": Range(0, 4 * ihl + constants.SHIM_LEN - 1)}, t.action("short_shim").name)
         for ihl in range(5, 16)
     ]
 
@@ -243,7 +243,7 @@ def ipv4_shim_len_entries() -> list[TableEntry]:
 def ri_candidate_entries() -> list[TableEntry]:
     """FfsIngress.ri_update.ri_candidate: Algorithm 4's branches, only where RI is requested on a
     trusting port; `rri_ge_one` is bit 15 of the rri code (1 iff rri >= 1.0)."""
-    t = N.RI_CANDIDATE
+    t = p4names.RI_CANDIDATE
     out = []
     for ge_one in (0, 1):
         for cong in (0, 1):
@@ -262,21 +262,21 @@ FATE_KEYS = ("parse_error", "parser_err", "routed", "managed", "margin", "ffs_st
 
 def fate_entries() -> list[TableEntry]:
     """FfsIngress.fate in priority order (first match wins; a miss, a parse error, drops)."""
-    t = N.FATE
+    t = p4names.FATE
     rows: list[tuple[tuple[int | tuple[int, int] | None, ...], str]] = [
         ((0, 0, 0, None, None, None, None, None, None, None, None, None), "miss_drop"),
         ((0, 0, 1, 0, None, None, None, None, None, None, None, None), "note_no_pair"),
         ((0, 0, 1, 1, 0, None, None, None, None, None, None, None), "ffs_drop"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_VALID, 1, None, None, None, None, None), "rewrite_label"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_VALID, 0, None, None, None, None, None), "rewrite_reset_label"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_OPAQUE, None, None, None, None, None, None), "note_opaque"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None), "rewrite_label"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None), "rewrite_reset_label"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None), "note_opaque"),
         # a runt arrived padded: a shim in front of the padding would leave it behind the IP packet
-        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, None, None, None, 1), "forward"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 1, None, None, None), "insert_shim_v4"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1), "forward"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None), "insert_shim_v4"),
         # RFC 8200: a Hop-by-Hop header stays right after the IPv6 header; no shim in front of it
-        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 0, 1, C.IP_PROTO_HOPOPT, None), "forward"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, 1, 0, 1, None, None), "insert_shim_v6"),
-        ((0, 0, 1, 1, None, C.FFS_STATE_NONE, None, None, None, None, None, None), "forward"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None), "forward"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None), "insert_shim_v6"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, None, None, None, None, None), "forward"),
     ]
     widths = {k.name: k.width for k in t.keys}
 
@@ -296,27 +296,27 @@ def frame_check_entries() -> list[TableEntry]:
     (L2 header + IP length) mod 2^16. A frame passes if its bytes are what its IP length says, 4
     more (pkt_length counts the FCS on tofino-model and hardware), or a claim below the Ethernet
     minimum padded to it (with or without FCS); anything else is dropped."""
-    t = N.FRAME_CHECK
+    t = p4names.FRAME_CHECK
     ok = t.action("frame_ok").name
     any_len = Ternary(0, 0)
-    pad = C.MIN_FRAME - C.ETH_HDR_LEN  # the largest padding: an empty L3 claim
+    pad = constants.MIN_FRAME - constants.ETH_HDR_LEN  # the largest padding: an empty L3 claim
     return [
         TableEntry(t.name, {"excess": Range(0, 0), "pkt_length": any_len}, ok),
-        TableEntry(t.name, {"excess": Range(C.FCS_LEN, C.FCS_LEN), "pkt_length": any_len}, ok),
-        TableEntry(t.name, {"excess": Range(1, pad), "pkt_length": Ternary(C.MIN_FRAME, 0xFFFF)}, ok),
-        TableEntry(t.name, {"excess": Range(C.FCS_LEN + 1, pad + C.FCS_LEN),
-                            "pkt_length": Ternary(C.MIN_FRAME + C.FCS_LEN, 0xFFFF)}, ok),
+        TableEntry(t.name, {"excess": Range(constants.FCS_LEN, constants.FCS_LEN), "pkt_length": any_len}, ok),
+        TableEntry(t.name, {"excess": Range(1, pad), "pkt_length": Ternary(constants.MIN_FRAME, 0xFFFF)}, ok),
+        TableEntry(t.name, {"excess": Range(constants.FCS_LEN + 1, pad + constants.FCS_LEN),
+                            "pkt_length": Ternary(constants.MIN_FRAME + constants.FCS_LEN, 0xFFFF)}, ok),
     ]
 
 
 def const_entries() -> dict[str, list[TableEntry]]:
     """Every const-entry table of p4src/ with its entries, by table name."""
     return {
-        N.PORT_LABEL.name: port_label_entries(),
-        N.IPV4_SHIM_LEN.name: ipv4_shim_len_entries(),
-        N.RI_CANDIDATE.name: ri_candidate_entries(),
-        N.FATE.name: fate_entries(),
-        N.FRAME_CHECK.name: frame_check_entries(),
+        p4names.PORT_LABEL.name: port_label_entries(),
+        p4names.IPV4_SHIM_LEN.name: ipv4_shim_len_entries(),
+        p4names.RI_CANDIDATE.name: ri_candidate_entries(),
+        p4names.FATE.name: fate_entries(),
+        p4names.FRAME_CHECK.name: frame_check_entries(),
     }
 
 
@@ -336,29 +336,29 @@ def static_updates() -> list[Update]:
 
 
 def lpf_units_per_bps(
-    lpf_time_constant_ns: float = C.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = C.LPF_SCALE_DOWN
+    lpf_time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = constants.LPF_SCALE_DOWN
 ) -> float:
     """F_lpf per (weighted) bit/s: (1/8) · 2^WEIGHT_SHIFT · τ_F / 2^s."""
-    return (1 / 8) * (1 << C.WEIGHT_SHIFT) * (lpf_time_constant_ns * 1e-9) / (1 << lpf_scale_down)
+    return (1 / 8) * (1 << constants.WEIGHT_SHIFT) * (lpf_time_constant_ns * 1e-9) / (1 << lpf_scale_down)
 
 
-def lpf_scale_down_for(capacity_bps: float, lpf_time_constant_ns: float = C.LPF_TIME_CONSTANT_NS) -> int:
+def lpf_scale_down_for(capacity_bps: float, lpf_time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS) -> int:
     """The smallest output scale-down s with which a pair's F estimator cannot saturate (spec §4):
     a stream at `capacity_bps` (the ingress line rate) whose every packet carries the smallest
     admitted label 2^-8 weighs len · 2^8 · 2^8 per byte; the RATE filter then holds about
     rate · τ_F of it, and with a factor 2 for bursts that must stay below 2^32 after >> s."""
     if not (capacity_bps > 0 and math.isfinite(capacity_bps)):
         raise ValueError(f"capacity must be a finite positive rate, got {capacity_bps!r}")
-    max_weight_per_byte = (1 << C.WEIGHT_SHIFT) * 2.0 ** ((C.CODE_ONE - C.RF_CODE_MIN) / C.CODE_STEPS_PER_OCTAVE)
+    max_weight_per_byte = (1 << constants.WEIGHT_SHIFT) * 2.0 ** ((constants.CODE_ONE - constants.RF_CODE_MIN) / constants.CODE_STEPS_PER_OCTAVE)
     peak = 2 * (capacity_bps / 8) * max_weight_per_byte * lpf_time_constant_ns * 1e-9
-    s = max(0, math.ceil(math.log2(peak / C.WEIGHT_MAX))) if peak > C.WEIGHT_MAX else 0
+    s = max(0, math.ceil(math.log2(peak / constants.WEIGHT_MAX))) if peak > constants.WEIGHT_MAX else 0
     if s > 31:
         raise ValueError(f"no 5-bit scale-down keeps the estimator below 2^32 at {capacity_bps:.3g} bit/s; shorten τ_F")
     return s
 
 
 def lm_code(
-    m_bps: float, lpf_time_constant_ns: float = C.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = C.LPF_SCALE_DOWN
+    m_bps: float, lpf_time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = constants.LPF_SCALE_DOWN
 ) -> int:
     """The pair's `lm`: round(128 · log2 M_F), M_F = M in LPF output units, clamped to
     0..LM_MAX (a 32-bit F never reads more than 2^32: spec §7.2)."""
@@ -367,19 +367,19 @@ def lm_code(
     m_f = m_bps * lpf_units_per_bps(lpf_time_constant_ns, lpf_scale_down)
     if m_f <= 1.0:
         return 0
-    return min(round_log(m_f), C.LM_MAX)
+    return min(round_log(m_f), constants.LM_MAX)
 
 
 def pair_params(pid: int, lm: int) -> dict[str, int]:
     """set_pair action data: nlm = -lm (mod 2^16), because k = rf - lm is an add in the data
     plane (spec §5.3)."""
-    if not 0 <= lm <= C.LM_MAX:
-        raise ValueError(f"lm {lm} outside 0..{C.LM_MAX:#x}")
-    return {"pid": pid, "nlm": (-lm) & C.CODE_MAX}
+    if not 0 <= lm <= constants.LM_MAX:
+        raise ValueError(f"lm {lm} outside 0..{constants.LM_MAX:#x}")
+    return {"pid": pid, "nlm": (-lm) & constants.CODE_MAX}
 
 
 def f_from_lpf(
-    f_lpf: int, lpf_time_constant_ns: float = C.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = C.LPF_SCALE_DOWN
+    f_lpf: int, lpf_time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = constants.LPF_SCALE_DOWN
 ) -> float:
     """The weighted rate F in bit/s that an F LPF output (or f_est register) stands for."""
     return f_lpf / lpf_units_per_bps(lpf_time_constant_ns, lpf_scale_down)
@@ -387,7 +387,7 @@ def f_from_lpf(
 
 def lm_of(pair: dict[str, int]) -> int:
     """The lm a set_pair entry's action data stands for (the inverse of pair_params)."""
-    return (-pair["nlm"]) & C.CODE_MAX
+    return (-pair["nlm"]) & constants.CODE_MAX
 
 
 def egress_params(tau: float | None, congested: bool, cr_ratio: float | None) -> dict[str, int]:
@@ -397,11 +397,11 @@ def egress_params(tau: float | None, congested: bool, cr_ratio: float | None) ->
     if congested:
         if tau is None or not (tau >= 1.0 and math.isfinite(tau)):
             raise ValueError(f"a congested egress needs a finite tau >= 1, got {tau!r}")
-        ltau = min(encode(tau), C.LTAU_MAX)  # τ <= TAU_MAX = 2^16
-        ltau_p = ltau - C.CODE_ONE
+        ltau = min(encode(tau), constants.LTAU_MAX)  # τ <= TAU_MAX = 2^16
+        ltau_p = ltau - constants.CODE_ONE
     else:
-        ltau, ltau_p = C.CODE_MAX, 0
-    lcr = C.CODE_MAX if cr_ratio is None or math.isinf(cr_ratio) else encode(max(cr_ratio, 0.0))
+        ltau, ltau_p = constants.CODE_MAX, 0
+    lcr = constants.CODE_MAX if cr_ratio is None or math.isinf(cr_ratio) else encode(max(cr_ratio, 0.0))
     return {"ltau": ltau, "ltau_p": ltau_p, "congested": int(congested), "lcr": lcr}
 
 
@@ -409,10 +409,10 @@ def egress_params_consistent(params: dict[str, int]) -> str | None:
     """Why set_egress action data breaks spec §5.3's derivation, or None when it holds."""
     ltau, ltau_p, congested = params["ltau"], params["ltau_p"], params["congested"]
     if congested:
-        if not C.CODE_ONE <= ltau <= C.LTAU_MAX:
-            return f"a congested egress needs ltau in [{C.CODE_ONE:#x}, {C.LTAU_MAX:#x}] (tau in [1, 2^16]), got {ltau:#x}"
-        if ltau_p != ltau - C.CODE_ONE:
-            return f"ltau_p must be ltau - 0x8000 = {ltau - C.CODE_ONE:#x}, got {ltau_p:#x}"
+        if not constants.CODE_ONE <= ltau <= constants.LTAU_MAX:
+            return f"a congested egress needs ltau in [{constants.CODE_ONE:#x}, {constants.LTAU_MAX:#x}] (tau in [1, 2^16]), got {ltau:#x}"
+        if ltau_p != ltau - constants.CODE_ONE:
+            return f"ltau_p must be ltau - 0x8000 = {ltau - constants.CODE_ONE:#x}, got {ltau_p:#x}"
     elif ltau_p != 0:
         return f"an uncongested egress needs ltau_p = 0, got {ltau_p:#x}"
     return None

@@ -16,8 +16,8 @@ import functools
 import hashlib
 from pathlib import Path
 
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.entries import Exact, Lpm, Ternary
 from ffs.switch.pipeline import DROP_FFS, DROP_MALFORMED, DROP_PARSE_ERROR, DROP_ROUTE_MISS, Pipeline, Result
 from ffs.switch.tna import MatchTable
@@ -33,7 +33,7 @@ else:
 _REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS, DROP_MALFORMED)
 # the engine compiles the writable tables; the const-entry ones are code in _fastpath.c, checked
 # against ffs.tables' generators by tests/test_switch_fastpath.py
-WRITABLE = tuple(t for t in N.TABLES if not t.const_entries)
+WRITABLE = tuple(t for t in p4names.TABLES if not t.const_entries)
 _KIND = {"exact": 0, "lpm": 1, "ternary": 2}
 M64 = (1 << 64) - 1
 
@@ -59,12 +59,12 @@ def _check_contract() -> None:
         raise ImportError("ffs.switch._fastpath was built from another _fastpath.c: rebuild it (pip install -e .)")
     if _fastpath.TABLES != tuple(t.name for t in WRITABLE):
         raise ImportError("ffs.switch._fastpath: table order differs from ffs.p4names.TABLES; rebuild it")
-    for t, acts in zip(WRITABLE + N.CONST_TABLES, _fastpath.ACTIONS):
+    for t, acts in zip(WRITABLE + p4names.CONST_TABLES, _fastpath.ACTIONS):
         if acts.split() != [a.short for a in t.actions]:
             raise ImportError(f"ffs.switch._fastpath: actions of {t.name} differ from ffs.p4names; rebuild it")
     for name, value in _fastpath.CONSTANTS.items():
-        if getattr(C, name) != value:
-            raise ImportError(f"ffs.switch._fastpath: {name} = {value} but ffs.constants says {getattr(C, name)}")
+        if getattr(constants, name) != value:
+            raise ImportError(f"ffs.switch._fastpath: {name} = {value} but ffs.constants says {getattr(constants, name)}")
 
 
 try:
@@ -74,7 +74,7 @@ except ImportError as e:  # a stale or mismatched build: run the Python pipeline
     _IMPORT_ERROR = str(e)
 
 
-def _res(spec: N.Table, action: str, params: dict[str, int]) -> tuple[int, int, int, int, int]:
+def _res(spec: p4names.Table, action: str, params: dict[str, int]) -> tuple[int, int, int, int, int]:
     a = spec.action(action)
     vals = [params[n] for n, _w in a.params]
     return (spec.actions.index(a), *vals, *([0] * (4 - len(vals))))
@@ -158,7 +158,7 @@ class FastPipeline(Pipeline):
                 self.engine.set_table(i, *compile_table(tables[i]))
             self._dirty.clear()
         if self._port_md_dirty:
-            md = bytearray(C.NUM_PORTS * 3)
+            md = bytearray(constants.NUM_PORTS * 3)
             for port, (ifindex, trust, insert) in self._port_md.items():
                 md[3 * port : 3 * port + 3] = bytes((ifindex, trust & 1, insert & 1))  # p4src keys on bit 0
             self.engine.set_port_md(bytes(md))

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.switch.packet import (
     RF_OFF,
     RRI_OFF,
@@ -63,11 +63,11 @@ class Meta:
     trust: int = 0
     insert: int = 0
     # set by the parser's terminal states
-    ffs_state: int = C.FFS_STATE_NONE
+    ffs_state: int = constants.FFS_STATE_NONE
     ri_req: int = 0
     rri_ge_one: int = 0
     l3_len: int = 0
-    rf_hdr: int = C.CODE_ONE
+    rf_hdr: int = constants.CODE_ONE
     # stage 0
     rf: int = 0
     rri_n: int = 0
@@ -111,9 +111,9 @@ def ingress_parser_metadata(buf: bytearray, p: Parsed, md: Meta) -> None:
     ffs_above_max (the arriving label clamped to [RF_CODE_MIN, RF_CODE_MAX]), ffs_opaque, no_shim."""
     md.l3_len = p.l3_len
     md.ffs_state = p.ffs_state
-    if p.ffs_state == C.FFS_STATE_VALID:
-        md.rf_hdr = min(max(shim_get16(buf, p.shim, RF_OFF), C.RF_CODE_MIN), C.RF_CODE_MAX)
-        md.ri_req = (buf[p.shim] & C.FLAG_RI) >> 3
+    if p.ffs_state == constants.FFS_STATE_VALID:
+        md.rf_hdr = min(max(shim_get16(buf, p.shim, RF_OFF), constants.RF_CODE_MIN), constants.RF_CODE_MAX)
+        md.ri_req = (buf[p.shim] & constants.FLAG_RI) >> 3
         md.rri_ge_one = shim_get16(buf, p.shim, RRI_OFF) >> 15
     # ffs_opaque / no_shim: rf_hdr = CODE_ONE (the Meta default)
 
@@ -124,7 +124,7 @@ class PortLabel:
     def __init__(self) -> None:
         from ffs.tables import port_label_entries  # the one generator of the const entries
 
-        self.table = const_table(N.PORT_LABEL, port_label_entries())
+        self.table = const_table(p4names.PORT_LABEL, port_label_entries())
 
     @staticmethod
     def use_label(md: Meta) -> None:
@@ -133,11 +133,11 @@ class PortLabel:
     @staticmethod
     def use_label_ri(buf: bytearray, p: Parsed, md: Meta) -> None:
         md.rf = md.rf_hdr
-        md.rri_n = (C.CODE_ONE - shim_get16(buf, p.shim, RRI_OFF)) & U16
+        md.rri_n = (constants.CODE_ONE - shim_get16(buf, p.shim, RRI_OFF)) & U16
 
     @staticmethod
     def reset_label(md: Meta) -> None:
-        md.rf = C.CODE_ONE
+        md.rf = constants.CODE_ONE
 
     def apply(self, buf: bytearray, p: Parsed, md: Meta) -> None:
         action, _ = self.table.lookup(md.trust, md.ffs_state)
@@ -153,8 +153,8 @@ class Forwarding:
     """`FfsIngress.forwarding`: IPv4/IPv6 LPM to an egress port, with a configurable miss action."""
 
     def __init__(self) -> None:
-        self.ipv4_routes = MatchTable(N.IPV4_ROUTES)
-        self.ipv6_routes = MatchTable(N.IPV6_ROUTES)
+        self.ipv4_routes = MatchTable(p4names.IPV4_ROUTES)
+        self.ipv6_routes = MatchTable(p4names.IPV6_ROUTES)
 
     @staticmethod
     def route(md: Meta, port: int) -> None:  # stage 0
@@ -182,8 +182,8 @@ class PairMap:
     """`FfsIngress.pair_map`: (ingress, egress) -> pair index and k = rf - lm; egress -> τ and friends."""
 
     def __init__(self) -> None:
-        self.pairs = MatchTable(N.PAIRS)
-        self.egress_params = MatchTable(N.EGRESS_PARAMS)
+        self.pairs = MatchTable(p4names.PAIRS)
+        self.egress_params = MatchTable(p4names.EGRESS_PARAMS)
 
     @staticmethod
     def set_pair(md: Meta, pid: int, nlm: int) -> None:  # stage 1: k = nlm + rf never wraps (§7.2)
@@ -199,7 +199,7 @@ class PairMap:
 
     @staticmethod
     def egress_unmanaged(md: Meta) -> None:
-        md.ltau, md.ltau_p, md.congested, md.lcr = C.CODE_MAX, 0, 0, C.CODE_MAX
+        md.ltau, md.ltau_p, md.congested, md.lcr = constants.CODE_MAX, 0, 0, constants.CODE_MAX
 
     def apply(self, ingress_port: int, md: Meta) -> None:
         action, params = self.pairs.lookup(ingress_port, md.egress_port)
@@ -219,14 +219,14 @@ class RateEstimation:
     R_(i,j) counter."""
 
     def __init__(self) -> None:
-        self.len_log = MatchTable(N.LEN_LOG)
-        self.weight = MatchTable(N.WEIGHT)
-        self.weight_reset = MatchTable(N.WEIGHT_RESET)
-        self.f_log = MatchTable(N.F_LOG)
-        self.f_lpf = Lpf(N.F_LPF)
-        self.f_est = Register(N.F_EST)
-        self.pair_bytes = Counter(N.PAIR_BYTES)
-        self.offered = Counter(N.OFFERED)
+        self.len_log = MatchTable(p4names.LEN_LOG)
+        self.weight = MatchTable(p4names.WEIGHT)
+        self.weight_reset = MatchTable(p4names.WEIGHT_RESET)
+        self.f_log = MatchTable(p4names.F_LOG)
+        self.f_lpf = Lpf(p4names.F_LPF)
+        self.f_est = Register(p4names.F_EST)
+        self.pair_bytes = Counter(p4names.PAIR_BYTES)
+        self.offered = Counter(p4names.OFFERED)
 
     @staticmethod
     def set_lw(md: Meta, llen: int) -> None:  # stage 0: lw = log2(len · 2^8 / rf)
@@ -308,7 +308,7 @@ class Normalize:
     """`FfsIngress.normalize`: cc = code(τ/k), the random draw, and γ by (congested, c_cong)."""
 
     def __init__(self, seed: int) -> None:
-        self.gamma = MatchTable(N.GAMMA)
+        self.gamma = MatchTable(p4names.GAMMA)
         self.rng = Random16(seed)
 
     def draw(self, md: Meta) -> None:  # stage 3 (managed packets only draw)
@@ -351,7 +351,7 @@ class RiUpdate:
     def __init__(self) -> None:
         from ffs.tables import ri_candidate_entries  # the one generator of the const entries
 
-        self.ri_candidate = const_table(N.RI_CANDIDATE, ri_candidate_entries())
+        self.ri_candidate = const_table(p4names.RI_CANDIDATE, ri_candidate_entries())
 
     @staticmethod
     def candidate_upstream(md: Meta) -> None:  # stage 4: rri · γ = rri - d
@@ -359,7 +359,7 @@ class RiUpdate:
 
     @staticmethod
     def candidate_keep(md: Meta) -> None:
-        md.c_ri = C.CODE_MAX
+        md.c_ri = constants.CODE_MAX
 
     @staticmethod
     def candidate_congested(md: Meta) -> None:  # stage 4: τ / rf_norm
@@ -380,11 +380,11 @@ class EgressAccounting:
     def __init__(self) -> None:
         from ffs.tables import frame_check_entries  # the one generator of the const entries
 
-        self.accepted = Counter(N.ACCEPTED)
-        self.malformed = Counter(N.MALFORMED)
-        self.pair_malformed = Counter(N.PAIR_MALFORMED)
-        self.egress_ports = MatchTable(N.EGRESS_PORTS)
-        self.frame_check = const_table(N.FRAME_CHECK, frame_check_entries())
+        self.accepted = Counter(p4names.ACCEPTED)
+        self.malformed = Counter(p4names.MALFORMED)
+        self.pair_malformed = Counter(p4names.PAIR_MALFORMED)
+        self.egress_ports = MatchTable(p4names.EGRESS_PORTS)
+        self.frame_check = const_table(p4names.FRAME_CHECK, frame_check_entries())
 
     def count_accepted(self, port: int, frame_len: int) -> None:
         self.accepted.count(port, frame_len, port >> PIPE_SHIFT)
@@ -402,7 +402,7 @@ class EgressAccounting:
             return False
         if not p.ip_version:
             return False
-        pkt_len = pkt_length + (C.SHIM_LEN if grown else 0)
+        pkt_len = pkt_length + (constants.SHIM_LEN if grown else 0)
         excess = (pkt_len - claimed_frame_len(p.l3_len, p.ip_version == 6, p.vlan, fcs=False)) & 0xFFFF
         action, _ = self.frame_check.lookup(excess, pkt_length)
         return action == "frame_lies"
@@ -413,7 +413,7 @@ class EgressAccounting:
             p = parse(buf, ingress=False)
         except ParseError:  # the egress parser accepts what it cannot read: nothing to strip
             return
-        if p.shim and p.ffs_state == C.FFS_STATE_VALID:  # a shim it does not understand stays (spec §6)
+        if p.shim and p.ffs_state == constants.FFS_STATE_VALID:  # a shim it does not understand stays (spec §6)
             strip_shim(buf, p)
 
     def apply(self, buf: bytearray, port: int, pkt_length: int, pid: int | None = None, grown: bool = False) -> bool:
@@ -440,9 +440,9 @@ class Fate:
     def __init__(self, events: Counter) -> None:
         from ffs.tables import fate_entries  # the one generator of the const entries
 
-        self.fate = const_table(N.FATE, fate_entries())
+        self.fate = const_table(p4names.FATE, fate_entries())
         self.events = events
-        self.pair_drops = Counter(N.PAIR_DROPS)
+        self.pair_drops = Counter(p4names.PAIR_DROPS)
 
     @staticmethod
     def rewrite_label(buf: bytearray, p: Parsed, md: Meta) -> None:  # Algorithms 3 line 3 and 4
@@ -452,7 +452,7 @@ class Fate:
     @staticmethod
     def rewrite_reset_label(buf: bytearray, p: Parsed, md: Meta) -> None:
         shim_set16(buf, p.shim, RF_OFF, min(md.rf_norm, md.ltau))
-        buf[p.shim] |= C.FLAG_DEFAULTED
+        buf[p.shim] |= constants.FLAG_DEFAULTED
 
     def apply(self, buf: bytearray, p: Parsed, md: Meta, frame_len: int, pipe: int) -> str:
         """The fate's action name; the frame is edited in place. `pipe`: the ingress port's."""
@@ -476,11 +476,11 @@ class Fate:
 
 
 _EVENT_OF = {
-    "parse_drop": C.EVENT_PARSE_ERROR,
-    "miss_drop": C.EVENT_ROUTE_MISS,
-    "note_no_pair": C.EVENT_NO_PAIR,
-    "ffs_drop": C.EVENT_FFS_DROP,
-    "note_opaque": C.EVENT_OPAQUE_SHIM,
+    "parse_drop": constants.EVENT_PARSE_ERROR,
+    "miss_drop": constants.EVENT_ROUTE_MISS,
+    "note_no_pair": constants.EVENT_NO_PAIR,
+    "ffs_drop": constants.EVENT_FFS_DROP,
+    "note_opaque": constants.EVENT_OPAQUE_SHIM,
 }
 
 
@@ -497,13 +497,13 @@ class Pipeline:
         self.normalize = Normalize(seed)
         self.ri_update = RiUpdate()
         self.egress_acct = EgressAccounting()
-        self.events = Counter(N.EVENTS)
+        self.events = Counter(p4names.EVENTS)
         self.fate = Fate(self.events)
         from ffs.tables import ipv4_shim_len_entries
 
         # every table in the order of ffs.p4names.TABLES (the fast path compiles the writable ones
         # in this order); const-entry tables are read-only.
-        self.ipv4_shim_len = const_table(N.IPV4_SHIM_LEN, ipv4_shim_len_entries())
+        self.ipv4_shim_len = const_table(p4names.IPV4_SHIM_LEN, ipv4_shim_len_entries())
         self.tables: dict[str, MatchTable] = {
             t.spec.name: t
             for t in (
@@ -524,7 +524,7 @@ class Pipeline:
                 self.egress_acct.frame_check,
             )
         }
-        assert tuple(self.tables) == tuple(t.name for t in N.TABLES)
+        assert tuple(self.tables) == tuple(t.name for t in p4names.TABLES)
         self.counters = {
             c.spec.name: c
             for c in (self.rate_est.pair_bytes, self.rate_est.offered, self.fate.pair_drops, self.events, self.egress_acct.accepted,
@@ -535,8 +535,8 @@ class Pipeline:
 
     def process(self, frame: bytes | bytearray, ingress_port: int, t_ns: int) -> Result:
         """One frame arriving on `ingress_port` at time `t_ns` (the LPF's clock)."""
-        if not 0 <= ingress_port < C.NUM_PORTS:
-            raise ValueError(f"ingress port {ingress_port} out of range 0..{C.NUM_PORTS - 1}")
+        if not 0 <= ingress_port < constants.NUM_PORTS:
+            raise ValueError(f"ingress port {ingress_port} out of range 0..{constants.NUM_PORTS - 1}")
         buf = mac_frame(frame)  # padded, with its FCS: what the parser, pkt_length and counters see
         frame_len = len(buf)
         pipe = ingress_port >> PIPE_SHIFT  # the ingress controls' counters, registers and LPF
@@ -551,7 +551,7 @@ class Pipeline:
                 if self.ipv4_shim_len.lookup(p.ihl_bytes // 4, p.l3_len)[0] == "short_shim":
                     raise ParseError("IPv4 total length shorter than header and shim")
         except ParseError:  # fate: parse_drop
-            self.events.count(C.EVENT_PARSE_ERROR, frame_len, pipe)
+            self.events.count(constants.EVENT_PARSE_ERROR, frame_len, pipe)
             return Result(None, None, DROP_PARSE_ERROR)
         ingress_parser_metadata(buf, p, md)
         # -- FfsIngress.apply --------------------------------------------------------------------

@@ -22,14 +22,14 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ffs import constants as C
-from ffs import p4names as N
+from ffs import constants
+from ffs import p4names
 from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary
 
 U16 = 0xFFFF
 U32 = 0xFFFFFFFF
 PIPE_SHIFT = 7  # Tofino 1: a pipe holds 128 device ports (ffs.ports.pipe_of)
-PIPES = C.NUM_PORTS >> PIPE_SHIFT  # the device ports 0..511 span 4 pipes
+PIPES = constants.NUM_PORTS >> PIPE_SHIFT  # the device ports 0..511 span 4 pipes
 
 
 class ControlError(ValueError):
@@ -42,14 +42,14 @@ def mac_frame(frame: bytes | bytearray) -> bytearray:
     read into the FCS, and pkt_length and every counter count it; the egress MAC replaces the last
     4 bytes of what the deparser emits (`mac_output`)."""
     out = bytearray(frame)
-    if len(out) < C.MIN_FRAME:
-        out += bytes(C.MIN_FRAME - len(out))
-    return out + bytes(C.FCS_LEN)
+    if len(out) < constants.MIN_FRAME:
+        out += bytes(constants.MIN_FRAME - len(out))
+    return out + bytes(constants.FCS_LEN)
 
 
 def mac_output(buf: bytearray) -> bytes:
     """The frame that leaves: what the deparser emitted without its last 4 bytes (the FCS)."""
-    return bytes(buf[: -C.FCS_LEN])
+    return bytes(buf[: -constants.FCS_LEN])
 
 
 def sat_sub(a: int, b: int) -> int:
@@ -79,7 +79,7 @@ class _Entry:
 class MatchTable:
     """An exact / LPM / ternary match table with a default action, as BF-RT exposes it."""
 
-    def __init__(self, spec: N.Table) -> None:
+    def __init__(self, spec: p4names.Table) -> None:
         self.spec = spec
         self.entries: dict[tuple, _Entry] = {}  # insertion order = the tie-break among equal priorities
         self._default: ActionResult = (spec.default_action.rsplit(".", 1)[-1], {})
@@ -261,7 +261,7 @@ def _ident(k: KeyValue) -> tuple:
     return ("r", k.low, k.high)
 
 
-def _check_key(table: str, k: N.Key, v: KeyValue) -> KeyValue:
+def _check_key(table: str, k: p4names.Key, v: KeyValue) -> KeyValue:
     top = (1 << k.width) - 1
     want = {"exact": Exact, "lpm": Lpm, "ternary": Ternary, "range": Range}[k.match]
     if k.match == "ternary" and isinstance(v, Exact):
@@ -309,7 +309,7 @@ class Counter:
 
     Storage is `array('Q')` so that the compiled fast path counts into the same cells."""
 
-    def __init__(self, spec: N.Counter) -> None:
+    def __init__(self, spec: p4names.Counter) -> None:
         self.spec = spec
         self.size = spec.size
         self.packets = _zeros("Q", PIPES * spec.size)
@@ -341,7 +341,7 @@ class Register:
     """32-bit cells (`array('I')`, shared with the fast path), one set per pipe; one
     RegisterAction per packet, in the pipe that runs it."""
 
-    def __init__(self, spec: N.Register) -> None:
+    def __init__(self, spec: p4names.Register) -> None:
         if spec.width != 32:
             raise ValueError(f"{spec.name}: only 32-bit registers are modelled")
         self.spec = spec
@@ -374,7 +374,7 @@ class Lpf:
     control plane writes it to every pipe at once (BF-RT's target of every pipe).
     """
 
-    def __init__(self, spec: N.Lpf) -> None:
+    def __init__(self, spec: p4names.Lpf) -> None:
         self.spec = spec
         n = self.size = spec.size
         # state in arrays the fast path shares: y, time of the last sample, whether one was seen
@@ -433,7 +433,7 @@ class Random16:
         return self._rng.getstate()
 
 
-def const_table(spec: N.Table, entries: list[TableEntry]) -> MatchTable:
+def const_table(spec: p4names.Table, entries: list[TableEntry]) -> MatchTable:
     """A table with `const entries` in the P4 source: the entries in their source order, the first
     match winning (bf-p4c gives const entries priority by position)."""
     t = MatchTable(spec)
