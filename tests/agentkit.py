@@ -18,6 +18,24 @@ from ffs.switch import trace, wire
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load, wide_text
 
+
+# a node across pipes 0 and 1 of a 2-pipe Tofino (device ports 0-63 and 128-191), with front-panel
+# names for a target that brings its ports up (issue 20)
+TWO_PIPES_NODE = """name: two-pipes
+nodes:
+  s1:
+    interfaces:
+      a: {capacity: 10Gbps, port: 0, fp: 1/0}
+      b: {capacity: 10Gbps, port: 129, fp: 17/1}
+    fairness:
+      a: {b: 10Gbps}
+      b: {a: 10Gbps}
+    routes:
+      - {prefix: 10.0.1.0/24, interface: a}
+      - {prefix: 10.0.2.0/24, interface: b}
+"""
+
+
 DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
 LPF = LpfConfig(20e6, 4)  # 20 ms: many packets per time constant at these rates
 

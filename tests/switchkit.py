@@ -69,10 +69,7 @@ def single_packet_f(ip_len: int, rf_code: int, ipv6: bool = False, vlan: bool = 
     """The F LPF output for a packet that arrives after the filter has forgotten everything
     (spec §8: y = x), with w from the generated len_log and weight tables (spec §5.1, §5.2): the
     packet weighs the frame its headers claim, FCS included (spec §4)."""
-    llen, _ = tables.len_log_lookup(ip_len, ipv6, vlan)
-    lw = max(llen - rf_code, 0)
-    w = tables.weight_value(lw) if lw < constants.WEIGHT_KEYS else constants.WEIGHT_MAX
-    return w >> SCALE
+    return tables.packet_weight(ip_len, ipv6, vlan, rf_code) >> SCALE
 
 
 def labelled(rf_code: int, ip_len: int = 1000, flags: int = constants.FLAG_RI, rri: int = constants.CODE_MAX, echo: int = 0x1234, **kw) -> bytes:

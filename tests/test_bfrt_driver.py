@@ -18,6 +18,7 @@ import types
 
 import pytest
 
+from agentkit import TWO_PIPES_NODE
 from ffs import p4names
 from ffs.driver.base import DriverError
 from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
@@ -684,19 +685,6 @@ def test_agent_restart_over_bfrt_reads_back_and_writes_nothing(fake_sde, tmp_pat
 
 # --- a node across two pipes of a 2-pipe Tofino (issue 20) ---------------------------------------
 
-TWO_PIPES = """name: two-pipes
-nodes:
-  s1:
-    interfaces:
-      a: {capacity: 10Gbps, port: 0, fp: 1/0}
-      b: {capacity: 10Gbps, port: 129, fp: 17/1}
-    fairness:
-      a: {b: 10Gbps}
-      b: {a: 10Gbps}
-    routes:
-      - {prefix: 10.0.1.0/24, interface: a}
-      - {prefix: 10.0.2.0/24, interface: b}
-"""
 
 
 def _front_panel(log, tables):
@@ -779,7 +767,7 @@ def test_agent_over_bfrt_on_two_pipes_sees_the_totals_of_one(fake_sde, tmp_path)
 
     d, log, tables = fake_sde
     _front_panel(log, tables)
-    (tmp_path / "two-pipes.yaml").write_text(TWO_PIPES)
+    (tmp_path / "two-pipes.yaml").write_text(TWO_PIPES_NODE)
     topo = load(tmp_path / "two-pipes.yaml")
     snaps = []
     for split in (False, True):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentkit import TWO_PIPES_NODE
 from ffs import ports
 from ffs.agent.core import Agent
 from ffs.agent.frontpanel import FrontPanel
@@ -138,19 +139,7 @@ def test_a_node_across_two_pipes_knows_the_pipe_of_each_pair_and_egress(tmp_path
     """Device ports 0-63 are pipe 0, 128-191 pipe 1 on a 2-pipe Tofino: a pair's state lives in
     the pipe of its ingress port, an egress's counters in the pipe of its egress port."""
     p = tmp_path / "two-pipes.yaml"
-    p.write_text("""name: two-pipes
-nodes:
-  s1:
-    interfaces:
-      a: {capacity: 10Gbps, port: 0}
-      b: {capacity: 10Gbps, port: 129}
-    fairness:
-      a: {b: 10Gbps}
-      b: {a: 10Gbps}
-    routes:
-      - {prefix: 10.0.1.0/24, interface: a}
-      - {prefix: 10.0.2.0/24, interface: b}
-""")
+    p.write_text(TWO_PIPES_NODE)  # manage_ports is off: its front-panel names go unused
     a = Agent(LocalDriver(Pipeline(1)), load(p), "s1")
     a.install(now_s=0.0)
     snap = a.step(0.0)

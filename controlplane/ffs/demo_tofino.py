@@ -38,7 +38,7 @@ from ffs.agent.api import ApiError, call
 from ffs.allocator import allocate
 from ffs.differential import port_map_veths
 from ffs.frames import ipv4_frame
-from ffs.sde import Sde, sde_missing
+from ffs.sde import Sde, sde_missing, stop_process
 from ffs.topology import Topology, load
 from ffs.units import format_rate
 
@@ -189,9 +189,7 @@ def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms:
             return verdict(rows, tx, (exact1, target1), (exact2, target2), half, duration_s)
         finally:
             stop.set()
-            if agent is not None and agent.poll() is None:
-                agent.terminate()
-                agent.wait(timeout=20)
+            stop_process(agent)
             sde.stop()
 
 

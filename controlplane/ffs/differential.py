@@ -47,7 +47,7 @@ from ffs.driver.bfrt import BfrtDriver
 from ffs.entries import Exact, LpfSpec, TableEntry, Update
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.labels import encode
-from ffs.sde import Sde, sde_missing
+from ffs.sde import Sde, sde_missing, stop_process
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline, Result
 from ffs.topology import Node, load
@@ -384,12 +384,7 @@ def run_agent_install(setup: Setup, work: Path) -> None:
                 time.sleep(0.3)
         raise RuntimeError("ffs-agent did not serve within 180 s")
     finally:
-        agent.terminate()
-        try:
-            agent.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            agent.kill()
-            agent.wait()
+        stop_process(agent)
         log.close()
 
 

@@ -57,6 +57,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop_process(p: subprocess.Popen | None, timeout_s: float = 20.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout_s` (SIGCONT first, in case a test
+    paused it); nothing for a process that is gone or was never started."""
+    if p is None or p.poll() is not None:
+        return
+    p.send_signal(signal.SIGCONT)
+    p.terminate()
+    try:
+        p.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 class Sde:
     """One tofino-model and one bf_switchd running `program`; logs under `log_dir`."""
 
@@ -100,20 +114,8 @@ class Sde:
         self.start_switchd()
         return self
 
-    @staticmethod
-    def _stop(p: subprocess.Popen | None) -> None:
-        if p is None or p.poll() is not None:
-            return
-        p.send_signal(signal.SIGCONT)  # in case a test paused it
-        p.terminate()
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
     def stop_switchd(self) -> None:
-        self._stop(self.switchd)
+        stop_process(self.switchd)
         self.switchd = None
         deadline = time.monotonic() + 10
         while _port_open(GRPC_PORT) and time.monotonic() < deadline:
@@ -122,7 +124,7 @@ class Sde:
     def stop(self) -> None:
         """The model first: a SIGTERM to bf_switchd while the model's ports are up (a port map)
         ends it with SIGSEGV; once the model is gone switchd exits on its own terms."""
-        self._stop(self.model)
+        stop_process(self.model)
         self.model = None
         self.stop_switchd()
 

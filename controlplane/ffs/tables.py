@@ -116,6 +116,15 @@ def len_log_lookup(l3_len: int, ipv6: bool, vlan: bool) -> tuple[int, bool]:
     raise ValueError(f"IP length {l3_len} is not 16 bits")
 
 
+def packet_weight(l3_len: int, ipv6: bool, vlan: bool, rf: int) -> int:
+    """w for one packet as len_log and the weight tables give it (spec §5.1, §5.2): lw = llen |-| rf
+    through `weight`, a miss (lw >= WEIGHT_KEYS) taking weight_max; a resetting port passes
+    rf = code(1), which is what `weight_reset` holds for each llen."""
+    llen, _ = len_log_lookup(l3_len, ipv6, vlan)
+    lw = max(llen - rf, 0)
+    return weight_value(lw) if lw < constants.WEIGHT_KEYS else constants.WEIGHT_MAX
+
+
 def len_log_entries() -> list[TableEntry]:
     """len_log (spec §5.1): llen per (header class, IP-length bucket); the action subtracts the
     arriving label (lw = llen - rf) and flags a runt. A resetting port's rf = 1.0 is applied by
@@ -172,7 +181,7 @@ def weight_reset_entries() -> list[TableEntry]:
     """weight_reset (spec §5.2): a resetting port weighs by rf = 1.0, lw = llen - code(1) (at
     least 0), for every llen len_log can produce."""
     t = p4names.WEIGHT_RESET
-    llens = sorted({e.params["llen"] for e in len_log_entries()})
+    llens = sorted({llen for ipv6, vlan in LEN_CLASSES for _, _, llen, _ in _len_log_buckets(ipv6, vlan)})
     return [
         TableEntry(t.name, {"llen": Exact(llen)}, t.actions[0].name, {"w": weight_value(max(llen - constants.CODE_ONE, 0))})
         for llen in llens

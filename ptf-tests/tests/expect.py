@@ -44,9 +44,7 @@ Claim = tuple[int, bool, bool]  # (IP length, IPv6, 802.1Q): what len_log weighs
 def weight(claim: Claim, rf: int) -> int:
     """w = len · 2^8 / rf through len_log and the weight table (spec §5.1, §5.2); a resetting
     port passes rf = code(1) (weight_reset)."""
-    llen, _ = tables.len_log_lookup(*claim)
-    lw = max(llen - rf, 0)
-    return tables.weight_value(lw) if lw < constants.WEIGHT_KEYS else constants.WEIGHT_MAX
+    return tables.packet_weight(*claim, rf)
 
 
 def forgetful_f(claim: Claim, rf: int, scale_down: int) -> int:
