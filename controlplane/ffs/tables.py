@@ -78,10 +78,17 @@ def llen_code(lo: int, hi: int) -> int:
 MIN_CHARGE = constants.MIN_FRAME + constants.FCS_LEN  # the fewest bytes a frame occupies on an Ethernet wire
 
 
+def wire_len(frame_len: int) -> int:
+    """The bytes a frame of `frame_len` (FCS included) costs its port: padded to the Ethernet
+    minimum, plus preamble and inter-frame gap. Every line rate counts these (spec §4)."""
+    return max(frame_len, MIN_CHARGE) + constants.WIRE_OVERHEAD
+
+
 def charged_llen(lo: int, hi: int) -> int:
-    """llen of a frame_len bucket: a frame shorter than the Ethernet minimum is padded on the wire,
-    so it is weighed as a minimum frame (spec §4) and a padded liar gains nothing."""
-    return llen_code(max(lo, MIN_CHARGE), max(hi, MIN_CHARGE))
+    """llen of a frame_len bucket: the frame is weighed by what it costs the port (`wire_len`), so
+    F is a line rate like the shares it is compared with (spec §4), and a frame shorter than the
+    Ethernet minimum, padded on the wire, weighs as a minimum frame: a padded liar gains nothing."""
+    return llen_code(wire_len(lo), wire_len(hi))
 
 
 LEN_CLASSES = ((0, 0), (0, 1), (1, 0), (1, 1))  # (ipv6, vlan): the header classes of len_log's key
