@@ -324,3 +324,24 @@ def test_tofino_order_a_liar_is_quarantined():
     _, bare, _ = replay_attack(lie_ip_len(ipv4_frame("10.0.2.1", "10.0.3.1", 1250), 20), poisson=True, quarantine_s=0,
                                duration=d)
     assert bare["victim"] < 0.5 * victim, bare
+
+
+def test_the_estimators_scale_down_is_in_the_weights_not_after_its_32_bit_state(monkeypatch):
+    """tofino-model keeps an LPF's state in a 32-bit word that saturates, and applies the output
+    scale-down after it (its source; the software switch models the same, spec §8). Sized for the
+    line rate, the scale-down must therefore divide the weights the filter sums, not its output:
+    with it on the output, a flood with the smallest label (2^-8) saturates its pair's state at
+    1 Gb/s, reads a quarter of its rate and takes most of the victim's share."""
+    from ffs.agent import program
+    from ffs.entries import LpfSpec
+
+    cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
+    text = topology(cap, victim, share, flood, decode(0x7C00))
+    got = {s["stream"]: s["measured"] for s in run_scenario(loads(text), "ffs").streams}
+    check(cap, victim, share, flood, got)
+    static = program.tables.static_updates
+    monkeypatch.setattr(program.LpfConfig, "spec", lambda self: LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns,
+                                                                     self.scale_down))
+    monkeypatch.setattr(program.tables, "static_updates", lambda shift=0: static(0))
+    got = {s["stream"]: s["measured"] for s in run_scenario(loads(text), "ffs").streams}
+    assert got["victim"] < 0.5 * victim, got

@@ -261,14 +261,16 @@ class Agent:
         self._last, self._last_t, self._tau_acc = {}, {}, {}
         self._program_id = self.driver.program_id()
         verified = self.store.load_program(self.node.name) if self.store is not None else None
+        # the generated tables hold the estimator's scale-down (the weights): verified for this one
+        generated = f"{self._program_id} weight-shift {self.lpf.scale_down}"
         # the same program instance: this agent (or its predecessor) verified the generated tables on
         # it, and only an out-of-band change can have altered them since (the slow check's job)
-        n = self.reconcile("start", NODE_TABLES if verified == self._program_id else OWNED_TABLES)
+        n = self.reconcile("start", NODE_TABLES if verified == generated else OWNED_TABLES)
         if self.front_panel is not None:
             n += self.front_panel.reconcile()  # ports last: they forward what the tables now decide
             self._port_status = self.front_panel.status()
         if self.store is not None:
-            self.store.save_program(self.node.name, self._program_id)
+            self.store.save_program(self.node.name, generated)
         self.baseline(now_s)
         log.info("took over node=%s pairs=%d egresses=%d program=%s updates=%d tau=%s", self.node.name, len(self.pairs()),
                  len(self.fairness), self._program_id, n,

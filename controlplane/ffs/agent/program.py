@@ -36,9 +36,11 @@ class LpfConfig:
         return LpfConfig(tc, tables.lpf_scale_down_for(fastest, tc) if fastest > 0 else constants.LPF_SCALE_DOWN)
 
     def spec(self) -> LpfSpec:
+        """The filter's spec: no output scale-down, the weights carry it (`static_updates`): the
+        filter's state is a 32-bit register that saturates before any output shift applies."""
         if self.scale_down is None or self.time_constant_ns is None:
             raise ValueError("LpfConfig.spec: size the estimator for a node first (for_node)")
-        return LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns, self.scale_down)
+        return LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns, 0)
 
 
 # Frames of the node's largest size its smallest share carries per time constant. The LPF's output
@@ -185,5 +187,5 @@ def node_updates(node: Node, lpf: LpfConfig) -> list[Update]:
     ups += [pair_entry(node.share(p.ingress, p.egress), p, lpf) for p in pairs_of(node)]
     idle = tables.egress_params(None, False, None)
     ups += [egress_entry(node.interfaces[e].port, idle) for e in sorted(node.fairness)]
-    ups += tables.static_updates()
+    ups += tables.static_updates(lpf.scale_down or 0)
     return ups

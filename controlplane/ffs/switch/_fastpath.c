@@ -489,15 +489,14 @@ static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns,
             double a = tc > 0 ? exp((double)(-dt) / tc) : 0.0;
             y = y * a + (double)x;
         }
+        if (y > (double)U32) y = (double)U32; /* a 32-bit state: it saturates, the scale-down comes after */
     } else {
         y = (double)x;
         e->lpf_seen[at] = 1;
     }
     e->lpf_y[at] = y;
     e->lpf_last[at] = t_ns;
-    if (!(y < 9223372036854775808.0)) return U32; /* floor(y) >> s >= 2^32 for any s <= 31 */
-    uint64_t out = ((uint64_t)y) >> e->lpf_shift[index];
-    return out < U32 ? (uint32_t)out : U32;
+    return ((uint32_t)y) >> e->lpf_shift[index];
 }
 
 /* --- packet.py: parser and deparser on offsets ------------------------------------------------ */
