@@ -71,7 +71,7 @@ def _buffers(specs: tuple[str, ...], ports: dict[int, str], speeds: dict[int, fl
               help="Bind device port N to interface IFACE (repeat); with @SPEED (a line rate, e.g. 20Mbps) the port "
                    "sends at that speed, queueing and tail-dropping like a Tofino port (docs/live-mode.md).")
 @click.option("--buffer", "buffer_specs", multiple=True, metavar="N=BYTES",
-              help="The queue of a port with a speed (default: 10 ms of its speed, 64 KiB to 2 MiB).")
+              help="The queue of a port with a speed (default: 10 ms of its speed and at least 64 frames of the interface MTU, at most 2 MiB).")
 @click.option("--control", default=None,
               help="Control service: unix:PATH (default: an owner-only socket, /run/ffs/switch.sock for root) or "
                    "loopback HOST:PORT (then any local user can use it).")

@@ -86,9 +86,14 @@ def run_scenario(
     lpf: LpfConfig = LpfConfig(),
     progress: Callable[[float], None] | None = None,
     window: tuple[float, float] | None = None,
+    arrivals: str = "jitter",
 ) -> ScenarioResult:
+    """`arrivals`: "jitter" (gaps uniform in [0.5, 1.5) of the mean, CSFQ's sources: evenly spaced
+    ones phase-lock with a tail-drop queue), "constant" or "poisson"."""
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r} (have: {', '.join(SCHEMES)})")
+    if arrivals not in ("jitter", "constant", "poisson"):
+        raise ValueError(f"arrivals must be jitter, constant or poisson, not {arrivals!r}")
     duration_s = duration_s or topo.duration or 1.0
     seed = topo.seed if seed is None else seed
     # compiled when built: same results (new_pipeline looked up here: the attack benchmark replaces it)
@@ -116,7 +121,7 @@ def run_scenario(
 
     csfq = Csfq(seed=seed) if scheme == "csfq" else None
     res = trace.run(topo, pipes, duration_s, period_s=period_s, on_period=on_period, seed=seed,
-                    bin_s=bin_s, progress=progress, csfq=csfq, jitter=True)
+                    bin_s=bin_s, progress=progress, csfq=csfq, jitter=arrivals == "jitter", poisson=arrivals == "poisson")
     exact = allocate(topo)
     w0, w1 = window or (duration_s / 2, duration_s)
     out = ScenarioResult(topo.name, scheme, duration_s, bin_s,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from ffs import netns
+from ffs.constants import SHIM_LEN
 from ffs.agent.api import ApiError, call
 from ffs.topology import Topology, load
 
@@ -76,7 +77,9 @@ def live_node(topology_file: str | Path, work: Path, *, agent: bool = True, peri
               lpf_time_constant_us: float | None = None, switch_args: Sequence[str] = (),
               before_switch: Callable[[netns.Plan], None] | None = None) -> Iterator[LiveNode]:
     topo = load(topology_file)
-    plan = netns.up(topo)
+    # the veths carry the largest MTU of the topology's node, the hosts' 8 bytes less (netns.up)
+    mtu = max((i.mtu for n in topo.nodes.values() for i in n.interfaces.values()), default=1500)
+    plan = netns.up(topo, mtu=max(netns.DEFAULT_MTU, mtu + SHIM_LEN))
     node = LiveNode(topo, plan, work)
     py = sys.executable
     try:

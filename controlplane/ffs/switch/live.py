@@ -272,6 +272,14 @@ def disable_offloads(ifname: str) -> None:
         log.warning("ethtool not available: offloads on %s stay as they are", ifname)
 
 
+def _mtu_of(ifname: str) -> int:
+    try:
+        with open(f"/sys/class/net/{ifname}/mtu") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return 1500
+
+
 def _wait_control(address: str, program_id: str, timeout_s: float = 10.0) -> None:
     """The readiness signal means "answers": ask the service itself, as a client would."""
     drv = ModelDriver(address, rpc_timeout_s=5.0)
@@ -304,7 +312,7 @@ def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_f
         _remove_stale_ready(Path(ready_file))
     pipeline = new_pipeline(seed, engine)
     for port, speed in sorted((speeds or {}).items()):
-        pipeline.tm.configure(port, speed, (buffers or {}).get(port))
+        pipeline.tm.configure(port, speed, (buffers or {}).get(port), _mtu_of(ports[port]))
         log.info("port %d paced at %.6g bit/s, buffer %d bytes", port, speed, int(pipeline.tm.buffer[port]))
     if csfq is not None:
         csfq.attach({"live": pipeline}, live=True)

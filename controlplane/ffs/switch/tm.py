@@ -25,17 +25,21 @@ from array import array
 from dataclasses import dataclass
 
 from ffs import constants
+from ffs.tables import wire_len
 from ffs.topology import Node
 
-# a port's queue when its buffer is not configured: 10 ms of its line rate, within [64 KiB, 2 MiB]
-# (a Tofino 1 shares 22 MB among its ports; 64 KiB holds seven jumbo frames)
+# a port's queue when its buffer is not configured: 10 ms of its line rate, and room for at least
+# 64 frames of its MTU, at most 2 MiB (a Tofino 1 shares 22 MB among its ports). At critical load
+# (FFS-C100 admits the port's speed) the queue's tail drops grow with the variance of the arrivals
+# over the buffer: a buffer of 14 jumbo frames lost 2 % of a 100 Mb/s port (docs/results.md)
 DEFAULT_BUFFER_S = 0.010
-MIN_BUFFER = 64 << 10
+MIN_BUFFER_FRAMES = 64
 MAX_BUFFER = 2 << 20
 
 
-def default_buffer(speed_bps: float) -> int:
-    return int(min(max(speed_bps * DEFAULT_BUFFER_S / 8, MIN_BUFFER), MAX_BUFFER))
+def default_buffer(speed_bps: float, mtu: int = 1500) -> int:
+    frame = wire_len(constants.ETH_HDR_LEN + constants.VLAN_TAG_LEN + mtu + constants.FCS_LEN)
+    return int(min(max(speed_bps * DEFAULT_BUFFER_S / 8, MIN_BUFFER_FRAMES * frame), MAX_BUFFER))
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,9 @@ class TrafficManager:
         self.enqueued = array("Q", bytes(8 * ports))
         self.delay_sum = array("d", bytes(8 * ports))  # seconds
 
-    def configure(self, port: int, speed_bps: float | None, buffer_bytes: int | None = None) -> None:
-        """Pace `port` at `speed_bps` with a queue of `buffer_bytes` (None: `default_buffer`); a
-        speed of None or 0 leaves it unpaced. The queue starts empty."""
+    def configure(self, port: int, speed_bps: float | None, buffer_bytes: int | None = None, mtu: int = 1500) -> None:
+        """Pace `port` at `speed_bps` with a queue of `buffer_bytes` (None: `default_buffer` for
+        its speed and `mtu`); a speed of None or 0 leaves it unpaced. The queue starts empty."""
         if not 0 <= port < self.size:
             raise ValueError(f"port {port} out of range 0..{self.size - 1}")
         speed = float(speed_bps or 0.0)
@@ -72,7 +76,7 @@ class TrafficManager:
         if buffer_bytes is not None and buffer_bytes <= 0:
             raise ValueError(f"port {port}: buffer must be positive, got {buffer_bytes!r}")
         self.speed[port] = speed
-        self.buffer[port] = float(buffer_bytes if buffer_bytes is not None else default_buffer(speed))
+        self.buffer[port] = float(buffer_bytes if buffer_bytes is not None else default_buffer(speed, mtu))
         self.backlog[port] = 0.0
 
     def enqueue(self, port: int, t_ns: int, wire_bytes: int) -> int:
@@ -114,4 +118,4 @@ def configure_node(tm: TrafficManager, node: Node) -> None:
     """Every interface of a topology node paced at its speed (default: its capacity) with its
     buffer (default: `default_buffer`), as the ports of the switch that runs it are."""
     for i in node.interfaces.values():
-        tm.configure(i.port, i.speed, i.buffer_bytes)
+        tm.configure(i.port, i.speed, i.buffer_bytes, i.mtu)
