@@ -41,9 +41,9 @@ class Tolerance:
         """The target runs packet i at its own time T_i = t_i + e_i, t_i when PTF sent it. e_i lies
         in [0, latency_i] (it ran before PTF received it), on tofino-model in [-(r_i + tick),
         latency_i]: the clock ticks per ms, and one decay step per packet carries the rest of the
-        gap, r_i < (gap_i + latency_i + tick + r_(i-1)) / 2, or all of it below tau/128. So packet i's
-        part of reading k has an age off by
-        e_k - e_i, within those bounds; summed over the train, that bounds each reading."""
+        gap, r_i < (gap_i + latency_i + tick + r_(i-1)) / 2, or all of it below tau/128. Packet i's
+        part of reading k has an age off by e_k - e_i: the sum over the train with the worst
+        differences bounds each reading."""
         lag = [0.0] * len(times_ns)
         for i in range(1, len(times_ns)) if tofino else ():
             lag[i] = max((times_ns[i] - times_ns[i - 1] + latency_ns[i] + TICK_NS + lag[i - 1]) / 2, tc_ns * CLOCK / 128)
