@@ -33,7 +33,7 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help setup system-deps test unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim greedy-node
+.PHONY: help setup system-deps test unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim greedy-node csfq-paper
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch), after make lint and make typecheck"
@@ -53,6 +53,7 @@ help:
 	@echo "make bench-sim    the exact allocator at Internet scale: time and memory of the network study, 200-2000 ASes"
 	@echo "make results      every scenario of scenarios/ in virtual time (FFS, FIFO, CSFQ) -> docs/results/"
 	@echo "make greedy-node  FFS §XI Figure 7: two interfaces, distributions of p.r/p.f, exact and packet by packet -> docs/results/greedy-node.json"
+	@echo "make csfq-paper   the CSFQ baseline against the CSFQ paper (Fig. 4a, Table 4) and the label lie of FFS §VII-A -> docs/results/csfq-paper.json"
 	@echo "make experiment-cca (root) real TCP CCA pairs through the live switch: FIFO, FFS-C100, FFS-C85"
 	@echo "make experiment-endpoint (root) MinTime/MinLoss (ffs-transfer) against cubic and bbr through the live switch (FFS-C85, RI)"
 
@@ -148,6 +149,9 @@ results:
 # The papers' own experiments beside ours (docs/results.md); virtual time, no root
 greedy-node:
 	$(PYTHON) bench/greedy_node.py
+
+csfq-paper:
+	$(PYTHON) bench/csfq_paper.py
 
 experiment-cca:
 	$(PYTHON) bench/experiment_cca.py
