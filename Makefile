@@ -33,7 +33,7 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help setup system-deps test unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
+.PHONY: help setup system-deps test unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim greedy-node csfq-paper resources-compared
 help:
 	@echo "make setup        install the ffs package and its test dependencies"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch), after make lint and make typecheck"
@@ -52,6 +52,9 @@ help:
 	@echo "make bench-switchd the agent's period on bf_switchd + tofino-model (SDE, compiled ffs, root)"
 	@echo "make bench-sim    the exact allocator at Internet scale: time and memory of the network study, 200-2000 ASes"
 	@echo "make results      every scenario of scenarios/ in virtual time (FFS, FIFO, CSFQ) -> docs/results/"
+	@echo "make greedy-node  FFS §XI Figure 7: two interfaces, distributions of p.r/p.f, exact and packet by packet -> docs/results/greedy-node.json"
+	@echo "make csfq-paper   the CSFQ baseline against the CSFQ paper (Fig. 4a, Table 4) and the label lie of FFS §VII-A -> docs/results/csfq-paper.json"
+	@echo "make resources-compared  the Tofino resources of FFS beside Cebinae's and HCSFQ's, with their sources, in our units"
 	@echo "make experiment-cca (root) real TCP CCA pairs through the live switch: FIFO, FFS-C100, FFS-C85"
 	@echo "make experiment-endpoint (root) MinTime/MinLoss (ffs-transfer) against cubic and bbr through the live switch (FFS-C85, RI)"
 
@@ -143,6 +146,17 @@ bench-sim:
 # Evaluation (docs/results.md): scenarios in virtual time; the live CCA experiment (root)
 results:
 	$(PYTHON) bench/run_scenarios.py
+
+# The papers' own experiments beside ours (docs/results.md); virtual time, no root
+greedy-node:
+	$(PYTHON) bench/greedy_node.py
+
+csfq-paper:
+	$(PYTHON) bench/csfq_paper.py
+
+# reads the compiler's figures `make p4-resources` wrote into docs/pipeline.md (no SDE needed)
+resources-compared:
+	$(PYTHON) bench/resources_compared.py
 
 experiment-cca:
 	$(PYTHON) bench/experiment_cca.py

@@ -100,15 +100,20 @@ class CsfqCore:
 class Csfq:
     """CSFQ over a topology: edge labels per stream, one core per (node, egress port)."""
 
-    def __init__(self, k_s: float = 0.02, k_alpha_s: float = 0.02, k_c_s: float = 0.02, seed: int = 1) -> None:
+    def __init__(self, k_s: float = 0.02, k_alpha_s: float = 0.02, k_c_s: float = 0.02, seed: int = 1,
+                 lies: dict[str, float] | None = None) -> None:
         self.k_s, self.k_alpha_s, self.k_c_s = k_s, k_alpha_s, k_c_s
         self.edges: dict[str, RateEstimator] = {}
         self.cores: dict[tuple[str, int], CsfqCore] = {}
         self.rng = random.Random(seed)
+        # stream -> factor its edge multiplies the label by: the label manipulation FFS §VII-A says
+        # fools (H)CSFQ (a core trusts every label; claiming a lower rate lowers the drop probability)
+        self.lies = lies or {}
 
     def label(self, stream: str, t: float, size_bits: float) -> float:
         est = self.edges.setdefault(stream, RateEstimator(self.k_s))
-        return est.update(t, size_bits)  # 0 until the flow's second packet: never dropped for it
+        # 0 until the flow's second packet: never dropped for it
+        return est.update(t, size_bits) * self.lies.get(stream, 1.0)
 
     def core(self, node: str, port: int, capacity_bps: float) -> CsfqCore:
         key = (node, port)

@@ -87,9 +87,11 @@ def run_scenario(
     progress: Callable[[float], None] | None = None,
     window: tuple[float, float] | None = None,
     arrivals: str = "jitter",
+    csfq: Csfq | None = None,
 ) -> ScenarioResult:
     """`arrivals`: "jitter" (gaps uniform in [0.5, 1.5) of the mean, CSFQ's sources: evenly spaced
-    ones phase-lock with a tail-drop queue), "constant" or "poisson"."""
+    ones phase-lock with a tail-drop queue), "constant" or "poisson". `csfq`: the CSFQ baseline
+    to run with scheme "csfq" (its constants, or an edge that lies), instead of the default one."""
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r} (have: {', '.join(SCHEMES)})")
     if arrivals not in ("jitter", "constant", "poisson"):
@@ -119,7 +121,10 @@ def run_scenario(
                 s["offered"].append(e.offered_bps)
         return None
 
-    csfq = Csfq(seed=seed) if scheme == "csfq" else None
+    if scheme != "csfq":
+        csfq = None
+    elif csfq is None:
+        csfq = Csfq(seed=seed)
     res = trace.run(topo, pipes, duration_s, period_s=period_s, on_period=on_period, seed=seed,
                     bin_s=bin_s, progress=progress, csfq=csfq, jitter=arrivals == "jitter", poisson=arrivals == "poisson")
     exact = allocate(topo)
