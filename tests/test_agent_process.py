@@ -37,7 +37,7 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
         r = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
                             "--ingress", "p1", "--egress", "p3", "--rate", "2Mbps"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-        lpf = LpfConfig().for_node(load(DUMBBELL).node("s1"))  # the estimator as the agent sizes it
+        lpf = LpfConfig(1e6).for_node(load(DUMBBELL).node("s1"))  # as the agent sizes it with start_agent's 1 ms
         assert pair_lm(drv)[(1, 3)] == tables.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)
         os.kill(agent.pid, signal.SIGKILL)
         agent.wait(timeout=5)
