@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ffs.allocator import allocate_window
-from ffs.cli.common import CliError, EXIT_USAGE, dump_json, one_line_errors
+from ffs.cli.common import CliError, CliUsageError, dump_json, one_line_errors
 from ffs.driver.base import DriverError
 from ffs.lab.baselines import Csfq
 from ffs.lab.nodes import build_nodes
@@ -34,13 +34,13 @@ def _ports(specs: tuple[str, ...]) -> dict[int, str]:
     for s in specs:
         m = re.fullmatch(r"(\d+)=([\w.@:-]+)", s)
         if not m:
-            raise CliError(f"--port wants DEVICE_PORT=INTERFACE, got {s!r}", EXIT_USAGE)
+            raise CliUsageError(f"--port wants DEVICE_PORT=INTERFACE, got {s!r}")
         port = int(m.group(1))
         if not 0 <= port < 512 or port in out:
-            raise CliError(f"--port {s}: port must be 0..511 and appear once", EXIT_USAGE)
+            raise CliUsageError(f"--port {s}: port must be 0..511 and appear once")
         out[port] = m.group(2)
     if not out:
-        raise CliError("give at least one --port DEVICE_PORT=INTERFACE", EXIT_USAGE)
+        raise CliUsageError("give at least one --port DEVICE_PORT=INTERFACE")
     return out
 
 
@@ -55,7 +55,7 @@ def _ports(specs: tuple[str, ...]) -> dict[int, str]:
 @click.option("--stats-interval", default=10.0, show_default=True, help="Seconds between per-port counter logs.")
 @click.option("--csfq", "csfq_specs", multiple=True, metavar="PORT=RATE",
               help="Evaluation baseline: run CSFQ (not FFS) before egress PORT of capacity RATE (repeat).")
-@one_line_errors(OSError, ValueError, PermissionError, exit_code=1)
+@one_line_errors(OSError, ValueError, PermissionError, error=CliError)
 def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval, csfq_specs) -> None:
     """Switch real frames between Linux interfaces until SIGINT/SIGTERM."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -64,7 +64,7 @@ def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval,
     for spec in csfq_specs:
         port, _, rate = spec.partition("=")
         if not port.isdigit() or not rate:
-            raise CliError(f"--csfq wants PORT=RATE, got {spec!r}", EXIT_USAGE)
+            raise CliUsageError(f"--csfq wants PORT=RATE, got {spec!r}")
         csfq[int(port)] = parse_rate(rate)
     run_live(_ports(port_specs), control or default_control_address(), seed, ready_file, stats_interval, allow_remote, csfq,
              csfq=Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1) if csfq else None)
@@ -86,7 +86,7 @@ def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval,
 @click.option("--engine", type=click.Choice(["auto", "c", "python"]), default="auto", show_default=True,
               help="Pipeline: compiled (c), the Python reference, or c when built.")
 @click.option("--json", "as_json", is_flag=True)
-@one_line_errors(TopologyError, DriverError, ValueError, OSError, RuntimeError, exit_code=EXIT_USAGE)
+@one_line_errors(TopologyError, DriverError, ValueError, OSError, RuntimeError, error=CliUsageError)
 def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file, ingress, line_rate, speed, engine,
                as_json) -> None:
     """Run TOPOLOGY's streams (or a pcap) through the software switch in virtual time, agents in the
@@ -102,9 +102,9 @@ def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file
                            duration, period_ms / 1e3, no_agent)
     else:
         if ingress or line_rate:
-            raise CliError("--ingress and --line-rate go with --pcap", EXIT_USAGE)
+            raise CliUsageError("--ingress and --line-rate go with --pcap")
         if not topo.streams:
-            raise CliError(f"{topology}: no streams to replay", EXIT_USAGE)
+            raise CliUsageError(f"{topology}: no streams to replay")
         duration = duration or topo.duration or 1.0
 
         def on_period(now_ns: int):
@@ -147,20 +147,20 @@ def _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate_bps, speed, 
     """A capture into one node's interface; the node's agent steps every period (frames that leave
     toward another node are counted there, not forwarded)."""
     if not ingress or "." not in ingress:
-        raise CliError("--pcap needs --ingress NODE.IFACE", EXIT_USAGE)
+        raise CliUsageError("--pcap needs --ingress NODE.IFACE")
     node, iface = ingress.split(".", 1)
     if node not in topo.nodes or iface not in topo.nodes[node].interfaces:
-        raise CliError(f"--ingress {ingress}: no such node interface in {topo.name}", EXIT_USAGE)
+        raise CliUsageError(f"--ingress {ingress}: no such node interface in {topo.name}")
     if not speed > 0:
-        raise CliError("--speed must be positive", EXIT_USAGE)
+        raise CliUsageError("--speed must be positive")
     if line_rate_bps is not None and not line_rate_bps > 0:
-        raise CliError("--line-rate must be positive", EXIT_USAGE)
+        raise CliUsageError("--line-rate must be positive")
     if line_rate_bps and speed != 1.0:
-        raise CliError("--speed times the capture, --line-rate replaces its times: give one of them", EXIT_USAGE)
+        raise CliUsageError("--speed times the capture, --line-rate replaces its times: give one of them")
     port = topo.nodes[node].interfaces[iface].port
     arrivals = list(trace.pcap_arrivals(pcap_file, port, line_rate_bps=line_rate_bps, speed=speed))
     if not arrivals:
-        raise CliError(f"{pcap_file}: no frames", EXIT_USAGE)
+        raise CliUsageError(f"{pcap_file}: no frames")
     last = arrivals[-1].t_s
     duration = duration or (last + period_s)
     agent = agents[node]
