@@ -55,14 +55,16 @@ help:
 	@echo "make experiment-cca (root) real TCP CCA pairs through the live switch: FIFO, FFS-C100, FFS-C85"
 	@echo "make experiment-endpoint (root) MinTime/MinLoss (ffs-transfer) against cubic and bbr through the live switch (FFS-C85, RI)"
 
+# The versions make test is gated with (docs/testing.md); CONSTRAINTS= installs the newest instead
+CONSTRAINTS ?= constraints/dev.txt
 setup: system-deps
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e '.[dev]'
 	@mkdir -p build && touch $(SETUP_STAMP)
 
 # `make demo` installs only when nothing is installed yet or the packaging or the C fast path changed
 # (an editable install picks up Python changes by itself)
 SETUP_STAMP := build/.setup-stamp
-$(SETUP_STAMP): pyproject.toml setup.py controlplane/ffs/switch/_fastpath.c
+$(SETUP_STAMP): pyproject.toml setup.py constraints/dev.txt controlplane/ffs/switch/_fastpath.c
 	@mkdir -p build
 	$(MAKE) --no-print-directory setup
 
