@@ -35,7 +35,7 @@ DURATION_MODEL ?= 60
 
 .PHONY: help setup system-deps test test-minimum test-latest unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim
 help:
-	@echo "make setup        install the ffs package and its test dependencies"
+	@echo "make setup        install the ffs package and its test dependencies, at the versions of constraints/dev.txt"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch), after make lint and make typecheck"
 	@echo "make lint         ruff over the tree; make typecheck: mypy (strict on the core packages)"
 	@echo "make test-minimum the unit tests with the lowest versions pyproject.toml allows (constraints/minimum.txt), in build/"
