@@ -151,8 +151,7 @@ def compose_yaml(text: str, source: str = "input") -> yaml.Node | None:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        if problem == "exceeded maximum nesting depth":
-            # libyaml's own limit (more than 1000 levels, PyYAML 6.0.4 on), met while it scans ahead of our check
+        if "nesting depth" in problem:  # PyYAML >= 6.0.3's own limit on flow collections, met first
             problem = f"nested deeper than {MAX_DEPTH} levels"
         fail(mark, problem)
     return root
