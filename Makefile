@@ -33,11 +33,14 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help setup system-deps test unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim greedy-node csfq-paper resources-compared
+.PHONY: help setup system-deps test test-minimum test-latest unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim greedy-node csfq-paper resources-compared
 help:
-	@echo "make setup        install the ffs package and its test dependencies"
+	@echo "make setup        install the ffs package and its test dependencies, at the versions of constraints/dev.txt"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch), after make lint and make typecheck"
 	@echo "make lint         ruff over the tree; make typecheck: mypy (strict on the core packages)"
+	@echo "make test-minimum the unit tests with the lowest versions pyproject.toml allows (constraints/minimum.txt), in build/"
+	@echo "make test-latest  lint, typecheck and unit tests with the newest release of everything: reports what broke,"
+	@echo "                  exits 0 (STRICT=1: fails); make setup and make test keep the pinned versions (constraints/dev.txt)"
 	@echo "make build        compile p4src/ with the SDE's bf-p4c (TARGET=tofino|tofino2, PLATFORM=model|hw) and install ffs.conf"
 	@echo "make example      (SDE) compile p4src/examples/l2l3_acl.p4, FFS composed with L2/L3/ACL forwarding, with and without FFS"
 	@echo "make p4-resources (SDE) both programs on both targets, the compiler's figures into docs/pipeline.md"
@@ -58,14 +61,16 @@ help:
 	@echo "make experiment-cca (root) real TCP CCA pairs through the live switch: FIFO, FFS-C100, FFS-C85"
 	@echo "make experiment-endpoint (root) MinTime/MinLoss (ffs-transfer) against cubic and bbr through the live switch (FFS-C85, RI)"
 
+# The versions make test is gated with (docs/testing.md); CONSTRAINTS= installs the newest instead
+CONSTRAINTS ?= constraints/dev.txt
 setup: system-deps
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e '.[dev]'
 	@mkdir -p build && touch $(SETUP_STAMP)
 
 # `make demo` installs only when nothing is installed yet or the packaging or the C fast path changed
 # (an editable install picks up Python changes by itself)
 SETUP_STAMP := build/.setup-stamp
-$(SETUP_STAMP): pyproject.toml setup.py controlplane/ffs/switch/_fastpath.c
+$(SETUP_STAMP): pyproject.toml setup.py constraints/dev.txt controlplane/ffs/switch/_fastpath.c
 	@mkdir -p build
 	$(MAKE) --no-print-directory setup
 
@@ -91,6 +96,14 @@ test:
 
 unit-tests: lint typecheck
 	$(PYTHON) -m pytest -q -rs tests
+
+# Other versions than make setup's, each in a new virtual environment under build/ (.ci/try-versions):
+# the lower bounds of the dependencies (CI runs it), and the newest of everything (a report)
+test-minimum:
+	PYTHON=$(PYTHON) .ci/try-versions minimum
+
+test-latest:
+	PYTHON=$(PYTHON) .ci/try-versions latest
 
 # ruff (pyproject.toml [tool.ruff]): pyflakes and pycodestyle over the whole tree
 lint:

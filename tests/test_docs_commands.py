@@ -59,7 +59,7 @@ def _setup_current() -> bool:
     """`make demo` installs the package unless `make setup` ran for this tree since its packaging
     last changed; the test never installs (it would replace the environment's package)."""
     stamp = ROOT / "build" / ".setup-stamp"
-    deps = [ROOT / "pyproject.toml", ROOT / "setup.py", ROOT / "controlplane" / "ffs" / "switch" / "_fastpath.c"]
+    deps = [ROOT / "pyproject.toml", ROOT / "setup.py", ROOT / "constraints" / "dev.txt", ROOT / "controlplane" / "ffs" / "switch" / "_fastpath.c"]
     return stamp.exists() and all(stamp.stat().st_mtime >= d.stat().st_mtime for d in deps)
 
 

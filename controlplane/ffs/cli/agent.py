@@ -17,7 +17,7 @@ from ffs.agent.owner import OwnerError, take_ownership
 from ffs.agent.program import LpfConfig
 from ffs.agent.service import AgentService, ServiceConfig
 from ffs.agent.state import StateStore, default_state_dir
-from ffs.cli.common import CliError, EXIT_FAILURE, one_line_errors
+from ffs.cli.common import CliError, CliUsageError, one_line_errors
 from ffs.driver.base import Driver, DriverError
 from ffs.driver.bfrt import BfrtDriver
 from ffs.ports import PortError
@@ -122,7 +122,7 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
 @click.option("--log-format", type=click.Choice(["kv", "json"]), default="kv", show_default=True,
               help="Log lines on stderr as key=value or as JSON objects.")
 @click.option("-v", "--verbose", count=True, help="-vv logs every period's tau per egress.")
-@one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, PortError, ValueError, OSError, exit_code=EXIT_FAILURE)
+@one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, PortError, ValueError, OSError, error=CliError)
 def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports, from_topology, period_ms, lpf_time_constant_us, lpf_scale_down,
          delta_fraction, max_decrease, wire_overhead, metrics_port, metrics_address, check_period_s, quarantine_s,
          quarantine_fraction, telemetry_period_s, connect_timeout, log_format, verbose) -> None:
@@ -133,20 +133,20 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports
     topo = load(topology)
     topo.node(node)
     if (lpf_scale_down is not None and not 0 <= lpf_scale_down <= 31) or not period_ms > 0 or not check_period_s >= 0:
-        raise CliError("--lpf-scale-down must be 0..31, --period-ms positive and --check-period-s >= 0", 2)
+        raise CliUsageError("--lpf-scale-down must be 0..31, --period-ms positive and --check-period-s >= 0")
     if lpf_time_constant_us is not None and not 0 < lpf_time_constant_us < 1e7:
-        raise CliError("--lpf-time-constant-us must be positive (and below 10 s)", 2)
+        raise CliUsageError("--lpf-time-constant-us must be positive (and below 10 s)")
     if not (0 <= quarantine_s < 1e6 and 0 <= quarantine_fraction < 1):
-        raise CliError("--quarantine-s must be 0..1e6 and --quarantine-fraction in [0, 1)", 2)
+        raise CliUsageError("--quarantine-s must be 0..1e6 and --quarantine-fraction in [0, 1)")
     if not 0 <= telemetry_period_s <= 3600:
-        raise CliError("--telemetry-period-s must be 0..3600 (0: every period)", 2)
+        raise CliUsageError("--telemetry-period-s must be 0..3600 (0: every period)")
     if metrics_port is not None and not 0 < metrics_port < 65536:
-        raise CliError("--metrics-port must be 1..65535", 2)
+        raise CliUsageError("--metrics-port must be 1..65535")
     if group is not None:
         try:
             grp.getgrnam(group)
         except KeyError:
-            raise CliError(f"--group {group}: no such group", 2) from None
+            raise CliUsageError(f"--group {group}: no such group") from None
     if metrics_port is not None and not ipaddress.ip_address(metrics_address).is_loopback:
         logging.getLogger("ffs.agent").warning("metrics served on a non-loopback address=%s, as asked", metrics_address)
     # everything that can be wrong with the options fails before the switch is touched

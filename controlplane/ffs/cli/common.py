@@ -19,18 +19,23 @@ EXIT_FAILURE = 1  # the operation failed (target unreachable, refused)
 
 
 class CliError(click.ClickException):
-    """An error printed as one line `<prog>: error: <message>`."""
+    """An error printed as one line `<prog>: error: <message>`; the command exits with EXIT_FAILURE."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+    # click reads the exit status from the class (ClickException.exit_code is a class variable)
+    exit_code = EXIT_FAILURE
 
     def show(self, file: Any = None) -> None:
         click.echo(f"{os.path.basename(sys.argv[0]) or 'ffs'}: error: {self.format_message()}", err=True)
 
 
-def one_line_errors(*known: type[BaseException], exit_code: int = EXIT_USAGE) -> Callable[[F], F]:
-    """Turn the listed exception types into CliError (their message is already one line)."""
+class CliUsageError(CliError):
+    """The same one line for bad input; the command exits with EXIT_USAGE."""
+
+    exit_code = EXIT_USAGE
+
+
+def one_line_errors(*known: type[BaseException], error: type[CliError] = CliUsageError) -> Callable[[F], F]:
+    """Turn the listed exception types into `error` (their message is already one line)."""
 
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
@@ -38,7 +43,7 @@ def one_line_errors(*known: type[BaseException], exit_code: int = EXIT_USAGE) ->
             try:
                 return fn(*a, **kw)
             except known as e:  # type: ignore[misc]
-                raise CliError(str(e).splitlines()[0] if str(e) else type(e).__name__, exit_code) from None
+                raise error(str(e).splitlines()[0] if str(e) else type(e).__name__) from None
 
         return inner  # type: ignore[return-value]
 

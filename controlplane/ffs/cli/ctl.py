@@ -9,7 +9,7 @@ from rich.table import Table
 
 from ffs.agent.api import ApiError, call
 from ffs.agent.matrix import MatrixError, read_matrix_text
-from ffs.cli.common import EXIT_FAILURE, dump_json, one_line_errors
+from ffs.cli.common import CliError, dump_json, one_line_errors
 from ffs.units import format_rate
 
 DEFAULT_SOCKET = "/run/ffs/agent.sock"
@@ -53,7 +53,7 @@ def _call(ctx: click.Context, req: dict):
     return call(ctx.obj["socket"], req)
 
 
-errors = one_line_errors(ApiError, MatrixError, OSError, ValueError, exit_code=EXIT_FAILURE)
+errors = one_line_errors(ApiError, MatrixError, OSError, ValueError, error=CliError)
 
 
 @main.command()

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ffs.allocator import allocate_window
-from ffs.cli.common import CliError, EXIT_USAGE, dump_json, one_line_errors
+from ffs.cli.common import CliError, CliUsageError, dump_json, one_line_errors
 from ffs.driver.base import DriverError
 from ffs.lab.baselines import Csfq
 from ffs.lab.nodes import build_nodes
@@ -36,20 +36,20 @@ def _ports(specs: tuple[str, ...]) -> tuple[dict[int, str], dict[int, float]]:
     for s in specs:
         m = re.fullmatch(r"(\d+)=([\w.:-]+)(?:@(\S+))?", s)
         if not m:
-            raise CliError(f"--port wants DEVICE_PORT=INTERFACE[@SPEED], got {s!r}", EXIT_USAGE)
+            raise CliUsageError(f"--port wants DEVICE_PORT=INTERFACE[@SPEED], got {s!r}")
         port = int(m.group(1))
         if not 0 <= port < 512 or port in out:
-            raise CliError(f"--port {s}: port must be 0..511 and appear once", EXIT_USAGE)
+            raise CliUsageError(f"--port {s}: port must be 0..511 and appear once")
         out[port] = m.group(2)
         if m.group(3) is not None:
             try:
                 speeds[port] = parse_rate(m.group(3))
             except ValueError as e:
-                raise CliError(f"--port {s}: {e}", EXIT_USAGE) from None
+                raise CliUsageError(f"--port {s}: {e}") from None
             if speeds[port] <= 0:
-                raise CliError(f"--port {s}: the speed must be positive", EXIT_USAGE)
+                raise CliUsageError(f"--port {s}: the speed must be positive")
     if not out:
-        raise CliError("give at least one --port DEVICE_PORT=INTERFACE", EXIT_USAGE)
+        raise CliUsageError("give at least one --port DEVICE_PORT=INTERFACE")
     return out, speeds
 
 
@@ -58,10 +58,10 @@ def _buffers(specs: tuple[str, ...], ports: dict[int, str], speeds: dict[int, fl
     for s in specs:
         m = re.fullmatch(r"(\d+)=(\d+)", s)
         if not m or int(m.group(2)) <= 0:
-            raise CliError(f"--buffer wants DEVICE_PORT=BYTES, got {s!r}", EXIT_USAGE)
+            raise CliUsageError(f"--buffer wants DEVICE_PORT=BYTES, got {s!r}")
         port = int(m.group(1))
         if port not in speeds:
-            raise CliError(f"--buffer {s}: port {port} has no speed (--port {port}=IFACE@SPEED)", EXIT_USAGE)
+            raise CliUsageError(f"--buffer {s}: port {port} has no speed (--port {port}=IFACE@SPEED)")
         out[port] = int(m.group(2))
     return out
 
@@ -81,14 +81,14 @@ def _buffers(specs: tuple[str, ...], ports: dict[int, str], speeds: dict[int, fl
 @click.option("--stats-interval", default=10.0, show_default=True, help="Seconds between per-port counter logs.")
 @click.option("--csfq", is_flag=True,
               help="Evaluation baseline: run CSFQ (not FFS) before every port with a speed.")
-@one_line_errors(OSError, ValueError, PermissionError, exit_code=1)
+@one_line_errors(OSError, ValueError, PermissionError, error=CliError)
 def run_cmd(port_specs, buffer_specs, control, allow_remote, seed, ready_file, stats_interval, csfq) -> None:
     """Switch real frames between Linux interfaces until SIGINT/SIGTERM."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=\"%(message)s\"")
     ports, speeds = _ports(port_specs)
     if csfq and not speeds:
-        raise CliError("--csfq runs before ports with a speed: give one (--port N=IFACE@SPEED)", EXIT_USAGE)
+        raise CliUsageError("--csfq runs before ports with a speed: give one (--port N=IFACE@SPEED)")
     run_live(ports, control or default_control_address(), seed, ready_file, stats_interval, allow_remote,
              csfq=Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1) if csfq else None, speeds=speeds,
              buffers=_buffers(buffer_specs, ports, speeds))
@@ -110,7 +110,7 @@ def run_cmd(port_specs, buffer_specs, control, allow_remote, seed, ready_file, s
 @click.option("--engine", type=click.Choice(["auto", "c", "python"]), default="auto", show_default=True,
               help="Pipeline: compiled (c), the Python reference, or c when built.")
 @click.option("--json", "as_json", is_flag=True)
-@one_line_errors(TopologyError, DriverError, ValueError, OSError, RuntimeError, exit_code=EXIT_USAGE)
+@one_line_errors(TopologyError, DriverError, ValueError, OSError, RuntimeError, error=CliUsageError)
 def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file, ingress, line_rate, speed, engine,
                as_json) -> None:
     """Run TOPOLOGY's streams (or a pcap) through the software switch in virtual time, agents in the
@@ -126,9 +126,9 @@ def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file
                            duration, period_ms / 1e3, no_agent)
     else:
         if ingress or line_rate:
-            raise CliError("--ingress and --line-rate go with --pcap", EXIT_USAGE)
+            raise CliUsageError("--ingress and --line-rate go with --pcap")
         if not topo.streams:
-            raise CliError(f"{topology}: no streams to replay", EXIT_USAGE)
+            raise CliUsageError(f"{topology}: no streams to replay")
         duration = duration or topo.duration or 1.0
 
         def on_period(now_ns: int):
@@ -171,20 +171,20 @@ def _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate_bps, speed, 
     """A capture into one node's interface; the node's agent steps every period (frames that leave
     toward another node are counted there, not forwarded)."""
     if not ingress or "." not in ingress:
-        raise CliError("--pcap needs --ingress NODE.IFACE", EXIT_USAGE)
+        raise CliUsageError("--pcap needs --ingress NODE.IFACE")
     node, iface = ingress.split(".", 1)
     if node not in topo.nodes or iface not in topo.nodes[node].interfaces:
-        raise CliError(f"--ingress {ingress}: no such node interface in {topo.name}", EXIT_USAGE)
+        raise CliUsageError(f"--ingress {ingress}: no such node interface in {topo.name}")
     if not speed > 0:
-        raise CliError("--speed must be positive", EXIT_USAGE)
+        raise CliUsageError("--speed must be positive")
     if line_rate_bps is not None and not line_rate_bps > 0:
-        raise CliError("--line-rate must be positive", EXIT_USAGE)
+        raise CliUsageError("--line-rate must be positive")
     if line_rate_bps and speed != 1.0:
-        raise CliError("--speed times the capture, --line-rate replaces its times: give one of them", EXIT_USAGE)
+        raise CliUsageError("--speed times the capture, --line-rate replaces its times: give one of them")
     port = topo.nodes[node].interfaces[iface].port
     arrivals = list(trace.pcap_arrivals(pcap_file, port, line_rate_bps=line_rate_bps, speed=speed))
     if not arrivals:
-        raise CliError(f"{pcap_file}: no frames", EXIT_USAGE)
+        raise CliUsageError(f"{pcap_file}: no frames")
     last = arrivals[-1].t_s
     duration = duration or (last + period_s)
     agent = agents[node]
