@@ -190,6 +190,23 @@ def test_tofino_model_runner_refuses_the_other_chips_build_in_one_line(tmp_path,
     assert p.returncode == 2 and f"not installed for {chip}" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
+def test_an_installed_program_without_a_binary_is_no_problem(tmp_path, monkeypatch):
+    """The SDE's bundled example (an empty config: tables, no packets) is runnable for its chip."""
+    from ffs.sde import installed_problem
+
+    fake_install(tmp_path, "tofino")
+    conf = tmp_path / "share" / "p4" / "targets" / "tofino" / "ffs.conf"
+    doc = json.loads(conf.read_text())
+    doc["p4_devices"][0]["p4_programs"][0]["p4_pipelines"][0]["config"] = ""
+    conf.write_text(json.dumps(doc))
+    monkeypatch.setenv("SDE_INSTALL", str(tmp_path))
+    assert installed_problem("ffs", "tofino", p4src_sha256()) is None
+    assert "not installed for tofino2" in str(installed_problem("ffs", "tofino2"))
+    doc["chip_list"][0]["chip_family"] = "tofino2"
+    conf.write_text(json.dumps(doc))
+    assert installed_problem("ffs", "tofino") == f"{conf} is for tofino2, not tofino: make build CHIP=tofino"
+
+
 def test_tofino_model_runner_refuses_a_program_not_compiled_from_this_p4src(tmp_path):
     env, rec = fake_sde(tmp_path, 0)
     (Path(env["SDE_INSTALL"]) / "share" / "tofinopd" / "ffs" / "p4src.sha256").write_text("0" * 64 + "\n")

@@ -54,20 +54,23 @@ def installed_problem(program: str, chip: str, want_sha256: str | None = None) -
     chip = chip_of(chip)
     inst = Path(os.environ.get("SDE_INSTALL", ""))
     conf = inst / "share" / "p4" / "targets" / chip / f"{program}.conf"
-    build = f"make build CHIP={chip}"
+    build = f"make build CHIP={chip}" if program == "ffs" else f"install {program} for {chip}"
     if not conf.is_file():
         return f"{program} is not installed for {chip} ({conf} missing): {build}"
     try:
         doc = json.loads(conf.read_text())
         family = doc["chip_list"][0]["chip_family"]
         pipe = doc["p4_devices"][0]["p4_programs"][0]["p4_pipelines"][0]
-        config, context, path = inst / pipe["config"], inst / pipe["context"], inst / pipe["path"]
+        # an empty config loads the tables without a binary (the SDE's bundled tna_exact_match)
+        config = inst / pipe["config"] if pipe["config"] else None
+        context, path = inst / pipe["context"], inst / pipe["path"]
     except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
         return f"{conf} is not a conf bf_switchd can load ({type(e).__name__}: {e}): {build}"
     if chip_of(str(family)) != chip:
         return f"{conf} is for {family}, not {chip}: {build}"
-    if not config.is_file() or not context.is_file():
-        return f"{conf} names {config if not config.is_file() else context}, which is missing: {build}"
+    for f in (config, context):
+        if f is not None and not f.is_file():
+            return f"{conf} names {f}, which is missing: {build}"
     try:
         target = json.loads(context.read_text()).get("target")
     except (OSError, ValueError) as e:
