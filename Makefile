@@ -112,8 +112,9 @@ typecheck:
 	$(PYTHON) -m mypy
 
 # PTF (ptf-tests/, docs/testing.md): TARGET=model, the software switch (the default for this
-# target), or TARGET=tofino-model, the SDE flow, on the model of CHIP (tofino or tofino2). PTF_ARGS picks tests: a module (test_parser), a
-# test (test_ri.RriChainOfUpdates) or groups ('standard ^many-packets').
+# target), or TARGET=tofino-model, the SDE flow, on the model of CHIP (tofino or tofino2).
+# PTF_ARGS picks tests: a module (test_parser), a test (test_ri.RriChainOfUpdates) or groups
+# ('standard ^many-packets').
 PTF_TARGET := $(if $(filter command line environment,$(origin TARGET)),$(TARGET),model)
 PTF_ARGS ?=
 ptf:
