@@ -82,22 +82,15 @@ def ipv6_case(name, payload_len, real_payload=1210, streams=1, flood=300 * M, re
                time.perf_counter() - t0)
 
 
-def tofino_case(name, frame_of, cap=100 * M, queue_ms=2.0):
-    """Tofino's order: the traffic manager's queue (drained at the port's rate, tail drop beyond
-    `queue_ms`) sits between the ingress (γ) and the egress's frame check, so frames the egress
-    will drop still take their place in the queue. The software switch has no such queue: its
-    frame check runs as the frame leaves the ingress. The reference pipeline with a FIFO before
-    FfsEgress, one egress, replayed with its agent at 100 Mb/s."""
-    from ffs.switch import fast
-    from ffs.lab.attacks import replay_attack, tm_first_pipeline
+def tofino_case(name, frame_of, cap=100 * M):
+    """Tofino's order, as every run of the software switch has it now: the traffic manager's queue
+    (the port drained at its speed, tail drop) sits between the ingress (γ) and the egress's frame
+    check, so frames the egress will drop still take their place in the queue. One egress,
+    replayed with its agent at 100 Mb/s."""
+    from ffs.lab.attacks import replay_attack
 
-    saved = fast.new_pipeline
-    fast.new_pipeline = lambda seed: tm_first_pipeline(seed, cap, queue_ms)
     t0 = time.perf_counter()
-    try:
-        _, got, malformed = replay_attack(frame_of(), poisson=True)  # no phase-locking with the FIFO
-    finally:
-        fast.new_pipeline = saved
+    _, got, malformed = replay_attack(frame_of(), cap=cap, poisson=True, duration=1.0)  # no phase-locking with the FIFO
     fl = sum(v for k, v in got.items() if k != "victim")
     return row(name, cap, 40 * M, 50 * M, got["victim"], fl, sum(got.values()), int(malformed), time.perf_counter() - t0)
 

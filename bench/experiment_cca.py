@@ -101,7 +101,7 @@ def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path) -> lis
             DELAY["netem"] = sh("ip", "netns", "exec", plan.host(h).netns, "tc", "qdisc", "add", "dev", "eth0", "root",
                                 "netem", "delay", "10ms", "limit", "10000", check=False).returncode == 0
 
-    extra = [f"--csfq=3={CAPACITY_MBIT}Mbps"] if scheme == "csfq" else []
+    extra = ["--csfq"] if scheme == "csfq" else []
     sub = work / scheme
     sub.mkdir(exist_ok=True)
     with live_node(topo_file, sub, agent=scheme.startswith("ffs"), period_ms=50, switch_args=extra,

@@ -76,8 +76,10 @@ def test_restart_under_traffic_drops_nothing_extra(tmp_path, baseline, mode):
     assert res.dropped["well-behaved"] == base.dropped["well-behaved"] == 0
     # no packet lost to a missing route or pair (what a wipe costs live), and FFS's own drops match
     assert events.get(constants.EVENT_ROUTE_MISS, 0) == events.get(constants.EVENT_NO_PAIR, 0) == 0
-    if mode == "sigterm":  # τ resumed exactly: the same packets dropped
-        assert res.dropped == base.dropped and events == base_events
+    if mode == "sigterm":  # τ resumed exactly; the first update sums its own periods afresh (spec §9)
+        assert abs(res.dropped["flood"] - base.dropped["flood"]) <= 0.005 * base.dropped["flood"]
+        assert {k: v for k, v in events.items() if k != constants.EVENT_FFS_DROP} == \
+               {k: v for k, v in base_events.items() if k != constants.EVENT_FFS_DROP}
     else:  # τ resumed from the switch's code (spec §2, ±0.27 %): FFS drops within 1 %
         assert abs(res.dropped["flood"] - base.dropped["flood"]) <= 0.01 * base.dropped["flood"]
     flood = res.delivered["flood"].sum() * 8 / HALF

@@ -483,7 +483,7 @@ def test_the_tau_steps_per_egress_counters_always_follow_a_sync(fake_sde):
     of each table however few egress ports there are, so a τ step costs the same at 3 egresses
     (9 pairs) and at 64 (4096 pairs); a pair counter's few indices still come from the hardware."""
     d, log, tables = fake_sde
-    for i, name in enumerate((p4names.OFFERED.name, p4names.ACCEPTED.name, p4names.MALFORMED.name)):
+    for i, name in enumerate((p4names.OFFERED.name, p4names.ADMITTED.name, p4names.MALFORMED.name)):
         c = tables.setdefault(name, FakeTable(name, log, 80 + i))
         c.reads = {p: {"$COUNTER_SPEC_BYTES": [64 * p, 0], "$COUNTER_SPEC_PKTS": [p, 0]} for p in (1, 2, 3)}
         got = d.read_counters(name, [1, 2, 3])
@@ -544,9 +544,9 @@ def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde,
     assert all(u.type == bfruntime_pb2.Update.MODIFY for u in push.updates) and len(push.updates) == 3
     pair_reads = [x for x in log if x[0] == "get" and x[1] in (p4names.PAIR_BYTES.name, p4names.F_EST.name)]
     assert pair_reads and all(x[2] == {"from_hw": True} for x in pair_reads)  # 9 pairs: hardware reads, no Sync
-    egress_reads = [x for x in log if x[0] == "get" and x[1] in (p4names.OFFERED.name, p4names.ACCEPTED.name, p4names.MALFORMED.name)]
+    egress_reads = [x for x in log if x[0] == "get" and x[1] in (p4names.OFFERED.name, p4names.ADMITTED.name, p4names.MALFORMED.name)]
     assert egress_reads and all(x[2] == {"from_hw": False} for x in egress_reads)  # the τ step's: after a Sync
-    assert {x[1] for x in log if x[0] == "op"} == {p4names.OFFERED.name, p4names.ACCEPTED.name, p4names.MALFORMED.name}
+    assert {x[1] for x in log if x[0] == "op"} == {p4names.OFFERED.name, p4names.ADMITTED.name, p4names.MALFORMED.name}
 
 
 # --- the real client's awkward spots (each was a raw exception or a lost reason before) --------
@@ -718,9 +718,9 @@ def _traffic(tables, log, agent, split):
         reads(p4names.PAIR_BYTES.name).reads[p.pid] = counter(pipe, 1_000_000 * moving, 800 * moving)
         reads(p4names.PAIR_DROPS.name).reads[p.pid] = counter(pipe, 250_000 * moving, 200 * moving)
         reads(p4names.F_EST.name).reads[p.pid] = {f"{p4names.F_EST.name}.f1": cell(pipe, 3000 * moving)}
-    # R*_j is counted in the pipe the packets came in (b's traffic to a in pipe 1), A_j in the egress's
+    # R*_j and A_j are counted in the pipe the packets came in (b's traffic to a in pipe 1)
     reads(p4names.OFFERED.name).reads = {0: counter(1, 1_250_000, 1000), 129: counter(0, 1_250_000, 1000)}
-    reads(p4names.ACCEPTED.name).reads = {0: counter(0, 1_000_000, 800), 129: counter(1, 1_000_000, 800)}
+    reads(p4names.ADMITTED.name).reads = {0: counter(1, 1_000_000, 800), 129: counter(0, 1_000_000, 800)}
 
 
 def test_a_2_pipe_tofino_reads_one_value_per_pipe_and_the_driver_sums_them(fake_sde):

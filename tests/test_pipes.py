@@ -52,7 +52,7 @@ streams:
 ONE_PIPE = (1, 2, 3, 4, 5, 6)
 TWO_PIPES = (1, 2, 3, 129, 130, 131)  # a* in pipe 0, b* in pipe 1 (same order: the same pair indices)
 EXACT = {"s1": 3e9, "s2": 4e9 / 3, "s3": 32e9 / 3, "t1": 3e9, "t2": 4e9 / 3, "t3": 32e9 / 3}  # Table II twice
-INGRESS = (p4names.PAIR_BYTES, p4names.PAIR_DROPS, p4names.OFFERED, p4names.EVENTS)  # counted in the ingress port's pipe
+INGRESS = (p4names.PAIR_BYTES, p4names.PAIR_DROPS, p4names.OFFERED, p4names.ADMITTED, p4names.EVENTS)  # counted in the ingress port's pipe
 EGRESS = (p4names.ACCEPTED, p4names.MALFORMED, p4names.PAIR_MALFORMED)  # counted in the egress port's pipe
 
 

@@ -82,6 +82,12 @@ def test_replay_with_driver_callback_settles(topo_dir):
     assert set(res.egress) == {3}
 
 
+def wire(frame: bytes) -> int:
+    """The bytes a captured frame (no FCS) takes on an Ethernet wire (IEEE 802.3): FCS 4, padded to
+    64, preamble and start delimiter 8, inter-frame gap 12."""
+    return max(len(frame) + 4, 64) + 8 + 12
+
+
 def test_pcap_replay_is_the_same_as_the_arrivals(tmp_path, topo_dir):
     arrivals = list(_table2_arrivals(0.004, 5))
     trace.write_pcap(tmp_path / "t.pcap", ((a.t_s, a.frame) for a in arrivals), epoch_s=1_700_000_000)
@@ -92,7 +98,7 @@ def test_pcap_replay_is_the_same_as_the_arrivals(tmp_path, topo_dir):
     # re-timed at a line rate: back to back, each frame as the previous one's serialization ends
     paced = list(trace.pcap_arrivals(tmp_path / "t.pcap", 1, line_rate_bps=10e9))
     assert [a.frame for a in paced] == [a.frame for a in arrivals]
-    assert max(abs(b.t_s - a.t_s - len(a.frame) * 8 / 10e9) for a, b in zip(paced, paced[1:])) < 1e-15
+    assert max(abs(b.t_s - a.t_s - wire(a.frame) * 8 / 10e9) for a, b in zip(paced, paced[1:])) < 1e-15
     with pytest.raises(trace.PcapError, match="not a pcap"):
         list(trace.read_pcap(_write(tmp_path / "bad", b"x" * 40)))
 
@@ -134,12 +140,13 @@ def test_the_sample_pcap_is_what_its_script_writes(tmp_path):
 
 def test_line_rate_replays_the_sample_back_to_back():
     """--line-rate re-times the capture: its frames, 1 ms apart when captured, enter back to back at
-    the rate (the last one ends at total bits / rate), where the capture's own times span 47 ms."""
+    the rate (the last one ends at total bits on the wire / rate), where the capture's own times
+    span 47 ms."""
     rate = 1e9
     captured = list(trace.pcap_arrivals(SAMPLE, 1))
     paced = list(trace.pcap_arrivals(SAMPLE, 1, line_rate_bps=rate))
     assert captured[-1].t_s == pytest.approx(0.047)
-    bits = [len(a.frame) * 8 for a in paced]
+    bits = [wire(a.frame) * 8 for a in paced]
     assert [a.t_s for a in paced] == pytest.approx([sum(bits[:k]) / rate for k in range(len(bits))], abs=1e-15)
     r = CliRunner().invoke(switch_cli, ["replay", str(SAMPLE.parent.parent / "topologies" / "table2.yaml"), "--pcap", str(SAMPLE),
                                         "--ingress", "n.i1", "--line-rate", "1Gbps", "--no-agent", "--json"])

@@ -1,5 +1,5 @@
 """Trace mode: the compiled loop reproduces the Python loop packet for packet (same arrivals, same
-draws, same agents' decisions, same queues), and runs are deterministic for a seed."""
+draws, same agents' decisions, same traffic managers), and runs are deterministic for a seed."""
 
 from __future__ import annotations
 
@@ -11,37 +11,38 @@ from ffs.agent.core import Agent
 from ffs.switch.driver import LocalDriver
 from ffs.switch import fast, trace
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.tm import configure_node
 from ffs.topology import load
 
+TM_ARRAYS = ("backlog", "last", "drops", "drop_bytes", "enqueued", "delay_sum")
 
-def _run(topo, cls, duration, *, poisson=False, jitter=False, queued=False, seed=3, period_s=0.005):
+
+def _run(topo, cls, duration, *, poisson=False, jitter=False, small_buffers=False, seed=3, period_s=0.005):
     pipes = {n: cls(seed + k) for k, n in enumerate(sorted(topo.nodes))}
+    for n, p in pipes.items():
+        configure_node(p.tm, topo.nodes[n])  # every port at its line rate
+        if small_buffers:  # queues that overflow: tail drops in the comparison
+            for i in topo.nodes[n].interfaces.values():
+                p.tm.configure(i.port, i.speed, 30_000)
     agents = {n: Agent(LocalDriver(p), topo, n) for n, p in pipes.items()}
     for a in agents.values():
         a.install()
-    queues = None
-    if queued:  # FIFOs behind the egresses, as the evaluation's baseline runs have them
-        queues = {}
-        for s in topo.streams:
-            for h in s.path:
-                i = topo.nodes[h.node].interfaces[h.egress]
-                queues.setdefault((h.node, i.port), trace.EgressQueue(i.capacity, 30_000))
 
     def on_period(now_ns):
         return {n: [(e.egress, e.tau, e.congested) for e in a.step(now_ns / 1e9).egresses] for n, a in agents.items()}
 
     res = trace.run(topo, pipes, duration, period_s=period_s, on_period=on_period, seed=seed, poisson=poisson,
-                    jitter=jitter, queues=queues)
+                    jitter=jitter)
     counters = {n: {c: LocalDriver(p).read_counters(c) for c in p.counters} for n, p in pipes.items()}
-    qstate = {k: (q.backlog, q.last_s, q.drops, q.delay_sum_s, q.delay_n) for k, q in (queues or {}).items()}
+    qstate = {n: {a: getattr(p.tm, a).tolist() for a in TM_ARRAYS} for n, p in pipes.items()}
     return res, counters, qstate
 
 
-@pytest.mark.parametrize("mode", ["constant", "poisson", "jitter+queues"])
+@pytest.mark.parametrize("mode", ["constant", "poisson", "jitter+small-buffers"])
 def test_compiled_trace_is_the_python_trace(topo_dir, mode):
     fast.require()
     topo = load(topo_dir / "chain.yaml")
-    kw = {"poisson": mode == "poisson", "jitter": mode.startswith("jitter"), "queued": mode.endswith("queues")}
+    kw = {"poisson": mode == "poisson", "jitter": mode.startswith("jitter"), "small_buffers": mode.endswith("buffers")}
     a, ca, qa = _run(topo, Pipeline, 0.012, period_s=0.002, **kw)
     b, cb, qb = _run(topo, fast.FastPipeline, 0.012, period_s=0.002, **kw)
     assert a.packets == b.packets > 10_000
@@ -52,6 +53,9 @@ def test_compiled_trace_is_the_python_trace(topo_dir, mode):
     assert a.periods == b.periods
     assert ca == cb
     assert qa == qb
+    assert sum(sum(q["enqueued"]) for q in qa.values()) > 1000  # the frames went through the TMs
+    if kw["small_buffers"]:
+        assert sum(sum(q["drops"]) for q in qa.values()) > 0
 
 
 def test_trace_is_deterministic_for_a_seed(topo_dir):

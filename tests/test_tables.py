@@ -124,32 +124,34 @@ def _len_log_lookup(ipv6: int, vlan: int) -> tuple[np.ndarray, np.ndarray, np.nd
 @pytest.mark.parametrize("ipv6, vlan", tables.LEN_CLASSES)
 def test_len_log_weighs_the_claimed_frame_of_every_ip_length(ipv6, vlan):
     """spec §4, §5.1: every IP length of every header class hits one entry, whose llen is the log
-    of the frame the headers claim (L2 header + IP length + FCS, saturating; a claim below the
-    Ethernet minimum weighs as a minimum frame) within half a bucket plus half a code step, and
+    of what the frame the headers claim costs the port (L2 header + IP length + FCS, saturating; a
+    claim below the Ethernet minimum padded to 64 bytes; plus preamble, start delimiter and
+    inter-frame gap, 8 + 12 bytes in IEEE 802.3) within half a bucket plus half a code step, and
     whose runt flag says the claim is below 64 bytes."""
     llen, runt, hits = _len_log_lookup(ipv6, vlan)
     assert np.all(hits == 1)
     x = np.arange(1 << 16)
     frame = np.array([tables.claimed_frame_len(int(n), bool(ipv6), bool(vlan)) for n in x])
     assert np.array_equal(runt, frame < 64)
-    charged = np.maximum(frame, 64)
+    charged = np.maximum(frame, 64) + 8 + 12
     err = np.abs((llen - tables.LLEN_OFFSET) / 128 - np.log2(charged))
     assert err.max() <= math.log2(1 + 2**-7) / 2 + 0.5 / 128 + 1e-12
     # IP lengths below 256 are buckets of one: their llen is the exactly rounded log of the claim
     for n in (0, 20, 40, 46, 100, 255):
-        assert llen[n] == round(128 * math.log2(max(int(frame[n]), 64))) + tables.LLEN_OFFSET
+        assert llen[n] == round(128 * math.log2(max(int(frame[n]), 64) + 20)) + tables.LLEN_OFFSET
     assert llen.max() <= 0xFFFF
 
 
 def test_len_log_action_data():
-    llen, _, _ = _len_log_lookup(0, 0)  # IPv4 without 802.1Q: frame = IP length + 18
-    assert llen[64 - 18] == 6 * 128 + tables.LLEN_OFFSET == 6 * 128 + 128 * constants.WEIGHT_SHIFT + constants.CODE_BIAS
-    assert llen[128 - 18] == 7 * 128 + tables.LLEN_OFFSET
+    llen, _, _ = _len_log_lookup(0, 0)  # IPv4 without 802.1Q: frame = IP length + 18, on the wire + 20 more
+    assert llen[128 - 38] == 7 * 128 + tables.LLEN_OFFSET == 7 * 128 + 128 * constants.WEIGHT_SHIFT + constants.CODE_BIAS
+    assert llen[256 - 38] == 8 * 128 + tables.LLEN_OFFSET
     # spec §4: a frame shorter than the Ethernet minimum (60 bytes + FCS) weighs as a minimum frame
+    assert llen[64 - 18] == round(128 * math.log2(84)) + tables.LLEN_OFFSET
     assert all(llen[v] == llen[64 - 18] for v in range(0, 64 - 18))
-    assert llen[65 - 18] == round(128 * math.log2(65)) + tables.LLEN_OFFSET
+    assert llen[65 - 18] == round(128 * math.log2(85)) + tables.LLEN_OFFSET
     v6, _, _ = _len_log_lookup(1, 1)  # IPv6 with 802.1Q: frame = payload length + 62
-    assert v6[2] == llen[46] and v6[1250 - 62] == round(128 * math.log2(1250)) + tables.LLEN_OFFSET
+    assert v6[2] == llen[46] and v6[1250 - 82] == round(128 * math.log2(1250)) + tables.LLEN_OFFSET
 
 
 def test_weight_reset_is_weight_with_the_label_one():

@@ -53,13 +53,33 @@ def test_decrease_limited_to_25_percent_per_period():
     p = TauParams(delta_bps=10.0)
     s = tau_step(EgressTau(1.5, True), a_bps=150.0, r_star_bps=200.0, target_bps=100.0, params=p)
     assert s.tau == pytest.approx(1.125, rel=1e-12)
-    # a larger cut: 4 · 10/100 = 0.4 wanted, 3.0 allowed, and again 2.25 the next period
+    # a larger cut while γ drops half of R*: 4 · 10/100 = 0.4 wanted, 3.0 allowed, and 2.25 next
     p = TauParams(delta_bps=0.0)
-    s = tau_step(EgressTau(4.0, True), a_bps=100.0, r_star_bps=100.0, target_bps=10.0, params=p)
+    s = tau_step(EgressTau(4.0, True), a_bps=100.0, r_star_bps=200.0, target_bps=10.0, params=p)
     assert s.tau == pytest.approx(3.0)
-    assert tau_step(s, 100.0, 100.0, 10.0, p).tau == pytest.approx(2.25)
-    # increases are not limited
-    assert tau_step(EgressTau(1.0, True), 1.0, 20.0, 10.0, p).tau == pytest.approx(10.0)
+    assert tau_step(s, 100.0, 200.0, 10.0, p).tau == pytest.approx(2.25)
+    # an increase is limited to a factor max_increase (4): 10 wanted from 1
+    assert tau_step(EgressTau(1.0, True), 1.0, 20.0, 10.0, p).tau == pytest.approx(4.0)
+
+
+def test_a_tau_that_drops_nothing_is_cut_whole():
+    """spec §9: A = R* means γ dropped nothing, every pair passes whole at this τ, and the exact τ
+    solves Σ_i min(R_i, τ·M_i) = T ≤ τ_now · T/R* (at τ' = τ_now·T/R* each term is at least
+    R_i·T/R*): the cut τ·(T+δ)/(A+δ) cannot undershoot, so the 25 % limit does not hold it back."""
+    p = TauParams(delta_bps=0.0)
+    s = tau_step(EgressTau(65536.0, True), a_bps=700.0, r_star_bps=700.0, target_bps=100.0, params=p)
+    assert s.tau == pytest.approx(65536.0 / 7)
+    # rates in [M] of one egress: shares 50, 50, R = 40 and 600: the exact τ is 60/50 = 1.2
+    shares, rates = (50.0, 50.0), (40.0, 600.0)
+    tau, steps = 65536.0, 0
+    while True:
+        a = sum(min(r, tau * m) for r, m in zip(rates, shares))
+        if a < 0.99 * sum(rates):
+            break
+        tau = tau_step(EgressTau(tau, True), a, sum(rates), 100.0, p).tau
+        steps += 1
+        assert tau >= 1.2  # never below the exact τ
+    assert steps <= 6  # 65536 down to where γ acts in log(65536/12)/log(6.4) periods, not 38
 
 
 def test_clamps():
@@ -67,7 +87,7 @@ def test_clamps():
     assert tau_step(EgressTau(1.0, True), 20.0, 20.0, 10.0, p).tau == constants.TAU_MIN  # Lemma 1: tau >= 1
     assert tau_step(EgressTau(1.2, True), 13.0, 20.0, 10.0, p).tau == 1.0  # 1.2 · 10/13 = 0.92 -> 1
     assert tau_step(EgressTau(60000.0, True), 1.0, 20.0, 10.0, p).tau == constants.TAU_MAX  # 600000 -> 65536
-    assert tau_step(EgressTau(9.0, True), 0.0, 20.0, 10.0, p).tau == constants.TAU_MAX  # nothing accepted: A = 0
+    assert tau_step(EgressTau(9.0, True), 0.0, 20.0, 10.0, p).tau == 36.0  # nothing admitted (A = 0): a bounded rise
     q = TauParams(delta_bps=0.0, tau_min=2.0, tau_max=4.0)
     assert tau_step(EgressTau(3.0, True), 30.0, 40.0, 10.0, q).tau == 2.25  # the 25 % limit, above tau_min
     assert tau_step(EgressTau(2.2, True), 30.0, 40.0, 10.0, q).tau == 2.0
@@ -76,17 +96,28 @@ def test_clamps():
 
 def test_no_windup_while_uncongested():
     s = EgressTau(2.0, True)
-    for _ in range(100):  # long idle: A far below T would raise tau every period if the rule ran
+    for _ in range(9):  # a lull: A far below T would raise tau every period if the rule ran
         s = tau_step(s, a_bps=1.0, r_star_bps=5.0, target_bps=10.0)
     assert s.tau == 2.0 and not s.congested
     assert egress_action_params(s, 5.0, 10.0) == {"ltau": constants.CODE_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
     # R* = T exactly is not congested (spec §9: congested iff R* > T)
     assert not tau_step(s, 10.0, 10.0, 10.0).congested
-    # congestion returns: the rule resumes from the frozen 2.0, not from a wound-up value
+    # congestion returns after a lull: the rule resumes from the frozen 2.0, not from a wound-up value
     s = tau_step(s, a_bps=12.0, r_star_bps=30.0, target_bps=10.0, params=TauParams(delta_bps=0.0))
     assert s.congested and s.tau == pytest.approx(2.0 * 10 / 12)
     p = egress_action_params(s, 30.0, 10.0)
     assert p == {"ltau": encode(s.tau), "ltau_p": encode(s.tau) - 0x8000, "congested": 1, "lcr": encode(1 / 3)}
+
+
+def test_a_new_episode_after_a_long_idle_spell_starts_at_tau_min():
+    """spec §9: uncongested for restart_periods (10) in a row, the frozen τ belongs to traffic that is
+    gone; the next episode starts at τ_min (1: Lemma 1), where no pair passes above its share."""
+    s = EgressTau(300.0, True)
+    for _ in range(10):
+        s = tau_step(s, a_bps=1.0, r_star_bps=5.0, target_bps=10.0)
+    assert s.tau == 300.0 and not s.congested and s.idle == 10
+    s = tau_step(s, a_bps=12.0, r_star_bps=30.0, target_bps=10.0, params=TauParams(delta_bps=0.0))
+    assert s.congested and s.tau == 1.0  # from 1: 1 · 10/12, held at τ_min
 
 
 def test_no_traffic_pushes_uncongested_with_lcr_saturated():
@@ -129,8 +160,14 @@ def test_converges_to_four_thirds_on_table_ii():
 
 def test_converges_from_above_through_the_decrease_limit():
     s, trace = run(TABLE_II, T_II, tau0=1000.0)
-    assert all(b >= 0.75 * a * (1 - 1e-12) for a, b in zip(trace, trace[1:]))
-    assert trace[0] == pytest.approx(750.0)  # fluid A = 23 at tau 1000: the cut is the 25 % limit
+    delta = 0.01 * T_II
+    # fluid A = R* = 23 at tau 1000 (every stream passes whole): the cut is whole, (T+δ)/(A+δ) per period
+    assert trace[0] == pytest.approx(1000.0 * (T_II + delta) / (23 + delta))
+    passing = [t for t in trace if fluid(t, TABLE_II) >= 0.99 * 23]
+    # once γ drops (A < R*), a period cuts at most 25 %
+    acting = trace[len(passing):]
+    assert all(b >= 0.75 * a * (1 - 1e-12) for a, b in zip(acting, acting[1:]))
+    assert all(t >= 4 / 3 for t in passing)
     assert s.tau == pytest.approx(4 / 3, rel=2e-3)
 
 

@@ -178,7 +178,7 @@ def test_trace_frames_carry_the_lie(tmp_path):
                    .replace("j: {capacity: 10Gbps, port: 3}", "j: {capacity: 10Gbps, port: 3}\n    routes: [{prefix: 10.0.3.0/24, interface: j}]")))
     (ts,) = streams_from_topology(t, 1.0)
     f = ts.frame
-    assert len(f) == 14 + 1250 and ts.ip_len == 1250
+    assert len(f) == 14 + 1250 and ts.wire == 14 + 1250 + 4 + 20  # paced by the bytes it really takes
     assert int.from_bytes(f[16:18], "big") == 20
     assert int.from_bytes(f[24:26], "big") == ipv4_checksum(f[14:34])
 

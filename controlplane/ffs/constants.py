@@ -19,6 +19,10 @@ VLAN_TAG_LEN = 4
 IPV6_HDR_LEN = 40
 FCS_LEN = 4
 MIN_FRAME = 60  # without FCS: shorter frames are padded on the wire
+# what a frame costs an Ethernet port beyond its bytes: preamble and start delimiter (8) and the
+# inter-frame gap (12). Line rates -- port speeds, capacities, shares, targets, A_j and R*_j --
+# count frame + FCS + WIRE_OVERHEAD bytes per frame (spec §4).
+WIRE_OVERHEAD = 20
 SHIM_VERSION = 1
 FLAG_RI = 0x8  # RI requested: nodes update rri
 FLAG_ECHO = 0x4  # rri_echo carries the destination's feedback

@@ -40,6 +40,7 @@ from ffs.differential import port_map_veths
 from ffs.frames import ipv4_frame
 from ffs.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
 from ffs.topology import Topology, load
+from ffs.lab.traffic import wire_bytes
 from ffs.units import format_rate
 
 ETH_P_ALL = 0x0003
@@ -87,7 +88,7 @@ class Sender(threading.Thread):
         self.sent = 0
 
     def run(self) -> None:
-        gap = self.s.size * 8 / self.s.demand
+        gap = wire_bytes(self.s.size) * 8 / self.s.demand  # the demand is a line rate (spec §4)
         due = time.monotonic()
         while not self.stop.is_set():
             self.sock.send(self.frame)
@@ -97,7 +98,7 @@ class Sender(threading.Thread):
 
 
 class Receiver(threading.Thread):
-    """Bytes per source address per second on the bottleneck's veth (IP-layer, as the shares are)."""
+    """Line-rate bytes per source address per second on the bottleneck's veth, as the shares count them."""
 
     def __init__(self, ifname: str, stop: threading.Event) -> None:
         super().__init__(daemon=True)
@@ -119,7 +120,7 @@ class Receiver(threading.Thread):
             src = socket.inet_ntoa(frame[26:30])
             ip_len = struct.unpack("!H", frame[16:18])[0]
             b = self.bins.setdefault(int(time.monotonic() - self.t0), {})
-            b[src] = b.get(src, 0) + ip_len
+            b[src] = b.get(src, 0) + wire_bytes(ip_len)
 
 
 def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms: float, log_dir: Path,

@@ -173,7 +173,7 @@ def egress_updates(node: Node, states: dict[str, tuple[float | None, bool]]) -> 
     return out
 
 
-COUNTERS = (p4names.PAIR_BYTES, p4names.OFFERED, p4names.PAIR_DROPS, p4names.EVENTS, p4names.ACCEPTED, p4names.MALFORMED, p4names.PAIR_MALFORMED)
+COUNTERS = p4names.COUNTERS
 
 
 def counters(driver: Driver) -> dict[str, dict[int, tuple[int, int]]]:

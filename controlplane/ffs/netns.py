@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from ffs.constants import SHIM_LEN
 from ffs.topology import Topology, TopologyError, load
+from ffs.units import format_rate
 
 IFNAMSIZ = 15  # longest Linux interface name
 DEFAULT_MTU = 1500
@@ -235,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"switch {p.node}: namespace {p.switch_ns}, ports " + " ".join(f"{k}={v}" for k, v in sorted(p.ports().items())))
             for h in p.hosts:
                 print(f"host {h.host}: namespace {h.netns}, eth0 {h.address}, mac {h.mac}, switch port {h.port} ({h.switch_if})")
+            speed = {i.port: i.speed for i in topo.node(p.node).interfaces.values()}
             print(f"run the switch: ip netns exec {p.switch_ns} ffs-switch run "
-                  + " ".join(f"--port {k}={v}" for k, v in sorted(p.ports().items())))
+                  + " ".join(f"--port {k}={v}@{format_rate(speed[k]).replace(' ', '')}" for k, v in sorted(p.ports().items())))
         else:
             removed = down(topo)
             if removed:

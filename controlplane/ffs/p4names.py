@@ -287,11 +287,13 @@ CONST_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.const_entries)
 PAIR_BYTES = Counter(f"{ING}.rate_est.pair_bytes", constants.NUM_PAIRS)  # R_(i,j), labels as they arrive
 OFFERED = Counter(f"{ING}.rate_est.offered", constants.NUM_PORTS)  # R*_j = sum over i of R_(i,j), by egress device port
 PAIR_DROPS = Counter(f"{ING}.pair_drops", constants.NUM_PAIRS)  # dropped by gamma
+# A_j: the managed packets gamma let through toward egress port j, counted before the traffic manager
+ADMITTED = Counter(f"{ING}.admitted", constants.NUM_PORTS)
 EVENTS = Counter(f"{ING}.events", constants.EVENT_COUNTER_SIZE, "PACKETS")  # indices: constants.EVENT_*
-ACCEPTED = Counter(f"{EGR}.egress_acct.accepted", constants.NUM_PORTS)  # A_j, by egress device port
+ACCEPTED = Counter(f"{EGR}.egress_acct.accepted", constants.NUM_PORTS)  # what left egress port j (after the TM)
 MALFORMED = Counter(f"{EGR}.egress_acct.malformed", constants.NUM_PORTS)  # frames whose bytes disagree with their IP length
 PAIR_MALFORMED = Counter(f"{EGR}.egress_acct.pair_malformed", constants.NUM_PAIRS)  # the same, by the (bridged) pair
-COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, OFFERED, PAIR_DROPS, EVENTS, ACCEPTED, MALFORMED, PAIR_MALFORMED)
+COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, OFFERED, PAIR_DROPS, ADMITTED, EVENTS, ACCEPTED, MALFORMED, PAIR_MALFORMED)
 
 F_EST = Register(f"{ING}.rate_est.f_est", 32, constants.NUM_PAIRS)  # copy of the F LPF output
 REGISTERS: tuple[Register, ...] = (F_EST,)

@@ -151,6 +151,8 @@ def compose_yaml(text: str, source: str = "input") -> yaml.Node | None:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        if "nesting depth" in problem:  # PyYAML >= 6.0.3's own limit on flow collections, met first
+            problem = f"nested deeper than {MAX_DEPTH} levels"
         fail(mark, problem)
     return root
 

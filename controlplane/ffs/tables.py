@@ -78,10 +78,17 @@ def llen_code(lo: int, hi: int) -> int:
 MIN_CHARGE = constants.MIN_FRAME + constants.FCS_LEN  # the fewest bytes a frame occupies on an Ethernet wire
 
 
+def wire_len(frame_len: int) -> int:
+    """The bytes a frame of `frame_len` (FCS included) costs its port: padded to the Ethernet
+    minimum, plus preamble and inter-frame gap. Every line rate counts these (spec §4)."""
+    return max(frame_len, MIN_CHARGE) + constants.WIRE_OVERHEAD
+
+
 def charged_llen(lo: int, hi: int) -> int:
-    """llen of a frame_len bucket: a frame shorter than the Ethernet minimum is padded on the wire,
-    so it is weighed as a minimum frame (spec §4) and a padded liar gains nothing."""
-    return llen_code(max(lo, MIN_CHARGE), max(hi, MIN_CHARGE))
+    """llen of a frame_len bucket: the frame is weighed by what it costs the port (`wire_len`), so
+    F is a line rate like the shares it is compared with (spec §4), and a frame shorter than the
+    Ethernet minimum, padded on the wire, weighs as a minimum frame: a padded liar gains nothing."""
+    return llen_code(wire_len(lo), wire_len(hi))
 
 
 LEN_CLASSES = ((0, 0), (0, 1), (1, 0), (1, 1))  # (ipv6, vlan): the header classes of len_log's key
@@ -116,13 +123,13 @@ def len_log_lookup(l3_len: int, ipv6: bool, vlan: bool) -> tuple[int, bool]:
     raise ValueError(f"IP length {l3_len} is not 16 bits")
 
 
-def packet_weight(l3_len: int, ipv6: bool, vlan: bool, rf: int) -> int:
-    """w for one packet as len_log and the weight tables give it (spec §5.1, §5.2): lw = llen |-| rf
-    through `weight`, a miss (lw >= WEIGHT_KEYS) taking weight_max; a resetting port passes
-    rf = code(1), which is what `weight_reset` holds for each llen."""
+def packet_weight(l3_len: int, ipv6: bool, vlan: bool, rf: int, shift: int = 0) -> int:
+    """w for one packet as len_log and the weight tables of scale-down `shift` give it (spec §5.1,
+    §5.2): lw = llen |-| rf through `weight`, a miss (lw >= WEIGHT_KEYS) taking weight_max; a
+    resetting port passes rf = code(1), which is what `weight_reset` holds for each llen."""
     llen, _ = len_log_lookup(l3_len, ipv6, vlan)
     lw = max(llen - rf, 0)
-    return weight_value(lw) if lw < constants.WEIGHT_KEYS else constants.WEIGHT_MAX
+    return weight_value(lw, shift) if lw < constants.WEIGHT_KEYS else constants.WEIGHT_MAX
 
 
 def len_log_entries() -> list[TableEntry]:
@@ -161,29 +168,31 @@ def f_log_entries() -> list[TableEntry]:
 # --- the weight table (§5.2) -----------------------------------------------------------------
 
 
-def weight_value(lw: int) -> int:
-    """w = clamp(round(2^(lw/128)), 1, 2^32 - 1), rounded exactly."""
+def weight_value(lw: int, shift: int = 0) -> int:
+    """w = clamp(round(2^(lw/128 - shift)), 1, 2^32 - 1), rounded exactly: the weight scaled down
+    by 2^shift, the estimator's scale-down (spec §4), so that its 32-bit state cannot saturate."""
     getcontext().prec = 50
-    exact = (Decimal(lw) / constants.CODE_STEPS_PER_OCTAVE * Decimal(2).ln()).exp()
+    exact = (Decimal(lw - constants.CODE_STEPS_PER_OCTAVE * shift) / constants.CODE_STEPS_PER_OCTAVE * Decimal(2).ln()).exp()
     w = int(exact.to_integral_value(rounding="ROUND_HALF_UP"))
     return min(max(w, 1), constants.WEIGHT_MAX)
 
 
-def weight_entries() -> list[TableEntry]:
+def weight_entries(shift: int = 0) -> list[TableEntry]:
     t = p4names.WEIGHT
     return [
-        TableEntry(t.name, {"lw": Exact(lw)}, t.actions[0].name, {"w": weight_value(lw)})
+        TableEntry(t.name, {"lw": Exact(lw)}, t.actions[0].name, {"w": weight_value(lw, shift)})
         for lw in range(constants.WEIGHT_KEYS)
     ]
 
 
-def weight_reset_entries() -> list[TableEntry]:
+def weight_reset_entries(shift: int = 0) -> list[TableEntry]:
     """weight_reset (spec §5.2): a resetting port weighs by rf = 1.0, lw = llen - code(1) (at
     least 0), for every llen len_log can produce."""
     t = p4names.WEIGHT_RESET
     llens = sorted({llen for ipv6, vlan in LEN_CLASSES for _, _, llen, _ in _len_log_buckets(ipv6, vlan)})
     return [
-        TableEntry(t.name, {"llen": Exact(llen)}, t.actions[0].name, {"w": weight_value(max(llen - constants.CODE_ONE, 0))})
+        TableEntry(t.name, {"llen": Exact(llen)}, t.actions[0].name,
+                   {"w": weight_value(max(llen - constants.CODE_ONE, 0), shift)})
         for llen in llens
     ]
 
@@ -329,16 +338,17 @@ def const_entries() -> dict[str, list[TableEntry]]:
     }
 
 
-@functools.lru_cache(maxsize=1)
-def _static_updates() -> tuple[Update, ...]:
-    entries = len_log_entries() + weight_entries() + weight_reset_entries() + f_log_entries() + gamma_entries()
+@functools.lru_cache(maxsize=4)
+def _static_updates(shift: int) -> tuple[Update, ...]:
+    entries = len_log_entries() + weight_entries(shift) + weight_reset_entries(shift) + f_log_entries() + gamma_entries()
     return tuple(Update("insert", e) for e in entries)
 
 
-def static_updates() -> list[Update]:
-    """Every generated entry of the writable lookup tables, as one batch (entries are immutable,
-    so the generated list is computed once per process)."""
-    return list(_static_updates())
+def static_updates(shift: int = 0) -> list[Update]:
+    """Every generated entry of the writable lookup tables, as one batch, for an estimator of
+    scale-down `shift` (the weight tables carry it, spec §4); entries are immutable, so each list
+    is computed once per process."""
+    return list(_static_updates(shift))
 
 
 # --- unit conversions of the per-pair and per-egress action data (§4, §5.3) -----------------
@@ -347,15 +357,17 @@ def static_updates() -> list[Update]:
 def lpf_units_per_bps(
     lpf_time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = constants.LPF_SCALE_DOWN
 ) -> float:
-    """F_lpf per (weighted) bit/s: (1/8) · 2^WEIGHT_SHIFT · τ_F / 2^s."""
+    """F_lpf per (weighted) bit/s: (1/8) · 2^WEIGHT_SHIFT · τ_F / 2^s, whether the weights or the
+    filter's output carry the scale-down."""
     return (1 / 8) * (1 << constants.WEIGHT_SHIFT) * (lpf_time_constant_ns * 1e-9) / (1 << lpf_scale_down)
 
 
 def lpf_scale_down_for(capacity_bps: float, lpf_time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS) -> int:
-    """The smallest output scale-down s with which a pair's F estimator cannot saturate (spec §4):
-    a stream at `capacity_bps` (the ingress line rate) whose every packet carries the smallest
-    admitted label 2^-8 weighs len · 2^8 · 2^8 per byte; the RATE filter then holds about
-    rate · τ_F of it, and with a factor 2 for bursts that must stay below 2^32 after >> s."""
+    """The smallest scale-down s with which a pair's F estimator cannot saturate (spec §4): a stream
+    at `capacity_bps` (the ingress line rate) whose every packet carries the smallest admitted
+    label 2^-8 weighs len · 2^8 · 2^8 per byte; the RATE filter then holds about rate · τ_F of it,
+    and with a factor 2 for bursts that must stay below 2^32 once divided by 2^s. The filter's state
+    is a 32-bit register, so the weights carry s (`weight_entries(s)`), not its output."""
     if not (capacity_bps > 0 and math.isfinite(capacity_bps)):
         raise ValueError(f"capacity must be a finite positive rate, got {capacity_bps!r}")
     max_weight_per_byte = (1 << constants.WEIGHT_SHIFT) * 2.0 ** ((constants.CODE_ONE - constants.RF_CODE_MIN) / constants.CODE_STEPS_PER_OCTAVE)

@@ -1,10 +1,10 @@
 """The τ rule of the agent (docs/spec.md §9): FFS Appendix A with the corrections spec §9 lists.
 
-τ_j ← τ_j · (T_j + δ) / (A_j + δ) while the egress is congested, with a limit on each period's
-decrease and clamps to [τ_min, τ_max] (Lemma 1: τ ≥ 1 wherever the egress is congested; the
-controller's level may dip a bounded excursion below τ_min once congestion has settled). While it
-is not congested the data plane gets τ = ∞ (γ = 1 for all) and the internal τ stays frozen, so no
-windup builds up while idle.
+τ_j ← τ_j · (T_j + δ) / (A_j + δ) while the egress is congested, with limits on each period's
+decrease and rise and clamps to [τ_min, τ_max] (Lemma 1: τ ≥ 1 wherever the egress is congested;
+the controller's level may dip a bounded excursion below τ_min once congestion has settled). While
+it is not congested the data plane gets τ = ∞ (γ = 1 for all) and the internal τ stays frozen, so
+no windup builds up while idle; after a long idle spell a new episode starts afresh from τ_min.
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ class TauParams:
     tau_max: float = constants.TAU_MAX
     excursion: float = 0.3  # the controller's level may dip this fraction below tau_min (see tau_step)
     settle_periods: int = 4  # ... once the egress has been congested this many periods in a row
+    max_increase: float = 4.0  # a period raises τ by at most this factor
+    # A ≥ pass_fraction · R* means γ dropped (almost) nothing: τ admits everyone, and the full cut
+    # τ·(T+δ)/(A+δ) cannot go below the exact τ (spec §9), so max_decrease does not apply
+    pass_fraction: float = 0.99
+    restart_periods: int = 10  # uncongested this many periods in a row: the next episode starts at tau_min
 
     def __post_init__(self) -> None:
         if not (0.0 <= self.delta_fraction < math.inf) or (self.delta_bps is not None and not 0.0 <= self.delta_bps < math.inf):
@@ -33,6 +38,12 @@ class TauParams:
             raise ValueError(f"max_decrease must be in [0, 1), got {self.max_decrease!r}")
         if not 0.0 <= self.excursion < 1.0:
             raise ValueError(f"excursion must be in [0, 1), got {self.excursion!r}")
+        if not 0.0 < self.pass_fraction <= 1.0:
+            raise ValueError(f"pass_fraction must be in (0, 1], got {self.pass_fraction!r}")
+        if not 1.0 < self.max_increase < math.inf:
+            raise ValueError(f"max_increase must be a finite factor above 1, got {self.max_increase!r}")
+        if self.restart_periods < 1:
+            raise ValueError(f"restart_periods must be at least 1, got {self.restart_periods!r}")
         if not 0.0 <= self.tau_min <= self.tau_max < math.inf:
             raise ValueError(f"need 0 <= tau_min <= tau_max < inf, got {self.tau_min!r}, {self.tau_max!r}")
 
@@ -46,6 +57,7 @@ class EgressTau:
     congested: bool = False
     level: float | None = None  # the controller's own value, which may sit below tau_min; None: tau
     periods: int = 0  # consecutive congested periods
+    idle: int = 0  # consecutive uncongested periods
 
 
 def tau_update(tau: float, target_bps: float, accepted_bps: float, delta_bps: float) -> float:
@@ -64,10 +76,22 @@ def tau_step(
             raise ValueError(f"{name} must be a finite non-negative rate, got {v!r}")
     congested = r_star_bps > target_bps
     if not congested:
-        return replace(state, congested=False, periods=0)  # frozen: no windup while idle
+        return replace(state, congested=False, periods=0, idle=state.idle + 1)  # frozen: no windup while idle
+    if not state.congested and state.idle >= params.restart_periods:
+        # A τ frozen from an earlier episode belongs to another mix of traffic; resumed, it could
+        # take dozens of capped decreases to come down, with FFS off meanwhile. τ_min isolates at
+        # once (no pair above its share passes), and τ rises within a few periods where the exact
+        # value is higher. A short lull (noise around the target) keeps the frozen value.
+        state = EgressTau()
     level = state.tau if state.level is None else state.level
     new = tau_update(level, target_bps, a_bps, params.delta(target_bps))
-    new = max(new, level * (1.0 - params.max_decrease))
+    # One reading moves τ by bounded factors (a counter read late is not the load), except down
+    # while γ drops nothing: then every pair passes whole, and τ·T/A cannot undershoot the exact τ
+    # (Σ_i min(R_i, τ'·M_i) ≥ T at τ' = τ·T/R*), so a τ left high by an earlier episode or a
+    # restart comes down by R*/T per period instead of by a quarter.
+    if a_bps < params.pass_fraction * r_star_bps:
+        new = max(new, level * (1.0 - params.max_decrease))
+    new = min(new, max(level, params.tau_min) * params.max_increase)
     # Where the exact τ is tau_min (Lemma 1: 1), A measured over one period is noise around T. A
     # level clamped at tau_min could only move up on that noise, so τ would wander above the exact
     # value and over-admit (+3 to +5 % with 9000-byte packets). The level may therefore go a bounded

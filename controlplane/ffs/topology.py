@@ -26,7 +26,9 @@ class TopologyError(Exception):
 @dataclass(frozen=True)
 class Interface:
     name: str
-    capacity: float  # bit/s, the same in both directions
+    # the line rate FFS manages here, bit/s on the wire (frames with FCS, preamble and gap), the
+    # same in both directions: the default target of the egress (spec §9)
+    capacity: float
     port: int  # device port on the switch
     # use arriving labels (False: reset them to the default 1.0). The loader's default is True only
     # on links to another FFS node (`peer`): a host could otherwise forge its own label (FFS §XI)
@@ -39,10 +41,18 @@ class Interface:
     fp: str | None = None
     fec: str | None = None
     autoneg: str | None = None
+    # the port's own line rate (the rate its queue drains, bit/s on the wire); None: the capacity
+    speed_bps: float | None = None
+    buffer_bytes: int | None = None  # the software switch's queue for this port; None: its default
+    mtu: int = 1500  # the largest IP packet the port carries (the F estimator is sized for it, spec §4)
 
     @property
     def local(self) -> bool:
         return self.peer is None
+
+    @property
+    def speed(self) -> float:
+        return self.capacity if self.speed_bps is None else self.speed_bps
 
 
 @dataclass(frozen=True)
@@ -242,8 +252,8 @@ class _Loader:
         for iname, iraw in self.mapping(m["interfaces"], f"{path}.interfaces").items():
             ip = f"{path}.interfaces.{iname}"
             im = self.mapping(iraw, ip)
-            self.check_keys(im, ip, {"capacity", "port", "trust", "insert", "strip", "peer", "fp", "fec", "autoneg"},
-                            {"capacity", "port"})
+            self.check_keys(im, ip, {"capacity", "speed", "buffer", "mtu", "port", "trust", "insert", "strip", "peer", "fp",
+                                     "fec", "autoneg"}, {"capacity", "port"})
             if isinstance(im["port"], bool) or not isinstance(im["port"], int):
                 self.fail(f"{ip}.port", f"expected an integer device port, got {im['port']!r}")
             port = int(self.number(im["port"], f"{ip}.port", 0, 511))
@@ -254,12 +264,25 @@ class _Loader:
             if peer is not None and (not isinstance(peer, str) or peer.count(".") != 1):
                 self.fail(f"{ip}.peer", f"expected 'node.interface', got {peer!r}")
             capacity = self.positive_rate(im["capacity"], f"{ip}.capacity")
+            speed = self.positive_rate(im["speed"], f"{ip}.speed") if "speed" in im else None
+            if speed is not None and capacity > speed * (1 + 1e-9):
+                self.fail(f"{ip}.capacity", f"{capacity:.6g} bit/s is above the port's speed {speed:.6g} bit/s")
+            mtu = 1500
+            if "mtu" in im:
+                if isinstance(im["mtu"], bool) or not isinstance(im["mtu"], int):
+                    self.fail(f"{ip}.mtu", f"expected an IP MTU in bytes as an integer, got {im['mtu']!r}")
+                mtu = int(self.number(im["mtu"], f"{ip}.mtu", 68, 65535))
+            buffer = None
+            if "buffer" in im:
+                if isinstance(im["buffer"], bool) or not isinstance(im["buffer"], int):
+                    self.fail(f"{ip}.buffer", f"expected bytes as an integer, got {im['buffer']!r}")
+                buffer = int(self.number(im["buffer"], f"{ip}.buffer", 1, 1 << 32))
             fp, fec, autoneg = im.get("fp"), im.get("fec"), im.get("autoneg")
             if fp is not None:
                 if not isinstance(fp, str) or not ports_mod.valid_fp(fp):
                     self.fail(f"{ip}.fp", f"expected a front-panel port such as 1/0, got {fp!r}")
                 try:
-                    ports_mod.spec(port, capacity, fec, autoneg)
+                    ports_mod.spec(port, capacity if speed is None else speed, fec, autoneg)
                 except ports_mod.PortError as e:
                     self.fail(ip, str(e))
             elif fec is not None or autoneg is not None:
@@ -275,6 +298,9 @@ class _Loader:
                 fp,
                 fec,
                 autoneg,
+                speed,
+                buffer,
+                mtu,
             )
         if not ifs:
             self.fail(f"{path}.interfaces", "no interfaces")

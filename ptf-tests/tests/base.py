@@ -232,13 +232,16 @@ def _grow_receive_buffers(dataplane) -> None:
 
 @dataclass(frozen=True)
 class Counts:
-    """Counter deltas the tests check: R (pair_bytes), drops (pair_drops), A (accepted) per port,
-    and the events cells."""
+    """Counter deltas the tests check: R (pair_bytes), drops (pair_drops), per egress port R*
+    (offered), A (admitted: what γ let through, before the TM) and what left (accepted), and the
+    events cells."""
 
     r: CounterValue
     drops: CounterValue
     accepted: dict[int, CounterValue]
     events: tuple[int, ...]
+    offered: dict[int, CounterValue]
+    admitted: dict[int, CounterValue]
 
 
 WRAP = 1 << 64
@@ -363,6 +366,8 @@ class FfsTest(BaseTest):
             d.read_counters(p4names.PAIR_DROPS.name, [PID])[PID],
             d.read_counters(p4names.ACCEPTED.name, [OUT, OTHER]),
             tuple(v.packets for _, v in sorted(d.read_counters(p4names.EVENTS.name).items())),
+            d.read_counters(p4names.OFFERED.name, [OUT, OTHER]),
+            d.read_counters(p4names.ADMITTED.name, [OUT, OTHER]),
         )
 
     def since(self, before: Counts) -> Counts:
@@ -372,6 +377,8 @@ class FfsTest(BaseTest):
             _sub(now.drops, before.drops),
             {p: _sub(now.accepted[p], before.accepted[p]) for p in now.accepted},
             tuple((a - b) % WRAP for a, b in zip(now.events, before.events)),
+            {p: _sub(now.offered[p], before.offered[p]) for p in now.offered},
+            {p: _sub(now.admitted[p], before.admitted[p]) for p in now.admitted},
         )
 
     def assert_events(self, delta: Counts, **cells: int) -> None:

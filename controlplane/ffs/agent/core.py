@@ -5,7 +5,8 @@ the owned tables, write only the difference in one atomic batch, so a restart un
 changes nothing the data plane is using (docs/control-plane.md, "Restarts").
 
 Data flow every period (docs/control-plane.md):
-  read pair_bytes (R_ij), accepted (A_j), pair_drops, f_est  ->  rates in bit/s (wrap-safe deltas)
+  read offered (R*_j) and admitted (A_j, counted in the ingress after γ, before the traffic
+  manager), malformed  ->  line rates in bit/s (wrap-safe deltas)
   -> tau_step per managed egress -> one atomic batch of set_egress modifications;
   read pair_malformed -> quarantine a pair whose frames lie about their length (its share goes to
   zero for `quarantine_s`, docs/security.md) -> its set_pair modification in the same batch.
@@ -27,7 +28,18 @@ from ffs import constants
 from ffs import p4names
 from ffs.agent.frontpanel import FrontPanel, PortStatus
 from ffs.agent.matrix import MatrixError, diff_matrices, validate_matrix
-from ffs.agent.program import LpfConfig, Pair, egress_entry, node_updates, pair_entry, pairs_of, short_action
+from ffs.agent.program import (
+    LPF_PACKETS,
+    LpfConfig,
+    Pair,
+    egress_entry,
+    frames_per_time_constant,
+    largest_frame_bits,
+    node_updates,
+    pair_entry,
+    pairs_of,
+    short_action,
+)
 from ffs.agent.quarantine import Quarantine
 from ffs.agent.state import StateStore
 from ffs.driver.base import Driver, DriverError
@@ -42,6 +54,10 @@ log = logging.getLogger("ffs.agent")
 
 WRAP = 1 << 64
 ZERO = CounterValue(0, 0)
+
+
+def _add(a: CounterValue, b: CounterValue) -> CounterValue:
+    return CounterValue(a.packets + b.packets, a.bytes + b.bytes)
 # the tables the agent writes (and so reads back and repairs); constant tables are the program's
 OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in p4names.TABLES if not t.const_entries) + (p4names.PORT_METADATA.name,)
 # the generated lookup tables (spec §5): thousands of immutable entries. Reading one back costs the
@@ -140,20 +156,23 @@ class Agent:
         *,
         lpf: LpfConfig = LpfConfig(),
         tau_params: TauParams = TauParams(),
-        frame_overhead_bytes: int = constants.ETH_HDR_LEN + constants.FCS_LEN,
+        wire_overhead_bytes: int = constants.WIRE_OVERHEAD,
         store: StateStore | None = None,
         quarantine_s: float = 10.0,
         quarantine_fraction: float = 0.01,
         telemetry_period_s: float = 1.0,
         use_saved_matrix: bool = True,
         manage_ports: bool = False,
+        min_packets: int = 100,
+        max_interval_s: float = 1.0,
     ) -> None:
         self.driver = driver
         self.topology = topology
         self.node: Node = topology.node(node)
-        self.lpf = lpf.for_node(self.node)  # spec §4: F sized for the fastest port
+        self.lpf = lpf.for_node(self.node)  # spec §4: τ_F for the smallest share, F's range for the fastest port
         self.tau_params = tau_params
-        self.frame_overhead = frame_overhead_bytes  # counters count frames with their FCS; rates are IP-layer
+        # counters count frames with their FCS; every rate is a line rate, these bytes more per frame
+        self.wire_overhead = wire_overhead_bytes
         self.store = store
         # a pair whose lying frames exceed this fraction of its bytes in a period loses its share
         # for quarantine_s (0: never): on Tofino the egress drops a lie only after it queued
@@ -169,6 +188,7 @@ class Agent:
                     self.fairness = self.validate(saved)
                 except MatrixError as e:
                     raise MatrixError(f"{store.matrix_path(self.node.name)}: the saved matrix no longer fits the topology: {e}") from None
+        self._check_estimator(self.fairness)
         self.taus: dict[str, EgressTau] = {}
         self._last: dict[str, dict[int, CounterValue]] = {}
         self._last_t: dict[str, float] = {}  # when each counter was last read
@@ -176,6 +196,13 @@ class Agent:
         # a step over a shorter interval only re-baselines the counters: rates over a sliver of a
         # period are noise, and τ must not move on them (the process sets half its period)
         self.min_interval_s = 0.0
+        # τ moves on rates measured over at least `min_packets` admitted frames (or `max_interval_s`):
+        # the update is multiplicative, so a noisy A biases τ up by about Var(A)/2·E[A]^2, the
+        # inverse of twice the frames it counts (jumbo frames at a short period: a handful per
+        # period, +13 % measured); periods are accumulated until the count is reached
+        self.min_packets = min_packets
+        self.max_interval_s = max_interval_s
+        self._tau_acc: dict[str, tuple[CounterValue, CounterValue, float, float]] = {}
         self._check_turn = -1  # which generated table the last slow check read
         self._checks = 0
         self.snapshot = Snapshot(0.0)
@@ -203,6 +230,15 @@ class Agent:
         """pid -> when its quarantine ends (the step's clock)."""
         return self.quarantine.until
 
+    def _check_estimator(self, fairness: dict[str, dict[str, float]]) -> None:
+        """Warn when the smallest share carries too few frames per estimator time constant for
+        the precision budget (spec §10): it reads high by about one frame in that many."""
+        n = frames_per_time_constant(self.node, self.lpf, fairness)
+        if n < LPF_PACKETS / 2:
+            log.warning("the smallest share carries %.1f frames of %d bytes per estimator time constant (%.0f ms): an "
+                        "overloaded pair at that share may lose about %.0f %% of it (docs/spec.md §10)",
+                        n, int(largest_frame_bits(self.node) / 8), (self.lpf.time_constant_ns or 0) / 1e6, 100 / max(n, 1e-9))
+
     # -- the static state ------------------------------------------------------------------
     def current_node(self) -> Node:
         return dataclasses.replace(self.node, fairness=self.fairness)
@@ -222,17 +258,19 @@ class Agent:
         held = self._held_taus()
         self._resume_quarantine(time.monotonic() if now_s is None else now_s)
         self.taus = {e: _resume(held.get(e), saved.get(e)) for e in self.fairness}
-        self._last, self._last_t = {}, {}
+        self._last, self._last_t, self._tau_acc = {}, {}, {}
         self._program_id = self.driver.program_id()
         verified = self.store.load_program(self.node.name) if self.store is not None else None
+        # the generated tables hold the estimator's scale-down (the weights): verified for this one
+        generated = f"{self._program_id} weight-shift {self.lpf.scale_down}"
         # the same program instance: this agent (or its predecessor) verified the generated tables on
         # it, and only an out-of-band change can have altered them since (the slow check's job)
-        n = self.reconcile("start", NODE_TABLES if verified == self._program_id else OWNED_TABLES)
+        n = self.reconcile("start", NODE_TABLES if verified == generated else OWNED_TABLES)
         if self.front_panel is not None:
             n += self.front_panel.reconcile()  # ports last: they forward what the tables now decide
             self._port_status = self.front_panel.status()
         if self.store is not None:
-            self.store.save_program(self.node.name, self._program_id)
+            self.store.save_program(self.node.name, generated)
         self.baseline(now_s)
         log.info("took over node=%s pairs=%d egresses=%d program=%s updates=%d tau=%s", self.node.name, len(self.pairs()),
                  len(self.fairness), self._program_id, n,
@@ -383,7 +421,7 @@ class Agent:
         pids = [p.pid for p in self.pairs()]
         ports = self._egress_ports()
         self._measure("O", p4names.OFFERED.name, ports, now_s)
-        self._measure("A", p4names.ACCEPTED.name, ports, now_s)
+        self._measure("A", p4names.ADMITTED.name, ports, now_s)
         self._measure("X", p4names.MALFORMED.name, ports, now_s)
         self._measure("R", p4names.PAIR_BYTES.name, pids, now_s)
         self._measure("D", p4names.PAIR_DROPS.name, pids, now_s)
@@ -415,7 +453,7 @@ class Agent:
         return out
 
     def _bps(self, c: CounterValue, dt: float) -> float:
-        return max(0, c.bytes - self.frame_overhead * c.packets) * 8 / dt if dt > 0 else 0.0
+        return (c.bytes + self.wire_overhead * c.packets) * 8 / dt if dt > 0 else 0.0
 
     def step(self, now_s: float | None = None) -> Snapshot:
         """One control period: R*_j, A_j and the lies at j per egress (three reads of one cell per
@@ -426,7 +464,7 @@ class Agent:
         now_s = time.monotonic() if now_s is None else now_s
         ports = self._egress_ports()
         offered, dt = self._measure("O", p4names.OFFERED.name, ports, virtual)
-        a, dt_a = self._measure("A", p4names.ACCEPTED.name, ports, virtual)
+        a, dt_a = self._measure("A", p4names.ADMITTED.name, ports, virtual)
         bad, _ = self._measure("X", p4names.MALFORMED.name, ports, virtual)
         quarantine = self._release_quarantine(now_s)
         lied = any(v.packets for v in bad.values())
@@ -438,16 +476,22 @@ class Agent:
         for e in sorted(self.fairness):
             port = self.node.interfaces[e].port
             target = node.target(e)
-            # A_j: what γ accepted, lies included: the egress drops a lying frame only after it
-            # queued (on Tofino also after it took the port), so τ must see it (docs/security.md)
-            acc, lies = a.get(port, ZERO), bad.get(port, ZERO)
-            a_bps = self._bps(CounterValue(acc.packets + lies.packets, acc.bytes + lies.bytes), dt_a)
-            r_star = self._bps(offered.get(port, ZERO), dt)
+            # A_j: what γ admitted toward j, counted before the traffic manager, so that it exceeds
+            # T_j whenever FFS over-admits even on a port that is its own bottleneck; a lying frame
+            # is among it (the egress drops it only after it queued, docs/security.md)
             state = self.taus.get(e, EgressTau())
+            a_bps, r_star = self._bps(a.get(port, ZERO), dt_a), self._bps(offered.get(port, ZERO), dt)
             if dt > self.min_interval_s and dt_a > self.min_interval_s:
-                state = tau_step(state, a_bps, r_star, target, self.tau_params)
-                self.taus[e] = state
-            params = egress_action_params(state, r_star, target)
+                o0, a0, t_o, t_a = self._tau_acc.get(e, (ZERO, ZERO, 0.0, 0.0))
+                o1, a1 = _add(o0, offered.get(port, ZERO)), _add(a0, a.get(port, ZERO))
+                t_o, t_a = t_o + dt, t_a + dt_a
+                if a1.packets >= self.min_packets or t_a >= self.max_interval_s:
+                    state = tau_step(state, self._bps(a1, t_a), self._bps(o1, t_o), target, self.tau_params)
+                    self.taus[e] = state
+                    self._tau_acc.pop(e, None)
+                else:
+                    self._tau_acc[e] = (o1, a1, t_o, t_a)
+            params = egress_action_params(state, r_star, target)  # C/R* for RI: this period's
             if self._pushed.get(port) != params:  # the switch holds the rest as pushed (the slow check repairs)
                 batch.append(egress_entry(port, params, "modify"))
             snap.egresses.append(
@@ -482,7 +526,7 @@ class Agent:
             st = PairStatus(
                 p.pid, p.ingress, p.egress, node.share(p.ingress, p.egress),
                 self._bps(rd, dt),
-                f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns, scale_down),
+                f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns or constants.LPF_TIME_CONSTANT_NS, scale_down),
                 self._bps(dd, dt_d),
                 dd.packets,
                 lies.get(p.pid, ZERO).packets,
@@ -539,6 +583,7 @@ class Agent:
         switch, the agent and the file as they were (the record is marked aborted); a crash at any
         step is settled by `StateStore.recover` at the next start."""
         new = self.validate(fairness)
+        self._check_estimator(new)
         changes = diff_matrices(self.fairness, new)
         ups = self.matrix_updates(new)
         store = self.store if changes else None

@@ -49,7 +49,7 @@ class FrontPanel:
             if dev != i.port:
                 raise PortError(f"interface {name}: front-panel port {i.fp} is device port {dev} on this switch, "
                                 f"the topology says port {i.port}")
-            out[name] = (i.fp, ports.spec(dev, i.capacity, i.fec, i.autoneg))
+            out[name] = (i.fp, ports.spec(dev, i.speed, i.fec, i.autoneg))
         self.specs = out
         return out
 

@@ -8,7 +8,7 @@ not at all.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ffs import constants
 from ffs import p4names
@@ -19,46 +19,76 @@ from ffs.topology import Node
 
 @dataclass(frozen=True)
 class LpfConfig:
-    """The F estimator's time constant and output scale-down. `scale_down=None` (the default) sizes
-    it for the node's fastest port (`for_node`), so that no admitted label saturates F at line
-    rate (spec §4)."""
+    """The F estimator's time constant and output scale-down. None (the defaults) derives them for a
+    node (`for_node`): the time constant from its shares and MTUs (`estimator_time_constant_ns`),
+    the scale-down from the time constant and the fastest port, so that no admitted label
+    saturates F at line rate (spec §4). Every user -- ffs-agent, virtual time, the laboratory --
+    sizes the estimator through here."""
 
-    time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS
+    time_constant_ns: float | None = None
     scale_down: int | None = None
 
     def for_node(self, node: Node) -> "LpfConfig":
+        tc = estimator_time_constant_ns(node, self.scale_down) if self.time_constant_ns is None else self.time_constant_ns
         if self.scale_down is not None:
-            return self
-        fastest = max((i.capacity for i in node.interfaces.values()), default=0.0)
-        s = tables.lpf_scale_down_for(fastest, self.time_constant_ns) if fastest > 0 else constants.LPF_SCALE_DOWN
-        return LpfConfig(self.time_constant_ns, s)
+            return LpfConfig(tc, self.scale_down)
+        fastest = max((i.speed for i in node.interfaces.values()), default=0.0)
+        return LpfConfig(tc, tables.lpf_scale_down_for(fastest, tc) if fastest > 0 else constants.LPF_SCALE_DOWN)
 
     def spec(self) -> LpfSpec:
-        if self.scale_down is None:
-            raise ValueError("LpfConfig.spec: size the scale-down for a node first (for_node)")
-        return LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns, self.scale_down)
+        """The filter's spec: no output scale-down, the weights carry it (`static_updates`): the
+        filter's state is a 32-bit register that saturates before any output shift applies."""
+        if self.scale_down is None or self.time_constant_ns is None:
+            raise ValueError("LpfConfig.spec: size the estimator for a node first (for_node)")
+        return LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns, 0)
 
 
-# packets of the smallest share the F estimator averages over (16 full-size frames): fewer, and F
-# of a compliant pair jitters across M(i,j), so it loses packets (Algorithm 3's drop is rf·F/M - 1)
-LPF_PACKETS = 16
-LPF_FRAME_BITS = 1500 * 8
+# Frames of the node's largest size its smallest share carries per time constant. The LPF's output
+# includes the packet that reads it (tofino-model, and the hardware it models, add x before the
+# output), so a pair reads F high by one packet's weight in ρ·τ_F (Poisson arrivals; half of it for
+# evenly spaced ones): at 64 frames per τ_F, 1.6 % at the smallest share and less for every
+# larger one (docs/spec.md §10).
+LPF_PACKETS = 64
+# Tofino's LPF holds a time constant of up to 2^32 clock cycles (3.4 s on Tofino 1, 4.3 s on Tofino
+# 2); beyond, the driver wraps it silently. A share that would need more gets this, and fewer frames.
+LPF_TIME_CONSTANT_MAX_NS = 2e9
 
 
-def derive_lpf_time_constant_ns(node: Node, period_s: float, scale_down: int | None = None) -> float:
-    """The F estimator's time constant for a node: long enough to hold LPF_PACKETS full-size frames
-    of the smallest non-zero share, at least the 1 ms Tofino default (docs/spec.md §8), at most half
-    a control period (τ must see F settle within a period, Appendix A) and at most what keeps a
-    pair at the fastest port's line rate below half the 32-bit F range (2 units per bit/s per
-    second of time constant: 2^WEIGHT_SHIFT/8/2^scale_down, ffs.tables.lpf_units_per_bps)."""
-    shares = [m for col in node.fairness.values() for m in col.values() if m > 0]
-    want = LPF_PACKETS * LPF_FRAME_BITS / min(shares) if shares else 0.0
-    fastest = max((i.capacity for i in node.interfaces.values()), default=0.0)
-    # with a fixed scale-down, F at line rate must stay in range; left to LpfConfig.for_node, the
-    # scale-down is sized for the time constant instead (spec §4)
+def largest_frame_bits(node: Node) -> float:
+    """The line-rate bits of the largest frame the node's ports carry: its largest IP MTU with an
+    802.1Q tag, Ethernet header, FCS, preamble and gap (spec §4)."""
+    mtu = max((i.mtu for i in node.interfaces.values()), default=1500)
+    return tables.wire_len(constants.ETH_HDR_LEN + constants.VLAN_TAG_LEN + mtu + constants.FCS_LEN) * 8.0
+
+
+def smallest_share(node: Node, fairness: dict[str, dict[str, float]] | None = None) -> float | None:
+    """The smallest non-zero share the data plane enforces (scaled to its egress's target)."""
+    n = node if fairness is None else replace(node, fairness=fairness)
+    shares = [n.share(i, e) for e, col in n.fairness.items() for i, m in col.items() if m > 0]
+    return min(shares) if shares else None
+
+
+def estimator_time_constant_ns(node: Node, scale_down: int | None = None) -> float:
+    """The F estimator's time constant for a node: LPF_PACKETS frames of its largest size at its
+    smallest share, at least the 1 ms Tofino default (docs/spec.md §8), at most
+    LPF_TIME_CONSTANT_MAX_NS, and, with a fixed scale-down, at most what keeps a pair at the
+    fastest port's line rate below half the 32-bit F range (2 units per bit/s per second of time
+    constant: 2^WEIGHT_SHIFT/8/2^scale_down, ffs.tables.lpf_units_per_bps)."""
+    m = smallest_share(node)
+    want = LPF_PACKETS * largest_frame_bits(node) / m if m else 0.0
+    fastest = max((i.speed for i in node.interfaces.values()), default=0.0)
     cap = (1 << 31) / (fastest * tables.lpf_units_per_bps(1e9, scale_down)) if fastest > 0 and scale_down is not None else float("inf")
-    tc_s = min(max(want, constants.LPF_TIME_CONSTANT_NS * 1e-9), period_s / 2, cap)
+    tc_s = min(max(want, constants.LPF_TIME_CONSTANT_NS * 1e-9), LPF_TIME_CONSTANT_MAX_NS * 1e-9, cap)
     return tc_s * 1e9
+
+
+def frames_per_time_constant(node: Node, lpf: LpfConfig, fairness: dict[str, dict[str, float]] | None = None) -> float:
+    """How many frames of the node's largest size its smallest share carries per time constant:
+    the estimator reads a pair at its share high by about 1/this (LPF_PACKETS)."""
+    m = smallest_share(node, fairness)
+    if not m or lpf.time_constant_ns is None:
+        return float("inf")
+    return m * lpf.time_constant_ns * 1e-9 / largest_frame_bits(node)
 
 
 @dataclass(frozen=True)
@@ -132,7 +162,7 @@ def short_action(action: str | None) -> str | None:
 
 
 def pair_entry(m_bps: float, p: Pair, lpf: LpfConfig, kind: UpdateKind = "insert") -> Update:
-    if lpf.scale_down is None:
+    if lpf.scale_down is None or lpf.time_constant_ns is None:
         raise ValueError("pair_entry: size the estimator for the node first (LpfConfig.for_node)")
     lm = tables.lm_code(m_bps, lpf.time_constant_ns, lpf.scale_down)
     return Update(
@@ -157,5 +187,5 @@ def node_updates(node: Node, lpf: LpfConfig) -> list[Update]:
     ups += [pair_entry(node.share(p.ingress, p.egress), p, lpf) for p in pairs_of(node)]
     idle = tables.egress_params(None, False, None)
     ups += [egress_entry(node.interfaces[e].port, idle) for e in sorted(node.fairness)]
-    ups += tables.static_updates()
+    ups += tables.static_updates(lpf.scale_down or 0)
     return ups

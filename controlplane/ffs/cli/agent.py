@@ -14,7 +14,7 @@ import click
 from ffs.agent.core import Agent
 from ffs.agent.matrix import MatrixError
 from ffs.agent.owner import OwnerError, take_ownership
-from ffs.agent.program import LpfConfig, derive_lpf_time_constant_ns
+from ffs.agent.program import LpfConfig
 from ffs.agent.service import AgentService, ServiceConfig
 from ffs.agent.state import StateStore, default_state_dir
 from ffs.cli.common import CliError, EXIT_FAILURE, one_line_errors
@@ -97,14 +97,15 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
                    "the next change replaces it; the audit log stays).")
 @click.option("--period-ms", default=100.0, show_default=True, help="Control period.")
 @click.option("--lpf-time-constant-us", default=None, type=float,
-              help="F estimator time constant (default: derived from the node's shares, capacities and the period; "
+              help="F estimator time constant (default: derived from the node's smallest share and largest MTU; "
                    "docs/control-plane.md).")
 @click.option("--lpf-scale-down", type=int, default=None,
               help="F estimator output scale-down (0..31); default: sized for the node's fastest port (spec §4).")
 @click.option("--delta-fraction", default=0.01, show_default=True, help="tau damping: delta = this * target.")
 @click.option("--max-decrease", default=0.25, show_default=True, help="Largest tau decrease per period.")
-@click.option("--frame-overhead", default=18, show_default=True,
-              help="Bytes per packet the counters count beyond the IP packet (Ethernet header and FCS).")
+@click.option("--wire-overhead", default=20, show_default=True,
+              help="Bytes a frame costs its port beyond what the counters count (preamble and inter-frame gap): "
+                   "every rate, share and target is a line rate (spec §4).")
 @click.option("--metrics-port", default=None, type=int, help="Serve Prometheus metrics on PORT (off by default).")
 @click.option("--metrics-address", default="127.0.0.1", show_default=True,
               help="Address of the metrics server; anything but loopback only if you mean it.")
@@ -123,7 +124,7 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
 @click.option("-v", "--verbose", count=True, help="-vv logs every period's tau per egress.")
 @one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, PortError, ValueError, OSError, exit_code=EXIT_FAILURE)
 def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports, from_topology, period_ms, lpf_time_constant_us, lpf_scale_down,
-         delta_fraction, max_decrease, frame_overhead, metrics_port, metrics_address, check_period_s, quarantine_s,
+         delta_fraction, max_decrease, wire_overhead, metrics_port, metrics_address, check_period_s, quarantine_s,
          quarantine_fraction, telemetry_period_s, connect_timeout, log_format, verbose) -> None:
     """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
     handler = logging.StreamHandler(sys.stderr)
@@ -151,8 +152,7 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports
     # everything that can be wrong with the options fails before the switch is touched
     tau_params = TauParams(delta_fraction=delta_fraction, max_decrease=max_decrease)
     log = logging.getLogger("ffs.agent")
-    tc_ns = lpf_time_constant_us * 1e3 if lpf_time_constant_us is not None else derive_lpf_time_constant_ns(topo.node(node), period_ms / 1e3, lpf_scale_down)
-    lpf = LpfConfig(tc_ns, lpf_scale_down)
+    lpf = LpfConfig(lpf_time_constant_us * 1e3 if lpf_time_constant_us is not None else None, lpf_scale_down)
     store = StateStore(state_dir or default_state_dir(node), adopt=adopt)
     if switch:
         address = switch
@@ -163,7 +163,7 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports
     owner = take_ownership(address, sock)  # before the switch or the socket is touched; held until exit
     driver = make_driver(target, address)
     connect_saying_so(driver, target, address, connect_timeout, logging.getLogger("ffs.agent"))
-    agent = Agent(driver, topo, node, lpf=lpf, tau_params=tau_params, frame_overhead_bytes=frame_overhead, store=store,
+    agent = Agent(driver, topo, node, lpf=lpf, tau_params=tau_params, wire_overhead_bytes=wire_overhead, store=store,
                   quarantine_s=quarantine_s, quarantine_fraction=quarantine_fraction,
                   telemetry_period_s=telemetry_period_s, use_saved_matrix=not from_topology,
                   manage_ports=target == "tofino" and not no_ports)
@@ -174,8 +174,9 @@ def main(topology, node, target, switch, sock, group, state_dir, adopt, no_ports
         source = f"{topology} (node {node}; --from-topology: the saved {saved} is ignored, the next change replaces it)"
     else:
         source = f"{topology} (node {node})"
-    log.info("matrix loaded from %s; state and audit in %s; F estimator time constant %.3g ms%s", source, store.dir,
-             tc_ns / 1e6, "" if lpf_time_constant_us is not None else " (derived)")
+    log.info("matrix loaded from %s; state and audit in %s; F estimator time constant %.3g ms%s, scale-down %s", source,
+             store.dir, (agent.lpf.time_constant_ns or 0) / 1e6, "" if lpf_time_constant_us is not None else " (derived)",
+             agent.lpf.scale_down)
     agent.install()
     logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
     AgentService(agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address, check_period_s)).run()

@@ -29,23 +29,49 @@ def main() -> None:
     """The FFS pipeline of p4src/ as a software switch."""
 
 
-def _ports(specs: tuple[str, ...]) -> dict[int, str]:
+def _ports(specs: tuple[str, ...]) -> tuple[dict[int, str], dict[int, float]]:
+    """--port N=IFACE[@SPEED]: device port -> interface, and the speeds given."""
     out: dict[int, str] = {}
+    speeds: dict[int, float] = {}
     for s in specs:
-        m = re.fullmatch(r"(\d+)=([\w.@:-]+)", s)
+        m = re.fullmatch(r"(\d+)=([\w.:-]+)(?:@(\S+))?", s)
         if not m:
-            raise CliError(f"--port wants DEVICE_PORT=INTERFACE, got {s!r}", EXIT_USAGE)
+            raise CliError(f"--port wants DEVICE_PORT=INTERFACE[@SPEED], got {s!r}", EXIT_USAGE)
         port = int(m.group(1))
         if not 0 <= port < 512 or port in out:
             raise CliError(f"--port {s}: port must be 0..511 and appear once", EXIT_USAGE)
         out[port] = m.group(2)
+        if m.group(3) is not None:
+            try:
+                speeds[port] = parse_rate(m.group(3))
+            except ValueError as e:
+                raise CliError(f"--port {s}: {e}", EXIT_USAGE) from None
+            if speeds[port] <= 0:
+                raise CliError(f"--port {s}: the speed must be positive", EXIT_USAGE)
     if not out:
         raise CliError("give at least one --port DEVICE_PORT=INTERFACE", EXIT_USAGE)
+    return out, speeds
+
+
+def _buffers(specs: tuple[str, ...], ports: dict[int, str], speeds: dict[int, float]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for s in specs:
+        m = re.fullmatch(r"(\d+)=(\d+)", s)
+        if not m or int(m.group(2)) <= 0:
+            raise CliError(f"--buffer wants DEVICE_PORT=BYTES, got {s!r}", EXIT_USAGE)
+        port = int(m.group(1))
+        if port not in speeds:
+            raise CliError(f"--buffer {s}: port {port} has no speed (--port {port}=IFACE@SPEED)", EXIT_USAGE)
+        out[port] = int(m.group(2))
     return out
 
 
 @main.command("run")
-@click.option("--port", "port_specs", multiple=True, metavar="N=IFACE", help="Bind device port N to interface IFACE (repeat).")
+@click.option("--port", "port_specs", multiple=True, metavar="N=IFACE[@SPEED]",
+              help="Bind device port N to interface IFACE (repeat); with @SPEED (a line rate, e.g. 20Mbps) the port "
+                   "sends at that speed, queueing and tail-dropping like a Tofino port (docs/live-mode.md).")
+@click.option("--buffer", "buffer_specs", multiple=True, metavar="N=BYTES",
+              help="The queue of a port with a speed (default: 10 ms of its speed and at least 64 frames of the interface MTU, at most 2 MiB).")
 @click.option("--control", default=None,
               help="Control service: unix:PATH (default: an owner-only socket, /run/ffs/switch.sock for root) or "
                    "loopback HOST:PORT (then any local user can use it).")
@@ -53,21 +79,19 @@ def _ports(specs: tuple[str, ...]) -> dict[int, str]:
 @click.option("--seed", default=1, show_default=True, help="Seed of the Random extern.")
 @click.option("--ready-file", default=None, help="Written (with the pid) once ports and control service are up.")
 @click.option("--stats-interval", default=10.0, show_default=True, help="Seconds between per-port counter logs.")
-@click.option("--csfq", "csfq_specs", multiple=True, metavar="PORT=RATE",
-              help="Evaluation baseline: run CSFQ (not FFS) before egress PORT of capacity RATE (repeat).")
+@click.option("--csfq", is_flag=True,
+              help="Evaluation baseline: run CSFQ (not FFS) before every port with a speed.")
 @one_line_errors(OSError, ValueError, PermissionError, exit_code=1)
-def run_cmd(port_specs, control, allow_remote, seed, ready_file, stats_interval, csfq_specs) -> None:
+def run_cmd(port_specs, buffer_specs, control, allow_remote, seed, ready_file, stats_interval, csfq) -> None:
     """Switch real frames between Linux interfaces until SIGINT/SIGTERM."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=\"%(message)s\"")
-    csfq = {}
-    for spec in csfq_specs:
-        port, _, rate = spec.partition("=")
-        if not port.isdigit() or not rate:
-            raise CliError(f"--csfq wants PORT=RATE, got {spec!r}", EXIT_USAGE)
-        csfq[int(port)] = parse_rate(rate)
-    run_live(_ports(port_specs), control or default_control_address(), seed, ready_file, stats_interval, allow_remote, csfq,
-             csfq=Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1) if csfq else None)
+    ports, speeds = _ports(port_specs)
+    if csfq and not speeds:
+        raise CliError("--csfq runs before ports with a speed: give one (--port N=IFACE@SPEED)", EXIT_USAGE)
+    run_live(ports, control or default_control_address(), seed, ready_file, stats_interval, allow_remote,
+             csfq=Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1) if csfq else None, speeds=speeds,
+             buffers=_buffers(buffer_specs, ports, speeds))
 
 
 @main.command("replay")
@@ -168,7 +192,7 @@ def _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate_bps, speed, 
     res = trace.replay(pipes[node], arrivals, duration, period_s=period_s, on_period=on_period)
     rows = []
     for s in sorted(res.sent):
-        offered = sum(len(a.frame) for a in arrivals if a.stream == s and a.t_s < duration) * 8 / duration
+        offered = sum(trace.frame_wire_len(a.frame) for a in arrivals if a.stream == s and a.t_s < duration) * 8 / duration
         rows.append({"stream": s, "packets": res.sent[s], "offered": offered, "accepted": res.rate_bps(s, 0, duration),
                      "dropped": sum(res.dropped[s].values()), "drop_reasons": res.dropped[s]})
     return {"duration_s": duration, "packets": res.packets, "window_s": [0.0, duration], "streams": rows,

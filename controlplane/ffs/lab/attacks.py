@@ -1,7 +1,7 @@
 """The length-lie attack of docs/security.md as a library for its tests and its benchmark
-(bench/attacks.py): the attack topology, a replay of a flood of given frames against a victim with
-the agent in the loop, and the Tofino-order model (the traffic manager's queue between γ and the
-egress's frame check)."""
+(bench/attacks.py): the attack topology and a replay of a flood of given frames against a victim
+with the agent in the loop, through the software switch in Tofino's order (γ, then the traffic
+manager's queue at p3's speed, then the egress's frame check)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from ffs.agent.core import Agent
 from ffs.frames import ipv4_frame
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
-from ffs.switch.pipeline import Pipeline, Result
-from ffs.switch.trace import EgressQueue, ReplayResult, merge, replay, stream_arrivals
+from ffs.switch.tm import configure_node
+from ffs.switch.trace import ReplayResult, merge, replay, stream_arrivals
 from ffs.topology import Topology, load
 
 M = 1e6
@@ -63,45 +63,21 @@ def replay_attack(flood_frame: bytes, cap: float = 100 * M, victim: float = 40 *
                   flood: float = 300 * M, duration: float = 0.4, streams: int = 1, poisson: bool = False,
                   **agent_kw: Any) -> tuple[ReplayResult, dict[str, float], int]:
     """The victim (p1, 1250-byte packets) and `streams` floods of `flood_frame` (p2) into s1 of
-    `topology`, its agent in the loop; the rates over the second half (IP bytes) and the frames the
-    egress dropped as malformed. The pipeline is `fast.new_pipeline`'s, looked up at the call (the
-    Tofino-order model replaces it with `tm_first_pipeline`)."""
+    `topology`, its agent in the loop, p3 drained at its speed (its capacity); the line rates over
+    the second half and the frames the egress dropped as malformed. The pipeline is
+    `fast.new_pipeline`'s, looked up at the call."""
     topo = loads(topology(cap, victim, share, flood, None))
     pipe = fast.new_pipeline(1)
+    configure_node(pipe.tm, topo.node("s1"))
     agent = Agent(LocalDriver(pipe), topo, "s1", **agent_kw)
     agent.install()
     good = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)
-    arrivals = [stream_arrivals(1, good, victim * len(good) / 1250, 0, duration, stream="victim", seed=1,
-                                 poisson=poisson)]
+    arrivals = [stream_arrivals(1, good, victim, 0, duration, stream="victim", seed=1, poisson=poisson)]
     arrivals += [stream_arrivals(2, flood_frame, flood / streams, 0, duration, stream=f"flood{k}", seed=2 + k,
                                   poisson=poisson) for k in range(streams)]
     res = replay(pipe, merge(*arrivals), duration, period_s=0.005, on_period=lambda now_ns, d: agent.step(now_ns / 1e9))
     t0, t1 = duration / 2, duration
-    got = {"victim": res.rate_bps("victim", t0, t1) * (len(good) - 14) / len(good)}
+    got = {"victim": res.rate_bps("victim", t0, t1)}
     for k in range(streams):
-        got[f"flood{k}"] = res.rate_bps(f"flood{k}", t0, t1) * (len(flood_frame) - 14) / len(flood_frame)
+        got[f"flood{k}"] = res.rate_bps(f"flood{k}", t0, t1)
     return res, got, pipe.egress_acct.malformed.packets[3]
-
-
-def tm_first_pipeline(seed: int, cap: float, queue_ms: float = 2.0) -> Pipeline:
-    """Tofino's order: the reference pipeline with the traffic manager's queue between the ingress
-    (γ) and FfsEgress, drained at 1.05 times the IP-layer target in frame bytes (1264-byte frames
-    for 1250; the headroom a deployment leaves with target_factor), tail drop beyond `queue_ms`.
-    Assumed: the TM paces the port by the frames it dequeues, whatever the egress then drops."""
-    class TmFirst(Pipeline):
-        def __init__(self, seed):
-            super().__init__(seed)
-            rate = 1.05 * cap * 1264 / 1250
-            self.queue = EgressQueue(rate, max(3000, int(rate * queue_ms / 8e3)))
-            self.now_s = 0.0
-
-        def process(self, frame, ingress_port, t_ns):
-            self.now_s = t_ns / 1e9
-            return super().process(frame, ingress_port, t_ns)
-
-        def _egress(self, buf, port, pkt_length, pid, grown):
-            if not self.queue.admit(self.now_s, len(buf)):
-                return Result(None, None, "tm_queue", pid)
-            return super()._egress(buf, port, pkt_length, pid, grown)
-
-    return TmFirst(seed)

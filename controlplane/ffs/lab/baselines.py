@@ -1,17 +1,20 @@
 """Baselines the evaluation sets beside FFS (the FFS paper's Table III compares with them):
 
-- FIFO: FFS off, a tail-drop queue per egress (`ffs.switch.trace.EgressQueue`).
+- FIFO: FFS off; the software switch's traffic manager (`ffs.switch.tm`) tail-drops at each egress.
 - CSFQ (Stoica, Shenker, Zhang; papers/001): per-flow rate labels at the edge (Eq. 3), and at every
   egress the fair share alpha estimated as in Figure 3 (with the nesting corrected so that it is well defined), drop
   probability max(0, 1 - alpha/label) while the link is congested, relabel min(label, alpha),
-  alpha cut 1 % on buffer overflow. It runs beside the pipeline (trace and live mode), not in P4.
+  alpha cut 1 % on buffer overflow. It decides where FFS would, before the traffic manager
+  (`Pipeline.admission`), in trace and live mode, not in P4.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -112,3 +115,44 @@ class Csfq:
         if key not in self.cores:
             self.cores[key] = CsfqCore(capacity_bps, self.k_alpha_s, self.k_c_s)
         return self.cores[key]
+
+    # -- in the software switch: `Pipeline.admission` of every node, before its traffic manager ----
+    # A trace names each packet's stream and carries its label from hop to hop (`begin`, `label_now`);
+    # live, every frame's flow is its IPv4 address pair and each node labels it at once (`live`).
+    def attach(self, pipelines: dict[str, Any], start_s: float = 0.0, live: bool = False) -> None:
+        self.start_s, self.live = start_s, live
+        self.current_label, self.bits = 0.0, 0.0
+        self._last: tuple[CsfqCore, float] | None = None
+        for node, pipe in pipelines.items():
+            pipe.admission = functools.partial(self._admit, node, pipe)
+
+    def begin(self, stream: str, t: float, size_bits: float) -> None:
+        """A stream's packet enters its first node at `t`: its edge label."""
+        self.bits = size_bits
+        self.current_label = self.label(stream, t, size_bits)
+
+    def carry(self, label: float, size_bits: float) -> None:
+        """A packet enters a later node with the label the last one gave it."""
+        self.current_label, self.bits = label, size_bits
+
+    def _admit(self, node: str, pipe: Any, port: int, t_ns: int, frame: bytearray) -> bool:
+        speed = pipe.tm.speed[port]
+        if speed <= 0:  # an unpaced port is no bottleneck: nothing to share
+            return True
+        t = t_ns / 1e9 - self.start_s
+        if self.live:
+            self.bits = (len(frame) + 20) * 8
+            self.current_label = self.label(bytes(frame[26:34]).hex(), t, self.bits)
+        core = self.core(node, port, speed)
+        self._last = (core, t)
+        label = core.decide(t, self.bits, self.current_label, self.rng)
+        if label is None:
+            return False
+        self.current_label = label
+        return True
+
+    def tm_overflow(self) -> None:
+        """The traffic manager dropped the packet just admitted: the buffer heuristic."""
+        if self._last is not None:
+            core, t = self._last
+            core.overflow(t)

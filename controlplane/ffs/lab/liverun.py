@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from ffs import netns
+from ffs.constants import SHIM_LEN
 from ffs.agent.api import ApiError, call
 from ffs.topology import Topology, load
 
@@ -73,16 +74,20 @@ def agent_ready(sock: Path) -> bool:
 
 @contextmanager
 def live_node(topology_file: str | Path, work: Path, *, agent: bool = True, period_ms: float = 100.0,
-              lpf_time_constant_us: float = 20000.0, switch_args: Sequence[str] = (),
+              lpf_time_constant_us: float | None = None, switch_args: Sequence[str] = (),
               before_switch: Callable[[netns.Plan], None] | None = None) -> Iterator[LiveNode]:
     topo = load(topology_file)
-    plan = netns.up(topo)
+    # the veths carry the largest MTU of the topology's node, the hosts' 8 bytes less (netns.up)
+    mtu = max((i.mtu for n in topo.nodes.values() for i in n.interfaces.values()), default=1500)
+    plan = netns.up(topo, mtu=max(netns.DEFAULT_MTU, mtu + SHIM_LEN))
     node = LiveNode(topo, plan, work)
     py = sys.executable
     try:
         if before_switch is not None:
             before_switch(plan)
-        ports = [f"--port={p}={i}" for p, i in sorted(plan.ports().items())]
+        # every port at its topology speed: the switch's queues make its egresses the bottlenecks
+        speed = {i.port: i.speed for i in topo.node(plan.node).interfaces.values()}
+        ports = [f"--port={p}={i}@{speed[p]:.0f}" for p, i in sorted(plan.ports().items())]
         sw = node.spawn(["ip", "netns", "exec", plan.switch_ns, py, "-m", "ffs.cli.switch", "run", *ports, *switch_args,
                          f"--control={node.switch_address}", f"--ready-file={work}/switch.ready"],
                         log="switch.log", stdout=subprocess.DEVNULL)
@@ -90,7 +95,8 @@ def live_node(topology_file: str | Path, work: Path, *, agent: bool = True, peri
         if agent:
             ag = node.spawn([py, "-m", "ffs.cli.agent", f"--topology={topology_file}", f"--node={plan.node}", "--target=model",
                              f"--switch={node.switch_address}", f"--socket={node.agent_socket}", f"--state-dir={work}/state",
-                             f"--period-ms={period_ms}", f"--lpf-time-constant-us={lpf_time_constant_us}"],
+                             f"--period-ms={period_ms}",
+                             *([] if lpf_time_constant_us is None else [f"--lpf-time-constant-us={lpf_time_constant_us}"])],
                             log="agent.log", stdout=subprocess.DEVNULL)
             _wait(lambda: agent_ready(node.agent_socket), 30, "ffs-agent", ag, work / "agent.log")
         yield node

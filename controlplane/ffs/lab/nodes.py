@@ -10,6 +10,7 @@ from ffs.agent.core import Agent
 from ffs.switch.driver import LocalDriver
 from ffs.switch.fast import new_pipeline
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.tm import configure_node
 from ffs.topology import Topology
 
 
@@ -22,11 +23,14 @@ class Nodes:
 def build_nodes(topo: Topology, seed: int | None = None, engine: str = "auto", *,
                 pipeline_of: Callable[[int], Pipeline] | None = None, **agent_kw: Any) -> Nodes:
     """Pipelines seeded seed, seed + 1, ... in the order of the node names (the topology's seed by
-    default), made by `pipeline_of(seed)` or else `new_pipeline(seed, engine)`; each node's agent
-    (`agent_kw` passed on) installed on its pipeline."""
+    default), made by `pipeline_of(seed)` or else `new_pipeline(seed, engine)`, their ports paced
+    at the topology's speeds (`ffs.switch.tm`); each node's agent (`agent_kw` passed on) installed
+    on its pipeline."""
     seed = topo.seed if seed is None else seed
     pipes = {n: pipeline_of(seed + k) if pipeline_of is not None else new_pipeline(seed + k, engine)
              for k, n in enumerate(sorted(topo.nodes))}
+    for n, p in pipes.items():
+        configure_node(p.tm, topo.nodes[n])
     agents = {n: Agent(LocalDriver(p), topo, n, **agent_kw) for n, p in pipes.items()}
     for a in agents.values():
         a.install()

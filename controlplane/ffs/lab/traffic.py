@@ -1,13 +1,15 @@
-"""Paced UDP traffic for live runs: a sender at a given IP-layer rate, optionally carrying the FFS
-shim with a label, and a receiver that reports the rate it gets from each source, one JSON line per
-interval. Both run inside a host's namespace (`ip netns exec NS python -m ffs.lab.traffic ...`).
+"""Paced UDP traffic for live runs: a sender at a given line rate, optionally carrying the FFS
+shim with a label, and a receiver that reports the line rate it gets from each source, one JSON
+line per interval. Both run inside a host's namespace (`ip netns exec NS python -m ffs.lab.traffic ...`).
 
     python -m ffs.lab.traffic send --dst 10.0.3.1 --rate 8Mbps --size 1250 --duration 20 [--label 2.0 --ri]
     python -m ffs.lab.traffic send --dst 10.0.3.1 --rate 20Mbps --ip-len 20      (an attack: the IPv4
         total length says 20 whatever the size; the frames go out on a packet socket, docs/security.md)
     python -m ffs.lab.traffic recv --port 5001 --interval 1 --duration 25 [--ffs]
 
-Rates and sizes count IP bytes (the IP header and, when present, the shim). The sender hands the
+Sizes count IP bytes (the IP header and, when present, the shim); rates are line rates, as every
+rate of FFS is (spec §4): a packet of `size` bytes costs an Ethernet wire `wire_bytes(size)` (its
+frame with FCS, padded to the minimum, plus preamble and gap). The sender hands the
 kernel up to 64 packets per system call (sendmmsg), so one Python process can offer several hundred
 thousand packets per second on veth without stealing the switch's CPU; pacing is per batch, to the
 packet owed by now.
@@ -31,6 +33,7 @@ from typing import IO
 from ffs import constants
 from ffs.frames import ipv4_checksum, shim
 from ffs.labels import encode
+from ffs.tables import wire_len
 from ffs.units import parse_rate
 
 IP_HDR = 20
@@ -42,6 +45,11 @@ MAX_SIZE = 9000
 
 class TrafficError(Exception):
     """Bad arguments or a socket that cannot be opened; the message is one line."""
+
+
+def wire_bytes(ip_size: int) -> int:
+    """What an IPv4 packet of `ip_size` bytes costs an Ethernet port (no 802.1Q tag)."""
+    return wire_len(constants.ETH_HDR_LEN + ip_size + constants.FCS_LEN)
 
 
 # --- sendmmsg through libc: one system call for a batch of identical datagrams ----------------
@@ -110,7 +118,7 @@ class SendReport:
 
     def to_json(self, size: int) -> dict:
         return {"offered_packets": self.offered_packets, "sent_packets": self.sent_packets,
-                "sent_bps": round(self.sent_packets * size * 8 / self.duration_s, 1) if self.duration_s else 0.0}
+                "sent_bps": round(self.sent_packets * wire_bytes(size) * 8 / self.duration_s, 1) if self.duration_s else 0.0}
 
 
 def ffs_datagram(size: int, rf_code: int, flags: int, sport: int, dport: int) -> bytes:
@@ -203,8 +211,8 @@ def open_liar(dst: str, port: int, size: int, ip_len: int, rf_code: int | None, 
 
 def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, *, rf_code: int | None = None,
          flags: int = 0, sport: int = 0, ip_len: int | None = None) -> SendReport:
-    """Offer `size`-byte IP packets to `dst` at `rate_bps` for `duration_s`; with `ip_len`, their
-    IPv4 total length field says ip_len instead of size."""
+    """Offer `size`-byte IP packets to `dst` at the line rate `rate_bps` for `duration_s`; with
+    `ip_len`, their IPv4 total length field says ip_len instead of size."""
     if rate_bps <= 0:
         raise TrafficError("--rate must be positive")
     if ip_len is None:
@@ -212,7 +220,7 @@ def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, *, 
     else:
         sock, datagram = open_liar(dst, port, size, ip_len, rf_code, flags, sport)
     batcher = _Batcher(sock, datagram)
-    gap = size * 8 / rate_bps
+    gap = wire_bytes(size) * 8 / rate_bps
     start = time.perf_counter()
     due_total = int(duration_s / gap)
     offered = sent = 0
@@ -234,7 +242,7 @@ def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, *, 
 # --- receiver -------------------------------------------------------------------------------
 
 def recv(port: int, interval_s: float, duration_s: float, out: IO[str] = sys.stdout, ffs: bool = False) -> None:
-    """Every `interval_s`, one JSON line: per source address, the IP-layer bit/s and packets received
+    """Every `interval_s`, one JSON line: per source address, the line rate (bit/s) and packets received
     (UDP to `port`; with `ffs`, also packets that still carry the shim, whatever follows it)."""
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
@@ -268,7 +276,7 @@ def recv(port: int, interval_s: float, duration_s: float, out: IO[str] = sys.std
                     else:  # a raw IPv4 socket hands over the IP header too
                         size = len(data)
                         shimmed[src] = shimmed.get(src, 0) + 1
-                    nbytes[src] = nbytes.get(src, 0) + size
+                    nbytes[src] = nbytes.get(src, 0) + wire_bytes(size)
                     npkts[src] = npkts.get(src, 0) + 1
             now = time.monotonic()
             if now >= next_report:
@@ -315,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--dst", required=True, help="destination IPv4 address")
     a.add_argument("--port", type=int, default=5001, help="destination UDP port")
     a.add_argument("--sport", type=int, default=0, help="source UDP port (default: any)")
-    a.add_argument("--rate", required=True, help="IP-layer rate, e.g. 8Mbps")
+    a.add_argument("--rate", required=True, help="line rate (frames with preamble and gap), e.g. 8Mbps")
     a.add_argument("--size", type=int, default=1250, help="IP packet size in bytes")
     a.add_argument("--duration", type=float, default=10.0, help="seconds")
     a.add_argument("--label", default=None, help="send the FFS shim with this label r/f (or code 0xNNNN)")

@@ -30,7 +30,6 @@ from ffs.endpoint.transport import Receiver, Sender
 from ffs.endpoint.wire import OVERHEAD, parse_shim
 from ffs.frames import ipv4_frame, shim
 from ffs.switch.fast import new_pipeline
-from ffs.switch.trace import EgressQueue
 from ffs.topology import Topology
 
 ETH = 14
@@ -143,15 +142,16 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
     packets sent within `settle_s` of a rate change (default: two control periods plus the F
     estimator's time constant, the age of the node's oldest measurement). With `record`, every
     delivered data packet is listed with the rri the node wrote into it."""
+    lpf = lpf.for_node(topo.node(node))  # the estimator as the agent sizes it
     if settle_s is None:
-        settle_s = 2 * period_s + lpf.time_constant_ns / 1e9
+        settle_s = 2 * period_s + (lpf.time_constant_ns or 0.0) / 1e9
     pipe = new_pipeline(seed)
     agent = Agent(LocalDriver(pipe), topo, node, lpf=lpf)
     agent.install()
     payload = ip_size - OVERHEAD
     nb = int(math.ceil(duration_s / bin_s)) + 1
     st: list[_FlowState] = []
-    queues: dict[int, EgressQueue] = {}
+    paced: set[int] = set()  # the destinations' ports, paced at their capacity by the pipeline's TM
     for k, f in enumerate(flows):
         port, src_ip, cap = _host_port(topo, node, f.src)
         dport, dst_ip, dcap = _host_port(topo, node, f.dst)
@@ -159,7 +159,9 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
         snd = Sender(f.size_bytes, payload, ctl, xfer=k + 1)
         frames = {sz: ipv4_frame(src_ip, dst_ip, sz, shim(constants.CODE_ONE, constants.FLAG_RI, 17))
                   for sz in {snd.size_of(0), snd.size_of(snd.npkts - 1)}}
-        queues.setdefault(dport, EgressQueue(dcap, max(3 * ip_size, int(dcap * queue_ms / 8e3))))
+        if dport not in paced:
+            paced.add(dport)
+            pipe.tm.configure(dport, dcap, max(3 * (ip_size + 38), int(dcap * queue_ms / 8e3)))
         st.append(_FlowState(f, port, snd, Receiver(), frames, cap, np.zeros(nb), np.zeros(nb),
                              [(f.start_s, ctl.rate(f.start_s))]))
     heap: list[tuple[float, int, int, int, Any]] = []
@@ -199,7 +201,7 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
         if kind == PERIOD:
             snap = agent.step(t)
             for e in snap.egresses:
-                if e.port in queues:
+                if e.port in paced:
                     res.tau.append((t, e.tau if e.congested else math.inf))
             push(t + period_s, PERIOD, -1)
             continue
@@ -224,14 +226,12 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
             seq = data
             size = snd.size_of(seq)
             r = pipe.process(s.frames[size], s.port, int(t * 1e9))
-            q = queues.get(r.egress_port) if r.egress_port is not None else None
-            if r.egress_port is None or r.frame is None or (q is not None and not q.admit(t, size)):
+            if r.egress_port is None or r.frame is None:  # γ, or the destination port's queue
                 s.drops += 1
                 s.drop[b] += size
                 continue
-            delay = q.backlog * 8 / q.rate_bps if q is not None else 0.0
             sh = parse_shim(r.frame[ETH + IP_HDR:])
-            push(t + delay + half, DELIVER, k, (seq, sh.rri))
+            push(r.depart_ns / 1e9 + half, DELIVER, k, (seq, sh.rri))
             if record:
                 res.deliveries.append((f"{flows[k].name}", seq, float(snd.sent_at[seq]), sh.rri))
         elif kind == DELIVER:

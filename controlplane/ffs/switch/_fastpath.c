@@ -34,6 +34,7 @@ typedef unsigned __int128 u128;
 #define SHIM_LEN 8
 #define FCS_LEN 4
 #define MIN_FRAME 60
+#define WIRE_OVERHEAD 20 /* preamble, start delimiter and inter-frame gap (tables.wire_len) */
 /* the bytes a buffer holding a frame of n bytes needs for engine_process: padding, FCS, one shim */
 #define MAC_ROOM(n) (((n) < MIN_FRAME ? MIN_FRAME : (n)) + FCS_LEN + SHIM_LEN)
 #define SHIM_VERSION 1
@@ -68,6 +69,7 @@ typedef unsigned __int128 u128;
 #define R_ROUTE_MISS 1
 #define R_FFS_DROP 2
 #define R_MALFORMED 3
+#define R_TM_DROP 4
 
 /* the writable tables, in the order of ffs.p4names.TABLES; actions in the order of each table's
  * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate, frame_check) are code
@@ -415,9 +417,10 @@ fail:
  * The Engine: one pipeline's compiled tables, its shared externs and its random generator
  * ============================================================================================ */
 enum {
-    B_PAIR_BYTES_PK, B_PAIR_BYTES_BY, B_OFFERED_PK, B_OFFERED_BY, B_PAIR_DROPS_PK, B_PAIR_DROPS_BY, B_EVENTS_PK, B_EVENTS_BY,
-    B_ACCEPTED_PK, B_ACCEPTED_BY, B_MALFORMED_PK, B_MALFORMED_BY, B_PAIR_MALFORMED_PK, B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN,
-    B_LPF_DECAY, B_LPF_SHIFT, NB
+    B_PAIR_BYTES_PK, B_PAIR_BYTES_BY, B_OFFERED_PK, B_OFFERED_BY, B_PAIR_DROPS_PK, B_PAIR_DROPS_BY, B_ADMITTED_PK, B_ADMITTED_BY,
+    B_EVENTS_PK, B_EVENTS_BY, B_ACCEPTED_PK, B_ACCEPTED_BY, B_MALFORMED_PK, B_MALFORMED_BY, B_PAIR_MALFORMED_PK,
+    B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN, B_LPF_DECAY, B_LPF_SHIFT,
+    B_TM_SPEED, B_TM_BUFFER, B_TM_BACKLOG, B_TM_LAST, B_TM_DROPS, B_TM_DROP_BYTES, B_TM_ENQUEUED, B_TM_DELAY_SUM, NB
 };
 static const struct {
     const char *name;
@@ -426,6 +429,7 @@ static const struct {
     {"pair_bytes.packets", 8, NUM_PIPES * NUM_PAIRS}, {"pair_bytes.bytes", 8, NUM_PIPES * NUM_PAIRS},
     {"offered.packets", 8, NUM_PIPES * NUM_PORTS}, {"offered.bytes", 8, NUM_PIPES * NUM_PORTS},
     {"pair_drops.packets", 8, NUM_PIPES * NUM_PAIRS}, {"pair_drops.bytes", 8, NUM_PIPES * NUM_PAIRS},
+    {"admitted.packets", 8, NUM_PIPES * NUM_PORTS}, {"admitted.bytes", 8, NUM_PIPES * NUM_PORTS},
     {"events.packets", 8, NUM_PIPES * EVENT_COUNTER_SIZE}, {"events.bytes", 8, NUM_PIPES * EVENT_COUNTER_SIZE},
     {"accepted.packets", 8, NUM_PIPES * NUM_PORTS}, {"accepted.bytes", 8, NUM_PIPES * NUM_PORTS},
     {"malformed.packets", 8, NUM_PIPES * NUM_PORTS}, {"malformed.bytes", 8, NUM_PIPES * NUM_PORTS},
@@ -433,6 +437,9 @@ static const struct {
     {"f_est", 4, NUM_PIPES * NUM_PAIRS}, {"f_lpf.state", 8, NUM_PIPES * NUM_PAIRS}, {"f_lpf.last", 8, NUM_PIPES * NUM_PAIRS},
     {"f_lpf.seen", 1, NUM_PIPES * NUM_PAIRS}, {"f_lpf.kind", 1, NUM_PAIRS}, {"f_lpf.gain", 8, NUM_PAIRS},
     {"f_lpf.decay", 8, NUM_PAIRS}, {"f_lpf.shift", 1, NUM_PAIRS},
+    {"tm.speed", 8, NUM_PORTS}, {"tm.buffer", 8, NUM_PORTS}, {"tm.backlog", 8, NUM_PORTS}, {"tm.last", 8, NUM_PORTS},
+    {"tm.drops", 8, NUM_PORTS}, {"tm.drop_bytes", 8, NUM_PORTS}, {"tm.enqueued", 8, NUM_PORTS},
+    {"tm.delay_sum", 8, NUM_PORTS},
 };
 
 typedef struct {
@@ -444,12 +451,17 @@ typedef struct {
     Py_buffer bufs[NB];
     int nbufs;
     uint64_t *pair_bytes_pk, *pair_bytes_by, *offered_pk, *offered_by, *pair_drops_pk, *pair_drops_by;
+    uint64_t *admitted_pk, *admitted_by;
     uint64_t *events_pk, *events_by, *accepted_pk, *accepted_by, *malformed_pk, *malformed_by;
     uint64_t *pair_malformed_pk, *pair_malformed_by;
     uint32_t *f_est;
     double *lpf_y, *lpf_gain, *lpf_decay;
     int64_t *lpf_last;
     uint8_t *lpf_seen, *lpf_kind, *lpf_shift;
+    /* the traffic manager (ffs.switch.tm), per device port */
+    double *tm_speed, *tm_buffer, *tm_backlog, *tm_delay_sum;
+    int64_t *tm_last;
+    uint64_t *tm_drops, *tm_drop_bytes, *tm_enqueued;
 } Engine;
 
 /* --- tna.py: Counter, Register, Lpf ----------------------------------------------------------- */
@@ -477,15 +489,14 @@ static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns,
             double a = tc > 0 ? exp((double)(-dt) / tc) : 0.0;
             y = y * a + (double)x;
         }
+        if (y > (double)U32) y = (double)U32; /* a 32-bit state: it saturates, the scale-down comes after */
     } else {
         y = (double)x;
         e->lpf_seen[at] = 1;
     }
     e->lpf_y[at] = y;
     e->lpf_last[at] = t_ns;
-    if (!(y < 9223372036854775808.0)) return U32; /* floor(y) >> s >= 2^32 for any s <= 31 */
-    uint64_t out = ((uint64_t)y) >> e->lpf_shift[index];
-    return out < U32 ? (uint32_t)out : U32;
+    return ((uint32_t)y) >> e->lpf_shift[index];
 }
 
 /* --- packet.py: parser and deparser on offsets ------------------------------------------------ */
@@ -827,8 +838,45 @@ static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port
     return 1;
 }
 
+/* TrafficManager.enqueue: when the frame's last bit leaves `port`, or -1 (tail drop) */
+static int64_t tm_enqueue(Engine *e, uint32_t port, int64_t t_ns, size_t wire) {
+    double speed = e->tm_speed[port];
+    if (speed <= 0.0) return t_ns;
+    int64_t last = e->tm_last[port];
+    double backlog = e->tm_backlog[port];
+    if (t_ns > last) {
+        backlog -= (double)(t_ns - last) * speed / 8e9;
+        if (backlog < 0.0) backlog = 0.0;
+        e->tm_last[port] = t_ns;
+    } else {
+        t_ns = last;
+    }
+    if (backlog + (double)wire > e->tm_buffer[port]) {
+        e->tm_backlog[port] = backlog;
+        e->tm_drops[port] += 1;
+        e->tm_drop_bytes[port] += wire;
+        return -1;
+    }
+    backlog += (double)wire;
+    e->tm_backlog[port] = backlog;
+    double delay = backlog * 8 / speed;
+    e->tm_enqueued[port] += 1;
+    e->tm_delay_sum[port] += delay;
+    return t_ns + (int64_t)(delay * 1e9);
+}
+
+/* Pipeline._egress: the TM, then FfsEgress (egress_acct_apply); the egress port or -1 - reason */
+static int tm_and_egress(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length, int grown,
+                         int64_t t_ns, int64_t *depart) {
+    size_t wire = (*len < MIN_FRAME + FCS_LEN ? MIN_FRAME + FCS_LEN : *len) + WIRE_OVERHEAD;
+    *depart = tm_enqueue(e, port, t_ns, wire);
+    if (*depart < 0) return -1 - R_TM_DROP;
+    return egress_acct_apply(e, buf, len, port, pid, pkt_length, grown) ? (int)port : -1 - R_MALFORMED;
+}
+
 /* Pipeline.process on the frame as the MAC hands it over (mac_frame): *len counts the FCS. */
-static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out) {
+static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out,
+                              int64_t *depart) {
     size_t frame_len = *len;
     uint32_t pipe = ingress_port >> PIPE_SHIFT; /* the ingress controls' counters, register and LPF */
     meta_t md;
@@ -855,17 +903,21 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
         normalize_apply(e, &md);
         ri_candidate_apply(&md);
     }
-    /* FfsIngress.fate: the const entries of ffs.tables.fate_entries, in order */
-    if (md.managed && md.margin == 0)
-        counter_count(e->pair_drops_pk, e->pair_drops_by, pipe * NUM_PAIRS + md.pid, frame_len);
+    /* FfsIngress.fate: the const entries of ffs.tables.fate_entries, in order; beside it
+     * count_pair_drop and count_admitted (A_j, before the TM) */
+    if (md.managed) {
+        if (md.margin == 0)
+            counter_count(e->pair_drops_pk, e->pair_drops_by, pipe * NUM_PAIRS + md.pid, frame_len);
+        else
+            counter_count(e->admitted_pk, e->admitted_by, pipe * NUM_PORTS + md.egress_port, frame_len);
+    }
     if (!md.routed) { /* miss_drop */
         event_count(e, pipe, EVENT_ROUTE_MISS);
         return -1 - R_ROUTE_MISS;
     }
     if (!md.managed) { /* note_no_pair */
         event_count(e, pipe, EVENT_NO_PAIR);
-        return egress_acct_apply(e, buf, len, md.egress_port, -1, (uint32_t)frame_len, 0) ? (int)md.egress_port
-                                                                                          : -1 - R_MALFORMED;
+        return tm_and_egress(e, buf, len, md.egress_port, -1, (uint32_t)frame_len, 0, t_ns, depart);
     }
     *pid_out = (int)md.pid;
     if (md.margin == 0) { /* ffs_drop */
@@ -888,22 +940,23 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
         insert_shim(buf, len, &p, rf_out);
         grown = 1;
     } /* else forward */
-    return egress_acct_apply(e, buf, len, md.egress_port, (int)md.pid, (uint32_t)frame_len, grown) ? (int)md.egress_port
-                                                                                                : -1 - R_MALFORMED;
+    return tm_and_egress(e, buf, len, md.egress_port, (int)md.pid, (uint32_t)frame_len, grown, t_ns, depart);
 }
 
 /* Pipeline.process. buf holds *len bytes and has room for MAC_ROOM(*len) bytes. The frame is
  * padded to the Ethernet minimum and followed by a zero FCS, as the MAC hands it to the pipeline
  * (ffs.switch.tna.mac_frame); a forwarded frame leaves without its last 4 bytes (mac_output).
  * Returns the egress port, or -1 - reason; *pid_out is the pair of a managed packet, else -1. */
-static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out) {
+static int engine_process(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out,
+                          int64_t *depart) {
     if (*len < MIN_FRAME) {
         memset(buf + *len, 0, MIN_FRAME - *len);
         *len = MIN_FRAME;
     }
     memset(buf + *len, 0, FCS_LEN);
     *len += FCS_LEN;
-    int out = engine_process_mac(e, buf, len, ingress_port, t_ns, pid_out);
+    *depart = 0;
+    int out = engine_process_mac(e, buf, len, ingress_port, t_ns, pid_out, depart);
     *len -= FCS_LEN;
     return out;
 }
@@ -952,6 +1005,8 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->offered_by = b[B_OFFERED_BY];
     self->pair_drops_pk = b[B_PAIR_DROPS_PK];
     self->pair_drops_by = b[B_PAIR_DROPS_BY];
+    self->admitted_pk = b[B_ADMITTED_PK];
+    self->admitted_by = b[B_ADMITTED_BY];
     self->events_pk = b[B_EVENTS_PK];
     self->events_by = b[B_EVENTS_BY];
     self->accepted_pk = b[B_ACCEPTED_PK];
@@ -968,6 +1023,14 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->lpf_gain = b[B_LPF_GAIN];
     self->lpf_decay = b[B_LPF_DECAY];
     self->lpf_shift = b[B_LPF_SHIFT];
+    self->tm_speed = b[B_TM_SPEED];
+    self->tm_buffer = b[B_TM_BUFFER];
+    self->tm_backlog = b[B_TM_BACKLOG];
+    self->tm_last = b[B_TM_LAST];
+    self->tm_drops = b[B_TM_DROPS];
+    self->tm_drop_bytes = b[B_TM_DROP_BYTES];
+    self->tm_enqueued = b[B_TM_ENQUEUED];
+    self->tm_delay_sum = b[B_TM_DELAY_SUM];
     self->rng.index = MT_N + 1; /* unusable until set_rng_state, like the tables until set_table */
     return 0;
 }
@@ -1018,8 +1081,8 @@ static int engine_ready(Engine *e) {
 
 #define STACK_FRAME 2048
 
-/* process(frame, ingress_port, t_ns) -> (egress_port | None, frame | None, reason | None, pid | None)
- * reason: 0 parse error, 1 route miss, 2 dropped by gamma, 3 malformed (egress frame check) */
+/* process(frame, ingress_port, t_ns) -> (egress_port | None, frame | None, reason | None, pid | None, depart_ns)
+ * reason: 0 parse error, 1 route miss, 2 dropped by gamma, 3 malformed (egress frame check), 4 TM drop */
 static PyObject *Engine_process(Engine *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "process(frame, ingress_port, t_ns)");
@@ -1052,7 +1115,8 @@ static PyObject *Engine_process(Engine *self, PyObject *const *args, Py_ssize_t 
     memcpy(buf, in.buf, len);
     PyBuffer_Release(&in);
     int pid;
-    int out = engine_process(self, buf, &len, (uint32_t)port, (int64_t)t_ns, &pid);
+    int64_t depart;
+    int out = engine_process(self, buf, &len, (uint32_t)port, (int64_t)t_ns, &pid, &depart);
     PyObject *res;
     PyObject *pid_obj = pid >= 0 ? PyLong_FromLong(pid) : Py_NewRef(Py_None);
     if (!pid_obj) {
@@ -1060,9 +1124,9 @@ static PyObject *Engine_process(Engine *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     if (out >= 0)
-        res = Py_BuildValue("(iy#ON)", out, (const char *)buf, (Py_ssize_t)len, Py_None, pid_obj);
+        res = Py_BuildValue("(iy#ONL)", out, (const char *)buf, (Py_ssize_t)len, Py_None, pid_obj, (long long)depart);
     else
-        res = Py_BuildValue("(OOiN)", Py_None, Py_None, -1 - out, pid_obj);
+        res = Py_BuildValue("(OOiNL)", Py_None, Py_None, -1 - out, pid_obj, (long long)depart);
     if (buf != stack) free(buf);
     return res;
 }
@@ -1074,7 +1138,7 @@ static PyMethodDef Engine_methods[] = {
     {"set_rng_state", (PyCFunction)Engine_set_rng_state, METH_VARARGS, "set_rng_state(625 ints of getstate())"},
     {"rng_state", (PyCFunction)Engine_rng_state, METH_NOARGS, "the generator state as getstate()[1]"},
     {"process", (PyCFunction)(void (*)(void))Engine_process, METH_FASTCALL,
-     "process(frame, ingress_port, t_ns) -> (egress_port, frame, reason, pid)"},
+     "process(frame, ingress_port, t_ns) -> (egress_port, frame, reason, pid, depart_ns)"},
     {NULL}};
 
 static PyTypeObject EngineType = {
@@ -1089,14 +1153,14 @@ static PyTypeObject EngineType = {
 };
 
 /* ============================================================================================
- * Trace: trace.run's packet loop (streams -> pipelines -> links / queues -> delivered bins)
+ * Trace: trace.run's packet loop (streams -> pipelines, each with its TM -> links -> delivered bins)
  * ============================================================================================ */
 typedef struct {
     int engine;      /* first node */
     uint32_t port;   /* its ingress port */
     uint8_t *frame;
     size_t len;
-    int ip_len;
+    int wire;        /* the line-rate bytes of one frame as the source sends it (tables.wire_len) */
     double gap, start, stop, t;
     int active;
     mt_t rng;
@@ -1105,14 +1169,18 @@ typedef struct {
     int64_t sent, dropped;
 } stream_t;
 
+/* a frame between two nodes: it left one node's port and arrives at the next one at its departure time */
 typedef struct {
-    double rate_bps, buffer_bytes, backlog, last_s, delay_sum_s;
-    int64_t drops, delay_n;
-} queue_t;
+    int stream, node, hops;
+    uint32_t port;
+    double sent; /* when its source sent it: delivered bytes are binned by it */
+    size_t len;
+    uint8_t *frame; /* maxlen bytes */
+} flight_t;
 
 typedef struct {
     double t;
-    int k;
+    int k; /* < nstreams: the stream's next arrival; else the flight k - nstreams */
 } hent_t;
 
 typedef struct {
@@ -1124,11 +1192,10 @@ typedef struct {
     Py_buffer *delivered_bufs;
     int ndelivered;
     int32_t *link; /* [engine][port] -> next engine * NUM_PORTS + ingress port, or -1 */
-    int32_t *qidx; /* [engine][port] -> queue index, or -1 */
-    queue_t *queues;
-    int nqueues;
+    flight_t *flights;
+    int nflights, *free_flights, nfree;
     hent_t *heap;
-    int nheap;
+    int nheap, heap_cap;
     int mode; /* 0 constant spacing, 1 Poisson, 2 jitter */
     double start_s, bin_s;
     int64_t packets;
@@ -1138,7 +1205,17 @@ typedef struct {
 
 static inline int hless(const hent_t *a, const hent_t *b) { return a->t < b->t || (a->t == b->t && a->k < b->k); }
 
-static void heap_push(Trace *tr, double t, int k) {
+static int heap_push(Trace *tr, double t, int k) {
+    if (tr->nheap == tr->heap_cap) {
+        int cap = tr->heap_cap ? 2 * tr->heap_cap : 16;
+        hent_t *h = realloc(tr->heap, sizeof(hent_t) * (size_t)cap);
+        if (!h) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        tr->heap = h;
+        tr->heap_cap = cap;
+    }
     int i = tr->nheap++;
     tr->heap[i].t = t;
     tr->heap[i].k = k;
@@ -1150,6 +1227,7 @@ static void heap_push(Trace *tr, double t, int k) {
         tr->heap[parent] = tmp;
         i = parent;
     }
+    return 0;
 }
 
 static hent_t heap_pop(Trace *tr) {
@@ -1169,6 +1247,26 @@ static hent_t heap_pop(Trace *tr) {
     return top;
 }
 
+/* a free flight slot (its frame buffer allocated), or -1 with an exception set */
+static int flight_alloc(Trace *tr) {
+    if (tr->nfree > 0) return tr->free_flights[--tr->nfree];
+    int n = tr->nflights + 1;
+    flight_t *f = realloc(tr->flights, sizeof(flight_t) * (size_t)n);
+    if (!f) goto nomem;
+    tr->flights = f;
+    int *fr = realloc(tr->free_flights, sizeof(int) * (size_t)n);
+    if (!fr) goto nomem;
+    tr->free_flights = fr;
+    memset(&tr->flights[n - 1], 0, sizeof(flight_t));
+    tr->flights[n - 1].frame = malloc(tr->maxlen);
+    if (!tr->flights[n - 1].frame) goto nomem;
+    tr->nflights = n;
+    return n - 1;
+nomem:
+    PyErr_NoMemory();
+    return -1;
+}
+
 /* trace._arrivals: the next arrival of a stream after t */
 static double advance(Trace *tr, stream_t *s, double t) {
     if (tr->mode == 1) return t + (-log(1.0 - mt_random(&s->rng)) / (1 / s->gap));
@@ -1176,44 +1274,29 @@ static double advance(Trace *tr, stream_t *s, double t) {
     return t + s->gap;
 }
 
-/* EgressQueue.admit */
-static int queue_admit(queue_t *q, double t, int size) {
-    double b = q->backlog - (t - q->last_s) * q->rate_bps / 8;
-    q->backlog = b > 0.0 ? b : 0.0;
-    q->last_s = t;
-    if (q->backlog + size > q->buffer_bytes) {
-        q->drops += 1;
-        return 0;
-    }
-    q->backlog += size;
-    q->delay_sum_s += q->backlog * 8 / q->rate_bps;
-    q->delay_n += 1;
-    return 1;
-}
-
 static void Trace_dealloc(Trace *self) {
     for (int i = 0; i < self->nstreams; i++) free(self->streams[i].frame);
     for (int i = 0; i < self->ndelivered; i++) PyBuffer_Release(&self->delivered_bufs[i]);
+    for (int i = 0; i < self->nflights; i++) free(self->flights[i].frame);
+    free(self->flights);
+    free(self->free_flights);
     free(self->delivered_bufs);
     free(self->streams);
     free(self->link);
-    free(self->qidx);
-    free(self->queues);
     free(self->heap);
     free(self->buf);
     Py_XDECREF(self->engines);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Trace(engines, streams, links, queues, mode, start_s, bin_s)
- *   streams: (engine, port, frame, ip_len, gap, start, stop, rng_state, delivered_array)
- *   links:   (engine, port, next_engine, next_port)
- *   queues:  (engine, port, rate_bps, buffer_bytes, backlog, last_s, drops, delay_sum_s, delay_n) */
+/* Trace(engines, streams, links, mode, start_s, bin_s)
+ *   streams: (engine, port, frame, wire, gap, start, stop, rng_state, delivered_array)
+ *   links:   (engine, port, next_engine, next_port) */
 static int Trace_init(Trace *self, PyObject *args, PyObject *kwds) {
-    PyObject *engines, *streams, *links, *queues;
+    PyObject *engines, *streams, *links;
     int mode;
     double start_s, bin_s;
-    if (!PyArg_ParseTuple(args, "O!OOOidd", &PyTuple_Type, &engines, &streams, &links, &queues, &mode, &start_s, &bin_s))
+    if (!PyArg_ParseTuple(args, "O!OOidd", &PyTuple_Type, &engines, &streams, &links, &mode, &start_s, &bin_s))
         return -1;
     if (self->engines) {
         PyErr_SetString(PyExc_RuntimeError, "Trace already initialised");
@@ -1232,20 +1315,18 @@ static int Trace_init(Trace *self, PyObject *args, PyObject *kwds) {
     self->start_s = start_s;
     self->bin_s = bin_s;
     self->link = malloc(sizeof(int32_t) * NUM_PORTS * (ne ? ne : 1));
-    self->qidx = malloc(sizeof(int32_t) * NUM_PORTS * (ne ? ne : 1));
-    if (!self->link || !self->qidx) {
+    if (!self->link) {
         PyErr_NoMemory();
         return -1;
     }
-    for (int i = 0; i < NUM_PORTS * ne; i++) self->link[i] = self->qidx[i] = -1;
+    for (int i = 0; i < NUM_PORTS * ne; i++) self->link[i] = -1;
 
     PyObject *ss = PySequence_Fast(streams, "streams must be a sequence");
     if (!ss) return -1;
     int ns = (int)PySequence_Fast_GET_SIZE(ss);
     self->streams = calloc(ns ? ns : 1, sizeof(stream_t));
     self->delivered_bufs = calloc(ns ? ns : 1, sizeof(Py_buffer));
-    self->heap = calloc(ns ? ns : 1, sizeof(hent_t));
-    if (!self->streams || !self->delivered_bufs || !self->heap) {
+    if (!self->streams || !self->delivered_bufs) {
         Py_DECREF(ss);
         PyErr_NoMemory();
         return -1;
@@ -1257,7 +1338,7 @@ static int Trace_init(Trace *self, PyObject *args, PyObject *kwds) {
         Py_ssize_t flen;
         const char *fbytes;
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ss, i), "iIy#iddd" "OO", &s->engine, &s->port, &fbytes, &flen,
-                              &s->ip_len, &s->gap, &s->start, &s->stop, &state, &delivered)) {
+                              &s->wire, &s->gap, &s->start, &s->stop, &state, &delivered)) {
             Py_DECREF(ss);
             return -1;
         }
@@ -1286,9 +1367,9 @@ static int Trace_init(Trace *self, PyObject *args, PyObject *kwds) {
         }
         self->ndelivered = i + 1;
         Py_buffer *db = &self->delivered_bufs[i];
-        if (db->itemsize != 8 || !db->format || strcmp(db->format, "d") != 0) {
+        if (db->itemsize != 8 || !db->format || strcmp(db->format, "d") != 0 || db->len < 8) {
             Py_DECREF(ss);
-            PyErr_SetString(PyExc_ValueError, "delivered must be a float64 array");
+            PyErr_SetString(PyExc_ValueError, "delivered must be a non-empty float64 array");
             return -1;
         }
         s->delivered = db->buf;
@@ -1296,7 +1377,10 @@ static int Trace_init(Trace *self, PyObject *args, PyObject *kwds) {
         /* the generator's first value: a random phase within one gap */
         s->t = s->start + mt_random(&s->rng) * s->gap;
         s->active = s->t < s->stop;
-        if (s->active) heap_push(self, s->t, i);
+        if (s->active && heap_push(self, s->t, i) < 0) {
+            Py_DECREF(ss);
+            return -1;
+        }
     }
     Py_DECREF(ss);
 
@@ -1316,37 +1400,6 @@ static int Trace_init(Trace *self, PyObject *args, PyObject *kwds) {
         self->link[a * NUM_PORTS + p] = b * NUM_PORTS + q;
     }
     Py_DECREF(ls);
-
-    PyObject *qs = PySequence_Fast(queues, "queues must be a sequence");
-    if (!qs) return -1;
-    int nq = (int)PySequence_Fast_GET_SIZE(qs);
-    self->queues = calloc(nq ? nq : 1, sizeof(queue_t));
-    if (!self->queues) {
-        Py_DECREF(qs);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (int i = 0; i < nq; i++) {
-        int a, p;
-        queue_t *q = &self->queues[i];
-        long long drops, delay_n;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(qs, i), "iidddd" "LdL", &a, &p, &q->rate_bps, &q->buffer_bytes,
-                              &q->backlog, &q->last_s, &drops, &q->delay_sum_s, &delay_n)) {
-            Py_DECREF(qs);
-            return -1;
-        }
-        if (a < 0 || a >= ne || p < 0 || p >= NUM_PORTS) {
-            Py_DECREF(qs);
-            PyErr_SetString(PyExc_ValueError, "queue out of range");
-            return -1;
-        }
-        q->drops = drops;
-        q->delay_n = delay_n;
-        self->qidx[a * NUM_PORTS + p] = i;
-    }
-    self->nqueues = nq;
-    Py_DECREF(qs);
-    /* every hop may insert one shim; the MAC pads and appends the FCS (MAC_ROOM) */
     self->maxlen = MAC_ROOM(self->maxlen) + (size_t)SHIM_LEN * (size_t)(ne + 1);
     self->buf = malloc(self->maxlen);
     if (!self->buf) {
@@ -1366,53 +1419,77 @@ static PyObject *Trace_run_until(Trace *self, PyObject *arg) {
         if (!engine_ready(eng[i])) return NULL;
     while (self->nheap > 0 && self->heap[0].t < limit) {
         hent_t h = heap_pop(self);
-        stream_t *s = &self->streams[h.k];
         double t = h.t;
         int64_t t_ns = (int64_t)((self->start_s + t) * 1e9);
-        s->sent += 1;
-        self->packets += 1;
-        int node = s->engine;
-        uint32_t port = s->port;
         uint8_t *buf = self->buf;
-        memcpy(buf, s->frame, s->len);
-        size_t len = s->len;
-        int hops = 0;
-        for (;;) {
-            int pid;
-            if (MAC_ROOM(len) > self->maxlen) { /* cannot happen: one shim per hop at most */
-                PyErr_SetString(PyExc_RuntimeError, "frame grew beyond the trace buffer");
-                return NULL;
-            }
-            int out = engine_process(eng[node], buf, &len, port, t_ns, &pid);
-            if (out < 0) {
-                s->dropped += 1;
-                break;
-            }
-            int qi = self->qidx[node * NUM_PORTS + out];
-            if (qi >= 0 && !queue_admit(&self->queues[qi], t, s->ip_len)) {
-                s->dropped += 1;
-                break;
-            }
-            int32_t nxt = self->link[node * NUM_PORTS + out];
-            if (nxt < 0) {
-                Py_ssize_t bin = (Py_ssize_t)(t / self->bin_s);
-                if (bin < 0 || bin >= s->nbins) {
-                    PyErr_SetString(PyExc_IndexError, "delivery time beyond the result bins");
-                    return NULL;
-                }
-                s->delivered[bin] += s->ip_len;
-                break;
-            }
-            /* the frame that left (rewritten in buf) is the one that enters the next node */
-            node = nxt / NUM_PORTS;
-            port = (uint32_t)(nxt % NUM_PORTS);
-            if (++hops > 4 * self->nengines + 4) {
-                PyErr_SetString(PyExc_RuntimeError, "forwarding loop between nodes");
-                return NULL;
-            }
+        size_t len;
+        int node, hops, k;
+        uint32_t port;
+        double sent;
+        stream_t *s;
+        if (h.k < self->nstreams) { /* a stream's next frame enters its first node */
+            k = h.k;
+            s = &self->streams[k];
+            s->sent += 1;
+            self->packets += 1;
+            node = s->engine;
+            port = s->port;
+            memcpy(buf, s->frame, s->len);
+            len = s->len;
+            hops = 0;
+            sent = t;
+            double tn = advance(self, s, t);
+            if (tn < s->stop && heap_push(self, tn, k) < 0) return NULL;
+        } else { /* a frame that left a node arrives at the next one */
+            int fi = h.k - self->nstreams;
+            flight_t *f = &self->flights[fi];
+            k = f->stream;
+            s = &self->streams[k];
+            node = f->node;
+            port = f->port;
+            len = f->len;
+            hops = f->hops;
+            sent = f->sent;
+            memcpy(buf, f->frame, len);
+            self->free_flights[self->nfree++] = fi;
         }
-        double tn = advance(self, s, t);
-        if (tn < s->stop) heap_push(self, tn, h.k);
+        if (MAC_ROOM(len) > self->maxlen) { /* cannot happen: one shim per hop at most */
+            PyErr_SetString(PyExc_RuntimeError, "frame grew beyond the trace buffer");
+            return NULL;
+        }
+        int pid;
+        int64_t depart;
+        int out = engine_process(eng[node], buf, &len, port, t_ns, &pid, &depart);
+        if (out < 0) {
+            s->dropped += 1;
+            continue;
+        }
+        double td = (double)depart / 1e9 - self->start_s; /* its last bit leaves the port */
+        int32_t nxt = self->link[node * NUM_PORTS + out];
+        if (nxt < 0) {
+            Py_ssize_t bin = (Py_ssize_t)(sent / self->bin_s);
+            if (bin < 0 || bin >= s->nbins) {
+                PyErr_SetString(PyExc_IndexError, "sending time beyond the result bins");
+                return NULL;
+            }
+            s->delivered[bin] += s->wire;
+            continue;
+        }
+        if (++hops > 4 * self->nengines + 4) {
+            PyErr_SetString(PyExc_RuntimeError, "forwarding loop between nodes");
+            return NULL;
+        }
+        int fi = flight_alloc(self);
+        if (fi < 0) return NULL;
+        flight_t *f = &self->flights[fi];
+        f->stream = k;
+        f->node = nxt / NUM_PORTS;
+        f->port = (uint32_t)(nxt % NUM_PORTS);
+        f->hops = hops;
+        f->sent = sent;
+        f->len = len; /* the frame that left (rewritten in buf) is the one that enters the next node */
+        memcpy(f->frame, buf, len);
+        if (heap_push(self, td, self->nstreams + fi) < 0) return NULL;
     }
     if (self->nheap == 0) Py_RETURN_NONE;
     return PyFloat_FromDouble(self->heap[0].t);
@@ -1433,22 +1510,9 @@ static PyObject *Trace_counts(Trace *self, PyObject *noargs) {
     return Py_BuildValue("(LNN)", (long long)self->packets, sent, dropped);
 }
 
-/* queue_states() -> [(backlog, last_s, drops, delay_sum_s, delay_n)] in the order given */
-static PyObject *Trace_queue_states(Trace *self, PyObject *noargs) {
-    PyObject *l = PyList_New(self->nqueues);
-    if (!l) return NULL;
-    for (int i = 0; i < self->nqueues; i++) {
-        queue_t *q = &self->queues[i];
-        PyList_SET_ITEM(l, i, Py_BuildValue("(ddLdL)", q->backlog, q->last_s, (long long)q->drops, q->delay_sum_s,
-                                            (long long)q->delay_n));
-    }
-    return l;
-}
-
 static PyMethodDef Trace_methods[] = {
     {"run_until", (PyCFunction)Trace_run_until, METH_O, "run_until(limit_s) -> next arrival time or None"},
     {"counts", (PyCFunction)Trace_counts, METH_NOARGS, "(packets, sent per stream, dropped per stream)"},
-    {"queue_states", (PyCFunction)Trace_queue_states, METH_NOARGS, "queue fields after the run"},
     {NULL}};
 
 static PyTypeObject TraceType = {
@@ -1486,7 +1550,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyModule_AddObject(m, "ACTIONS", actions);
     PyModule_AddObject(m, "BUFFERS", bufs);
     PyObject *c = Py_BuildValue(
-        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
         "IP_PROTO_FFS",
         IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
         FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "RF_CODE_MIN",
@@ -1495,7 +1559,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         EVENT_ROUTE_MISS, "EVENT_OPAQUE_SHIM", EVENT_OPAQUE_SHIM, "EVENT_NO_PAIR", EVENT_NO_PAIR, "EVENT_FFS_DROP",
         EVENT_FFS_DROP, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
         FFS_STATE_OPAQUE, "ETH_HDR_LEN", ETH_LEN, "VLAN_TAG_LEN", VLAN_LEN, "IPV6_HDR_LEN", IPV6_LEN, "FCS_LEN", FCS_LEN,
-        "MIN_FRAME", MIN_FRAME);
+        "MIN_FRAME", MIN_FRAME, "WIRE_OVERHEAD", WIRE_OVERHEAD);
     if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;
 #ifndef FFS_SOURCE_SHA256
 #define FFS_SOURCE_SHA256 ""

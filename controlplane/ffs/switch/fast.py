@@ -19,7 +19,7 @@ from pathlib import Path
 from ffs import constants
 from ffs import p4names
 from ffs.entries import Exact, Lpm, Ternary
-from ffs.switch.pipeline import DROP_FFS, DROP_MALFORMED, DROP_PARSE_ERROR, DROP_ROUTE_MISS, Pipeline, Result
+from ffs.switch.pipeline import DROP_FFS, DROP_MALFORMED, DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_TM, Pipeline, Result
 from ffs.switch.tna import MatchTable
 
 try:
@@ -30,7 +30,7 @@ except ImportError as e:  # not built: pip install -e . with a C compiler
 else:
     _IMPORT_ERROR = ""
 
-_REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS, DROP_MALFORMED)
+_REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS, DROP_MALFORMED, DROP_TM)
 # the engine compiles the writable tables; the const-entry ones are code in _fastpath.c, checked
 # against ffs.tables' generators by tests/test_switch_fastpath.py
 WRITABLE = tuple(t for t in p4names.TABLES if not t.const_entries)
@@ -121,13 +121,14 @@ class FastPipeline(Pipeline):
         super().__init__(seed)
         rate, norm, eg = self.rate_est, self.normalize, self.egress_acct
         lpf = rate.f_lpf
-        drops = self.fate.pair_drops
+        drops, admitted, tm = self.fate.pair_drops, self.fate.admitted, self.tm
         buffers = (
             rate.pair_bytes.packets, rate.pair_bytes.bytes, rate.offered.packets, rate.offered.bytes,
-            drops.packets, drops.bytes,
+            drops.packets, drops.bytes, admitted.packets, admitted.bytes,
             self.events.packets, self.events.bytes, eg.accepted.packets, eg.accepted.bytes,
             eg.malformed.packets, eg.malformed.bytes, eg.pair_malformed.packets, eg.pair_malformed.bytes,
             rate.f_est.cells, lpf.state, lpf.last, lpf.seen, lpf.kind, lpf.gain, lpf.decay, lpf.shift,
+            tm.speed, tm.buffer, tm.backlog, tm.last, tm.drops, tm.drop_bytes, tm.enqueued, tm.delay_sum,
         )  # the order of _fastpath.BUFFERS
         self.engine = _fastpath.Engine(buffers)
         self.engine.set_rng_state(norm.rng.getstate()[1])
@@ -165,12 +166,16 @@ class FastPipeline(Pipeline):
             self._port_md_dirty = False
 
     def process(self, frame: bytes | bytearray, ingress_port: int, t_ns: int) -> Result:
+        if self.admission is not None:
+            # an evaluation baseline decides in Python before the TM; FFS is off under a baseline,
+            # so no random draw is taken that the engine's generator would then miss
+            return Pipeline.process(self, frame, ingress_port, t_ns)
         if self._dirty or self._port_md_dirty:
             self.sync()
-        port, out, reason, pid = self.engine.process(frame, ingress_port, t_ns)
+        port, out, reason, pid, depart = self.engine.process(frame, ingress_port, t_ns)
         if port is None:
-            return Result(None, None, _REASONS[reason], pid)
-        return Result(port, out, None, pid)
+            return Result(None, None, _REASONS[reason], pid, depart)
+        return Result(port, out, None, pid, depart)
 
     def rng_state(self) -> tuple:
         """The Random extern's generator state (as random.Random.getstate()[1])."""

@@ -3,9 +3,12 @@
 Each device port is bound to an interface. Frames arrive through a PACKET_MMAP receive ring
 (TPACKET_V2: the kernel writes frames into shared memory, no system call per frame); every frame the
 interface received (never one it sent) runs through the Pipeline with the monotonic clock in ns and
-leaves, with one send(), on the interface of its egress port. The control service (gRPC) runs
-beside the packet loop; both take the control lock, so a batch of table updates is never seen
-half-applied by a packet. docs/live-mode.md has the details and the measured speed.
+leaves, with one send(), on the interface of its egress port -- at once, or, on a port with a
+speed, when the pipeline's traffic manager says its last bit would leave a port of that speed
+(`ffs.switch.tm`), so that the port is a bottleneck as on hardware whatever the interface's own
+rate. The control service (gRPC) runs beside the packet loop; both take the control lock, so a
+batch of table updates is never seen half-applied by a packet. docs/live-mode.md has the details
+and the measured speed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import struct
 import subprocess
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -67,9 +71,10 @@ class PortStats:
     tx_errors: int = 0  # send() refused by the kernel
     kernel_drops: int = 0  # frames the kernel dropped because the receive ring was full
     truncated: int = 0  # frames longer than a ring slot (only with an MTU raised after start)
+    tm_drops: int = 0  # frames toward this port its queue dropped (a port with a speed)
 
     def line(self, port: int) -> str:
-        return (f"port{port}:rx={self.rx},tx={self.tx},drop={self.dropped},txerr={self.tx_errors},"
+        return (f"port{port}:rx={self.rx},tx={self.tx},drop={self.dropped},tmdrop={self.tm_drops},txerr={self.tx_errors},"
                 f"kdrop={self.kernel_drops},trunc={self.truncated}")
 
 
@@ -130,8 +135,7 @@ class LiveSwitch:
     ports: dict[int, str]  # device port -> interface name
     stats: dict[int, PortStats] = field(default_factory=dict)
     stop_event: threading.Event = field(default_factory=threading.Event)
-    csfq_capacity: dict[int, float] = field(default_factory=dict)  # baseline: CSFQ before these ports
-    csfq: Any = None  # that baseline (ffs.lab.baselines.Csfq; flows = IP address pairs), given by the caller
+    csfq: Any = None  # the evaluation's CSFQ baseline (ffs.lab.baselines.Csfq), before the paced ports
 
     def __post_init__(self) -> None:
         self.socks: dict[int, socket.socket] = {}
@@ -183,11 +187,13 @@ class LiveSwitch:
         self.socks.clear()
 
     def _kernel_counts(self) -> None:
+        tm = self.control.pipeline.tm
         for port, s in self.socks.items():
             _, drops = TP_STATS.unpack(s.getsockopt(SOL_PACKET, PACKET_STATISTICS, TP_STATS.size))
             st = self.stats[port]
             st.kernel_drops += drops
             st.truncated = self.rings[port].truncated
+            st.tm_drops = tm.drops[port]
 
     def stats_line(self) -> str:
         self._kernel_counts()
@@ -202,8 +208,17 @@ class LiveSwitch:
         clock = time.monotonic_ns
         socks, stats = self.socks, self.stats
         rings = sorted(self.rings.items())
-        csfq = self.csfq if self.csfq_capacity else None  # the evaluation's CSFQ baseline (not FFS)
+        # frames the TM has admitted to a paced port, in departure order: (departure ns, frame)
+        held: dict[int, deque[tuple[int, bytes]]] = {p: deque() for p in socks}
         next_stats = time.monotonic() + stats_interval_s
+
+        def send(eg: int, frame: bytes) -> None:
+            try:
+                socks[eg].send(frame)
+                stats[eg].tx += 1
+            except OSError:
+                stats[eg].tx_errors += 1
+
         try:
             while not self.stop_event.is_set():
                 busy = False
@@ -213,30 +228,31 @@ class LiveSwitch:
                         for frame in ring.take(BATCH):
                             busy = True
                             st.rx += 1
-                            res = pipeline.process(frame, port, clock())
+                            now = clock()
+                            res = pipeline.process(frame, port, now)
                             eg = res.egress_port
                             if eg is None:
                                 st.dropped += 1
                                 continue
-                            if csfq is not None and eg in self.csfq_capacity:
-                                now = time.monotonic()
-                                bits = len(res.frame) * 8
-                                label = csfq.label(res.frame[26:34].hex(), now, bits)
-                                core = csfq.core("live", eg, self.csfq_capacity[eg])
-                                if core.decide(now, bits, label, csfq.rng) is None:
-                                    st.dropped += 1
-                                    continue
-                            out = socks.get(eg)
-                            if out is None:
+                            if eg not in socks:
                                 st.dropped += 1  # a route to a port this switch has no interface for
                                 continue
-                            try:
-                                out.send(res.frame)
-                                stats[eg].tx += 1
-                            except OSError:
-                                stats[eg].tx_errors += 1
+                            q = held[eg]
+                            if res.depart_ns <= now and not q:
+                                send(eg, res.frame)
+                            else:
+                                q.append((res.depart_ns, res.frame))
+                # the frames whose last bit has left a port of that speed by now
+                now = clock()
+                wake = None
+                for eg, q in held.items():
+                    while q and q[0][0] <= now:
+                        send(eg, q.popleft()[1])
+                    if q and (wake is None or q[0][0] < wake):
+                        wake = q[0][0]
                 if not busy:
-                    poller.poll(0.2)  # every ring empty: sleep until a frame arrives
+                    # every ring empty: sleep until a frame arrives or one is due to leave
+                    poller.poll(0.2 if wake is None else max(0.0, (wake - clock()) / 1e9))
                 if time.monotonic() >= next_stats:
                     next_stats = time.monotonic() + stats_interval_s
                     log.info("stats %s", self.stats_line())
@@ -254,6 +270,14 @@ def disable_offloads(ifname: str) -> None:
             log.warning("ethtool -K %s: %s", ifname, p.stderr.strip() or f"exit {p.returncode}")
     except (FileNotFoundError, subprocess.TimeoutExpired):
         log.warning("ethtool not available: offloads on %s stay as they are", ifname)
+
+
+def _mtu_of(ifname: str) -> int:
+    try:
+        with open(f"/sys/class/net/{ifname}/mtu") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return 1500
 
 
 def _wait_control(address: str, program_id: str, timeout_s: float = 10.0) -> None:
@@ -278,15 +302,22 @@ def _remove_stale_ready(path: Path) -> None:
 
 
 def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_file: str | None = None,
-             stats_interval_s: float = 10.0, allow_remote: bool = False,
-             csfq_capacity: dict[int, float] | None = None, engine: str = "auto", csfq: Any = None) -> None:
+             stats_interval_s: float = 10.0, allow_remote: bool = False, engine: str = "auto", csfq: Any = None,
+             speeds: dict[int, float] | None = None, buffers: dict[int, int] | None = None) -> None:
     """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast).
-    csfq: the evaluation's CSFQ baseline, run before the ports of `csfq_capacity` (ffs-switch run --csfq)."""
+    speeds: line rates (bit/s) of the ports the TM paces, with their `buffers` (bytes; default:
+    ffs.switch.tm.default_buffer); other ports send at once. csfq: the evaluation's CSFQ baseline,
+    run before every paced port (ffs-switch run --csfq)."""
     if ready_file:
         _remove_stale_ready(Path(ready_file))
     pipeline = new_pipeline(seed, engine)
+    for port, speed in sorted((speeds or {}).items()):
+        pipeline.tm.configure(port, speed, (buffers or {}).get(port), _mtu_of(ports[port]))
+        log.info("port %d paced at %.6g bit/s, buffer %d bytes", port, speed, int(pipeline.tm.buffer[port]))
+    if csfq is not None:
+        csfq.attach({"live": pipeline}, live=True)
     ctl = SwitchControl(pipeline)
-    sw = LiveSwitch(ctl, ports, csfq_capacity=csfq_capacity or {}, csfq=csfq)
+    sw = LiveSwitch(ctl, ports, csfq=csfq)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: sw.stop_event.set())
     sw.open()

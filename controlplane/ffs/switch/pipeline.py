@@ -4,7 +4,8 @@ One class per P4 control, holding the same tables, counters, registers and LPFs 
 names (`ffs.p4names`), and one function per P4 action, named like the action, doing what the
 action does at the P4 widths (saturating `|-|`, 32-bit wrap, `[15:0]` slices). Each control's
 `apply` runs its actions and tables in the order of the P4 `apply` block; `Pipeline.process`
-is `FfsIngressParser` + `FfsIngress.apply` + (no queue) + `FfsEgress.apply`. The stage of spec §7.2
+is `FfsIngressParser` + `FfsIngress.apply` + the traffic manager (`ffs.switch.tm`, a FIFO per
+egress port at its line rate) + `FfsEgress.apply`. The stage of spec §7.2
 where each action runs is noted beside it. The ingress controls update their counters, registers
 and LPF in the pipe of the ingress port, FfsEgress in the pipe of the egress port (`ffs.switch.tna`).
 
@@ -15,6 +16,7 @@ differential test holds the two to identical outputs, counters and drops.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from ffs import constants
 from ffs import p4names
@@ -29,7 +31,8 @@ from ffs.switch.packet import (
     shim_set16,
     strip_shim,
 )
-from ffs.tables import claimed_frame_len
+from ffs.tables import claimed_frame_len, wire_len
+from ffs.switch.tm import TrafficManager
 from ffs.switch.tna import (
     PIPE_SHIFT,
     Counter,
@@ -51,6 +54,8 @@ DROP_PARSE_ERROR = "parse_error"
 DROP_ROUTE_MISS = "route_miss"
 DROP_FFS = "ffs_drop"
 DROP_MALFORMED = "malformed"  # FfsEgress: the frame's bytes disagree with its IP length
+DROP_TM = "tm_drop"  # the traffic manager: the egress port's queue was full (tail drop)
+DROP_BASELINE = "baseline"  # an evaluation baseline's admission (Pipeline.admission) refused it
 
 
 @dataclass(slots=True)
@@ -97,13 +102,15 @@ class Meta:
 
 @dataclass(slots=True)
 class Result:
-    """What happened to one packet: sent out of `egress_port` as `frame`, or dropped with
-    `drop_reason` (one of DROP_*). `pid` is the pair index of a managed packet."""
+    """What happened to one packet: sent out of `egress_port` as `frame`, its last bit on the wire
+    at `depart_ns` (the traffic manager's queue), or dropped with `drop_reason` (one of DROP_*).
+    `pid` is the pair index of a managed packet."""
 
     egress_port: int | None
     frame: bytes | None
     drop_reason: str | None = None
     pid: int | None = None
+    depart_ns: int = 0
 
 
 def ingress_parser_metadata(buf: bytearray, p: Parsed, md: Meta) -> None:
@@ -435,7 +442,7 @@ class EgressAccounting:
 
 class Fate:
     """`FfsIngress.fate` (const entries, stage 5): one decision and at most one event per packet;
-    `pair_drops` beside it."""
+    `pair_drops` and `admitted` (A_j) beside it."""
 
     def __init__(self, events: Counter) -> None:
         from ffs.tables import fate_entries  # the one generator of the const entries
@@ -443,6 +450,7 @@ class Fate:
         self.fate = const_table(p4names.FATE, fate_entries())
         self.events = events
         self.pair_drops = Counter(p4names.PAIR_DROPS)
+        self.admitted = Counter(p4names.ADMITTED)
 
     @staticmethod
     def rewrite_label(buf: bytearray, p: Parsed, md: Meta) -> None:  # Algorithms 3 line 3 and 4
@@ -461,8 +469,11 @@ class Fate:
             int(p.ip_version == 4), int(p.ip_version == 6), buf[p.l3 + 6] if p.ip_version == 6 else 0,
             md.runt,
         )
-        if md.managed and md.margin == 0:  # count_pair_drop
-            self.pair_drops.count(md.pid, frame_len, pipe)
+        if md.managed:
+            if md.margin == 0:  # count_pair_drop
+                self.pair_drops.count(md.pid, frame_len, pipe)
+            else:  # count_admitted: what γ let through toward the egress, before the TM (spec §9)
+                self.admitted.count(md.egress_port, frame_len, pipe)
         ev = _EVENT_OF.get(action)
         if ev is not None:
             self.events.count(ev, frame_len, pipe)
@@ -485,10 +496,14 @@ _EVENT_OF = {
 
 
 class Pipeline:
-    """Ingress parser, ingress controls, (no queue), egress controls; one packet at a time."""
+    """Ingress parser, ingress controls, the traffic manager, egress controls; one packet at a time."""
 
     def __init__(self, seed: int = 1) -> None:
         self.seed = seed
+        self.tm = TrafficManager()
+        # an evaluation baseline that decides before the TM (CSFQ): (egress port, t_ns, the frame as
+        # the TM would hold it) -> admit; None for FFS
+        self.admission: Callable[[int, int, bytearray], bool] | None = None
         self.port_metadata: dict[int, tuple[int, int, int]] = {}  # port -> (ifindex, trust, insert)
         self.port_label = PortLabel()
         self.forwarding = Forwarding()
@@ -527,8 +542,8 @@ class Pipeline:
         assert tuple(self.tables) == tuple(t.name for t in p4names.TABLES)
         self.counters = {
             c.spec.name: c
-            for c in (self.rate_est.pair_bytes, self.rate_est.offered, self.fate.pair_drops, self.events, self.egress_acct.accepted,
-                      self.egress_acct.malformed, self.egress_acct.pair_malformed)
+            for c in (self.rate_est.pair_bytes, self.rate_est.offered, self.fate.pair_drops, self.fate.admitted, self.events,
+                      self.egress_acct.accepted, self.egress_acct.malformed, self.egress_acct.pair_malformed)
         }
         self.registers = {self.rate_est.f_est.spec.name: self.rate_est.f_est}
         self.lpfs = {self.rate_est.f_lpf.spec.name: self.rate_est.f_lpf}
@@ -573,10 +588,17 @@ class Pipeline:
         if action == "parse_drop":
             return Result(None, None, DROP_PARSE_ERROR)
         grown = action in ("insert_shim_v4", "insert_shim_v6")
-        return self._egress(buf, md.egress_port, frame_len, md.pid if md.managed else None, grown)
+        return self._egress(buf, md.egress_port, frame_len, md.pid if md.managed else None, grown, t_ns)
 
-    def _egress(self, buf: bytearray, port: int, pkt_length: int, pid: int | None, grown: bool) -> Result:
-        """The TM (no queue: FFS decides before it) and `FfsEgress.apply`, with the bridge."""
+    def _egress(self, buf: bytearray, port: int, pkt_length: int, pid: int | None, grown: bool, t_ns: int) -> Result:
+        """The TM (`ffs.switch.tm`: the egress port's FIFO, at its line rate, tail drop), then
+        `FfsEgress.apply` with the bridge. FfsEgress runs when the TM admits the frame rather than
+        when it leaves: its counters lead the hardware's by the frame's queueing delay."""
+        if self.admission is not None and not self.admission(port, t_ns, buf):
+            return Result(None, None, DROP_BASELINE, pid)
+        depart = self.tm.enqueue(port, t_ns, wire_len(len(buf)))
+        if depart < 0:
+            return Result(None, None, DROP_TM, pid)
         if not self.egress_acct.apply(buf, port, pkt_length, pid, grown):
-            return Result(None, None, DROP_MALFORMED, pid)
-        return Result(port, mac_output(buf), None, pid)
+            return Result(None, None, DROP_MALFORMED, pid, depart)
+        return Result(port, mac_output(buf), None, pid, depart)

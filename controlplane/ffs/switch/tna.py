@@ -367,8 +367,9 @@ class Lpf:
     RATE: y <- y·e^(-dt/τ) + x with τ the decay constant (spec §8), a leaky integrator whose output
     for a steady input rate ρ (units per ns) approaches ρ·τ. SAMPLE: y <- y·e^(-dt/τ) +
     x·(1 - e^(-dt/τ)), an average of the samples, τ the gain constant while the input is above the
-    state and the decay constant otherwise. The first sample sets y = x. Output:
-    min(floor(y) >> s, 2^32 - 1).
+    state and the decay constant otherwise. The first sample sets y = x. The state saturates at
+    2^32 - 1, as tofino-model's 32-bit state word does; the output is floor(y) >> s (the output
+    scale-down divides the output only, it does not widen the state).
 
     The state is per pipe (cell `pipe * size + index`); the spec is one per index, since the
     control plane writes it to every pipe at once (BF-RT's target of every pipe).
@@ -404,13 +405,14 @@ class Lpf:
                 tc = s.decay_time_constant_ns
                 a = math.exp(-dt / tc) if tc > 0 else 0.0
                 y = y * a + x
+            if y > U32:  # the state is a 32-bit register: it saturates, and the scale-down comes after
+                y = float(U32)
         else:
             y = float(x)
             self.seen[at] = 1
         self.state[at] = y
         self.last[at] = t_ns
-        out = int(y) >> s.out_scale_down
-        return out if out < U32 else U32
+        return int(y) >> s.out_scale_down
 
     def set_spec(self, index: int, spec: LpfSpec) -> None:
         self.specs[index] = spec

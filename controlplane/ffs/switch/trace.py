@@ -1,12 +1,17 @@
 """Trace mode: the software switch on synthetic traffic or a pcap in virtual time.
 
-`run`: streams of a topology (rate, packet size, start and stop, labels) become packets with arrival
-times (constant spacing with a random phase, or Poisson), merged in time order and run through one
-Pipeline per node; a packet leaving an egress that is linked to another node enters that node at
-the same instant (FFS drops before the queue, so no queue is modelled unless `queues` puts FIFOs
-behind egresses, as the baselines need). Every control period of
-virtual time, `on_period(now_ns)` runs (the agents' step). Everything is deterministic for a seed.
-With FastPipelines (and no CSFQ baseline) the packet loop runs in C, with identical results.
+`run`: streams of a topology (line rate, packet size, start and stop, labels) become packets with
+arrival times (constant spacing with a random phase, or Poisson), merged in time order and run
+through one Pipeline per node, each with its traffic manager (`ffs.switch.tm`: a FIFO per egress
+port at the port's speed); a packet leaving an egress that is linked to another node enters that
+node when its last bit has left (its departure from the queue). Every control period of virtual
+time, `on_period(now_ns)` runs (the agents' step). Everything is deterministic for a seed. With
+FastPipelines (and no CSFQ baseline) the packet loop runs in C, with identical results.
+
+Rates are line rates (spec §4): a stream of `rate_bps` sends frames whose bytes on the wire
+(`ffs.tables.wire_len`: FCS, padding, preamble and gap) add up to that rate, and the delivered
+bytes are counted the same way, in the bin of the time the source sent them (so that a window of
+the run compares with the exact allocation of the streams active in it, `allocate_window`).
 
 `replay`: any time-ordered frames (`stream_arrivals`, `merge`, `pcap_arrivals`) through one
 pipeline, `on_period(now_ns, driver)` every period, per-stream accepted bytes per time bin.
@@ -31,8 +36,14 @@ from ffs.driver.base import Driver
 from ffs.labels import encode
 from ffs.switch.driver import LocalDriver
 from ffs.switch.fast import FastPipeline, _fastpath
-from ffs.switch.pipeline import Pipeline
+from ffs.switch.pipeline import DROP_TM, Pipeline
+from ffs.tables import wire_len
 from ffs.topology import Stream, Topology
+
+
+def frame_wire_len(frame: bytes) -> int:
+    """What one frame (as a source hands it over, without FCS) costs its port (spec §4)."""
+    return wire_len(len(frame) + constants.FCS_LEN)
 
 
 @dataclass
@@ -41,41 +52,19 @@ class TraceStream:
     node: str  # first node
     ingress_port: int
     frame: bytes
-    ip_len: int
-    rate_bps: float
+    rate_bps: float  # line rate
     start_s: float
     stop_s: float
 
-
-@dataclass
-class EgressQueue:
-    """A FIFO behind an egress port: drained at `rate_bps`, tail drop beyond `buffer_bytes`. FFS
-    decides before it; the FIFO baseline relies on it alone."""
-
-    rate_bps: float
-    buffer_bytes: int
-    backlog: float = 0.0
-    last_s: float = 0.0
-    drops: int = 0
-    delay_sum_s: float = 0.0
-    delay_n: int = 0
-
-    def admit(self, t: float, size: int) -> bool:
-        self.backlog = max(0.0, self.backlog - (t - self.last_s) * self.rate_bps / 8)
-        self.last_s = t
-        if self.backlog + size > self.buffer_bytes:
-            self.drops += 1
-            return False
-        self.backlog += size
-        self.delay_sum_s += self.backlog * 8 / self.rate_bps
-        self.delay_n += 1
-        return True
+    @property
+    def wire(self) -> int:
+        return frame_wire_len(self.frame)
 
 
 @dataclass
 class TraceResult:
     bin_s: float
-    delivered: dict[str, np.ndarray]  # stream -> IP bytes delivered per bin
+    delivered: dict[str, np.ndarray]  # stream -> line-rate bytes delivered, per bin of the time they were sent
     sent: dict[str, int]  # stream -> packets sent
     dropped: dict[str, int]  # stream -> packets dropped anywhere
     packets: int = 0
@@ -113,14 +102,14 @@ def streams_from_topology(topo: Topology, duration_s: float) -> list[TraceStream
             frame = lie_ip_len(frame, s.ip_len)
         stop = duration_s if s.stop is None else min(s.stop, duration_s)
         out.append(TraceStream(s.name, first.node, topo.nodes[first.node].interfaces[first.ingress].port,
-                               frame, s.packet_size, s.demand, s.start, stop))
+                               frame, s.demand, s.start, stop))
     return out
 
 
 def _arrivals(s: TraceStream, rng: random.Random, poisson: bool, jitter: bool = False):
     """Constant spacing, Poisson, or (jitter) uniform in [0.5, 1.5) of the mean gap, as CSFQ's UDP
     sources: deterministic spacing phase-locks with a tail-drop queue and starves some flows."""
-    gap = s.ip_len * 8 / s.rate_bps
+    gap = s.wire * 8 / s.rate_bps
     t = s.start_s + rng.random() * gap
     while t < s.stop_s:
         yield t
@@ -144,12 +133,11 @@ def run(
     bin_s: float = 0.01,
     progress: Callable[[float], None] | None = None,
     start_s: float = 0.0,
-    queues: dict[tuple[str, int], EgressQueue] | None = None,
     csfq=None,
     jitter: bool = False,
 ) -> TraceResult:
     """Run [0, duration_s) of the scenario; the pipelines see times start_s + t, so a second run
-    on the same pipelines continues their clocks (estimators and agents keep their state)."""
+    on the same pipelines continues their clocks (estimators, queues and agents keep their state)."""
     streams = streams_from_topology(topo, duration_s)
     rng = random.Random(seed)
     nbins = int(np.ceil(duration_s / bin_s)) + 1
@@ -164,17 +152,26 @@ def run(
                 links[(n.name, i.port)] = (pn, topo.nodes[pn].interfaces[pi].port)
     stream_rngs = [random.Random(rng.random()) for _ in streams]
     if csfq is None and all(isinstance(p, FastPipeline) for p in pipelines.values()):
-        return _run_compiled(streams, stream_rngs, pipelines, links, queues or {}, res, duration_s, period_s,
+        return _run_compiled(streams, stream_rngs, pipelines, links, res, duration_s, period_s,
                              on_period, poisson, jitter, bin_s, progress, start_s)
+    if csfq is not None:
+        csfq.attach(pipelines, start_s)
     gens = [_arrivals(s, r, poisson, jitter) for s, r in zip(streams, stream_rngs)]
+    wires = [s.wire for s in streams]
+    # events (t, k): k < len(streams) is a stream's next arrival at its first node, else a frame in
+    # flight between nodes (the slot k - len(streams), reused last-freed-first as in the C loop)
+    ns = len(streams)
     heap: list[tuple[float, int]] = []
     for k, g in enumerate(gens):
         t = next(g, None)
         if t is not None:
             heap.append((t, k))
     heapq.heapify(heap)
+    flights: list[tuple[int, str, int, int, bytes, float, float]] = []  # (stream, node, port, hops, frame, sent, CSFQ label)
+    free: list[int] = []
     next_period = period_s
     next_progress = 0.0
+    hop_limit = 4 * len(pipelines) + 4
     while heap:
         t, k = heapq.heappop(heap)
         while t >= next_period and next_period <= duration_s:
@@ -184,38 +181,44 @@ def run(
         if progress is not None and t >= next_progress:
             progress(t)
             next_progress = t + duration_s / 100
-        s = streams[k]
-        t_ns = int((start_s + t) * 1e9)
-        node, port, frame = s.node, s.ingress_port, s.frame
-        res.sent[s.name] += 1
-        res.packets += 1
-        label = csfq.label(s.name, t, s.ip_len * 8) if csfq is not None else 0.0
-        while True:
-            r = pipelines[node].process(frame, port, t_ns)
-            if r.egress_port is None:
-                res.dropped[s.name] += 1
-                break
-            q = queues.get((node, r.egress_port)) if queues else None
-            if csfq is not None and q is not None:  # CSFQ decides before the FIFO, like FFS
-                core = csfq.core(node, r.egress_port, q.rate_bps)
-                label = core.decide(t, s.ip_len * 8, label, csfq.rng)
-                if label is None:
-                    res.dropped[s.name] += 1
-                    break
-            if q is not None and not q.admit(t, s.ip_len):
-                if csfq is not None:
-                    csfq.core(node, r.egress_port, q.rate_bps).overflow(t)
-                res.dropped[s.name] += 1
-                break
-            nxt = links.get((node, r.egress_port))
-            if nxt is None:
-                res.delivered[s.name][int(t / bin_s)] += s.ip_len
-                break
-            node, port = nxt
-            frame = r.frame
-        t_next = next(gens[k], None)
-        if t_next is not None:
-            heapq.heappush(heap, (t_next, k))
+        if k < ns:
+            s = streams[k]
+            node, port, frame, hops, sent = s.node, s.ingress_port, s.frame, 0, t
+            res.sent[s.name] += 1
+            res.packets += 1
+            t_next = next(gens[k], None)
+            if t_next is not None:
+                heapq.heappush(heap, (t_next, k))
+            if csfq is not None:
+                csfq.begin(s.name, t, wires[k] * 8)
+        else:
+            slot = k - ns
+            k, node, port, hops, frame, sent, label = flights[slot]
+            free.append(slot)
+            s = streams[k]
+            if csfq is not None:
+                csfq.carry(label, wires[k] * 8)
+        r = pipelines[node].process(frame, port, int((start_s + t) * 1e9))
+        if r.egress_port is None:
+            if csfq is not None and r.drop_reason == DROP_TM:
+                csfq.tm_overflow()
+            res.dropped[s.name] += 1
+            continue
+        td = r.depart_ns / 1e9 - start_s
+        nxt = links.get((node, r.egress_port))
+        if nxt is None:
+            res.delivered[s.name][int(sent / bin_s)] += wires[k]
+            continue
+        hops += 1
+        if hops > hop_limit:
+            raise RuntimeError("forwarding loop between nodes")
+        slot = free.pop() if free else len(flights)
+        entry = (k, nxt[0], nxt[1], hops, r.frame, sent, csfq.current_label if csfq is not None else 0.0)
+        if slot == len(flights):
+            flights.append(entry)
+        else:
+            flights[slot] = entry
+        heapq.heappush(heap, (td, ns + slot))
     while next_period <= duration_s + 1e-12:
         if on_period is not None:
             res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
@@ -224,23 +227,19 @@ def run(
 
 
 def _run_compiled(streams: list[TraceStream], stream_rngs: list[random.Random], pipelines: dict[str, Pipeline],
-                  links: dict[tuple[str, int], tuple[str, int]], queues: dict[tuple[str, int], EgressQueue],
-                  res: TraceResult, duration_s: float, period_s: float, on_period, poisson: bool, jitter: bool,
-                  bin_s: float, progress, start_s: float) -> TraceResult:
+                  links: dict[tuple[str, int], tuple[str, int]], res: TraceResult, duration_s: float, period_s: float,
+                  on_period, poisson: bool, jitter: bool, bin_s: float, progress, start_s: float) -> TraceResult:
     """The loop of `run` in C (`_fastpath.Trace`), packet for packet the same: the same arrival
-    times from the same generators, the same order, the same pipelines, links and queues. Control
-    returns here at every period boundary for `on_period`."""
+    times from the same generators, the same order, the same pipelines (and their TMs) and links.
+    Control returns here at every period boundary for `on_period`."""
     names = list(pipelines)
     index = {n: i for i, n in enumerate(names)}
     pipes = [pipelines[n] for n in names]
-    qkeys = [k for k in queues if k[0] in index]
     tr = _fastpath.Trace(
         tuple(p.engine for p in pipes),  # type: ignore[attr-defined]
-        [(index[s.node], s.ingress_port, s.frame, s.ip_len, s.ip_len * 8 / s.rate_bps, s.start_s, s.stop_s,
+        [(index[s.node], s.ingress_port, s.frame, s.wire, s.wire * 8 / s.rate_bps, s.start_s, s.stop_s,
           r.getstate()[1], res.delivered[s.name]) for s, r in zip(streams, stream_rngs)],
         [(index[a], ap, index[b], bp) for (a, ap), (b, bp) in links.items() if a in index and b in index],
-        [(index[n], port, q.rate_bps, q.buffer_bytes, q.backlog, q.last_s, q.drops, q.delay_sum_s, q.delay_n)
-         for (n, port), q in ((k, queues[k]) for k in qkeys)],
         1 if poisson else 2 if jitter else 0, start_s, bin_s,
     )
 
@@ -249,9 +248,6 @@ def _run_compiled(streams: list[TraceStream], stream_rngs: list[random.Random], 
         res.packets = packets
         for s, a, b in zip(streams, sent, dropped):
             res.sent[s.name], res.dropped[s.name] = a, b
-        for k, (backlog, last_s, drops, delay_sum_s, delay_n) in zip(qkeys, tr.queue_states()):
-            q = queues[k]
-            q.backlog, q.last_s, q.drops, q.delay_sum_s, q.delay_n = backlog, last_s, drops, delay_sum_s, delay_n
 
     next_period = period_s
     while True:
@@ -292,8 +288,8 @@ class Arrival:
 @dataclass
 class ReplayResult:
     bin_s: float
-    accepted: dict[str, np.ndarray]  # stream -> frame bytes (as they arrived) forwarded, per bin
-    egress: dict[int, np.ndarray]  # egress port -> frame bytes (as they left) per bin
+    accepted: dict[str, np.ndarray]  # stream -> line-rate bytes (as they arrived) forwarded, per bin of arrival
+    egress: dict[int, np.ndarray]  # egress port -> line-rate bytes (as they left) per bin of arrival
     sent: dict[str, int]
     dropped: dict[str, dict[str, int]]  # stream -> drop reason -> packets
     packets: int = 0
@@ -343,16 +339,16 @@ def replay(
         res.sent[a.stream] += 1
         res.packets += 1
         r = process(a.frame, a.port, int((start_s + t) * 1e9))
-        b = int(t / bin_s)
         if r.egress_port is None:
             d = res.dropped[a.stream]
             d[r.drop_reason] = d.get(r.drop_reason, 0) + 1
             continue
-        acc[b] += len(a.frame)
+        b = int(t / bin_s)  # the bin of its arrival, as the exact allocation's windows count
+        acc[b] += frame_wire_len(a.frame)
         eg = res.egress.get(r.egress_port)
         if eg is None:
             eg = res.egress[r.egress_port] = np.zeros(nbins)
-        eg[b] += len(r.frame)
+        eg[b] += frame_wire_len(r.frame)
     while next_period <= duration_s + 1e-12:
         if on_period is not None:
             res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9), drv)})
@@ -362,10 +358,10 @@ def replay(
 
 def stream_arrivals(port: int, frame: bytes, rate_bps: float, start_s: float, stop_s: float, *, stream: str = "",
                     seed: int = 1, poisson: bool = False) -> Iterator[Arrival]:
-    """A stream of one frame repeated at `rate_bps` (of frame bytes), constant spacing with a
-    random phase or Poisson; merge several with `merge`."""
+    """A stream of one frame repeated at `rate_bps` (a line rate: `frame_wire_len` bytes per frame),
+    constant spacing with a random phase or Poisson; merge several with `merge`."""
     rng = random.Random(seed)
-    gap = len(frame) * 8 / rate_bps
+    gap = frame_wire_len(frame) * 8 / rate_bps
     t = start_s + rng.random() * gap
     while t < stop_s:
         yield Arrival(t, port, frame, stream)
@@ -439,7 +435,7 @@ def pcap_arrivals(path: str | Path, port: int, *, line_rate_bps: float | None = 
             t0 = ts
         if line_rate_bps is not None:
             t = free_at
-            free_at = t + len(frame) * 8 / line_rate_bps
+            free_at = t + frame_wire_len(frame) * 8 / line_rate_bps
         else:
             t = (ts - t0) / 1e9 / speed
         yield Arrival(t, port, frame, stream_of(frame))

@@ -53,6 +53,10 @@ control FfsCore(inout headers_t hdr,
     /* Why packets did not take the normal path (spec §7.6); at most one cell per packet. */
     Counter<bit<32>, bit<3>>(EVENT_COUNTER_SIZE, CounterType_t.PACKETS) events;
     Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS_AND_BYTES) pair_drops;
+    /* A_j (spec §9): the managed packets γ let through toward each egress port, counted here,
+     * before the traffic manager. Counted after the TM (in egress) it could never exceed what a
+     * saturated port drains, and τ could not see FFS over-admit. */
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) admitted;
 
     /* Stage 0, one table: which label enters normalization (the port's trust bit, spec §6) and
      * rri_n for Algorithm 4. */
@@ -140,6 +144,10 @@ control FfsCore(inout headers_t hdr,
     /* Beside fate: an action addresses each indirect counter with one expression only. */
     action count_pair_drop() {
         pair_drops.count(md.pid);
+    }
+
+    action count_admitted() {
+        admitted.count(ig_tm_md.ucast_egress_port);
     }
 
     action note_opaque() {
@@ -259,8 +267,12 @@ control FfsCore(inout headers_t hdr,
         bridge_pair();
         /* stage 5: the packet's fate */
         fate.apply();
-        if (md.managed == 1 && md.margin == 0) {
-            count_pair_drop();
+        if (md.managed == 1) {
+            if (md.margin == 0) {
+                count_pair_drop();
+            } else {
+                count_admitted();
+            }
         }
     }
 }

@@ -1,0 +1,121 @@
+"""The traffic manager between FfsIngress and FfsEgress: one FIFO per egress port.
+
+On Tofino the ingress decides (γ's drop happens before the queue), the traffic manager queues
+what it admitted per egress port and drains it at the port's line rate, and the egress pipeline
+runs on each frame as it leaves. tofino-model cannot show this: its queues are unbounded and empty
+as fast as its packet loop runs. The software switch therefore models the TM as the hardware
+behaves (docs/software-switch.md, "The traffic manager"):
+
+- a port with a speed drains `speed` bits per second of line rate: every frame costs its bytes
+  (padded to the Ethernet minimum, FCS included) plus preamble and inter-frame gap
+  (`ffs.tables.wire_len`), so a port carries fewer bytes of small frames than of large ones;
+- a frame that would take the queue beyond `buffer` bytes is dropped at its tail (a TM drop,
+  counted per port; FfsEgress never sees it);
+- a frame admitted leaves when its last bit has been sent: `enqueue` returns that time;
+- a port without a speed is not paced: its frames leave at once (the software switch's
+  behaviour before it modelled the TM, kept for ports the caller did not configure).
+
+The state is kept in arrays per device port, which the compiled fast path shares, so both engines
+queue into the same TM.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+
+from ffs import constants
+from ffs.tables import wire_len
+from ffs.topology import Node
+
+# a port's queue when its buffer is not configured: 10 ms of its line rate, and room for at least
+# 64 frames of its MTU, at most 2 MiB (a Tofino 1 shares 22 MB among its ports). At critical load
+# (FFS-C100 admits the port's speed) the queue's tail drops grow with the variance of the arrivals
+# over the buffer: a buffer of 14 jumbo frames lost 2 % of a 100 Mb/s port (docs/results.md)
+DEFAULT_BUFFER_S = 0.010
+MIN_BUFFER_FRAMES = 64
+MAX_BUFFER = 2 << 20
+
+
+def default_buffer(speed_bps: float, mtu: int = 1500) -> int:
+    frame = wire_len(constants.ETH_HDR_LEN + constants.VLAN_TAG_LEN + mtu + constants.FCS_LEN)
+    return int(min(max(speed_bps * DEFAULT_BUFFER_S / 8, MIN_BUFFER_FRAMES * frame), MAX_BUFFER))
+
+
+@dataclass(frozen=True)
+class PortQueueStats:
+    backlog_bytes: float
+    drops: int  # frames dropped at the tail
+    drop_bytes: int  # their line-rate bytes
+    enqueued: int  # frames admitted
+    mean_delay_s: float  # mean time from arrival to the last bit sent, over the admitted frames
+
+
+class TrafficManager:
+    """FIFOs per device port, each drained at its line rate with tail drop (module docstring)."""
+
+    def __init__(self, ports: int = constants.NUM_PORTS) -> None:
+        self.size = ports
+        self.speed = array("d", bytes(8 * ports))  # bit/s; 0: not paced
+        self.buffer = array("d", bytes(8 * ports))  # bytes
+        self.backlog = array("d", bytes(8 * ports))  # bytes not yet sent at `last`
+        self.last = array("q", bytes(8 * ports))  # ns
+        self.drops = array("Q", bytes(8 * ports))
+        self.drop_bytes = array("Q", bytes(8 * ports))
+        self.enqueued = array("Q", bytes(8 * ports))
+        self.delay_sum = array("d", bytes(8 * ports))  # seconds
+
+    def configure(self, port: int, speed_bps: float | None, buffer_bytes: int | None = None, mtu: int = 1500) -> None:
+        """Pace `port` at `speed_bps` with a queue of `buffer_bytes` (None: `default_buffer` for
+        its speed and `mtu`); a speed of None or 0 leaves it unpaced. The queue starts empty."""
+        if not 0 <= port < self.size:
+            raise ValueError(f"port {port} out of range 0..{self.size - 1}")
+        speed = float(speed_bps or 0.0)
+        if speed < 0 or speed != speed or speed == float("inf"):
+            raise ValueError(f"port {port}: speed must be a finite positive bit/s, got {speed_bps!r}")
+        if buffer_bytes is not None and buffer_bytes <= 0:
+            raise ValueError(f"port {port}: buffer must be positive, got {buffer_bytes!r}")
+        self.speed[port] = speed
+        self.buffer[port] = float(buffer_bytes if buffer_bytes is not None else default_buffer(speed, mtu))
+        self.backlog[port] = 0.0
+
+    def enqueue(self, port: int, t_ns: int, wire_bytes: int) -> int:
+        """The time (ns) the frame's last bit leaves `port`, or -1 if the queue drops it."""
+        speed = self.speed[port]
+        if speed <= 0.0:
+            return t_ns
+        last = self.last[port]
+        backlog = self.backlog[port]
+        if t_ns > last:
+            backlog -= (t_ns - last) * speed / 8e9
+            if backlog < 0.0:
+                backlog = 0.0
+            self.last[port] = t_ns
+        else:  # an arrival stamped before the last one (a live clock read earlier): no time passed
+            t_ns = last
+        if backlog + wire_bytes > self.buffer[port]:
+            self.backlog[port] = backlog
+            self.drops[port] += 1
+            self.drop_bytes[port] += wire_bytes
+            return -1
+        backlog += wire_bytes
+        self.backlog[port] = backlog
+        delay = backlog * 8 / speed
+        self.enqueued[port] += 1
+        self.delay_sum[port] += delay
+        return t_ns + int(delay * 1e9)
+
+    def stats(self, port: int) -> PortQueueStats:
+        n = self.enqueued[port]
+        return PortQueueStats(self.backlog[port], self.drops[port], self.drop_bytes[port], n,
+                              self.delay_sum[port] / n if n else 0.0)
+
+    def paced(self) -> list[int]:
+        return [p for p in range(self.size) if self.speed[p] > 0.0]
+
+
+def configure_node(tm: TrafficManager, node: Node) -> None:
+    """Every interface of a topology node paced at its speed (default: its capacity) with its
+    buffer (default: `default_buffer`), as the ports of the switch that runs it are."""
+    for i in node.interfaces.values():
+        tm.configure(i.port, i.speed, i.buffer_bytes, i.mtu)

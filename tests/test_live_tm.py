@@ -1,0 +1,71 @@
+"""FFS-C100 live (root): the software switch over veth sends each port at its speed, queueing and
+tail-dropping as a Tofino port does (`ffs-switch run --port N=IF@SPEED`), so its egress is its own
+bottleneck; the agent counts A_j where γ decides (spec §9). A sender below its share keeps
+≥ 95 % of it and a 6x flood gets ≤ 105 % of its exact rate (Corollary 1, Eq. 2, line rates), at
+the packet sizes a port meets. Speeds are scaled so that the flood stays within what the live
+switch forwards on this machine (docs/benchmarks.md: about 70 k packets/s lossless)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import requires_root
+from ffs.lab.liverun import live_node
+
+pytestmark = [requires_root]
+
+CASES = [(64, 5e6), (576, 20e6), (1500, 20e6), (9000, 100e6)]  # packet size, port speed
+
+
+def topology(name: str, size: int, speed: float) -> str:
+    mtu = max(size, 1500)
+    return f"""
+name: {name}
+nodes:
+  s1:
+    interfaces:
+      p1: {{capacity: {speed:.0f}, port: 1, mtu: {mtu}}}
+      p2: {{capacity: {6 * speed:.0f}, port: 2, mtu: {mtu}}}
+      p3: {{capacity: {speed:.0f}, port: 3, mtu: {mtu}}}
+    fairness:
+      p3: {{p1: {speed / 2:.0f}, p2: {speed / 2:.0f}}}
+      p1: {{p3: {speed:.0f}}}
+      p2: {{p3: {speed:.0f}}}
+    routes:
+      - {{prefix: 10.0.1.0/24, interface: p1}}
+      - {{prefix: 10.0.2.0/24, interface: p2}}
+      - {{prefix: 10.0.3.0/24, interface: p3}}
+hosts:
+  h1: {{attach: s1.p1, address: 10.0.1.1/24, gateway: 10.0.1.254}}
+  h2: {{attach: s1.p2, address: 10.0.2.1/24, gateway: 10.0.2.254}}
+  h3: {{attach: s1.p3, address: 10.0.3.1/24, gateway: 10.0.3.254}}
+"""
+
+
+@pytest.mark.parametrize("size, speed", CASES, ids=[f"{s}B" for s, _ in CASES])
+def test_a_saturated_port_keeps_every_guarantee_live(tmp_path, size, speed):
+    name = f"livetm{size}x{os.getpid() % 10000}"
+    topo_file = tmp_path / f"{name}.yaml"
+    topo_file.write_text(topology(name, size, speed))
+    demand, share = 0.4 * speed, 0.5 * speed  # the sender, below its share
+    with live_node(topo_file, tmp_path) as live:
+        exe = [sys.executable, "-m", "ffs.lab.traffic"]
+        rx = live.spawn(live.exec_args("h3", *exe, "recv", "--duration=8"), stdout=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        for host, rate in (("h1", demand), ("h2", 6 * speed)):
+            live.spawn(live.exec_args(host, *exe, "send", "--dst=10.0.3.1", f"--rate={rate:.0f}", f"--size={size}",
+                                      "--duration=7.5"), stdout=subprocess.DEVNULL)
+        lines = [json.loads(x) for x in rx.stdout]
+        rx.wait()
+    steady = [x["rates_bps"] for x in lines if 3 <= x["t"] <= 7]
+    sender = sum(r.get("10.0.1.1", 0) for r in steady) / len(steady)
+    flood = sum(r.get("10.0.2.1", 0) for r in steady) / len(steady)
+    assert sender >= 0.95 * min(demand, share), (size, sender, flood, lines)
+    assert flood <= 1.05 * (speed - min(demand, share)), (size, sender, flood, lines)
+    assert flood >= 0.8 * (speed - min(demand, share)), (size, sender, flood, lines)  # and the port was saturated
