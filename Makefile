@@ -4,22 +4,35 @@
 PYTHON ?= python3
 PIP    ?= $(PYTHON) -m pip
 
-# Tofino build (needs the SDE): TARGET=tofino (TNA, default) or tofino2 (T2NA)
-TARGET   ?= tofino
-BUILD    ?= build/$(TARGET)
+# The chip (needs the SDE): CHIP=tofino (TNA, the default) or tofino2 (T2NA). It selects the
+# build, the install, the PTF runner's port map and test ports, the differential and the demo.
+# TARGET=tofino|tofino2 and ARCH=tofino2 (t2na, tf2) are accepted for it too; TARGET otherwise
+# names where the PTF suite runs (make ptf TARGET=tofino-model).
+ifneq ($(origin CHIP),command line)
+  ifneq ($(filter tofino tofino2,$(TARGET)),)
+    CHIP := $(TARGET)
+  else ifneq ($(filter tofino2 tf2 t2na,$(ARCH)),)
+    CHIP := tofino2
+  endif
+endif
+CHIP     ?= tofino
+ifeq ($(filter tofino tofino2,$(CHIP)),)
+  $(error CHIP=$(CHIP): use CHIP=tofino or CHIP=tofino2)
+endif
+BUILD    ?= build/$(CHIP)
 P4SRC    ?= p4src/ffs.p4
 P4DEPS   := $(sort $(shell find p4src -name '*.p4'))
-ifeq ($(TARGET),tofino2)
-  ARCH := t2na
-  CHIP := tofino2
+ifeq ($(CHIP),tofino2)
+  P4ARCH := t2na
   BIN  := tofino2.bin
   P4FLAGS_TARGET := -DTOFINO2
 else
-  ARCH := tna
-  CHIP := tofino
+  P4ARCH := tna
   BIN  := tofino.bin
   P4FLAGS_TARGET :=
 endif
+# where the SDE keeps a program per chip, so that both chips' builds are installed side by side
+PD_DIR   := share/$(CHIP)pd/ffs
 P4FLAGS ?=
 # hardware needs the platform agent in ffs.conf; tofino-model must not load it
 PLATFORM ?= model
@@ -41,16 +54,16 @@ help:
 	@echo "make test-minimum the unit tests with the lowest versions pyproject.toml allows (constraints/minimum.txt), in build/"
 	@echo "make test-latest  lint, typecheck and unit tests with the newest release of everything: reports what broke,"
 	@echo "                  exits 0 (STRICT=1: fails); make setup and make test keep the pinned versions (constraints/dev.txt)"
-	@echo "make build        compile p4src/ with the SDE's bf-p4c (TARGET=tofino|tofino2, PLATFORM=model|hw) and install ffs.conf"
+	@echo "make build        compile p4src/ with the SDE's bf-p4c (CHIP=tofino|tofino2, PLATFORM=model|hw) and install it for that chip"
 	@echo "make example      (SDE) compile p4src/examples/l2l3_acl.p4, FFS composed with L2/L3/ACL forwarding, with and without FFS"
 	@echo "make p4-resources (SDE) both programs on both targets, the compiler's figures into docs/pipeline.md"
 	@echo "make clean-build  remove build/"
-	@echo "make ptf          (root) the PTF suite on the software switch; TARGET=tofino-model with an SDE; PTF_ARGS=test_parser"
+	@echo "make ptf          (root) the PTF suite on the software switch; TARGET=tofino-model [CHIP=tofino2] with an SDE; PTF_ARGS=test_parser"
 	@echo "make ptf-list     the PTF tests and their groups"
 	@echo "make demo         (root) FFS isolating a sender from a flood, live, on the software switch"
-	@echo "make demo-tofino-model (root, SDE) the same on tofino-model + bf_switchd, with a matrix change halfway"
+	@echo "make demo-tofino-model (root, SDE) the same on tofino-model + bf_switchd, with a matrix change halfway; CHIP=tofino2"
 	@echo "make netns-up     (root) namespaces and veths of TOPO=$(TOPO); make netns-down removes them"
-	@echo "make differential-model (root, SDE) the same probes through tofino-model and the software switch; PACKETS=3000"
+	@echo "make differential-model (root, SDE) the same probes through tofino-model and the software switch; PACKETS=3000, CHIP=tofino2"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
 	@echo "make bench-switchd the agent's period on bf_switchd + tofino-model (SDE, compiled ffs, root)"
 	@echo "make bench-sim    the exact allocator at Internet scale: time and memory of the network study, 200-2000 ASes"
@@ -86,11 +99,12 @@ system-deps:
 	    apt-get update -qq && apt-get install -y -qq iproute2 ethtool >/dev/null; \
 	  else echo "note: install iproute2 and ethtool for live runs (namespaces, veth)" >&2; fi; fi
 
-# With an SDE that has bf-p4c, the tests also compile p4src/ and install it (the switchd and
-# tofino-model tests load exactly the program of this checkout); without one they say they skip.
+# With an SDE that has bf-p4c, the tests also compile p4src/ for both chips and install both (the
+# switchd and tofino-model tests load exactly the program of this checkout); without one they say
+# they skip.
 test:
 	@if [ -n "$$SDE_INSTALL" ] && [ -x "$$SDE_INSTALL/bin/bf-p4c" ]; then \
-	  $(MAKE) --no-print-directory build TARGET=tofino || exit 1; \
+	  $(MAKE) --no-print-directory build CHIP=tofino && $(MAKE) --no-print-directory build CHIP=tofino2 || exit 1; \
 	else echo "make test: no SDE with bf-p4c (\$$SDE_INSTALL/bin/bf-p4c): the Tofino tests skip"; fi
 	$(MAKE) --no-print-directory unit-tests
 
@@ -114,14 +128,15 @@ typecheck:
 	$(PYTHON) -m mypy
 
 # PTF (ptf-tests/, docs/testing.md): TARGET=model, the software switch (the default for this
-# target), or TARGET=tofino-model, the SDE flow. PTF_ARGS picks tests: a module (test_parser), a
-# test (test_ri.RriChainOfUpdates) or groups ('standard ^many-packets').
+# target), or TARGET=tofino-model, the SDE flow, on the model of CHIP (tofino or tofino2).
+# PTF_ARGS picks tests: a module (test_parser), a test (test_ri.RriChainOfUpdates) or groups
+# ('standard ^many-packets').
 PTF_TARGET := $(if $(filter command line environment,$(origin TARGET)),$(TARGET),model)
 PTF_ARGS ?=
 ptf:
 	@case "$(PTF_TARGET)" in \
 	  model) ptf-tests/run/model/run $(PTF_ARGS) ;; \
-	  tofino-model) ptf-tests/run/tofino-model/run $(PTF_ARGS) ;; \
+	  tofino-model) CHIP=$(CHIP) ptf-tests/run/tofino-model/run $(PTF_ARGS) ;; \
 	  *) echo "make ptf: TARGET=model (the software switch) or TARGET=tofino-model (with an SDE), not '$(PTF_TARGET)';" \
 	       "on a hardware switch run the SDE's run_p4_tests.sh as docs/testing.md shows" >&2; exit 2 ;; \
 	esac
@@ -136,14 +151,14 @@ demo: installed
 # The same main job on tofino-model + bf_switchd with ffs-agent --target tofino (root, SDE, make build)
 demo-tofino-model: installed
 	@[ -n "$$SDE_INSTALL" ] || { echo "make demo-tofino-model: set SDE and SDE_INSTALL (a Tofino SDE with tofino-model)" >&2; exit 2; }
-	$(PYTHON) -m ffs.demo_tofino topologies/dumbbell-model.yaml --duration $(DURATION_MODEL)
+	$(PYTHON) -m ffs.demo_tofino --chip $(CHIP) --duration $(DURATION_MODEL)
 
 # The differential run (docs/testing.md): ffs-agent programs tofino-model + bf_switchd from
 # topologies/differential.yaml; seeded probes through the model and the software switch must agree
 PACKETS ?= 3000
 differential-model:
 	@[ -n "$$SDE_INSTALL" ] || { echo "make differential-model: set SDE and SDE_INSTALL (a Tofino SDE with tofino-model)" >&2; exit 2; }
-	$(PYTHON) -m ffs.differential --start-sde --packets $(PACKETS)
+	$(PYTHON) -m ffs.differential --chip $(CHIP) --start-sde --packets $(PACKETS)
 
 bench-switch:
 	$(PYTHON) bench/bench_switch.py
@@ -200,8 +215,8 @@ compile: check-sde $(BUILD)/ffs/bf-p4c.log
 
 # the FFS library composed with L2/L3/ACL forwarding, and that forwarding alone (-DNO_FFS)
 example: check-sde
-	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 BUILD=build/example-ffs/$(TARGET)
-	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 P4FLAGS=-DNO_FFS BUILD=build/example-alone/$(TARGET)
+	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 BUILD=build/example-ffs/$(CHIP)
+	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 P4FLAGS=-DNO_FFS BUILD=build/example-alone/$(CHIP)
 
 p4-resources: check-sde
 	$(PYTHON) bench/p4_resources.py --write docs/pipeline.md
@@ -210,9 +225,9 @@ p4-resources: check-sde
 # build knows of the compiler's known defects in $(BUILD)/ffs/compiler-defects (docs/pipeline.md)
 $(BUILD)/ffs/bf-p4c.log: $(P4DEPS)
 	@mkdir -p $(BUILD)/ffs
-	@echo "bf-p4c --std p4-16 --target $(CHIP) --arch $(ARCH) -g $(P4FLAGS_TARGET) $(P4FLAGS) -o $(BUILD)/ffs $(P4SRC)"
+	@echo "bf-p4c --std p4-16 --target $(CHIP) --arch $(P4ARCH) -g $(P4FLAGS_TARGET) $(P4FLAGS) -o $(BUILD)/ffs $(P4SRC)"
 	@LD_LIBRARY_PATH="$$SDE_INSTALL/lib:$$LD_LIBRARY_PATH" "$$SDE_INSTALL/bin/bf-p4c" --std p4-16 \
-	  --target $(CHIP) --arch $(ARCH) -g $(P4FLAGS_TARGET) $(P4FLAGS) \
+	  --target $(CHIP) --arch $(P4ARCH) -g $(P4FLAGS_TARGET) $(P4FLAGS) \
 	  --bf-rt-schema $(BUILD)/ffs/bf-rt.json -o $(BUILD)/ffs $(P4SRC) > $(BUILD)/ffs/bf-p4c.log.new 2>&1; \
 	  rc=$$?; cat $(BUILD)/ffs/bf-p4c.log.new; [ $$rc = 0 ] || { rm -f $(BUILD)/ffs/bf-p4c.log.new; exit $$rc; }
 	@mv $(BUILD)/ffs/bf-p4c.log.new $(BUILD)/ffs/bf-p4c.log
@@ -220,22 +235,23 @@ $(BUILD)/ffs/bf-p4c.log: $(P4DEPS)
 	@$(PYTHON) bench/p4_resources.py --defects $(BUILD)/ffs > $(BUILD)/ffs/compiler-defects
 	@$(PYTHON) bench/p4_resources.py --summary $(BUILD)/ffs || true
 
-# Installs the program where run_switchd.sh -p ffs looks for it:
-#   $$SDE_INSTALL/share/tofinopd/ffs/{bf-rt.json,pipe/context.json,pipe/$(BIN)}
+# Installs the program where run_switchd.sh -p ffs --arch $(CHIP) looks for it, beside the other
+# chip's (the driver stops on a program compiled for the other chip):
+#   $$SDE_INSTALL/share/$(CHIP)pd/ffs/{bf-rt.json,pipe/context.json,pipe/$(BIN)}
 #   $$SDE_INSTALL/share/p4/targets/$(CHIP)/ffs.conf
 install-conf: check-sde
 	@test -f $(BUILD)/ffs/bf-rt.json || { echo "install-conf: run make build first" >&2; exit 2; }
-	mkdir -p "$$SDE_INSTALL/share/tofinopd/ffs/pipe" "$$SDE_INSTALL/share/p4/targets/$(CHIP)"
-	cp $(BUILD)/ffs/bf-rt.json "$$SDE_INSTALL/share/tofinopd/ffs/"
-	cp $(BUILD)/ffs/pipe/context.json $(BUILD)/ffs/pipe/$(BIN) "$$SDE_INSTALL/share/tofinopd/ffs/pipe/"
-	sed -e 's/@CHIP_FAMILY@/$(CHIP)/' -e 's/@BIN_NAME@/$(BIN)/' -e 's|@AGENT0@|$(AGENT0_LINE)|' p4src/ffs.conf.in \
-	  > "$$SDE_INSTALL/share/p4/targets/$(CHIP)/ffs.conf"
+	mkdir -p "$$SDE_INSTALL/$(PD_DIR)/pipe" "$$SDE_INSTALL/share/p4/targets/$(CHIP)"
+	cp $(BUILD)/ffs/bf-rt.json "$$SDE_INSTALL/$(PD_DIR)/"
+	cp $(BUILD)/ffs/pipe/context.json $(BUILD)/ffs/pipe/$(BIN) "$$SDE_INSTALL/$(PD_DIR)/pipe/"
+	sed -e 's/@CHIP_FAMILY@/$(CHIP)/' -e 's/@BIN_NAME@/$(BIN)/' -e 's|@PD_DIR@|$(PD_DIR)|' -e 's|@AGENT0@|$(AGENT0_LINE)|' \
+	  p4src/ffs.conf.in > "$$SDE_INSTALL/share/p4/targets/$(CHIP)/ffs.conf"
 	@# the sha256 of the p4src/ this program was compiled from: the tofino-model PTF runner and the
 	@# switchd tests refuse an installed ffs whose hash is not the checkout's (a stale program)
 	@newer=$$(find $(P4DEPS) -newer $(BUILD)/ffs/pipe/$(BIN)); [ -z "$$newer" ] || { \
 	  echo "install-conf: p4src/ changed since $(BUILD)/ffs/pipe/$(BIN) was compiled ($$newer): make build" >&2; exit 2; }
 	$(MAKE) -s p4src-sha256 > $(BUILD)/ffs/p4src.sha256
-	cp $(BUILD)/ffs/p4src.sha256 $(BUILD)/ffs/compiler-defects "$$SDE_INSTALL/share/tofinopd/ffs/"
+	cp $(BUILD)/ffs/p4src.sha256 $(BUILD)/ffs/compiler-defects "$$SDE_INSTALL/$(PD_DIR)/"
 	@echo "installed: run_switchd.sh -p ffs --arch $(CHIP)"
 
 # One hash over every file of p4src/ (names and contents), printed: what install-conf records

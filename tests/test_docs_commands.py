@@ -73,7 +73,8 @@ def skip_reason(b: Block) -> str | None:
     if first.startswith("make build") or "$SDE/" in b.text:
         if not _sde():
             return "needs a Tofino SDE (SDE and SDE_INSTALL)"
-        defects = Path(os.environ["SDE_INSTALL"], "share", "tofinopd", "ffs", "compiler-defects")
+        chip = "tofino2" if re.search(r"\b(CHIP|TARGET)=tofino2\b", b.text) else "tofino"
+        defects = Path(os.environ["SDE_INSTALL"], "share", f"{chip}pd", "ffs", "compiler-defects")
         if "TARGET=tofino-model" in b.text and defects.exists() and defects.read_text().strip():
             return f"the installed ffs has a known compiler defect, the PTF runner refuses it: {defects.read_text().strip()}"
         return None

@@ -4,6 +4,7 @@ reason says so."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -83,15 +84,29 @@ def p4src_sha256() -> str:
                           check=True).stdout.strip()
 
 
-def fake_sde(tmp: Path, tests_rc: int) -> tuple[dict[str, str], Path]:
+def fake_install(inst: Path, chip: str, compiled_for: str | None = None, sha: str | None = None) -> None:
+    """ffs installed for `chip` as make build installs it (conf, program, p4src.sha256), the
+    program compiled for `compiled_for` (default: the chip)."""
+    pd = f"share/{chip}pd/ffs"
+    conf = {"chip_list": [{"id": "asic-0", "chip_family": chip}],
+            "p4_devices": [{"device-id": 0, "p4_programs": [{"program-name": "ffs", "bfrt-config": f"{pd}/bf-rt.json",
+                            "p4_pipelines": [{"p4_pipeline_name": "pipe", "context": f"{pd}/pipe/context.json",
+                                              "config": f"{pd}/pipe/{chip}.bin", "pipe_scope": [0, 1, 2, 3],
+                                              "path": pd}]}]}]}
+    (inst / "share" / "p4" / "targets" / chip).mkdir(parents=True, exist_ok=True)
+    (inst / "share" / "p4" / "targets" / chip / "ffs.conf").write_text(json.dumps(conf))
+    (inst / pd / "pipe").mkdir(parents=True, exist_ok=True)
+    (inst / pd / "pipe" / "context.json").write_text(json.dumps({"target": compiled_for or chip}))
+    (inst / pd / "pipe" / f"{chip}.bin").write_bytes(b"")
+    (inst / pd / "p4src.sha256").write_text((sha or p4src_sha256()) + "\n")
+
+
+def fake_sde(tmp: Path, tests_rc: int, chip: str = "tofino") -> tuple[dict[str, str], Path]:
     """SDE scripts that record how they were called: the model sleeps, switchd listens on the
     status and BF-Runtime ports, run_p4_tests.sh exits with `tests_rc`."""
     sde, rec = tmp / "sde", tmp / "rec"
     (sde / "install" / "bin").mkdir(parents=True)
-    (sde / "install" / "share" / "p4" / "targets" / "tofino").mkdir(parents=True)
-    (sde / "install" / "share" / "p4" / "targets" / "tofino" / "ffs.conf").write_text("{}\n")
-    (sde / "install" / "share" / "tofinopd" / "ffs").mkdir(parents=True)  # as make build installs it
-    (sde / "install" / "share" / "tofinopd" / "ffs" / "p4src.sha256").write_text(p4src_sha256() + "\n")
+    fake_install(sde / "install", chip)
     rec.mkdir()
     status, grpc = free_port(), free_port()
     scripts = {
@@ -103,7 +118,8 @@ def fake_sde(tmp: Path, tests_rc: int) -> tuple[dict[str, str], Path]:
     for path, (name, body) in scripts.items():
         path.write_text(STUB.format(rec=rec, name=name, body=body))
         path.chmod(0o755)
-    env = dict(os.environ, SDE=str(sde), SDE_INSTALL=str(sde / "install"), STATUS_PORT=str(status),
+    env = {k: v for k, v in os.environ.items() if k not in ("CHIP", "ARCH")}
+    env.update(SDE=str(sde), SDE_INSTALL=str(sde / "install"), STATUS_PORT=str(status),
                GRPC_PORT=str(grpc), READY_TIMEOUT="30", LOG_DIR=str(tmp / "logs"))
     return env, rec
 
@@ -132,6 +148,7 @@ def test_tofino_model_runner_follows_the_sde_flow(tmp_path, tests_rc):
     assert t[:8] == ["-p", "ffs", "--arch", "tofino", "-t", str(SUITE), "-f", port_map]
     params = t[t.index("--test-params") + 1]
     assert "target='tofino'" in params and "packets='small'" in params and f"localhost:{env['GRPC_PORT']}" in params
+    assert "ports='1,2,3'" in params
     assert t[-2:] == ["-s", "test_parser"]
     assert (rec / "p4tests.env").read_text().strip() == "PKTPY=false"  # the scapy shim layer, not bf_pktpy
     time.sleep(1.5)
@@ -139,6 +156,55 @@ def test_tofino_model_runner_follows_the_sde_flow(tmp_path, tests_rc):
         assert gone(int((rec / f"{n}.pid").read_text())), f"{n} still running"
     assert {"model.log", "switchd.log"} <= {f.name for f in (tmp_path / "logs").iterdir()}
     assert list(tmp_path.glob("*.log")) == []  # nothing written where the runner was started
+
+
+@pytest.mark.parametrize("how", [{"CHIP": "tofino2"}, {"ARCH": "tofino2"}, {"CHIP": "t2na"}])
+def test_tofino_model_runner_on_tofino2_takes_its_port_map_and_ports(tmp_path, how):
+    """The chip alone selects the Tofino-2 model, its port map (front-panel device ports from 8)
+    and the tests' ports."""
+    env, rec = fake_sde(tmp_path, 0, chip="tofino2")
+    p = subprocess.run([str(RUN_TOFINO_MODEL), "test_parser"], env=dict(env, **how), capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    port_map = str(ROOT / "ptf-tests" / "port_maps" / "tofino2-model.json")
+    args = {n: (rec / f"{n}.args").read_text().split("\n")[:-1] for n in ("model", "switchd", "p4tests")}
+    assert args["model"][:5] == ["-p", "ffs", "--arch", "tofino2", "-f"] and args["model"][5] == port_map
+    assert args["switchd"][:4] == ["-p", "ffs", "--arch", "tofino2"]
+    t = args["p4tests"]
+    assert t[:8] == ["-p", "ffs", "--arch", "tofino2", "-t", str(SUITE), "-f", port_map]
+    assert "ports='8,9,10'" in t[t.index("--test-params") + 1]
+
+
+@pytest.mark.parametrize("chip,other", [("tofino", "tofino2"), ("tofino2", "tofino")])
+def test_tofino_model_runner_refuses_the_other_chips_build_in_one_line(tmp_path, chip, other):
+    """A program compiled for the other chip (an install of before side-by-side installs) is
+    refused before anything starts, not after the driver's long wait on a chip-type mismatch;
+    so is a chip with nothing installed."""
+    env, rec = fake_sde(tmp_path, 0, chip=other)
+    fake_install(Path(env["SDE_INSTALL"]), chip, compiled_for=other)
+    p = subprocess.run([str(RUN_TOFINO_MODEL)], env=dict(env, CHIP=chip), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and f"compiled for {other}, not {chip}" in p.stderr and f"make build CHIP={chip}" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and not (rec / "model.args").exists()
+    (Path(env["SDE_INSTALL"]) / "share" / "p4" / "targets" / chip / "ffs.conf").unlink()
+    p = subprocess.run([str(RUN_TOFINO_MODEL)], env=dict(env, CHIP=chip), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and f"not installed for {chip}" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_an_installed_program_without_a_binary_is_no_problem(tmp_path, monkeypatch):
+    """The SDE's bundled example (an empty config: tables, no packets) is runnable for its chip."""
+    from ffs.sde import installed_problem
+
+    fake_install(tmp_path, "tofino")
+    conf = tmp_path / "share" / "p4" / "targets" / "tofino" / "ffs.conf"
+    doc = json.loads(conf.read_text())
+    doc["p4_devices"][0]["p4_programs"][0]["p4_pipelines"][0]["config"] = ""
+    conf.write_text(json.dumps(doc))
+    monkeypatch.setenv("SDE_INSTALL", str(tmp_path))
+    assert installed_problem("ffs", "tofino", p4src_sha256()) is None
+    assert "not installed for tofino2" in str(installed_problem("ffs", "tofino2"))
+    doc["chip_list"][0]["chip_family"] = "tofino2"
+    conf.write_text(json.dumps(doc))
+    assert installed_problem("ffs", "tofino") == f"{conf} is for tofino2, not tofino: make build CHIP=tofino"
 
 
 def test_tofino_model_runner_refuses_a_program_not_compiled_from_this_p4src(tmp_path):
@@ -159,17 +225,19 @@ def test_tofino_model_runner_without_an_sde_says_what_is_missing():
 # --- the suite on tofino-model with bf_switchd (SDE, root, the program of this checkout) --------
 
 
-def why_not_tofino_model() -> str | None:
+CHIPS = ("tofino", "tofino2")
+
+
+def why_not_tofino_model(chip: str) -> str | None:
     sde, inst = os.environ.get("SDE"), os.environ.get("SDE_INSTALL")
     if not sde or not inst or not Path(sde, "run_tofino_model.sh").exists():
         return "needs a Tofino SDE with tofino-model: set SDE and SDE_INSTALL (make test then builds ffs)"
     if os.geteuid() != 0:
         return "tofino-model needs root (veths, hugepages for bf_switchd)"
-    installed = Path(inst, "share", "tofinopd", "ffs", "p4src.sha256")
-    want = subprocess.run(["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True).stdout.strip()
-    if not installed.exists() or installed.read_text().strip() != want:
-        return "the installed ffs is not this checkout's p4src/: make build (make test does it when an SDE is set)"
-    return None
+    from ffs.sde import installed_problem
+
+    why = installed_problem("ffs", chip, p4src_sha256())
+    return f"{why} (make test does it when an SDE is set)" if why else None
 
 
 # The strict ledger: tests of the suite known to fail on tofino-model, each with its reason. It
@@ -185,19 +253,25 @@ def results(out: str) -> dict[str, str]:
 
 
 @pytest.mark.root
-@pytest.mark.skipif(why_not_tofino_model() is not None, reason=why_not_tofino_model() or "")
-def test_ptf_suite_on_tofino_model():
-    """The same suite on tofino-model + bf_switchd with the compiled program: every test reports ok
-    except those of TOFINO_MODEL_LEDGER, which must fail (the ledger is exact). The runner refuses
-    (exit 3) a build whose compiler lost the parser's selects (docs/pipeline.md): that is reported
-    as an expected failure with the runner's reason."""
+@pytest.mark.parametrize("chip", CHIPS)
+def test_ptf_suite_on_tofino_model(chip):
+    """The same suite on the chip's tofino-model + bf_switchd with the compiled program, as a user
+    runs it (make ptf TARGET=tofino-model CHIP=...: the port map and the tests' ports follow from
+    the chip): every test reports ok except those of TOFINO_MODEL_LEDGER, which must fail (the
+    ledger is exact, and the same for both chips). The runner refuses (exit 3) a build whose
+    compiler lost the parser's selects (docs/pipeline.md): that is reported as an expected failure
+    with the runner's reason."""
+    why = why_not_tofino_model(chip)
+    if why:
+        pytest.skip(why)
     expected = suite_tests()
     assert set(TOFINO_MODEL_LEDGER) <= set(expected), "the ledger names a test the suite does not have"
+    env = {k: v for k, v in os.environ.items() if k not in ("ARCH", "PORT_MAP", "PTF_PARAMS")}
     try:
-        p = subprocess.run([str(RUN_TOFINO_MODEL)], capture_output=True, text=True, timeout=2400)
+        p = subprocess.run([str(RUN_TOFINO_MODEL)], capture_output=True, text=True, timeout=2400, env=dict(env, CHIP=chip))
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
-        pytest.fail(f"the PTF suite on tofino-model did not finish within 2400 s:\n{out[-6000:]}")
+        pytest.fail(f"the PTF suite on the {chip} model did not finish within 2400 s:\n{out[-6000:]}")
     out = p.stdout + p.stderr
     if p.returncode == 3:
         pytest.xfail(out.strip().splitlines()[0] if out.strip() else "the runner refused the build")
@@ -209,6 +283,6 @@ def test_ptf_suite_on_tofino_model():
     failed = {t for t, v in got.items() if v != "ok" and t not in skipped}
     unexpected = sorted(failed - set(TOFINO_MODEL_LEDGER))
     healed = sorted(set(TOFINO_MODEL_LEDGER) - failed)
-    assert not unexpected, f"failed on tofino-model and not in the ledger: {unexpected}\n{out[-8000:]}"
-    assert not healed, f"in the ledger but passed: take them off TOFINO_MODEL_LEDGER: {healed}"
+    assert not unexpected, f"failed on the {chip} model and not in the ledger: {unexpected}\n{out[-8000:]}"
+    assert not healed, f"in the ledger but passed on the {chip} model: take them off TOFINO_MODEL_LEDGER: {healed}"
     assert (p.returncode == 0) == (not failed), f"ptf-tests/run/tofino-model/run exited {p.returncode}:\n{out[-4000:]}"

@@ -2,7 +2,7 @@
 while a well-behaved sender and a flood share the dumbbell's bottleneck, and an ffsctl matrix
 change moves the allocation halfway through.
 
-    SDE scripts start tofino-model and bf_switchd (port map: ptf-tests/port_maps/tofino-model.json)
+    SDE scripts start tofino-model and bf_switchd (port map: ptf-tests/port_maps/<chip>-model.json)
     -> ffs-agent programs node s1 from the topology and runs its τ loop over BF-Runtime
     -> paced frames enter the model's ports from each stream's veth; the receiver side counts what
        leaves the bottleneck's port, per source, per second
@@ -14,7 +14,7 @@ phase, over its last 40 %: every stream within 25 % of its exact rate, and the b
 115 % of its target (Σ_i M(i, j), which the change moves too) (tofino-model forwards a few hundred packets a second, in bursts: the
 bounds are wider than the software switch's).
 
-    python -m ffs.demo_tofino [TOPOLOGY] [--duration S]    (root, SDE; make demo-tofino-model)
+    python -m ffs.demo_tofino [TOPOLOGY] [--chip tofino2] [--duration S]    (root, SDE; make demo-tofino-model)
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from ffs.agent.api import ApiError, call
 from ffs.allocator import allocate
 from ffs.differential import port_map_veths
 from ffs.frames import ipv4_frame
-from ffs.sde import Sde, sde_missing, stop_process
+from ffs.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
 from ffs.topology import Topology, load
 from ffs.lab.traffic import wire_bytes
 from ffs.units import format_rate
@@ -123,8 +123,9 @@ class Receiver(threading.Thread):
             b[src] = b.get(src, 0) + wire_bytes(ip_len)
 
 
-def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms: float, log_dir: Path) -> bool:
-    why = sde_missing("ffs")
+def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms: float, log_dir: Path,
+        chip: str = "tofino") -> bool:
+    why = sde_missing("ffs", chip)
     if why:
         raise RuntimeError(why)
     topo = load(topology)
@@ -134,7 +135,7 @@ def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms:
     n = 1 + max(max(int(p["veth1"]), int(p["veth2"])) for p in doc["PortToVeth"])
     subprocess.run([str(Path(os.environ["SDE_INSTALL"], "bin", "veth_setup.sh")), str(n + n % 2)], check=True,
                    capture_output=True)
-    sde = Sde("ffs", log_dir, port_map=port_map.resolve())
+    sde = Sde("ffs", log_dir, chip, port_map=port_map.resolve())
     stop = threading.Event()
     agent = None
     with tempfile.TemporaryDirectory(prefix="ffs-demo-tofino-") as tmp:
@@ -237,16 +238,20 @@ def verdict(rows: list[tuple[int, dict[str, float]]], tx: list[Stream], phase1: 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ffs.demo_tofino", description=__doc__.split("\n\n")[0])
-    ap.add_argument("topology", nargs="?", type=Path, default=Path("topologies/dumbbell-model.yaml"))
+    ap.add_argument("topology", nargs="?", type=Path,
+                    help="default: topologies/dumbbell-model.yaml, on tofino2 dumbbell-model-tofino2.yaml")
+    ap.add_argument("--chip", type=chip_of, default="tofino", help=f"the model's chip: {' or '.join(CHIPS)}")
     ap.add_argument("--node", default="s1")
-    ap.add_argument("--port-map", type=Path, default=Path("ptf-tests/port_maps/tofino-model.json"))
+    ap.add_argument("--port-map", type=Path, help="default: the chip's, ptf-tests/port_maps/<chip>-model.json")
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--period-ms", type=float, default=500.0, help="the agent's period (tofino-model is slow)")
     ap.add_argument("--log-dir", type=Path, default=Path("build/demo-tofino-model"))
     a = ap.parse_args(argv)
+    a.topology = a.topology or Path("topologies", "dumbbell-model.yaml" if a.chip == "tofino" else f"dumbbell-model-{a.chip}.yaml")
+    a.port_map = a.port_map or default_port_map(a.chip)
     a.log_dir.mkdir(parents=True, exist_ok=True)
     try:
-        return 0 if run(a.topology, a.node, a.port_map, a.duration, a.period_ms, a.log_dir) else 1
+        return 0 if run(a.topology, a.node, a.port_map, a.duration, a.period_ms, a.log_dir, a.chip) else 1
     except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
         print(f"demo-tofino-model: {e}", file=sys.stderr)
         return 2

@@ -47,7 +47,7 @@ from ffs.driver.bfrt import BfrtDriver
 from ffs.entries import Exact, LpfSpec, TableEntry, Update
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.labels import encode
-from ffs.sde import Sde, sde_missing, stop_process
+from ffs.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline, Result
 from ffs.topology import Node, load
@@ -503,11 +503,17 @@ def gamma_phase(setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, por
     return rep
 
 
+def default_topology(chip: str) -> Path:
+    """The node on the chip's model ports (Tofino 2's front-panel device ports start at 8)."""
+    return Path("topologies", "differential.yaml" if chip_of(chip) == "tofino" else f"differential-{chip_of(chip)}.yaml")
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ffs.differential", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--topology", type=Path, default=Path("topologies/differential.yaml"))
+    ap.add_argument("--chip", type=chip_of, default="tofino", help=f"the model's chip: {' or '.join(CHIPS)}")
+    ap.add_argument("--topology", type=Path, help="default: topologies/differential.yaml, on tofino2 differential-tofino2.yaml")
     ap.add_argument("--node", default="dut")
-    ap.add_argument("--port-map", type=Path, default=Path("ptf-tests/port_maps/tofino-model.json"))
+    ap.add_argument("--port-map", type=Path, help="default: the chip's, ptf-tests/port_maps/<chip>-model.json")
     ap.add_argument("--switch", default="localhost:50052", help="bf_switchd's BF-Runtime address")
     ap.add_argument("--packets", type=int, default=3000)
     ap.add_argument("--gamma-packets", type=int, default=400)
@@ -517,12 +523,14 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--log-dir", type=Path, default=Path("build/differential-logs"))
     ap.add_argument("--json", action="store_true", help="print the reports as JSON")
     a = ap.parse_args(list(argv) if argv is not None else None)
+    a.topology = a.topology or default_topology(a.chip)
+    a.port_map = a.port_map or default_port_map(a.chip)
     setup = Setup(a.topology, a.node, a.port_map, a.switch, a.seed, a.packets, a.gamma_packets, a.gap_ms / 1e3,
                   log=lambda s: print(s, file=sys.stderr, flush=True))
     sde = None
     try:
         if a.start_sde:
-            why = sde_missing("ffs")
+            why = sde_missing("ffs", a.chip)
             if why:
                 print(f"differential: {why}", file=sys.stderr)
                 return 2
@@ -530,7 +538,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             setup_veths = Path(os.environ["SDE_INSTALL"], "bin", "veth_setup.sh")
             subprocess.run([str(setup_veths), str(veths + veths % 2)], check=True, capture_output=True)
             setup.log(f"differential: starting tofino-model and bf_switchd (logs in {a.log_dir})")
-            sde = Sde("ffs", a.log_dir, port_map=a.port_map.resolve())
+            sde = Sde("ffs", a.log_dir, a.chip, port_map=a.port_map.resolve())
             sde.start()
         reports = run(setup)
     except Exception as e:  # noqa: BLE001 - one line for the operator, the logs hold the rest
