@@ -101,7 +101,8 @@ def measure(driver: Driver, ports: int, steps: int, lie: bool = False, period_s:
         "ports": ports, "pairs": len(agent.pairs()), "install_s": round(install_s, 4),
         "step_ms_median": round(1e3 * statistics.median(times), 3), "step_ms_p95": round(1e3 * q(times, 0.95), 3),
         "cells_per_step": max(cells), "cells_per_step_median": statistics.median(cells),
-        "step_ms_max": round(1e3 * max(times), 3), "telemetry_ms": round(1e3 * telemetry_s, 3), "telemetry_cells": telemetry_cells,
+        "step_ms_max": round(1e3 * max(times), 3),
+        "steps_reading_pairs": sum(c > min(cells) for c in cells), "telemetry_ms": round(1e3 * telemetry_s, 3), "telemetry_cells": telemetry_cells,
         "full_matrix_change_s": round(change_s, 4),
     }
 
@@ -147,7 +148,8 @@ def main() -> int:
             print(json.dumps(row) if a.json else
                   f"{target:16} {row['pairs']:5} pairs: step {row['step_ms_median']:8.3f} ms (p95 {row['step_ms_p95']:8.3f}), "
                   f"{row['cells_per_step']:4} cells (max; median {row['cells_per_step_median']:g}), "
-                  f"max {row['step_ms_max']:.1f} ms; telemetry {row['telemetry_ms']:9.2f} ms ({row['telemetry_cells']} cells); "
+                  f"max {row['step_ms_max']:.1f} ms, {row['steps_reading_pairs']} of {a.steps} steps read the pairs; "
+                  f"telemetry {row['telemetry_ms']:9.2f} ms ({row['telemetry_cells']} cells); "
                   f"install {row['install_s']:7.3f} s; full matrix change {row['full_matrix_change_s']:7.3f} s", flush=True)
     for target in targets:
         mine = [r for r in rows if r["target"] == target]
