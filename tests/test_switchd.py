@@ -259,41 +259,40 @@ def test_agent_brings_up_the_front_panel_ports_of_its_topology(sde, tmp_path):
 
 def test_counters_cleared_by_another_client_and_an_estimate_left_in_another_pipe(sde, tmp_path, caplog):
     """Issue 32 with the SDE's client on bf_switchd (tests/test_agent_counters.py on the software
-    switch). Another BF-Runtime client (client id 2) leaves an F estimate in pipe 1 for a pair whose
-    ingress port is in pipe 0 (as a pair moved to another pipe by a topology change leaves it): the
-    agent clears it at take-over. The same client writes counter values as traffic would (the
-    flood's pair with one earlier lying frame, far below the quarantine's 1 %), then clears every
-    counter: the agent re-baselines, logs one line, and decides nothing on that period -- p3 stays
-    uncongested with its τ, and no pair is quarantined."""
+    switch). bf_switchd lets one gRPC client bind the program (a second one is refused: ALREADY_EXISTS,
+    and unbound it may not write), so what another client would do -- bfshell inside the switch, a
+    tool run while the agent reconnects -- goes out of band through the agent's own session here.
+    An F estimate is left in pipe 1 for a pair whose ingress port is in pipe 0 (as a pair moved to
+    another pipe by a topology change leaves it): the agent clears it at take-over. Counter values
+    are written as traffic would leave them (the flood's pair with one earlier lying frame, below
+    the quarantine's 1 %), then every counter is cleared: the agent re-baselines, logs one line,
+    and decides nothing on that period -- p3 keeps its τ, no pair is quarantined."""
     import logging
 
     from ffs.agent.core import Agent
-    from ffs.driver.bfrt import BfrtDriver
 
     topo = load(DUMBBELL)
     node = topo.node("s1")
     d = driver()
-    other = BfrtDriver(client_id=2)
-    other.connect(timeout_s=120)
-    gc = other.gc
+    gc = d.gc
     (pid,) = [p.pid for p in pairs_of(node) if (p.ingress, p.egress) == ("p2", "p3")]
     p3 = node.interfaces["p3"].port
 
     def put_register(name: str, index: int, pipe: int, value: int) -> None:
-        t = other._table(name)
+        t = d._table(name)
         key = t.make_key([gc.KeyTuple("$REGISTER_INDEX", index)])
         t.entry_add(gc.Target(device_id=0, pipe_id=pipe), [key], [t.make_data([gc.DataTuple(f"{name}.f1", value)])])
 
     def put_counter(name: str, index: int, packets: int, nbytes: int) -> None:  # in pipe 0, where the ports are
-        t = other._table(name)
+        t = d._table(name)
         key = t.make_key([gc.KeyTuple("$COUNTER_INDEX", index)])
         data = t.make_data([gc.DataTuple("$COUNTER_SPEC_PKTS", packets), gc.DataTuple("$COUNTER_SPEC_BYTES", nbytes)])
         t.entry_mod(gc.Target(device_id=0, pipe_id=0), [key], [data])
 
     try:
         for c in p4names.COUNTERS:
-            other.reset_counters(c.name)
-        put_register(p4names.F_EST.name, pid, 0, 0)
+            d.reset_counters(c.name)
+        d.write_register(p4names.F_EST.name, pid, 0)
         put_register(p4names.F_EST.name, pid, 1, 123456)  # the moved pair's last F, in the old pipe
         assert d.read_register_pipes(p4names.F_EST.name, [pid])[pid][1] == 123456
         agent = Agent(d, topo, "s1", lpf=LpfConfig(1000 * 1e3, 4), telemetry_period_s=0.0)
@@ -317,7 +316,7 @@ def test_counters_cleared_by_another_client_and_an_estimate_left_in_another_pipe
         before = agent.taus["p3"]
         assert before.congested and before.tau > 1.5, before  # a cut would show
         for c in p4names.COUNTERS:
-            other.reset_counters(c.name)
+            d.reset_counters(c.name)
         with caplog.at_level(logging.WARNING, logger="ffs.agent"):
             snap = agent.step()
         assert agent.taus["p3"] == before, (agent.taus["p3"], before)
@@ -325,5 +324,4 @@ def test_counters_cleared_by_another_client_and_an_estimate_left_in_another_pipe
         lines = [r.getMessage() for r in caplog.records if "went backwards" in r.getMessage()]
         assert len(lines) == 1, lines
     finally:
-        other.close()
         d.close()
