@@ -15,6 +15,7 @@ from agentkit import make_agent
 
 M = 1e6
 LIAR = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)  # h2 -> h3: pair p2 -> p3
+HEAVY = 0xFFFF  # a claim heavier than the frame: the pair weighs more than it costs, λ alone decides
 
 
 def pair_entry(agent, ingress: str, egress: str):
@@ -44,7 +45,7 @@ def test_a_lying_pair_is_quarantined_kept_and_released(tmp_path):
     send(agent, LIAR, 2, 0.001, 50)  # honest frames first: nothing happens
     agent.step(0.1)
     assert not status(agent, "p2").quarantined and pair_entry(agent, "p2", "p3") == honest
-    send(agent, lie_ip_len(LIAR, 20), 2, 0.101, 50)
+    send(agent, lie_ip_len(LIAR, HEAVY), 2, 0.101, 50)
     agent.step(0.2)
     st = status(agent, "p2")
     assert st.quarantined and st.malformed == 50, st
@@ -56,7 +57,7 @@ def test_a_lying_pair_is_quarantined_kept_and_released(tmp_path):
     agent.apply_matrix({**agent.fairness, "p3": {"p1": 8 * M, "p2": 12 * M}}, who="test")
     assert pair_entry(agent, "p2", "p3").params == tables.pair_params(pid, 0)
     # lying again renews it; once quarantine_s has passed without lies, the share comes back
-    send(agent, lie_ip_len(LIAR, 20), 2, 5.0, 10)
+    send(agent, lie_ip_len(LIAR, HEAVY), 2, 5.0, 10)
     agent.step(5.1)
     agent.step(14.9)
     assert status(agent, "p2").quarantined
@@ -101,7 +102,7 @@ def test_a_restarted_agent_resumes_the_quarantine(tmp_path):
 
     first = make_agent(tmp_path)
     first.step(0.0)
-    send(first, lie_ip_len(LIAR, 20), 2, 0.001, 50)
+    send(first, lie_ip_len(LIAR, HEAVY), 2, 0.001, 50)
     first.step(0.1)
     pid = pair_entry(first, "p2", "p3").params["pid"]
     assert pid in first.quarantined
@@ -169,3 +170,29 @@ def test_a_share_raised_across_a_restart_is_not_a_quarantine(tmp_path):
     assert not second.quarantined
     assert tables.lm_of(pair_entry(second, "p1", "p3").params) == tables.lm_code(
         10 * M, first.lpf.time_constant_ns, first.lpf.scale_down)
+
+
+def test_light_lies_are_charged_what_they_cost_the_port(tmp_path):
+    """A pair alone whose 1250-byte frames claim 20 bytes: each weighs w = wire_len(38) /
+    wire_len(1268) = 84 / 1288 of what it costs the port (spec §4). However its λ reads (frames
+    still queued at a read count as honest), its share becomes M·w, so γ admits at most τ·M of its
+    real bytes, as for an honest pair (spec §9): withheld 1 − w, within the estimator's spread
+    (10 % of w), and its code that of M·w. Its frames are sent evenly over the period, so F and R
+    measure the same arrivals."""
+    agent = make_agent(tmp_path)
+    pid = pair_entry(agent, "p2", "p3").params["pid"]
+    agent.step(0.0)
+    lie = lie_ip_len(LIAR, 20)
+    pipe = agent.driver.pipeline
+    for k in range(200):  # 2 Mb/s of lies for 0.2 s
+        pipe.process(lie, 2, int((0.0005 + k * 1e-3) * 1e9))
+    agent.step(0.2)
+    st = status(agent, "p2")
+    w = 84 / 1288
+    assert st.quarantined and st.malformed == 200, st
+    assert st.withheld == pytest.approx(1 - w, abs=0.1 * w), (st.withheld, 1 - w)
+    share = agent.current_node().share("p2", "p3")
+    lm = tables.lm_of(pair_entry(agent, "p2", "p3").params)
+    want = tables.lm_code(share * w, agent.lpf.time_constant_ns, agent.lpf.scale_down)
+    assert abs(lm - want) <= 128 * 0.14 and lm > 0, (lm, want)  # 10 % of a rate: 0.14 octave
+    assert pid in agent.quarantined

@@ -5,9 +5,16 @@ and took the port's time. The data plane has one estimator per (ingress, egress)
 per-sender state, so the response is per pair and proportionate: a pair whose lying bytes exceed
 `fraction` of its admitted bytes in a telemetry period has that part of its share withheld, its
 set_pair carrying lm for `M · (1 − λ)` (λ: the lying fraction of its admitted bytes), for
-`seconds` (0: never), renewed at the latest λ while it lies. Whatever the claim, the pair then
-costs the egress at most its share; its honest senders keep `(1 − λ)` of it; a pair of liars alone
-(λ = 1) gets lm = 0, no share. The state is, per pid, the fraction withheld and when it ends, on
+`seconds` (0: never), renewed while it lies. λ counts the bytes since the quarantine began, not
+the latest period's: a frame still queued when the counters are read counts as admitted and not
+yet as a lie, and a λ read low hands back a share that light claims multiply (a lie of weight 1/k
+takes k times its share's bytes). Over the quarantine that error is at most a queue's bytes, and
+once the share is withheld the queue holds few of the pair's frames; in the first period, which
+is mostly the attack's onset in flight, the whole share is withheld until the next reading.
+A pair whose claims are light (its bytes weigh w = F/R < 1 of what they cost, from the
+estimator and the counters) gets `M · w` instead, which admits τM of its bytes however λ reads.
+Whatever the claim, the pair then costs the egress at most its share; its honest senders keep
+about `(1 − λ)` of it; a pair of heavy liars alone (λ = 1) gets lm = 0, no share. The state is, per pid, the fraction withheld and when it ends, on
 the agent's clock; the agent turns what changes into set_pair modifications of its batches.
 """
 
@@ -47,6 +54,7 @@ class Quarantine:
         self.fraction = fraction
         self.until: dict[int, float] = {}  # pid -> when its share comes back whole
         self.level: dict[int, float] = {}  # pid -> the fraction of its share withheld (1: all of it)
+        self.tally: dict[int, tuple[float, float]] = {}  # pid -> (lying, checked) bytes since it began
 
     def __contains__(self, pid: object) -> bool:
         return pid in self.until
@@ -86,11 +94,13 @@ class Quarantine:
         for pid in sorted(over):
             del self.until[pid]
             self.level.pop(pid, None)
+            self.tally.pop(pid, None)
             log.info("quarantine over: pair pid=%d gets its share back", pid)
         return over
 
     def judge(self, pairs: Iterable[Pair], lies: dict[int, CounterValue], arrived: dict[int, CounterValue],
-              dropped: dict[int, CounterValue], survived: dict[int, float], now_s: float) -> set[int]:
+              dropped: dict[int, CounterValue], survived: dict[int, float], now_s: float,
+              weight: dict[int, float] | None = None) -> set[int]:
         """Judge the pairs' lies since the last telemetry: `lies` (pair_malformed, the bytes the
         frame check dropped) against the bytes γ admitted (`arrived` − `dropped`: pair_bytes −
         pair_drops) that reached the frame check (`survived`: the fraction of its egress's
@@ -98,7 +108,9 @@ class Quarantine:
         queue would read as a smaller λ and keep part of a share its light claims multiply). A
         pair whose lying fraction λ exceeds `fraction` has λ of its share withheld for `seconds`
         (renewed, at the new λ, while it lies). A pair left out of any of these (a counter that
-        jumped) is not judged. Returns the pairs whose withheld fraction changed."""
+        jumped) is not judged. The fraction withheld is λ over the bytes since the pair's
+        quarantine began: a period decides whether it lies, the whole quarantine how much.
+        Returns the pairs whose withheld fraction changed."""
         changed: set[int] = set()
         if self.seconds <= 0:
             return changed
@@ -107,16 +119,26 @@ class Quarantine:
                 continue
             lied = lies[p.pid]
             m = lied.bytes
-            if m == 0:
+            checked = (arrived[p.pid].bytes - dropped[p.pid].bytes) * survived[p.pid]
+            held = p.pid in self.until
+            if held:  # every period of a quarantine counts toward its λ, lying or not
+                m_sum, c_sum = self.tally.get(p.pid, (0.0, 0.0))
+                self.tally[p.pid] = (m_sum + m, c_sum + checked)
+            if m == 0 or min(1.0, m / max(checked, m)) <= self.fraction:
                 continue
-            lam = min(1.0, m / max((arrived[p.pid].bytes - dropped[p.pid].bytes) * survived[p.pid], m))
-            if lam <= self.fraction:
-                continue
+            if not (held and p.pid in self.tally):
+                self.tally[p.pid] = (m, checked)
+            m_sum, c_sum = self.tally[p.pid]
+            lam = min(1.0, m_sum / max(c_sum, m_sum))
+            w = (weight or {}).get(p.pid)
+            if w is not None and w < 1.0 - self.fraction:
+                # light claims: the pair's bytes weigh w of what they cost; a share M·w admits M of them
+                lam = 1.0 - max(0.0, w)
             old = self.level.get(p.pid)
             if old is None:
                 log.warning("quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their length this "
-                            "period, %.0f %% of its admitted bytes; that part of its share is withheld", p.ingress,
-                            p.egress, p.pid, self.seconds, lied.packets, 100 * lam)
+                            "period, %.0f %% of its admitted bytes; %.0f %% of its share is withheld", p.ingress,
+                            p.egress, p.pid, self.seconds, lied.packets, 100 * min(1.0, m / max(checked, m)), 100 * lam)
             if old != lam:
                 changed.add(p.pid)
             self.level[p.pid] = lam
