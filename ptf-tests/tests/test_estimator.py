@@ -26,6 +26,7 @@ CLOCK = 1.271 / 1.25  # the driver converts ns to cycles at 1.271 GHz, the model
 STEPS = 1.04  # 1 - h + h^2/2 for e^-h: high by at most 3 % per step of h <= 1/2, h^2/6 in a steady state
 TICK_NS = 1e6  # the model's clock advances per millisecond
 MEAN_LOW, MEAN_HIGH = 0.99, 1.05
+TRAINS = 3  # trains tried for one without a stall (a gap or latency above tau/4)
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,8 @@ class EstimatorMatchesTheFilter(FfsTest):
     The mean of the ratios stays within [-1 %, +5 %]: the clock's 1.7 %, the steps' 1 % at gaps up
     to tau/4, and time shifts as often early as late (MauLpfMeter's arithmetic simulated on trains
     with such gaps, latencies and pauses gives means within [+0.5 %, +5 %]); the median gap must
-    be at most tau/4 (asserted)."""
+    be at most tau/4 (asserted). A train in which PTF or the model stalls (a gap or a latency above
+    tau/4, a pause the bounds do not cover) is sent again, up to TRAINS times."""
 
     def runTest(self):
         dumbbell = topology.load(TOPOLOGY).nodes["s1"]
@@ -116,15 +118,16 @@ class EstimatorMatchesTheFilter(FfsTest):
         self.driver.set_lpf_spec(p4names.F_LPF.name, [PID], LpfSpec("RATE", tc, tc, 0))
         pkt = ffs_v4(constants.CODE_ONE, flags=0)
         w = expect.weight(claim(pkt), constants.CODE_ONE)
-        sent: list[int] = []
-        latency: list[int] = []
-        readings: list[int] = []
-        while len(sent) < 40 or (sent[-1] - sent[0] < 4 * tc and len(sent) < 1000):
-            sent.append(time.monotonic_ns())
-            tu.send_packet(self, IN, pkt)
-            self.assertIsNotNone(self.recv(OUT), f"packet {len(sent) - 1} of the train was not forwarded")
-            latency.append(time.monotonic_ns() - sent[-1])
-            readings.append(self.f_est())
+        for attempt in range(1, TRAINS + 1):
+            sent, latency, readings = self.train(pkt, tc)
+            stall = max(max(b - a for a, b in zip(sent, sent[1:])), max(latency))
+            if stall <= tc / 4:
+                break
+            # PTF or the model stalled (a pause of the order of tau, which the bounds do not
+            # cover): the train is not the regime the test is about, not a reading of the filter
+            print(f"\n{type(self).__name__}: train {attempt} stalled {stall / 1e6:.0f} ms (> tau/4)", flush=True)
+            if attempt < TRAINS:
+                self.driver.set_lpf_spec(p4names.F_LPF.name, [PID], LpfSpec("RATE", tc, tc, 0))
         times = [t - sent[0] for t in sent]
         gaps = [b - a for a, b in zip(times, times[1:])]
         want = filtered([w] * len(sent), times, tc)
@@ -146,6 +149,20 @@ class EstimatorMatchesTheFilter(FfsTest):
         for what, other in (("a plain sum", plain_sum), ("2 tau", filtered([w] * len(sent), times, 2 * tc)),
                             ("tau / 2", filtered([w] * len(sent), times, tc / 2))):
             self.assertNotEqual(tol.misfits(readings[1:], other[1:]), [], f"the readings also fit {what}")
+
+    def train(self, pkt, tc: float) -> tuple[list[int], list[int], list[int]]:
+        """One train of at least 40 packets and 4 tau: send times, latencies (send to receive) and
+        the f_est reading after each packet."""
+        sent: list[int] = []
+        latency: list[int] = []
+        readings: list[int] = []
+        while len(sent) < 40 or (sent[-1] - sent[0] < 4 * tc and len(sent) < 1000):
+            sent.append(time.monotonic_ns())
+            tu.send_packet(self, IN, pkt)
+            self.assertIsNotNone(self.recv(OUT), f"packet {len(sent) - 1} of the train was not forwarded")
+            latency.append(time.monotonic_ns() - sent[-1])
+            readings.append(self.f_est())
+        return sent, latency, readings
 
 
 class EstimatorStateSaturatesAt32Bits(FfsTest):
