@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Dict
 
 from ffs.safeload import loads_json
 from ffs.unixsock import bind_private
@@ -57,7 +57,7 @@ class Peer:
         return self.name
 
 
-Handler = Callable[[dict[str, Any], Peer], Any]
+Handler = Callable[[Dict[str, Any], Peer], Any]  # typing.Dict: evaluated at run time, also on 3.8
 
 
 class ApiError(Exception):
