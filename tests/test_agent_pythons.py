@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from test_bfrt_scripts_py38 import runtime_typing_uses
+from test_ffsctl_fleet import fake_ssh
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "controlplane"
@@ -308,6 +309,10 @@ def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
         assert status.returncode == 0 and json.loads(status.stdout)["node"] == "s1", status.stderr
         log = run(venv, "ffsctl", f"--socket={sock}", "log", env=env, cwd=tmp_path)
         assert "M(p1,p3): 10 Mbps -> 12 Mbps" in log.stdout, log.stdout + log.stderr
+        # both ends of `ffsctl --host ssh://...` on this interpreter (the far end runs on the switch's)
+        ssh = dict(env, FFS_REMOTE_FFSCTL=str(venv / "bin" / "ffsctl"), **fake_ssh(tmp_path))
+        shown = run(venv, "ffsctl", "--json", "--host=ssh://ops@switch", f"--socket={sock}", "matrix", "show", env=ssh, cwd=tmp_path)
+        assert shown.returncode == 0 and json.loads(shown.stdout)["fairness"]["p3"]["p1"] == 12e6, shown.stderr
         agent.send_signal(signal.SIGTERM)
         assert agent.wait(timeout=20) == 0, (tmp_path / "agent.log").read_text()[-2000:]
         assert not os.path.exists(sock)
