@@ -258,6 +258,10 @@ def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
     where, dists = json.loads(probe.stdout)
     assert where.startswith(str(venv)), where
     assert not {"scipy", "matplotlib", "networkx", "tqdm", "scapy", "protobuf"} & set(dists), dists
+    # the laboratory's commands, installed too, say in one line what they need
+    sim = run(venv, "ffs-sim", "network", "--nodes=10", f"--out={tmp_path}/net", env=env, cwd=tmp_path)  # tqdm, networkx
+    want = "needs Python 3.11 or later" if version in ("3.8", "3.10") else "pip install 'ffs-tofino[lab]'"
+    assert sim.returncode == 1 and sim.stderr.count("\n") == 1 and sim.stderr.startswith("ffs-sim: error: ") and want in sim.stderr, sim.stderr
 
     switch = f"unix:{tmp_path}/switch.sock"
     control = SwitchControl(Pipeline(1))
