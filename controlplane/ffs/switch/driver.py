@@ -59,6 +59,9 @@ class LocalDriver(Driver):
     def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
         return {i: pipe_sum(v) for i, v in self._call(self.control.read_registers, name, indices).items()}
 
+    def read_register_pipes(self, name: str, indices: Iterable[int] | None = None) -> dict[int, list[int]]:
+        return {i: [int(x) for x in v] for i, v in self._call(self.control.read_registers, name, indices).items()}
+
     def write_register(self, name: str, index: int, value: int) -> None:
         self._call(self.control.write_register, name, index, value)
 
