@@ -14,7 +14,8 @@ from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.agent.state import StateStore
 from ffs.switch.driver import LocalDriver
-from ffs.switch import trace, wire
+from ffs.driver import wire
+from ffs.switch import trace
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load, wide_text
 

@@ -78,6 +78,9 @@ def skip_reason(b: Block) -> str | None:
         if "TARGET=tofino-model" in b.text and defects.exists() and defects.read_text().strip():
             return f"the installed ffs has a known compiler defect, the PTF runner refuses it: {defects.read_text().strip()}"
         return None
+    if any(w in b.text for w in ("scp ", "systemctl ", "ssh://", "ffsctl fleet")):
+        return ("an operator's session on a switch or across switches (SSH, systemd): test_agent_pythons.py, "
+                "test_systemd_unit.py and test_ffsctl_fleet.py run these steps")
     if first.startswith("make demo") and not _setup_current():
         return "make setup has not run for this tree (make demo would install the package)"
     live = any(w in b.text for w in ("ip netns", "make netns-up", "make demo", "ffs-switch run", "make ptf", "make experiment"))

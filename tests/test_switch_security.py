@@ -15,7 +15,7 @@ import pytest
 from ffs import p4names
 from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch import control as control_mod
-from ffs.switch import wire
+from ffs.driver import wire
 from ffs.switch.control import SwitchControl
 from ffs.switch.server import serve, stop
 from agentkit import dump

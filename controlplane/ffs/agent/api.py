@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Dict
 
 from ffs.safeload import loads_json
 from ffs.unixsock import bind_private
@@ -57,7 +57,7 @@ class Peer:
         return self.name
 
 
-Handler = Callable[[dict[str, Any], Peer], Any]
+Handler = Callable[[Dict[str, Any], Peer], Any]  # typing.Dict: evaluated at run time, also on 3.8
 
 
 class ApiError(Exception):
@@ -217,7 +217,7 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
-def _connect(path: str | Path, timeout_s: float) -> socket.socket:
+def connect(path: str | Path, timeout_s: float) -> socket.socket:
     """A connected socket with `timeout_s` for what follows. A Unix socket whose accept queue is full
     refuses a non-blocking connect at once (EAGAIN) rather than waiting, so a busy agent is retried
     until the deadline instead of failing the call."""
@@ -249,7 +249,7 @@ def _connect(path: str | Path, timeout_s: float) -> socket.socket:
 
 def call(path: str | Path, request: dict[str, Any], timeout_s: float = 10.0) -> Any:
     """One request to the agent; returns the result or raises ApiError with the agent's message."""
-    s = _connect(path, timeout_s)
+    s = connect(path, timeout_s)
     with s, s.makefile("rwb") as f:
         try:
             f.write((json.dumps(request) + "\n").encode())
@@ -262,12 +262,17 @@ def call(path: str | Path, request: dict[str, Any], timeout_s: float = 10.0) -> 
             line = b""
         except socket.timeout:
             raise ApiError(f"the agent at {path} did not answer within {timeout_s:g} s") from None
+    return answer(line)
+
+
+def answer(line: bytes) -> Any:
+    """The result in one answer line of the agent (over its socket, or relayed: ffs.cli.remote)."""
     if not line:
         raise ApiError("the agent closed the connection without answering")
     try:
         resp = json.loads(line)  # the agent's own answer: trusted, and it may carry Infinity (json.dumps' default)
     except ValueError:
         raise ApiError("the agent's answer is not JSON") from None
-    if not resp.get("ok"):
-        raise ApiError(resp.get("error", "request failed"))
+    if not isinstance(resp, dict) or not resp.get("ok"):
+        raise ApiError(resp.get("error", "request failed") if isinstance(resp, dict) else "the agent's answer is not an object")
     return resp.get("result")

@@ -138,7 +138,9 @@ class StateStore:
         try:
             data = _read_json(path)
         except LoadError as e:
-            reason = str(e).removeprefix(f"{path}: ")
+            reason = str(e)
+            if reason.startswith(f"{path}: "):  # not str.removeprefix: the agent runs on 3.8
+                reason = reason[len(f"{path}: "):]
             raise StateError(f"{path}: unreadable saved matrix ({reason}); move it away to start from the topology") from None
         if not isinstance(data, dict):
             raise StateError(f"{path}: unreadable saved matrix (not an object); move it away to start from the topology")

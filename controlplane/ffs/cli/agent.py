@@ -21,8 +21,8 @@ from ffs.cli.common import CliError, CliUsageError, one_line_errors
 from ffs.driver.base import Driver, DriverError
 from ffs.driver.bfrt import BfrtDriver
 from ffs.ports import PortError
-from ffs.switch.driver import ModelDriver
-from ffs.switch.wire import default_control_address
+from ffs.driver.model import ModelDriver
+from ffs.driver.wire import default_control_address
 from ffs.tau import TauParams
 from ffs.topology import TopologyError, load
 

@@ -1,4 +1,5 @@
-"""ffsctl: the operator's command line to a running ffs-agent (over its Unix socket)."""
+"""ffsctl: the operator's command line to a running ffs-agent (over its Unix socket, on this machine
+or over SSH: ffs.cli.remote), and to a fleet of them (ffs.cli.fleet)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from rich.table import Table
 
 from ffs.agent.api import ApiError, call
 from ffs.agent.matrix import MatrixError, read_matrix_text
+from ffs.cli import fleet as fleet_mod
+from ffs.cli import remote
 from ffs.cli.common import CliError, dump_json, one_line_errors
 from ffs.units import format_rate
 
@@ -42,14 +45,18 @@ class JsonAnywhere(click.Group):
 @click.group(cls=JsonAnywhere, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--socket", "sock", envvar="FFS_AGENT_SOCKET", default=DEFAULT_SOCKET, show_default=True,
               help="The agent's control socket (or FFS_AGENT_SOCKET).")
+@click.option("--host", envvar="FFS_AGENT_HOST", default=None, metavar="ssh://[USER@]HOST[:PORT]",
+              help="An agent on another machine, reached over SSH (or FFS_AGENT_HOST); --socket is then its path there.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (anywhere on the command line).")
 @click.pass_context
-def main(ctx: click.Context, sock: str, as_json: bool) -> None:
+def main(ctx: click.Context, sock: str, host: str | None, as_json: bool) -> None:
     """Inspect and change a running FFS agent."""
-    ctx.obj = {"socket": sock, "json": as_json}
+    ctx.obj = {"socket": sock, "host": host, "json": as_json}
 
 
 def _call(ctx: click.Context, req: dict):
+    if ctx.obj["host"]:
+        return remote.call(ctx.obj["host"], ctx.obj["socket"], req)
     return call(ctx.obj["socket"], req)
 
 
@@ -220,6 +227,91 @@ def audit_log(ctx, limit) -> None:
             old = "-" if c.get("old") is None else format_rate(c["old"])
             new = "-" if c.get("new") is None else format_rate(c["new"])
             click.echo(f"{when} {who}: M({c.get('ingress')},{c.get('egress')}): {old} -> {new}{note}")
+
+
+@main.command("dial-stdio", hidden=True)
+@click.option("--socket", "sock", default=DEFAULT_SOCKET, show_default=True)
+@one_line_errors(ApiError, OSError, error=CliError)
+def dial_stdio(sock: str) -> None:
+    """Relay stdin/stdout to the agent's socket: the far end of `ffsctl --host ssh://...`."""
+    remote.dial_stdio(sock)
+
+
+@main.group()
+def fleet() -> None:
+    """One matrix file per node across a list of switches (a fleet file; docs/hardware.md)."""
+
+
+def _say_planned(ctx, sw: fleet_mod.Switch) -> None:
+    if ctx.obj["json"]:
+        return
+    if sw.state == "failed":
+        click.echo(f"{sw.node} ({sw.where}): error: {sw.error}")
+        return
+    click.echo(f"{sw.node} ({sw.where}): {len(sw.changes) or 'no'} change{'' if len(sw.changes) == 1 else 's'}")
+    for c in sw.changes:
+        old = "-" if c["old"] is None else format_rate(c["old"])
+        new = "-" if c["new"] is None else format_rate(c["new"])
+        click.echo(f"  M({c['ingress']},{c['egress']}): {old} -> {new}")
+    p = sw.plan or {}
+    for x in p.get("pairs", []):
+        click.echo(f"  plan {x['pair']}: demand {_rate(x['demand'])}, rate {_rate(x['rate'])}")
+    if not p.get("pairs") and p.get("why_empty"):
+        click.echo(f"  plan: nothing to predict: {p['why_empty']}")
+
+
+def _say_pushed(ctx, sw: fleet_mod.Switch) -> None:
+    if ctx.obj["json"]:
+        return
+    if sw.state == "refused":
+        click.echo(f"{sw.node} ({sw.where}): refused: {sw.error}")
+    else:
+        click.echo(f"{sw.node} ({sw.where}): {sw.state}" + (f" ({len(sw.changes)} entries)" if sw.changes else ""))
+
+
+def _fleet_end(ctx, switches: list, ok: bool, failure: str) -> None:
+    if ctx.obj["json"]:
+        dump_json({"ok": ok, "switches": [sw.report() for sw in switches]})
+        if not ok:
+            ctx.exit(1)
+        return
+    click.echo(fleet_mod.summary(switches))
+    if not ok:
+        raise CliError(failure)
+
+
+@fleet.command("plan")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+@errors
+def fleet_plan(ctx, file) -> None:
+    """What each node's matrix would change, and FFS's prediction for it; nothing changes."""
+    switches = fleet_mod.load_fleet(file)
+    ok = fleet_mod.plan(switches, ctx.obj["socket"], lambda sw: _say_planned(ctx, sw))
+    bad = [sw.node for sw in switches if sw.state == "failed"]
+    _fleet_end(ctx, switches, ok, f"fleet plan: {', '.join(bad)} failed")
+
+
+@fleet.command("apply")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+@errors
+def fleet_apply(ctx, file) -> None:
+    """Plan every node, then push node by node, stopping at the first refusal."""
+    switches = fleet_mod.load_fleet(file)
+    if not fleet_mod.plan(switches, ctx.obj["socket"], lambda sw: _say_planned(ctx, sw)):
+        for sw in switches:
+            sw.state = "failed" if sw.state == "failed" else "not pushed"
+        bad = [sw.node for sw in switches if sw.state == "failed"]
+        return _fleet_end(ctx, switches, False, f"fleet apply: the plan failed at {', '.join(bad)}; nothing was pushed")
+    for sw in switches:
+        sw.state = "not pushed"
+    ok = fleet_mod.apply(switches, ctx.obj["socket"], lambda sw: _say_pushed(ctx, sw))
+    refused = next((sw for sw in switches if sw.state == "refused"), None)
+    changed = [sw.node for sw in switches if sw.state == "changed"]
+    why = "" if refused is None else (f"fleet apply stopped at {refused.node}: {refused.error}; "
+                                      f"changed before it: {', '.join(changed) or 'none'}")
+    _fleet_end(ctx, switches, ok, why)
 
 
 if __name__ == "__main__":

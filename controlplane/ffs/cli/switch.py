@@ -19,7 +19,7 @@ from ffs.lab.nodes import build_nodes
 from ffs.switch import trace
 from ffs.switch.fast import FastPipeline
 from ffs.switch.live import run_live
-from ffs.switch.wire import default_control_address
+from ffs.driver.wire import default_control_address
 from ffs.topology import TopologyError, load
 from ffs.units import format_rate, parse_rate
 

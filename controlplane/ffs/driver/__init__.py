@@ -1,2 +1,3 @@
-"""One Driver interface (base.py) and the BF-Runtime gRPC target (bfrt.py); the software switch's
-drivers are `ffs.switch.driver`, the values they exchange `ffs.entries`."""
+"""One Driver interface (base.py), the BF-Runtime gRPC target (bfrt.py) and the software switch's
+gRPC service (model.py, its JSON schema in wire.py); the in-process driver of the software switch is
+`ffs.switch.driver`, the values they exchange `ffs.entries`."""

@@ -3,6 +3,6 @@
 `pipeline` (the controls, the reference), `tna` (the externs), `packet` (parser/deparser), `fast`
 (the same pipeline compiled, `FastPipeline` / `new_pipeline`), `control` (the BF-Runtime-like
 control interface), `server` (that interface over gRPC), `driver` (the Drivers of this switch:
-`LocalDriver` in process, `ModelDriver` over gRPC), `trace` (virtual time, synthetic traffic
+`LocalDriver` in process; `ModelDriver`, over gRPC, is `ffs.driver.model`), `trace` (virtual time, synthetic traffic
 or a pcap), `live` (Linux interfaces).
 """

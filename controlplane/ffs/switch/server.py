@@ -1,7 +1,7 @@
 """The software switch's control interface over gRPC (service `ffs.switch.Control`).
 
 Each Driver operation is one unary method whose request and response are JSON documents
-(`ffs.switch.wire`). A refused operation returns INVALID_ARGUMENT (or NOT_FOUND) with a one-line
+(`ffs.driver.wire`). A refused operation returns INVALID_ARGUMENT (or NOT_FOUND) with a one-line
 message and changes nothing.
 
 Who may use it (docs/security.md): by default an owner-only Unix socket (mode 0600, bound in a
@@ -26,7 +26,7 @@ from typing import Any, Callable
 import grpc
 
 from ffs.safeload import LoadError, loads_json
-from ffs.switch import wire
+from ffs.driver import wire
 from ffs.switch.control import SwitchControl
 from ffs.switch.tna import ControlError
 from ffs.unixsock import bind_private
