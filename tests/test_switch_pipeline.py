@@ -418,3 +418,97 @@ def test_a_runt_gets_no_shim_and_leaves_padded(engine, version):
     assert res.egress_port == OUT and len(res.frame) == constants.MIN_FRAME + constants.SHIM_LEN
     # the next FFS hop sees the grown frame whole: no padding behind it, no lie
     assert r.send(res.frame, port=2).egress_port == OUT and malformed(r) == 0
+
+
+# --- IPv4 fragments (spec §2): a fragment is payload to FFS --------------------------------------
+
+# payload bytes that read as a valid shim (version 1, flag R, rf = 2.0, rri = ∞): what 1 in 32
+# random first bytes of a non-first fragment look like to a parser that ignores the offset
+SHIM_LOOKALIKE = shim(encode(2.0), constants.FLAG_RI, 17, constants.CODE_MAX, 0x1234)
+MF = constants.IPV4_MF
+
+
+def fragment(frag: int, ip_len: int = 500, proto: int = constants.IP_PROTO_FFS, lookalike: bool = True) -> bytes:
+    """An IPv4 fragment (`frag`: the flags/offset word) of a protocol-`proto` datagram whose data
+    begins with SHIM_LOOKALIKE."""
+    f = bytearray(ipv4_frame("10.0.1.1", DST, ip_len, None, proto=proto, frag=frag))
+    data = SHIM_LOOKALIKE if lookalike else b""
+    f[34 : 34 + min(len(data), ip_len - 20)] = data[: ip_len - 20]
+    return bytes(f)
+
+
+def engine_rig(engine: str, **kw):
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    return rig(pipeline=FastPipeline if engine == "c" else Pipeline, **kw)
+
+
+def set_strip(r) -> None:
+    r.driver.write([Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
+
+
+def pair_r(r) -> int:
+    return r.driver.read_counters(p4names.PAIR_BYTES.name, [5])[5].packets
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("mode", ["trust", "reset", "insert", "strip"])
+@pytest.mark.parametrize("frag", [185, MF | 185, MF | 0x1FFF], ids=["last", "middle", "largest-offset"])
+def test_a_non_first_fragment_is_never_a_shim(engine, mode, frag):
+    """spec §2: a non-first fragment of a protocol-253 datagram holds payload bytes. Whatever they
+    look like, it leaves byte for byte (no label rewritten, no flag D, nothing stripped), counted
+    on its pair (R) with the default label, like any packet without a shim; an insert port gives
+    it no shim and counts it (EVENT_NOT_INSERTED)."""
+    r = engine_rig(engine, trust=int(mode != "reset"), insert=int(mode == "insert"))
+    if mode == "strip":
+        set_strip(r)
+    f = fragment(frag)
+    res = r.send(f)
+    assert (res.egress_port, res.frame) == (OUT, f)
+    assert pair_r(r) == 1
+    assert events(r) == ({constants.EVENT_NOT_INSERTED: 1} if mode == "insert" else {})
+    # weighed as an unlabelled packet of its length: the same F as a plain one
+    f_frag = r.driver.read_registers(p4names.F_EST.name, [5])[5]
+    r.send(ipv4_frame("10.0.1.1", DST, 500))
+    assert f_frag == r.driver.read_registers(p4names.F_EST.name, [5])[5]
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("data", [0, 1, 4, 7])
+def test_a_last_fragment_shorter_than_a_shim_is_forwarded(engine, data):
+    """A last fragment with fewer than 8 data bytes cannot hold a shim and is not one: dropping it
+    as a truncated shim would lose the whole datagram."""
+    r = engine_rig(engine)
+    f = fragment(370, ip_len=20 + data)
+    res = r.send(f)
+    assert (res.egress_port, res.drop_reason) == (OUT, None) and res.frame == f
+    assert events(r) == {}
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_a_first_fragment_keeps_its_shim_and_protocol(engine):
+    """spec §2: the first fragment (MF, offset 0) carries the datagram's real shim, whose label is
+    rewritten as any packet's; but a strip port leaves it (the later fragments keep protocol 253,
+    and IP reassembles fragments of one protocol only), and an insert port gives a first fragment
+    without a shim none (counted)."""
+    r = engine_rig(engine)
+    f = fragment(MF)
+    out = r.send(f).frame
+    assert out[:34] == f[:34] and out[42:] == f[42:]
+    assert shim_of(out)["rf"] != encode(2.0)  # rewritten: rf' = rf · F / M with this rig's M
+    set_strip(r)
+    res = r.send(f)
+    assert len(res.frame) == len(f) and res.frame[14 + 9] == constants.IP_PROTO_FFS
+    # the same datagram unfragmented: the strip port removes its shim
+    whole = fragment(0)
+    assert len(r.send(whole).frame) == len(whole) - constants.SHIM_LEN
+    r2 = engine_rig(engine, insert=1)
+    first = fragment(MF, proto=17, lookalike=False)
+    assert r2.send(first).frame == first
+    assert events(r2) == {constants.EVENT_NOT_INSERTED: 1}
+    # DF alone is not a fragment: inserted
+    df = fragment(0x4000, proto=17, lookalike=False)
+    assert len(r2.send(df).frame) == len(df) + constants.SHIM_LEN

@@ -10,6 +10,7 @@ from __future__ import annotations
 # --- the FFS/RI shim (spec §2) -------------------------------------------------------------
 IP_PROTO_FFS = 253  # RFC 3692 experimental number, IPv4 protocol and IPv6 next header
 IP_PROTO_HOPOPT = 0  # IPv6 Hop-by-Hop Options: must follow the IPv6 header (RFC 8200), no shim before it
+IPV4_MF = 0x2000  # IPv4 MF in the flags/fragment-offset word: a fragment is MF set or a non-zero offset
 SHIM_LEN = 8  # bytes
 
 # frame lengths (spec §4): the estimator weighs the frame a packet's headers claim, FCS included;
@@ -75,6 +76,7 @@ EVENT_ROUTE_MISS = 1  # no route and the miss action drops
 EVENT_OPAQUE_SHIM = 2  # unknown version or reserved bit: forwarded, labels untouched
 EVENT_NO_PAIR = 3  # (ingress, egress) pair not managed: FFS bypassed
 EVENT_FFS_DROP = 4  # dropped by the gamma decision
+EVENT_NOT_INSERTED = 5  # an insert port forwarded a packet without a shim: a fragment (spec §2)
 
 # parser outcome for the FFS shim (metadata ffs_state)
 FFS_STATE_NONE = 0

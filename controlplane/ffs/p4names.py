@@ -230,14 +230,14 @@ FATE = Table(
         for n, w in (
             ("parse_error", 1), ("parser_err", 16), ("routed", 1), ("managed", 1), ("margin", 16),
             ("ffs_state", 2), ("trust", 1), ("insert", 1), ("ipv4", 1), ("ipv6", 1), ("ipv6_next_hdr", 8),
-            ("runt", 1),
+            ("runt", 1), ("frag", 1),
         )
     ),
     tuple(
         Action(f"{ING}.{a}")
         for a in (
             "parse_drop", "miss_drop", "note_no_pair", "ffs_drop", "note_opaque", "rewrite_label",
-            "rewrite_reset_label", "insert_shim_v4", "insert_shim_v6", "forward",
+            "rewrite_reset_label", "insert_shim_v4", "insert_shim_v6", "note_not_inserted", "forward",
         )
     ),
     _PARSE_DROP.name,

@@ -275,26 +275,28 @@ def ri_candidate_entries() -> list[TableEntry]:
 
 
 FATE_KEYS = ("parse_error", "parser_err", "routed", "managed", "margin", "ffs_state", "trust", "insert", "ipv4", "ipv6",
-             "ipv6_next_hdr", "runt")
+             "ipv6_next_hdr", "runt", "frag")
 
 
 def fate_entries() -> list[TableEntry]:
     """FfsIngress.fate in priority order (first match wins; a miss, a parse error, drops)."""
     t = p4names.FATE
     rows: list[tuple[tuple[int | tuple[int, int] | None, ...], str]] = [
-        ((0, 0, 0, None, None, None, None, None, None, None, None, None), "miss_drop"),
-        ((0, 0, 1, 0, None, None, None, None, None, None, None, None), "note_no_pair"),
-        ((0, 0, 1, 1, 0, None, None, None, None, None, None, None), "ffs_drop"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None), "rewrite_label"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None), "rewrite_reset_label"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None), "note_opaque"),
+        ((0, 0, 0, None, None, None, None, None, None, None, None, None, None), "miss_drop"),
+        ((0, 0, 1, 0, None, None, None, None, None, None, None, None, None), "note_no_pair"),
+        ((0, 0, 1, 1, 0, None, None, None, None, None, None, None, None), "ffs_drop"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None), "rewrite_label"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None, None), "rewrite_reset_label"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None), "note_opaque"),
+        # a fragment: a shim in one fragment alone would keep the datagram from being reassembled
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1), "note_not_inserted"),
         # a runt arrived padded: a shim in front of the padding would leave it behind the IP packet
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1), "forward"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None), "insert_shim_v4"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1, None), "forward"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None), "insert_shim_v4"),
         # RFC 8200: a Hop-by-Hop header stays right after the IPv6 header; no shim in front of it
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None), "forward"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None), "insert_shim_v6"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, None, None, None, None, None), "forward"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None, None), "forward"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None, None), "insert_shim_v6"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, None, None, None, None, None, None), "forward"),
     ]
     widths = {k.name: k.width for k in t.keys}
 

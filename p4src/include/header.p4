@@ -99,6 +99,7 @@ header port_metadata_t {
 struct ffs_metadata_t {
     port_metadata_t port_md;
     bit<1>  parse_error;   /* truncated shim: dropped and counted */
+    bit<1>  frag;          /* an IPv4 fragment (MF or an offset): no shim inserted (spec §2) */
     bit<2>  ffs_state;     /* FFS_STATE_* */
     bit<1>  ri_req;        /* valid shim with the R flag */
     bit<1>  rri_ge_one;    /* bit 15 of the arriving rri: rri >= 1.0 */

@@ -384,7 +384,8 @@ class FfsTest(BaseTest):
     def assert_events(self, delta: Counts, **cells: int) -> None:
         """Exactly these events cells moved, by these amounts (spec §7.6: one cell per packet)."""
         names = {"parse_error": constants.EVENT_PARSE_ERROR, "route_miss": constants.EVENT_ROUTE_MISS, "opaque": constants.EVENT_OPAQUE_SHIM,
-                 "no_pair": constants.EVENT_NO_PAIR, "ffs_drop": constants.EVENT_FFS_DROP}
+                 "no_pair": constants.EVENT_NO_PAIR, "ffs_drop": constants.EVENT_FFS_DROP,
+                 "not_inserted": constants.EVENT_NOT_INSERTED}
         want = [0] * len(delta.events)
         for k, v in cells.items():
             want[names[k]] = v

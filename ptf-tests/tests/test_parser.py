@@ -4,6 +4,7 @@ one, and the fates of truncated and foreign shims."""
 from scapy.layers.inet import IP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Raw
 
 import expect
 from base import (
@@ -15,6 +16,7 @@ from base import (
     SCALE,
     SRC4,
     SRC6,
+    IN,
     FfsTest,
     byte_adjust,
     claim,
@@ -28,6 +30,7 @@ from base import (
 from ffs import constants
 from ffs import p4names
 from ffs.labels import encode
+from ffs.scapy_ffs import FFS
 
 # Table II stream s1 (FFS paper; spec §11.2.1) at a congested node: tau = 4/3 and the
 # normalized label rf' = 0.5, so gamma = 1, rf leaves as 0.5 and RRI = tau / rf' = 8/3.
@@ -191,3 +194,81 @@ class LyingLengthsAreDropped(FfsTest):
             self.send(frame)
             self.expect_frame(frame)
             self.assertEqual(self.malformed(), bad)
+
+
+# Payload bytes that read as a valid shim (version 1, flag R, rf = 2.0, rri = infinity): what 1 in
+# 32 random first bytes of a non-first fragment look like to a parser that ignores the offset.
+SHIM_LOOKALIKE = bytes([0x18, 17]) + encode(2.0).to_bytes(2, "big") + b"\xff\xff\x12\x34"
+
+
+def fragment(offset: int, mf: bool, data: bytes, proto: int = 253):
+    """An IPv4 fragment (offset in 8-byte units) of a protocol-`proto` datagram."""
+    return Ether(bytes(Ether(src=MAC_SRC, dst=MAC_DST) /
+                       IP(src=SRC4, dst=DST4, id=99, ttl=64, proto=proto, flags="MF" if mf else 0, frag=offset) /
+                       Raw(data)))
+
+
+class FragmentsArePayload(FfsTest):
+    """spec §2: a non-first IPv4 fragment of a protocol-253 datagram holds payload, never a shim:
+    whatever its first bytes, it leaves byte for byte on a trusting, a resetting and an insert port
+    and through a strip port, counted on its pair (R) with the default label 1.0 (its F is that of
+    an unlabelled packet of its length); an insert port counts it as not inserted. A last fragment
+    shorter than a shim is forwarded, not dropped. The first fragment's shim is the datagram's: its
+    label is rewritten, but a strip port leaves it, and an insert port gives a first fragment
+    without one none (its protocol would differ from the later fragments')."""
+
+    def runTest(self):
+        later = fragment(185, True, SHIM_LOOKALIKE + bytes(472))
+        last = fragment(370, False, SHIM_LOOKALIKE + bytes(100))
+        f_plain = self.f_of(plain_v4(len(later[IP])))
+        for mode in ("trust", "reset", "insert", "strip"):
+            self.set_port(IN, trust=int(mode != "reset"), insert=int(mode == "insert"))
+            if mode == "strip":
+                self.set_strip(OUT)
+            for what, pkt in (("middle fragment", later), ("last fragment", last)):
+                before = self.counts()
+                self.send(pkt)
+                self.expect_frame(pkt, what=f"{what}, {mode}")
+                delta = self.since(before)
+                self.assertEqual(delta.r.packets, 1, f"{what}, {mode}: counted on its pair")
+                if mode == "insert":
+                    self.assert_events(delta, not_inserted=1)
+                else:
+                    self.assert_events(delta)
+            self.send(later)
+            self.expect_frame(later)
+            self.assertEqual(self.f_est(), f_plain, f"{mode}: weighed with the default label")
+        # a last fragment with fewer data bytes than a shim (the port trusts, OUT strips)
+        for n in (1, 4, 7):
+            short = fragment(370, False, SHIM_LOOKALIKE[:n])
+            before = self.counts()
+            self.send(short)
+            self.expect_frame(short, what=f"{n}-byte last fragment")
+            self.assert_events(self.since(before))
+        self.expect_nothing(timeout=0.2)
+
+
+class FirstFragmentKeepsItsShim(FfsTest):
+    """spec §2: the first fragment (MF set, offset 0) carries the datagram's shim: its label is
+    rewritten as Algorithm 3 says (rf' = 0.5 chosen through lm, so it leaves with 0.5), and a strip
+    port leaves the shim and the protocol in place; an insert port forwards a first fragment
+    without a shim unchanged and counts it."""
+
+    def runTest(self):
+        first = Ether(bytes(Ether(src=MAC_SRC, dst=MAC_DST) / IP(src=SRC4, dst=DST4, id=99, ttl=64, flags="MF") /
+                            FFS(flags="R", rf=encode(2.0), rri=constants.CODE_MAX, rri_echo=0x1234) / Raw(bytes(472))))
+        self.assertIn(FFS, first)
+        self.set_strip(OUT)
+        self.set_lm(expect.lm_for(encode(2.0), self.f_of(first), encode(0.5)))
+        self.set_egress(TABLE2_S1)
+        got, o, delta = self.one(first)
+        self.assertEqual(o.rf_out, encode(0.5))
+        self.expect_frame(rewritten(first, rf=o.rf_out, rri=o.rri_out), got=got, what="first fragment at a strip port")
+        self.assert_events(delta)
+        plain_first = fragment(0, True, bytes(480), proto=17)
+        self.set_port(IN, trust=1, insert=1)
+        before = self.counts()
+        self.send(plain_first)
+        self.expect_frame(plain_first, what="first fragment at an insert port")
+        self.assert_events(self.since(before), not_inserted=1)
+        self.expect_nothing(timeout=0.2)

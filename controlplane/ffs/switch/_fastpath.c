@@ -59,6 +59,8 @@ typedef unsigned __int128 u128;
 #define EVENT_OPAQUE_SHIM 2
 #define EVENT_NO_PAIR 3
 #define EVENT_FFS_DROP 4
+#define EVENT_NOT_INSERTED 5
+#define IPV4_MF 0x2000u
 #define FFS_STATE_NONE 0
 #define FFS_STATE_VALID 1
 #define FFS_STATE_OPAQUE 2
@@ -86,7 +88,7 @@ static const char *TABLE_ACTIONS[NT_ALL] = {
     "use_label use_label_ri reset_label", "short_shim shim_fits",
     "candidate_upstream candidate_keep candidate_congested candidate_uncongested",
     "parse_drop miss_drop note_no_pair ffs_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
-    "insert_shim_v6 forward",
+    "insert_shim_v6 note_not_inserted forward",
     "frame_ok frame_lies"};
 enum { A_ROUTE = 0 };
 enum { A_SET_PAIR = 0 };
@@ -502,7 +504,7 @@ static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns,
 /* --- packet.py: parser and deparser on offsets ------------------------------------------------ */
 typedef struct {
     size_t l3, ihl_bytes, shim;
-    int ip_version, ffs_state, vlan;
+    int ip_version, ffs_state, vlan, frag;
     uint32_t l3_len;
     u128 dst;
 } parsed_t;
@@ -517,10 +519,11 @@ static inline void wr16(uint8_t *f, size_t o, uint32_t v) {
     f[o + 1] = (uint8_t)v;
 }
 
-/* shim_len_check: the ingress's length checks, as code: the parser's IPv6 `truncated` state and
- * the ipv4_shim_len const table of stage 0 (ffs.tables.ipv4_shim_len_entries): an IP length that
- * cannot hold the shim is a parse error. FfsEgressParser extracts the shim without them. */
-static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int shim_len_check) {
+/* ingress: FfsIngressParser with the ingress's length checks, as code: the parser's IPv6
+ * `truncated` state and the ipv4_shim_len const table of stage 0 (ffs.tables.ipv4_shim_len_entries):
+ * an IP length that cannot hold the shim is a parse error. FfsEgressParser (ingress = 0) extracts
+ * the shim without them, and no IPv4 fragment's shim. */
+static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int ingress) {
     memset(p, 0, sizeof(*p));
     if (n < ETH_LEN) return -1;
     uint32_t etype = rd16(f, 12);
@@ -540,8 +543,11 @@ static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int shim_len_check) 
         p->ihl_bytes = ihl;
         p->l3_len = rd16(f, off + 2);
         p->dst = ((u128)f[off + 16] << 24) | ((u128)f[off + 17] << 16) | ((u128)f[off + 18] << 8) | f[off + 19];
-        if (f[off + 9] == IP_PROTO_FFS) {
-            if (n < off + ihl + SHIM_LEN || (shim_len_check && p->l3_len < ihl + SHIM_LEN)) return -1;
+        uint32_t frag = rd16(f, off + 6) & (IPV4_MF | 0x1FFF);
+        p->frag = frag != 0;
+        /* a non-first fragment's bytes are payload; the egress reads no fragment's shim (spec §2) */
+        if (f[off + 9] == IP_PROTO_FFS && (ingress ? (frag == 0 || frag == IPV4_MF) : frag == 0)) {
+            if (n < off + ihl + SHIM_LEN || (ingress && p->l3_len < ihl + SHIM_LEN)) return -1;
             p->shim = off + ihl;
         }
     } else if (etype == 0x86DD) {
@@ -553,7 +559,7 @@ static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int shim_len_check) 
         for (int i = 0; i < 16; i++) d = (d << 8) | f[off + 24 + i];
         p->dst = d;
         if (f[off + 6] == IP_PROTO_FFS) {
-            if (n < off + IPV6_LEN + SHIM_LEN || (shim_len_check && p->l3_len < SHIM_LEN)) return -1;
+            if (n < off + IPV6_LEN + SHIM_LEN || (ingress && p->l3_len < SHIM_LEN)) return -1;
             p->shim = off + IPV6_LEN;
         }
     }
@@ -830,9 +836,9 @@ static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port
     }
     counter_count(e->accepted_pk, e->accepted_by, pipe * NUM_PORTS + port, *len);
     const tres *r = table_lookup(&e->tables[T_EGRESS_PORTS], port);
-    if (r->act == A_STRIP_SHIM) {
+    if (r->act == A_STRIP_SHIM) { /* after FfsEgressParser */
         parsed_t p;
-        if (parse(buf, *len, &p) < 0) return 1;
+        if (parse_x(buf, *len, &p, 0) < 0) return 1;
         if (p.shim && p.ffs_state == FFS_STATE_VALID) strip_shim(buf, len, &p); /* spec §6 */
     }
     return 1;
@@ -934,6 +940,8 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
             buf[p.shim] |= FLAG_DEFAULTED;
     } else if (md.ffs_state == FFS_STATE_OPAQUE) { /* note_opaque */
         event_count(e, pipe, EVENT_OPAQUE_SHIM);
+    } else if (md.insert && p.frag) { /* note_not_inserted: a shim in one fragment breaks reassembly */
+        event_count(e, pipe, EVENT_NOT_INSERTED);
     } else if (md.insert && !md.runt &&
                (p.ip_version == 4 || (p.ip_version == 6 && buf[p.l3 + 6] != IP_PROTO_HOPOPT))) {
         /* insert_shim_v4 / _v6: never into a padded runt, never before a Hop-by-Hop header */
@@ -1550,14 +1558,14 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyModule_AddObject(m, "ACTIONS", actions);
     PyModule_AddObject(m, "BUFFERS", bufs);
     PyObject *c = Py_BuildValue(
-        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
         "IP_PROTO_FFS",
         IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
         FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "RF_CODE_MIN",
         RF_CODE_MIN, "RF_CODE_MAX", RF_CODE_MAX, "D_OFFSET", D_OFFSET, "NUM_PAIRS", NUM_PAIRS, "NUM_PORTS",
         NUM_PORTS, "EVENT_COUNTER_SIZE", EVENT_COUNTER_SIZE, "EVENT_PARSE_ERROR", EVENT_PARSE_ERROR, "EVENT_ROUTE_MISS",
         EVENT_ROUTE_MISS, "EVENT_OPAQUE_SHIM", EVENT_OPAQUE_SHIM, "EVENT_NO_PAIR", EVENT_NO_PAIR, "EVENT_FFS_DROP",
-        EVENT_FFS_DROP, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
+        EVENT_FFS_DROP, "EVENT_NOT_INSERTED", EVENT_NOT_INSERTED, "IPV4_MF", IPV4_MF, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
         FFS_STATE_OPAQUE, "ETH_HDR_LEN", ETH_LEN, "VLAN_TAG_LEN", VLAN_LEN, "IPV6_HDR_LEN", IPV6_LEN, "FCS_LEN", FCS_LEN,
         "MIN_FRAME", MIN_FRAME, "WIRE_OVERHEAD", WIRE_OVERHEAD);
     if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;

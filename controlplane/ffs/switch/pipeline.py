@@ -73,6 +73,7 @@ class Meta:
     rri_ge_one: int = 0
     l3_len: int = 0
     rf_hdr: int = constants.CODE_ONE
+    frag: int = 0
     # stage 0
     rf: int = 0
     rri_n: int = 0
@@ -118,6 +119,7 @@ def ingress_parser_metadata(buf: bytearray, p: Parsed, md: Meta) -> None:
     ffs_above_max (the arriving label clamped to [RF_CODE_MIN, RF_CODE_MAX]), ffs_opaque, no_shim."""
     md.l3_len = p.l3_len
     md.ffs_state = p.ffs_state
+    md.frag = int(p.frag)  # ipv4_first_fragment / ipv4_later_fragment
     if p.ffs_state == constants.FFS_STATE_VALID:
         md.rf_hdr = min(max(shim_get16(buf, p.shim, RF_OFF), constants.RF_CODE_MIN), constants.RF_CODE_MAX)
         md.ri_req = (buf[p.shim] & constants.FLAG_RI) >> 3
@@ -467,7 +469,7 @@ class Fate:
         action, _ = self.fate.lookup(
             0, 0, md.routed, md.managed, md.margin, md.ffs_state, md.trust, md.insert,
             int(p.ip_version == 4), int(p.ip_version == 6), buf[p.l3 + 6] if p.ip_version == 6 else 0,
-            md.runt,
+            md.runt, md.frag,
         )
         if md.managed:
             if md.margin == 0:  # count_pair_drop
@@ -492,6 +494,7 @@ _EVENT_OF = {
     "note_no_pair": constants.EVENT_NO_PAIR,
     "ffs_drop": constants.EVENT_FFS_DROP,
     "note_opaque": constants.EVENT_OPAQUE_SHIM,
+    "note_not_inserted": constants.EVENT_NOT_INSERTED,
 }
 
 
