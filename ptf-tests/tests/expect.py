@@ -14,6 +14,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+from ffs import binomial
 from ffs import constants
 from ffs import tables
 from ffs.entries import TableEntry, Ternary
@@ -126,3 +127,9 @@ def binomial_bounds(n: int, p: float, sigmas: float = 4.0) -> tuple[float, float
     """n · p ± 4σ with σ = sqrt(n p (1 - p)) (spec §11.2.9)."""
     s = math.sqrt(n * p * (1 - p))
     return n * p - sigmas * s, n * p + sigmas * s
+
+
+
+def packets_to_tell(gamma: float) -> int:
+    """n such that a forwarding rate 20 % off gamma leaves the ±4σ band in 99.9 % of runs."""
+    return binomial.packets_to_tell(gamma)
