@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import ipaddress
+import math
 import socket
 import sys
 import time
@@ -39,6 +40,7 @@ from ffs import p4names
 from ffs import tables
 from ffs.driver.base import Driver
 from ffs.entries import CounterValue, Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.labels import decode
 from ffs.scapy_ffs import FFS
 
 # --- test params ------------------------------------------------------------------------------
@@ -263,7 +265,7 @@ class FfsTest(BaseTest):
         self.dataplane.flush()
         self.driver: Driver | None = None
         self.saved: Saved | None = None
-        self._f_cache: dict[tuple[int, int], int] = {}
+        self._f_cache: dict[tuple, int] = {}
         try:
             self.driver = make_driver()
             self.driver.connect(timeout_s=60)
@@ -324,7 +326,7 @@ class FfsTest(BaseTest):
         d.write(ups)
         d.set_lpf_spec(p4names.F_LPF.name, [PID], FORGETFUL)
         d.write_register(p4names.F_EST.name, PID, 0)
-        self.lm, self.egress = constants.LM_MAX, expect.Egress()
+        self.lm, self.m, self.egress = constants.LM_MAX, 2.0 ** (constants.LM_MAX / constants.CODE_STEPS_PER_OCTAVE), expect.Egress()
 
     @staticmethod
     def port_update(port: int, trust: int, insert: int, kind: str = "insert") -> Update:
@@ -347,8 +349,14 @@ class FfsTest(BaseTest):
         self.driver.write([self.port_update(port, trust, insert, kind="modify")])
 
     def set_lm(self, lm: int) -> None:
+        """The pair's lm as the control plane pushes it; its share is M_F = 2^(lm/128) (spec §4)."""
         self.driver.write([self.pair_update(lm, kind="modify")])
-        self.lm = lm
+        self.lm, self.m = lm, 2.0 ** (lm / constants.CODE_STEPS_PER_OCTAVE)
+
+    def set_m(self, m_f: float) -> None:
+        """The pair's share M_F in estimator units (spec §4), pushed as lm; expectations use M_F."""
+        self.set_lm(expect.lm_of(m_f))
+        self.m = m_f
 
     def set_egress(self, egress: expect.Egress) -> None:
         self.driver.write([Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
@@ -430,20 +438,36 @@ class FfsTest(BaseTest):
             got += 1
         return got
 
-    def one(self, pkt: Packet, trust: bool = True, timeout: float = 2.0) -> tuple[bytes | None, expect.Outcome, Counts]:
+    def one(self, pkt: Packet, trust: bool = True, timeout: float = 2.0) -> tuple[bytes | None, expect.Paper, Counts]:
         """Send one packet on the managed pair IN -> OUT. Returns the frame that left OUT (None if
-        none did within `timeout`), what Algorithms 3 and 4 make of the packet with the F the
-        estimator used for it (read back from f_est), and the counter deltas."""
+        none did within `timeout`), what Algorithms 3 and 4 make of the packet in real numbers with
+        the F the estimator used for it (read back from f_est) and the pair's M_F, and the counter
+        deltas."""
         before = self.counts()
         self.send(pkt)
         got = self.recv(OUT, timeout=timeout)
         valid = shim_valid(pkt)
         ri = bool(valid and trust and int(pkt[FFS].flags) & constants.FLAG_RI)
-        rri = pkt[FFS].rri if valid else constants.CODE_MAX
-        o = expect.outcome(label_in(pkt, trust), self.lm, self.f_est(), self.egress, rri=rri, ri=ri)
-        return got, o, self.since(before)
+        rri = code_value(pkt[FFS].rri) if valid else float("inf")
+        p = expect.paper(label_in(pkt, trust), self.f_est(), self.m, self.egress, rri=rri, ri=ri)
+        return got, p, self.since(before)
 
-    def first_survivor(self, pkt: Packet, tries: int = 60) -> tuple[bytes, expect.Outcome]:
+    def expect_emitted(self, got: bytes | None, pkt: Packet, p: expect.Paper, what: str = "", **fields: int) -> bytes:
+        """`got` is `pkt` with the label Algorithm 3 gives (rf' · γ) and, where RI ran, the RRI of
+        Algorithm 4, each within spec §10's budget of the real value; every other byte as it came,
+        but for `fields` (e.g. flags)."""
+        self.assertIsNotNone(got, f"no frame {what}")
+        shim = Ether(got)[FFS]
+        label_budget = expect.LABEL_BUDGET if math.isinf(self.egress.tau_real) else expect.GAMMA_BUDGET
+        self.assertTrue(expect.close(shim.rf, p.rf_out, label_budget),
+                        f"{what}: rf out {decode(shim.rf):.5g}, the paper's rf' · gamma = {p.rf_out:.5g}")
+        if p.rri_out is not None:
+            self.assertTrue(expect.close(shim.rri, p.rri_out, expect.GAMMA_BUDGET),
+                            f"{what}: rri out {decode(shim.rri):.5g}, Algorithm 4 gives {p.rri_out:.5g}")
+            fields = dict(fields, rri=shim.rri)
+        return self.expect_frame(rewritten(pkt, rf=shim.rf, **fields), got=got, what=what)
+
+    def first_survivor(self, pkt: Packet, tries: int = 60) -> tuple[bytes, expect.Paper]:
         """Send until one copy is forwarded (gamma < 1 states); that copy and its outcome."""
         for _ in range(tries):
             got, o, _ = self.one(pkt, timeout=0.3)
@@ -518,12 +542,17 @@ def shim_valid(pkt: Packet) -> bool:
     return FFS in pkt and pkt[FFS].version == constants.SHIM_VERSION and not int(pkt[FFS].flags) & constants.FLAG_RESERVED
 
 
-def label_in(pkt: Packet, trust: bool = True) -> int:
-    """The label the pipeline uses (spec §7.1): a valid shim's rf, clamped to the admitted range
-    (spec §3.1), on a trusted port, else 1.0."""
+def code_value(code: int) -> float:
+    """The real number a label code stands for (spec §3), 0xFFFF as ∞."""
+    return float("inf") if code == constants.CODE_MAX else decode(code)
+
+
+def label_in(pkt: Packet, trust: bool = True) -> float:
+    """The label the node uses (spec §3.1, §6): a valid shim's rf, clamped to the admitted range
+    [2^-8, 2^8], on a trusted port, else the default 1.0."""
     if trust and shim_valid(pkt):
-        return min(max(pkt[FFS].rf, constants.RF_CODE_MIN), constants.RF_CODE_MAX)
-    return constants.CODE_ONE
+        return min(max(decode(pkt[FFS].rf), 2.0 ** -8), 2.0 ** 8)
+    return 1.0
 
 
 def rewritten(pkt: Packet, **fields: int) -> Packet:
@@ -534,9 +563,3 @@ def rewritten(pkt: Packet, **fields: int) -> Packet:
     return Ether(bytes(out))
 
 
-def emitted(pkt: Packet, o: expect.Outcome) -> Packet:
-    """`pkt` as it must leave after Algorithms 3 and 4: rf out, and rri where RI ran."""
-    fields = {"rf": o.rf_out}
-    if o.rri_out is not None:
-        fields["rri"] = o.rri_out
-    return rewritten(pkt, **fields)

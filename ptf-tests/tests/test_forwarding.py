@@ -72,7 +72,7 @@ class UnmanagedPairBypassesFfs(FfsTest):
         f = self.f_of(pkt)
         self.set_lm(0)
         self.set_egress(congested)
-        gamma = 1.0 / expect.paper_label(encode(64.0), f, 0)
+        gamma = expect.paper(64.0, f, self.m, congested).gamma  # M_F = 2^0
         self.assertLess(gamma, 2.0 ** -12)
         before = self.counts()
         self.send(pkt, count=5)
