@@ -169,7 +169,35 @@ def test_reset_port_defaults_label_and_sets_flag():
     s = shim_of(res.frame)
     assert s["rf"] == encode(0.5)  # from the default 1.0, not from 64
     assert s["flags"] & constants.FLAG_DEFAULTED
-    assert s["rri"] == encode(0.5)  # RI is never updated for a defaulted label
+    assert s["rri"] == encode(0.5)  # uncongested, γ = 1: an RRI below 1 stays (Algorithm 4 line 2)
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("congested, want", [(True, 8 / 3), (False, 2.0)])
+def test_a_host_port_gives_its_sender_rate_feedback(engine, congested, want):
+    """spec §6 (FFS §IX, App. C/D: the first node initialises the labels): a resetting port
+    replaces the label, and Algorithm 4 runs with the label it set, so an FFS-aware host gets
+    feedback from its first hop in a default deployment. Congested at τ = 4/3 with rf' = 0.5
+    (Table II's s1): RRI = τ / rf' = 8/3 (line 5); uncongested with C/R* = 2 and rf' = 1: RRI =
+    max(C/R*, 1/rf') = 2 (lines 7-8). Whatever label the host wrote."""
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    r = rig(trust=0, pipeline=FastPipeline if engine == "c" else Pipeline)
+    norm = 0.5 if congested else 1.0
+    r.set_pair(lm_for(constants.CODE_ONE, encode(norm)))  # the default label 1.0 normalizes to rf'
+    if congested:
+        r.set_egress(encode(4 / 3))
+    else:
+        r.set_egress(constants.CODE_MAX, congested=0, lcr=encode(2.0))
+    s = shim_of(r.send(labelled(encode(64.0))).frame)
+    assert s["flags"] & constants.FLAG_DEFAULTED and s["rf"] == encode(norm)
+    assert decode(s["rri"]) == pytest.approx(want, rel=0.006)
+    # without the R flag nothing is written
+    s = shim_of(r.send(labelled(encode(64.0), flags=0)).frame)
+    assert s["rri"] == constants.CODE_MAX
 
 
 def test_insert_then_strip_restores_the_frame():

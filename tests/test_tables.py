@@ -263,11 +263,11 @@ def test_ri_candidates_cover_requests():
     entries = tables.ri_candidate_entries()
     assert len(entries) <= p4names.RI_CANDIDATE.size and {e.table for e in entries} == {p4names.RI_CANDIDATE.name}
     e = {tuple(v.value for v in x.key.values()): x.action.rsplit(".", 1)[1] for x in entries}
-    assert e == {  # (ri_req, trust, rri_ge_one, congested): Algorithm 4's branches
-        (1, 1, 1, 0): "candidate_uncongested",
-        (1, 1, 1, 1): "candidate_congested",
-        (1, 1, 0, 0): "candidate_keep",  # rri < 1 and γ = 1: rri · γ = rri
-        (1, 1, 0, 1): "candidate_upstream",
+    assert e == {  # (ri_req, rri_ge_one, congested): Algorithm 4's branches, whatever the port's trust (spec §6)
+        (1, 1, 0): "candidate_uncongested",
+        (1, 1, 1): "candidate_congested",
+        (1, 0, 0): "candidate_keep",  # rri < 1 and γ = 1: rri · γ = rri
+        (1, 0, 1): "candidate_upstream",
     }
     assert p4names.RI_CANDIDATE.default_action.endswith("candidate_keep")  # not requested, or reset port
 

@@ -207,7 +207,6 @@ RI_CANDIDATE = Table(
     f"{ING}.ri_update.ri_candidate",
     (
         Key("ri_req", "exact", 1),
-        Key("trust", "exact", 1),
         Key("rri_ge_one", "exact", 1),  # bit 15 of the rri code: rri >= 1.0
         Key("congested", "exact", 1),
     ),

@@ -259,8 +259,9 @@ def ipv4_shim_len_entries() -> list[TableEntry]:
 
 
 def ri_candidate_entries() -> list[TableEntry]:
-    """FfsIngress.ri_update.ri_candidate: Algorithm 4's branches, only where RI is requested on a
-    trusting port; `rri_ge_one` is bit 15 of the rri code (1 iff rri >= 1.0)."""
+    """FfsIngress.ri_update.ri_candidate: Algorithm 4's branches where RI is requested, on a
+    trusting port with the arriving label and on a resetting one with the label it set (spec §6);
+    `rri_ge_one` is bit 15 of the rri code (1 iff rri >= 1.0)."""
     t = p4names.RI_CANDIDATE
     out = []
     for ge_one in (0, 1):
@@ -269,7 +270,7 @@ def ri_candidate_entries() -> list[TableEntry]:
                 act = "candidate_upstream" if cong else "candidate_keep"
             else:
                 act = "candidate_congested" if cong else "candidate_uncongested"
-            key = {"ri_req": Exact(1), "trust": Exact(1), "rri_ge_one": Exact(ge_one), "congested": Exact(cong)}
+            key = {"ri_req": Exact(1), "rri_ge_one": Exact(ge_one), "congested": Exact(cong)}
             out.append(TableEntry(t.name, key, t.action(act).name))
     return out
 

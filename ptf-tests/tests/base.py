@@ -447,7 +447,7 @@ class FfsTest(BaseTest):
         self.send(pkt)
         got = self.recv(OUT, timeout=timeout)
         valid = shim_valid(pkt)
-        ri = bool(valid and trust and int(pkt[FFS].flags) & constants.FLAG_RI)
+        ri = bool(valid and int(pkt[FFS].flags) & constants.FLAG_RI)  # on a resetting port too (spec §6)
         rri = code_value(pkt[FFS].rri) if valid else float("inf")
         p = expect.paper(label_in(pkt, trust), self.f_est(), self.m, self.egress, rri=rri, ri=ri)
         return got, p, self.since(before)

@@ -71,8 +71,9 @@ class TrustUsesTheArrivingLabel(FfsTest):
 
 class ResetDefaultsTheLabel(FfsTest):
     """trust = 0: whatever arrives, the label is 1.0 (F as for an unlabelled packet), the rewrite
-    sets D, and the label leaves as the paper's 1.0 · F / M (0.5 here); RI is not updated: rri =
-    infinity stays although a trusted packet in this state would leave with tau / rf' (spec §6)."""
+    sets D, and the label leaves as the paper's 1.0 · F / M (0.5 here). Algorithm 4 runs with the
+    label the port set (spec §6; App. C/D: the first node initialises the labels): the host's
+    first hop, congested at tau = 4/3, writes RRI = tau / rf' = 8/3, as for Table II's s1."""
 
     def runTest(self):
         self.set_port(IN, trust=0)
@@ -82,9 +83,9 @@ class ResetDefaultsTheLabel(FfsTest):
         pkt = ffs_v4(encode(64.0), flags="R", rri=constants.CODE_MAX)
         got, p, _ = self.one(pkt, trust=False)
         self.assertEqual(self.f_est(), f1, "the reset label is 1.0")
-        self.assertIsNone(p.rri_out)
         out = self.expect_emitted(got, pkt, p, flags=constants.FLAG_RI | constants.FLAG_DEFAULTED)
         self.assertTrue(expect.close(Ether(out)[FFS].rf, 0.5, expect.GAMMA_BUDGET))
+        self.assertTrue(expect.close(Ether(out)[FFS].rri, 8 / 3, expect.GAMMA_BUDGET), "RI with the label the port set")
 
 
 class InsertShim(FfsTest):

@@ -656,8 +656,9 @@ static void port_label_apply(const uint8_t *buf, const parsed_t *p, meta_t *md) 
     if (md->trust && md->ffs_state == FFS_STATE_VALID) { /* use_label_ri */
         md->rf = md->rf_hdr;
         md->rri_n = (CODE_ONE - rd16(buf, p->shim + RRI_OFF)) & U16;
-    } else if (!md->trust && md->ffs_state == FFS_STATE_VALID) { /* reset_label */
+    } else if (!md->trust && md->ffs_state == FFS_STATE_VALID) { /* reset_label: RI still runs */
         md->rf = CODE_ONE;
+        md->rri_n = (CODE_ONE - rd16(buf, p->shim + RRI_OFF)) & U16;
     } else { /* use_label */
         md->rf = md->rf_hdr;
     }
@@ -800,7 +801,7 @@ static void normalize_apply(Engine *e, meta_t *md) {
 
 /* RiUpdate.ri_candidate: the const entries of ffs.tables.ri_candidate_entries */
 static void ri_candidate_apply(meta_t *md) {
-    if (!(md->ri_req && md->trust))
+    if (!md->ri_req)
         md->c_ri = CODE_MAX; /* candidate_keep (the default) */
     else if (!md->rri_ge_one)
         md->c_ri = md->congested ? sat_sub(md->c_cong, md->rri_n) : CODE_MAX;
@@ -932,11 +933,10 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     }
     uint32_t rf_out = umin(md.rf_norm, md.ltau);
     int grown = 0;
-    if (md.ffs_state == FFS_STATE_VALID) {
+    if (md.ffs_state == FFS_STATE_VALID) { /* rewrite_label; rewrite_reset_label also sets D */
         wr16(buf, p.shim + RF_OFF, rf_out);
-        if (md.trust) /* rewrite_label */
-            wr16(buf, p.shim + RRI_OFF, umin(rd16(buf, p.shim + RRI_OFF), md.c_ri));
-        else /* rewrite_reset_label */
+        wr16(buf, p.shim + RRI_OFF, umin(rd16(buf, p.shim + RRI_OFF), md.c_ri));
+        if (!md.trust)
             buf[p.shim] |= FLAG_DEFAULTED;
     } else if (md.ffs_state == FFS_STATE_OPAQUE) { /* note_opaque */
         event_count(e, pipe, EVENT_OPAQUE_SHIM);

@@ -145,15 +145,16 @@ class PortLabel:
         md.rri_n = (constants.CODE_ONE - shim_get16(buf, p.shim, RRI_OFF)) & U16
 
     @staticmethod
-    def reset_label(md: Meta) -> None:
+    def reset_label(buf: bytearray, p: Parsed, md: Meta) -> None:  # RI still runs (spec §6)
         md.rf = constants.CODE_ONE
+        md.rri_n = (constants.CODE_ONE - shim_get16(buf, p.shim, RRI_OFF)) & U16
 
     def apply(self, buf: bytearray, p: Parsed, md: Meta) -> None:
         action, _ = self.table.lookup(md.trust, md.ffs_state)
         if action == "use_label_ri":
             self.use_label_ri(buf, p, md)
         elif action == "reset_label":
-            self.reset_label(md)
+            self.reset_label(buf, p, md)
         else:
             self.use_label(md)
 
@@ -355,7 +356,7 @@ class Normalize:
 
 class RiUpdate:
     """`FfsIngress.ri_update`: Algorithm 4's candidate with the pre-γ normalized label (const
-    entries); FfsIngress.fate writes rri = min(rri, c_ri)."""
+    entries), on trusting and resetting ports alike; FfsIngress.fate writes rri = min(rri, c_ri)."""
 
     def __init__(self) -> None:
         from ffs.tables import ri_candidate_entries  # the one generator of the const entries
@@ -379,7 +380,7 @@ class RiUpdate:
         md.c_ri = max(md.c_cong, md.lcr)
 
     def apply(self, md: Meta) -> None:
-        action, _ = self.ri_candidate.lookup(md.ri_req, md.trust, md.rri_ge_one, md.congested)
+        action, _ = self.ri_candidate.lookup(md.ri_req, md.rri_ge_one, md.congested)
         getattr(self, action)(md)
 
 
@@ -460,8 +461,9 @@ class Fate:
         shim_set16(buf, p.shim, RRI_OFF, min(shim_get16(buf, p.shim, RRI_OFF), md.c_ri))
 
     @staticmethod
-    def rewrite_reset_label(buf: bytearray, p: Parsed, md: Meta) -> None:
+    def rewrite_reset_label(buf: bytearray, p: Parsed, md: Meta) -> None:  # Algorithm 4 with the label set
         shim_set16(buf, p.shim, RF_OFF, min(md.rf_norm, md.ltau))
+        shim_set16(buf, p.shim, RRI_OFF, min(shim_get16(buf, p.shim, RRI_OFF), md.c_ri))
         buf[p.shim] |= constants.FLAG_DEFAULTED
 
     def apply(self, buf: bytearray, p: Parsed, md: Meta, frame_len: int, pipe: int) -> str:

@@ -69,8 +69,10 @@ control FfsCore(inout headers_t hdr,
         md.rri_n = CODE_ONE - hdr.ffs.rri;
     }
 
+    /* the label replaced; RI still runs, with the label set here (spec §6) */
     action reset_label() {
         md.rf = CODE_ONE;
+        md.rri_n = CODE_ONE - hdr.ffs.rri;
     }
 
     table port_label {
@@ -166,9 +168,11 @@ control FfsCore(inout headers_t hdr,
         hdr.ffs.rri = min(hdr.ffs.rri, md.c_ri);
     }
 
-    /* A reset port rewrites the label it replaced and says so (flag D). */
+    /* A reset port rewrites the label it replaced and says so (flag D); Algorithm 4 runs with that
+     * label, so a host's first hop gives it feedback (spec §6). */
     action rewrite_reset_label() {
         hdr.ffs.rf = min(md.rf_norm, md.ltau);
+        hdr.ffs.rri = min(hdr.ffs.rri, md.c_ri);
         hdr.ffs.flags = hdr.ffs.flags | FLAG_DEFAULTED;
     }
 
