@@ -110,7 +110,8 @@ def make_driver() -> Driver:
 
 # --- saving and restoring what a test touches --------------------------------------------------
 
-TEST_TABLES = (p4names.IPV4_ROUTES, p4names.IPV6_ROUTES, p4names.PAIRS, p4names.EGRESS_PARAMS, p4names.EGRESS_PORTS)
+TEST_TABLES = (p4names.IPV4_ROUTES, p4names.IPV6_ROUTES, p4names.PAIRS, p4names.EGRESS_PARAMS, p4names.EGRESS_PORTS,
+               p4names.SHIM_ROOM)
 STATIC_TABLES = (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA)
 
 
@@ -431,6 +432,29 @@ class FfsTest(BaseTest):
         for port in (IN, OUT, OTHER):
             got = self.recv(port, timeout=timeout)
             self.assertIsNone(got, f"unexpected frame on port {port}: {Ether(got)!r}" if got else "")
+
+    def send_counted(self, pkt: Packet, n: int, chunk: int = 50, timeout_s: float = 60.0) -> int:
+        """Send `n` copies of `pkt` on the managed pair in chunks, each once the target has taken in
+        the last (its R counter), and return how many frames left on OUT. A target slower than PTF's
+        sender (tofino-model forwards about 200 packets/s) then loses no input, and PTF's receive
+        queue (100 frames with the SDE's runner) never holds more than a chunk."""
+        d = self.driver
+        r0 = d.read_counters(p4names.PAIR_BYTES.name, [PID])[PID].packets
+        a0 = d.read_counters(p4names.ADMITTED.name, [OUT])[OUT].packets
+        sent = got = 0
+        while sent < n:
+            k = min(chunk, n - sent)
+            self.send(pkt, count=k)
+            sent += k
+            deadline = time.monotonic() + timeout_s
+            while (d.read_counters(p4names.PAIR_BYTES.name, [PID])[PID].packets - r0) % WRAP < sent:
+                if time.monotonic() > deadline:
+                    self.fail(f"the target took in fewer than {sent} of the packets sent within {timeout_s:g} s")
+                time.sleep(0.02)
+            admitted = (d.read_counters(p4names.ADMITTED.name, [OUT])[OUT].packets - a0) % WRAP
+            while got < admitted and self.recv(OUT, timeout=2.0) is not None:
+                got += 1
+        return got
 
     def count_received(self, port: int, expected_at_most: int, timeout: float = 1.0) -> int:
         got = 0
