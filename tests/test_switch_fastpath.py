@@ -58,6 +58,8 @@ def _updates_initial(rng: random.Random) -> list[Update]:
             ups.append(_egress(rng, j, "insert"))
         if rng.random() < 0.4:
             ups.append(Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(j)}, "strip_shim")))
+        if rng.random() < 0.7:  # MTUs the frames reach: packets a shim would not fit (spec §2)
+            ups += [Update("insert", e) for e in tables.shim_room_entries(j, rng.choice([576, 1000, 1500, 9000]))]
     # overlapping ternary entries of equal and different priorities: BF-RT's tie rules
     extra = {(rng.getrandbits(32) & m & 0x00FFFFFF, m, rng.choice([0, 10, 10, 20]))
              for m in rng.choices([0xFFFF0000, 0xFFFFFF00, 0xFF000000], k=6)}

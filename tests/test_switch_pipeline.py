@@ -398,10 +398,10 @@ def test_scapy_sees_a_valid_ipv4_packet():
 @pytest.mark.parametrize("claim", [65535, 65528, 65527, 20])
 @pytest.mark.parametrize("version", [4, 6])
 def test_a_length_wrapped_by_an_inserted_shim_is_still_malformed(engine, claim, version):
-    """An insert port adds 8 to the IP length field (mod 2^16, like the P4 ALU): a 1264-byte frame
-    claiming 65528..65535 leaves with a claim of 0..7, too short for its own shim. FfsEgressParser
-    extracts the shim without the ingress's length check, so the frame check still sees the lie
-    and drops it (spec §7.3) - it must not pass as an unreadable frame, counted in A_j."""
+    """A 1264-byte frame that lies about its IP length on an insert port: 8 more bytes would wrap a
+    claim of 65528..65535 to 0..7, so no shim goes in (shim_room's SHIM_ROOM_MAX, spec §2, counted
+    as not inserted); a smaller lie gets its shim. Either way the frame check sees the lie and
+    drops it (spec §7.3): it never passes as an unreadable frame, counted in A_j."""
     from ffs.switch.fast import FastPipeline, available
     from ffs.switch.pipeline import Pipeline
 
@@ -419,8 +419,10 @@ def test_a_length_wrapped_by_an_inserted_shim_is_still_malformed(engine, claim, 
     assert res.egress_port is None and res.drop_reason == "malformed"
     bad = r.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT]
     # counted as it left the ingress, FCS included; a claim below 64 bytes is a runt: no shim for it
-    grown = 0 if claim + 14 + (40 if version == 6 else 0) + constants.FCS_LEN < 64 else constants.SHIM_LEN
+    runt = claim + 14 + (40 if version == 6 else 0) + constants.FCS_LEN < 64
+    grown = 0 if runt or claim >= constants.SHIM_ROOM_MAX else constants.SHIM_LEN
     assert bad.packets == 1 and bad.bytes == len(f) + grown + constants.FCS_LEN
+    assert events(r) == ({constants.EVENT_NOT_INSERTED: 1} if claim >= constants.SHIM_ROOM_MAX else {})
     assert r.driver.read_counters(p4names.ACCEPTED.name, [OUT])[OUT].packets == 0
 
 
@@ -540,3 +542,45 @@ def test_a_first_fragment_keeps_its_shim_and_protocol(engine):
     # DF alone is not a fragment: inserted
     df = fragment(0x4000, proto=17, lookalike=False)
     assert len(r2.send(df).frame) == len(df) + constants.SHIM_LEN
+
+
+# --- the egress's MTU and an inserted shim (spec §2) ----------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("version", [4, 6])
+def test_no_shim_inserted_beyond_the_egress_mtu(engine, version):
+    """spec §2: an insert port adds a shim only where the packet, 8 bytes longer, still fits the
+    egress's IP MTU (shim_room, pushed per port from the topology). With an MTU of 508, an IP
+    packet of 500 bytes gets its shim and leaves at 508; one of 501 leaves as it came, counted as
+    not inserted (EVENT_NOT_INSERTED), whatever DF says."""
+    r = engine_rig(engine, insert=1)
+    r.driver.write([Update("insert", e) for e in tables.shim_room_entries(OUT, 508)])
+
+    def frame(ip_len: int) -> bytes:
+        if version == 4:
+            return ipv4_frame("10.0.1.1", DST, ip_len, frag=0x4000)  # DF set: nothing else may fragment it
+        return ipv6_frame("fc00::1", "fd00::9", ip_len - 40)
+
+    fits, too_big = frame(500), frame(501)
+    res = r.send(fits)
+    assert res.egress_port == OUT and len(res.frame) == len(fits) + constants.SHIM_LEN and events(r) == {}
+    res = r.send(too_big)
+    assert (res.egress_port, res.frame) == (OUT, too_big)
+    assert events(r) == {constants.EVENT_NOT_INSERTED: 1}
+    assert pair_r(r) == 2  # both counted on their pair, as they arrived
+
+
+def test_the_agent_pushes_each_ports_mtu():
+    """The agent's node state holds shim_room entries for every interface, from its `mtu`."""
+    from ffs.agent.program import port_updates
+    from ffs.topology import load
+    from pathlib import Path
+
+    node = load(Path(__file__).resolve().parent.parent / "topologies" / "differential.yaml").node("dut")
+    got = {(u.entry.key["egress_port"].value, u.entry.key["ipv6"].value): u.entry.params["thr"]
+           for u in port_updates(node) if u.entry.table == p4names.SHIM_ROOM.name}
+    want = {}
+    for i in node.interfaces.values():
+        want[(i.port, 0)], want[(i.port, 1)] = i.mtu - 7, i.mtu - 47
+    assert got == want

@@ -12,6 +12,8 @@ IP_PROTO_FFS = 253  # RFC 3692 experimental number, IPv4 protocol and IPv6 next 
 IP_PROTO_HOPOPT = 0  # IPv6 Hop-by-Hop Options: must follow the IPv6 header (RFC 8200), no shim before it
 IPV4_MF = 0x2000  # IPv4 MF in the flags/fragment-offset word: a fragment is MF set or a non-zero offset
 SHIM_LEN = 8  # bytes
+SHIM_ROOM_MAX = 0xFFFF - SHIM_LEN + 1  # an IP length from which 8 more bytes wrap its 16-bit field (spec §2)
+SHIM_ROOM_SIZE = 2 * 512  # shim_room: an IPv4 and an IPv6 entry per port
 
 # frame lengths (spec §4): the estimator weighs the frame a packet's headers claim, FCS included;
 # FfsEgress drops a frame whose bytes disagree with that claim
@@ -76,7 +78,7 @@ EVENT_ROUTE_MISS = 1  # no route and the miss action drops
 EVENT_OPAQUE_SHIM = 2  # unknown version or reserved bit: forwarded, labels untouched
 EVENT_NO_PAIR = 3  # (ingress, egress) pair not managed: FFS bypassed
 EVENT_FFS_DROP = 4  # dropped by the gamma decision
-EVENT_NOT_INSERTED = 5  # an insert port forwarded a packet without a shim: a fragment (spec §2)
+EVENT_NOT_INSERTED = 5  # an insert port forwarded a packet without a shim: a fragment, or no room under the egress MTU (spec §2)
 
 # parser outcome for the FFS shim (metadata ffs_state)
 FFS_STATE_NONE = 0

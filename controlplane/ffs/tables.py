@@ -276,28 +276,30 @@ def ri_candidate_entries() -> list[TableEntry]:
 
 
 FATE_KEYS = ("parse_error", "parser_err", "routed", "managed", "margin", "ffs_state", "trust", "insert", "ipv4", "ipv6",
-             "ipv6_next_hdr", "runt", "frag")
+             "ipv6_next_hdr", "runt", "frag", "room")
 
 
 def fate_entries() -> list[TableEntry]:
     """FfsIngress.fate in priority order (first match wins; a miss, a parse error, drops)."""
     t = p4names.FATE
     rows: list[tuple[tuple[int | tuple[int, int] | None, ...], str]] = [
-        ((0, 0, 0, None, None, None, None, None, None, None, None, None, None), "miss_drop"),
-        ((0, 0, 1, 0, None, None, None, None, None, None, None, None, None), "note_no_pair"),
-        ((0, 0, 1, 1, 0, None, None, None, None, None, None, None, None), "ffs_drop"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None), "rewrite_label"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None, None), "rewrite_reset_label"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None), "note_opaque"),
+        ((0, 0, 0, None, None, None, None, None, None, None, None, None, None, None), "miss_drop"),
+        ((0, 0, 1, 0, None, None, None, None, None, None, None, None, None, None), "note_no_pair"),
+        ((0, 0, 1, 1, 0, None, None, None, None, None, None, None, None, None), "ffs_drop"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None, None), "rewrite_label"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None, None, None), "rewrite_reset_label"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None, None), "note_opaque"),
         # a fragment: a shim in one fragment alone would keep the datagram from being reassembled
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1), "note_not_inserted"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1, None), "note_not_inserted"),
         # a runt arrived padded: a shim in front of the padding would leave it behind the IP packet
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1, None), "forward"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None), "insert_shim_v4"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1, None, None), "forward"),
+        # no room: the shim would take it beyond the egress's MTU, or wrap its IP length (spec §2)
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, None, 0), "note_not_inserted"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None, None), "insert_shim_v4"),
         # RFC 8200: a Hop-by-Hop header stays right after the IPv6 header; no shim in front of it
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None, None), "forward"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None, None), "insert_shim_v6"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, None, None, None, None, None, None), "forward"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None, None, None), "forward"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None, None, None), "insert_shim_v6"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, None, None, None, None, None, None, None), "forward"),
     ]
     widths = {k.name: k.width for k in t.keys}
 
@@ -310,6 +312,20 @@ def fate_entries() -> list[TableEntry]:
 
     return [TableEntry(t.name, {n: key(n, v) for n, v in zip(FATE_KEYS, values)}, t.action(act).name)
             for values, act in rows]
+
+
+def shim_room_thr(mtu: int, ipv6: bool) -> int:
+    """shim_room's `thr` for an egress of IP MTU `mtu` (spec §2): room = thr |-| l3_len is 0 exactly
+    where 8 more bytes exceed the MTU, l3_len >= MTU - 7 (IPv4 total_len) or MTU - 47 (IPv6
+    payload_len), never above SHIM_ROOM_MAX."""
+    return min(mtu - constants.SHIM_LEN + 1 - (constants.IPV6_HDR_LEN if ipv6 else 0), constants.SHIM_ROOM_MAX)
+
+
+def shim_room_entries(port: int, mtu: int) -> list[TableEntry]:
+    """The shim_room entries of one egress port: its IPv4 and IPv6 limits."""
+    t = p4names.SHIM_ROOM
+    return [TableEntry(t.name, {"egress_port": Exact(port), "ipv6": Exact(v6)}, t.action("set_room").name,
+                       {"thr": shim_room_thr(mtu, bool(v6))}) for v6 in (0, 1)]
 
 
 def frame_check_entries() -> list[TableEntry]:

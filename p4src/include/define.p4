@@ -73,6 +73,10 @@
 #define FCS_LEN             4       /* counted in the estimator's len, in pkt_length and in every counter */
 #define MIN_FRAME           60      /* the shortest Ethernet frame without FCS: shorter ones are padded */
 #define SHIM_LEN            8
+/* shim_room (spec §2): an IP length from which an inserted shim would wrap the 16-bit length field,
+ * whatever the egress's MTU; the table holds two entries (IPv4, IPv6) per port */
+#define SHIM_ROOM_MAX       65528
+#define SHIM_ROOM_SIZE      1024
 #define BRIDGE_LEN          2       /* bridge_h: the egress counters subtract it (adjust_byte_count) */
 
 typedef bit<PID_BITS> pid_t;

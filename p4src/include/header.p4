@@ -124,6 +124,7 @@ struct ffs_metadata_t {
     bit<16> ltau_p;        /* ltau - CODE_ONE (= 128 log2 tau) */
     bit<1>  congested;
     bit<16> lcr;
+    bit<16> room;          /* the IP length's distance below the egress's shim limit; 0: no shim fits (spec §2) */
     bit<16> k;             /* code(rf / M) */
     /* stage 2-6 */
     bit<16> cc;            /* code(tau / k), tau = 1 while not congested */

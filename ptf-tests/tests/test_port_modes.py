@@ -18,6 +18,8 @@ from base import (
     plain_v6,
 )
 from ffs import constants
+from ffs import tables
+from ffs.entries import Update
 from ffs.labels import decode, encode
 from ffs.scapy_ffs import FFS
 
@@ -109,6 +111,32 @@ class InsertShim(FfsTest):
         self.set_egress(CONGESTED)
         got, p, _ = self.one(pkt)
         self.expect_emitted(got, pkt, p, what="arrived with a shim")
+        self.expect_nothing(timeout=0.2)
+
+
+class InsertRespectsTheEgressMtu(FfsTest):
+    """spec §2: a shim goes in only where the packet, 8 bytes longer, still fits the egress's IP MTU
+    (shim_room, pushed per port). With an MTU of 508 on OUT, IPv4 and IPv6 packets of 500 bytes get
+    their shim and leave at 508 bytes; packets of 501 leave as they came (DF set or not), counted
+    as not inserted, and on their pair."""
+
+    def runTest(self):
+        self.set_port(IN, trust=1, insert=1)
+        self.driver.write([Update("insert", e) for e in tables.shim_room_entries(OUT, 508)])
+        df = Ether(bytes(plain_v4(501)))
+        df[IP].flags = "DF"
+        for fits, too_big in ((plain_v4(500), plain_v4(501)), (plain_v4(500), Ether(bytes(df))),
+                              (plain_v6(460), plain_v6(461))):
+            self.send(fits)
+            got = self.recv(OUT)
+            self.assertIsNotNone(got)
+            self.assertEqual(len(got), len(fits) + constants.SHIM_LEN, f"{fits.summary()}: 508 bytes fit the MTU")
+            before = self.counts()
+            self.send(too_big)
+            self.expect_frame(too_big, what=f"{too_big.summary()}: 509 bytes do not fit")
+            delta = self.since(before)
+            self.assert_events(delta, not_inserted=1)
+            self.assertEqual(delta.r.packets, 1)
         self.expect_nothing(timeout=0.2)
 
 

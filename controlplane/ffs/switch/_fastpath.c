@@ -60,6 +60,7 @@ typedef unsigned __int128 u128;
 #define EVENT_NO_PAIR 3
 #define EVENT_FFS_DROP 4
 #define EVENT_NOT_INSERTED 5
+#define SHIM_ROOM_MAX 65528u
 #define IPV4_MF 0x2000u
 #define FFS_STATE_NONE 0
 #define FFS_STATE_VALID 1
@@ -76,15 +77,17 @@ typedef unsigned __int128 u128;
 /* the writable tables, in the order of ffs.p4names.TABLES; actions in the order of each table's
  * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate, frame_check) are code
  * below; their actions are listed for the contract check only. */
-enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, T_F_LOG, T_GAMMA, T_EGRESS_PORTS, NT };
+enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, T_F_LOG, T_GAMMA, T_EGRESS_PORTS, T_SHIM_ROOM, NT };
 #define NT_ALL (NT + 5)
 static const char *TABLE_NAMES[NT] = {
     "FfsIngress.forwarding.ipv4_routes", "FfsIngress.forwarding.ipv6_routes", "FfsIngress.pair_map.pairs",
     "FfsIngress.pair_map.egress_params", "FfsIngress.rate_est.len_log",       "FfsIngress.rate_est.weight",
-    "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports"};
+    "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports",
+    "FfsIngress.pair_map.shim_room"};
 static const char *TABLE_ACTIONS[NT_ALL] = {
     "route drop", "route drop", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
     "set_weight weight_max", "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
+    "set_room room_max",
     "use_label use_label_ri reset_label", "short_shim shim_fits",
     "candidate_upstream candidate_keep candidate_congested candidate_uncongested",
     "parse_drop miss_drop note_no_pair ffs_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
@@ -98,6 +101,7 @@ enum { A_SET_WEIGHT = 0 };
 enum { A_SET_LF = 0 };
 enum { A_GAMMA_ONE = 0, A_GAMMA_FRAC = 1, A_GAMMA_ZERO = 2 };
 enum { A_STRIP_SHIM = 0 };
+enum { A_SET_ROOM = 0 };
 
 static inline uint32_t sat_sub(uint32_t a, uint32_t b) { return a > b ? a - b : 0; }
 static inline uint32_t umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
@@ -633,7 +637,7 @@ typedef struct {
     uint32_t ifindex, trust, insert;
     uint32_t ffs_state, ri_req, rri_ge_one, l3_len, rf_hdr;
     uint32_t rf, rri_n, lw, llen, runt, routed, egress_port;
-    uint32_t managed, pid, k, ltau, ltau_p, congested, lcr, w;
+    uint32_t managed, pid, k, ltau, ltau_p, congested, lcr, room, w;
     uint32_t cc, rnd, f, rf_norm, c_cong, margin, c_ri;
 } meta_t;
 
@@ -705,7 +709,10 @@ static inline void egress_unmanaged(meta_t *md) {
     md->lcr = CODE_MAX;
 }
 
-static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md) {
+/* shim_room: 0 where no shim fits under the egress's MTU (spec §2) */
+static inline void set_room(meta_t *md, uint32_t thr) { md->room = sat_sub(thr, md->l3_len); }
+
+static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv6) {
     const tres *r = table_lookup(&e->tables[T_PAIRS], ((u128)ingress_port << 9) | md->egress_port);
     if (r->act == A_SET_PAIR)
         set_pair(md, r->p[0], r->p[1]);
@@ -716,6 +723,8 @@ static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md) {
         set_egress(md, r->p[0], r->p[1], r->p[2], r->p[3]);
     else
         egress_unmanaged(md);
+    r = table_lookup(&e->tables[T_SHIM_ROOM], ((u128)md->egress_port << 1) | (u128)(ipv6 != 0));
+    set_room(md, r->act == A_SET_ROOM ? r->p[0] : SHIM_ROOM_MAX); /* set_room / room_max */
 }
 
 /* RateEstimation */
@@ -902,7 +911,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     port_label_apply(buf, &p, &md);
     forwarding_apply(e, &p, &md);
     rate_est_weigh(e, &p, &md);
-    if (md.routed) pair_map_apply(e, ingress_port, &md);
+    if (md.routed) pair_map_apply(e, ingress_port, &md, p.ip_version == 6);
     if (md.managed) {
         draw(e, &md);
         norm_cc(&md);
@@ -941,6 +950,8 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     } else if (md.ffs_state == FFS_STATE_OPAQUE) { /* note_opaque */
         event_count(e, pipe, EVENT_OPAQUE_SHIM);
     } else if (md.insert && p.frag) { /* note_not_inserted: a shim in one fragment breaks reassembly */
+        event_count(e, pipe, EVENT_NOT_INSERTED);
+    } else if (md.insert && !md.runt && md.room == 0) { /* note_not_inserted: beyond the egress's MTU */
         event_count(e, pipe, EVENT_NOT_INSERTED);
     } else if (md.insert && !md.runt &&
                (p.ip_version == 4 || (p.ip_version == 6 && buf[p.l3 + 6] != IP_PROTO_HOPOPT))) {
@@ -1558,14 +1569,14 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyModule_AddObject(m, "ACTIONS", actions);
     PyModule_AddObject(m, "BUFFERS", bufs);
     PyObject *c = Py_BuildValue(
-        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
         "IP_PROTO_FFS",
         IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
         FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "RF_CODE_MIN",
         RF_CODE_MIN, "RF_CODE_MAX", RF_CODE_MAX, "D_OFFSET", D_OFFSET, "NUM_PAIRS", NUM_PAIRS, "NUM_PORTS",
         NUM_PORTS, "EVENT_COUNTER_SIZE", EVENT_COUNTER_SIZE, "EVENT_PARSE_ERROR", EVENT_PARSE_ERROR, "EVENT_ROUTE_MISS",
         EVENT_ROUTE_MISS, "EVENT_OPAQUE_SHIM", EVENT_OPAQUE_SHIM, "EVENT_NO_PAIR", EVENT_NO_PAIR, "EVENT_FFS_DROP",
-        EVENT_FFS_DROP, "EVENT_NOT_INSERTED", EVENT_NOT_INSERTED, "IPV4_MF", IPV4_MF, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
+        EVENT_FFS_DROP, "EVENT_NOT_INSERTED", EVENT_NOT_INSERTED, "IPV4_MF", IPV4_MF, "SHIM_ROOM_MAX", SHIM_ROOM_MAX, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
         FFS_STATE_OPAQUE, "ETH_HDR_LEN", ETH_LEN, "VLAN_TAG_LEN", VLAN_LEN, "IPV6_HDR_LEN", IPV6_LEN, "FCS_LEN", FCS_LEN,
         "MIN_FRAME", MIN_FRAME, "WIRE_OVERHEAD", WIRE_OVERHEAD);
     if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;

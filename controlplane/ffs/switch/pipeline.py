@@ -90,6 +90,7 @@ class Meta:
     ltau_p: int = 0
     congested: int = 0
     lcr: int = 0
+    room: int = 0
     w: int = 0
     # stages 2-4
     cc: int = 0
@@ -189,11 +190,13 @@ class Forwarding:
 
 
 class PairMap:
-    """`FfsIngress.pair_map`: (ingress, egress) -> pair index and k = rf - lm; egress -> τ and friends."""
+    """`FfsIngress.pair_map`: (ingress, egress) -> pair index and k = rf - lm; egress -> τ and
+    friends, and the room an inserted shim has under the egress's MTU."""
 
     def __init__(self) -> None:
         self.pairs = MatchTable(p4names.PAIRS)
         self.egress_params = MatchTable(p4names.EGRESS_PARAMS)
+        self.shim_room = MatchTable(p4names.SHIM_ROOM)
 
     @staticmethod
     def set_pair(md: Meta, pid: int, nlm: int) -> None:  # stage 1: k = nlm + rf never wraps (§7.2)
@@ -211,7 +214,15 @@ class PairMap:
     def egress_unmanaged(md: Meta) -> None:
         md.ltau, md.ltau_p, md.congested, md.lcr = constants.CODE_MAX, 0, 0, constants.CODE_MAX
 
-    def apply(self, ingress_port: int, md: Meta) -> None:
+    @staticmethod
+    def set_room(md: Meta, thr: int) -> None:  # stage 1: 0 where no shim fits (spec §2)
+        md.room = sat_sub(thr, md.l3_len)
+
+    @staticmethod
+    def room_max(md: Meta) -> None:
+        md.room = sat_sub(constants.SHIM_ROOM_MAX, md.l3_len)
+
+    def apply(self, ingress_port: int, md: Meta, ipv6: int = 0) -> None:
         action, params = self.pairs.lookup(ingress_port, md.egress_port)
         if action == "set_pair":
             self.set_pair(md, params["pid"], params["nlm"])
@@ -222,6 +233,11 @@ class PairMap:
             self.set_egress(md, params["ltau"], params["ltau_p"], params["congested"], params["lcr"])
         else:
             self.egress_unmanaged(md)
+        action, params = self.shim_room.lookup(md.egress_port, ipv6)
+        if action == "set_room":
+            self.set_room(md, params["thr"])
+        else:
+            self.room_max(md)
 
 
 class RateEstimation:
@@ -471,7 +487,7 @@ class Fate:
         action, _ = self.fate.lookup(
             0, 0, md.routed, md.managed, md.margin, md.ffs_state, md.trust, md.insert,
             int(p.ip_version == 4), int(p.ip_version == 6), buf[p.l3 + 6] if p.ip_version == 6 else 0,
-            md.runt, md.frag,
+            md.runt, md.frag, md.room,
         )
         if md.managed:
             if md.margin == 0:  # count_pair_drop
@@ -537,6 +553,7 @@ class Pipeline:
                 self.rate_est.f_log,
                 self.normalize.gamma,
                 self.egress_acct.egress_ports,
+                self.pair_map.shim_room,
                 self.port_label.table,
                 self.ipv4_shim_len,
                 self.ri_update.ri_candidate,
@@ -579,7 +596,7 @@ class Pipeline:
         self.forwarding.apply(p, md)
         self.rate_est.weigh(p, md)  # stages 0-1
         if md.routed:
-            self.pair_map.apply(ingress_port, md)  # stage 1
+            self.pair_map.apply(ingress_port, md, int(p.ip_version == 6))  # stage 1
         if md.managed:
             self.normalize.prepare(md)  # stages 2-3
             self.rate_est.apply(md, frame_len, t_ns, pipe)  # stages 2-3
