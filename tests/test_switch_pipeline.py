@@ -11,10 +11,10 @@ from scapy.layers.l2 import Ether
 from ffs import constants
 from ffs import p4names
 from ffs import tables
-from ffs.entries import Exact, Lpm, TableEntry, Update
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
 from ffs.frames import ipv4_checksum, ipv4_frame, ipv6_frame, shim
 from ffs.labels import decode, encode
-from switchkit import DST, OUT, labelled, lm_for, rig, single_packet_f
+from switchkit import DST, OUT, SCALE, labelled, lm_for, rig, single_packet_f
 
 
 def shim_of(frame: bytes, ihl: int = 20, l2: int = 14):
@@ -584,3 +584,46 @@ def test_the_agent_pushes_each_ports_mtu():
     for i in node.interfaces.values():
         want[(i.port, 0)], want[(i.port, 1)] = i.mtu - 7, i.mtu - 47
     assert got == want
+
+
+# --- what one hop emits, the next admits (spec §3.1) ----------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_no_label_leaves_a_node_above_what_the_next_admits(engine):
+    """spec §3.1: a node writes rf_out = min(rf', ltau) with ltau <= code(2^16) even while the
+    egress is uncongested, so a stream 2^18.6 times over its share (rf = 1, F = the whole 1520-byte
+    line-rate weight at scale-down 0, M_F = 1) leaves labelled 2^16, the largest label the next hop
+    admits; one below that leaves with its rf' (Algorithm 3 line 3 with γ = 1)."""
+    r = engine_rig(engine)
+    r.driver.set_lpf_spec(p4names.F_LPF.name, [5], LpfSpec("RATE", 1e6, 1e6, 0))
+    r.set_pair(0)
+    out = shim_of(r.send(labelled(constants.CODE_ONE, ip_len=1500)).frame)
+    assert out["rf"] == constants.LTAU_MAX == constants.RF_CODE_MAX
+    r.set_pair(lm_for(constants.CODE_ONE, encode(2.0 ** 12), 1000))
+    r.driver.set_lpf_spec(p4names.F_LPF.name, [5], LpfSpec("RATE", 1e6, 1e6, SCALE))
+    assert shim_of(r.send(labelled(constants.CODE_ONE)).frame)["rf"] == encode(2.0 ** 12)
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_a_stream_far_over_its_share_weighs_what_its_label_says_at_the_next_hop(engine):
+    """Two hops (spec §3.1): hop A, uncongested, lets a stream s through 2^12 times over its share
+    and labels it rf' = 2^12. At hop B, s shares a pair with a stream t of label 1: B's F must be
+    the paper's sum of len / rf over both (Eq. 1), so t's normalized label is 1 · F / M with s
+    counted at 2^12. A next hop that clamped s to 2^8 counted s 16 times too heavy: with 64 packets
+    of s beside one of t, F and t's label came out 23 % high."""
+    a, b = engine_rig(engine), engine_rig(engine)
+    a.set_pair(lm_for(constants.CODE_ONE, encode(2.0 ** 12), 1000))
+    s = a.send(labelled(constants.CODE_ONE, flags=0)).frame
+    assert shim_of(s)["rf"] == encode(2.0 ** 12)
+    b.driver.set_lpf_spec(p4names.F_LPF.name, [5], LpfSpec("RATE", 1e9, 1e9, SCALE))  # 1 s: no decay at dt = 0
+    lm = 128 * 11  # M_F = 2^11 in LPF units
+    b.set_pair(lm)
+    for _ in range(64):
+        b.send(s, gap_ns=0)
+    t = b.send(labelled(constants.CODE_ONE, flags=0), gap_ns=0).frame
+    wire = tables.wire_len(1000 + 14 + constants.FCS_LEN)
+    f_paper = (64 * wire * 2**8 / 2**12 + wire * 2**8) / 2**SCALE  # Eq. 1: the sum of len / rf, LPF units
+    want = 1.0 * f_paper / 2 ** (lm / 128)  # t's rf' = rf · F / M
+    got = decode(shim_of(t)["rf"])
+    assert abs(got / want - 1) <= 0.0093 + 0.0066, (got, want)  # spec §10: the label's and the weight's budgets

@@ -52,8 +52,8 @@ LOG_TABLE_MANTISSA_BITS = 7  # ternary log tables: MSB position + 7 following bi
 # the weight len/rf of a packet never exceeds 2**16 times its length and an estimator sized for
 # line rate at 2**-8 never saturates (spec §3.1, §4): no label buys more than the pair's share.
 RF_CODE_MIN = CODE_BIAS - 8 * CODE_STEPS_PER_OCTAVE  # 0x7C00 = code(2**-8)
-RF_CODE_MAX = CODE_BIAS + 8 * CODE_STEPS_PER_OCTAVE  # 0x8400 = code(2**8)
-LTAU_MAX = CODE_BIAS + 16 * CODE_STEPS_PER_OCTAVE  # 0x8800 = code(TAU_MAX = 2**16)
+LTAU_MAX = CODE_BIAS + 16 * CODE_STEPS_PER_OCTAVE  # 0x8800 = code(TAU_MAX = 2**16); an uncongested egress's ltau
+RF_CODE_MAX = LTAU_MAX  # 0x8800 = code(2**16): what a node emits at most (rf out <= ltau), so the next hop takes it whole
 D_OFFSET = 32 * CODE_STEPS_PER_OCTAVE  # 0x1000: log2 of a 32-bit F or M_F never exceeds 32 octaves
 LM_MAX = D_OFFSET  # the largest lm the agent pushes (M_F <= 2**32)
 

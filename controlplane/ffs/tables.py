@@ -431,8 +431,9 @@ def lm_of(pair: dict[str, int]) -> int:
 
 
 def egress_params(tau: float | None, congested: bool, cr_ratio: float | None) -> dict[str, int]:
-    """set_egress action data: ltau = code(τ) while congested, 0xFFFF (∞) otherwise;
-    ltau_p = ltau - code(1) while congested, 0 (τ = 1) otherwise (spec §5.3);
+    """set_egress action data: ltau = code(τ) while congested, LTAU_MAX = code(2^16) otherwise (γ = 1
+    all the same: the γ table keys on `congested`; the label leaves at most 2^16, what the next hop
+    admits, spec §3.1); ltau_p = ltau - code(1) while congested, 0 (τ = 1) otherwise (spec §5.3);
     lcr = code(T/R*) (0xFFFF when R* = 0 or unknown)."""
     if congested:
         if tau is None or not (tau >= 1.0 and math.isfinite(tau)):
@@ -440,7 +441,7 @@ def egress_params(tau: float | None, congested: bool, cr_ratio: float | None) ->
         ltau = min(encode(tau), constants.LTAU_MAX)  # τ <= TAU_MAX = 2^16
         ltau_p = ltau - constants.CODE_ONE
     else:
-        ltau, ltau_p = constants.CODE_MAX, 0
+        ltau, ltau_p = constants.LTAU_MAX, 0
     lcr = constants.CODE_MAX if cr_ratio is None or math.isinf(cr_ratio) else encode(max(cr_ratio, 0.0))
     return {"ltau": ltau, "ltau_p": ltau_p, "congested": int(congested), "lcr": lcr}
 

@@ -15,12 +15,16 @@
 /* --- the log code (spec §3) --- */
 #define CODE_ONE            0x8000
 #define CODE_MAX            0xFFFF
-/* admitted labels (spec §3.1): rf is clamped to [2^-8, 2^8] as it arrives, so that no label makes
- * a packet weigh more than 2^16 times its length and the estimator never saturates */
+/* admitted labels (spec §3.1): rf is clamped to [2^-8, 2^16] as it arrives, so that no label makes
+ * a packet weigh more than 2^16 times its length and the estimator never saturates; the top is
+ * what a node emits at most (rf out <= ltau <= LTAU_MAX) */
 #define RF_CODE_MIN         0x7C00
-#define RF_CODE_MAX         0x8400
+#define RF_CODE_MAX         0x8800
 #define RF_CODE_BELOW_MIN   0x7BFF
-#define RF_CODE_ABOVE_MAX   0x8401
+#define RF_CODE_ABOVE_MAX   0x8801
+/* tau = 2^16, the largest: also the ltau of an uncongested egress, so that no label leaves a node
+ * above what the next accepts (spec §3.1) */
+#define LTAU_MAX            0x8800
 /* log2 of a 32-bit F, and of M_F, never exceeds 32 octaves: D_OFFSET = 32 * 128 (spec §7.2) */
 #define D_OFFSET            0x1000
 

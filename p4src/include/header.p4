@@ -90,7 +90,7 @@ header port_metadata_t {
     @padding bit<(PORT_METADATA_SIZE - 24)> pad2;
 }
 
-/* All code arithmetic is 16-bit (spec §7.2): with the label clamped to [2^-8, 2^8] and
+/* All code arithmetic is 16-bit (spec §7.2): with the label clamped to [2^-8, 2^16] and
  * log M, log F <= D_OFFSET no intermediate saturates or wraps except where the spec says. */
 #ifndef FFS_HOST_METADATA
 #define FFS_HOST_METADATA

@@ -24,6 +24,7 @@ from ffs.labels import decode
 LABEL_BUDGET = 0.0093
 GAMMA_BUDGET = 0.0121
 DROP_BUDGET = 0.014
+LABEL_MAX = 2.0 ** 16  # spec §3.1: no node emits a label above 2^16, and the next admits it whole
 
 
 def lm_of(m_f: float) -> int:
@@ -67,7 +68,7 @@ class Egress:
 class Paper:
     rf_norm: float  # rf · F / M (Algorithm 3 line 1)
     gamma: float  # min(1, τ / rf') (Eq. 2, line 2)
-    rf_out: float  # rf' · γ = min(rf', τ) (line 3)
+    rf_out: float  # rf' · γ = min(rf', τ) (line 3), at most LABEL_MAX
     rri_out: float | None  # Algorithm 4 with the pre-γ label (spec §11.1.1); None if RI is not requested
 
 
@@ -86,7 +87,7 @@ def paper(rf: float, f: float, m_f: float, egress: Egress, rri: float = math.inf
         else:  # lines 7-8: min(RRI, max(C / R*, 1 / rf'))
             cr = math.inf if egress.cr is None else egress.cr
             rri_out = min(rri, max(cr, 1.0 / rf_norm))
-    return Paper(rf_norm, gamma, rf_norm * gamma, rri_out)
+    return Paper(rf_norm, gamma, min(rf_norm * gamma, LABEL_MAX), rri_out)
 
 
 def close(code: int, x: float, budget: float) -> bool:

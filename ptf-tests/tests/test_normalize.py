@@ -171,3 +171,30 @@ class GammaZeroAlwaysDrops(FfsTest):
             self.assertLess(p.gamma, 2.0 ** -16 / (1 + expect.DROP_BUDGET))
             self.assertEqual((delta.r.packets, delta.drops.packets, delta.accepted[OUT].packets), (20, 20, 0))
             self.assert_events(delta, ffs_drop=20)
+
+
+class LabelsLeaveAtMostWhatTheNextHopAdmits(FfsTest):
+    """spec §3.1, across two hops through the target (each hop re-sends the frame the last one
+    emitted): a stream 2^18.6 times over its share at an uncongested hop (rf = 1, F the whole
+    1500-byte line-rate weight at scale-down 0, M_F = 1) leaves labelled 2^16, the largest label a
+    node admits; a stream 2^10 over its share leaves labelled 2^10, and the next hop weighs it as
+    2^10 (w = wire_len · 2^8 / 2^10), not as a label clamped lower."""
+
+    def runTest(self):
+        pkt = ffs_v4(encode(1.0), flags=0, ip_len=1500)
+        self.driver.set_lpf_spec(p4names.F_LPF.name, [PID], LpfSpec("RATE", 1.0, 1.0, 0))
+        self.set_lm(0)
+        got, p, _ = self.one(pkt)
+        self.assertGreater(p.rf_norm, 4 * expect.LABEL_MAX, "the paper's rf' = rf · F / M")
+        out = Ether(self.expect_emitted(got, pkt, p, what="rf' above 2^16"))
+        self.assertTrue(expect.close(out[FFS].rf, expect.LABEL_MAX, expect.LABEL_BUDGET), decode(out[FFS].rf))
+        self.driver.set_lpf_spec(p4names.F_LPF.name, [PID], LpfSpec("RATE", 1.0, 1.0, SCALE))
+        self._f_cache.clear()
+        self.set_m(expect.m_for(1.0, self.f_of(pkt), 2.0 ** 10))
+        got, p, _ = self.one(pkt)
+        hop2 = Ether(self.expect_emitted(got, pkt, p, what="rf' = 2^10"))
+        label = decode(hop2[FFS].rf)
+        self.assertLessEqual(abs(label / 2 ** 10 - 1), expect.LABEL_BUDGET)
+        f = self.f_of(hop2)  # the next hop: this frame, as it arrives
+        ideal = tables.wire_len(claimed_len(hop2)) * 2 ** constants.WEIGHT_SHIFT / label / 2 ** SCALE
+        self.assertLessEqual(abs(f / ideal - 1), WEIGHT_BUDGET + 1 / f, f"weighed as {label:g}: F {f}, want {ideal:.1f}")

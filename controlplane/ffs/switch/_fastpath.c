@@ -44,7 +44,8 @@ typedef unsigned __int128 u128;
 #define CODE_ONE 0x8000u
 #define CODE_MAX 0xFFFFu
 #define RF_CODE_MIN 0x7C00u
-#define RF_CODE_MAX 0x8400u
+#define RF_CODE_MAX 0x8800u
+#define LTAU_MAX 0x8800u
 #define D_OFFSET 0x1000u
 #define U16 0xFFFFu
 #define NUM_PAIRS 4096
@@ -703,7 +704,7 @@ static inline void set_egress(meta_t *md, uint32_t ltau, uint32_t ltau_p, uint32
     md->lcr = lcr;
 }
 static inline void egress_unmanaged(meta_t *md) {
-    md->ltau = CODE_MAX;
+    md->ltau = LTAU_MAX;
     md->ltau_p = 0;
     md->congested = 0;
     md->lcr = CODE_MAX;

@@ -212,7 +212,7 @@ class PairMap:
 
     @staticmethod
     def egress_unmanaged(md: Meta) -> None:
-        md.ltau, md.ltau_p, md.congested, md.lcr = constants.CODE_MAX, 0, 0, constants.CODE_MAX
+        md.ltau, md.ltau_p, md.congested, md.lcr = constants.LTAU_MAX, 0, 0, constants.CODE_MAX
 
     @staticmethod
     def set_room(md: Meta, thr: int) -> None:  # stage 1: 0 where no shim fits (spec §2)

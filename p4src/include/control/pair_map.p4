@@ -40,8 +40,9 @@ control PairMap(inout ffs_metadata_t md,
         md.lcr = lcr;
     }
 
+    /* ltau = 2^16 caps the label a managed pair takes out (spec §3.1), as set_egress does */
     action egress_unmanaged() {
-        md.ltau = CODE_MAX;
+        md.ltau = LTAU_MAX;
         md.ltau_p = 0;
         md.congested = 0;
         md.lcr = CODE_MAX;
