@@ -2,7 +2,7 @@
 through tofino-model + bf_switchd, programmed by ffs-agent from topologies/differential.yaml
 (differential-tofino2.yaml on Tofino 2), and through the software switch with the table state read
 back from the model. Every output and every counter agrees exactly in every phase (random draws
-replayed from the model's outcome); γ = 1/2, 1/3 and 1/5 within a 4σ binomial bound on both. The
+replayed from the model's outcome); γ = 1/2, 0.7 and 1/3 within a 4σ binomial bound on both. The
 seed changes every run and is printed (`--seed N` reproduces a failure). `make differential-model
 [CHIP=tofino2]` is the long version (3000 probes)."""
 
@@ -39,7 +39,7 @@ def test_tofino_model_and_the_software_switch_agree(tmp_path, chip):
     print(seed)
     assert p.returncode in (0, 1), f"{seed}\n" + p.stderr[-3000:]
     reports = {r["phase"]: r for r in json.loads(p.stdout)}
-    assert set(reports) == {"exact", "congested", "gamma d=128", "gamma d=203", "gamma d=297"}, p.stderr[-2000:]
+    assert set(reports) == {"exact", "congested", "gamma d=128", "gamma d=66", "gamma d=203"}, p.stderr[-2000:]
     for phase, r in reports.items():
         assert r["mismatches"] == [], f"{seed}: {chip} {phase}: " + "\n".join(r["mismatches"][:5])
         assert r["counters_equal"] is True, f"{seed}: {chip} {phase}: {r['notes']}"

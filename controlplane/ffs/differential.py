@@ -11,7 +11,7 @@ Phase "exact": every egress uncongested with C/R* set (Algorithm 4 lines 7-8, γ
 "congested": the egresses congested at τ = 1 and 2 (γ < 1 for many probes); a probe a random draw
 decides in the software switch takes the Tofino's decision (forwarded or not), and its probes never
 lie about their length or end inside the shim, so that nothing after γ hides that decision.
-Phases "gamma d=...": one packet kind at γ = 1/2, 1/3 and 1/5, forwarded by each target within
+Phases "gamma d=...": one packet kind at γ = 1/2, 0.7 and 1/3, forwarded by each target within
 the ±4σ band of n·γ (n from ffs.binomial: γ 20 % off fails in 99.9 % of runs). In every phase each
 probe's fate and output bytes and every counter's delta (R, drops, events, R*, A, accepted,
 malformed, per pair and per port) must agree. The seed is new each run unless given, and printed.
@@ -516,9 +516,9 @@ def run(setup: Setup) -> list[Report]:
         tofino.close()
 
 
-# γ = 2^(-d/128) at d = 128 (1/2: bit 15 of the draw decides), 203 (1/3, threshold 0x5547) and 297
-# (1/5, 0x3342): thresholds with low bits set, so that every bit of the draw decides
-GAMMA_DISTANCES = (128, 203, 297)
+# γ = 2^(-d/128) at d = 128 (1/2: bit 15 of the draw decides), 66 (0.70, threshold 0xB312) and 203
+# (1/3, 0x5547): thresholds with low bits set, so that every bit of the draw decides
+GAMMA_DISTANCES = (128, 66, 203)
 
 
 def gamma_phase(setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, ports: tuple[int, ...], d: int = 128) -> Report:
