@@ -7,7 +7,11 @@ and the cells it reads, the pair telemetry's time and cells, and the time to app
 change (every share of the node new). The figures of one run are compared as ratios: the step at
 4096 pairs against the step at 9.
 
-    python bench/bench_tau_step.py [--ports 3,16,32,64] [--steps 30] [--switchd localhost:50052 [--compare-hw-reads]] [--json]
+    python bench/bench_tau_step.py [--ports 3,16,32,64] [--steps 30] [--switchd localhost:50052 [--compare-hw-reads]] [--lie] [--json]
+
+--lie: every step, the first egress's `malformed` counter reads one frame more than before (one
+lying frame per period, as the driver reports it; no frame is sent), so the step shows what lies
+cost the agent's reads.
 
 Prints one JSON object per node and target.
 """
@@ -33,15 +37,22 @@ from ffs.topology import load, wide_text
 class Counting:
     """A driver proxy that counts the cells every counter and register read returns."""
 
-    def __init__(self, inner: Driver) -> None:
-        self.inner, self.cells = inner, 0
+    def __init__(self, inner: Driver, lie: bool = False) -> None:
+        self.inner, self.cells, self.lie, self.lies = inner, 0, lie, 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def read_counters(self, name: str, indices: Any = None) -> Any:
+        from ffs import p4names
+        from ffs.entries import CounterValue
+
         out = self.inner.read_counters(name, indices)
         self.cells += len(out)
+        if self.lie and name == p4names.MALFORMED.name and out:
+            self.lies += 1  # one more lying frame of 1268 bytes at the first egress since the last read
+            i = min(out)
+            out = {**out, i: CounterValue(out[i].packets + self.lies, out[i].bytes + 1268 * self.lies)}
         return out
 
     def read_registers(self, name: str, indices: Any = None) -> Any:
@@ -54,7 +65,7 @@ def q(xs: list[float], p: float) -> float:
     return sorted(xs)[min(len(xs) - 1, int(p * len(xs)))]
 
 
-def measure(driver: Driver, ports: int, steps: int) -> dict[str, Any]:
+def measure(driver: Driver, ports: int, steps: int, lie: bool = False, period_s: float = 0.1) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "wide.yaml"
         path.write_text(wide_text(ports))
@@ -62,8 +73,9 @@ def measure(driver: Driver, ports: int, steps: int) -> dict[str, Any]:
     from ffs import p4names
 
     driver.clear_table(p4names.PAIRS.name)  # another node's pairs (a size measured before) are not this one's
-    d = Counting(driver)
-    agent = Agent(d, topo, "n", telemetry_period_s=1e9)  # τ steps only; telemetry timed on its own
+    d = Counting(driver, lie)
+    # τ steps only, telemetry timed on its own; with lies, the default telemetry period (1 s)
+    agent = Agent(d, topo, "n", telemetry_period_s=1.0 if lie else 1e9)
     t0 = time.perf_counter()
     agent.install()
     install_s = time.perf_counter() - t0
@@ -75,6 +87,8 @@ def measure(driver: Driver, ports: int, steps: int) -> dict[str, Any]:
         agent.step()
         times.append(time.perf_counter() - t0)
         cells.append(d.cells)
+        if lie:  # the steps spread over time as the agent's period spreads them (the telemetry period counts)
+            time.sleep(max(0.0, period_s - times[-1]))
     d.cells = 0
     t0 = time.perf_counter()
     agent.telemetry(None, time.monotonic())
@@ -86,7 +100,9 @@ def measure(driver: Driver, ports: int, steps: int) -> dict[str, Any]:
     return {
         "ports": ports, "pairs": len(agent.pairs()), "install_s": round(install_s, 4),
         "step_ms_median": round(1e3 * statistics.median(times), 3), "step_ms_p95": round(1e3 * q(times, 0.95), 3),
-        "cells_per_step": max(cells), "telemetry_ms": round(1e3 * telemetry_s, 3), "telemetry_cells": telemetry_cells,
+        "cells_per_step": max(cells), "cells_per_step_median": statistics.median(cells),
+        "step_ms_max": round(1e3 * max(times), 3),
+        "steps_reading_pairs": sum(c > min(cells) for c in cells), "telemetry_ms": round(1e3 * telemetry_s, 3), "telemetry_cells": telemetry_cells,
         "full_matrix_change_s": round(change_s, 4),
     }
 
@@ -102,6 +118,8 @@ def main() -> int:
                     help="with --switchd, also measure each node with the tau step's per-egress counters read cell by "
                          "cell from the hardware (up to --hw-read-max) instead of after a Sync: the design this replaced, "
                          "side by side in the same run")
+    ap.add_argument("--lie", action="store_true", help="one lying frame at an egress every step (see above)")
+    ap.add_argument("--period-s", type=float, default=0.1, help="with --lie: the agent's period, slept between steps")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     ports = [int(x) for x in a.ports.split(",")]
@@ -123,13 +141,15 @@ def main() -> int:
                 driver = BfrtDriver(a.switchd, **kw)
                 driver.connect(timeout_s=60)
             try:
-                row = {"target": target, **measure(driver, n, a.steps)}
+                row = {"target": target, **measure(driver, n, a.steps, a.lie, a.period_s)}
             finally:
                 driver.close()
             rows.append(row)
             print(json.dumps(row) if a.json else
                   f"{target:16} {row['pairs']:5} pairs: step {row['step_ms_median']:8.3f} ms (p95 {row['step_ms_p95']:8.3f}), "
-                  f"{row['cells_per_step']:4} cells; telemetry {row['telemetry_ms']:9.2f} ms ({row['telemetry_cells']} cells); "
+                  f"{row['cells_per_step']:4} cells (max; median {row['cells_per_step_median']:g}), "
+                  f"max {row['step_ms_max']:.1f} ms, {row['steps_reading_pairs']} of {a.steps} steps read the pairs; "
+                  f"telemetry {row['telemetry_ms']:9.2f} ms ({row['telemetry_cells']} cells); "
                   f"install {row['install_s']:7.3f} s; full matrix change {row['full_matrix_change_s']:7.3f} s", flush=True)
     for target in targets:
         mine = [r for r in rows if r["target"] == target]

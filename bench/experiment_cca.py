@@ -1,7 +1,8 @@
 """The FFS paper's CCA-isolation experiment (Table III, Figure 9), live: two real Linux TCP flows with
 different congestion controls, from two hosts in private namespaces, through the software switch
-in live mode to one receiver, over a 20 Mb/s bottleneck (a tbf FIFO on the switch's egress veth,
-10 ms one-way delay where the kernel has netem). For every pair of the kernel's CCAs and every scheme — FIFO (FFS off), CSFQ,
+in live mode to one receiver, over a 20 Mb/s bottleneck (the switch's egress port at its speed,
+with a 64 KB queue: ffs-switch run --port 3=p3@20Mbps --buffer 3=65536; 10 ms one-way delay where
+the kernel has netem). For every pair of the kernel's CCAs and every scheme — FIFO (FFS off), CSFQ,
 FFS-C100, FFS-C85 — it measures the paper's metrics: F (min/max throughput of the pair), U
 (utilization), the latency increase and the jitter of UDP probes through the bottleneck.
 
@@ -94,14 +95,13 @@ def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path) -> lis
     topo_file = topology_for(scheme, work)
 
     def bottleneck(plan) -> None:
-        # a 20 Mb/s FIFO (64 KB) behind the switch's egress; 10 ms each way on the hosts if netem exists
-        sh("ip", "netns", "exec", plan.switch_ns, "tc", "qdisc", "add", "dev", "p3", "root", "tbf", "rate",
-           f"{CAPACITY_MBIT}mbit", "burst", "16kb", "limit", "64kb")
+        # the bottleneck is the switch's own p3 at its 20 Mb/s speed (below); 10 ms each way on
+        # the hosts if netem exists
         for h in ("h1", "h2", "h3"):
             DELAY["netem"] = sh("ip", "netns", "exec", plan.host(h).netns, "tc", "qdisc", "add", "dev", "eth0", "root",
                                 "netem", "delay", "10ms", "limit", "10000", check=False).returncode == 0
 
-    extra = ["--csfq"] if scheme == "csfq" else []
+    extra = ["--buffer=3=65536"] + (["--csfq"] if scheme == "csfq" else [])
     sub = work / scheme
     sub.mkdir(exist_ok=True)
     with live_node(topo_file, sub, agent=scheme.startswith("ffs"), period_ms=50, switch_args=extra,

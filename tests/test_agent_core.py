@@ -174,7 +174,7 @@ def test_rates_hold_when_counter_reads_come_back_late():
     starts of the periods: with the old timing, a period whose reads took 80 ms longer than the last
     one measured its rates 80 ms / 100 ms too high, and tau jumped (seen under load as spikes)."""
     agent = make_agent(driver=LateReadDriver(Pipeline(3)))
-    want = LateReadDriver.RATE * (1 - 14 / LateReadDriver.FRAME)  # IP-layer rate: frames minus Ethernet headers
+    want = LateReadDriver.RATE * (1 + 20 / LateReadDriver.FRAME)  # a line rate: each frame + 20 bytes of preamble and gap
     seen = []
     for _ in range(7):
         snap = agent.step()

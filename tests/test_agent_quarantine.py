@@ -117,3 +117,55 @@ def test_a_restarted_agent_resumes_the_quarantine(tmp_path):
     second.step(0.3)
     second.step(10.3)  # no lies since: released
     assert pair_entry(second, "p2", "p3").params != tables.pair_params(pid, 0)
+
+
+def test_a_pair_whose_frames_partly_lie_keeps_the_rest_of_its_share(tmp_path):
+    """The neighbour on p2 carries honest senders and a liar: 150 honest frames and 50 lying ones
+    of the same size, all admitted (p3 uncongested). λ = 1/4 of the pair's bytes lied, so the pair
+    keeps 3/4 of its share (spec §9): lm is the code of 0.75·M (±1 for the code's rounding, spec
+    §3), not 0. A restarted agent with the state directory resumes exactly that; the state's
+    τ file carries the fraction, since a code below the share could also be a changed matrix."""
+    from ffs.agent.core import Agent
+    from ffs.agent.state import StateStore
+
+    agent = make_agent(tmp_path)
+    agent.step(0.0)
+    pid = pair_entry(agent, "p2", "p3").params["pid"]
+    for k in range(200):
+        frame = lie_ip_len(LIAR, 20) if k % 4 == 3 else LIAR
+        agent.driver.pipeline.process(frame, 2, int((0.001 + k * 1e-4) * 1e9))
+    agent.step(0.1)
+    st = status(agent, "p2")
+    assert st.quarantined and st.malformed == 50 and st.withheld == pytest.approx(0.25), st
+    share = agent.current_node().share("p2", "p3")
+    want = tables.lm_code(0.75 * share, agent.lpf.time_constant_ns, agent.lpf.scale_down)
+    held = tables.lm_of(pair_entry(agent, "p2", "p3").params)
+    assert abs(held - want) <= 1 and held > 0, (held, want)
+    assert agent.check() == 0  # the withheld share is the desired state
+    writes = []
+    driver = agent.driver
+    real_write = driver.write
+    driver.write = lambda batch: (writes.append(batch), real_write(batch))[1]
+    second = Agent(driver, agent.topology, "s1", lpf=agent.lpf, store=StateStore(tmp_path), telemetry_period_s=0.1)
+    second.install(now_s=0.2)
+    assert second.quarantine.level == {pid: pytest.approx(0.25)} and writes == [], (second.quarantine.level, writes)
+    # without the saved fraction a code below the share is a matrix that changed: the share is written
+    third = Agent(driver, agent.topology, "s1", lpf=agent.lpf)
+    third.install(now_s=0.3)
+    assert not third.quarantined and tables.lm_of(pair_entry(third, "p2", "p3").params) == tables.lm_code(
+        share, agent.lpf.time_constant_ns, agent.lpf.scale_down)
+
+
+def test_a_share_raised_across_a_restart_is_not_a_quarantine(tmp_path):
+    """The switch holds p1 -> p3 at 2 Mb/s from a matrix change; the agent restarts from the
+    topology's matrix (10 Mb/s). The lower code is the old matrix, not a liar's: it is rewritten."""
+    from ffs.agent.core import Agent
+    from ffs.agent.state import StateStore
+
+    first = make_agent(tmp_path)
+    first.apply_matrix({**first.fairness, "p3": {"p1": 2 * M, "p2": 10 * M}}, who="test")
+    second = Agent(first.driver, first.topology, "s1", lpf=first.lpf, store=StateStore(tmp_path), use_saved_matrix=False)
+    second.install(now_s=1.0)
+    assert not second.quarantined
+    assert tables.lm_of(pair_entry(second, "p1", "p3").params) == tables.lm_code(
+        10 * M, first.lpf.time_constant_ns, first.lpf.scale_down)

@@ -1,7 +1,8 @@
 """The τ loop at hardware speed (spec §9): one τ step reads one cell per egress (R*_j from the
 `offered` counter, A_j, the lies at j), whatever the number of pairs; the pairs' counters and F
 are read on their own cadence (`telemetry_period_s`), and at once when an egress counted a lie, so
-the quarantine's bound stays one period (docs/control-plane.md)."""
+the quarantine's bound stays one period -- but a lie brings them forward at most once per telemetry
+period, so a liar cannot make every step read them (docs/control-plane.md)."""
 
 from __future__ import annotations
 
@@ -50,10 +51,11 @@ def test_a_tau_step_reads_one_cell_per_egress_at_4096_pairs(tmp_path):
     d.take()
     agent.step(0.1)
     assert d.take() == {p4names.OFFERED.name: 64, p4names.ADMITTED.name: 64, p4names.MALFORMED.name: 64}
-    agent.step(1.05)  # the telemetry period is over: the pairs' four arrays once
+    agent.step(1.05)  # the telemetry period is over: the pairs' four arrays once, and what left each egress
     cells = d.take()
     assert cells == {p4names.OFFERED.name: 64, p4names.ADMITTED.name: 64, p4names.MALFORMED.name: 64, p4names.PAIR_BYTES.name: 4096,
-                     p4names.PAIR_DROPS.name: 4096, p4names.PAIR_MALFORMED.name: 4096, p4names.F_EST.name: 4096}
+                     p4names.PAIR_DROPS.name: 4096, p4names.PAIR_MALFORMED.name: 4096, p4names.F_EST.name: 4096,
+                     p4names.ACCEPTED.name: 64}
 
 
 def dumbbell(telemetry_s: float) -> tuple[Agent, Pipeline]:
@@ -100,3 +102,27 @@ def test_a_lie_at_an_egress_reads_the_pairs_at_once_and_quarantines_within_one_p
            if e.key["egress_port"].value == 3}
     assert nlm[2] == 0  # lm = 0: the share is withdrawn
     assert next(e for e in snap.egresses if e.egress == "p3").malformed == 50
+
+
+def test_a_lie_every_period_reads_the_pairs_once_a_telemetry_period():
+    """One lying frame per 0.1 s period for 2 s with a 1 s telemetry period: the first lie brings
+    the pairs' telemetry forward (the quarantine within one period), later ones wait for its
+    cadence. At most one read of the pair arrays per telemetry period, plus the first lie's: 3 in
+    2 s, where every period's would be 20."""
+    p = Pipeline(3)
+    d = Reads(p)
+    agent = Agent(d, load(DUMBBELL), "s1", lpf=LPF, telemetry_period_s=1.0)
+    agent.install(now_s=0.0)
+    agent.step(0.0)
+    d.take()
+    liar = bytearray(ipv4_frame("10.0.2.1", "10.0.3.1", 1250))
+    liar[16:18] = (20).to_bytes(2, "big")
+    liar[24:26] = ipv4_checksum(liar[14:34]).to_bytes(2, "big")
+    reads = 0
+    for step in range(1, 21):
+        assert p.process(bytes(liar), 2, int((step * 0.1 - 0.05) * 1e9)).drop_reason == "malformed"
+        snap = agent.step(step * 0.1)
+        reads += d.take().get(p4names.PAIR_BYTES.name, 0) // len(agent.pairs())
+        if step == 1:
+            assert next(s for s in snap.pairs if (s.ingress, s.egress) == ("p2", "p3")).quarantined
+    assert reads <= 3, reads

@@ -345,3 +345,21 @@ def test_the_estimators_scale_down_is_in_the_weights_not_after_its_32_bit_state(
     monkeypatch.setattr(program.tables, "static_updates", lambda shift=0: static(0))
     got = {s["stream"]: s["measured"] for s in run_scenario(loads(text), "ffs").streams}
     assert got["victim"] < 0.5 * victim, got
+
+
+@pytest.mark.parametrize("honest", [1, 4, 9])
+def test_one_liar_behind_a_neighbour_costs_its_honest_senders_only_its_part(honest):
+    """`honest` senders and one liar behind the neighbour on p2, 20 Mb/s each; the liar's frames
+    claim 20 bytes. The data plane sees one pair for all of them (no per-sender state, FFS §IV), so
+    the agent charges the lies to the pair: λ = 1 / (honest + 1) of its bytes lie, λ of its share
+    is withheld (spec §9). Its honest senders keep min(their demand, M·(1 − λ)); the victim on p1
+    keeps its share (Corollary 1; it asks 60 of a 50 share); the liar delivers nothing. Withdrawing
+    the pair's whole share instead left its honest senders 0.8 to 7 Mb/s (docs/security.md)."""
+    from ffs.lab.attacks import replay_one_liar
+
+    rate, share = 20 * M, 50 * M
+    lam = 1 / (honest + 1)
+    res, got, malformed = replay_one_liar(honest, rate=rate, share=share, victim=60 * M)
+    assert got["honest"] >= 0.95 * min(honest * rate, share * (1 - lam)), got
+    assert got["victim"] >= 0.95 * share, got
+    assert got["liar"] == 0 and malformed > 0, (got, malformed)

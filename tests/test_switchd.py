@@ -255,3 +255,35 @@ def test_agent_brings_up_the_front_panel_ports_of_its_topology(sde, tmp_path):
     finally:
         d.close()
 
+
+
+def test_an_estimate_left_in_another_pipe_is_cleared_at_take_over(sde, tmp_path, caplog):
+    """Issue 32 with the SDE's client on bf_switchd (tests/test_agent_counters.py on the software
+    switch): an F estimate left in pipe 1 for a pair whose ingress port is in pipe 0, as a pair moved
+    to another pipe by a topology change leaves it, would add to the pair's F at every read (reads
+    sum the pipes); the agent clears it at take-over and says so in one line. bf_switchd lets one
+    gRPC client bind the program, so the stale cell is written through the agent's own session."""
+    import logging
+
+    from ffs.agent.core import Agent
+
+    topo = load(DUMBBELL)
+    node = topo.node("s1")
+    d = driver()
+    gc = d.gc
+    (pid,) = [p.pid for p in pairs_of(node) if (p.ingress, p.egress) == ("p2", "p3")]
+    try:
+        d.write_register(p4names.F_EST.name, pid, 0)
+        t = d._table(p4names.F_EST.name)
+        key = t.make_key([gc.KeyTuple("$REGISTER_INDEX", pid)])
+        t.entry_add(gc.Target(device_id=0, pipe_id=1), [key], [t.make_data([gc.DataTuple(f"{p4names.F_EST.name}.f1", 123456)])])
+        assert d.read_register_pipes(p4names.F_EST.name, [pid])[pid][1] == 123456
+        agent = Agent(d, topo, "s1", lpf=LpfConfig(1000 * 1e3, 4))
+        with caplog.at_level(logging.WARNING, logger="ffs.agent"):
+            agent.install()
+        cells = d.read_register_pipes(p4names.F_EST.name, [pid])[pid]
+        assert not any(cells), cells
+        lines = [r.getMessage() for r in caplog.records if "left in another pipe" in r.getMessage()]
+        assert len(lines) == 1 and "p2->p3" in lines[0], lines
+    finally:
+        d.close()

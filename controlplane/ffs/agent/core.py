@@ -6,10 +6,12 @@ changes nothing the data plane is using (docs/control-plane.md, "Restarts").
 
 Data flow every period (docs/control-plane.md):
   read offered (R*_j) and admitted (A_j, counted in the ingress after γ, before the traffic
-  manager), malformed  ->  line rates in bit/s (wrap-safe deltas)
+  manager), malformed  ->  line rates in bit/s (wrap-safe deltas; a counter that went backwards,
+  cleared by another client, is re-baselined and decides nothing that period)
   -> tau_step per managed egress -> one atomic batch of set_egress modifications;
-  read pair_malformed -> quarantine a pair whose frames lie about their length (its share goes to
-  zero for `quarantine_s`, docs/security.md) -> its set_pair modification in the same batch.
+  read pair_malformed -> quarantine a pair whose frames lie about their length (the lying fraction
+  of its share withheld for `quarantine_s`, docs/security.md) -> its set_pair modification in the
+  same batch.
 A fairness-matrix change is validated whole, turned into one batch (pair entries inserted,
 modified or deleted, egress entries likewise), audited ahead, applied atomically, then persisted
 and settled in the audit log; if the switch refuses the batch, neither the switch nor the agent's
@@ -40,7 +42,7 @@ from ffs.agent.program import (
     pairs_of,
     short_action,
 )
-from ffs.agent.quarantine import Quarantine
+from ffs.agent.quarantine import Quarantine, lm_of
 from ffs.agent.state import StateStore
 from ffs.driver.base import Driver, DriverError
 from ffs.entries import CounterValue, Exact, KeyValue, TableEntry, Ternary, Update, UpdateKind, exact_value
@@ -53,6 +55,10 @@ from ffs.topology import Node, Topology
 log = logging.getLogger("ffs.agent")
 
 WRAP = 1 << 64
+# a counter read below its last reading wrapped (a small difference modulo 2^64) or was cleared by
+# another client (a difference near 2^64): 2^63 bytes take 5.8 years at 400 Gb/s, so a difference
+# of at least this much is a clear
+JUMP = 1 << 63
 ZERO = CounterValue(0, 0)
 
 
@@ -109,7 +115,8 @@ class PairStatus:
     drops: int = 0
     malformed: int = 0  # its frames the egress dropped for a lying length in the last period
     malformed_bytes: int = 0
-    quarantined: bool = False  # its share is withdrawn (spec §7.3, docs/security.md)
+    quarantined: bool = False  # part of its share is withheld for lying frames (spec §7.3, docs/security.md)
+    withheld: float = 0.0  # that part: the lying fraction of its admitted bytes (1: all of its share)
     pipe: int = 0  # the pipe of its ingress port, which holds its estimator, counters and f_est cell
 
 
@@ -174,8 +181,9 @@ class Agent:
         # counters count frames with their FCS; every rate is a line rate, these bytes more per frame
         self.wire_overhead = wire_overhead_bytes
         self.store = store
-        # a pair whose lying frames exceed this fraction of its bytes in a period loses its share
-        # for quarantine_s (0: never): on Tofino the egress drops a lie only after it queued
+        # a pair whose lying frames exceed this fraction of its admitted bytes in a period has that
+        # fraction of its share withheld for quarantine_s (0: never): on Tofino the egress drops a
+        # lie only after it queued
         self.quarantine = Quarantine(quarantine_s, quarantine_fraction)
         self.fairness = {e: dict(col) for e, col in self.node.fairness.items()}
         if store is not None:
@@ -206,10 +214,18 @@ class Agent:
         self._check_turn = -1  # which generated table the last slow check read
         self._checks = 0
         self.snapshot = Snapshot(0.0)
-        # the pairs' counters and F, read every telemetry_period_s (and when an egress saw a lie):
-        # the τ step itself reads one cell per egress
+        # the pairs' counters and F, read every telemetry_period_s, and at once when an egress saw
+        # a lie unless a lie already brought one forward within the last telemetry period: the τ
+        # step itself reads one cell per egress, and a lie per period costs it no more than the
+        # telemetry's own cadence (docs/benchmarks.md)
         self.telemetry_period_s = telemetry_period_s
         self._last_telemetry = float("-inf")
+        self._last_lie_telemetry = float("-inf")
+        self._jumped: dict[str, set[int]] = {}  # counter -> the indices that went backwards at its last read
+        self._jump_notes: list[str] = []  # those of this step, for its one log line
+        # per egress port since the last telemetry: A_j and the lies at j (bytes), to tell what the
+        # traffic manager dropped before the frame check could count it; None: a counter jumped
+        self._since_telemetry: dict[int, tuple[CounterValue, CounterValue] | None] = {}
         self._pair_status: list[PairStatus] = []
         self._drops_by_egress: dict[str, tuple[float, int]] = {}
         self._pushed: dict[int, dict[str, int]] = {}  # egress port -> the set_egress data last written
@@ -229,6 +245,11 @@ class Agent:
     def quarantined(self) -> dict[int, float]:
         """pid -> when its quarantine ends (the step's clock)."""
         return self.quarantine.until
+
+    def _mark_quarantine(self, pairs: list[PairStatus]) -> None:
+        for st in pairs:
+            st.quarantined = st.pid in self.quarantine
+            st.withheld = self.quarantine.level.get(st.pid, 0.0) if st.quarantined else 0.0
 
     def _check_estimator(self, fairness: dict[str, dict[str, float]]) -> None:
         """Warn when the smallest share carries too few frames per estimator time constant for
@@ -258,8 +279,9 @@ class Agent:
         held = self._held_taus()
         self._resume_quarantine(time.monotonic() if now_s is None else now_s)
         self.taus = {e: _resume(held.get(e), saved.get(e)) for e in self.fairness}
-        self._last, self._last_t, self._tau_acc = {}, {}, {}
+        self._last, self._last_t, self._tau_acc, self._since_telemetry = {}, {}, {}, {}
         self._program_id = self.driver.program_id()
+        self._clear_moved_estimates()
         verified = self.store.load_program(self.node.name) if self.store is not None else None
         # the generated tables hold the estimator's scale-down (the weights): verified for this one
         generated = f"{self._program_id} weight-shift {self.lpf.scale_down}"
@@ -280,8 +302,31 @@ class Agent:
         """The quarantines a predecessor left on the switch run again (ffs.agent.quarantine)."""
         if self.quarantine.seconds <= 0:
             return
-        shared = {pid for pid, u in self._pair_updates("insert").items() if u.entry.params["nlm"]}
-        self.quarantine.resume(self.driver.read_table(p4names.PAIRS.name), shared, now_s)
+        shared = {pid: lm_of(u.entry.params["nlm"]) for pid, u in self._pair_updates("insert").items()}
+        saved = self.store.load_withheld(self.node.name) if self.store is not None else {}
+        self.quarantine.resume(self.driver.read_table(p4names.PAIRS.name), shared, saved, now_s)
+
+    def _clear_moved_estimates(self) -> None:
+        """A pair's f_est cell is written in the pipe of its ingress port alone, and reads sum the
+        pipes (ffs.driver.base.pipe_sum). A pair whose ingress port moved to another pipe (a new
+        topology: same interface, another port) left its last F in the old pipe, which every read
+        would add to the new one: clear those cells (the live one is rewritten by its next packet)."""
+        pairs = self.pairs()
+        try:
+            cells = self.driver.read_register_pipes(p4names.F_EST.name, [p.pid for p in pairs])
+        except DriverError as e:
+            log.warning("f_est could not be read per pipe (%s): an estimate left in another pipe is not cleared", e)
+            return
+        moved = []
+        for p in pairs:
+            pipe = pipe_of(self.node.interfaces[p.ingress].port)
+            if any(v for q, v in enumerate(cells.get(p.pid, ())) if q != pipe):
+                moved.append(p)
+        for p in moved:
+            self.driver.write_register(p4names.F_EST.name, p.pid, 0)
+        if moved:
+            log.warning("cleared the F estimate that %d pairs left in another pipe (their ingress port moved): %s",
+                        len(moved), " ".join(f"{p.ingress}->{p.egress}" for p in moved[:8]) + (" ..." if len(moved) > 8 else ""))
 
     def _held_taus(self) -> dict[str, EgressTau]:
         """τ per managed egress as the switch's set_egress entries hold it (spec §5.3: ltau = code(τ)
@@ -314,17 +359,15 @@ class Agent:
         over = self.quarantine.release(now_s)
         if not over:
             return []
-        for st in self._pair_status:
-            st.quarantined = st.pid in self.quarantine
+        self._mark_quarantine(self._pair_status)
         return [u for pid, u in self._pair_updates("modify").items() if pid in over]
 
     def _update_quarantine(self, pairs: list[PairStatus], lies: dict[int, CounterValue], r: dict[int, CounterValue],
-                           now_s: float) -> list[Update]:
+                           drops: dict[int, CounterValue], survived: dict[int, float], now_s: float) -> list[Update]:
         """The pairs' lies since the last telemetry judged (ffs.agent.quarantine); the set_pair
-        modifications of every pair that entered the quarantine."""
-        changed = self.quarantine.judge(self.pairs(), lies, r, now_s)
-        for st in pairs:
-            st.quarantined = st.pid in self.quarantine
+        modifications of every pair whose withheld fraction changed."""
+        changed = self.quarantine.judge(self.pairs(), lies, r, drops, survived, now_s)
+        self._mark_quarantine(pairs)
         if not changed:
             return []
         return [self.quarantine.withhold(u) for pid, u in self._pair_updates("modify").items() if pid in changed]
@@ -423,6 +466,8 @@ class Agent:
         self._measure("O", p4names.OFFERED.name, ports, now_s)
         self._measure("A", p4names.ADMITTED.name, ports, now_s)
         self._measure("X", p4names.MALFORMED.name, ports, now_s)
+        self._measure("E", p4names.ACCEPTED.name, ports, now_s)
+        self._since_telemetry = {}
         self._measure("R", p4names.PAIR_BYTES.name, pids, now_s)
         self._measure("D", p4names.PAIR_DROPS.name, pids, now_s)
         self._measure("M", p4names.PAIR_MALFORMED.name, pids, now_s)
@@ -438,18 +483,31 @@ class Agent:
         t = (t0 + time.monotonic()) / 2 if now_s is None else now_s
         prev = self._last_t.get(name)
         self._last_t[name] = t
-        return self._delta(name, values), (0.0 if prev is None else t - prev)
+        return self._delta(name, values, counter), (0.0 if prev is None else t - prev)
 
-    def _delta(self, name: str, now: dict[int, CounterValue]) -> dict[int, CounterValue]:
+    def _delta(self, name: str, now: dict[int, CounterValue], counter: str = "") -> dict[int, CounterValue]:
         """Per-index counter increments since the last read, modulo 2^64 (a counter may wrap).
         An index read for the first time (a pair or egress a matrix change added) has no baseline
-        yet and counts 0 for this period."""
+        yet and counts 0 for this period. An index that went backwards (another client cleared the
+        counter; JUMP) is left out, re-baselined and listed in `_jumped[name]` (the step logs them
+        in one line): nothing is decided on it this period."""
         last = self._last.get(name, {})
         self._last[name] = now
         out = {}
+        jumped = set()
         for i, v in now.items():
             b = last.get(i)
-            out[i] = ZERO if b is None else CounterValue((v.packets - b.packets) % WRAP, (v.bytes - b.bytes) % WRAP)
+            if b is None:
+                out[i] = ZERO
+                continue
+            d = CounterValue((v.packets - b.packets) % WRAP, (v.bytes - b.bytes) % WRAP)
+            if d.packets >= JUMP or d.bytes >= JUMP:
+                jumped.add(i)
+            else:
+                out[i] = d
+        self._jumped[name] = jumped
+        if jumped:
+            self._jump_notes.append(f"{(counter or name).rsplit('.', 1)[-1]} at {len(jumped)} of {len(now)}")
         return out
 
     def _bps(self, c: CounterValue, dt: float) -> float:
@@ -466,9 +524,19 @@ class Agent:
         offered, dt = self._measure("O", p4names.OFFERED.name, ports, virtual)
         a, dt_a = self._measure("A", p4names.ADMITTED.name, ports, virtual)
         bad, _ = self._measure("X", p4names.MALFORMED.name, ports, virtual)
+        # an egress whose counters went backwards decides nothing this period (its τ stays)
+        jumped = self._jumped.get("O", set()) | self._jumped.get("A", set()) | self._jumped.get("X", set())
+        for port in ports:
+            acc = self._since_telemetry.get(port, (ZERO, ZERO))
+            self._since_telemetry[port] = None if acc is None or port in jumped else (
+                _add(acc[0], a.get(port, ZERO)), _add(acc[1], bad.get(port, ZERO)))
         quarantine = self._release_quarantine(now_s)
         lied = any(v.packets for v in bad.values())
-        if lied or now_s - self._last_telemetry >= self.telemetry_period_s or not self._pair_status:
+        brought_forward = lied and now_s - self._last_lie_telemetry >= self.telemetry_period_s
+        # a clear is rarely of one counter alone: re-baseline the pairs' now too, one event, one line
+        if jumped or brought_forward or now_s - self._last_telemetry >= self.telemetry_period_s or not self._pair_status:
+            if lied:
+                self._last_lie_telemetry = now_s
             quarantine += self.telemetry(virtual, now_s)
         snap = Snapshot(now_s, pairs=self._pair_status, pairs_time_s=self._last_telemetry, ports=self._port_status)
         batch: list[Update] = []
@@ -481,6 +549,11 @@ class Agent:
             # is among it (the egress drops it only after it queued, docs/security.md)
             state = self.taus.get(e, EgressTau())
             a_bps, r_star = self._bps(a.get(port, ZERO), dt_a), self._bps(offered.get(port, ZERO), dt)
+            if port in jumped:  # no rate this period: τ, the accumulation and the pushed entry stay
+                snap.egresses.append(EgressStatus(e, port, self.node.interfaces[e].capacity, target, 0.0, 0.0, state.tau,
+                                                  state.congested, *self._drops_by_egress.get(e, (0.0, 0)), 0,
+                                                  pipe=pipe_of(port)))
+                continue
             if dt > self.min_interval_s and dt_a > self.min_interval_s:
                 o0, a0, t_o, t_a = self._tau_acc.get(e, (ZERO, ZERO, 0.0, 0.0))
                 o1, a1 = _add(o0, offered.get(port, ZERO)), _add(a0, a.get(port, ZERO))
@@ -504,7 +577,11 @@ class Agent:
             self.driver.write(quarantine + batch)
             self._pushed.update({exact_value(u.entry.key[p4names.EGRESS_PARAMS.keys[0].name]): u.entry.params for u in batch})
             if self.store is not None:
-                self.store.save_taus(self.node.name, self.taus)
+                self.store.save_taus(self.node.name, self.taus, self.quarantine.level)
+        if self._jump_notes:
+            log.warning("counters went backwards (cleared by another client?): %s indices; re-baselined, no decision "
+                        "on them this period", ", ".join(self._jump_notes))
+            self._jump_notes = []
         self.snapshot = snap
         return snap
 
@@ -517,12 +594,13 @@ class Agent:
         drops, dt_d = self._measure("D", p4names.PAIR_DROPS.name, pids, virtual)
         lies, _ = self._measure("M", p4names.PAIR_MALFORMED.name, pids, virtual)
         f_est = self.driver.read_registers(p4names.F_EST.name, pids)
+        survived = self._survived(virtual)
         node = self.current_node()
         scale_down = constants.LPF_SCALE_DOWN if self.lpf.scale_down is None else self.lpf.scale_down  # sized in __init__
         status: list[PairStatus] = []
         drops_by_egress: dict[str, tuple[float, int]] = {}
         for p in pairs:
-            rd, dd = r.get(p.pid, ZERO), drops.get(p.pid, ZERO)  # a target may leave out never-hit cells
+            rd, dd = r.get(p.pid, ZERO), drops.get(p.pid, ZERO)  # a target may leave out never-hit cells (and a jump)
             st = PairStatus(
                 p.pid, p.ingress, p.egress, node.share(p.ingress, p.egress),
                 self._bps(rd, dt),
@@ -536,11 +614,33 @@ class Agent:
             d_bps, d_pk = drops_by_egress.get(p.egress, (0.0, 0))
             drops_by_egress[p.egress] = (d_bps + st.drop_bps, d_pk + st.drops)
             status.append(st)
-        quarantine = self._update_quarantine(status, lies, r, now_s)
+        # a pair whose counters jumped is not judged this period: it is left out of the three
+        skip = self._jumped.get("R", set()) | self._jumped.get("D", set()) | self._jumped.get("M", set())
+        egress_of = {p.pid: self.node.interfaces[p.egress].port for p in pairs}
+        judged = [i for i in pids if i not in skip and egress_of[i] in survived]
+        r, drops, lies = ({i: c.get(i, ZERO) for i in judged} for c in (r, drops, lies))
+        quarantine = self._update_quarantine(status, lies, r, drops, {i: survived[egress_of[i]] for i in judged}, now_s)
         self._pair_status, self._drops_by_egress, self._last_telemetry = status, drops_by_egress, now_s
         if self.front_panel is not None:
             self._port_status = self.front_panel.status()
         return quarantine
+
+    def _survived(self, virtual: float | None) -> dict[int, float]:
+        """Per egress port since the last telemetry, the fraction of the bytes γ admitted (A_j) that
+        reached the egress pipeline (`accepted` + `malformed`): the rest the traffic manager
+        dropped at the tail, lies and honest frames alike, so the frame check counted only this
+        fraction of a pair's lies. A port whose counters jumped is left out."""
+        ports = self._egress_ports()
+        accepted, _ = self._measure("E", p4names.ACCEPTED.name, ports, virtual)
+        since, self._since_telemetry = self._since_telemetry, {}
+        out = {}
+        for port in ports:
+            acc = since.get(port, (ZERO, ZERO))
+            if acc is None or port not in accepted:
+                continue
+            a, x = acc
+            out[port] = min(1.0, (accepted[port].bytes + x.bytes) / a.bytes) if a.bytes else 1.0
+        return out
 
     def on_period(self, now_ns: int, driver: Driver | None = None) -> Snapshot:
         """The software switch's virtual-time hook (`on_period(now_ns)` or `on_period(now_ns, driver)`):

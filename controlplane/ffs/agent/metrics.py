@@ -28,8 +28,10 @@ class Metrics:
         self.pair_drops = Counter("ffs_pair_drops", "packets dropped by FFS", p, registry=r)
         self.pair_f = Gauge("ffs_pair_f_bps", "weighted rate F_ij, bit/s", p, registry=r)
         self.pair_malformed = Counter("ffs_pair_malformed", "frames of this pair dropped for a lying length", p, registry=r)
-        self.pair_quarantined = Gauge("ffs_pair_quarantined", "1 while the pair's share is withdrawn for lying frames",
-                                      p, registry=r)
+        self.pair_quarantined = Gauge("ffs_pair_quarantined", "1 while part of the pair's share is withheld for lying "
+                                      "frames", p, registry=r)
+        self.pair_withheld = Gauge("ffs_pair_withheld", "the fraction of the pair's share withheld for lying frames "
+                                   "(1: all of it)", p, registry=r)
         self.port_up = Gauge("ffs_port_up", "1 while the front-panel port's link is up ($PORT_UP)", ("interface", "fp"),
                              registry=r)
         self._pairs_seen = float("-inf")
@@ -63,6 +65,7 @@ class Metrics:
             self.pair_f.labels(p.ingress, p.egress).set(p.f_bps)
             self.pair_malformed.labels(p.ingress, p.egress).inc(p.malformed)
             self.pair_quarantined.labels(p.ingress, p.egress).set(int(p.quarantined))
+            self.pair_withheld.labels(p.ingress, p.egress).set(p.withheld)
 
     def close(self) -> None:
         if self.server is not None:

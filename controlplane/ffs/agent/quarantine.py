@@ -1,16 +1,21 @@
-"""The quarantine of pairs whose frames lie about their length (spec §7.3, docs/security.md).
+"""The agent's answer to frames that lie about their length (spec §7.3, §9; docs/security.md).
 
-On Tofino the egress drops a lying frame only after it queued, so a pair whose lies exceed a
-fraction of its bytes in a telemetry period loses its share for `seconds` (0: never): its set_pair
-entry carries lm = 0 (M_F = 1), and γ drops its packets while the egress is congested. The state is
-the pids and the time each quarantine ends, on the agent's clock; the agent turns what changes into
-set_pair modifications of its batches.
+On Tofino the egress drops a lying frame only after it queued: the lie passed γ on its light claim
+and took the port's time. The data plane has one estimator per (ingress, egress) pair and no
+per-sender state, so the response is per pair and proportionate: a pair whose lying bytes exceed
+`fraction` of its admitted bytes in a telemetry period has that part of its share withheld, its
+set_pair carrying lm for `M · (1 − λ)` (λ: the lying fraction of its admitted bytes), for
+`seconds` (0: never), renewed at the latest λ while it lies. Whatever the claim, the pair then
+costs the egress at most its share; its honest senders keep `(1 − λ)` of it; a pair of liars alone
+(λ = 1) gets lm = 0, no share. The state is, per pid, the fraction withheld and when it ends, on
+the agent's clock; the agent turns what changes into set_pair modifications of its batches.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from typing import Iterable
 
 from ffs import p4names
@@ -21,60 +26,99 @@ from ffs.tables import pair_params
 log = logging.getLogger("ffs.agent")
 
 ZERO = CounterValue(0, 0)
+CODE_STEPS = 128  # lm codes per octave of the share (spec §3)
+
+
+def lm_of(nlm: int) -> int:
+    """lm from a set_pair's nlm (= −lm mod 2^16, spec §5.3)."""
+    return (-nlm) & 0xFFFF
+
+
+def withheld_lm(lm: int, level: float) -> int:
+    """The code of the share M · (1 − level), from the code of M (a log code: a factor is an offset)."""
+    if level >= 1.0:
+        return 0
+    return max(0, lm + round(CODE_STEPS * math.log2(1.0 - level)))
 
 
 class Quarantine:
     def __init__(self, seconds: float = 10.0, fraction: float = 0.01) -> None:
         self.seconds = seconds
         self.fraction = fraction
-        self.until: dict[int, float] = {}  # pid -> when its quarantine ends
+        self.until: dict[int, float] = {}  # pid -> when its share comes back whole
+        self.level: dict[int, float] = {}  # pid -> the fraction of its share withheld (1: all of it)
 
     def __contains__(self, pid: object) -> bool:
         return pid in self.until
 
-    def resume(self, held: Iterable[TableEntry], shared: set[int], now_s: float) -> None:
-        """A set_pair entry the switch holds with lm = 0 where the pair has a share (`shared`) is a
-        quarantine a predecessor left (an agent restart must not hand a liar its share back): it
-        runs again for a full `seconds`."""
+    def resume(self, held: Iterable[TableEntry], shared: dict[int, int], saved: dict[int, float], now_s: float) -> None:
+        """A quarantine a predecessor left on the switch runs again for a full `seconds` (a
+        restarted agent must not hand a liar its share back): a set_pair entry with lm = 0 where
+        the pair has a share (`shared`: pid -> lm of its share; no matrix gives a share code 0),
+        or one holding exactly the code of the fraction the predecessor saved (`saved`). Any other
+        code below the share is a matrix that changed meanwhile, not a quarantine."""
         if self.seconds <= 0:
             return
         for entry in held:
             pid = entry.params.get("pid")
-            if short_action(entry.action) == "set_pair" and pid in shared and entry.params.get("nlm") == 0:
+            if short_action(entry.action) != "set_pair" or pid is None or not shared.get(pid):
+                continue
+            held_lm, lm = lm_of(entry.params.get("nlm", 0)), shared[pid]
+            if held_lm == 0 or (pid in saved and withheld_lm(lm, saved[pid]) == held_lm < lm):
+                self.level[pid] = 1.0 if held_lm == 0 else saved[pid]
                 self.until[pid] = now_s + self.seconds
-                log.warning("quarantine resumed: pair pid=%d held no share on the switch; %gs more", pid, self.seconds)
+                log.warning("quarantine resumed: pair pid=%d held %.0f %% of its share on the switch; %gs more", pid,
+                            100 * (1 - self.level[pid]), self.seconds)
 
     def withhold(self, u: Update) -> Update:
-        """A set_pair entry of a quarantined pair carries lm = 0 (no share); everything else passes
-        unchanged."""
+        """A set_pair entry of a quarantined pair carries its share less the fraction withheld;
+        everything else passes unchanged."""
         e = u.entry
-        if e.table != p4names.PAIRS.name or u.kind == "delete" or e.params.get("pid") not in self.until:
+        pid = e.params.get("pid")
+        if e.table != p4names.PAIRS.name or u.kind == "delete" or pid not in self.until:
             return u
-        return dataclasses.replace(u, entry=dataclasses.replace(e, params=pair_params(e.params["pid"], 0)))
+        lm = withheld_lm(lm_of(e.params["nlm"]), self.level.get(pid, 1.0))
+        return dataclasses.replace(u, entry=dataclasses.replace(e, params=pair_params(pid, lm)))
 
     def release(self, now_s: float) -> set[int]:
         """The pairs whose quarantine time is up (their share comes back), no longer quarantined."""
         over = {pid for pid, until in self.until.items() if until <= now_s}
         for pid in sorted(over):
             del self.until[pid]
+            self.level.pop(pid, None)
             log.info("quarantine over: pair pid=%d gets its share back", pid)
         return over
 
     def judge(self, pairs: Iterable[Pair], lies: dict[int, CounterValue], arrived: dict[int, CounterValue],
-              now_s: float) -> set[int]:
-        """Quarantine the pairs whose lying frames (`lies`, pair_malformed) exceed `fraction` of their
-        arriving bytes (`arrived`, pair_bytes) since the last telemetry; a liar already in quarantine
-        has it renewed. Returns the pairs that entered it."""
-        entered: set[int] = set()
+              dropped: dict[int, CounterValue], survived: dict[int, float], now_s: float) -> set[int]:
+        """Judge the pairs' lies since the last telemetry: `lies` (pair_malformed, the bytes the
+        frame check dropped) against the bytes γ admitted (`arrived` − `dropped`: pair_bytes −
+        pair_drops) that reached the frame check (`survived`: the fraction of its egress's
+        admitted bytes the traffic manager did not drop; uncorrected, a liar that overloads the
+        queue would read as a smaller λ and keep part of a share its light claims multiply). A
+        pair whose lying fraction λ exceeds `fraction` has λ of its share withheld for `seconds`
+        (renewed, at the new λ, while it lies). A pair left out of any of these (a counter that
+        jumped) is not judged. Returns the pairs whose withheld fraction changed."""
+        changed: set[int] = set()
         if self.seconds <= 0:
-            return entered
+            return changed
         for p in pairs:
-            lied = lies.get(p.pid, ZERO)
+            if p.pid not in lies or p.pid not in arrived or p.pid not in dropped or p.pid not in survived:
+                continue
+            lied = lies[p.pid]
             m = lied.bytes
-            if m > 0 and m > self.fraction * max(arrived.get(p.pid, ZERO).bytes, m):
-                if p.pid not in self.until:
-                    entered.add(p.pid)
-                    log.warning("quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their "
-                                "length this period", p.ingress, p.egress, p.pid, self.seconds, lied.packets)
-                self.until[p.pid] = now_s + self.seconds
-        return entered
+            if m == 0:
+                continue
+            lam = min(1.0, m / max((arrived[p.pid].bytes - dropped[p.pid].bytes) * survived[p.pid], m))
+            if lam <= self.fraction:
+                continue
+            old = self.level.get(p.pid)
+            if old is None:
+                log.warning("quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their length this "
+                            "period, %.0f %% of its admitted bytes; that part of its share is withheld", p.ingress,
+                            p.egress, p.pid, self.seconds, lied.packets, 100 * lam)
+            if old != lam:
+                changed.add(p.pid)
+            self.level[p.pid] = lam
+            self.until[p.pid] = now_s + self.seconds
+        return changed

@@ -2,7 +2,8 @@
 
 state-dir/   (owned by the agent's user, not writable by group or others)
   matrix-<node>.json   {"node", "fairness": {egress: {ingress: bit/s}}, "saved_at", "change": audit record}
-  tau-<node>.json      {"node", "taus": {egress: {"tau", "congested"}}, "saved_at"}  (every period)
+  tau-<node>.json      {"node", "taus": {egress: {"tau", "congested"}}, "withheld": {pid: fraction},
+                       "saved_at"}  (every period that writes; withheld: the quarantined pairs)
   program-<node>.json  {"node", "program_id"}: the loaded program whose tables were last verified whole
   audit.jsonl          one JSON object per line: a change (id, time, who, uid, what, changes,
                        "status": "pending") and later its outcome ({"id", "time", "what": "commit"
@@ -168,12 +169,25 @@ class StateStore:
     def tau_path(self, node: str) -> Path:
         return self.dir / f"tau-{node}.json"
 
-    def save_taus(self, node: str, taus: dict[str, EgressTau]) -> None:
+    def save_taus(self, node: str, taus: dict[str, EgressTau], withheld: dict[int, float] | None = None) -> None:
         """Every period: atomic (rename) but not fsynced -- after a power loss τ resumes from an
-        older value, which the τ loop corrects within a few periods."""
+        older value, which the τ loop corrects within a few periods. `withheld`: the fraction of
+        its share each quarantined pair has withheld (a restart resumes it, ffs.agent.quarantine)."""
         data = {"node": node, "saved_at": time.time(),
-                "taus": {e: {"tau": s.tau, "congested": s.congested} for e, s in sorted(taus.items())}}
+                "taus": {e: {"tau": s.tau, "congested": s.congested} for e, s in sorted(taus.items())},
+                "withheld": {str(pid): level for pid, level in sorted((withheld or {}).items())}}
         _write_atomic(self.tau_path(node), data, sync=False)
+
+    def load_withheld(self, node: str) -> dict[int, float]:
+        """The quarantined pairs' withheld fractions as last saved; nothing from an unreadable file."""
+        try:
+            data = _read_json(self.tau_path(node))
+            if self._foreign(data, node) is not None:
+                return {}
+            out = {int(pid): float(level) for pid, level in data.get("withheld", {}).items()}
+            return {pid: level for pid, level in out.items() if 0.0 < level <= 1.0}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return {}
 
     def load_taus(self, node: str) -> dict[str, EgressTau]:
         """The saved τ per egress; an unreadable or implausible file resumes nothing (τ starts at 1)."""

@@ -112,12 +112,14 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
 @click.option("--check-period-s", default=10.0, show_default=True,
               help="Read the owned tables back and repair out-of-band changes this often (0: never).")
 @click.option("--quarantine-s", default=10.0, show_default=True,
-              help="Withdraw the share of a pair whose frames lie about their length for this long (0: never).")
+              help="Withhold from a pair whose frames lie about their length the fraction of its share that lied, "
+                   "for this long (0: never).")
 @click.option("--quarantine-fraction", default=0.01, show_default=True,
-              help="... once its lying frames exceed this fraction of its bytes in a period.")
+              help="... once its lying frames exceed this fraction of its admitted bytes in a period.")
 @click.option("--telemetry-period-s", default=1.0, show_default=True,
               help="Read the pairs' counters and F (status, metrics, quarantine) this often; the tau step reads "
-                   "per-egress counters only, and an egress that counts a lying frame triggers a read at once.")
+                   "per-egress counters only; an egress that counts a lying frame brings the read forward, at "
+                   "most once per period.")
 @click.option("--connect-timeout", default=60.0, show_default=True, help="Seconds to wait for the switch.")
 @click.option("--log-format", type=click.Choice(["kv", "json"]), default="kv", show_default=True,
               help="Log lines on stderr as key=value or as JSON objects.")

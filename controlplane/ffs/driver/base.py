@@ -87,6 +87,10 @@ class Driver(abc.ABC):
         """Synced register cells, summed over pipes (`pipe_sum`: a pair's cell is written in its
         ingress pipe only, the other pipes hold 0)."""
 
+    def read_register_pipes(self, name: str, indices: Iterable[int] | None = None) -> dict[int, list[int]]:
+        """Synced register cells, one value per pipe (pipe 0 first): which pipe holds what."""
+        raise DriverError(f"{name}: this target does not read registers per pipe")
+
     @abc.abstractmethod
     def write_register(self, name: str, index: int, value: int) -> None:
         """Write the cell in every pipe (as BF-RT's target of every pipe does): a read sums the

@@ -394,12 +394,17 @@ class BfrtDriver(Driver):
         self._call(name, t.entry_del, self.target)  # clears every index to zero
 
     def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
+        # one value per pipe: a pair lives in the pipe of its ingress port
+        return {i: pipe_sum(v) for i, v in self._register_cells(name, indices).items()}
+
+    def read_register_pipes(self, name: str, indices: Iterable[int] | None = None) -> dict[int, list[int]]:
+        return {i: [int(x) for x in v] if isinstance(v, (list, tuple)) else [int(v)]
+                for i, v in self._register_cells(name, indices).items()}
+
+    def _register_cells(self, name: str, indices: Iterable[int] | None) -> dict[int, Any]:
         field = f"{name}.f1"
-        out = {}
-        for i, d in self._indexed(name, "$REGISTER_INDEX", indices, "Sync"):
-            v = d.get(field, next((x for k, x in d.items() if not k.startswith("$")), 0))
-            out[i] = pipe_sum(v)  # one value per pipe: a pair lives in the pipe of its ingress port
-        return out
+        return {i: d.get(field, next((x for k, x in d.items() if not k.startswith("$")), 0))
+                for i, d in self._indexed(name, "$REGISTER_INDEX", indices, "Sync")}
 
     def write_register(self, name: str, index: int, value: int) -> None:
         t = self._table(name)

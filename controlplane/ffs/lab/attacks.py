@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ffs.agent.core import Agent
-from ffs.frames import ipv4_frame
+from ffs.frames import ipv4_frame, lie_ip_len
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
 from ffs.switch.tm import configure_node
@@ -80,4 +80,34 @@ def replay_attack(flood_frame: bytes, cap: float = 100 * M, victim: float = 40 *
     got = {"victim": res.rate_bps("victim", t0, t1)}
     for k in range(streams):
         got[f"flood{k}"] = res.rate_bps(f"flood{k}", t0, t1)
+    return res, got, pipe.egress_acct.malformed.packets[3]
+
+
+def replay_one_liar(honest: int, rate: float = 20 * M, cap: float = 100 * M, victim: float = 60 * M,
+                    share: float = 50 * M, duration: float = 1.0, liar: bool = True, claim: int = 20,
+                    poisson: bool = True, **agent_kw: Any) -> tuple[ReplayResult, dict[str, float], int]:
+    """One neighbour (p2) carrying `honest` honest senders and, with `liar`, one sender whose
+    1250-byte frames claim an IPv4 length of `claim`, every sender at `rate`; the victim on p1.
+    The data plane sees one pair (p2, p3) for all of them: it has no per-sender state. Rates over
+    the second half: "victim", "honest" (the honest senders together), "liar"; and the frames the
+    egress dropped as malformed. Tofino's order, as `replay_attack`."""
+    senders = honest + int(liar)
+    topo = loads(topology(cap, victim, share, max(senders * rate, cap), None))
+    pipe = fast.new_pipeline(1)
+    configure_node(pipe.tm, topo.node("s1"))
+    agent = Agent(LocalDriver(pipe), topo, "s1", **agent_kw)
+    agent.install()
+    arrivals = [stream_arrivals(1, ipv4_frame("10.0.1.1", "10.0.3.1", 1250), victim, 0, duration, stream="victim",
+                                seed=1, poisson=poisson)]
+    for k in range(honest):
+        arrivals.append(stream_arrivals(2, ipv4_frame(f"10.0.2.{k + 1}", "10.0.3.1", 1250), rate, 0, duration,
+                                        stream=f"honest{k}", seed=2 + k, poisson=poisson))
+    if liar:
+        arrivals.append(stream_arrivals(2, lie_ip_len(ipv4_frame("10.0.2.250", "10.0.3.1", 1250), claim), rate, 0,
+                                        duration, stream="liar", seed=1000, poisson=poisson))
+    res = replay(pipe, merge(*arrivals), duration, period_s=0.005, on_period=lambda now_ns, d: agent.step(now_ns / 1e9))
+    t0, t1 = duration / 2, duration
+    got = {"victim": res.rate_bps("victim", t0, t1),
+           "honest": sum(res.rate_bps(f"honest{k}", t0, t1) for k in range(honest) if f"honest{k}" in res.accepted),
+           "liar": res.rate_bps("liar", t0, t1) if "liar" in res.accepted else 0.0}
     return res, got, pipe.egress_acct.malformed.packets[3]

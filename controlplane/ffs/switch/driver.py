@@ -62,6 +62,9 @@ class LocalDriver(Driver):
     def read_registers(self, name: str, indices: Iterable[int] | None = None) -> dict[int, int]:
         return {i: pipe_sum(v) for i, v in self._call(self.control.read_registers, name, indices).items()}
 
+    def read_register_pipes(self, name: str, indices: Iterable[int] | None = None) -> dict[int, list[int]]:
+        return {i: [int(x) for x in v] for i, v in self._call(self.control.read_registers, name, indices).items()}
+
     def write_register(self, name: str, index: int, value: int) -> None:
         self._call(self.control.write_register, name, index, value)
 
@@ -145,6 +148,12 @@ class ModelDriver(Driver):
         if indices is not None:
             req["indices"] = list(indices)
         return {int(i): pipe_sum(v) for i, v in self._rpc("ReadRegisters", req)["values"].items()}
+
+    def read_register_pipes(self, name: str, indices: Iterable[int] | None = None) -> dict[int, list[int]]:
+        req: dict[str, Any] = {"name": name}
+        if indices is not None:
+            req["indices"] = list(indices)
+        return {int(i): [int(x) for x in v] for i, v in self._rpc("ReadRegisters", req)["values"].items()}
 
     def write_register(self, name: str, index: int, value: int) -> None:
         self._rpc("WriteRegister", {"name": name, "index": index, "value": value})

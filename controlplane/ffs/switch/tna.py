@@ -415,11 +415,17 @@ class Lpf:
         return int(y) >> s.out_scale_down
 
     def set_spec(self, index: int, spec: LpfSpec) -> None:
+        """A control-plane write of one index's spec, to every pipe. It clears the index's state,
+        as tofino-model's driver does (it zeroes the filter's word before it encodes the spec)."""
         self.specs[index] = spec
         self.kind[index] = 1 if spec.kind == "SAMPLE" else 0
         self.gain[index] = spec.gain_time_constant_ns
         self.decay[index] = spec.decay_time_constant_ns
         self.shift[index] = spec.out_scale_down
+        for pipe in range(PIPES):
+            at = pipe * self.size + index
+            self.state[at] = 0.0
+            self.seen[at] = 0
 
 
 class Random16:

@@ -1,0 +1,49 @@
+"""One lying sender among N honest ones behind one neighbour (docs/security.md, "One liar behind a
+neighbour"): what the honest senders get, with and without the liar, in virtual time at line rate
+through the software switch in Tofino's order (γ, the traffic manager's queue at the egress's
+speed, the egress's frame check), the agent every 5 ms.
+
+    python bench/one_liar.py [--senders 1,4,9] [--json]
+
+p3 is a 100 Mb/s egress shared by p1 (the victim, 60 Mb/s, share 50) and p2 (share 50), behind
+which N honest senders and one liar send 20 Mb/s each; the liar's 1250-byte frames claim an IPv4
+length of 20. The data plane sees one pair (p2, p3) for all of them. Rates over the second half of
+one virtual second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "controlplane")]
+
+
+def main() -> int:
+    from ffs.lab.attacks import M, replay_one_liar
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--senders", default="1,4,9", help="numbers of honest senders behind p2")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    rate, share = 20 * M, 50 * M
+    if not a.json:
+        print(f"{'honest':>6} {'lie fraction':>12} {'honest alone':>12} {'honest, liar':>12} {'min(d, M(1-λ))':>14} "
+              f"{'victim':>7} {'liar':>5} {'malformed':>9}  (Mb/s)")
+    for n in (int(x) for x in a.senders.split(",")):
+        _, alone, _ = replay_one_liar(n, liar=False)
+        _, got, malformed = replay_one_liar(n)
+        lam = 1 / (n + 1)
+        row = {"honest_senders": n, "lie_fraction": lam, "honest_alone_bps": alone["honest"], "honest_bps": got["honest"],
+               "proportionate_bps": min(n * rate, share * (1 - lam)), "victim_bps": got["victim"], "liar_bps": got["liar"],
+               "malformed": malformed}
+        print(json.dumps(row) if a.json else
+              f"{n:6} {lam:12.2f} {alone['honest'] / M:12.2f} {got['honest'] / M:12.2f} {row['proportionate_bps'] / M:14.2f} "
+              f"{got['victim'] / M:7.2f} {got['liar'] / M:5.1f} {malformed:9}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
