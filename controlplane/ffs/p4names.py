@@ -228,7 +228,7 @@ RI_CANDIDATE = Table(
         Action(f"{ING}.ri_update.candidate_uncongested"),
     ),
     _CANDIDATE_KEEP.name,
-    16,
+    8,  # three one-bit keys: 16 would be shrunk to 8 with a warning
     const_entries=True,
 )
 
