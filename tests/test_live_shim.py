@@ -165,12 +165,12 @@ def test_frames_rewritten_inserted_and_reset_per_table_state(node):
                              src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
 
     # 4. a labelled frame on the untrusted p2: label reset to 1.0 before normalizing, D set, and
-    #    rri untouched (RI only for trusted shims)
+    #    RI run with the label the port set: rri becomes min(rri, code(tau / rf_norm)) (spec §6)
     sent = ipv4_frame("10.0.2.1", "10.0.3.1", 1000, shim(encode(4.0), constants.FLAG_RI, 17, 0x9000, 0x1234),
                       src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
     got = exchange(n, "h2", sent)
     x = expected_label(n, pid2, lm2, constants.CODE_ONE, eg)
-    assert got[34:42] == shim(x["rf_out"], constants.FLAG_RI | constants.FLAG_DEFAULTED, 17, 0x9000, 0x1234)
+    assert got[34:42] == shim(x["rf_out"], constants.FLAG_RI | constants.FLAG_DEFAULTED, 17, min(0x9000, x["c_cong"]), 0x1234)
 
     # the counters saw exactly these frames: two per pair, none dropped
     pkts = n.drv.read_counters(p4names.PAIR_BYTES.name, [pid1, pid2])

@@ -58,6 +58,8 @@ def _updates_initial(rng: random.Random) -> list[Update]:
             ups.append(_egress(rng, j, "insert"))
         if rng.random() < 0.4:
             ups.append(Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(j)}, "strip_shim")))
+        if rng.random() < 0.7:  # MTUs the frames reach: packets a shim would not fit (spec §2)
+            ups += [Update("insert", e) for e in tables.shim_room_entries(j, rng.choice([576, 1000, 1500, 9000]))]
     # overlapping ternary entries of equal and different priorities: BF-RT's tie rules
     extra = {(rng.getrandbits(32) & m & 0x00FFFFFF, m, rng.choice([0, 10, 10, 20]))
              for m in rng.choices([0xFFFF0000, 0xFFFFFF00, 0xFF000000], k=6)}
@@ -114,7 +116,10 @@ def _frame(rng: random.Random, lies: random.Random) -> bytes:
         dst = rng.choice(["10.0.3.7", "10.0.3.9", "10.1.2.3", "10.9.9.9", "192.0.2.1"])
         opts = rng.choice([b"", b"", b"\x01\x01\x01\x00", b"\x01" * 40])
         size = max(size, 20 + len(opts) + (8 if ffs else 0))
-        f = ipv4_frame("10.0.1.1", dst, size, ffs, options=opts, vlan=vlan)
+        # fragments (spec §2; `lies` draws them, so the other draws stay as they were): first,
+        # later and last, of shim datagrams and others, DF alone
+        frag = lies.choice([0] * 6 + [constants.IPV4_MF, constants.IPV4_MF | 7, 185, 0x1FFF, 0x4000])
+        f = ipv4_frame("10.0.1.1", dst, size, ffs, options=opts, vlan=vlan, frag=frag)
     elif kind < 0.9:
         dst = rng.choice(["fd00::1", "fd00:0:0:1::5", "fc00::1", "2001:db8::1"])
         size = max(size, 8 if ffs else 0)

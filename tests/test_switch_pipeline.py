@@ -11,10 +11,10 @@ from scapy.layers.l2 import Ether
 from ffs import constants
 from ffs import p4names
 from ffs import tables
-from ffs.entries import Exact, Lpm, TableEntry, Update
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
 from ffs.frames import ipv4_checksum, ipv4_frame, ipv6_frame, shim
 from ffs.labels import decode, encode
-from switchkit import DST, OUT, labelled, lm_for, rig, single_packet_f
+from switchkit import DST, OUT, SCALE, labelled, lm_for, rig, single_packet_f
 
 
 def shim_of(frame: bytes, ihl: int = 20, l2: int = 14):
@@ -169,7 +169,35 @@ def test_reset_port_defaults_label_and_sets_flag():
     s = shim_of(res.frame)
     assert s["rf"] == encode(0.5)  # from the default 1.0, not from 64
     assert s["flags"] & constants.FLAG_DEFAULTED
-    assert s["rri"] == encode(0.5)  # RI is never updated for a defaulted label
+    assert s["rri"] == encode(0.5)  # uncongested, γ = 1: an RRI below 1 stays (Algorithm 4 line 2)
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("congested, want", [(True, 8 / 3), (False, 2.0)])
+def test_a_host_port_gives_its_sender_rate_feedback(engine, congested, want):
+    """spec §6 (FFS §IX, App. C/D: the first node initialises the labels): a resetting port
+    replaces the label, and Algorithm 4 runs with the label it set, so an FFS-aware host gets
+    feedback from its first hop in a default deployment. Congested at τ = 4/3 with rf' = 0.5
+    (Table II's s1): RRI = τ / rf' = 8/3 (line 5); uncongested with C/R* = 2 and rf' = 1: RRI =
+    max(C/R*, 1/rf') = 2 (lines 7-8). Whatever label the host wrote."""
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    r = rig(trust=0, pipeline=FastPipeline if engine == "c" else Pipeline)
+    norm = 0.5 if congested else 1.0
+    r.set_pair(lm_for(constants.CODE_ONE, encode(norm)))  # the default label 1.0 normalizes to rf'
+    if congested:
+        r.set_egress(encode(4 / 3))
+    else:
+        r.set_egress(constants.CODE_MAX, congested=0, lcr=encode(2.0))
+    s = shim_of(r.send(labelled(encode(64.0))).frame)
+    assert s["flags"] & constants.FLAG_DEFAULTED and s["rf"] == encode(norm)
+    assert decode(s["rri"]) == pytest.approx(want, rel=0.006)
+    # without the R flag nothing is written
+    s = shim_of(r.send(labelled(encode(64.0), flags=0)).frame)
+    assert s["rri"] == constants.CODE_MAX
 
 
 def test_insert_then_strip_restores_the_frame():
@@ -370,10 +398,10 @@ def test_scapy_sees_a_valid_ipv4_packet():
 @pytest.mark.parametrize("claim", [65535, 65528, 65527, 20])
 @pytest.mark.parametrize("version", [4, 6])
 def test_a_length_wrapped_by_an_inserted_shim_is_still_malformed(engine, claim, version):
-    """An insert port adds 8 to the IP length field (mod 2^16, like the P4 ALU): a 1264-byte frame
-    claiming 65528..65535 leaves with a claim of 0..7, too short for its own shim. FfsEgressParser
-    extracts the shim without the ingress's length check, so the frame check still sees the lie
-    and drops it (spec §7.3) - it must not pass as an unreadable frame, counted in A_j."""
+    """A 1264-byte frame that lies about its IP length on an insert port: 8 more bytes would wrap a
+    claim of 65528..65535 to 0..7, so no shim goes in (shim_room's SHIM_ROOM_MAX, spec §2, counted
+    as not inserted); a smaller lie gets its shim. Either way the frame check sees the lie and
+    drops it (spec §7.3): it never passes as an unreadable frame, counted in A_j."""
     from ffs.switch.fast import FastPipeline, available
     from ffs.switch.pipeline import Pipeline
 
@@ -391,8 +419,10 @@ def test_a_length_wrapped_by_an_inserted_shim_is_still_malformed(engine, claim, 
     assert res.egress_port is None and res.drop_reason == "malformed"
     bad = r.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT]
     # counted as it left the ingress, FCS included; a claim below 64 bytes is a runt: no shim for it
-    grown = 0 if claim + 14 + (40 if version == 6 else 0) + constants.FCS_LEN < 64 else constants.SHIM_LEN
+    runt = claim + 14 + (40 if version == 6 else 0) + constants.FCS_LEN < 64
+    grown = 0 if runt or claim >= constants.SHIM_ROOM_MAX else constants.SHIM_LEN
     assert bad.packets == 1 and bad.bytes == len(f) + grown + constants.FCS_LEN
+    assert events(r) == ({constants.EVENT_NOT_INSERTED: 1} if claim >= constants.SHIM_ROOM_MAX else {})
     assert r.driver.read_counters(p4names.ACCEPTED.name, [OUT])[OUT].packets == 0
 
 
@@ -418,3 +448,182 @@ def test_a_runt_gets_no_shim_and_leaves_padded(engine, version):
     assert res.egress_port == OUT and len(res.frame) == constants.MIN_FRAME + constants.SHIM_LEN
     # the next FFS hop sees the grown frame whole: no padding behind it, no lie
     assert r.send(res.frame, port=2).egress_port == OUT and malformed(r) == 0
+
+
+# --- IPv4 fragments (spec §2): a fragment is payload to FFS --------------------------------------
+
+# payload bytes that read as a valid shim (version 1, flag R, rf = 2.0, rri = ∞): what 1 in 32
+# random first bytes of a non-first fragment look like to a parser that ignores the offset
+SHIM_LOOKALIKE = shim(encode(2.0), constants.FLAG_RI, 17, constants.CODE_MAX, 0x1234)
+MF = constants.IPV4_MF
+
+
+def fragment(frag: int, ip_len: int = 500, proto: int = constants.IP_PROTO_FFS, lookalike: bool = True) -> bytes:
+    """An IPv4 fragment (`frag`: the flags/offset word) of a protocol-`proto` datagram whose data
+    begins with SHIM_LOOKALIKE."""
+    f = bytearray(ipv4_frame("10.0.1.1", DST, ip_len, None, proto=proto, frag=frag))
+    data = SHIM_LOOKALIKE if lookalike else b""
+    f[34 : 34 + min(len(data), ip_len - 20)] = data[: ip_len - 20]
+    return bytes(f)
+
+
+def engine_rig(engine: str, **kw):
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    return rig(pipeline=FastPipeline if engine == "c" else Pipeline, **kw)
+
+
+def set_strip(r) -> None:
+    r.driver.write([Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
+
+
+def pair_r(r) -> int:
+    return r.driver.read_counters(p4names.PAIR_BYTES.name, [5])[5].packets
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("mode", ["trust", "reset", "insert", "strip"])
+@pytest.mark.parametrize("frag", [185, MF | 185, MF | 0x1FFF], ids=["last", "middle", "largest-offset"])
+def test_a_non_first_fragment_is_never_a_shim(engine, mode, frag):
+    """spec §2: a non-first fragment of a protocol-253 datagram holds payload bytes. Whatever they
+    look like, it leaves byte for byte (no label rewritten, no flag D, nothing stripped), counted
+    on its pair (R) with the default label, like any packet without a shim; an insert port gives
+    it no shim and counts it (EVENT_NOT_INSERTED)."""
+    r = engine_rig(engine, trust=int(mode != "reset"), insert=int(mode == "insert"))
+    if mode == "strip":
+        set_strip(r)
+    f = fragment(frag)
+    res = r.send(f)
+    assert (res.egress_port, res.frame) == (OUT, f)
+    assert pair_r(r) == 1
+    assert events(r) == ({constants.EVENT_NOT_INSERTED: 1} if mode == "insert" else {})
+    # weighed as an unlabelled packet of its length: the same F as a plain one
+    f_frag = r.driver.read_registers(p4names.F_EST.name, [5])[5]
+    r.send(ipv4_frame("10.0.1.1", DST, 500))
+    assert f_frag == r.driver.read_registers(p4names.F_EST.name, [5])[5]
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("data", [0, 1, 4, 7])
+def test_a_last_fragment_shorter_than_a_shim_is_forwarded(engine, data):
+    """A last fragment with fewer than 8 data bytes cannot hold a shim and is not one: dropping it
+    as a truncated shim would lose the whole datagram."""
+    r = engine_rig(engine)
+    f = fragment(370, ip_len=20 + data)
+    res = r.send(f)
+    assert (res.egress_port, res.drop_reason) == (OUT, None) and res.frame == f
+    assert events(r) == {}
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_a_first_fragment_keeps_its_shim_and_protocol(engine):
+    """spec §2: the first fragment (MF, offset 0) carries the datagram's real shim, whose label is
+    rewritten as any packet's; but a strip port leaves it (the later fragments keep protocol 253,
+    and IP reassembles fragments of one protocol only), and an insert port gives a first fragment
+    without a shim none (counted)."""
+    r = engine_rig(engine)
+    f = fragment(MF)
+    out = r.send(f).frame
+    assert out[:34] == f[:34] and out[42:] == f[42:]
+    assert shim_of(out)["rf"] != encode(2.0)  # rewritten: rf' = rf · F / M with this rig's M
+    set_strip(r)
+    res = r.send(f)
+    assert len(res.frame) == len(f) and res.frame[14 + 9] == constants.IP_PROTO_FFS
+    # the same datagram unfragmented: the strip port removes its shim
+    whole = fragment(0)
+    assert len(r.send(whole).frame) == len(whole) - constants.SHIM_LEN
+    r2 = engine_rig(engine, insert=1)
+    first = fragment(MF, proto=17, lookalike=False)
+    assert r2.send(first).frame == first
+    assert events(r2) == {constants.EVENT_NOT_INSERTED: 1}
+    # DF alone is not a fragment: inserted
+    df = fragment(0x4000, proto=17, lookalike=False)
+    assert len(r2.send(df).frame) == len(df) + constants.SHIM_LEN
+
+
+# --- the egress's MTU and an inserted shim (spec §2) ----------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("version", [4, 6])
+def test_no_shim_inserted_beyond_the_egress_mtu(engine, version):
+    """spec §2: an insert port adds a shim only where the packet, 8 bytes longer, still fits the
+    egress's IP MTU (shim_room, pushed per port from the topology). With an MTU of 508, an IP
+    packet of 500 bytes gets its shim and leaves at 508; one of 501 leaves as it came, counted as
+    not inserted (EVENT_NOT_INSERTED), whatever DF says."""
+    r = engine_rig(engine, insert=1)
+    r.driver.write([Update("insert", e) for e in tables.shim_room_entries(OUT, 508)])
+
+    def frame(ip_len: int) -> bytes:
+        if version == 4:
+            return ipv4_frame("10.0.1.1", DST, ip_len, frag=0x4000)  # DF set: nothing else may fragment it
+        return ipv6_frame("fc00::1", "fd00::9", ip_len - 40)
+
+    fits, too_big = frame(500), frame(501)
+    res = r.send(fits)
+    assert res.egress_port == OUT and len(res.frame) == len(fits) + constants.SHIM_LEN and events(r) == {}
+    res = r.send(too_big)
+    assert (res.egress_port, res.frame) == (OUT, too_big)
+    assert events(r) == {constants.EVENT_NOT_INSERTED: 1}
+    assert pair_r(r) == 2  # both counted on their pair, as they arrived
+
+
+def test_the_agent_pushes_each_ports_mtu():
+    """The agent's node state holds shim_room entries for every interface, from its `mtu`."""
+    from ffs.agent.program import port_updates
+    from ffs.topology import load
+    from pathlib import Path
+
+    node = load(Path(__file__).resolve().parent.parent / "topologies" / "differential.yaml").node("dut")
+    got = {(u.entry.key["egress_port"].value, u.entry.key["ipv6"].value): u.entry.params["thr"]
+           for u in port_updates(node) if u.entry.table == p4names.SHIM_ROOM.name}
+    want = {}
+    for i in node.interfaces.values():
+        want[(i.port, 0)], want[(i.port, 1)] = i.mtu - 7, i.mtu - 47
+    assert got == want
+
+
+# --- what one hop emits, the next admits (spec §3.1) ----------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_no_label_leaves_a_node_above_what_the_next_admits(engine):
+    """spec §3.1: a node writes rf_out = min(rf', ltau) with ltau <= code(2^16) even while the
+    egress is uncongested, so a stream 2^18.6 times over its share (rf = 1, F = the whole 1520-byte
+    line-rate weight at scale-down 0, M_F = 1) leaves labelled 2^16, the largest label the next hop
+    admits; one below that leaves with its rf' (Algorithm 3 line 3 with γ = 1)."""
+    r = engine_rig(engine)
+    r.driver.set_lpf_spec(p4names.F_LPF.name, [5], LpfSpec("RATE", 1e6, 1e6, 0))
+    r.set_pair(0)
+    out = shim_of(r.send(labelled(constants.CODE_ONE, ip_len=1500)).frame)
+    assert out["rf"] == constants.LTAU_MAX == constants.RF_CODE_MAX
+    r.set_pair(lm_for(constants.CODE_ONE, encode(2.0 ** 12), 1000))
+    r.driver.set_lpf_spec(p4names.F_LPF.name, [5], LpfSpec("RATE", 1e6, 1e6, SCALE))
+    assert shim_of(r.send(labelled(constants.CODE_ONE)).frame)["rf"] == encode(2.0 ** 12)
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_a_stream_far_over_its_share_weighs_what_its_label_says_at_the_next_hop(engine):
+    """Two hops (spec §3.1): hop A, uncongested, lets a stream s through 2^12 times over its share
+    and labels it rf' = 2^12. At hop B, s shares a pair with a stream t of label 1: B's F must be
+    the paper's sum of len / rf over both (Eq. 1), so t's normalized label is 1 · F / M with s
+    counted at 2^12. A next hop that clamped s to 2^8 counted s 16 times too heavy: with 64 packets
+    of s beside one of t, F and t's label came out 23 % high."""
+    a, b = engine_rig(engine), engine_rig(engine)
+    a.set_pair(lm_for(constants.CODE_ONE, encode(2.0 ** 12), 1000))
+    s = a.send(labelled(constants.CODE_ONE, flags=0)).frame
+    assert shim_of(s)["rf"] == encode(2.0 ** 12)
+    b.driver.set_lpf_spec(p4names.F_LPF.name, [5], LpfSpec("RATE", 1e9, 1e9, SCALE))  # 1 s: no decay at dt = 0
+    lm = 128 * 11  # M_F = 2^11 in LPF units
+    b.set_pair(lm)
+    for _ in range(64):
+        b.send(s, gap_ns=0)
+    t = b.send(labelled(constants.CODE_ONE, flags=0), gap_ns=0).frame
+    wire = tables.wire_len(1000 + 14 + constants.FCS_LEN)
+    f_paper = (64 * wire * 2**8 / 2**12 + wire * 2**8) / 2**SCALE  # Eq. 1: the sum of len / rf, LPF units
+    want = 1.0 * f_paper / 2 ** (lm / 128)  # t's rf' = rf · F / M
+    got = decode(shim_of(t)["rf"])
+    assert abs(got / want - 1) <= 0.0093 + 0.0066, (got, want)  # spec §10: the label's and the weight's budgets

@@ -263,11 +263,11 @@ def test_ri_candidates_cover_requests():
     entries = tables.ri_candidate_entries()
     assert len(entries) <= p4names.RI_CANDIDATE.size and {e.table for e in entries} == {p4names.RI_CANDIDATE.name}
     e = {tuple(v.value for v in x.key.values()): x.action.rsplit(".", 1)[1] for x in entries}
-    assert e == {  # (ri_req, trust, rri_ge_one, congested): Algorithm 4's branches
-        (1, 1, 1, 0): "candidate_uncongested",
-        (1, 1, 1, 1): "candidate_congested",
-        (1, 1, 0, 0): "candidate_keep",  # rri < 1 and γ = 1: rri · γ = rri
-        (1, 1, 0, 1): "candidate_upstream",
+    assert e == {  # (ri_req, rri_ge_one, congested): Algorithm 4's branches, whatever the port's trust (spec §6)
+        (1, 1, 0): "candidate_uncongested",
+        (1, 1, 1): "candidate_congested",
+        (1, 0, 0): "candidate_keep",  # rri < 1 and γ = 1: rri · γ = rri
+        (1, 0, 1): "candidate_upstream",
     }
     assert p4names.RI_CANDIDATE.default_action.endswith("candidate_keep")  # not requested, or reset port
 
@@ -299,11 +299,13 @@ def test_egress_params():
     p = tables.egress_params(4 / 3, True, None)
     assert p == {"ltau": encode(4 / 3), "ltau_p": encode(4 / 3) - 0x8000, "congested": 1, "lcr": constants.CODE_MAX}
     idle = tables.egress_params(None, False, 2.0)
-    assert idle == {"ltau": constants.CODE_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
+    # uncongested: ltau = 2^16, the largest label a node emits and the next admits (spec §3.1)
+    assert idle == {"ltau": constants.LTAU_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
+    assert constants.LTAU_MAX == constants.RF_CODE_MAX
     assert tables.egress_params(2.0**20, True, None)["ltau"] == constants.LTAU_MAX  # τ <= 2^16
     assert tables.egress_params_consistent(p) is None and tables.egress_params_consistent(idle) is None
     assert "ltau_p" in tables.egress_params_consistent({**p, "ltau_p": 0})
-    assert tables.egress_params(3.0, False, math.inf)["ltau"] == constants.CODE_MAX  # uncongested: tau ignored
+    assert tables.egress_params(3.0, False, math.inf)["ltau"] == constants.LTAU_MAX  # uncongested: tau ignored
     for bad in (0.5, None, math.inf, math.nan):
         with pytest.raises(ValueError):
             tables.egress_params(bad, True, None)

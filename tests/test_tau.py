@@ -99,7 +99,7 @@ def test_no_windup_while_uncongested():
     for _ in range(9):  # a lull: A far below T would raise tau every period if the rule ran
         s = tau_step(s, a_bps=1.0, r_star_bps=5.0, target_bps=10.0)
     assert s.tau == 2.0 and not s.congested
-    assert egress_action_params(s, 5.0, 10.0) == {"ltau": constants.CODE_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
+    assert egress_action_params(s, 5.0, 10.0) == {"ltau": constants.LTAU_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
     # R* = T exactly is not congested (spec §9: congested iff R* > T)
     assert not tau_step(s, 10.0, 10.0, 10.0).congested
     # congestion returns after a lull: the rule resumes from the frozen 2.0, not from a wound-up value
@@ -122,7 +122,7 @@ def test_a_new_episode_after_a_long_idle_spell_starts_at_tau_min():
 
 def test_no_traffic_pushes_uncongested_with_lcr_saturated():
     s = tau_step(EgressTau(), 0.0, 0.0, 10.0)
-    assert egress_action_params(s, 0.0, 10.0) == {"ltau": 0xFFFF, "ltau_p": 0, "congested": 0, "lcr": 0xFFFF}
+    assert egress_action_params(s, 0.0, 10.0) == {"ltau": constants.LTAU_MAX, "ltau_p": 0, "congested": 0, "lcr": 0xFFFF}
 
 
 @pytest.mark.parametrize("bad", [(math.nan, 1.0, 1.0), (1.0, -1.0, 1.0), (1.0, 1.0, math.inf)])

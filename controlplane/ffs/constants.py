@@ -10,7 +10,10 @@ from __future__ import annotations
 # --- the FFS/RI shim (spec §2) -------------------------------------------------------------
 IP_PROTO_FFS = 253  # RFC 3692 experimental number, IPv4 protocol and IPv6 next header
 IP_PROTO_HOPOPT = 0  # IPv6 Hop-by-Hop Options: must follow the IPv6 header (RFC 8200), no shim before it
+IPV4_MF = 0x2000  # IPv4 MF in the flags/fragment-offset word: a fragment is MF set or a non-zero offset
 SHIM_LEN = 8  # bytes
+SHIM_ROOM_MAX = 0xFFFF - SHIM_LEN + 1  # an IP length from which 8 more bytes wrap its 16-bit field (spec §2)
+SHIM_ROOM_SIZE = 2 * 512  # shim_room: an IPv4 and an IPv6 entry per port
 
 # frame lengths (spec §4): the estimator weighs the frame a packet's headers claim, FCS included;
 # FfsEgress drops a frame whose bytes disagree with that claim
@@ -49,8 +52,8 @@ LOG_TABLE_MANTISSA_BITS = 7  # ternary log tables: MSB position + 7 following bi
 # the weight len/rf of a packet never exceeds 2**16 times its length and an estimator sized for
 # line rate at 2**-8 never saturates (spec §3.1, §4): no label buys more than the pair's share.
 RF_CODE_MIN = CODE_BIAS - 8 * CODE_STEPS_PER_OCTAVE  # 0x7C00 = code(2**-8)
-RF_CODE_MAX = CODE_BIAS + 8 * CODE_STEPS_PER_OCTAVE  # 0x8400 = code(2**8)
-LTAU_MAX = CODE_BIAS + 16 * CODE_STEPS_PER_OCTAVE  # 0x8800 = code(TAU_MAX = 2**16)
+LTAU_MAX = CODE_BIAS + 16 * CODE_STEPS_PER_OCTAVE  # 0x8800 = code(TAU_MAX = 2**16); an uncongested egress's ltau
+RF_CODE_MAX = LTAU_MAX  # 0x8800 = code(2**16): what a node emits at most (rf out <= ltau), so the next hop takes it whole
 D_OFFSET = 32 * CODE_STEPS_PER_OCTAVE  # 0x1000: log2 of a 32-bit F or M_F never exceeds 32 octaves
 LM_MAX = D_OFFSET  # the largest lm the agent pushes (M_F <= 2**32)
 
@@ -75,6 +78,7 @@ EVENT_ROUTE_MISS = 1  # no route and the miss action drops
 EVENT_OPAQUE_SHIM = 2  # unknown version or reserved bit: forwarded, labels untouched
 EVENT_NO_PAIR = 3  # (ingress, egress) pair not managed: FFS bypassed
 EVENT_FFS_DROP = 4  # dropped by the gamma decision
+EVENT_NOT_INSERTED = 5  # an insert port forwarded a packet without a shim: a fragment, or no room under the egress MTU (spec §2)
 
 # parser outcome for the FFS shim (metadata ffs_state)
 FFS_STATE_NONE = 0

@@ -31,8 +31,10 @@ def shim(rf: int = constants.CODE_ONE, flags: int = constants.FLAG_RI, next_head
 
 def ipv4_frame(src: str, dst: str, ip_len: int, ffs: bytes | None = None, proto: int = 17,
                options: bytes = b"", vlan: int | None = None, ttl: int = 64,
-               src_mac: bytes = DEFAULT_SRC_MAC, dst_mac: bytes = DEFAULT_DST_MAC, payload_byte: int = 0) -> bytes:
-    """An IPv4 frame whose IP total length is `ip_len` (the shim, if any, counts in it)."""
+               src_mac: bytes = DEFAULT_SRC_MAC, dst_mac: bytes = DEFAULT_DST_MAC, payload_byte: int = 0,
+               frag: int = 0) -> bytes:
+    """An IPv4 frame whose IP total length is `ip_len` (the shim, if any, counts in it); `frag` is
+    the flags and fragment offset word (0x2000: MF)."""
     if len(options) % 4:
         raise ValueError("IPv4 options must be a multiple of 4 bytes")
     ihl = 20 + len(options)
@@ -43,7 +45,7 @@ def ipv4_frame(src: str, dst: str, ip_len: int, ffs: bytes | None = None, proto:
         proto_field = constants.IP_PROTO_FFS
     else:
         proto_field = proto
-    hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x40 | (ihl // 4), 0, ip_len, 0, 0, ttl, proto_field, 0,
+    hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x40 | (ihl // 4), 0, ip_len, 0, frag, ttl, proto_field, 0,
                                 ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed) + options)
     csum = ipv4_checksum(hdr)
     hdr[10:12] = struct.pack("!H", csum)

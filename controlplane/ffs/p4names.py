@@ -128,6 +128,17 @@ EGRESS_PARAMS = Table(
     constants.NUM_PORTS,
 )
 
+_SET_ROOM = Action(f"{ING}.pair_map.set_room", (("thr", 16),))
+_ROOM_MAX = Action(f"{ING}.pair_map.room_max")
+# room for an inserted shim under the egress's MTU, per egress port and IP version (spec §2)
+SHIM_ROOM = Table(
+    f"{ING}.pair_map.shim_room",
+    (Key("egress_port", "exact", constants.PORT_BITS), Key("ipv6", "exact", 1)),
+    (_SET_ROOM, _ROOM_MAX),
+    _ROOM_MAX.name,
+    constants.SHIM_ROOM_SIZE,
+)
+
 _SET_LW = Action(f"{ING}.rate_est.set_lw", (("llen", 16),))
 _SET_LW_RUNT = Action(f"{ING}.rate_est.set_lw_runt", (("llen", 16),))
 _LW_ZERO = Action(f"{ING}.rate_est.lw_zero")
@@ -207,7 +218,6 @@ RI_CANDIDATE = Table(
     f"{ING}.ri_update.ri_candidate",
     (
         Key("ri_req", "exact", 1),
-        Key("trust", "exact", 1),
         Key("rri_ge_one", "exact", 1),  # bit 15 of the rri code: rri >= 1.0
         Key("congested", "exact", 1),
     ),
@@ -218,7 +228,7 @@ RI_CANDIDATE = Table(
         Action(f"{ING}.ri_update.candidate_uncongested"),
     ),
     _CANDIDATE_KEEP.name,
-    16,
+    8,  # three one-bit keys: 16 would be shrunk to 8 with a warning
     const_entries=True,
 )
 
@@ -230,14 +240,14 @@ FATE = Table(
         for n, w in (
             ("parse_error", 1), ("parser_err", 16), ("routed", 1), ("managed", 1), ("margin", 16),
             ("ffs_state", 2), ("trust", 1), ("insert", 1), ("ipv4", 1), ("ipv6", 1), ("ipv6_next_hdr", 8),
-            ("runt", 1),
+            ("runt", 1), ("frag", 1), ("room", 16),
         )
     ),
     tuple(
         Action(f"{ING}.{a}")
         for a in (
             "parse_drop", "miss_drop", "note_no_pair", "ffs_drop", "note_opaque", "rewrite_label",
-            "rewrite_reset_label", "insert_shim_v4", "insert_shim_v6", "forward",
+            "rewrite_reset_label", "insert_shim_v4", "insert_shim_v6", "note_not_inserted", "forward",
         )
     ),
     _PARSE_DROP.name,
@@ -276,6 +286,7 @@ TABLES: tuple[Table, ...] = (
     F_LOG,
     GAMMA,
     EGRESS_PORTS,
+    SHIM_ROOM,
     PORT_LABEL,
     IPV4_SHIM_LEN,
     RI_CANDIDATE,

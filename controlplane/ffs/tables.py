@@ -259,8 +259,9 @@ def ipv4_shim_len_entries() -> list[TableEntry]:
 
 
 def ri_candidate_entries() -> list[TableEntry]:
-    """FfsIngress.ri_update.ri_candidate: Algorithm 4's branches, only where RI is requested on a
-    trusting port; `rri_ge_one` is bit 15 of the rri code (1 iff rri >= 1.0)."""
+    """FfsIngress.ri_update.ri_candidate: Algorithm 4's branches where RI is requested, on a
+    trusting port with the arriving label and on a resetting one with the label it set (spec §6);
+    `rri_ge_one` is bit 15 of the rri code (1 iff rri >= 1.0)."""
     t = p4names.RI_CANDIDATE
     out = []
     for ge_one in (0, 1):
@@ -269,32 +270,36 @@ def ri_candidate_entries() -> list[TableEntry]:
                 act = "candidate_upstream" if cong else "candidate_keep"
             else:
                 act = "candidate_congested" if cong else "candidate_uncongested"
-            key = {"ri_req": Exact(1), "trust": Exact(1), "rri_ge_one": Exact(ge_one), "congested": Exact(cong)}
+            key = {"ri_req": Exact(1), "rri_ge_one": Exact(ge_one), "congested": Exact(cong)}
             out.append(TableEntry(t.name, key, t.action(act).name))
     return out
 
 
 FATE_KEYS = ("parse_error", "parser_err", "routed", "managed", "margin", "ffs_state", "trust", "insert", "ipv4", "ipv6",
-             "ipv6_next_hdr", "runt")
+             "ipv6_next_hdr", "runt", "frag", "room")
 
 
 def fate_entries() -> list[TableEntry]:
     """FfsIngress.fate in priority order (first match wins; a miss, a parse error, drops)."""
     t = p4names.FATE
     rows: list[tuple[tuple[int | tuple[int, int] | None, ...], str]] = [
-        ((0, 0, 0, None, None, None, None, None, None, None, None, None), "miss_drop"),
-        ((0, 0, 1, 0, None, None, None, None, None, None, None, None), "note_no_pair"),
-        ((0, 0, 1, 1, 0, None, None, None, None, None, None, None), "ffs_drop"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None), "rewrite_label"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None), "rewrite_reset_label"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None), "note_opaque"),
+        ((0, 0, 0, None, None, None, None, None, None, None, None, None, None, None), "miss_drop"),
+        ((0, 0, 1, 0, None, None, None, None, None, None, None, None, None, None), "note_no_pair"),
+        ((0, 0, 1, 1, 0, None, None, None, None, None, None, None, None, None), "ffs_drop"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None, None), "rewrite_label"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None, None, None), "rewrite_reset_label"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None, None), "note_opaque"),
+        # a fragment: a shim in one fragment alone would keep the datagram from being reassembled
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1, None), "note_not_inserted"),
         # a runt arrived padded: a shim in front of the padding would leave it behind the IP packet
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1), "forward"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None), "insert_shim_v4"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1, None, None), "forward"),
+        # no room: the shim would take it beyond the egress's MTU, or wrap its IP length (spec §2)
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, None, 0), "note_not_inserted"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None, None), "insert_shim_v4"),
         # RFC 8200: a Hop-by-Hop header stays right after the IPv6 header; no shim in front of it
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None), "forward"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None), "insert_shim_v6"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, None, None, None, None, None), "forward"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None, None, None), "forward"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None, None, None), "insert_shim_v6"),
+        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, None, None, None, None, None, None, None), "forward"),
     ]
     widths = {k.name: k.width for k in t.keys}
 
@@ -307,6 +312,20 @@ def fate_entries() -> list[TableEntry]:
 
     return [TableEntry(t.name, {n: key(n, v) for n, v in zip(FATE_KEYS, values)}, t.action(act).name)
             for values, act in rows]
+
+
+def shim_room_thr(mtu: int, ipv6: bool) -> int:
+    """shim_room's `thr` for an egress of IP MTU `mtu` (spec §2): room = thr |-| l3_len is 0 exactly
+    where 8 more bytes exceed the MTU, l3_len >= MTU - 7 (IPv4 total_len) or MTU - 47 (IPv6
+    payload_len), never above SHIM_ROOM_MAX."""
+    return min(mtu - constants.SHIM_LEN + 1 - (constants.IPV6_HDR_LEN if ipv6 else 0), constants.SHIM_ROOM_MAX)
+
+
+def shim_room_entries(port: int, mtu: int) -> list[TableEntry]:
+    """The shim_room entries of one egress port: its IPv4 and IPv6 limits."""
+    t = p4names.SHIM_ROOM
+    return [TableEntry(t.name, {"egress_port": Exact(port), "ipv6": Exact(v6)}, t.action("set_room").name,
+                       {"thr": shim_room_thr(mtu, bool(v6))}) for v6 in (0, 1)]
 
 
 def frame_check_entries() -> list[TableEntry]:
@@ -412,8 +431,9 @@ def lm_of(pair: dict[str, int]) -> int:
 
 
 def egress_params(tau: float | None, congested: bool, cr_ratio: float | None) -> dict[str, int]:
-    """set_egress action data: ltau = code(τ) while congested, 0xFFFF (∞) otherwise;
-    ltau_p = ltau - code(1) while congested, 0 (τ = 1) otherwise (spec §5.3);
+    """set_egress action data: ltau = code(τ) while congested, LTAU_MAX = code(2^16) otherwise (γ = 1
+    all the same: the γ table keys on `congested`; the label leaves at most 2^16, what the next hop
+    admits, spec §3.1); ltau_p = ltau - code(1) while congested, 0 (τ = 1) otherwise (spec §5.3);
     lcr = code(T/R*) (0xFFFF when R* = 0 or unknown)."""
     if congested:
         if tau is None or not (tau >= 1.0 and math.isfinite(tau)):
@@ -421,7 +441,7 @@ def egress_params(tau: float | None, congested: bool, cr_ratio: float | None) ->
         ltau = min(encode(tau), constants.LTAU_MAX)  # τ <= TAU_MAX = 2^16
         ltau_p = ltau - constants.CODE_ONE
     else:
-        ltau, ltau_p = constants.CODE_MAX, 0
+        ltau, ltau_p = constants.LTAU_MAX, 0
     lcr = constants.CODE_MAX if cr_ratio is None or math.isinf(cr_ratio) else encode(max(cr_ratio, 0.0))
     return {"ltau": ltau, "ltau_p": ltau_p, "congested": int(congested), "lcr": lcr}
 

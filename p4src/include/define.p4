@@ -15,12 +15,16 @@
 /* --- the log code (spec §3) --- */
 #define CODE_ONE            0x8000
 #define CODE_MAX            0xFFFF
-/* admitted labels (spec §3.1): rf is clamped to [2^-8, 2^8] as it arrives, so that no label makes
- * a packet weigh more than 2^16 times its length and the estimator never saturates */
+/* admitted labels (spec §3.1): rf is clamped to [2^-8, 2^16] as it arrives, so that no label makes
+ * a packet weigh more than 2^16 times its length and the estimator never saturates; the top is
+ * what a node emits at most (rf out <= ltau <= LTAU_MAX) */
 #define RF_CODE_MIN         0x7C00
-#define RF_CODE_MAX         0x8400
+#define RF_CODE_MAX         0x8800
 #define RF_CODE_BELOW_MIN   0x7BFF
-#define RF_CODE_ABOVE_MAX   0x8401
+#define RF_CODE_ABOVE_MAX   0x8801
+/* tau = 2^16, the largest: also the ltau of an uncongested egress, so that no label leaves a node
+ * above what the next accepts (spec §3.1) */
+#define LTAU_MAX            0x8800
 /* log2 of a 32-bit F, and of M_F, never exceeds 32 octaves: D_OFFSET = 32 * 128 (spec §7.2) */
 #define D_OFFSET            0x1000
 
@@ -52,6 +56,7 @@
 #define EVENT_OPAQUE_SHIM   2
 #define EVENT_NO_PAIR       3
 #define EVENT_FFS_DROP      4
+#define EVENT_NOT_INSERTED  5
 
 /* --- parser outcome for the shim --- */
 #define FFS_STATE_NONE      0
@@ -61,6 +66,9 @@
 #define ETHERTYPE_IPV4      0x0800
 #define ETHERTYPE_IPV6      0x86DD
 #define ETHERTYPE_VLAN      0x8100
+/* IPv4 flags and fragment offset, below the reserved and DF bits: a first fragment has MF set
+ * and offset 0 (spec §2) */
+#define IPV4_MF             0x2000
 
 /* Frame lengths (spec §4): what a packet's headers claim against the bytes it occupies */
 #define ETH_HDR_LEN         14
@@ -69,6 +77,10 @@
 #define FCS_LEN             4       /* counted in the estimator's len, in pkt_length and in every counter */
 #define MIN_FRAME           60      /* the shortest Ethernet frame without FCS: shorter ones are padded */
 #define SHIM_LEN            8
+/* shim_room (spec §2): an IP length from which an inserted shim would wrap the 16-bit length field,
+ * whatever the egress's MTU; the table holds two entries (IPv4, IPv6) per port */
+#define SHIM_ROOM_MAX       65528
+#define SHIM_ROOM_SIZE      1024
 #define BRIDGE_LEN          2       /* bridge_h: the egress counters subtract it (adjust_byte_count) */
 
 typedef bit<PID_BITS> pid_t;

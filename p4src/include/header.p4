@@ -90,7 +90,7 @@ header port_metadata_t {
     @padding bit<(PORT_METADATA_SIZE - 24)> pad2;
 }
 
-/* All code arithmetic is 16-bit (spec §7.2): with the label clamped to [2^-8, 2^8] and
+/* All code arithmetic is 16-bit (spec §7.2): with the label clamped to [2^-8, 2^16] and
  * log M, log F <= D_OFFSET no intermediate saturates or wraps except where the spec says. */
 #ifndef FFS_HOST_METADATA
 #define FFS_HOST_METADATA
@@ -99,6 +99,7 @@ header port_metadata_t {
 struct ffs_metadata_t {
     port_metadata_t port_md;
     bit<1>  parse_error;   /* truncated shim: dropped and counted */
+    bit<1>  frag;          /* an IPv4 fragment (MF or an offset): no shim inserted (spec §2) */
     bit<2>  ffs_state;     /* FFS_STATE_* */
     bit<1>  ri_req;        /* valid shim with the R flag */
     bit<1>  rri_ge_one;    /* bit 15 of the arriving rri: rri >= 1.0 */
@@ -123,6 +124,7 @@ struct ffs_metadata_t {
     bit<16> ltau_p;        /* ltau - CODE_ONE (= 128 log2 tau) */
     bit<1>  congested;
     bit<16> lcr;
+    bit<16> room;          /* the IP length's distance below the egress's shim limit; 0: no shim fits (spec §2) */
     bit<16> k;             /* code(rf / M) */
     /* stage 2-6 */
     bit<16> cc;            /* code(tau / k), tau = 1 while not congested */

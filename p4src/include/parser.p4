@@ -92,7 +92,24 @@ parser FfsIngressParser(packet_in pkt,
 
     /* The IP length must cover the header, its options and the 8-byte shim (spec §2): that
      * check needs IHL and total_len together, so it is a table in stage 0 (ip_len_check). */
+    /* A fragment's IP protocol says what the datagram carries, not what follows this header: a
+     * non-first fragment (offset > 0) holds payload bytes and is never read as a shim; any
+     * fragment (MF set too) is flagged, since a shim inserted into or stripped from one fragment
+     * would change the protocol of that fragment alone and break reassembly (spec §2). The
+     * flags and offset are looked at before the header is extracted, so that each state selects
+     * on what it extracts itself. */
     state parse_ipv4 {
+        transition select(pkt.lookahead<bit<64>>()[13:0]) {   /* MF and fragment offset */
+            0: parse_ipv4_header;
+            IPV4_MF: ipv4_first_fragment;
+            default: ipv4_later_fragment;
+        }
+    }
+    state ipv4_first_fragment {
+        md.frag = 1;
+        transition parse_ipv4_header;
+    }
+    state parse_ipv4_header {
         pkt.extract(hdr.ipv4);
         md.l3_len = hdr.ipv4.total_len;
         transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
@@ -102,6 +119,25 @@ parser FfsIngressParser(packet_in pkt,
     }
     state ipv4_ffs_0 { transition parse_ffs; }
     IPV4_OPTION_STATES(ipv4_ffs_, parse_ffs, no_shim)
+    state ipv4_later_fragment {
+        pkt.extract(hdr.ipv4);
+        md.l3_len = hdr.ipv4.total_len;
+        md.frag = 1;
+        transition select(hdr.ipv4.ihl) {
+            5: no_shim;
+            6: ipv4_opts_1;
+            7: ipv4_opts_2;
+            8: ipv4_opts_3;
+            9: ipv4_opts_4;
+            10: ipv4_opts_5;
+            11: ipv4_opts_6;
+            12: ipv4_opts_7;
+            13: ipv4_opts_8;
+            14: ipv4_opts_9;
+            15: ipv4_opts_10;
+            default: truncated;    /* IHL < 5 */
+        }
+    }
 
     state parse_ipv6 {
         pkt.extract(hdr.ipv6);
@@ -222,7 +258,18 @@ parser FfsEgressParser(packet_in pkt,
             default: accept;
         }
     }
+    /* a fragment's shim is never stripped (spec §2): it is not extracted */
     state parse_ipv4 {
+        transition select(pkt.lookahead<bit<64>>()[13:0]) {
+            0: parse_ipv4_header;
+            default: ipv4_fragment;
+        }
+    }
+    state ipv4_fragment {
+        pkt.extract(hdr.ipv4);
+        transition accept;
+    }
+    state parse_ipv4_header {
         pkt.extract(hdr.ipv4);
         transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
             IPV4_IHL_CASES(ipv4_ffs_, accept)

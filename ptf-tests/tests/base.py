@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import ipaddress
+import math
 import socket
 import sys
 import time
@@ -39,6 +40,7 @@ from ffs import p4names
 from ffs import tables
 from ffs.driver.base import Driver
 from ffs.entries import CounterValue, Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.labels import decode
 from ffs.scapy_ffs import FFS
 
 # --- test params ------------------------------------------------------------------------------
@@ -108,7 +110,8 @@ def make_driver() -> Driver:
 
 # --- saving and restoring what a test touches --------------------------------------------------
 
-TEST_TABLES = (p4names.IPV4_ROUTES, p4names.IPV6_ROUTES, p4names.PAIRS, p4names.EGRESS_PARAMS, p4names.EGRESS_PORTS)
+TEST_TABLES = (p4names.IPV4_ROUTES, p4names.IPV6_ROUTES, p4names.PAIRS, p4names.EGRESS_PARAMS, p4names.EGRESS_PORTS,
+               p4names.SHIM_ROOM)
 STATIC_TABLES = (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA)
 
 
@@ -263,7 +266,7 @@ class FfsTest(BaseTest):
         self.dataplane.flush()
         self.driver: Driver | None = None
         self.saved: Saved | None = None
-        self._f_cache: dict[tuple[int, int], int] = {}
+        self._f_cache: dict[tuple, int] = {}
         try:
             self.driver = make_driver()
             self.driver.connect(timeout_s=60)
@@ -324,7 +327,7 @@ class FfsTest(BaseTest):
         d.write(ups)
         d.set_lpf_spec(p4names.F_LPF.name, [PID], FORGETFUL)
         d.write_register(p4names.F_EST.name, PID, 0)
-        self.lm, self.egress = constants.LM_MAX, expect.Egress()
+        self.lm, self.m, self.egress = constants.LM_MAX, 2.0 ** (constants.LM_MAX / constants.CODE_STEPS_PER_OCTAVE), expect.Egress()
 
     @staticmethod
     def port_update(port: int, trust: int, insert: int, kind: str = "insert") -> Update:
@@ -347,8 +350,14 @@ class FfsTest(BaseTest):
         self.driver.write([self.port_update(port, trust, insert, kind="modify")])
 
     def set_lm(self, lm: int) -> None:
+        """The pair's lm as the control plane pushes it; its share is M_F = 2^(lm/128) (spec §4)."""
         self.driver.write([self.pair_update(lm, kind="modify")])
-        self.lm = lm
+        self.lm, self.m = lm, 2.0 ** (lm / constants.CODE_STEPS_PER_OCTAVE)
+
+    def set_m(self, m_f: float) -> None:
+        """The pair's share M_F in estimator units (spec §4), pushed as lm; expectations use M_F."""
+        self.set_lm(expect.lm_of(m_f))
+        self.m = m_f
 
     def set_egress(self, egress: expect.Egress) -> None:
         self.driver.write([Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
@@ -384,7 +393,8 @@ class FfsTest(BaseTest):
     def assert_events(self, delta: Counts, **cells: int) -> None:
         """Exactly these events cells moved, by these amounts (spec §7.6: one cell per packet)."""
         names = {"parse_error": constants.EVENT_PARSE_ERROR, "route_miss": constants.EVENT_ROUTE_MISS, "opaque": constants.EVENT_OPAQUE_SHIM,
-                 "no_pair": constants.EVENT_NO_PAIR, "ffs_drop": constants.EVENT_FFS_DROP}
+                 "no_pair": constants.EVENT_NO_PAIR, "ffs_drop": constants.EVENT_FFS_DROP,
+                 "not_inserted": constants.EVENT_NOT_INSERTED}
         want = [0] * len(delta.events)
         for k, v in cells.items():
             want[names[k]] = v
@@ -423,26 +433,65 @@ class FfsTest(BaseTest):
             got = self.recv(port, timeout=timeout)
             self.assertIsNone(got, f"unexpected frame on port {port}: {Ether(got)!r}" if got else "")
 
+    def send_counted(self, pkt: Packet, n: int, chunk: int = 50, timeout_s: float = 60.0) -> int:
+        """Send `n` copies of `pkt` on the managed pair in chunks, each once the target has taken in
+        the last (its R counter), and return how many frames left on OUT. A target slower than PTF's
+        sender (tofino-model forwards about 200 packets/s) then loses no input, and PTF's receive
+        queue (100 frames with the SDE's runner) never holds more than a chunk."""
+        d = self.driver
+        r0 = d.read_counters(p4names.PAIR_BYTES.name, [PID])[PID].packets
+        a0 = d.read_counters(p4names.ADMITTED.name, [OUT])[OUT].packets
+        sent = got = 0
+        while sent < n:
+            k = min(chunk, n - sent)
+            self.send(pkt, count=k)
+            sent += k
+            deadline = time.monotonic() + timeout_s
+            while (d.read_counters(p4names.PAIR_BYTES.name, [PID])[PID].packets - r0) % WRAP < sent:
+                if time.monotonic() > deadline:
+                    self.fail(f"the target took in fewer than {sent} of the packets sent within {timeout_s:g} s")
+                time.sleep(0.02)
+            admitted = (d.read_counters(p4names.ADMITTED.name, [OUT])[OUT].packets - a0) % WRAP
+            while got < admitted and self.recv(OUT, timeout=2.0) is not None:
+                got += 1
+        return got
+
     def count_received(self, port: int, expected_at_most: int, timeout: float = 1.0) -> int:
         got = 0
         while got < expected_at_most and self.recv(port, timeout=timeout) is not None:
             got += 1
         return got
 
-    def one(self, pkt: Packet, trust: bool = True, timeout: float = 2.0) -> tuple[bytes | None, expect.Outcome, Counts]:
+    def one(self, pkt: Packet, trust: bool = True, timeout: float = 2.0) -> tuple[bytes | None, expect.Paper, Counts]:
         """Send one packet on the managed pair IN -> OUT. Returns the frame that left OUT (None if
-        none did within `timeout`), what Algorithms 3 and 4 make of the packet with the F the
-        estimator used for it (read back from f_est), and the counter deltas."""
+        none did within `timeout`), what Algorithms 3 and 4 make of the packet in real numbers with
+        the F the estimator used for it (read back from f_est) and the pair's M_F, and the counter
+        deltas."""
         before = self.counts()
         self.send(pkt)
         got = self.recv(OUT, timeout=timeout)
         valid = shim_valid(pkt)
-        ri = bool(valid and trust and int(pkt[FFS].flags) & constants.FLAG_RI)
-        rri = pkt[FFS].rri if valid else constants.CODE_MAX
-        o = expect.outcome(label_in(pkt, trust), self.lm, self.f_est(), self.egress, rri=rri, ri=ri)
-        return got, o, self.since(before)
+        ri = bool(valid and int(pkt[FFS].flags) & constants.FLAG_RI)  # on a resetting port too (spec §6)
+        rri = code_value(pkt[FFS].rri) if valid else float("inf")
+        p = expect.paper(label_in(pkt, trust), self.f_est(), self.m, self.egress, rri=rri, ri=ri)
+        return got, p, self.since(before)
 
-    def first_survivor(self, pkt: Packet, tries: int = 60) -> tuple[bytes, expect.Outcome]:
+    def expect_emitted(self, got: bytes | None, pkt: Packet, p: expect.Paper, what: str = "", **fields: int) -> bytes:
+        """`got` is `pkt` with the label Algorithm 3 gives (rf' · γ) and, where RI ran, the RRI of
+        Algorithm 4, each within spec §10's budget of the real value; every other byte as it came,
+        but for `fields` (e.g. flags)."""
+        self.assertIsNotNone(got, f"no frame {what}")
+        shim = Ether(got)[FFS]
+        label_budget = expect.LABEL_BUDGET if math.isinf(self.egress.tau_real) else expect.GAMMA_BUDGET
+        self.assertTrue(expect.close(shim.rf, p.rf_out, label_budget),
+                        f"{what}: rf out {decode(shim.rf):.5g}, the paper's rf' · gamma = {p.rf_out:.5g}")
+        if p.rri_out is not None:
+            self.assertTrue(expect.close(shim.rri, p.rri_out, expect.GAMMA_BUDGET),
+                            f"{what}: rri out {decode(shim.rri):.5g}, Algorithm 4 gives {p.rri_out:.5g}")
+            fields = dict(fields, rri=shim.rri)
+        return self.expect_frame(rewritten(pkt, rf=shim.rf, **fields), got=got, what=what)
+
+    def first_survivor(self, pkt: Packet, tries: int = 60) -> tuple[bytes, expect.Paper]:
         """Send until one copy is forwarded (gamma < 1 states); that copy and its outcome."""
         for _ in range(tries):
             got, o, _ = self.one(pkt, timeout=0.3)
@@ -517,12 +566,17 @@ def shim_valid(pkt: Packet) -> bool:
     return FFS in pkt and pkt[FFS].version == constants.SHIM_VERSION and not int(pkt[FFS].flags) & constants.FLAG_RESERVED
 
 
-def label_in(pkt: Packet, trust: bool = True) -> int:
-    """The label the pipeline uses (spec §7.1): a valid shim's rf, clamped to the admitted range
-    (spec §3.1), on a trusted port, else 1.0."""
+def code_value(code: int) -> float:
+    """The real number a label code stands for (spec §3), 0xFFFF as ∞."""
+    return float("inf") if code == constants.CODE_MAX else decode(code)
+
+
+def label_in(pkt: Packet, trust: bool = True) -> float:
+    """The label the node uses (spec §3.1, §6): a valid shim's rf, clamped to the admitted range
+    [2^-8, 2^8], on a trusted port, else the default 1.0."""
     if trust and shim_valid(pkt):
-        return min(max(pkt[FFS].rf, constants.RF_CODE_MIN), constants.RF_CODE_MAX)
-    return constants.CODE_ONE
+        return min(max(decode(pkt[FFS].rf), 2.0 ** -8), 2.0 ** 8)
+    return 1.0
 
 
 def rewritten(pkt: Packet, **fields: int) -> Packet:
@@ -533,9 +587,3 @@ def rewritten(pkt: Packet, **fields: int) -> Packet:
     return Ether(bytes(out))
 
 
-def emitted(pkt: Packet, o: expect.Outcome) -> Packet:
-    """`pkt` as it must leave after Algorithms 3 and 4: rf out, and rri where RI ran."""
-    fields = {"rf": o.rf_out}
-    if o.rri_out is not None:
-        fields["rri"] = o.rri_out
-    return rewritten(pkt, **fields)

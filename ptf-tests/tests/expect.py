@@ -1,128 +1,117 @@
-"""Expected values for the PTF tests, from the spec and the papers' equations.
+"""Expected values for the PTF tests, from the FFS paper's real-valued equations and the spec's
+precision budget, never from the code arithmetic they check.
 
-Nothing here imports the software switch: table outputs come from the generated entries of
-`ffs.tables` (the entries every target is loaded with), and the per-packet results are the FFS
-paper's equations (Algorithm 3 lines 1-3, Algorithm 4) evaluated on decoded labels and encoded
-again with `ffs.labels`. Where the spec states a code identity (§7.2 "why these identities hold"),
-the test asserts that identity exactly; the real-number form is the check that the identity is the
-paper's equation.
+A test picks real quantities -- a label rf, a share M in the estimator's units (M_F, spec §4), τ,
+C/R* -- programs them with the control plane's encodings (lm = round(128 · log2 M_F) of spec §4,
+the egress parameters of `ffs.tables.egress_params`), reads F as the node measured it (f_est), and
+expects what Algorithm 3 (lines 1-3, Eq. 1-2) and Algorithm 4 make of those real numbers, within
+the tolerance spec §10 allows the 16-bit log code. Nothing here evaluates a table entry or a P4
+expression: the label codes the device writes are decoded and compared with real numbers.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
+from ffs import binomial
 from ffs import constants
 from ffs import tables
-from ffs.entries import TableEntry, Ternary
-from ffs.labels import decode, encode
+from ffs.labels import decode
+
+# spec §10: the normalized label rf' within 0.93 % of rf · F / M; anything that also carries τ or
+# C/R* (γ, rf out when τ binds, RRI) within 1.21 %; the forwarding probability within 1.4 %
+LABEL_BUDGET = 0.0093
+GAMMA_BUDGET = 0.0121
+DROP_BUDGET = 0.014
+LABEL_MAX = 2.0 ** 16  # spec §3.1: no node emits a label above 2^16, and the next admits it whole
 
 
-# --- the generated tables, looked up the way a ternary table matches --------------------------
+def lm_of(m_f: float) -> int:
+    """The pair's lm for a share of M_F estimator units (spec §4): clamp(round(128 · log2 M_F), 0, 0x1000)."""
+    return min(max(round(constants.CODE_STEPS_PER_OCTAVE * math.log2(m_f)), 0), constants.LM_MAX)
 
 
-@functools.lru_cache(maxsize=None)
-def _f_log_entries() -> tuple[TableEntry, ...]:
-    return tuple(tables.f_log_entries())
+def m_for(rf: float, f: int, rf_norm: float) -> float:
+    """The share M_F (estimator units) for which a packet of label `rf` whose estimator reads `f`
+    normalizes to `rf_norm` (Algorithm 3 line 1: rf' = rf · F / M, solved for M), checked to be one
+    the control plane can push."""
+    m = rf * f / rf_norm
+    if not 1.0 <= m <= 2.0 ** (constants.LM_MAX / constants.CODE_STEPS_PER_OCTAVE):
+        raise ValueError(f"no share M_F gives rf' = {rf_norm:g} for rf = {rf:g}, F = {f}")
+    return m
 
 
-def lf(f: int) -> int:
-    """f_log's unbiased log of an F estimator output; 0 (lf_zero) on a miss (f = 0)."""
-    for e in _f_log_entries():
-        k = e.key["f"]
-        assert isinstance(k, Ternary)
-        if f & k.mask == k.value:
-            return e.params["lf"]
-    return 0
-
-
-Claim = tuple[int, bool, bool]  # (IP length, IPv6, 802.1Q): what len_log weighs (spec §4)
-
-
-def weight(claim: Claim, rf: int) -> int:
-    """w = len · 2^8 / rf through len_log and the weight table (spec §5.1, §5.2); a resetting
-    port passes rf = code(1) (weight_reset)."""
-    return tables.packet_weight(*claim, rf)
-
-
-def forgetful_f(claim: Claim, rf: int, scale_down: int) -> int:
-    """The F LPF output when the filter has forgotten every earlier packet (spec §8 with
-    e^(-dt/tau) = 0): y = w, output = min(floor(y) >> s, 2^32 - 1)."""
-    return min(weight(claim, rf) >> scale_down, constants.WEIGHT_MAX)
-
-
-def lm_for(rf: int, f: int, rf_norm: int) -> int:
-    """The pair's lm that makes a packet of label `rf` whose estimator reads `f` normalize to
-    exactly `rf_norm` (rf' = rf + lf - lm, spec §7.2), checked to stay inside the code range."""
-    lm = rf + lf(f) - rf_norm
-    if not (0 <= lm <= constants.LM_MAX):
-        raise ValueError(f"no lm gives rf'={rf_norm:#x} for rf={rf:#x}, f={f}")
-    return lm
-
-
-# --- Algorithm 3 and 4 (FFS paper) on one packet ---------------------------------------------
+# --- Algorithm 3 and 4 (FFS paper) on one packet, in real numbers --------------------------------
 
 
 @dataclass(frozen=True)
 class Egress:
-    """The egress parameters a test programs: tau (None: uncongested, tau = infinity) and C/R*."""
+    """The egress parameters a test programs: τ (None: uncongested, τ = ∞), congested, C/R*
+    (None: R* = 0, C/R* = ∞)."""
 
     tau: float | None = None
     congested: bool = False
     cr: float | None = None
 
     def params(self) -> dict[str, int]:
+        """set_egress's parameters: the control plane's encoding (spec §5.3), used to program only."""
         return tables.egress_params(self.tau, self.congested, self.cr)
 
     @property
-    def ltau(self) -> int:
-        return self.params()["ltau"]
+    def tau_real(self) -> float:
+        """τ as the data plane holds it: its code (spec §3), ∞ while uncongested."""
+        return decode(self.params()["ltau"]) if self.congested else math.inf
 
 
 @dataclass(frozen=True)
-class Outcome:
-    rf_norm: int  # code of rf · F / M (Algorithm 3 line 1)
-    d: int  # rf_norm - ltau in code steps: gamma = 2^(-d/128) when d > 0
-    accept: float  # P(forward): the gamma table's thr / 2^16, 1 for d <= 0, 0 beyond 2^-16
-    rf_out: int  # min(rf_norm, tau) (line 3)
-    rri_out: int | None  # Algorithm 4 with the pre-gamma label; None if RI is not requested
-
-    @property
-    def gamma(self) -> float:
-        """The paper's gamma = min(1, tau / rf_norm)."""
-        return 1.0 if self.d <= 0 else 2.0 ** (-self.d / constants.CODE_STEPS_PER_OCTAVE)
+class Paper:
+    rf_norm: float  # rf · F / M (Algorithm 3 line 1)
+    gamma: float  # min(1, τ / rf') (Eq. 2, line 2)
+    rf_out: float  # rf' · γ = min(rf', τ) (line 3), at most LABEL_MAX
+    rri_out: float | None  # Algorithm 4 with the pre-γ label (spec §11.1.1); None if RI is not requested
 
 
-def outcome(rf: int, lm: int, f: int, egress: Egress, rri: int = constants.CODE_MAX, ri: bool = True) -> Outcome:
-    """What Algorithm 3 (lines 1-3) and Algorithm 4 make of one packet, in codes."""
-    rf_norm = max(rf - lm, 0) + lf(f)  # line 1 in logs: rf · F / M (lf, lm unbiased; spec §4)
-    assert rf_norm <= constants.CODE_MAX, "test state outside the code range"
-    ltau = egress.ltau
-    d = rf_norm - ltau
-    accept = tables.gamma_of_code_distance(d)
-    rf_out = min(rf_norm, ltau)  # line 3: rf · gamma = min(rf, tau)
+def paper(rf: float, f: float, m_f: float, egress: Egress, rri: float = math.inf, ri: bool = True) -> Paper:
+    """What Algorithms 3 and 4 make of one packet: label `rf`, the pair's F as measured (`f`) and
+    share `m_f` in the same units, at `egress`; `rri` as it arrives."""
+    rf_norm = rf * f / m_f
+    tau = egress.tau_real
+    gamma = min(1.0, tau / rf_norm)
     rri_out = None
     if ri:
-        r, x = decode(rri), decode(rf_norm)
-        if rri < constants.CODE_ONE:  # line 2: congestion upstream, RRI · gamma (the exact gamma, spec §7.2)
-            new = r * (2.0 ** (-max(d, 0) / constants.CODE_STEPS_PER_OCTAVE) if d <= constants.GAMMA_D_MAX else 0.0)
-        elif egress.congested:  # line 5 with the pre-gamma label: min(RRI, tau / rf')
-            new = min(r, decode(ltau) / x)
+        if rri < 1.0:  # line 2: congestion upstream, RRI · γ
+            rri_out = rri * gamma
+        elif egress.congested:  # line 5: min(RRI, τ / rf')
+            rri_out = min(rri, tau / rf_norm)
         else:  # lines 7-8: min(RRI, max(C / R*, 1 / rf'))
-            cr = decode(egress.params()["lcr"])
-            new = min(r, max(cr, 1.0 / x))
-        rri_out = encode(new)
-    return Outcome(rf_norm, d, accept, rf_out, rri_out)
+            cr = math.inf if egress.cr is None else egress.cr
+            rri_out = min(rri, max(cr, 1.0 / rf_norm))
+    return Paper(rf_norm, gamma, min(rf_norm * gamma, LABEL_MAX), rri_out)
 
 
-def paper_label(rf: int, f: int, lm: int) -> float:
-    """rf · F / M in real numbers: F in LPF units is f, M in the same units is 2^(lm/128)."""
-    return decode(rf) * f / 2.0 ** (lm / constants.CODE_STEPS_PER_OCTAVE)
+def close(code: int, x: float, budget: float) -> bool:
+    """The label code `code` stands for x within the relative `budget` (∞ is the code 0xFFFF)."""
+    if math.isinf(x):
+        return code == constants.CODE_MAX
+    return abs(decode(code) / x - 1) <= budget
 
 
-def binomial_bounds(n: int, p: float, sigmas: float = 4.0) -> tuple[float, float]:
-    """n · p ± 4σ with σ = sqrt(n p (1 - p)) (spec §11.2.9)."""
-    s = math.sqrt(n * p * (1 - p))
-    return n * p - sigmas * s, n * p + sigmas * s
+def forwarding_bounds(n: int, gamma: float, sigmas: float = 4.0) -> tuple[float, float]:
+    """n · γ ± 4σ (spec §11.2.9), widened by the 1.4 % the code allows γ (spec §10)."""
+    return binomial.bounds(n, gamma, sigmas, slack=DROP_BUDGET)
+
+
+def packets_to_tell(gamma: float) -> int:
+    """n such that a forwarding rate 20 % off γ leaves the widened ±4σ band in 99.9 % of runs."""
+    return binomial.packets_to_tell(gamma, slack=DROP_BUDGET)
+
+
+Claim = tuple[int, bool, bool]  # (IP length, IPv6, 802.1Q): what len_log weighs (spec §4)
+
+
+def weight(claim: Claim, rf: int) -> int:
+    """The estimator's input for a packet, w = len · 2^8 / rf as the node's tables quantize it
+    (spec §5.1, §5.2): only for the estimator's dynamics (test_estimator), whose expectation is
+    spec §8's filter driven by the weights the node feeds it."""
+    return tables.packet_weight(*claim, rf)

@@ -21,7 +21,7 @@ from ffs import constants
 from ffs import tables
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import pairs_of
-from ffs.labels import encode
+from ffs.labels import decode, encode
 from ffs.scapy_ffs import FFS
 from ffs.topology import load
 from scapy.layers.l2 import Ether
@@ -152,8 +152,9 @@ class MatrixChangeReachesTheDataPlane(AgentTest):
                 time.sleep(period_ms() / 4e3)
             self.assertGreater(status["time_s"], sent_at, "the agent made no step after the probe")
             f_bps = next(p["f_bps"] for p in status["pairs"] if (p["ingress"], p["egress"]) == ("a", "b"))
-            want = expect.outcome(rf, lm, round(f_bps * units), expect.Egress(), ri=False).rf_out
-            self.assertEqual(Ether(got)[FFS].rf, want, f"{what}: rf' = rf · F / M with F as its packet wrote it")
+            want = expect.paper(decode(rf), round(f_bps * units), 2.0 ** (lm / constants.CODE_STEPS_PER_OCTAVE), expect.Egress()).rf_out
+            self.assertTrue(expect.close(Ether(got)[FFS].rf, want, expect.LABEL_BUDGET),
+                            f"{what}: rf' = rf · F / M with F as its packet wrote it: {decode(Ether(got)[FFS].rf):.5g}, want {want:.5g}")
 
         self.assertFalse(self.egress_b()["congested"])
         probe(lm_old, "M = 500 kb/s")

@@ -5,7 +5,7 @@ Bytes are frame bytes as PTF sent them (plus the target's counter_byte_adjust)."
 
 import expect
 from base import DST4_MISS, DST4_OTHER, OTHER, OUT, FfsTest, byte_adjust, ffs_v4, packets, plain_v4
-from ffs.labels import decode, encode
+from ffs.labels import encode
 
 
 class CountersExact(FfsTest):
@@ -14,10 +14,9 @@ class CountersExact(FfsTest):
 
     def runTest(self):
         n, k, m = packets(600, 120), 7, 3
-        rf = encode(2.0)
-        pkt = ffs_v4(rf, flags=0)
-        self.set_lm(expect.lm_for(rf, self.f_of(pkt), encode(4.0)))
-        self.set_egress(expect.Egress(tau=decode(encode(2.0)), congested=True))  # gamma = 1/2
+        pkt = ffs_v4(encode(2.0), flags=0)
+        self.set_m(expect.m_for(2.0, self.f_of(pkt), 4.0))
+        self.set_egress(expect.Egress(tau=2.0, congested=True))  # gamma = tau / rf' = 1/2
         other, miss = plain_v4(300, DST4_OTHER), plain_v4(300, DST4_MISS)
         before = self.counts()
         self.send(pkt, count=n)

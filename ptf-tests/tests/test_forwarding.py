@@ -17,7 +17,7 @@ from base import (
     plain_v6,
 )
 from ffs import p4names
-from ffs.entries import TableEntry, Update
+from ffs.entries import Exact, TableEntry, Update
 from ffs.labels import encode
 
 
@@ -58,12 +58,26 @@ class RouteMissDropsByDefault(FfsTest):
 
 
 class UnmanagedPairBypassesFfs(FfsTest):
-    """IN -> OTHER has no pairs entry (no_pair): FFS is bypassed, so even a labelled packet with the
-    R flag leaves unchanged toward an egress whose tau would drop it; counted as EVENT_NO_PAIR and
-    in A of OTHER, not in any pair's R."""
+    """IN -> OTHER has no pairs entry (no_pair): FFS is bypassed, so a labelled packet with the R
+    flag leaves unchanged toward an egress that is congested at tau = 1, where the same packet on a
+    managed pair is dropped (gamma = tau / rf' < 2^-12 with lm = 0, Eq. 1-2). Counted as
+    EVENT_NO_PAIR and in what left OTHER, not in any pair's R nor in OTHER's R* or A."""
 
     def runTest(self):
-        self.set_egress(expect.Egress(tau=1.0, congested=True))  # OUT congested; OTHER has no parameters at all
+        congested = expect.Egress(tau=1.0, congested=True)
+        self.driver.write([Update("insert", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OTHER)},
+                                                       "set_egress", congested.params()))])
+        pkt = ffs_v4(encode(64.0))
+        # the managed pair toward an egress in the same state: rf' = 64 · F / M far above tau = 1
+        f = self.f_of(pkt)
+        self.set_lm(0)
+        self.set_egress(congested)
+        gamma = expect.paper(64.0, f, self.m, congested).gamma  # M_F = 2^0
+        self.assertLess(gamma, 2.0 ** -12)
+        before = self.counts()
+        self.send(pkt, count=5)
+        self.assertLessEqual(self.count_received(OUT, 5, timeout=0.5), 1, "a managed pair at this egress state is dropped")
+        self.assertGreaterEqual(self.since(before).drops.packets, 4)
         pkt = ffs_v4(encode(64.0), dst=DST4_OTHER)
         before = self.counts()
         for _ in range(5):
@@ -72,4 +86,5 @@ class UnmanagedPairBypassesFfs(FfsTest):
         delta = self.since(before)
         self.assert_events(delta, no_pair=5)
         self.assertEqual(delta.r.packets, 0)
+        self.assertEqual((delta.offered[OTHER].packets, delta.admitted[OTHER].packets), (0, 0))
         self.assertEqual((delta.accepted[OTHER].packets, delta.accepted[OTHER].bytes), (5, 5 * (len(pkt) + byte_adjust())))

@@ -16,10 +16,11 @@ from base import (
     ffs_v6,
     plain_v4,
     plain_v6,
-    rewritten,
 )
 from ffs import constants
-from ffs.labels import encode
+from ffs import tables
+from ffs.entries import Update
+from ffs.labels import decode, encode
 from ffs.scapy_ffs import FFS
 
 CONGESTED = expect.Egress(tau=4 / 3, congested=True)
@@ -54,53 +55,88 @@ def without_shim(pkt):
 
 class TrustUsesTheArrivingLabel(FfsTest):
     """On a trusted port the shim's rf is the label: F is estimated with w = len / rf and the
-    label normalized from it (Algorithm 3 line 1), so rf = 64 and rf = 1 give different F."""
+    label normalized from it (Algorithm 3 line 1), so rf = 64 and rf = 1 give different F, and the
+    packet leaves with the paper's rf' · gamma and RRI = tau / rf' (Table II's s1: 0.5, 8/3)."""
 
     def runTest(self):
         pkt = ffs_v4(encode(64.0))
         f64, f1 = self.f_of(pkt), self.f_of(plain_v4(500))
         self.assertLess(f64, f1, "w = len/rf: a larger label weighs less")
-        self.set_lm(expect.lm_for(encode(64.0), f64, encode(0.5)))
+        self.assertLessEqual(abs(f1 / f64 / 64 - 1), 0.02, "F scales as 1/rf (spec §4)")
+        self.set_m(expect.m_for(64.0, f64, 0.5))
         self.set_egress(CONGESTED)
-        got, o, _ = self.one(pkt)
-        self.assertEqual((o.rf_out, o.rri_out), (encode(0.5), encode(4 / 3) - encode(0.5) + constants.CODE_BIAS))
-        self.expect_frame(rewritten(pkt, rf=o.rf_out, rri=o.rri_out), got=got)
+        got, p, _ = self.one(pkt)
+        out = self.expect_emitted(got, pkt, p)
+        self.assertTrue(expect.close(Ether(out)[FFS].rf, 0.5, expect.GAMMA_BUDGET))
+        self.assertTrue(expect.close(Ether(out)[FFS].rri, 8 / 3, expect.GAMMA_BUDGET))
 
 
 class ResetDefaultsTheLabel(FfsTest):
     """trust = 0: whatever arrives, the label is 1.0 (F as for an unlabelled packet), the rewrite
-    sets D, and RI is not updated: rri = infinity stays although a trusted packet in this state
-    would leave with tau / rf' (spec §6)."""
+    sets D, and the label leaves as the paper's 1.0 · F / M (0.5 here). Algorithm 4 runs with the
+    label the port set (spec §6; App. C/D: the first node initialises the labels): the host's
+    first hop, congested at tau = 4/3, writes RRI = tau / rf' = 8/3, as for Table II's s1."""
 
     def runTest(self):
         self.set_port(IN, trust=0)
         f1 = self.f_of(plain_v4(500))
-        self.set_lm(expect.lm_for(constants.CODE_ONE, f1, encode(0.5)))
+        self.set_m(expect.m_for(1.0, f1, 0.5))
         self.set_egress(CONGESTED)
         pkt = ffs_v4(encode(64.0), flags="R", rri=constants.CODE_MAX)
-        got, o, _ = self.one(pkt, trust=False)
+        got, p, _ = self.one(pkt, trust=False)
         self.assertEqual(self.f_est(), f1, "the reset label is 1.0")
-        self.assertEqual((o.rf_out, o.rri_out), (encode(0.5), None))
-        self.expect_frame(rewritten(pkt, rf=o.rf_out, flags=constants.FLAG_RI | constants.FLAG_DEFAULTED), got=got)
+        out = self.expect_emitted(got, pkt, p, flags=constants.FLAG_RI | constants.FLAG_DEFAULTED)
+        self.assertTrue(expect.close(Ether(out)[FFS].rf, 0.5, expect.GAMMA_BUDGET))
+        self.assertTrue(expect.close(Ether(out)[FFS].rri, 8 / 3, expect.GAMMA_BUDGET), "RI with the label the port set")
 
 
 class InsertShim(FfsTest):
-    """insert = 1: IPv4 and IPv6 packets without a shim leave with one carrying the rewritten
-    default label; a packet that already has one is not given a second."""
+    """insert = 1: IPv4 and IPv6 packets without a shim leave with one carrying the default label
+    as Algorithm 3 rewrites it (1.0 · F / M = 0.5 here); a packet that already has one is not given
+    a second."""
 
     def runTest(self):
         self.set_port(IN, trust=1, insert=1)
         for plain in (plain_v4(500), plain_v6(500)):
-            self.set_lm(expect.lm_for(constants.CODE_ONE, self.f_of(plain), encode(0.5)))  # f_of also checks it is forwarded
+            self.set_m(expect.m_for(1.0, self.f_of(plain), 0.5))  # f_of also checks it is forwarded
             self.set_egress(CONGESTED)
-            got, o, _ = self.one(plain)
-            self.assertEqual(o.rf_out, encode(0.5))
-            self.expect_frame(with_shim(plain, o.rf_out), got=got, what=f"{plain.summary()} inserted")
+            got, p, _ = self.one(plain)
+            self.assertIsNotNone(got)
+            rf = Ether(got)[FFS].rf
+            self.assertTrue(expect.close(rf, p.rf_out, expect.GAMMA_BUDGET), f"{plain.summary()}: rf {decode(rf):.4g}")
+            self.assertTrue(expect.close(rf, 0.5, expect.GAMMA_BUDGET))
+            self.expect_frame(with_shim(plain, rf), got=got, what=f"{plain.summary()} inserted")
         pkt = ffs_v4(encode(2.0))
-        self.set_lm(expect.lm_for(encode(2.0), self.f_of(pkt), encode(0.5)))
+        self.set_m(expect.m_for(2.0, self.f_of(pkt), 0.5))
         self.set_egress(CONGESTED)
-        got, o, _ = self.one(pkt)
-        self.expect_frame(rewritten(pkt, rf=o.rf_out, rri=o.rri_out), got=got, what="arrived with a shim")
+        got, p, _ = self.one(pkt)
+        self.expect_emitted(got, pkt, p, what="arrived with a shim")
+        self.expect_nothing(timeout=0.2)
+
+
+class InsertRespectsTheEgressMtu(FfsTest):
+    """spec §2: a shim goes in only where the packet, 8 bytes longer, still fits the egress's IP MTU
+    (shim_room, pushed per port). With an MTU of 508 on OUT, IPv4 and IPv6 packets of 500 bytes get
+    their shim and leave at 508 bytes; packets of 501 leave as they came (DF set or not), counted
+    as not inserted, and on their pair."""
+
+    def runTest(self):
+        self.set_port(IN, trust=1, insert=1)
+        self.driver.write([Update("insert", e) for e in tables.shim_room_entries(OUT, 508)])
+        df = Ether(bytes(plain_v4(501)))
+        df[IP].flags = "DF"
+        for fits, too_big in ((plain_v4(500), plain_v4(501)), (plain_v4(500), Ether(bytes(df))),
+                              (plain_v6(460), plain_v6(461))):
+            self.send(fits)
+            got = self.recv(OUT)
+            self.assertIsNotNone(got)
+            self.assertEqual(len(got), len(fits) + constants.SHIM_LEN, f"{fits.summary()}: 508 bytes fit the MTU")
+            before = self.counts()
+            self.send(too_big)
+            self.expect_frame(too_big, what=f"{too_big.summary()}: 509 bytes do not fit")
+            delta = self.since(before)
+            self.assert_events(delta, not_inserted=1)
+            self.assertEqual(delta.r.packets, 1)
         self.expect_nothing(timeout=0.2)
 
 

@@ -138,6 +138,8 @@ def port_updates(node: Node) -> list[Update]:
         )
         if i.strip:
             out.append(Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(i.port)}, "strip_shim")))
+        # no shim inserted where it would take a packet beyond this port's MTU (spec §2)
+        out += [Update("insert", e) for e in tables.shim_room_entries(i.port, i.mtu)]
     return out
 
 

@@ -44,7 +44,8 @@ typedef unsigned __int128 u128;
 #define CODE_ONE 0x8000u
 #define CODE_MAX 0xFFFFu
 #define RF_CODE_MIN 0x7C00u
-#define RF_CODE_MAX 0x8400u
+#define RF_CODE_MAX 0x8800u
+#define LTAU_MAX 0x8800u
 #define D_OFFSET 0x1000u
 #define U16 0xFFFFu
 #define NUM_PAIRS 4096
@@ -59,6 +60,9 @@ typedef unsigned __int128 u128;
 #define EVENT_OPAQUE_SHIM 2
 #define EVENT_NO_PAIR 3
 #define EVENT_FFS_DROP 4
+#define EVENT_NOT_INSERTED 5
+#define SHIM_ROOM_MAX 65528u
+#define IPV4_MF 0x2000u
 #define FFS_STATE_NONE 0
 #define FFS_STATE_VALID 1
 #define FFS_STATE_OPAQUE 2
@@ -74,19 +78,21 @@ typedef unsigned __int128 u128;
 /* the writable tables, in the order of ffs.p4names.TABLES; actions in the order of each table's
  * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate, frame_check) are code
  * below; their actions are listed for the contract check only. */
-enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, T_F_LOG, T_GAMMA, T_EGRESS_PORTS, NT };
+enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, T_F_LOG, T_GAMMA, T_EGRESS_PORTS, T_SHIM_ROOM, NT };
 #define NT_ALL (NT + 5)
 static const char *TABLE_NAMES[NT] = {
     "FfsIngress.forwarding.ipv4_routes", "FfsIngress.forwarding.ipv6_routes", "FfsIngress.pair_map.pairs",
     "FfsIngress.pair_map.egress_params", "FfsIngress.rate_est.len_log",       "FfsIngress.rate_est.weight",
-    "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports"};
+    "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports",
+    "FfsIngress.pair_map.shim_room"};
 static const char *TABLE_ACTIONS[NT_ALL] = {
     "route drop", "route drop", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
     "set_weight weight_max", "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
+    "set_room room_max",
     "use_label use_label_ri reset_label", "short_shim shim_fits",
     "candidate_upstream candidate_keep candidate_congested candidate_uncongested",
     "parse_drop miss_drop note_no_pair ffs_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
-    "insert_shim_v6 forward",
+    "insert_shim_v6 note_not_inserted forward",
     "frame_ok frame_lies"};
 enum { A_ROUTE = 0 };
 enum { A_SET_PAIR = 0 };
@@ -96,6 +102,7 @@ enum { A_SET_WEIGHT = 0 };
 enum { A_SET_LF = 0 };
 enum { A_GAMMA_ONE = 0, A_GAMMA_FRAC = 1, A_GAMMA_ZERO = 2 };
 enum { A_STRIP_SHIM = 0 };
+enum { A_SET_ROOM = 0 };
 
 static inline uint32_t sat_sub(uint32_t a, uint32_t b) { return a > b ? a - b : 0; }
 static inline uint32_t umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
@@ -502,7 +509,7 @@ static uint32_t lpf_execute(Engine *e, uint32_t x, uint32_t index, int64_t t_ns,
 /* --- packet.py: parser and deparser on offsets ------------------------------------------------ */
 typedef struct {
     size_t l3, ihl_bytes, shim;
-    int ip_version, ffs_state, vlan;
+    int ip_version, ffs_state, vlan, frag;
     uint32_t l3_len;
     u128 dst;
 } parsed_t;
@@ -517,10 +524,11 @@ static inline void wr16(uint8_t *f, size_t o, uint32_t v) {
     f[o + 1] = (uint8_t)v;
 }
 
-/* shim_len_check: the ingress's length checks, as code: the parser's IPv6 `truncated` state and
- * the ipv4_shim_len const table of stage 0 (ffs.tables.ipv4_shim_len_entries): an IP length that
- * cannot hold the shim is a parse error. FfsEgressParser extracts the shim without them. */
-static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int shim_len_check) {
+/* ingress: FfsIngressParser with the ingress's length checks, as code: the parser's IPv6
+ * `truncated` state and the ipv4_shim_len const table of stage 0 (ffs.tables.ipv4_shim_len_entries):
+ * an IP length that cannot hold the shim is a parse error. FfsEgressParser (ingress = 0) extracts
+ * the shim without them, and no IPv4 fragment's shim. */
+static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int ingress) {
     memset(p, 0, sizeof(*p));
     if (n < ETH_LEN) return -1;
     uint32_t etype = rd16(f, 12);
@@ -540,8 +548,11 @@ static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int shim_len_check) 
         p->ihl_bytes = ihl;
         p->l3_len = rd16(f, off + 2);
         p->dst = ((u128)f[off + 16] << 24) | ((u128)f[off + 17] << 16) | ((u128)f[off + 18] << 8) | f[off + 19];
-        if (f[off + 9] == IP_PROTO_FFS) {
-            if (n < off + ihl + SHIM_LEN || (shim_len_check && p->l3_len < ihl + SHIM_LEN)) return -1;
+        uint32_t frag = rd16(f, off + 6) & (IPV4_MF | 0x1FFF);
+        p->frag = frag != 0;
+        /* a non-first fragment's bytes are payload; the egress reads no fragment's shim (spec §2) */
+        if (f[off + 9] == IP_PROTO_FFS && (ingress ? (frag == 0 || frag == IPV4_MF) : frag == 0)) {
+            if (n < off + ihl + SHIM_LEN || (ingress && p->l3_len < ihl + SHIM_LEN)) return -1;
             p->shim = off + ihl;
         }
     } else if (etype == 0x86DD) {
@@ -553,7 +564,7 @@ static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int shim_len_check) 
         for (int i = 0; i < 16; i++) d = (d << 8) | f[off + 24 + i];
         p->dst = d;
         if (f[off + 6] == IP_PROTO_FFS) {
-            if (n < off + IPV6_LEN + SHIM_LEN || (shim_len_check && p->l3_len < SHIM_LEN)) return -1;
+            if (n < off + IPV6_LEN + SHIM_LEN || (ingress && p->l3_len < SHIM_LEN)) return -1;
             p->shim = off + IPV6_LEN;
         }
     }
@@ -627,7 +638,7 @@ typedef struct {
     uint32_t ifindex, trust, insert;
     uint32_t ffs_state, ri_req, rri_ge_one, l3_len, rf_hdr;
     uint32_t rf, rri_n, lw, llen, runt, routed, egress_port;
-    uint32_t managed, pid, k, ltau, ltau_p, congested, lcr, w;
+    uint32_t managed, pid, k, ltau, ltau_p, congested, lcr, room, w;
     uint32_t cc, rnd, f, rf_norm, c_cong, margin, c_ri;
 } meta_t;
 
@@ -650,8 +661,9 @@ static void port_label_apply(const uint8_t *buf, const parsed_t *p, meta_t *md) 
     if (md->trust && md->ffs_state == FFS_STATE_VALID) { /* use_label_ri */
         md->rf = md->rf_hdr;
         md->rri_n = (CODE_ONE - rd16(buf, p->shim + RRI_OFF)) & U16;
-    } else if (!md->trust && md->ffs_state == FFS_STATE_VALID) { /* reset_label */
+    } else if (!md->trust && md->ffs_state == FFS_STATE_VALID) { /* reset_label: RI still runs */
         md->rf = CODE_ONE;
+        md->rri_n = (CODE_ONE - rd16(buf, p->shim + RRI_OFF)) & U16;
     } else { /* use_label */
         md->rf = md->rf_hdr;
     }
@@ -692,13 +704,16 @@ static inline void set_egress(meta_t *md, uint32_t ltau, uint32_t ltau_p, uint32
     md->lcr = lcr;
 }
 static inline void egress_unmanaged(meta_t *md) {
-    md->ltau = CODE_MAX;
+    md->ltau = LTAU_MAX;
     md->ltau_p = 0;
     md->congested = 0;
     md->lcr = CODE_MAX;
 }
 
-static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md) {
+/* shim_room: 0 where no shim fits under the egress's MTU (spec §2) */
+static inline void set_room(meta_t *md, uint32_t thr) { md->room = sat_sub(thr, md->l3_len); }
+
+static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv6) {
     const tres *r = table_lookup(&e->tables[T_PAIRS], ((u128)ingress_port << 9) | md->egress_port);
     if (r->act == A_SET_PAIR)
         set_pair(md, r->p[0], r->p[1]);
@@ -709,6 +724,8 @@ static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md) {
         set_egress(md, r->p[0], r->p[1], r->p[2], r->p[3]);
     else
         egress_unmanaged(md);
+    r = table_lookup(&e->tables[T_SHIM_ROOM], ((u128)md->egress_port << 1) | (u128)(ipv6 != 0));
+    set_room(md, r->act == A_SET_ROOM ? r->p[0] : SHIM_ROOM_MAX); /* set_room / room_max */
 }
 
 /* RateEstimation */
@@ -794,7 +811,7 @@ static void normalize_apply(Engine *e, meta_t *md) {
 
 /* RiUpdate.ri_candidate: the const entries of ffs.tables.ri_candidate_entries */
 static void ri_candidate_apply(meta_t *md) {
-    if (!(md->ri_req && md->trust))
+    if (!md->ri_req)
         md->c_ri = CODE_MAX; /* candidate_keep (the default) */
     else if (!md->rri_ge_one)
         md->c_ri = md->congested ? sat_sub(md->c_cong, md->rri_n) : CODE_MAX;
@@ -830,9 +847,9 @@ static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port
     }
     counter_count(e->accepted_pk, e->accepted_by, pipe * NUM_PORTS + port, *len);
     const tres *r = table_lookup(&e->tables[T_EGRESS_PORTS], port);
-    if (r->act == A_STRIP_SHIM) {
+    if (r->act == A_STRIP_SHIM) { /* after FfsEgressParser */
         parsed_t p;
-        if (parse(buf, *len, &p) < 0) return 1;
+        if (parse_x(buf, *len, &p, 0) < 0) return 1;
         if (p.shim && p.ffs_state == FFS_STATE_VALID) strip_shim(buf, len, &p); /* spec §6 */
     }
     return 1;
@@ -895,7 +912,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     port_label_apply(buf, &p, &md);
     forwarding_apply(e, &p, &md);
     rate_est_weigh(e, &p, &md);
-    if (md.routed) pair_map_apply(e, ingress_port, &md);
+    if (md.routed) pair_map_apply(e, ingress_port, &md, p.ip_version == 6);
     if (md.managed) {
         draw(e, &md);
         norm_cc(&md);
@@ -926,14 +943,17 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     }
     uint32_t rf_out = umin(md.rf_norm, md.ltau);
     int grown = 0;
-    if (md.ffs_state == FFS_STATE_VALID) {
+    if (md.ffs_state == FFS_STATE_VALID) { /* rewrite_label; rewrite_reset_label also sets D */
         wr16(buf, p.shim + RF_OFF, rf_out);
-        if (md.trust) /* rewrite_label */
-            wr16(buf, p.shim + RRI_OFF, umin(rd16(buf, p.shim + RRI_OFF), md.c_ri));
-        else /* rewrite_reset_label */
+        wr16(buf, p.shim + RRI_OFF, umin(rd16(buf, p.shim + RRI_OFF), md.c_ri));
+        if (!md.trust)
             buf[p.shim] |= FLAG_DEFAULTED;
     } else if (md.ffs_state == FFS_STATE_OPAQUE) { /* note_opaque */
         event_count(e, pipe, EVENT_OPAQUE_SHIM);
+    } else if (md.insert && p.frag) { /* note_not_inserted: a shim in one fragment breaks reassembly */
+        event_count(e, pipe, EVENT_NOT_INSERTED);
+    } else if (md.insert && !md.runt && md.room == 0) { /* note_not_inserted: beyond the egress's MTU */
+        event_count(e, pipe, EVENT_NOT_INSERTED);
     } else if (md.insert && !md.runt &&
                (p.ip_version == 4 || (p.ip_version == 6 && buf[p.l3 + 6] != IP_PROTO_HOPOPT))) {
         /* insert_shim_v4 / _v6: never into a padded runt, never before a Hop-by-Hop header */
@@ -1550,14 +1570,14 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyModule_AddObject(m, "ACTIONS", actions);
     PyModule_AddObject(m, "BUFFERS", bufs);
     PyObject *c = Py_BuildValue(
-        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
         "IP_PROTO_FFS",
         IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
         FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "RF_CODE_MIN",
         RF_CODE_MIN, "RF_CODE_MAX", RF_CODE_MAX, "D_OFFSET", D_OFFSET, "NUM_PAIRS", NUM_PAIRS, "NUM_PORTS",
         NUM_PORTS, "EVENT_COUNTER_SIZE", EVENT_COUNTER_SIZE, "EVENT_PARSE_ERROR", EVENT_PARSE_ERROR, "EVENT_ROUTE_MISS",
         EVENT_ROUTE_MISS, "EVENT_OPAQUE_SHIM", EVENT_OPAQUE_SHIM, "EVENT_NO_PAIR", EVENT_NO_PAIR, "EVENT_FFS_DROP",
-        EVENT_FFS_DROP, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
+        EVENT_FFS_DROP, "EVENT_NOT_INSERTED", EVENT_NOT_INSERTED, "IPV4_MF", IPV4_MF, "SHIM_ROOM_MAX", SHIM_ROOM_MAX, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
         FFS_STATE_OPAQUE, "ETH_HDR_LEN", ETH_LEN, "VLAN_TAG_LEN", VLAN_LEN, "IPV6_HDR_LEN", IPV6_LEN, "FCS_LEN", FCS_LEN,
         "MIN_FRAME", MIN_FRAME, "WIRE_OVERHEAD", WIRE_OVERHEAD);
     if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;

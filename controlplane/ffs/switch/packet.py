@@ -33,13 +33,14 @@ class Parsed:
     ffs_state: int = constants.FFS_STATE_NONE
     l3_len: int = 0  # the IP length field: IPv4 total_len, IPv6 payload_len (§4)
     vlan: bool = False  # an 802.1Q tag before the EtherType
+    frag: bool = False  # an IPv4 fragment: MF set or a non-zero offset (spec §2)
     dst: int = 0  # destination address as an integer
 
 
 def parse(frame: bytes | bytearray, ingress: bool = True) -> Parsed:
     """FfsIngressParser, or FfsEgressParser with `ingress` False: the egress parser extracts an
-    IPv6 shim whatever payload_len says. Neither checks IPv4 total_len: the ingress does that in
-    its `ipv4_shim_len` table (the pipeline), the egress in `frame_check`."""
+    IPv6 shim whatever payload_len says, and no IPv4 fragment's shim. Neither checks IPv4
+    total_len: the ingress does that in its `ipv4_shim_len` table (the pipeline), the egress in `frame_check`."""
     n = len(frame)
     p = Parsed()
     if n < ETH_LEN:
@@ -62,7 +63,11 @@ def parse(frame: bytes | bytearray, ingress: bool = True) -> Parsed:
         p.l3, p.ip_version, p.ihl_bytes = off, 4, ihl
         p.l3_len = (frame[off + 2] << 8) | frame[off + 3]
         p.dst = int.from_bytes(frame[off + 16 : off + 20], "big")
-        if frame[off + 9] == constants.IP_PROTO_FFS:
+        frag = ((frame[off + 6] << 8) | frame[off + 7]) & (constants.IPV4_MF | 0x1FFF)
+        p.frag = frag != 0
+        # a non-first fragment's bytes are payload; the egress reads no fragment's shim, so
+        # none is stripped (spec §2)
+        if frame[off + 9] == constants.IP_PROTO_FFS and (frag in (0, constants.IPV4_MF) if ingress else not frag):
             if n < off + ihl + constants.SHIM_LEN:
                 raise ParseError("truncated FFS shim")
             p.shim = off + ihl

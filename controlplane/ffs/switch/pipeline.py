@@ -73,6 +73,7 @@ class Meta:
     rri_ge_one: int = 0
     l3_len: int = 0
     rf_hdr: int = constants.CODE_ONE
+    frag: int = 0
     # stage 0
     rf: int = 0
     rri_n: int = 0
@@ -89,6 +90,7 @@ class Meta:
     ltau_p: int = 0
     congested: int = 0
     lcr: int = 0
+    room: int = 0
     w: int = 0
     # stages 2-4
     cc: int = 0
@@ -118,6 +120,7 @@ def ingress_parser_metadata(buf: bytearray, p: Parsed, md: Meta) -> None:
     ffs_above_max (the arriving label clamped to [RF_CODE_MIN, RF_CODE_MAX]), ffs_opaque, no_shim."""
     md.l3_len = p.l3_len
     md.ffs_state = p.ffs_state
+    md.frag = int(p.frag)  # ipv4_first_fragment / ipv4_later_fragment
     if p.ffs_state == constants.FFS_STATE_VALID:
         md.rf_hdr = min(max(shim_get16(buf, p.shim, RF_OFF), constants.RF_CODE_MIN), constants.RF_CODE_MAX)
         md.ri_req = (buf[p.shim] & constants.FLAG_RI) >> 3
@@ -143,15 +146,16 @@ class PortLabel:
         md.rri_n = (constants.CODE_ONE - shim_get16(buf, p.shim, RRI_OFF)) & U16
 
     @staticmethod
-    def reset_label(md: Meta) -> None:
+    def reset_label(buf: bytearray, p: Parsed, md: Meta) -> None:  # RI still runs (spec §6)
         md.rf = constants.CODE_ONE
+        md.rri_n = (constants.CODE_ONE - shim_get16(buf, p.shim, RRI_OFF)) & U16
 
     def apply(self, buf: bytearray, p: Parsed, md: Meta) -> None:
         action, _ = self.table.lookup(md.trust, md.ffs_state)
         if action == "use_label_ri":
             self.use_label_ri(buf, p, md)
         elif action == "reset_label":
-            self.reset_label(md)
+            self.reset_label(buf, p, md)
         else:
             self.use_label(md)
 
@@ -186,11 +190,13 @@ class Forwarding:
 
 
 class PairMap:
-    """`FfsIngress.pair_map`: (ingress, egress) -> pair index and k = rf - lm; egress -> τ and friends."""
+    """`FfsIngress.pair_map`: (ingress, egress) -> pair index and k = rf - lm; egress -> τ and
+    friends, and the room an inserted shim has under the egress's MTU."""
 
     def __init__(self) -> None:
         self.pairs = MatchTable(p4names.PAIRS)
         self.egress_params = MatchTable(p4names.EGRESS_PARAMS)
+        self.shim_room = MatchTable(p4names.SHIM_ROOM)
 
     @staticmethod
     def set_pair(md: Meta, pid: int, nlm: int) -> None:  # stage 1: k = nlm + rf never wraps (§7.2)
@@ -206,9 +212,17 @@ class PairMap:
 
     @staticmethod
     def egress_unmanaged(md: Meta) -> None:
-        md.ltau, md.ltau_p, md.congested, md.lcr = constants.CODE_MAX, 0, 0, constants.CODE_MAX
+        md.ltau, md.ltau_p, md.congested, md.lcr = constants.LTAU_MAX, 0, 0, constants.CODE_MAX
 
-    def apply(self, ingress_port: int, md: Meta) -> None:
+    @staticmethod
+    def set_room(md: Meta, thr: int) -> None:  # stage 1: 0 where no shim fits (spec §2)
+        md.room = sat_sub(thr, md.l3_len)
+
+    @staticmethod
+    def room_max(md: Meta) -> None:
+        md.room = sat_sub(constants.SHIM_ROOM_MAX, md.l3_len)
+
+    def apply(self, ingress_port: int, md: Meta, ipv6: int = 0) -> None:
         action, params = self.pairs.lookup(ingress_port, md.egress_port)
         if action == "set_pair":
             self.set_pair(md, params["pid"], params["nlm"])
@@ -219,6 +233,11 @@ class PairMap:
             self.set_egress(md, params["ltau"], params["ltau_p"], params["congested"], params["lcr"])
         else:
             self.egress_unmanaged(md)
+        action, params = self.shim_room.lookup(md.egress_port, ipv6)
+        if action == "set_room":
+            self.set_room(md, params["thr"])
+        else:
+            self.room_max(md)
 
 
 class RateEstimation:
@@ -353,7 +372,7 @@ class Normalize:
 
 class RiUpdate:
     """`FfsIngress.ri_update`: Algorithm 4's candidate with the pre-γ normalized label (const
-    entries); FfsIngress.fate writes rri = min(rri, c_ri)."""
+    entries), on trusting and resetting ports alike; FfsIngress.fate writes rri = min(rri, c_ri)."""
 
     def __init__(self) -> None:
         from ffs.tables import ri_candidate_entries  # the one generator of the const entries
@@ -377,7 +396,7 @@ class RiUpdate:
         md.c_ri = max(md.c_cong, md.lcr)
 
     def apply(self, md: Meta) -> None:
-        action, _ = self.ri_candidate.lookup(md.ri_req, md.trust, md.rri_ge_one, md.congested)
+        action, _ = self.ri_candidate.lookup(md.ri_req, md.rri_ge_one, md.congested)
         getattr(self, action)(md)
 
 
@@ -458,8 +477,9 @@ class Fate:
         shim_set16(buf, p.shim, RRI_OFF, min(shim_get16(buf, p.shim, RRI_OFF), md.c_ri))
 
     @staticmethod
-    def rewrite_reset_label(buf: bytearray, p: Parsed, md: Meta) -> None:
+    def rewrite_reset_label(buf: bytearray, p: Parsed, md: Meta) -> None:  # Algorithm 4 with the label set
         shim_set16(buf, p.shim, RF_OFF, min(md.rf_norm, md.ltau))
+        shim_set16(buf, p.shim, RRI_OFF, min(shim_get16(buf, p.shim, RRI_OFF), md.c_ri))
         buf[p.shim] |= constants.FLAG_DEFAULTED
 
     def apply(self, buf: bytearray, p: Parsed, md: Meta, frame_len: int, pipe: int) -> str:
@@ -467,7 +487,7 @@ class Fate:
         action, _ = self.fate.lookup(
             0, 0, md.routed, md.managed, md.margin, md.ffs_state, md.trust, md.insert,
             int(p.ip_version == 4), int(p.ip_version == 6), buf[p.l3 + 6] if p.ip_version == 6 else 0,
-            md.runt,
+            md.runt, md.frag, md.room,
         )
         if md.managed:
             if md.margin == 0:  # count_pair_drop
@@ -492,6 +512,7 @@ _EVENT_OF = {
     "note_no_pair": constants.EVENT_NO_PAIR,
     "ffs_drop": constants.EVENT_FFS_DROP,
     "note_opaque": constants.EVENT_OPAQUE_SHIM,
+    "note_not_inserted": constants.EVENT_NOT_INSERTED,
 }
 
 
@@ -532,6 +553,7 @@ class Pipeline:
                 self.rate_est.f_log,
                 self.normalize.gamma,
                 self.egress_acct.egress_ports,
+                self.pair_map.shim_room,
                 self.port_label.table,
                 self.ipv4_shim_len,
                 self.ri_update.ri_candidate,
@@ -574,7 +596,7 @@ class Pipeline:
         self.forwarding.apply(p, md)
         self.rate_est.weigh(p, md)  # stages 0-1
         if md.routed:
-            self.pair_map.apply(ingress_port, md)  # stage 1
+            self.pair_map.apply(ingress_port, md, int(p.ip_version == 6))  # stage 1
         if md.managed:
             self.normalize.prepare(md)  # stages 2-3
             self.rate_est.apply(md, frame_len, t_ns, pipe)  # stages 2-3

@@ -69,8 +69,10 @@ control FfsCore(inout headers_t hdr,
         md.rri_n = CODE_ONE - hdr.ffs.rri;
     }
 
+    /* the label replaced; RI still runs, with the label set here (spec §6) */
     action reset_label() {
         md.rf = CODE_ONE;
+        md.rri_n = CODE_ONE - hdr.ffs.rri;
     }
 
     table port_label {
@@ -154,15 +156,24 @@ control FfsCore(inout headers_t hdr,
         events.count(EVENT_OPAQUE_SHIM);
     }
 
+    /* an insert port forwards a packet without a shim: a fragment (one fragment's protocol changed
+     * alone would keep the datagram from being reassembled), or one the shim would take beyond the
+     * egress's MTU (spec §2) */
+    action note_not_inserted() {
+        events.count(EVENT_NOT_INSERTED);
+    }
+
     /* rf <- min(rf_norm, tau): Algorithm 3 line 3; rri <- min(rri, c_ri): Algorithm 4 */
     action rewrite_label() {
         hdr.ffs.rf = min(md.rf_norm, md.ltau);
         hdr.ffs.rri = min(hdr.ffs.rri, md.c_ri);
     }
 
-    /* A reset port rewrites the label it replaced and says so (flag D). */
+    /* A reset port rewrites the label it replaced and says so (flag D); Algorithm 4 runs with that
+     * label, so a host's first hop gives it feedback (spec §6). */
     action rewrite_reset_label() {
         hdr.ffs.rf = min(md.rf_norm, md.ltau);
+        hdr.ffs.rri = min(hdr.ffs.rri, md.c_ri);
         hdr.ffs.flags = hdr.ffs.flags | FLAG_DEFAULTED;
     }
 
@@ -224,28 +235,34 @@ control FfsCore(inout headers_t hdr,
             hdr.ipv6.isValid():       ternary @name("ipv6");
             hdr.ipv6.next_hdr:        ternary @name("ipv6_next_hdr");
             md.runt:                  ternary @name("runt");
+            md.frag:                  ternary @name("frag");
+            md.room:                  ternary @name("room");
         }
         actions = { parse_drop; miss_drop; note_no_pair; ffs_drop; note_opaque; rewrite_label;
-                    rewrite_reset_label; insert_shim_v4; insert_shim_v6; forward; }
+                    rewrite_reset_label; insert_shim_v4; insert_shim_v6; note_not_inserted; forward; }
         default_action = parse_drop();
         size = 16;
         const entries = {
-            (0, 0, 0, _, _, _, _, _, _, _, _, _): miss_drop();
-            (0, 0, 1, 0, _, _, _, _, _, _, _, _): note_no_pair();
-            (0, 0, 1, 1, 0, _, _, _, _, _, _, _): ffs_drop();
-            (0, 0, 1, 1, _, FFS_STATE_VALID, 1, _, _, _, _, _): rewrite_label();
-            (0, 0, 1, 1, _, FFS_STATE_VALID, 0, _, _, _, _, _): rewrite_reset_label();
-            (0, 0, 1, 1, _, FFS_STATE_OPAQUE, _, _, _, _, _, _): note_opaque();
+            (0, 0, 0, _, _, _, _, _, _, _, _, _, _, _): miss_drop();
+            (0, 0, 1, 0, _, _, _, _, _, _, _, _, _, _): note_no_pair();
+            (0, 0, 1, 1, 0, _, _, _, _, _, _, _, _, _): ffs_drop();
+            (0, 0, 1, 1, _, FFS_STATE_VALID, 1, _, _, _, _, _, _, _): rewrite_label();
+            (0, 0, 1, 1, _, FFS_STATE_VALID, 0, _, _, _, _, _, _, _): rewrite_reset_label();
+            (0, 0, 1, 1, _, FFS_STATE_OPAQUE, _, _, _, _, _, _, _, _): note_opaque();
+            /* a fragment: spec §2 */
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, _, 1, _): note_not_inserted();
             /* a runt (a claim below 64 bytes with FCS, len_log) reached us padded to the Ethernet minimum:
              * a shim in front of its padding would leave the padding behind the IP packet, which
              * the next FFS hop's frame check cannot tell from a lie (spec §6) */
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, 1): forward();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, true, _, _, _): insert_shim_v4();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, 1, _, _): forward();
+            /* a shim would take it beyond the egress's MTU, or wrap its IP length (spec §2) */
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, _, _, 0): note_not_inserted();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, true, _, _, _, _, _): insert_shim_v4();
             /* a Hop-by-Hop Options header must stay right after the IPv6 header (RFC 8200 §4.1):
              * no shim goes in front of it */
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, IP_PROTO_HOPOPT, _): forward();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, _, _): insert_shim_v6();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, _, _, _, _, _): forward();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, IP_PROTO_HOPOPT, _, _, _): forward();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, _, _, _, _): insert_shim_v6();
+            (0, 0, 1, 1, _, FFS_STATE_NONE, _, _, _, _, _, _, _, _): forward();
         }
     }
 

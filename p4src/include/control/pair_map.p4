@@ -1,5 +1,5 @@
-/* ffs-tofino: (ingress, egress) -> pair index and k = rf - log M; egress -> tau and friends
- * (stage 1); cc = code(tau / k) (stage 2). Both tables follow forwarding because they key on the chosen egress port (spec §7.2). */
+/* ffs-tofino: (ingress, egress) -> pair index and k = rf - log M; egress -> tau and friends, and
+ * the room an inserted shim has under its MTU (stage 1); cc = code(tau / k) (stage 2). Both tables follow forwarding because they key on the chosen egress port (spec §7.2). */
 #ifndef _FFS_PAIR_MAP_P4_
 #define _FFS_PAIR_MAP_P4_
 
@@ -40,8 +40,9 @@ control PairMap(inout ffs_metadata_t md,
         md.lcr = lcr;
     }
 
+    /* ltau = 2^16 caps the label a managed pair takes out (spec §3.1), as set_egress does */
     action egress_unmanaged() {
-        md.ltau = CODE_MAX;
+        md.ltau = LTAU_MAX;
         md.ltau_p = 0;
         md.congested = 0;
         md.lcr = CODE_MAX;
@@ -54,6 +55,27 @@ control PairMap(inout ffs_metadata_t md,
         size = NUM_PORTS;
     }
 
+    /* room = thr |-| l3_len: 0 where a shim would take the packet beyond the egress's MTU (thr =
+     * MTU - 7 for IPv4 total_len, MTU - 47 for IPv6 payload_len, pushed by the agent per port) or
+     * wrap the IP length field (SHIM_ROOM_MAX, any port): fate then inserts nothing (spec §2) */
+    action set_room(bit<16> thr) {
+        md.room = thr |-| md.l3_len;
+    }
+
+    action room_max() {
+        md.room = SHIM_ROOM_MAX |-| md.l3_len;
+    }
+
+    table shim_room {
+        key = {
+            ig_tm_md.ucast_egress_port: exact @name("egress_port");
+            md.ipv6:                    exact @name("ipv6");
+        }
+        actions = { set_room; room_max; }
+        default_action = room_max();
+        size = SHIM_ROOM_SIZE;
+    }
+
     /* cc = ltau_p - k = code(tau / k) (tau = 1 while not congested): RateEstimation.f_log reads
      * it, so it is computed here, before the estimator, in P4's program order (spec §7.2). */
     action norm_cc() {
@@ -63,6 +85,7 @@ control PairMap(inout ffs_metadata_t md,
     apply {
         pairs.apply();
         egress_params.apply();
+        shim_room.apply();
         norm_cc();
     }
 }

@@ -2,7 +2,9 @@
  * in the paper's literal order RRI could never fall below 1).
  *
  *   stage 0  rri_n = CODE_ONE - rri
- *   stage 4  c_ri, by branch (RI requested on a trusted port; CODE_MAX, no change, otherwise):
+ *   stage 4  c_ri, by branch (RI requested; CODE_MAX, no change, otherwise). A resetting port runs
+ *            it with the label it set (App. C/D: the first node initialises the labels), so an
+ *            FFS-aware host gets feedback from its first hop:
  *              rri < 1, congested (line 2, rri * gamma):  c_cong |-| rri_n = rri - d
  *              rri < 1, not congested (gamma = 1):        CODE_MAX
  *              rri >= 1, congested (line 5):              c_cong = code(tau / rf_norm)
@@ -36,19 +38,18 @@ control RiUpdate(inout headers_t hdr, inout ffs_metadata_t md) {
     table ri_candidate {
         key = {
             md.ri_req:        exact @name("ri_req");
-            md.port_md.trust[0:0]: exact @name("trust");
             md.rri_ge_one:    exact @name("rri_ge_one");
             md.congested:     exact @name("congested");
         }
         actions = { candidate_upstream; candidate_keep; candidate_congested; candidate_uncongested; }
         default_action = candidate_keep();
-        size = 16;
+        size = 8;  /* three one-bit keys */
         /* the same entries as ffs.tables.ri_candidate_entries (tests/test_p4_schema.py) */
         const entries = {
-            (1, 1, 0, 0): candidate_keep();
-            (1, 1, 0, 1): candidate_upstream();
-            (1, 1, 1, 0): candidate_uncongested();
-            (1, 1, 1, 1): candidate_congested();
+            (1, 0, 0): candidate_keep();
+            (1, 0, 1): candidate_upstream();
+            (1, 1, 0): candidate_uncongested();
+            (1, 1, 1): candidate_congested();
         }
     }
 
