@@ -28,3 +28,34 @@ def test_probes_cover_fragments_qinq_extensions_and_payloads():
             assert parse(p.frame + bytes(max(0, 64 - len(p.frame)))).shim == 0, p.kind
     clean = generate(7, 1000, (1, 2, 3), PREFIXES4, PREFIXES6, malformed=False)
     assert not any("lying-length" in p.kind or "shim=cut" in p.kind for p in clean)
+
+
+def test_a_phase_that_replays_gamma_leaves_out_probes_the_egress_drops_whatever_gamma_does():
+    """The congested phase replays γ from what the Tofino forwarded; a frame the egress's frame check
+    drops (spec §7.3: bytes disagreeing with the IP length) is not forwarded whether or not γ
+    admitted it, so it cannot say what γ did and is left out. An honest frame is kept."""
+    from ffs.agent.core import Agent
+    from ffs.differential import Probe, hides_gamma, read_state
+    from ffs.frames import ipv4_frame, lie_ip_len
+    from ffs.switch.driver import LocalDriver
+    from ffs.switch.pipeline import Pipeline
+    from ffs.topology import load
+    from conftest import TOPOLOGIES
+
+    topo = load(TOPOLOGIES / "differential.yaml")
+    node = topo.node("dut")
+    first = LocalDriver(Pipeline(1))
+    Agent(first, topo, "dut").install()
+    state = read_state(first)
+    uncongested = {e: (None, False, 1.25) for e in sorted(node.fairness)}
+    (route,) = [r for r in node.routes if r.prefix.startswith("10.") and node.interfaces[r.interface].port != 1][:1]
+    dst = route.prefix.rsplit(".", 1)[0] + ".7"
+
+    def hidden(frame: bytes) -> bool:
+        pipe = Pipeline(1)
+        LocalDriver(pipe).write(state)
+        return hides_gamma(pipe, uncongested, node, Probe(0, 1, frame, "test"))
+
+    honest = ipv4_frame("10.0.9.1", dst, 1000)
+    assert not hidden(honest)
+    assert hidden(lie_ip_len(honest, 20)) and hidden(lie_ip_len(honest, 0xFFFF))

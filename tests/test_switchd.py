@@ -287,3 +287,63 @@ def test_an_estimate_left_in_another_pipe_is_cleared_at_take_over(sde, tmp_path,
         assert len(lines) == 1 and "p2->p3" in lines[0], lines
     finally:
         d.close()
+
+
+def test_counters_cleared_by_another_client_decide_nothing(sde, tmp_path, caplog):
+    """Issue 32 with the SDE's client on bf_switchd (tests/test_agent_counters.py on the software
+    switch). Counter values are written as a second of traffic would leave them: the flood's pair
+    offering 8000 frames toward p3 (82 Mb/s against a 20 Mb/s target: congested however long the
+    period), γ admitting 200 (2 Mb/s: τ rises), one of which lied (0.5 % of the admitted bytes,
+    below the quarantine's 1 %). Then every counter is cleared, as another client would: the
+    agent's differences read about 2^64, it re-baselines, logs one line and decides nothing on that
+    period -- p3 keeps its τ, no pair is quarantined. bf_switchd lets one gRPC client bind the
+    program (a second is refused, and unbound it may not write), so the clear goes through the
+    agent's own session."""
+    import logging
+
+    from ffs.agent.core import Agent
+
+    topo = load(DUMBBELL)
+    node = topo.node("s1")
+    d = driver()
+    gc = d.gc
+    (pid,) = [p.pid for p in pairs_of(node) if (p.ingress, p.egress) == ("p2", "p3")]
+    p3 = node.interfaces["p3"].port
+
+    def put_counter(name: str, index: int, packets: int, nbytes: int) -> None:  # in pipe 0, where the ports are
+        t = d._table(name)
+        key = t.make_key([gc.KeyTuple("$COUNTER_INDEX", index)])
+        data = t.make_data([gc.DataTuple("$COUNTER_SPEC_PKTS", packets), gc.DataTuple("$COUNTER_SPEC_BYTES", nbytes)])
+        t.entry_mod(gc.Target(device_id=0, pipe_id=0), [key], [data])
+
+    try:
+        for c in p4names.COUNTERS:
+            d.reset_counters(c.name)
+        agent = Agent(d, topo, "s1", lpf=LpfConfig(1000 * 1e3, 4), telemetry_period_s=0.0)
+        agent.install()
+        agent.step()
+        frame = 1268
+        put_counter(p4names.PAIR_BYTES.name, pid, 8000, 8000 * frame)
+        put_counter(p4names.PAIR_DROPS.name, pid, 7800, 7800 * frame)
+        put_counter(p4names.PAIR_MALFORMED.name, pid, 1, frame)
+        put_counter(p4names.OFFERED.name, p3, 8000, 8000 * frame)
+        put_counter(p4names.ADMITTED.name, p3, 200, 200 * frame)
+        put_counter(p4names.ACCEPTED.name, p3, 199, 199 * frame)
+        put_counter(p4names.MALFORMED.name, p3, 1, frame)
+        read = d.read_counters(p4names.OFFERED.name, [p3])[p3]
+        assert read.packets == 8000, read  # the write took effect
+        time.sleep(1.0)
+        agent.step()
+        assert not agent.quarantined
+        before = agent.taus["p3"]
+        assert before.congested and before.tau > 1.5, before  # τ rose: a cut would show
+        for c in p4names.COUNTERS:
+            d.reset_counters(c.name)
+        with caplog.at_level(logging.WARNING, logger="ffs.agent"):
+            snap = agent.step()
+        assert agent.taus["p3"] == before, (agent.taus["p3"], before)
+        assert not agent.quarantined and not any(p.quarantined for p in snap.pairs)
+        lines = [r.getMessage() for r in caplog.records if "went backwards" in r.getMessage()]
+        assert len(lines) == 1, lines
+    finally:
+        d.close()
