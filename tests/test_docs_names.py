@@ -19,7 +19,7 @@ def actions() -> dict[str, set[tuple[str, ...]]]:
     out: dict[str, set[tuple[str, ...]]] = {}
     for t in p4names.TABLES:
         for a in t.actions:
-            out.setdefault(a.name.rsplit(".", 1)[-1], set()).add(tuple(p for p, _ in a.params))
+            out.setdefault(a.short, set()).add(tuple(p for p, _ in a.params))
     return out
 
 
