@@ -1,7 +1,7 @@
 """FFS-C100 on a port that is its own bottleneck, two accountings side by side (docs/results.md,
-"A port that is its own bottleneck"): A_j as ffs-agent counts it now (`admitted`, in the ingress
-before the traffic manager, in line rates) and as it counted it before (`accepted`, in the egress
-after the TM, in IP bytes: frame bytes less 18 per packet). One 100 Mb/s egress at its own speed,
+"A port that is its own bottleneck"): A_j as ffs-agent counts it (`admitted`, in the ingress
+before the traffic manager, in line rates) and as the egress could count it (`accepted`, after the
+TM, in IP bytes: frame bytes less 18 per packet), to show why the agent counts in the ingress. One 100 Mb/s egress at its own speed,
 a 40 Mb/s sender with a 50 Mb/s share, a 6x flood, both at one packet size, in virtual time with
 the software switch's TM.
 
@@ -46,8 +46,8 @@ nodes:
 
 
 class EgressAccounting(Agent):
-    """The agent as it was: A_j from the egress's `accepted` and `malformed` (after the TM), rates
-    in IP bytes."""
+    """The agent with egress accounting: A_j from the egress's `accepted` and `malformed` (after
+    the TM), rates in IP bytes."""
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, wire_overhead_bytes=-18, **kw)

@@ -60,7 +60,7 @@ def write(bfrt, updates, upsert=False):
     for u in updates:
         e = u.entry
         t = table_obj(bfrt, e.table)
-        action = None if e.action is None else e.action.rsplit(".", 1)[-1]
+        action = e.action_name
         if u.kind == "delete":
             t.delete(**key_args(e))
         elif u.kind == "set_default":

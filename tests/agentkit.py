@@ -21,7 +21,7 @@ from ffs.topology import load, wide_text
 
 
 # a node across pipes 0 and 1 of a 2-pipe Tofino (device ports 0-63 and 128-191), with front-panel
-# names for a target that brings its ports up (issue 20)
+# names for a target that brings its ports up
 TWO_PIPES_NODE = """name: two-pipes
 nodes:
   s1:

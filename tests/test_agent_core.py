@@ -171,8 +171,8 @@ class LateReadDriver(LocalDriver):
 
 def test_rates_hold_when_counter_reads_come_back_late():
     """The loop's rates come from the time between the reads of each counter, not between the
-    starts of the periods: with the old timing, a period whose reads took 80 ms longer than the last
-    one measured its rates 80 ms / 100 ms too high, and tau jumped (seen under load as spikes)."""
+    starts of the periods: timed by the periods, one whose reads took 80 ms longer than the last
+    would measure its rates 80 ms / 100 ms too high, and tau would jump (spikes under load)."""
     agent = make_agent(driver=LateReadDriver(Pipeline(3)))
     want = LateReadDriver.RATE * (1 + 20 / LateReadDriver.FRAME)  # a line rate: each frame + 20 bytes of preamble and gap
     seen = []

@@ -1,4 +1,4 @@
-"""Counters that jump (issue 32): another BF-Runtime client may clear the switch's counters under
+"""Counters that jump: another BF-Runtime client may clear the switch's counters under
 the agent, and a topology change may move a pair's ingress port to another pipe. A counter read
 below its last reading by more than 2^63 was cleared (a 64-bit byte counter takes 5.8 years to
 count 2^63 bytes at 400 Gb/s; a wrap reads as a small difference, tests/test_agent_core.py): the

@@ -43,7 +43,7 @@ def _run(tmp_path: Path, mode: str | None):
             for s in data["taus"].values():
                 s["tau"] *= 1.02
             tau_file.write_text(json.dumps(data))
-        elif mode == "wipe":  # the old way: clear every owned table, τ from scratch
+        elif mode == "wipe":  # a take-over without reconciliation: clear every owned table, τ from scratch
             for t in OWNED_TABLES:
                 agent.driver.clear_table(t)
             tau_file.unlink()
@@ -88,7 +88,7 @@ def test_restart_under_traffic_drops_nothing_extra(tmp_path, baseline, mode):
 
 
 def test_wipe_and_write_is_what_the_test_catches(tmp_path, baseline):
-    """The same check fails for the old install (clear, rewrite, τ from 1): it writes every entry
+    """The same check fails for a take-over that clears and rewrites (τ from 1): it writes every entry
     and lets the flood through while τ climbs back."""
     base, _, _ = baseline
     res, written, _ = _run(tmp_path, "wipe")

@@ -683,7 +683,7 @@ def test_agent_restart_over_bfrt_reads_back_and_writes_nothing(fake_sde, tmp_pat
 
 
 
-# --- a node across two pipes of a 2-pipe Tofino (issue 20) ---------------------------------------
+# --- a node across two pipes of a 2-pipe Tofino --------------------------------------------------
 
 
 

@@ -1,4 +1,4 @@
-"""Every pipe (issue 20): a node whose device ports span two pipes of a Tofino (0-63 and 128-191).
+"""Every pipe: a node whose device ports span two pipes of a Tofino (0-63 and 128-191).
 
 On Tofino every counter, register and LPF has one copy per pipe; an ingress object is updated in
 the pipe of the packet's ingress port, an egress object in the pipe of its egress port, and a read

@@ -258,9 +258,9 @@ def test_agent_brings_up_the_front_panel_ports_of_its_topology(sde, tmp_path):
 
 
 def test_an_estimate_left_in_another_pipe_is_cleared_at_take_over(sde, tmp_path, caplog):
-    """Issue 32 with the SDE's client on bf_switchd (tests/test_agent_counters.py on the software
-    switch): an F estimate left in pipe 1 for a pair whose ingress port is in pipe 0, as a pair moved
-    to another pipe by a topology change leaves it, would add to the pair's F at every read (reads
+    """The take-over of tests/test_agent_counters.py with the SDE's client on bf_switchd: an F
+    estimate left in pipe 1 for a pair whose ingress port is in pipe 0, as a pair moved to another
+    pipe by a topology change leaves it, would add to the pair's F at every read (reads
     sum the pipes); the agent clears it at take-over and says so in one line. bf_switchd lets one
     gRPC client bind the program, so the stale cell is written through the agent's own session."""
     import logging

@@ -47,7 +47,7 @@ from ffs.agent.api import ApiError, call
 from ffs.agent.program import pairs_of
 from ffs.driver.base import Driver
 from ffs.driver.bfrt import BfrtDriver
-from ffs.entries import Exact, LpfSpec, TableEntry, Update
+from ffs.entries import CounterValue, Exact, LpfSpec, TableEntry, Update, counter_delta
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
 from ffs.switch.driver import LocalDriver
@@ -251,14 +251,17 @@ def drained(driver: Driver, settle_s: float, limit_s: float = 60.0) -> dict[str,
     return last
 
 
-def counter_delta(after: dict, before: dict) -> dict[str, dict[int, tuple[int, int]]]:
+def counters_moved(after: dict, before: dict) -> dict[str, dict[int, tuple[int, int]]]:
+    """Per counter, the cells that moved between two reads (`counters`), by how much: wrap-safe,
+    as the agent takes them (ffs.entries.counter_delta)."""
     out: dict[str, dict[int, tuple[int, int]]] = {}
     for name, cells in after.items():
         d = {}
         for i, (p, b) in cells.items():
             p0, b0 = before.get(name, {}).get(i, (0, 0))
-            if (p - p0, b - b0) != (0, 0):
-                d[i] = ((p - p0) % (1 << 64), (b - b0) % (1 << 64))
+            moved = counter_delta(CounterValue(p, b), CounterValue(p0, b0))
+            if (moved.packets, moved.bytes) != (0, 0):
+                d[i] = (moved.packets, moved.bytes)
         out[name] = d
     return out
 
@@ -509,7 +512,7 @@ def run(setup: Setup) -> list[Report]:
             replay = {p.seq: bool(wire.got.get(p.seq)) for p in probes} if name != "exact" else None
             soft_out = software_run(pipe, probes, replay)
             rep = compare(name, probes, soft_out, wire.got, replayed=replay is not None)
-            dt, ds = counter_delta(after, before), counter_delta(counters(soft), {})
+            dt, ds = counters_moved(after, before), counters_moved(counters(soft), {})
             rep.counters_equal = dt == ds
             for c in dt:
                 if dt[c] != ds[c]:
@@ -582,7 +585,7 @@ def gamma_phase(setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, por
     pipe, soft = fresh()
     soft.write(ups)
     software_run(pipe, probes, {p.seq: bool(wire.got.get(p.seq)) for p in probes})
-    dt, ds = counter_delta(after, before), counter_delta(counters(soft), {})
+    dt, ds = counters_moved(after, before), counters_moved(counters(soft), {})
     rep.counters_equal = dt == ds
     for c in dt:
         if dt[c] != ds[c]:

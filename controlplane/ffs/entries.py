@@ -51,7 +51,8 @@ class TableEntry:
 
     For ternary and range tables `priority` orders overlapping entries (higher wins, as BF-RT's
     $MATCH_PRIORITY with the SDE convention that a *lower* number is a *higher* priority is mapped
-    here: use `priority=0` for disjoint entries). `action` is the fully qualified action name.
+    here: use `priority=0` for disjoint entries). `action` is fully qualified as a target reads it
+    back, or the action's own name as a generator may write it: compare `action_name`.
     """
 
     table: str
@@ -59,6 +60,18 @@ class TableEntry:
     action: str | None = None
     params: dict[str, int] = field(default_factory=dict)
     priority: int = 0
+
+    @property
+    def action_name(self) -> str | None:
+        """The action without its controls (`action_name`), as every reader compares it."""
+        return action_name(self.action)
+
+
+def action_name(action: str | None) -> str | None:
+    """An action's own name, without the controls that declare it. Targets read entries back fully
+    qualified (FfsIngress.pair_map.set_pair) while generators and operators write either form, so
+    every comparison of actions, whoever read or wrote the entry, goes through this one rule."""
+    return action.rsplit(".", 1)[-1] if action else None
 
 
 UpdateKind = Literal["insert", "modify", "delete", "set_default"]
@@ -77,6 +90,17 @@ class CounterValue:
 
     def __sub__(self, other: "CounterValue") -> "CounterValue":
         return CounterValue(self.packets - other.packets, self.bytes - other.bytes)
+
+
+# counters are 64 bits wide on every target: a difference of two reads is taken modulo this
+COUNTER_WRAP = 1 << 64
+
+
+def counter_delta(now: CounterValue, before: CounterValue) -> CounterValue:
+    """What a counter cell counted between two reads, modulo 2^64, so that a cell that wrapped in
+    between gives its true increment. A cell cleared in between (by another client) gives a
+    difference near 2^64 instead: telling the two apart is the caller's (the agent's JUMP)."""
+    return CounterValue((now.packets - before.packets) % COUNTER_WRAP, (now.bytes - before.bytes) % COUNTER_WRAP)
 
 
 @dataclass(frozen=True)

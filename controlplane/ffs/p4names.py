@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ffs import constants
+from ffs.entries import action_name
 
 P4_NAME = "ffs"
 
@@ -28,7 +29,7 @@ class Action:
 
     @property
     def short(self) -> str:
-        return self.name.rsplit(".", 1)[-1]
+        return action_name(self.name) or ""
 
 
 @dataclass(frozen=True)

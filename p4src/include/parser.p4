@@ -4,8 +4,8 @@
  * a Tofino parser cannot branch on data it read several states earlier when different paths lead
  * to the same state. So the IPv4 protocol is tested together with IHL (one state per option
  * length, fixed stack indices), and the port's trust bit is applied in the MAU (spec §7.2).
- * Metadata starts at zero (@pa_auto_init_metadata in ffs.p4); each parser path sets a field at
- * most once. */
+ * Metadata starts at zero (@pa_auto_init_metadata, FFS_INGRESS_PRAGMAS in control/ffs_core.p4);
+ * each parser path sets a field at most once. */
 #ifndef _FFS_PARSER_P4_
 #define _FFS_PARSER_P4_
 
@@ -91,7 +91,7 @@ parser FfsIngressParser(packet_in pkt,
     }
 
     /* The IP length must cover the header, its options and the 8-byte shim (spec §2): that
-     * check needs IHL and total_len together, so it is a table in stage 0 (ip_len_check). */
+     * check needs IHL and total_len together, so it is a table in stage 0 (ipv4_shim_len). */
     /* A fragment's IP protocol says what the datagram carries, not what follows this header: a
      * non-first fragment (offset > 0) holds payload bytes and is never read as a shim; any
      * fragment (MF set too) is flagged, since a shim inserted into or stripped from one fragment

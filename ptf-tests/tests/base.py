@@ -39,7 +39,7 @@ from ffs import constants
 from ffs import p4names
 from ffs import tables
 from ffs.driver.base import Driver
-from ffs.entries import CounterValue, Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.entries import COUNTER_WRAP, CounterValue, Exact, LpfSpec, Lpm, TableEntry, Update, counter_delta
 from ffs.labels import decode
 from ffs.scapy_ffs import FFS
 
@@ -117,8 +117,7 @@ STATIC_TABLES = (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.
 
 def canon(e: TableEntry) -> tuple:
     """An entry without the naming differences between targets (qualified or short action names)."""
-    action = e.action.rsplit(".", 1)[-1] if e.action else None
-    return tuple(sorted(e.key.items())), action, tuple(sorted(e.params.items())), e.priority
+    return tuple(sorted(e.key.items())), e.action_name, tuple(sorted(e.params.items())), e.priority
 
 
 @dataclass
@@ -245,13 +244,6 @@ class Counts:
     events: tuple[int, ...]
     offered: dict[int, CounterValue]
     admitted: dict[int, CounterValue]
-
-
-WRAP = 1 << 64
-
-
-def _sub(a: CounterValue, b: CounterValue) -> CounterValue:
-    return CounterValue((a.packets - b.packets) % WRAP, (a.bytes - b.bytes) % WRAP)
 
 
 class FfsTest(BaseTest):
@@ -382,12 +374,12 @@ class FfsTest(BaseTest):
     def since(self, before: Counts) -> Counts:
         now = self.counts()
         return Counts(
-            _sub(now.r, before.r),
-            _sub(now.drops, before.drops),
-            {p: _sub(now.accepted[p], before.accepted[p]) for p in now.accepted},
-            tuple((a - b) % WRAP for a, b in zip(now.events, before.events)),
-            {p: _sub(now.offered[p], before.offered[p]) for p in now.offered},
-            {p: _sub(now.admitted[p], before.admitted[p]) for p in now.admitted},
+            counter_delta(now.r, before.r),
+            counter_delta(now.drops, before.drops),
+            {p: counter_delta(now.accepted[p], before.accepted[p]) for p in now.accepted},
+            tuple((a - b) % COUNTER_WRAP for a, b in zip(now.events, before.events)),
+            {p: counter_delta(now.offered[p], before.offered[p]) for p in now.offered},
+            {p: counter_delta(now.admitted[p], before.admitted[p]) for p in now.admitted},
         )
 
     def assert_events(self, delta: Counts, **cells: int) -> None:
@@ -447,11 +439,11 @@ class FfsTest(BaseTest):
             self.send(pkt, count=k)
             sent += k
             deadline = time.monotonic() + timeout_s
-            while (d.read_counters(p4names.PAIR_BYTES.name, [PID])[PID].packets - r0) % WRAP < sent:
+            while (d.read_counters(p4names.PAIR_BYTES.name, [PID])[PID].packets - r0) % COUNTER_WRAP < sent:
                 if time.monotonic() > deadline:
                     self.fail(f"the target took in fewer than {sent} of the packets sent within {timeout_s:g} s")
                 time.sleep(0.02)
-            admitted = (d.read_counters(p4names.ADMITTED.name, [OUT])[OUT].packets - a0) % WRAP
+            admitted = (d.read_counters(p4names.ADMITTED.name, [OUT])[OUT].packets - a0) % COUNTER_WRAP
             while got < admitted and self.recv(OUT, timeout=2.0) is not None:
                 got += 1
         return got

@@ -158,11 +158,6 @@ def route_updates(node: Node) -> list[Update]:
     return out
 
 
-def short_action(action: str | None) -> str | None:
-    """An action's own name without its control (targets read entries back fully qualified)."""
-    return action.rsplit(".", 1)[-1] if action else None
-
-
 def pair_entry(m_bps: float, p: Pair, lpf: LpfConfig, kind: UpdateKind = "insert") -> Update:
     if lpf.scale_down is None or lpf.time_constant_ns is None:
         raise ValueError("pair_entry: size the estimator for the node first (LpfConfig.for_node)")

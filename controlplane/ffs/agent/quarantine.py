@@ -26,7 +26,7 @@ import math
 from typing import Iterable
 
 from ffs import p4names
-from ffs.agent.program import Pair, short_action
+from ffs.agent.program import Pair
 from ffs.entries import CounterValue, TableEntry, Update
 from ffs.tables import pair_params
 
@@ -69,7 +69,7 @@ class Quarantine:
             return
         for entry in held:
             pid = entry.params.get("pid")
-            if short_action(entry.action) != "set_pair" or pid is None or not shared.get(pid):
+            if entry.action_name != "set_pair" or pid is None or not shared.get(pid):
                 continue
             held_lm, lm = lm_of(entry.params.get("nlm", 0)), shared[pid]
             if held_lm == 0 or (pid in saved and withheld_lm(lm, saved[pid]) == held_lm < lm):

@@ -12,10 +12,8 @@ from __future__ import annotations
 import abc
 from typing import Any, Iterable, Sequence
 
-from ffs.entries import CounterValue, LpfSpec, TableEntry, Update
+from ffs.entries import COUNTER_WRAP, CounterValue, LpfSpec, TableEntry, Update
 from ffs.ports import PortSpec, PortState
-
-COUNTER_WRAP = 1 << 64  # counters are 64-bit; the agent takes differences modulo this
 
 
 class DriverError(Exception):

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from ffs import constants
 from ffs import p4names
-from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary
+from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, action_name
 
 U16 = 0xFFFF
 U32 = 0xFFFFFFFF
@@ -82,7 +82,7 @@ class MatchTable:
     def __init__(self, spec: p4names.Table) -> None:
         self.spec = spec
         self.entries: dict[tuple, _Entry] = {}  # insertion order = the tie-break among equal priorities
-        self._default: ActionResult = (spec.default_action.rsplit(".", 1)[-1], {})
+        self._default: ActionResult = (action_name(spec.default_action), {})
         self._initial_default = self._default
         self._kinds = tuple(k.match for k in spec.keys)
         self._index: Any = None  # lookup structure, rebuilt lazily after a change

@@ -1,11 +1,12 @@
-/* ffs-tofino: the frame check, A_j (counted where only accepted packets arrive) and the strip
- * port mode (spec §7.3).
+/* ffs-tofino: the frame check, what reached the egress (accepted; the lies in malformed and
+ * pair_malformed) and the strip port mode (spec §7.3).
  *
  * The ingress weighs a packet by the frame its headers claim (spec §4): it has no frame length on
  * Tofino. Here the real length is known, so a frame whose bytes disagree with its IP length field
- * is dropped before it leaves: a lying length delivers nothing and adds nothing to A_j. Allowed:
- * exact agreement, 4 bytes more (pkt_length counts the FCS: tofino-model does, as hardware does), and
- * Ethernet padding of a claim below 60 bytes. */
+ * is dropped before it leaves: a lying length delivers nothing. The ingress already counted it in
+ * A_j (admitted), so the agent learns of it here, from malformed (docs/security.md). Allowed:
+ * exact agreement, 4 bytes more (pkt_length counts the FCS: tofino-model does; hardware is still to
+ * be measured, docs/hardware.md), and Ethernet padding of a claim below 60 bytes. */
 #ifndef _FFS_EGRESS_ACCOUNTING_P4_
 #define _FFS_EGRESS_ACCOUNTING_P4_
 

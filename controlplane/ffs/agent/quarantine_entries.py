@@ -1,0 +1,66 @@
+"""The quarantine as the switch sees it: the set_pair entries that withhold part of a lying pair's
+share, resumed after a restart, released when their time is up (the judgement itself is
+ffs.agent.quarantine's)."""
+
+from __future__ import annotations
+
+from ffs import p4names
+from ffs.agent.parts import AgentParts
+from ffs.agent.program import pair_entry
+from ffs.agent.quarantine import lm_of
+from ffs.agent.snapshot import PairStatus
+from ffs.entries import CounterValue, Update, UpdateKind
+
+
+class QuarantineEntries(AgentParts):
+    @property
+    def quarantine_s(self) -> float:
+        return self.quarantine.seconds
+
+    @quarantine_s.setter
+    def quarantine_s(self, seconds: float) -> None:
+        self.quarantine.seconds = seconds
+
+    @property
+    def quarantined(self) -> dict[int, float]:
+        """pid -> when its quarantine ends (the step's clock)."""
+        return self.quarantine.until
+
+    def _mark_quarantine(self, pairs: list[PairStatus]) -> None:
+        for st in pairs:
+            st.quarantined = st.pid in self.quarantine
+            st.withheld = self.quarantine.level.get(st.pid, 0.0) if st.quarantined else 0.0
+
+    def _resume_quarantine(self, now_s: float) -> None:
+        """The quarantines a predecessor left on the switch run again (ffs.agent.quarantine)."""
+        if self.quarantine.seconds <= 0:
+            return
+        shared = {pid: lm_of(u.entry.params["nlm"]) for pid, u in self._pair_updates("insert").items()}
+        saved = self.store.load_withheld(self.node.name) if self.store is not None else {}
+        self.quarantine.resume(self.driver.read_table(p4names.PAIRS.name), shared, saved, now_s)
+
+    def _release_quarantine(self, now_s: float) -> list[Update]:
+        """Every step: the set_pair of each pair whose quarantine time is up (its share back)."""
+        over = self.quarantine.release(now_s)
+        if not over:
+            return []
+        self._mark_quarantine(self._pair_status)
+        return [u for pid, u in self._pair_updates("modify").items() if pid in over]
+
+    def _update_quarantine(self, pairs: list[PairStatus], lies: dict[int, CounterValue], r: dict[int, CounterValue],
+                           drops: dict[int, CounterValue], survived: dict[int, float], now_s: float) -> list[Update]:
+        """The pairs' lies since the last telemetry judged (ffs.agent.quarantine); the set_pair
+        modifications of every pair whose withheld fraction changed."""
+        # what the pair's bytes weigh in its estimator against what they cost the port (F / R, both
+        # line rates): 1 for honest frames on a resetting port, 1/k for lies claiming 1/k of their bytes
+        weight = {st.pid: st.f_bps / st.rate_bps for st in pairs if st.rate_bps > 0}
+        changed = self.quarantine.judge(self.pairs(), lies, r, drops, survived, now_s, weight)
+        self._mark_quarantine(pairs)
+        if not changed:
+            return []
+        return [self.quarantine.withhold(u) for pid, u in self._pair_updates("modify").items() if pid in changed]
+
+    def _pair_updates(self, kind: UpdateKind) -> dict[int, Update]:
+        """The node's set_pair entries by pid, each with its share (no quarantine applied)."""
+        node = self.current_node()
+        return {p.pid: pair_entry(node.share(p.ingress, p.egress), p, self.lpf, kind) for p in self.pairs()}

@@ -1,0 +1,117 @@
+"""The counters the agent reads, and how a reading becomes an increment and a rate.
+
+Each counter is read as a Reading: its own baseline and time, so that an increment is what it
+counted since its own last read. Increments are wrap-safe (`ffs.entries.counter_delta`); a
+counter that went backwards was cleared by another client and decides nothing that period.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+
+from ffs import p4names
+from ffs.agent.parts import AgentParts
+from ffs.entries import CounterValue, counter_delta
+
+# a counter read below its last reading wrapped (a small difference modulo 2^64) or was cleared by
+# another client (a difference near 2^64): 2^63 bytes take 5.8 years at 400 Gb/s, so a difference
+# of at least this much is a clear
+JUMP = 1 << 63
+ZERO = CounterValue(0, 0)
+
+
+def add_counts(a: CounterValue, b: CounterValue) -> CounterValue:
+    return CounterValue(a.packets + b.packets, a.bytes + b.bytes)
+
+
+class Reading(str, enum.Enum):
+    """A counter as the agent reads it, each with its own baseline (the value names it in logs and
+    in the baselines; a subclass may add readings of its own under other strings)."""
+
+    OFFERED = "O"  # R*_j per egress port: what arrived toward j (p4names.OFFERED)
+    ADMITTED = "A"  # A_j per egress port: what γ admitted toward j, before the traffic manager
+    MALFORMED = "X"  # per egress port: frames whose bytes disagree with their IP length (the lies at j)
+    ACCEPTED = "E"  # per egress port: what reached the egress pipeline and passed its frame check
+    PAIR_BYTES = "R"  # per pair: its arrivals R
+    PAIR_DROPS = "D"  # per pair: what FFS dropped of it
+    PAIR_MALFORMED = "M"  # per pair: its frames the egress dropped for a lying length
+
+
+# the P4 counter each reading reads
+COUNTER_OF: dict[Reading, str] = {
+    Reading.OFFERED: p4names.OFFERED.name,
+    Reading.ADMITTED: p4names.ADMITTED.name,
+    Reading.MALFORMED: p4names.MALFORMED.name,
+    Reading.ACCEPTED: p4names.ACCEPTED.name,
+    Reading.PAIR_BYTES: p4names.PAIR_BYTES.name,
+    Reading.PAIR_DROPS: p4names.PAIR_DROPS.name,
+    Reading.PAIR_MALFORMED: p4names.PAIR_MALFORMED.name,
+}
+EGRESS_READINGS = (Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED, Reading.ACCEPTED)
+PAIR_READINGS = (Reading.PAIR_BYTES, Reading.PAIR_DROPS, Reading.PAIR_MALFORMED)
+
+
+class CounterReadings(AgentParts):
+    def baseline(self, now_s: float | None = None) -> None:
+        """Read every counter once, so the first period after a (re)start measures a full interval
+        and updates τ like any other (a restart does not skip a τ step)."""
+        pids = [p.pid for p in self.pairs()]
+        ports = self._egress_ports()
+        for reading in EGRESS_READINGS:
+            self._read(reading, ports, now_s)
+        self._since_telemetry = {}
+        for reading in PAIR_READINGS:
+            self._read(reading, pids, now_s)
+        self._last_telemetry = now_s if now_s is not None else time.monotonic()
+
+    def _read(self, reading: Reading, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
+        """`_measure` of a Reading's own counter."""
+        return self._measure(reading, COUNTER_OF[reading], indices, now_s)
+
+    def _measure(self, name: str, counter: str, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
+        """Increments of one counter since its last read, and the seconds between the two reads.
+        Live, each read is timed at the middle of its own RPC, so a slow or starved read (a loaded
+        switch answers late) stretches its interval with it instead of inflating the rate; in
+        virtual time every read is at `now_s`."""
+        t0 = time.monotonic()
+        values = self.driver.read_counters(counter, indices) if indices else {}  # none: no read (a driver reads all)
+        t = (t0 + time.monotonic()) / 2 if now_s is None else now_s
+        prev = self._last_t.get(name)
+        self._last_t[name] = t
+        return self._delta(name, values, counter), (0.0 if prev is None else t - prev)
+
+    def _delta(self, name: str, now: dict[int, CounterValue], counter: str = "") -> dict[int, CounterValue]:
+        """Per-index counter increments since the last read, modulo 2^64 (a counter may wrap).
+        An index read for the first time (a pair or egress a matrix change added) has no baseline
+        yet and counts 0 for this period. An index that went backwards (another client cleared the
+        counter; JUMP) is left out, re-baselined and listed in `_jumped[name]` (the step logs them
+        in one line): nothing is decided on it this period."""
+        last = self._last.get(name, {})
+        self._last[name] = now
+        out = {}
+        jumped = set()
+        for i, v in now.items():
+            b = last.get(i)
+            if b is None:
+                out[i] = ZERO
+                continue
+            d = counter_delta(v, b)
+            if d.packets >= JUMP or d.bytes >= JUMP:
+                jumped.add(i)
+            else:
+                out[i] = d
+        self._jumped[name] = jumped
+        if jumped:
+            self._jump_notes.append(f"{(counter or name).rsplit('.', 1)[-1]} at {len(jumped)} of {len(now)}")
+        return out
+
+    def _jumped_in(self, *readings: Reading) -> set[int]:
+        """The indices that went backwards at the last read of any of these readings."""
+        out: set[int] = set()
+        for reading in readings:
+            out |= self._jumped.get(reading, set())
+        return out
+
+    def _bps(self, c: CounterValue, dt: float) -> float:
+        return (c.bytes + self.wire_overhead * c.packets) * 8 / dt if dt > 0 else 0.0
