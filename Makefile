@@ -75,7 +75,8 @@ help:
 	@echo "make experiment-cca (root) real TCP CCA pairs through the live switch: FIFO, FFS-C100, FFS-C85"
 	@echo "make experiment-endpoint (root) MinTime/MinLoss (ffs-transfer) against cubic and bbr through the live switch (FFS-C85, RI)"
 	@echo "make experiments-rtt (root) both, at the paper's 10 ms one-way delay (the switch's own delay line, no netem)"
-	@echo "                  -> docs/results/{cca-rtt,endpoint-rtt}; RTT_DELAY=10ms CCA_DURATION=15 CCA_BUFFER=65536"
+	@echo "                  -> docs/results/{cca-rtt,endpoint-rtt}, the paper | ours tables -> docs/results/rtt-tables.md;"
+	@echo "                  and Table III with a 1000-frame queue (cca-rtt-deep); RTT_DELAY=10ms CCA_DURATION=15 CCA_BUFFER=65536"
 
 # The versions make test is gated with (docs/testing.md); CONSTRAINTS= installs the newest instead
 CONSTRAINTS ?= constraints/dev.txt
@@ -206,9 +207,14 @@ experiment-endpoint:
 RTT_DELAY    ?= 10ms
 CCA_DURATION ?= 15
 CCA_BUFFER   ?= 65536
+# the paper gives no buffer; its Fig. 9 shows RTTs up to 200 ms at 20 Mb/s, which a 64 KB queue (26 ms)
+# cannot hold: 1000 frames of 1538 bytes, netem's default limit (a Mininet link with a delay)
+CCA_DEEP_BUFFER ?= 1538000
 experiments-rtt:
 	$(PYTHON) bench/experiment_cca.py --delay $(RTT_DELAY) --duration $(CCA_DURATION) --buffer $(CCA_BUFFER) --out docs/results/cca-rtt
 	$(PYTHON) bench/experiment_endpoint.py --delay $(RTT_DELAY) --out docs/results/endpoint-rtt
+	$(PYTHON) bench/experiment_cca.py --delay $(RTT_DELAY) --duration $(CCA_DURATION) --buffer $(CCA_DEEP_BUFFER) --out docs/results/cca-rtt-deep
+	$(PYTHON) bench/rtt_tables.py | tee docs/results/rtt-tables.md
 
 netns-up:
 	$(PYTHON) -m ffs.netns up $(TOPO)
