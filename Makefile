@@ -210,10 +210,11 @@ CCA_BUFFER   ?= 65536
 # the paper gives no buffer; its Fig. 9 shows RTTs up to 200 ms at 20 Mb/s, which a 64 KB queue (26 ms)
 # cannot hold: 1000 frames of 1538 bytes, netem's default limit (a Mininet link with a delay)
 CCA_DEEP_BUFFER ?= 1538000
+CCA_DEEP_DURATION ?= 10
 experiments-rtt:
 	$(PYTHON) bench/experiment_cca.py --delay $(RTT_DELAY) --duration $(CCA_DURATION) --buffer $(CCA_BUFFER) --out docs/results/cca-rtt
 	$(PYTHON) bench/experiment_endpoint.py --delay $(RTT_DELAY) --out docs/results/endpoint-rtt
-	$(PYTHON) bench/experiment_cca.py --delay $(RTT_DELAY) --duration $(CCA_DURATION) --buffer $(CCA_DEEP_BUFFER) --out docs/results/cca-rtt-deep
+	$(PYTHON) bench/experiment_cca.py --delay $(RTT_DELAY) --duration $(CCA_DEEP_DURATION) --buffer $(CCA_DEEP_BUFFER) --out docs/results/cca-rtt-deep
 	$(PYTHON) bench/rtt_tables.py | tee docs/results/rtt-tables.md
 
 netns-up:
