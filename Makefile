@@ -46,7 +46,7 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help setup wheel system-deps test test-minimum test-latest unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint bench-sim greedy-node csfq-paper resources-compared
+.PHONY: help setup wheel system-deps test test-minimum test-latest unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint experiments-rtt bench-sim greedy-node csfq-paper resources-compared
 help:
 	@echo "make setup        install the ffs package and its test dependencies, at the versions of constraints/dev.txt"
 	@echo "make wheel        dist/ffs_tofino-*-py3-none-any.whl: ffs-agent and ffsctl for a switch's Python (3.8+; docs/hardware.md)"
@@ -74,6 +74,9 @@ help:
 	@echo "make resources-compared  the Tofino resources of FFS beside Cebinae's and HCSFQ's, with their sources, in our units"
 	@echo "make experiment-cca (root) real TCP CCA pairs through the live switch: FIFO, FFS-C100, FFS-C85"
 	@echo "make experiment-endpoint (root) MinTime/MinLoss (ffs-transfer) against cubic and bbr through the live switch (FFS-C85, RI)"
+	@echo "make experiments-rtt (root) both, at the paper's 10 ms one-way delay (the switch's own delay line, no netem)"
+	@echo "                  -> docs/results/{cca-rtt,endpoint-rtt}, the paper | ours tables -> docs/results/rtt-tables.md;"
+	@echo "                  and Table III with a 1000-frame queue (cca-rtt-deep); RTT_DELAY=10ms CCA_DURATION=15 CCA_BUFFER=65536"
 
 # The versions make test is gated with (docs/testing.md); CONSTRAINTS= installs the newest instead
 CONSTRAINTS ?= constraints/dev.txt
@@ -199,6 +202,20 @@ experiment-cca:
 
 experiment-endpoint:
 	$(PYTHON) bench/experiment_endpoint.py
+
+# Table III and Figures 5/6 with round-trip times: every switch port delays its frames after its queue
+RTT_DELAY    ?= 10ms
+CCA_DURATION ?= 15
+CCA_BUFFER   ?= 65536
+# the paper gives no buffer; its Fig. 9 shows RTTs up to 200 ms at 20 Mb/s, which a 64 KB queue (26 ms)
+# cannot hold: 1000 frames of 1538 bytes, netem's default limit (a Mininet link with a delay)
+CCA_DEEP_BUFFER ?= 1538000
+CCA_DEEP_DURATION ?= 10
+experiments-rtt:
+	$(PYTHON) bench/experiment_cca.py --delay $(RTT_DELAY) --duration $(CCA_DURATION) --buffer $(CCA_BUFFER) --out docs/results/cca-rtt
+	$(PYTHON) bench/experiment_endpoint.py --delay $(RTT_DELAY) --out docs/results/endpoint-rtt
+	$(PYTHON) bench/experiment_cca.py --delay $(RTT_DELAY) --duration $(CCA_DEEP_DURATION) --buffer $(CCA_DEEP_BUFFER) --out docs/results/cca-rtt-deep
+	$(PYTHON) bench/rtt_tables.py | tee docs/results/rtt-tables.md
 
 netns-up:
 	$(PYTHON) -m ffs.netns up $(TOPO)

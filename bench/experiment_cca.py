@@ -1,12 +1,14 @@
 """The FFS paper's CCA-isolation experiment (Table III, Figure 9), live: two real Linux TCP flows with
 different congestion controls, from two hosts in private namespaces, through the software switch
 in live mode to one receiver, over a 20 Mb/s bottleneck (the switch's egress port at its speed,
-with a 64 KB queue: ffs-switch run --port 3=p3@20Mbps --buffer 3=65536; 10 ms one-way delay where
-the kernel has netem). For every pair of the kernel's CCAs and every scheme — FIFO (FFS off), CSFQ,
-FFS-C100, FFS-C85 — it measures the paper's metrics: F (min/max throughput of the pair), U
-(utilization), the latency increase and the jitter of UDP probes through the bottleneck.
+with a 64 KB queue: ffs-switch run --port 3=p3@20Mbps --buffer 3=65536). --delay 10ms gives every
+port of the switch the paper's 10 ms one-way delay after its queue (ffs-switch run --delay N=10ms:
+a 20 ms round trip, without netem). For every pair of the kernel's CCAs and every scheme — FIFO
+(FFS off), CSFQ, FFS-C100, FFS-C85 — it measures the paper's metrics: F (min/max throughput of the
+pair), U (utilization), the latency increase and the jitter of UDP probes through the bottleneck.
 
-    python bench/experiment_cca.py [--duration 15] [--ccas reno,cubic,bbr] [--out docs/results/cca]
+    python bench/experiment_cca.py [--duration 15] [--ccas reno,cubic,bbr] [--delay 10ms] [--buffer 65536]
+                                   [--schemes fifo,csfq,ffs-c100,ffs-c85] [--out docs/results/cca]
 
 Needs root. Results: summary.json and heatmap.png in --out; docs/results.md reports them.
 """
@@ -31,18 +33,12 @@ from ffs import p4names  # noqa: E402
 from ffs.agent.core import Agent  # noqa: E402
 from ffs.switch.driver import ModelDriver  # noqa: E402
 from ffs.lab.liverun import live_node  # noqa: E402
+from ffs.units import parse_delay  # noqa: E402
 
 PY = sys.executable
 CAPACITY_MBIT = 20
 SCHEMES = ("fifo", "csfq", "ffs-c100", "ffs-c85")
-DELAY = {"netem": False}
-
-
-def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(list(args), capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: {p.stderr.strip()}")
-    return p
+PORTS = (1, 2, 3)  # the dumbbell's switch ports: h1, h2, h3
 
 
 def topology_for(scheme: str, work: Path) -> Path:
@@ -91,21 +87,15 @@ def run_pair(plan, cca1: str, cca2: str, duration: float) -> dict:
     }
 
 
-def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path) -> list[dict]:
+def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path, delay_s: float = 0.0, buffer: int = 65536) -> list[dict]:
     topo_file = topology_for(scheme, work)
-
-    def bottleneck(plan) -> None:
-        # the bottleneck is the switch's own p3 at its 20 Mb/s speed (below); 10 ms each way on
-        # the hosts if netem exists
-        for h in ("h1", "h2", "h3"):
-            DELAY["netem"] = sh("ip", "netns", "exec", plan.host(h).netns, "tc", "qdisc", "add", "dev", "eth0", "root",
-                                "netem", "delay", "10ms", "limit", "10000", check=False).returncode == 0
-
-    extra = ["--buffer=3=65536"] + (["--csfq"] if scheme == "csfq" else [])
+    # the bottleneck is the switch's own p3 at its 20 Mb/s speed with `buffer` bytes of queue; every
+    # port's wire delays what its queue sent by `delay_s` (a data packet crosses p3's, its ACK p1's)
+    extra = [f"--buffer=3={buffer}"] + (["--csfq"] if scheme == "csfq" else [])
+    extra += [f"--delay={p}={delay_s * 1e3:g}ms" for p in PORTS if delay_s]
     sub = work / scheme
     sub.mkdir(exist_ok=True)
-    with live_node(topo_file, sub, agent=scheme.startswith("ffs"), period_ms=50, switch_args=extra,
-                   before_switch=bottleneck) as node:
+    with live_node(topo_file, sub, agent=scheme.startswith("ffs"), period_ms=50, switch_args=extra) as node:
         if not scheme.startswith("ffs"):  # FFS off: forwarding only (CSFQ, if any, runs in the switch loop)
             d = ModelDriver(node.switch_address)
             d.connect(timeout_s=10)
@@ -169,6 +159,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=float, default=15.0)
     ap.add_argument("--ccas", default=None)
+    ap.add_argument("--delay", default="0", help="one-way delay of every switch port after its queue (the paper: 10ms)")
+    ap.add_argument("--buffer", type=int, default=65536, help="bytes of the bottleneck's queue")
+    ap.add_argument("--schemes", default=",".join(SCHEMES))
     ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "cca"))
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -176,14 +169,18 @@ def main() -> int:
         return 2
     avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     ccas = a.ccas.split(",") if a.ccas else [c for c in ("reno", "cubic", "bbr") if c in avail]
+    delay_s = parse_delay(a.delay)
+    schemes = [s for s in a.schemes.split(",") if s in SCHEMES]
     work = Path(tempfile.mkdtemp(prefix="ffs-cca-"))
     rows = []
-    for s in SCHEMES:
-        rows += run_scheme(s, ccas, a.duration, work)
+    started = time.monotonic()
+    for s in schemes:
+        rows += run_scheme(s, ccas, a.duration, work, delay_s, a.buffer)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = {"capacity_mbit": CAPACITY_MBIT, "duration_s": a.duration, "ccas": ccas,
-               "one_way_delay_ms": 10 if DELAY["netem"] else 0, "buffer_bytes": 65536,
+               "available_ccas": avail, "one_way_delay_ms": delay_s * 1e3, "delay_where": "switch ports, after the queue",
+               "buffer_bytes": a.buffer, "elapsed_s": round(time.monotonic() - started, 1),
                "pairs": rows, "schemes": aggregate(rows)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     heatmap(rows, out / "heatmap.png")

@@ -2,12 +2,13 @@
 (`ffs-transfer`, MinTime and MinLoss), the kernel's TCP (cubic, bbr) and cubic capped by the
 indicator (partial deployment, App. C: `ffs-transfer --scheme partial`) moving 1 and 10 MB from one
 and two senders through the software switch with its agent (FFS-C85, RI on) over a 20 Mb/s egress
-(topologies/endpoint.yaml; a tbf FIFO of 64 KB behind it, 10 ms one-way delay on every host where
-the kernel has netem). Per scheme: transfer time and the router's drops (FFS drops of the sender's
-pair + the FIFO's drops). Then two 10 MB transfers, the second 2 s after the first: the router's
-arrival and drop rate per sender over time (Figure 6).
+(topologies/endpoint.yaml; a tbf FIFO of 64 KB behind it; --delay 10ms: the paper's 10 ms one-way
+delay on every port of the switch, after its queue, a 20 ms round trip without netem). Per scheme:
+transfer time and the router's drops (FFS drops of the sender's pair + the FIFO's drops). Then two
+10 MB transfers, the second 2 s after the first: the router's arrival and drop rate per sender
+over time (Figure 6).
 
-    python bench/experiment_endpoint.py [--out docs/results/endpoint] [--schemes minloss,mintime,cubic,bbr]
+    python bench/experiment_endpoint.py [--out docs/results/endpoint] [--schemes minloss,mintime,cubic,bbr] [--delay 10ms]
 
 Needs root. Results: summary.json, transfers.png and staggered.png in --out; docs/results.md reports them.
 """
@@ -33,6 +34,7 @@ from ffs import p4names  # noqa: E402
 from ffs.agent.program import pairs_of  # noqa: E402
 from ffs.switch.driver import ModelDriver  # noqa: E402
 from ffs.lab.liverun import live_node  # noqa: E402
+from ffs.units import parse_delay  # noqa: E402
 
 PY = sys.executable
 # the hosts' processes import this tree's ffs, installed or not
@@ -266,6 +268,7 @@ def main() -> int:
     b.add_argument("--port", type=int, required=True)
     ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "endpoint"))
     ap.add_argument("--schemes", default=",".join(SCHEMES))
+    ap.add_argument("--delay", default="0", help="one-way delay of every switch port after its queue (the paper: 10ms)")
     args = ap.parse_args()
     if args.cmd == "tcp-send":
         print(json.dumps(tcp_send(args.dst, args.port, args.bytes, args.cca)))
@@ -279,19 +282,18 @@ def main() -> int:
     avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     schemes = [s for s in args.schemes.split(",") if s in ("minloss", "mintime") or s in avail
                or (s == "partial" and "cubic" in avail)]
-    netem = {"on": False}
+    delay_s = parse_delay(args.delay)
 
     def bottleneck(plan) -> None:
         sh("ip", "netns", "exec", plan.switch_ns, "tc", "qdisc", "add", "dev", "p3", "root", "tbf", "rate",
            f"{CAPACITY_MBIT}mbit", "burst", "16kb", "limit", "64kb")
-        for h in ("h1", "h2", "h3"):
-            netem["on"] = sh("ip", "netns", "exec", plan.host(h).netns, "tc", "qdisc", "add", "dev", "eth0", "root",
-                             "netem", "delay", "10ms", "limit", "10000", check=False).returncode == 0
 
+    # every port's wire delays what its queue sent: a data packet crosses p3's, its ACK or echo p1's or p2's
+    delays = [f"--delay={p}={delay_s * 1e3:g}ms" for p in (1, 2, 3) if delay_s]
     work = Path(tempfile.mkdtemp(prefix="ffs-endpoint-"))
     runs = []
     started = time.monotonic()
-    with live_node(TOPO, work, agent=True, period_ms=PERIOD_MS, before_switch=bottleneck) as node:
+    with live_node(TOPO, work, agent=True, period_ms=PERIOD_MS, switch_args=delays, before_switch=bottleneck) as node:
         router = Router(node)
         for scheme in schemes:
             for plan in ([("h1", 10**6, 0.0)], [("h1", 10**7, 0.0)],
@@ -308,7 +310,8 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stag = {r["scheme"]: r["router_drops"] for r in runs if r["series"] is not None}
-    summary = {"capacity_mbit": CAPACITY_MBIT, "target_factor": 0.85, "one_way_delay_ms": 10 if netem["on"] else 0,
+    summary = {"capacity_mbit": CAPACITY_MBIT, "target_factor": 0.85, "one_way_delay_ms": delay_s * 1e3,
+               "delay_where": "switch ports, after the queue", "available_ccas": avail,
                "fifo_bytes": 65536, "agent_period_ms": PERIOD_MS, "minloss_args": EXTRA["minloss"], "elapsed_s": round(time.monotonic() - started, 1),
                "staggered_drops": stag,
                "staggered_drops_vs_minloss": {k: (v / stag["minloss"] if stag.get("minloss") else None) for k, v in stag.items()},

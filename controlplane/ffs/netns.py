@@ -236,9 +236,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"switch {p.node}: namespace {p.switch_ns}, ports " + " ".join(f"{k}={v}" for k, v in sorted(p.ports().items())))
             for h in p.hosts:
                 print(f"host {h.host}: namespace {h.netns}, eth0 {h.address}, mac {h.mac}, switch port {h.port} ({h.switch_if})")
-            speed = {i.port: i.speed for i in topo.node(p.node).interfaces.values()}
+            ifs = topo.node(p.node).interfaces.values()
+            speed = {i.port: i.speed for i in ifs}
+            delays = "".join(f" --delay {i.port}={i.delay_s * 1e3:g}ms" for i in sorted(ifs, key=lambda i: i.port) if i.delay_s)
             print(f"run the switch: ip netns exec {p.switch_ns} ffs-switch run "
-                  + " ".join(f"--port {k}={v}@{format_rate(speed[k]).replace(' ', '')}" for k, v in sorted(p.ports().items())))
+                  + " ".join(f"--port {k}={v}@{format_rate(speed[k]).replace(' ', '')}" for k, v in sorted(p.ports().items()))
+                  + delays)
         else:
             removed = down(topo)
             if removed:

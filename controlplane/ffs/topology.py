@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from ffs import ports as ports_mod
 from ffs.safeload import LoadError, YamlDoc, read_text
 from ffs.shares import share_problem
-from ffs.units import parse_rate
+from ffs.units import parse_delay, parse_rate
 
 
 class TopologyError(Exception):
@@ -45,6 +45,9 @@ class Interface:
     speed_bps: float | None = None
     buffer_bytes: int | None = None  # the software switch's queue for this port; None: its default
     mtu: int = 1500  # the largest IP packet the port carries (the F estimator is sized for it, spec §4)
+    # the propagation delay of the port's wire, s: the live software switch holds a frame that long
+    # after its queue sent it (ffs.switch.delay); the allocator and the Tofino program ignore it
+    delay_s: float = 0.0
 
     @property
     def local(self) -> bool:
@@ -252,8 +255,8 @@ class _Loader:
         for iname, iraw in self.mapping(m["interfaces"], f"{path}.interfaces").items():
             ip = f"{path}.interfaces.{iname}"
             im = self.mapping(iraw, ip)
-            self.check_keys(im, ip, {"capacity", "speed", "buffer", "mtu", "port", "trust", "insert", "strip", "peer", "fp",
-                                     "fec", "autoneg"}, {"capacity", "port"})
+            self.check_keys(im, ip, {"capacity", "speed", "buffer", "delay", "mtu", "port", "trust", "insert", "strip", "peer",
+                                     "fp", "fec", "autoneg"}, {"capacity", "port"})
             if isinstance(im["port"], bool) or not isinstance(im["port"], int):
                 self.fail(f"{ip}.port", f"expected an integer device port, got {im['port']!r}")
             port = int(self.number(im["port"], f"{ip}.port", 0, 511))
@@ -277,6 +280,12 @@ class _Loader:
                 if isinstance(im["buffer"], bool) or not isinstance(im["buffer"], int):
                     self.fail(f"{ip}.buffer", f"expected bytes as an integer, got {im['buffer']!r}")
                 buffer = int(self.number(im["buffer"], f"{ip}.buffer", 1, 1 << 32))
+            delay = 0.0
+            if "delay" in im:
+                try:
+                    delay = parse_delay(im["delay"])
+                except ValueError as e:
+                    self.fail(f"{ip}.delay", str(e))
             fp, fec, autoneg = im.get("fp"), im.get("fec"), im.get("autoneg")
             if fp is not None:
                 if not isinstance(fp, str) or not ports_mod.valid_fp(fp):
@@ -301,6 +310,7 @@ class _Loader:
                 speed,
                 buffer,
                 mtu,
+                delay,
             )
         if not ifs:
             self.fail(f"{path}.interfaces", "no interfaces")

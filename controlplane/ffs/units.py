@@ -1,4 +1,4 @@
-"""Rates as operators write them ("15Gbps", "400 Mb/s", "1.5e9") and as the project prints them."""
+"""Rates as operators write them ("15Gbps", "400 Mb/s", "1.5e9") and as the project prints them; delays ("10ms")."""
 
 from __future__ import annotations
 
@@ -41,3 +41,28 @@ def format_rate(bps: float) -> str:
         if abs(bps) >= scale:
             return f"{bps / scale:.4g} {unit}"
     return f"{bps:.4g} bps"
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ns|us|µs|ms|s)?\s*$")
+_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, None: 1.0}
+# a delay above this would hold more frames than a link ever needs (1 s at 10 Gb/s is 1.25 GB)
+MAX_DELAY_S = 1.0
+
+
+def parse_delay(text: str | int | float) -> float:
+    """A delay in seconds: a number (seconds) or a string with ns, us, ms or s ("10ms")."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a delay: {text!r}")
+    if isinstance(text, (int, float)):
+        try:
+            value = float(text)
+        except OverflowError:  # an int beyond the float range
+            raise ValueError(f"not a finite delay: {text!r}") from None
+    else:
+        m = _DURATION.match(str(text))
+        if not m:
+            raise ValueError(f"not a delay: {text!r} (write e.g. 10ms, 500us or 0.01)")
+        value = float(m.group(1)) * _SCALE[m.group(2)]
+    if not 0.0 <= value <= MAX_DELAY_S:  # also rejects NaN
+        raise ValueError(f"delay {text!r} out of range 0..{MAX_DELAY_S:g} s")
+    return value

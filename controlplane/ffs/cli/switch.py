@@ -21,7 +21,7 @@ from ffs.switch.fast import FastPipeline
 from ffs.switch.live import run_live
 from ffs.driver.wire import default_control_address
 from ffs.topology import TopologyError, load
-from ffs.units import format_rate, parse_rate
+from ffs.units import format_rate, parse_delay, parse_rate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -66,12 +66,31 @@ def _buffers(specs: tuple[str, ...], ports: dict[int, str], speeds: dict[int, fl
     return out
 
 
+def _delays(specs: tuple[str, ...], ports: dict[int, str]) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for s in specs:
+        m = re.fullmatch(r"(\d+)=(\S+)", s)
+        if not m:
+            raise CliUsageError(f"--delay wants DEVICE_PORT=DELAY (e.g. 3=10ms), got {s!r}")
+        port = int(m.group(1))
+        if port not in ports:
+            raise CliUsageError(f"--delay {s}: port {port} is not bound (--port {port}=IFACE)")
+        try:
+            out[port] = parse_delay(m.group(2))
+        except ValueError as e:
+            raise CliUsageError(f"--delay {s}: {e}") from None
+    return out
+
+
 @main.command("run")
 @click.option("--port", "port_specs", multiple=True, metavar="N=IFACE[@SPEED]",
               help="Bind device port N to interface IFACE (repeat); with @SPEED (a line rate, e.g. 20Mbps) the port "
                    "sends at that speed, queueing and tail-dropping like a Tofino port (docs/live-mode.md).")
 @click.option("--buffer", "buffer_specs", multiple=True, metavar="N=BYTES",
               help="The queue of a port with a speed (default: 10 ms of its speed and at least 64 frames of the interface MTU, at most 2 MiB).")
+@click.option("--delay", "delay_specs", multiple=True, metavar="N=DELAY",
+              help="Propagation delay of port N (e.g. 10ms): its frames leave that long after its queue sent them, "
+                   "as on a long wire (the queue does not count them). Round-trip times without netem.")
 @click.option("--control", default=None,
               help="Control service: unix:PATH (default: an owner-only socket, /run/ffs/switch.sock for root) or "
                    "loopback HOST:PORT (then any local user can use it).")
@@ -82,7 +101,7 @@ def _buffers(specs: tuple[str, ...], ports: dict[int, str], speeds: dict[int, fl
 @click.option("--csfq", is_flag=True,
               help="Evaluation baseline: run CSFQ (not FFS) before every port with a speed.")
 @one_line_errors(OSError, ValueError, PermissionError, error=CliError)
-def run_cmd(port_specs, buffer_specs, control, allow_remote, seed, ready_file, stats_interval, csfq) -> None:
+def run_cmd(port_specs, buffer_specs, delay_specs, control, allow_remote, seed, ready_file, stats_interval, csfq) -> None:
     """Switch real frames between Linux interfaces until SIGINT/SIGTERM."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=\"%(message)s\"")
@@ -91,7 +110,7 @@ def run_cmd(port_specs, buffer_specs, control, allow_remote, seed, ready_file, s
         raise CliUsageError("--csfq runs before ports with a speed: give one (--port N=IFACE@SPEED)")
     run_live(ports, control or default_control_address(), seed, ready_file, stats_interval, allow_remote,
              csfq=Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1) if csfq else None, speeds=speeds,
-             buffers=_buffers(buffer_specs, ports, speeds))
+             buffers=_buffers(buffer_specs, ports, speeds), delays=_delays(delay_specs, ports))
 
 
 @main.command("replay")

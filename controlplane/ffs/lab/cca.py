@@ -94,24 +94,33 @@ def echo(port: int, duration_s: float) -> None:
             pass
 
 
-def probe(dst: str, port: int, interval_s: float, duration_s: float) -> None:
+def probe(dst: str, port: int, interval_s: float, duration_s: float, wait_s: float = 2.0) -> None:
+    """One probe every `interval_s`; each echo is matched to its probe by sequence number, so a round
+    trip longer than the interval (a deep queue) is measured, not lost. Echoes are awaited `wait_s`
+    after the last probe. One JSON line per echo, in the order they return."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.settimeout(interval_s)
-    end = time.monotonic() + duration_s
+    sent: dict[int, float] = {}
+    start = time.monotonic()
+    end = start + duration_s
     seq = 0
-    while time.monotonic() < end:
-        t0 = time.monotonic()
-        s.sendto(seq.to_bytes(8, "big") + bytes(56), (dst, port))
+    next_send = start
+    while True:
+        now = time.monotonic()
+        if now >= end + wait_s or (now >= end and not sent):
+            break
+        if now >= next_send and now < end:
+            sent[seq] = now
+            s.sendto(seq.to_bytes(8, "big") + bytes(56), (dst, port))
+            seq += 1
+            next_send += interval_s
+        s.settimeout(max(1e-4, (next_send if now < end else end + wait_s) - time.monotonic()))
         try:
-            while True:
-                data, _ = s.recvfrom(2048)
-                if int.from_bytes(data[:8], "big") == seq:
-                    print(json.dumps({"t": round(t0, 4), "rtt_ms": round((time.monotonic() - t0) * 1e3, 3)}), flush=True)
-                    break
+            data, _ = s.recvfrom(2048)
         except socket.timeout:
-            pass
-        seq += 1
-        time.sleep(max(0.0, t0 + interval_s - time.monotonic()))
+            continue
+        t0 = sent.pop(int.from_bytes(data[:8], "big"), None)
+        if t0 is not None:
+            print(json.dumps({"t": round(t0, 4), "rtt_ms": round((time.monotonic() - t0) * 1e3, 3)}), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,9 +85,12 @@ def live_node(topology_file: str | Path, work: Path, *, agent: bool = True, peri
     try:
         if before_switch is not None:
             before_switch(plan)
-        # every port at its topology speed: the switch's queues make its egresses the bottlenecks
-        speed = {i.port: i.speed for i in topo.node(plan.node).interfaces.values()}
+        # every port at its topology speed: the switch's queues make its egresses the bottlenecks;
+        # a port's `delay` is its wire after the queue (round-trip times without netem)
+        ifs = topo.node(plan.node).interfaces.values()
+        speed = {i.port: i.speed for i in ifs}
         ports = [f"--port={p}={i}@{speed[p]:.0f}" for p, i in sorted(plan.ports().items())]
+        ports += [f"--delay={i.port}={i.delay_s * 1e3:g}ms" for i in sorted(ifs, key=lambda i: i.port) if i.delay_s]
         sw = node.spawn(["ip", "netns", "exec", plan.switch_ns, py, "-m", "ffs.cli.switch", "run", *ports, *switch_args,
                          f"--control={node.switch_address}", f"--ready-file={work}/switch.ready"],
                         log="switch.log", stdout=subprocess.DEVNULL)

@@ -6,9 +6,10 @@ interface received (never one it sent) runs through the Pipeline with the monoto
 leaves, with one send(), on the interface of its egress port -- at once, or, on a port with a
 speed, when the pipeline's traffic manager says its last bit would leave a port of that speed
 (`ffs.switch.tm`), so that the port is a bottleneck as on hardware whatever the interface's own
-rate. The control service (gRPC) runs beside the packet loop; both take the control lock, so a
-batch of table updates is never seen half-applied by a packet. docs/live-mode.md has the details
-and the measured speed.
+rate -- and, on a port with a propagation delay, that long after it left the queue
+(`ffs.switch.delay`: the wire after the TM, which the queue never counts). The control service
+(gRPC) runs beside the packet loop; both take the control lock, so a batch of table updates is
+never seen half-applied by a packet. docs/live-mode.md has the details and the measured speed.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ import struct
 import subprocess
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from ffs.driver.base import DriverError
 from ffs.switch.control import SwitchControl
+from ffs.switch.delay import DelayLine
 from ffs.switch.driver import ModelDriver
 from ffs.switch.fast import new_pipeline
 from ffs.switch.pipeline import Pipeline
@@ -136,6 +137,7 @@ class LiveSwitch:
     stats: dict[int, PortStats] = field(default_factory=dict)
     stop_event: threading.Event = field(default_factory=threading.Event)
     csfq: Any = None  # the evaluation's CSFQ baseline (ffs.lab.baselines.Csfq), before the paced ports
+    delays: dict[int, float] = field(default_factory=dict)  # device port -> propagation delay (s) after its TM
 
     def __post_init__(self) -> None:
         self.socks: dict[int, socket.socket] = {}
@@ -208,8 +210,9 @@ class LiveSwitch:
         clock = time.monotonic_ns
         socks, stats = self.socks, self.stats
         rings = sorted(self.rings.items())
-        # frames the TM has admitted to a paced port, in departure order: (departure ns, frame)
-        held: dict[int, deque[tuple[int, bytes]]] = {p: deque() for p in socks}
+        # per egress port, the frames the TM has released and the wire still carries, due at their
+        # departure plus the port's delay (a port without either sends at once)
+        held: dict[int, DelayLine[bytes]] = {p: DelayLine(round(self.delays.get(p, 0.0) * 1e9)) for p in socks}
         next_stats = time.monotonic() + stats_interval_s
 
         def send(eg: int, frame: bytes) -> None:
@@ -237,19 +240,20 @@ class LiveSwitch:
                             if eg not in socks:
                                 st.dropped += 1  # a route to a port this switch has no interface for
                                 continue
-                            q = held[eg]
-                            if res.depart_ns <= now and not q:
+                            line = held[eg]
+                            if res.depart_ns <= now and not line.delay_ns and not line:
                                 send(eg, res.frame)
                             else:
-                                q.append((res.depart_ns, res.frame))
-                # the frames whose last bit has left a port of that speed by now
+                                line.push(res.depart_ns, res.frame)
+                # the frames whose last bit has left a port of that speed, and crossed its wire, by now
                 now = clock()
                 wake = None
-                for eg, q in held.items():
-                    while q and q[0][0] <= now:
-                        send(eg, q.popleft()[1])
-                    if q and (wake is None or q[0][0] < wake):
-                        wake = q[0][0]
+                for eg, line in held.items():
+                    for frame in line.pop_due(now):
+                        send(eg, frame)
+                    due = line.next_due()
+                    if due is not None and (wake is None or due < wake):
+                        wake = due
                 if not busy:
                     # every ring empty: sleep until a frame arrives or one is due to leave
                     poller.poll(0.2 if wake is None else max(0.0, (wake - clock()) / 1e9))
@@ -303,11 +307,13 @@ def _remove_stale_ready(path: Path) -> None:
 
 def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_file: str | None = None,
              stats_interval_s: float = 10.0, allow_remote: bool = False, engine: str = "auto", csfq: Any = None,
-             speeds: dict[int, float] | None = None, buffers: dict[int, int] | None = None) -> None:
+             speeds: dict[int, float] | None = None, buffers: dict[int, int] | None = None,
+             delays: dict[int, float] | None = None) -> None:
     """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast).
     speeds: line rates (bit/s) of the ports the TM paces, with their `buffers` (bytes; default:
-    ffs.switch.tm.default_buffer); other ports send at once. csfq: the evaluation's CSFQ baseline,
-    run before every paced port (ffs-switch run --csfq)."""
+    ffs.switch.tm.default_buffer); other ports send at once. delays: propagation delays (s) of
+    ports, applied after their TM (ffs.switch.delay). csfq: the evaluation's CSFQ baseline, run
+    before every paced port (ffs-switch run --csfq)."""
     if ready_file:
         _remove_stale_ready(Path(ready_file))
     pipeline = new_pipeline(seed, engine)
@@ -317,7 +323,11 @@ def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_f
     if csfq is not None:
         csfq.attach({"live": pipeline}, live=True)
     ctl = SwitchControl(pipeline)
-    sw = LiveSwitch(ctl, ports, csfq=csfq)
+    for port, delay in sorted((delays or {}).items()):
+        if port not in ports:
+            raise ValueError(f"delay for port {port}, which has no interface")
+        log.info("port %d delays its frames %.6g ms after its queue", port, delay * 1e3)
+    sw = LiveSwitch(ctl, ports, csfq=csfq, delays=dict(delays or {}))
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: sw.stop_event.set())
     sw.open()
