@@ -12,7 +12,9 @@ takes k times its share's bytes). Over the quarantine that error is at most a qu
 once the share is withheld the queue holds few of the pair's frames; in the first period, which
 is mostly the attack's onset in flight, the whole share is withheld until the next reading.
 A pair whose claims are light (its bytes weigh w = F/R < 1 of what they cost, from the
-estimator and the counters) gets `M · w` instead, which admits τM of its bytes however λ reads.
+estimator and the counters) has at least `1 − w` withheld, so it admits at most τM of its bytes
+however low λ reads; the larger of the two, since at an attack's onset w reads high (F is the
+rate now, R the period's mean, part of it before the attack).
 Whatever the claim, the pair then costs the egress at most its share; its honest senders keep
 about `(1 − λ)` of it; a pair of heavy liars alone (λ = 1) gets lm = 0, no share. The state is, per pid, the fraction withheld and when it ends, on
 the agent's clock; the agent turns what changes into set_pair modifications of its batches.
@@ -131,9 +133,11 @@ class Quarantine:
             m_sum, c_sum = self.tally[p.pid]
             lam = min(1.0, m_sum / max(c_sum, m_sum))
             w = (weight or {}).get(p.pid)
-            if w is not None and w < 1.0 - self.fraction:
-                # light claims: the pair's bytes weigh w of what they cost; a share M·w admits M of them
-                lam = 1.0 - max(0.0, w)
+            if w is not None and w < 1.0:
+                # light claims: the pair's bytes weigh w of what they cost, so a share M·(1 − level)
+                # admits M·(1 − level)/w of them; at least 1 − w withheld keeps that within M when
+                # λ reads low (frames still queued), λ itself when it does not (honest co-senders)
+                lam = max(lam, 1.0 - max(0.0, w))
             old = self.level.get(p.pid)
             if old is None:
                 log.warning("quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their length this "
