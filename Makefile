@@ -162,14 +162,14 @@ demo: installed
 # The same main job on tofino-model + bf_switchd with ffs-agent --target tofino (root, SDE, make build)
 demo-tofino-model: installed
 	@[ -n "$$SDE_INSTALL" ] || { echo "make demo-tofino-model: set SDE and SDE_INSTALL (a Tofino SDE with tofino-model)" >&2; exit 2; }
-	$(PYTHON) -m ffs.demo_tofino --chip $(CHIP) --duration $(DURATION_MODEL)
+	$(PYTHON) -m ffs.lab.demo_tofino --chip $(CHIP) --duration $(DURATION_MODEL)
 
 # The differential run (docs/testing.md): ffs-agent programs tofino-model + bf_switchd from
 # topologies/differential.yaml; seeded probes through the model and the software switch must agree
 PACKETS ?= 3000
 differential-model:
 	@[ -n "$$SDE_INSTALL" ] || { echo "make differential-model: set SDE and SDE_INSTALL (a Tofino SDE with tofino-model)" >&2; exit 2; }
-	$(PYTHON) -m ffs.differential --chip $(CHIP) --start-sde --packets $(PACKETS)
+	$(PYTHON) -m ffs.lab.differential --chip $(CHIP) --start-sde --packets $(PACKETS)
 
 bench-switch:
 	$(PYTHON) bench/bench_switch.py
@@ -218,10 +218,10 @@ experiments-rtt:
 	$(PYTHON) bench/rtt_tables.py | tee docs/results/rtt-tables.md
 
 netns-up:
-	$(PYTHON) -m ffs.netns up $(TOPO)
+	$(PYTHON) -m ffs.lab.netns up $(TOPO)
 
 netns-down:
-	$(PYTHON) -m ffs.netns down $(TOPO)
+	$(PYTHON) -m ffs.lab.netns down $(TOPO)
 
 # --- Tofino (SDE) -------------------------------------------------------------------------------
 check-sde:

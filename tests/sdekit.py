@@ -1,5 +1,5 @@
-"""The SDE kit of the tests: tofino-model + bf_switchd as ffs.sde starts them."""
+"""The SDE kit of the tests: tofino-model + bf_switchd as ffs.lab.sde starts them."""
 
-from ffs.sde import GRPC_PORT, Sde, free_port, running_sde, sde_missing
+from ffs.lab.sde import GRPC_PORT, Sde, free_port, running_sde, sde_missing
 
 __all__ = ["GRPC_PORT", "Sde", "free_port", "running_sde", "sde_missing"]

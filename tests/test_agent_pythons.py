@@ -35,8 +35,8 @@ PKG = ROOT / "controlplane"
 DUMBBELL = ROOT / "topologies" / "dumbbell.yaml"
 ENTRY_POINTS = ("ffs.cli.agent", "ffs.cli.ctl")
 # the software switch (3.11+: dataclass slots) and everything around the product
-NOT_IN_CLOSURE = ("ffs.switch", "ffs.lab", "ffs.endpoint", "ffs.sde", "ffs.netns", "ffs.differential", "ffs.demo_tofino",
-                  "ffs.scapy_ffs", "ffs.frames")
+NOT_IN_CLOSURE = ("ffs.switch", "ffs.lab", "ffs.lab.endpoint", "ffs.lab.sde", "ffs.lab.netns", "ffs.lab.differential", "ffs.lab.demo_tofino",
+                  "ffs.lab.scapy_ffs", "ffs.frames")
 IMPORT_TO_DIST = {"click": "click", "grpc": "grpcio", "numpy": "numpy", "yaml": "pyyaml", "rich": "rich",
                   "prometheus_client": "prometheus-client"}
 # imported only for --target tofino, beside the SDE's client: the [tofino] extra

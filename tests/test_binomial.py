@@ -1,11 +1,11 @@
-"""The sizing of random-drop tests (ffs.binomial): a 20 % error in γ must leave the ±4σ band in
+"""The sizing of random-drop tests (ffs.lab.binomial): a 20 % error in γ must leave the ±4σ band in
 99.9 % of runs, checked against the exact binomial distribution."""
 
 import math
 
 import pytest
 
-from ffs import binomial
+from ffs.lab import binomial
 
 
 def cdf(k: float, n: int, p: float) -> float:

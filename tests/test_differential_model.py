@@ -1,4 +1,4 @@
-"""The differential run (ffs.differential) in CI, on each chip's model: seeded probes of every kind
+"""The differential run (ffs.lab.differential) in CI, on each chip's model: seeded probes of every kind
 through tofino-model + bf_switchd, programmed by ffs-agent from topologies/differential.yaml
 (differential-tofino2.yaml on Tofino 2), and through the software switch with the table state read
 back from the model. Every output and every counter agrees exactly in every phase (random draws
@@ -32,7 +32,7 @@ def test_tofino_model_and_the_software_switch_agree(tmp_path, chip):
     why = why_not(chip)
     if why:
         pytest.skip(why)
-    p = subprocess.run([sys.executable, "-m", "ffs.differential", "--chip", chip, "--start-sde", "--packets", "400",
+    p = subprocess.run([sys.executable, "-m", "ffs.lab.differential", "--chip", chip, "--start-sde", "--packets", "400",
                         "--log-dir", str(tmp_path / "logs"), "--json"],
                        cwd=ROOT, capture_output=True, text=True, timeout=1200)
     seed = next((line for line in p.stderr.splitlines() if "reproduces this run" in line), "no seed printed")

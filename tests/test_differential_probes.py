@@ -1,4 +1,4 @@
-"""The differential run's probes (ffs.differential.generate) cover what the data plane must tell
+"""The differential run's probes (ffs.lab.differential.generate) cover what the data plane must tell
 apart, without an SDE: IPv4 fragments, QinQ, IPv6 extension headers beside Hop-by-Hop, payloads of
 random bytes; and the software switch, on the differential's node, gives fragments the fate of
 spec §2."""
@@ -6,7 +6,7 @@ spec §2."""
 import struct
 
 from ffs import constants
-from ffs.differential import generate
+from ffs.lab.differential import generate
 from ffs.switch.packet import parse
 
 PREFIXES4, PREFIXES6 = ["10.0.1.0/24", "10.0.2.0/24"], ["fd00:1::/32", "fd00:2::/32"]
@@ -35,7 +35,7 @@ def test_a_phase_that_replays_gamma_leaves_out_probes_the_egress_drops_whatever_
     drops (spec §7.3: bytes disagreeing with the IP length) is not forwarded whether or not γ
     admitted it, so it cannot say what γ did and is left out. An honest frame is kept."""
     from ffs.agent.core import Agent
-    from ffs.differential import Probe, hides_gamma, read_state
+    from ffs.lab.differential import Probe, hides_gamma, read_state
     from ffs.frames import ipv4_frame, lie_ip_len
     from ffs.switch.driver import LocalDriver
     from ffs.switch.pipeline import Pipeline

@@ -7,10 +7,10 @@ import math
 import pytest
 
 from ffs import constants
-from ffs.endpoint.rate import (Echo, IndicatorCap, LeakyBucket, MedianWindow, MinLoss, MinLossParams, MinTime,
+from ffs.lab.endpoint.rate import (Echo, IndicatorCap, LeakyBucket, MedianWindow, MinLoss, MinLossParams, MinTime,
                                RateHistory, rri_factor)
-from ffs.endpoint.transport import Receiver, Sender
-from ffs.endpoint.wire import OVERHEAD, Ack, Data, ack_datagram, data_datagram, parse_after_ip
+from ffs.lab.endpoint.transport import Receiver, Sender
+from ffs.lab.endpoint.wire import OVERHEAD, Ack, Data, ack_datagram, data_datagram, parse_after_ip
 from ffs.labels import encode
 
 
@@ -133,7 +133,7 @@ def test_leaky_bucket_paces_packet_by_packet_and_does_not_burst_after_idling():
 def test_wire_messages_round_trip_and_the_project_scapy_layer_reads_the_shim():
     from scapy.layers.inet import IP
 
-    from ffs.scapy_ffs import FFS
+    from ffs.lab.scapy_ffs import FFS
 
     dg = data_datagram(Data(7, 3, 10_000, 1400, b"x" * 1400), 40000, 5301)
     assert len(dg) + 20 == 1400 + OVERHEAD

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ffs.allocator import allocate
-from ffs.endpoint.rate import MinLoss, MinLossParams, rri_factor
+from ffs.lab.endpoint.rate import MinLoss, MinLossParams, rri_factor
 from ffs.lab.virtual_endpoints import Flow, run
 from ffs.topology import load
 

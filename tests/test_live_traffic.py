@@ -12,7 +12,7 @@ from ffs import constants
 from ffs.lab import traffic
 from ffs.frames import shim
 from ffs.labels import encode
-from ffs.scapy_ffs import FFS
+from ffs.lab.scapy_ffs import FFS
 
 
 def test_shim_datagram_is_exact():

@@ -1,4 +1,4 @@
-"""ffs.netns: names and checks of the plan (no root needed), and as root the real namespaces:
+"""ffs.lab.netns: names and checks of the plan (no root needed), and as root the real namespaces:
 created with offloads off, MTUs, routes and neighbours, removed completely, both repeatable."""
 
 import os
@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from conftest import TOPOLOGIES, requires_root
-from ffs import netns
+from ffs.lab import netns
 from ffs.topology import load
 
 TOPO = """
@@ -70,13 +70,13 @@ def test_not_root_is_one_clear_line(monkeypatch, capsys, tmp_path):
     calls = []
     monkeypatch.setattr(netns.subprocess, "run", lambda *a, **k: calls.append(a))
     assert netns.main(["up", str(TOPOLOGIES / "dumbbell.yaml")]) == 2
-    assert capsys.readouterr().err == "ffs.netns: error: network namespaces need root: run as root (or with sudo)\n"
+    assert capsys.readouterr().err == "ffs.lab.netns: error: network namespaces need root: run as root (or with sudo)\n"
     assert calls == []  # nothing was attempted
     assert netns.main(["down", str(TOPOLOGIES / "dumbbell.yaml")]) == 2
     assert netns.main(["sideways", "x"]) == 2
     assert "usage" in capsys.readouterr().err
     assert netns.main(["up", str(tmp_path / "missing.yaml")]) == 2
-    assert capsys.readouterr().err.startswith("ffs.netns: error: ")
+    assert capsys.readouterr().err.startswith("ffs.lab.netns: error: ")
 
 
 def _sh(*args: str) -> str:

@@ -192,7 +192,7 @@ def test_tofino_model_runner_refuses_the_other_chips_build_in_one_line(tmp_path,
 
 def test_an_installed_program_without_a_binary_is_no_problem(tmp_path, monkeypatch):
     """The SDE's bundled example (an empty config: tables, no packets) is runnable for its chip."""
-    from ffs.sde import installed_problem
+    from ffs.lab.sde import installed_problem
 
     fake_install(tmp_path, "tofino")
     conf = tmp_path / "share" / "p4" / "targets" / "tofino" / "ffs.conf"
@@ -234,7 +234,7 @@ def why_not_tofino_model(chip: str) -> str | None:
         return "needs a Tofino SDE with tofino-model: set SDE and SDE_INSTALL (make test then builds ffs)"
     if os.geteuid() != 0:
         return "tofino-model needs root (veths, hugepages for bf_switchd)"
-    from ffs.sde import installed_problem
+    from ffs.lab.sde import installed_problem
 
     why = installed_problem("ffs", chip, p4src_sha256())
     return f"{why} (make test does it when an SDE is set)" if why else None

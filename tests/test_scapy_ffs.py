@@ -7,7 +7,7 @@ from scapy.packet import Raw
 
 from ffs import constants
 from ffs.frames import ipv4_frame, ipv6_frame, shim
-from ffs.scapy_ffs import FFS
+from ffs.lab.scapy_ffs import FFS
 
 
 def test_layout_and_flags():

@@ -16,7 +16,7 @@ import pytest
 
 from ffs import p4names
 from ffs.agent.program import pairs_of
-from ffs.differential import Wire, port_map_veths
+from ffs.lab.differential import Wire, port_map_veths
 from ffs.frames import ipv4_frame
 from ffs.topology import load
 from sdekit import running_sde, sde_missing

@@ -1,5 +1,5 @@
 """Raw frames with the FFS/RI shim, built byte by byte (spec §2): the traffic of trace mode, the
-live traffic generator and the tests. The scapy layer `ffs.scapy_ffs` decodes the same bytes."""
+live traffic generator and the tests. The scapy layer `ffs.lab.scapy_ffs` decodes the same bytes."""
 
 from __future__ import annotations
 

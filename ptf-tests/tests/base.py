@@ -41,7 +41,7 @@ from ffs import tables
 from ffs.driver.base import Driver
 from ffs.entries import COUNTER_WRAP, CounterValue, Exact, LpfSpec, Lpm, TableEntry, Update, counter_delta
 from ffs.labels import decode
-from ffs.scapy_ffs import FFS
+from ffs.lab.scapy_ffs import FFS
 
 # --- test params ------------------------------------------------------------------------------
 
@@ -504,7 +504,7 @@ class FfsTest(BaseTest):
         return self._f_cache[key]
 
 
-# --- packet builders (scapy, the ffs.scapy_ffs shim layer) --------------------------------------
+# --- packet builders (scapy, the ffs.lab.scapy_ffs shim layer) --------------------------------------
 
 
 def udp_payload(n: int) -> Packet:

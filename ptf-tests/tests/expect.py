@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ffs import binomial
+from ffs.lab import binomial
 from ffs import constants
 from ffs import tables
 from ffs.labels import decode

@@ -22,7 +22,7 @@ from ffs import tables
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import pairs_of
 from ffs.labels import decode, encode
-from ffs.scapy_ffs import FFS
+from ffs.lab.scapy_ffs import FFS
 from ffs.topology import load
 from scapy.layers.l2 import Ether
 

@@ -25,7 +25,7 @@ from ffs import p4names
 from ffs import tables
 from ffs.entries import LpfSpec
 from ffs.labels import decode, encode
-from ffs.scapy_ffs import FFS
+from ffs.lab.scapy_ffs import FFS
 
 WEIGHT_BUDGET = 0.0066  # spec §10: len_log's error carried into w, where w >= 128
 

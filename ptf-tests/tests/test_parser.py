@@ -30,7 +30,7 @@ from ffs import constants
 from ffs import p4names
 from ffs import tables
 from ffs.labels import encode
-from ffs.scapy_ffs import FFS
+from ffs.lab.scapy_ffs import FFS
 
 # Table II stream s1 (FFS paper; spec §11.2.1) at a congested node: tau = 4/3 and the
 # normalized label rf' = 0.5, so gamma = 1, rf leaves as 0.5 and RRI = tau / rf' = 8/3.

@@ -21,7 +21,7 @@ from ffs import constants
 from ffs import tables
 from ffs.entries import Update
 from ffs.labels import decode, encode
-from ffs.scapy_ffs import FFS
+from ffs.lab.scapy_ffs import FFS
 
 CONGESTED = expect.Egress(tau=4 / 3, congested=True)
 

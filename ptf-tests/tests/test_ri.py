@@ -9,7 +9,7 @@ import expect
 from base import FfsTest, code_value, ffs_v4
 from ffs import constants
 from ffs.labels import decode, encode
-from ffs.scapy_ffs import FFS
+from ffs.lab.scapy_ffs import FFS
 
 TAU = 4 / 3  # Table II (spec §11.2.1)
 

@@ -4,7 +4,10 @@
 agent per node of a topology), `baselines` (CSFQ), `attacks` (the Tofino-order model of the
 length-lie attack), `cca` (real TCP congestion control through the live switch), `network` (the
 AS-level study), `demo` and `liverun` (the live demo and its pieces), `traffic` (senders and
-receivers for live runs), `virtual_endpoints` (FFS-aware endpoints in virtual time).
+receivers for live runs), `endpoint` (the FFS-aware endpoints of the paper's §IX, live) and
+`virtual_endpoints` (the same in virtual time), `netns` (network namespaces and veth for live runs),
+`differential` and `demo_tofino` (the SDE runs, with `sde`, which starts tofino-model and
+bf_switchd), `scapy_ffs` and `binomial` (the shim for scapy and the binomial bounds the tests use).
 
 It builds on every layer below it (the switch, the agent, the drivers); nothing below imports it.
 """

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ffs import netns
+from ffs.lab import netns
 from ffs.agent.api import ApiError, call
 from ffs.allocator import allocate
 from ffs.lab.liverun import LiveError, LiveNode, live_node

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from ffs import netns
+from ffs.lab import netns
 from ffs.constants import SHIM_LEN
 from ffs.agent.api import ApiError, call
 from ffs.topology import Topology, load

@@ -1,5 +1,5 @@
 """Transfers through the software switch in virtual time: the endpoints' state machines
-(`ffs.endpoint.transport`, `ffs.endpoint.rate`) exchange packets with one node's pipeline, whose
+(`ffs.lab.endpoint.transport`, `ffs.lab.endpoint.rate`) exchange packets with one node's pipeline, whose
 agent runs its τ loop every control period, all on one deterministic event clock. This is how the
 convergence of MinLoss is tested at 10–100 Gb/s (tests/test_endpoint_virtual.py).
 
@@ -25,9 +25,9 @@ from ffs import constants
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.switch.driver import LocalDriver
-from ffs.endpoint.rate import Controller, MinLoss, MinLossParams, MinTime
-from ffs.endpoint.transport import Receiver, Sender
-from ffs.endpoint.wire import OVERHEAD, parse_shim
+from ffs.lab.endpoint.rate import Controller, MinLoss, MinLossParams, MinTime
+from ffs.lab.endpoint.transport import Receiver, Sender
+from ffs.lab.endpoint.wire import OVERHEAD, parse_shim
 from ffs.frames import ipv4_frame, shim
 from ffs.switch.fast import new_pipeline
 from ffs.topology import Topology

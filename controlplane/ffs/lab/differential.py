@@ -13,7 +13,7 @@ decides in the software switch takes the Tofino's decision (forwarded or not), a
 lie about their length or end inside the shim, and any the egress would drop whatever γ decides
 (`hides_gamma`) are left out, so that nothing after γ hides that decision.
 Phases "gamma d=...": one packet kind at γ = 1/2, 0.7 and 1/3, forwarded by each target within
-the ±4σ band of n·γ (n from ffs.binomial: γ 20 % off fails in 99.9 % of runs). In every phase each
+the ±4σ band of n·γ (n from ffs.lab.binomial: γ 20 % off fails in 99.9 % of runs). In every phase each
 probe's fate and output bytes and every counter's delta (R, drops, events, R*, A, accepted,
 malformed, per pair and per port) must agree. The seed is new each run unless given, and printed.
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ffs import binomial
+from ffs.lab import binomial
 from ffs import constants
 from ffs import p4names
 from ffs import tables
@@ -49,7 +49,7 @@ from ffs.driver.base import Driver
 from ffs.driver.bfrt import BfrtDriver
 from ffs.entries import CounterValue, Exact, LpfSpec, TableEntry, Update, counter_delta
 from ffs.frames import ipv4_frame, ipv6_frame, shim
-from ffs.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
+from ffs.lab.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import DROP_MALFORMED, Pipeline, Result
 from ffs.topology import Node, load
@@ -426,7 +426,7 @@ class Setup:
     switch: str = "localhost:50052"
     seed: int = 1
     packets: int = 3000
-    gamma_packets: int | None = None  # per γ; None: enough to tell γ from 1.2 γ and 0.8 γ (ffs.binomial)
+    gamma_packets: int | None = None  # per γ; None: enough to tell γ from 1.2 γ and 0.8 γ (ffs.lab.binomial)
     gap_s: float = 0.008
     settle_s: float = 3.0  # at least this long after the last probe, then until the counters stop moving
     log: Callable[[str], None] = print
@@ -539,7 +539,7 @@ GAMMA_DISTANCES = (128, 66, 203)
 def gamma_phase(setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, ports: tuple[int, ...], d: int = 128) -> Report:
     """One managed pair at γ = 2^(-d/128): its egress congested at τ = 1, the pair's lm chosen so
     that the packet's normalized label is 2^(d/128) (spec §5.4). Each target forwards within the
-    ±4σ band of n·γ, n large enough that γ 20 % off leaves it in 99.9 % of runs (ffs.binomial); every
+    ±4σ band of n·γ, n large enough that γ 20 % off leaves it in 99.9 % of runs (ffs.lab.binomial); every
     packet both forward leaves with the same bytes, and with the Tofino's draws replayed, every
     counter agrees."""
     pair = next(p for p in pairs_of(node) if node.interfaces[p.ingress].port in ports and node.interfaces[p.egress].port in ports
@@ -599,7 +599,7 @@ def default_topology(chip: str) -> Path:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ffs.differential", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m ffs.lab.differential", description=__doc__.split("\n\n")[0])
     ap.add_argument("--chip", type=chip_of, default="tofino", help=f"the model's chip: {' or '.join(CHIPS)}")
     ap.add_argument("--topology", type=Path, help="default: topologies/differential.yaml, on tofino2 differential-tofino2.yaml")
     ap.add_argument("--node", default="dut")

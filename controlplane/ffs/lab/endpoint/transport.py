@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ffs.endpoint.rate import Controller, Echo, LeakyBucket
-from ffs.endpoint.wire import MAX_BLOCKS, OVERHEAD, Ack
+from ffs.lab.endpoint.rate import Controller, Echo, LeakyBucket
+from ffs.lab.endpoint.wire import MAX_BLOCKS, OVERHEAD, Ack
 
 
 @dataclass

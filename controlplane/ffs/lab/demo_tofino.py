@@ -14,7 +14,7 @@ phase, over its last 40 %: every stream within 25 % of its exact rate, and the b
 115 % of its target (Σ_i M(i, j), which the change moves too) (tofino-model forwards a few hundred packets a second, in bursts: the
 bounds are wider than the software switch's).
 
-    python -m ffs.demo_tofino [TOPOLOGY] [--chip tofino2] [--duration S]    (root, SDE; make demo-tofino-model)
+    python -m ffs.lab.demo_tofino [TOPOLOGY] [--chip tofino2] [--duration S]    (root, SDE; make demo-tofino-model)
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from pathlib import Path
 
 from ffs.agent.api import ApiError, call
 from ffs.allocator import allocate
-from ffs.differential import port_map_veths
+from ffs.lab.differential import port_map_veths
 from ffs.frames import ipv4_frame
-from ffs.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
+from ffs.lab.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
 from ffs.topology import Topology, load
 from ffs.lab.traffic import wire_bytes
 from ffs.units import format_rate
@@ -237,7 +237,7 @@ def verdict(rows: list[tuple[int, dict[str, float]]], tx: list[Stream], phase1: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ffs.demo_tofino", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m ffs.lab.demo_tofino", description=__doc__.split("\n\n")[0])
     ap.add_argument("topology", nargs="?", type=Path,
                     help="default: topologies/dumbbell-model.yaml, on tofino2 dumbbell-model-tofino2.yaml")
     ap.add_argument("--chip", type=chip_of, default="tofino", help=f"the model's chip: {' or '.join(CHIPS)}")

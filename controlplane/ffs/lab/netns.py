@@ -12,8 +12,8 @@ Every name this module creates starts with `ffs-<topology>-` (namespaces) or `ff
 that name (the veth ends' names while they briefly live in the caller's namespace), so `down`
 removes exactly what `up` made, and both may be repeated.
 
-    python -m ffs.netns up topologies/dumbbell.yaml      (make netns-up TOPO=...)
-    python -m ffs.netns down topologies/dumbbell.yaml    (make netns-down TOPO=...)
+    python -m ffs.lab.netns up topologies/dumbbell.yaml      (make netns-up TOPO=...)
+    python -m ffs.lab.netns down topologies/dumbbell.yaml    (make netns-down TOPO=...)
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def up(topo: Topology, mtu: int = DEFAULT_MTU) -> Plan:
         pids = _run("ip", "netns", "pids", ns, check=False).stdout.split()
         if pids:
             raise NetnsError(f"namespace {ns} is in use (pids {' '.join(pids[:5])}): another live run of "
-                             f"{topo.name!r}? stop it, or remove its namespaces with: python -m ffs.netns down FILE")
+                             f"{topo.name!r}? stop it, or remove its namespaces with: python -m ffs.lab.netns down FILE")
     down(topo, quiet=True)
     try:
         _run("ip", "netns", "add", p.switch_ns)
@@ -227,7 +227,7 @@ def existing(topo: Topology) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2 or argv[0] not in ("up", "down"):
-        print("usage: python -m ffs.netns up|down TOPOLOGY", file=sys.stderr)
+        print("usage: python -m ffs.lab.netns up|down TOPOLOGY", file=sys.stderr)
         return 2
     try:
         topo = load(argv[1])
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"nothing to remove: no namespace of {topo.name} was up")
     except (NetnsError, TopologyError) as e:
-        print(f"ffs.netns: error: {e}", file=sys.stderr)
+        print(f"ffs.lab.netns: error: {e}", file=sys.stderr)
         return 2
     return 0
 

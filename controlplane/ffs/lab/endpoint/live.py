@@ -1,5 +1,5 @@
 """The transfer on real sockets: a raw IPv4 socket of protocol 253 (the kernel writes the IPv4
-header; we write the shim, UDP and the transfer's message, `ffs.endpoint.wire`), driven by the same
+header; we write the shim, UDP and the transfer's message, `ffs.lab.endpoint.wire`), driven by the same
 state machines as the virtual-time runs. Needs root or CAP_NET_RAW (a raw socket).
 
     send_transfer("10.0.3.1", 5301, data, controller)     # returns a TransferReport
@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass
 from typing import IO, Callable, Iterator
 
 from ffs import constants
-from ffs.endpoint.rate import Controller, Echo, IndicatorCap, LeakyBucket, RateHistory, SendLog
-from ffs.endpoint.transport import Receiver, Sender
-from ffs.endpoint.wire import OVERHEAD, Ack, Data, Datagram, WireError, ack_datagram, data_datagram, parse_ip
+from ffs.lab.endpoint.rate import Controller, Echo, IndicatorCap, LeakyBucket, RateHistory, SendLog
+from ffs.lab.endpoint.transport import Receiver, Sender
+from ffs.lab.endpoint.wire import OVERHEAD, Ack, Data, Datagram, WireError, ack_datagram, data_datagram, parse_ip
 
 MAX_IP_SIZE = 9000
 DEFAULT_IP_SIZE = 1400  # fits hosts whose MTU leaves room for a shim inserted on the way

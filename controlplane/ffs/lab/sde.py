@@ -1,6 +1,6 @@
 """tofino-model + bf_switchd, started with the SDE's own run scripts ($SDE/run_tofino_model.sh,
 $SDE/run_switchd.sh) as a user starts them: for the tests that drive the SDE's real bfrt_grpc
-client and for the differential run (ffs.differential).
+client and for the differential run (ffs.lab.differential).
 
 `sde_missing(program, chip)` says why they cannot run here (no SDE, not root, program not
 installed for that chip); `installed_problem` says why an installed program is not the one to run
@@ -8,7 +8,7 @@ installed for that chip); `installed_problem` says why an installed program is n
 their logs in a directory of the caller's, waits for BF-Runtime to answer, and stops them with a
 plain kill (a signal they exit cleanly on).
 
-    python -m ffs.sde check [--chip tofino2] [--program ffs] [--sha256 HASH]
+    python -m ffs.lab.sde check [--chip tofino2] [--program ffs] [--sha256 HASH]
         prints the installed program's directory, or the one-line reason it cannot run (exit 2)
 """
 
@@ -220,7 +220,7 @@ def running_sde(program: str, tmp_path_factory: Any, logs: str, chip: str = "tof
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ffs.sde", description="the program installed in $SDE_INSTALL")
+    ap = argparse.ArgumentParser(prog="python -m ffs.lab.sde", description="the program installed in $SDE_INSTALL")
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check", help="print the installed program's directory, or why it cannot run (exit 2)")
     c.add_argument("--chip", default="tofino")

@@ -1,6 +1,6 @@
 """The FFS/RI shim as a scapy layer (spec §2), bound to IPv4 protocol and IPv6 next header 253.
 
-    from ffs.scapy_ffs import FFS
+    from ffs.lab.scapy_ffs import FFS
     Ether() / IP(dst="10.0.3.1") / FFS(rf=0x8000, flags="R") / UDP() / payload
 
 `nh` (the shim's next header) is filled in from the payload when left unset, the way scapy fills
