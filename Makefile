@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ffs-tofino: build the Tofino program (SDE), run the software switch, run the tests.
 # `make help` lists the targets.
 
@@ -130,9 +131,11 @@ test-minimum:
 test-latest:
 	PYTHON=$(PYTHON) .ci/try-versions latest
 
-# ruff (pyproject.toml [tool.ruff]): pyflakes and pycodestyle over the whole tree
+# ruff (pyproject.toml [tool.ruff]): pyflakes, pycodestyle, import order, bugbear, pyupgrade and
+# simplify over the whole tree at 120 columns, and its formatter
 lint:
-	$(PYTHON) -m ruff check controlplane tests bench ptf-tests samples
+	$(PYTHON) -m ruff check controlplane tests bench ptf-tests samples bfrt-scripts
+	$(PYTHON) -m ruff format --check controlplane tests bench ptf-tests samples bfrt-scripts
 
 # mypy (pyproject.toml [tool.mypy]): the whole package, strict on the core (labels, tables, agent, drivers, ...)
 typecheck:

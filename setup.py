@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one compiled part of the package: the software switch's per-packet loop (`ffs.switch._fastpath`).
 
 Everything else is declared in pyproject.toml; `pip install -e .` builds this with the system C

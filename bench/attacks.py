@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Lengths that lie (docs/security.md): the attacks of tests/test_attacks.py in virtual time at line
 rate, measured. A flood shares an egress with a well-behaved victim; its frames' IP length field
 says something other than their size. For each case: the victim's rate against min(demand, share)
@@ -10,7 +11,8 @@ IPv4 cases run the virtual network (ffs.lab.experiments.run_scenario, a stream's
 are IPv4, so IPv6 cases replay frames through one pipeline with its agent (no FIFO behind the
 egress). "no frame check" runs the reference pipeline with the egress frame check removed, at
 1/10 of the rates; "Tofino order" puts a traffic-manager queue between the ingress and the frame
-check, as on the hardware (the residual exposure of docs/security.md). --live (root; run under the live lock) adds the dumbbell over veth with
+check, as on the hardware (the residual exposure of docs/security.md). --live (root; run under the live lock) adds the
+dumbbell over veth with
 `ffs.lab.traffic send --ip-len`.
 """
 
@@ -33,18 +35,35 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "controlplan
 M = 1e6
 
 
-def ipv4_case(name, cap, victim, share, flood, ip_len, rf=None, streams=1, size=1250, flood_size=None,
-              duration_s=None, reference=False):
+def ipv4_case(
+    name,
+    cap,
+    victim,
+    share,
+    flood,
+    ip_len,
+    rf=None,
+    streams=1,
+    size=1250,
+    flood_size=None,
+    duration_s=None,
+    reference=False,
+):
     from ffs.lab import experiments
-    from ffs.lab.experiments import run_scenario
     from ffs.lab.attacks import loads, topology
+    from ffs.lab.experiments import run_scenario
 
-    topo = loads(topology(cap, victim, share, flood, rf, streams, packet_size=size, ip_len=ip_len, flood_size=flood_size))
+    topo = loads(
+        topology(cap, victim, share, flood, rf, streams, packet_size=size, ip_len=ip_len, flood_size=flood_size)
+    )
     if reference:  # the reference pipeline without the frame check
         from ffs.switch.pipeline import EgressAccounting, Pipeline
 
         saved = experiments.new_pipeline, EgressAccounting.lies
-        experiments.new_pipeline, EgressAccounting.lies = (lambda seed: Pipeline(seed)), (lambda self, buf, pkt_length, grown: False)
+        experiments.new_pipeline, EgressAccounting.lies = (
+            (lambda seed: Pipeline(seed)),
+            (lambda self, buf, pkt_length, grown: False),
+        )
     t0 = time.perf_counter()
     try:
         res = run_scenario(topo, "ffs", duration_s=duration_s)
@@ -53,14 +72,23 @@ def ipv4_case(name, cap, victim, share, flood, ip_len, rf=None, streams=1, size=
             experiments.new_pipeline, EgressAccounting.lies = saved
     got = {s["stream"]: s["measured"] for s in res.streams}
     fl = sum(v for k, v in got.items() if k != "victim")
-    return row(name, cap, victim, share, got["victim"], fl, sum(got.values()), sum(res.malformed.values()),
-               time.perf_counter() - t0)
+    return row(
+        name,
+        cap,
+        victim,
+        share,
+        got["victim"],
+        fl,
+        sum(got.values()),
+        sum(res.malformed.values()),
+        time.perf_counter() - t0,
+    )
 
 
 def ipv6_case(name, payload_len, real_payload=1210, streams=1, flood=300 * M, reference=False):
     from ffs.frames import ipv6_frame
-    from ffs.switch import fast
     from ffs.lab.attacks import replay_attack
+    from ffs.switch import fast
 
     f = bytearray(ipv6_frame("fc00::1", "fd00::9", real_payload))
     f[18:20] = payload_len.to_bytes(2, "big")
@@ -69,7 +97,10 @@ def ipv6_case(name, payload_len, real_payload=1210, streams=1, flood=300 * M, re
         from ffs.switch.pipeline import EgressAccounting, Pipeline
 
         lies = EgressAccounting.lies
-        fast.new_pipeline, EgressAccounting.lies = (lambda seed: Pipeline(seed)), (lambda self, buf, pkt_length, grown: False)
+        fast.new_pipeline, EgressAccounting.lies = (
+            (lambda seed: Pipeline(seed)),
+            (lambda self, buf, pkt_length, grown: False),
+        )
     t0 = time.perf_counter()
     try:
         _, got, malformed = replay_attack(bytes(f), flood=flood, streams=streams)
@@ -78,8 +109,9 @@ def ipv6_case(name, payload_len, real_payload=1210, streams=1, flood=300 * M, re
         if reference:
             EgressAccounting.lies = lies
     fl = sum(v for k, v in got.items() if k != "victim")
-    return row(name, 100 * M, 40 * M, 50 * M, got["victim"], fl, sum(got.values()), int(malformed),
-               time.perf_counter() - t0)
+    return row(
+        name, 100 * M, 40 * M, 50 * M, got["victim"], fl, sum(got.values()), int(malformed), time.perf_counter() - t0
+    )
 
 
 def tofino_case(name, frame_of, cap=100 * M):
@@ -92,7 +124,9 @@ def tofino_case(name, frame_of, cap=100 * M):
     t0 = time.perf_counter()
     _, got, malformed = replay_attack(frame_of(), cap=cap, poisson=True, duration=1.0)  # no phase-locking with the FIFO
     fl = sum(v for k, v in got.items() if k != "victim")
-    return row(name, cap, 40 * M, 50 * M, got["victim"], fl, sum(got.values()), int(malformed), time.perf_counter() - t0)
+    return row(
+        name, cap, 40 * M, 50 * M, got["victim"], fl, sum(got.values()), int(malformed), time.perf_counter() - t0
+    )
 
 
 def lying_v4(ip_len):
@@ -104,9 +138,17 @@ def lying_v4(ip_len):
 
 def row(name, cap, victim, share, got_victim, got_flood, total, malformed, wall):
     want = min(victim, share)
-    return {"case": name, "capacity_bps": cap, "victim_bps": round(got_victim), "victim_of_min_demand_share":
-            round(got_victim / want, 4), "flood_bps": round(got_flood), "egress_of_target": round(total / cap, 4),
-            "malformed": malformed, "holds": got_victim >= 0.95 * want and total <= 1.05 * cap, "wall_s": round(wall, 2)}
+    return {
+        "case": name,
+        "capacity_bps": cap,
+        "victim_bps": round(got_victim),
+        "victim_of_min_demand_share": round(got_victim / want, 4),
+        "flood_bps": round(got_flood),
+        "egress_of_target": round(total / cap, 4),
+        "malformed": malformed,
+        "holds": got_victim >= 0.95 * want and total <= 1.05 * cap,
+        "wall_s": round(wall, 2),
+    }
 
 
 def virtual() -> list[dict]:
@@ -121,11 +163,21 @@ def virtual() -> list[dict]:
         ipv4_case("IPv4 60 B frames claiming 20 (padding), victim 600", g, 600 * M, 500 * M, 1000 * M, 20, size=46),
         ipv4_case("IPv4 50 streams claiming 20", g, 400 * M, 500 * M, 3000 * M, 20, streams=50),
         ipv4_case("IPv4 claiming 28 + label 0x0001 (trusted)", g, 400 * M, 500 * M, 3000 * M, 28, rf=decode(0x0001)),
-        ipv4_case("IPv4 claiming 20 + label (shim outside: parse error)", g, 400 * M, 500 * M, 3000 * M, 20,
-                  rf=decode(0x0001)),
+        ipv4_case(
+            "IPv4 claiming 20 + label (shim outside: parse error)", g, 400 * M, 500 * M, 3000 * M, 20, rf=decode(0x0001)
+        ),
         ipv4_case("IPv4 100 Gb/s, 9000 B claiming 20", 100e9, 40e9, 50e9, 300e9, 20, size=9000, duration_s=0.2),
-        ipv4_case("IPv4 100 Gb/s, 9000 B claiming 28 + 0x0001", 100e9, 40e9, 50e9, 300e9, 28, rf=decode(0x0001),
-                  size=9000, duration_s=0.2),
+        ipv4_case(
+            "IPv4 100 Gb/s, 9000 B claiming 28 + 0x0001",
+            100e9,
+            40e9,
+            50e9,
+            300e9,
+            28,
+            rf=decode(0x0001),
+            size=9000,
+            duration_s=0.2,
+        ),
         ipv6_case("IPv6 1264 B claiming payload 0", 0),
         ipv6_case("IPv6 1264 B claiming payload 20", 20),
         ipv6_case("IPv6 1264 B claiming payload 65535", 0xFFFF),
@@ -143,23 +195,51 @@ def live(ip_len: int) -> dict:
     import tempfile
 
     from ffs import p4names
-    from ffs.switch.driver import ModelDriver
     from ffs.lab.liverun import live_node
+    from ffs.switch.driver import ModelDriver
 
     name = f"benchlen{os.getpid() % 100000}"
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
         topo_file = work / f"{name}.yaml"
-        topo_file.write_text((ROOT / "topologies" / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}"))
+        topo_file.write_text(
+            (ROOT / "topologies" / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}")
+        )
         with live_node(topo_file, work) as node:
-            rx = node.spawn(node.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=7"),
-                            stdout=subprocess.PIPE, text=True)
+            rx = node.spawn(
+                node.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=7"),
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             time.sleep(0.3)
-            node.spawn(node.exec_args("h1", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1",
-                                      "--rate=8Mbps", "--duration=6.5"), stdout=subprocess.DEVNULL)
-            liar = node.spawn(node.exec_args("h2", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1",
-                                             "--rate=20Mbps", f"--ip-len={ip_len}", "--duration=6.5"),
-                              stdout=subprocess.PIPE, text=True)
+            node.spawn(
+                node.exec_args(
+                    "h1",
+                    sys.executable,
+                    "-m",
+                    "ffs.lab.traffic",
+                    "send",
+                    "--dst=10.0.3.1",
+                    "--rate=8Mbps",
+                    "--duration=6.5",
+                ),
+                stdout=subprocess.DEVNULL,
+            )
+            liar = node.spawn(
+                node.exec_args(
+                    "h2",
+                    sys.executable,
+                    "-m",
+                    "ffs.lab.traffic",
+                    "send",
+                    "--dst=10.0.3.1",
+                    "--rate=20Mbps",
+                    f"--ip-len={ip_len}",
+                    "--duration=6.5",
+                ),
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             lines = [json.loads(x) for x in rx.stdout]
             rx.wait()
             sent = json.loads(liar.communicate(timeout=10)[0])["sent_packets"]
@@ -171,10 +251,16 @@ def live(ip_len: int) -> dict:
     steady = [x["rates_bps"] for x in lines if 2 <= x["t"] <= 6]
     well = sum(r.get("10.0.1.1", 0) for r in steady) / len(steady)
     flood = sum(r.get("10.0.2.1", 0) for r in steady) / len(steady)
-    return {"case": f"live dumbbell, h2 20 Mb/s of 1250 B claiming {ip_len}", "victim_bps": round(well),
-            "victim_of_min_demand_share": round(well / 8e6, 4), "flood_bps": round(flood),
-            "egress_of_target": round((well + flood) / 20e6, 4), "malformed": malformed, "flood_sent": sent,
-            "holds": well >= 0.95 * 8e6 and flood == 0}
+    return {
+        "case": f"live dumbbell, h2 20 Mb/s of 1250 B claiming {ip_len}",
+        "victim_bps": round(well),
+        "victim_of_min_demand_share": round(well / 8e6, 4),
+        "flood_bps": round(flood),
+        "egress_of_target": round((well + flood) / 20e6, 4),
+        "malformed": malformed,
+        "flood_sent": sent,
+        "holds": well >= 0.95 * 8e6 and flood == 0,
+    }
 
 
 def machine() -> dict:
@@ -199,8 +285,10 @@ def main() -> int:
         return 0
     print(f"{'case':56} {'victim':>10} {'of min':>7} {'flood':>10} {'egress':>7} {'malformed':>10}  holds")
     for r in rows:
-        print(f"{r['case']:56} {r['victim_bps'] / 1e6:8.1f}M {r['victim_of_min_demand_share']:7.1%} "
-              f"{r['flood_bps'] / 1e6:8.1f}M {r['egress_of_target']:7.1%} {r['malformed']:10d}  {r['holds']}")
+        print(
+            f"{r['case']:56} {r['victim_bps'] / 1e6:8.1f}M {r['victim_of_min_demand_share']:7.1%} "
+            f"{r['flood_bps'] / 1e6:8.1f}M {r['egress_of_target']:7.1%} {r['malformed']:10d}  {r['holds']}"
+        )
     print(json.dumps(machine()))
     return 0
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Availability of the two control services under load (docs/security.md), in one process, on
 Unix sockets only (nothing leaves the machine, no root needed):
 
@@ -10,7 +11,8 @@ Unix sockets only (nothing leaves the machine, no root needed):
   rate, and records how late each frame was processed after its arrival time.
 
 - `inputs`: each hostile file and request of docs/security.md through what ffsctl and the agent do
-  with them (`load_matrix_file` and `validate_matrix` on the dumbbell node, the API's JSON parser): its one-line error, time and peak memory.
+  with them (`load_matrix_file` and `validate_matrix` on the dumbbell node, the API's JSON parser): its one-line error,
+  time and peak memory.
 
     python bench/bench_control.py api [--clients 200] [--rounds 3]
     python bench/bench_control.py inputs
@@ -67,7 +69,9 @@ def _bench_api(work: Path, clients: int, rounds: int) -> dict:
             res: list[tuple[bool, float, str]] = []
             rlock = threading.Lock()
 
-            def one() -> None:
+            def one(
+                go: threading.Barrier = go, res: list[tuple[bool, float, str]] = res, rlock: threading.Lock = rlock
+            ) -> None:
                 go.wait()
                 t0 = time.perf_counter()
                 try:
@@ -92,10 +96,20 @@ def _bench_api(work: Path, clients: int, rounds: int) -> dict:
                     errors[err] = errors.get(err, 0) + 1
     finally:
         server.stop()
-    return {"clients": clients, "rounds": rounds, "calls": ok + failed, "ok": ok, "failed": failed,
-            "failed_fraction": round(failed / (ok + failed), 3), "errors": errors,
-            "latency_ms": {"p50": round(1e3 * pct(lat, 0.5), 1), "p99": round(1e3 * pct(lat, 0.99), 1),
-                           "max": round(1e3 * max(lat, default=float("nan")), 1)}}
+    return {
+        "clients": clients,
+        "rounds": rounds,
+        "calls": ok + failed,
+        "ok": ok,
+        "failed": failed,
+        "failed_fraction": round(failed / (ok + failed), 3),
+        "errors": errors,
+        "latency_ms": {
+            "p50": round(1e3 * pct(lat, 0.5), 1),
+            "p99": round(1e3 * pct(lat, 0.99), 1),
+            "max": round(1e3 * max(lat, default=float("nan")), 1),
+        },
+    }
 
 
 def bench_switch(readers: int, seconds: float, rate: float) -> dict:
@@ -104,14 +118,14 @@ def bench_switch(readers: int, seconds: float, rate: float) -> dict:
 
 
 def _bench_switch(work: Path, readers: int, seconds: float, rate: float) -> dict:
+    from ffs import p4names
     from ffs.agent.core import Agent
-    from ffs.switch.driver import LocalDriver, ModelDriver
     from ffs.frames import ipv4_frame
     from ffs.switch.control import SwitchControl
+    from ffs.switch.driver import LocalDriver, ModelDriver
     from ffs.switch.fast import new_pipeline
     from ffs.switch.server import serve
     from ffs.topology import load
-    from ffs import p4names
 
     pipeline = new_pipeline(1, "auto")
     ctl = SwitchControl(pipeline)
@@ -167,11 +181,21 @@ def _bench_switch(work: Path, readers: int, seconds: float, rate: float) -> dict
         server.stop(0)
 
     def summary(xs: list[float]) -> dict:
-        return {"frames": len(xs), "p50_ms": round(1e3 * statistics.median(xs), 2), "p99_ms": round(1e3 * pct(xs, 0.99), 2),
-                "max_ms": round(1e3 * max(xs), 2)}
+        return {
+            "frames": len(xs),
+            "p50_ms": round(1e3 * statistics.median(xs), 2),
+            "p99_ms": round(1e3 * pct(xs, 0.99), 2),
+            "max_ms": round(1e3 * max(xs), 2),
+        }
 
-    return {"rate_fps": rate, "readers": readers, "table_read": f"{biggest} ({len(pipeline.tables[biggest].entries)} entries)",
-            "reads_done": reads[0], "no_readers": summary(quiet), "with_readers": summary(loaded)}
+    return {
+        "rate_fps": rate,
+        "readers": readers,
+        "table_read": f"{biggest} ({len(pipeline.tables[biggest].entries)} entries)",
+        "reads_done": reads[0],
+        "no_readers": summary(quiet),
+        "with_readers": summary(loaded),
+    }
 
 
 def bench_inputs() -> dict:
@@ -189,7 +213,7 @@ def _bench_inputs(work: Path) -> dict:
     node = load(ROOT / "topologies" / "dumbbell.yaml").node("s1")
 
     lol = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    for prev, c in zip("abcdefgh", "bcdefghi"):
+    for prev, c in zip("abcdefgh", "bcdefghi", strict=False):
         lol.append(f"{c}: &{c} [" + ",".join([f"*{prev}"] * 9) + "]")
     files = {
         "5000-deep YAML": "p3: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n",
@@ -239,7 +263,11 @@ def main() -> None:
         out = bench_switch(args.readers, args.seconds, args.rate)
     else:
         out = bench_inputs()
-    out["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "load1": round(os.getloadavg()[0], 2)}
+    out["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load1": round(os.getloadavg()[0], 2),
+    }
     json.dump(out, sys.stdout, indent=1)
     print()
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Live-mode throughput of the software switch over veth (root): how many packets per second
 `ffs-switch run` carries between namespaces, with the full FFS path (on the compiled pipeline and on
 the Python reference), with forwarding only, and with no pipeline at all (the AF_PACKET loop's own
@@ -81,8 +82,8 @@ def parse_rate(text: str) -> float:
 def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) -> list[dict]:
     from ffs.agent.core import Agent
     from ffs.agent.program import route_updates
-    from ffs.switch.driver import ModelDriver
     from ffs.lab.liverun import live_node
+    from ffs.switch.driver import ModelDriver
 
     name = f"bench{os.getpid() % 100000}"  # own namespaces, whatever else runs on the machine
     topo_file = work / f"{name}.yaml"
@@ -94,15 +95,22 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
             switch.terminate()
             switch.wait()
             (work / "switch.log").unlink()
-            args = [IO_SWITCH, str(work / "alt.ready")] if config == "io" else \
-                [PY_SWITCH, node.switch_address, str(work / "alt.ready")]
-            switch = node.spawn(["ip", "netns", "exec", node.plan.switch_ns, sys.executable, "-c", *args], log="switch.log")
+            args = (
+                [IO_SWITCH, str(work / "alt.ready")]
+                if config == "io"
+                else [PY_SWITCH, node.switch_address, str(work / "alt.ready")]
+            )
+            switch = node.spawn(
+                ["ip", "netns", "exec", node.plan.switch_ns, sys.executable, "-c", *args], log="switch.log"
+            )
             while not (work / "alt.ready").exists():
                 time.sleep(0.1)
         if config != "io":
             drv = ModelDriver(node.switch_address)
             drv.connect(timeout_s=10)
-        if config.startswith("ffs"):  # every table of the node: shim inserted at p1/p2, stripped at p3; tau stays infinite
+        if config.startswith(
+            "ffs"
+        ):  # every table of the node: shim inserted at p1/p2, stripped at p3; tau stays infinite
             Agent(drv, node.topology, node.plan.node).install()
         elif config == "forward":  # routes only: the parser and forwarding, no pair (FFS bypassed)
             drv.write(route_updates(node.topology.nodes[node.plan.node]))
@@ -110,10 +118,23 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
         node.spawn(node.exec_args("h3", sys.executable, "-c", SINK, str(total)))
         log = work / "switch.log"
         for pps in rates_pps:
-            senders = [node.spawn(node.exec_args(h, sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1",
-                                                 f"--rate={pps / 2 * SIZE * 8:.0f}", f"--size={SIZE}",
-                                                 f"--duration={seconds + 2}"), stdout=subprocess.DEVNULL)
-                       for h in ("h1", "h2")]
+            senders = [
+                node.spawn(
+                    node.exec_args(
+                        h,
+                        sys.executable,
+                        "-m",
+                        "ffs.lab.traffic",
+                        "send",
+                        "--dst=10.0.3.1",
+                        f"--rate={pps / 2 * SIZE * 8:.0f}",
+                        f"--size={SIZE}",
+                        f"--duration={seconds + 2}",
+                    ),
+                    stdout=subprocess.DEVNULL,
+                )
+                for h in ("h1", "h2")
+            ]
             time.sleep(1.2)  # ramp-up: rings and queues reach their steady state
             t0, s0 = last_stats(log)
             c0 = cpu_seconds(switch.pid)
@@ -123,19 +144,24 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
             for p in senders:
                 p.wait()
             dt = t1 - t0
-            d = {port: [b - a for a, b in zip(s0[port], s1[port])] for port in s1}
+            d = {port: [b - a for a, b in zip(s0[port], s1[port], strict=False)] for port in s1}
             rx = (d[1][0] + d[2][0]) / dt
             kdrop = (d[1][4] + d[2][4]) / dt
             arrived = rx + kdrop  # what reached the switch's ports (a starved sender may offer less)
-            row = {"offered_pps": round(pps), "arrived_pps": round(arrived), "received_pps": round(rx),
-                   "forwarded_pps": round(d[3][1] / dt),
-                   "kernel_ring_drops_pps": round(kdrop), "pipeline_drops_pps": round((d[1][2] + d[2][2]) / dt),
-                   "forwarded_mbps": round(d[3][1] * SIZE * 8 / dt / 1e6, 1),
-                   "loss": round(1 - d[3][1] / dt / arrived, 4) if arrived else 0.0,
-                   # the switch process's own CPU time: packets per CPU second hardly depends on what
-                   # else the machine runs, unlike packets per second
-                   "switch_cpu_share": round(cpu / seconds, 2),
-                   "packets_per_switch_cpu_s": round(d[3][1] / dt * seconds / cpu) if cpu > 0 else None}
+            row = {
+                "offered_pps": round(pps),
+                "arrived_pps": round(arrived),
+                "received_pps": round(rx),
+                "forwarded_pps": round(d[3][1] / dt),
+                "kernel_ring_drops_pps": round(kdrop),
+                "pipeline_drops_pps": round((d[1][2] + d[2][2]) / dt),
+                "forwarded_mbps": round(d[3][1] * SIZE * 8 / dt / 1e6, 1),
+                "loss": round(1 - d[3][1] / dt / arrived, 4) if arrived else 0.0,
+                # the switch process's own CPU time: packets per CPU second hardly depends on what
+                # else the machine runs, unlike packets per second
+                "switch_cpu_share": round(cpu / seconds, 2),
+                "packets_per_switch_cpu_s": round(d[3][1] / dt * seconds / cpu) if cpu > 0 else None,
+            }
             print(json.dumps({"config": config, **row}), file=sys.stderr)
             rows.append(row)
             time.sleep(1.0)  # drain
@@ -146,25 +172,38 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rates", default="10k,20k,30k,40k,50k,60k,80k", help="offered packets/s (both senders together)")
     ap.add_argument("--seconds", type=float, default=3.0, help="measurement window per rate")
-    ap.add_argument("--configs", default="ffs,ffs-python,forward,io",
-                    help="ffs (full path, compiled pipeline when built), ffs-python (full path, Python pipeline), "
-                         "forward (routes only), io (no pipeline)")
+    ap.add_argument(
+        "--configs",
+        default="ffs,ffs-python,forward,io",
+        help="ffs (full path, compiled pipeline when built), ffs-python (full path, Python pipeline), "
+        "forward (routes only), io (no pipeline)",
+    )
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("bench_live: needs root (network namespaces, veth pairs)", file=sys.stderr)
         return 2
     rates = [parse_rate(x) for x in a.rates.split(",")]
-    report: dict = {"machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-                                "python": platform.python_version(), "kernel": platform.release()},
-                    "packet_size": SIZE, "configs": {}}
+    report: dict = {
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "kernel": platform.release(),
+        },
+        "packet_size": SIZE,
+        "configs": {},
+    }
     for config in a.configs.split(","):
         with tempfile.TemporaryDirectory(prefix="ffs-bench-live-") as d:
             rows = run_config(config, rates, a.seconds, Path(d))
         lossless = [r["forwarded_pps"] for r in rows if r["loss"] < 0.01]
         light = [r["packets_per_switch_cpu_s"] for r in rows if r["loss"] < 0.01 and r["packets_per_switch_cpu_s"]]
-        report["configs"][config] = {"rows": rows, "max_lossless_pps": max(lossless, default=0),
-                                     "peak_forwarded_pps": max(r["forwarded_pps"] for r in rows),
-                                     "packets_per_switch_cpu_s": max(light, default=None)}
+        report["configs"][config] = {
+            "rows": rows,
+            "max_lossless_pps": max(lossless, default=0),
+            "peak_forwarded_pps": max(r["forwarded_pps"] for r in rows),
+            "packets_per_switch_cpu_s": max(light, default=None),
+        }
     print(json.dumps(report, indent=2))
     return 0
 

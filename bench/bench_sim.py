@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark of the exact allocator at Internet scale: `ffs-sim network`'s study (FFS §VII-B) on
 generated power-law graphs of 200, 500, 1,000 and 2,000 ASes, each sending to 20 % of the others,
 one fresh process per size. Reports wall time per stage, the allocator's rounds and the peak
@@ -32,12 +33,17 @@ def one(nodes: int, pairs: float, seed: int) -> dict:
 
     marks: list[tuple[str, float]] = []
     t0 = time.perf_counter()
-    summary, _rates, _eff = run(Options(nodes=nodes, pairs=pairs, seed=seed), lambda s: marks.append((s, time.perf_counter())))
+    summary, _rates, _eff = run(
+        Options(nodes=nodes, pairs=pairs, seed=seed), lambda s: marks.append((s, time.perf_counter()))
+    )
     end = time.perf_counter()
-    stages = {name: round(t1 - t, 3) for (name, t), (_n, t1) in zip(marks, marks[1:] + [("end", end)])}
+    stages = {name: round(t1 - t, 3) for (name, t), (_n, t1) in zip(marks, marks[1:] + [("end", end)], strict=False)}
     return {
-        "nodes": nodes, "streams": summary["streams"], "stream_hops": summary["stream_hops"],
-        "wall_s": round(end - t0, 2), "stages_s": stages,
+        "nodes": nodes,
+        "streams": summary["streams"],
+        "stream_hops": summary["stream_hops"],
+        "wall_s": round(end - t0, 2),
+        "stages_s": stages,
         "allocator_rounds": summary["ffs_rounds"]["allocator_rounds"],
         "cpu_s": round((lambda u: u.ru_utime + u.ru_stime)(resource.getrusage(resource.RUSAGE_SELF)), 2),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -55,8 +61,11 @@ def chain_file(path: Path, streams: int, seed: int) -> None:
     rng = random.Random(seed)
     nodes = {}
     for k in range(4):
-        ifs = {"c1": {"capacity": "100Gbps", "port": 1}, "c2": {"capacity": "100Gbps", "port": 2},
-               "out": {"capacity": "40Gbps", "port": 4, **({"peer": f"n{k + 1}.up"} if k < 3 else {})}}
+        ifs = {
+            "c1": {"capacity": "100Gbps", "port": 1},
+            "c2": {"capacity": "100Gbps", "port": 2},
+            "out": {"capacity": "40Gbps", "port": 4, **({"peer": f"n{k + 1}.up"} if k < 3 else {})},
+        }
         col = {"c1": "25Gbps", "c2": "15Gbps"} if k == 0 else {"c1": "15Gbps", "c2": "10Gbps", "up": "15Gbps"}
         if k > 0:
             ifs["up"] = {"capacity": "40Gbps", "port": 3, "peer": f"n{k - 1}.out"}
@@ -65,8 +74,16 @@ def chain_file(path: Path, streams: int, seed: int) -> None:
     for m in range(streams):
         a = rng.randint(0, 3)
         b = rng.randint(a, 3)
-        rows.append({"name": f"s{m}", "demand": f"{round(rng.uniform(0.01, 1), 3)}Gbps", "path": [
-            {"node": f"n{k}", "ingress": rng.choice(["c1", "c2"]) if k == a else "up", "egress": "out"} for k in range(a, b + 1)]})
+        rows.append(
+            {
+                "name": f"s{m}",
+                "demand": f"{round(rng.uniform(0.01, 1), 3)}Gbps",
+                "path": [
+                    {"node": f"n{k}", "ingress": rng.choice(["c1", "c2"]) if k == a else "up", "egress": "out"}
+                    for k in range(a, b + 1)
+                ],
+            }
+        )
     path.write_text(yaml.safe_dump({"name": f"chain-{streams}", "nodes": nodes, "streams": rows}, width=200))
 
 
@@ -86,9 +103,15 @@ def one_file(streams: int, seed: int) -> dict:
         a = allocate(topo)
         t2 = time.perf_counter()
     u = resource.getrusage(resource.RUSAGE_SELF)
-    return {"streams": streams, "stream_hops": sum(len(s.path) for s in topo.streams), "load_s": round(t1 - t0, 2),
-            "allocate_s": round(t2 - t1, 2), "allocator_rounds": a.rounds, "cpu_s": round(u.ru_utime + u.ru_stime, 2),
-            "peak_rss_mib": round(u.ru_maxrss / 1024, 1)}
+    return {
+        "streams": streams,
+        "stream_hops": sum(len(s.path) for s in topo.streams),
+        "load_s": round(t1 - t0, 2),
+        "allocate_s": round(t2 - t1, 2),
+        "allocator_rounds": a.rounds,
+        "cpu_s": round(u.ru_utime + u.ru_stime, 2),
+        "peak_rss_mib": round(u.ru_maxrss / 1024, 1),
+    }
 
 
 def main() -> None:
@@ -96,8 +119,12 @@ def main() -> None:
     ap.add_argument("--nodes", default="200,500,1000,2000")
     ap.add_argument("--pairs", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--files", default="", help="Also time ffs-sim allocate's path (load + allocate) on chain "
-                    "topology files of these stream counts, e.g. 5000,40000.")
+    ap.add_argument(
+        "--files",
+        default="",
+        help="Also time ffs-sim allocate's path (load + allocate) on chain "
+        "topology files of these stream counts, e.g. 5000,40000.",
+    )
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode: one size
     ap.add_argument("--one-file", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -111,24 +138,64 @@ def main() -> None:
     runs = []
     for n in (int(x) for x in a.nodes.split(",")):
         load_before = os.getloadavg()
-        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--pairs", str(a.pairs), "--seed", str(a.seed)],
-                             env=env, check=True, capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", str(n), "--pairs", str(a.pairs), "--seed", str(a.seed)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         r = json.loads(out.strip().splitlines()[-1])
         r["loadavg_1m_before"] = round(load_before[0], 2)
         runs.append(r)
-        print(f"{n} nodes: {r['streams']} streams, {r['stream_hops']} stream-hops, {r['wall_s']} s ({r['cpu_s']} s CPU), "
-              f"{r['peak_rss_mib']} MiB peak", file=sys.stderr)
+        print(
+            f"{n} nodes: {r['streams']} streams, {r['stream_hops']} stream-hops, {r['wall_s']} s ({r['cpu_s']} s CPU), "
+            f"{r['peak_rss_mib']} MiB peak",
+            file=sys.stderr,
+        )
     files = []
     for n in (int(x) for x in a.files.split(",") if x.strip()):
-        out = subprocess.run([sys.executable, __file__, "--one-file", str(n), "--seed", str(a.seed)],
-                             env=env, check=True, capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [sys.executable, __file__, "--one-file", str(n), "--seed", str(a.seed)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         files.append(json.loads(out.strip().splitlines()[-1]))
-        print(f"file with {n} streams: load {files[-1]['load_s']} s, allocate {files[-1]['allocate_s']} s", file=sys.stderr)
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
-    print(json.dumps({"machine": {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-                                  "loadavg_after": [round(x, 2) for x in os.getloadavg()]},
-                      "pairs": a.pairs, "seed": a.seed, "runs": runs, "files": files}, indent=1))
+        print(
+            f"file with {n} streams: load {files[-1]['load_s']} s, allocate {files[-1]['allocate_s']} s",
+            file=sys.stderr,
+        )
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
+    print(
+        json.dumps(
+            {
+                "machine": {
+                    "cpu": cpu,
+                    "cores": os.cpu_count(),
+                    "python": platform.python_version(),
+                    "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+                },
+                "pairs": a.pairs,
+                "seed": a.seed,
+                "runs": runs,
+                "files": files,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

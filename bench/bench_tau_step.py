@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The agent's τ step against the number of pairs (docs/benchmarks.md, "The τ loop at scale").
 
 For nodes of 3, 16, 32 and 64 ports (9, 256, 1024 and 4096 pairs; `ffs.topology.wide_text`), on the
@@ -7,7 +8,8 @@ and the cells it reads, the pair telemetry's time and cells, and the time to app
 change (every share of the node new). The figures of one run are compared as ratios: the step at
 4096 pairs against the step at 9.
 
-    python bench/bench_tau_step.py [--ports 3,16,32,64] [--steps 30] [--switchd localhost:50052 [--compare-hw-reads]] [--lie] [--json]
+    python bench/bench_tau_step.py [--ports 3,16,32,64] [--steps 30] [--switchd localhost:50052 [--compare-hw-reads]]
+    [--lie] [--json]
 
 --lie: every step, the first egress's `malformed` counter reads one frame more than before (one
 lying frame per period, as the driver reports it; no frame is sent), so the step shows what lies
@@ -98,11 +100,17 @@ def measure(driver: Driver, ports: int, steps: int, lie: bool = False, period_s:
     agent.apply_matrix(new)
     change_s = time.perf_counter() - t0
     return {
-        "ports": ports, "pairs": len(agent.pairs()), "install_s": round(install_s, 4),
-        "step_ms_median": round(1e3 * statistics.median(times), 3), "step_ms_p95": round(1e3 * q(times, 0.95), 3),
-        "cells_per_step": max(cells), "cells_per_step_median": statistics.median(cells),
+        "ports": ports,
+        "pairs": len(agent.pairs()),
+        "install_s": round(install_s, 4),
+        "step_ms_median": round(1e3 * statistics.median(times), 3),
+        "step_ms_p95": round(1e3 * q(times, 0.95), 3),
+        "cells_per_step": max(cells),
+        "cells_per_step_median": statistics.median(cells),
         "step_ms_max": round(1e3 * max(times), 3),
-        "steps_reading_pairs": sum(c > min(cells) for c in cells), "telemetry_ms": round(1e3 * telemetry_s, 3), "telemetry_cells": telemetry_cells,
+        "steps_reading_pairs": sum(c > min(cells) for c in cells),
+        "telemetry_ms": round(1e3 * telemetry_s, 3),
+        "telemetry_cells": telemetry_cells,
         "full_matrix_change_s": round(change_s, 4),
     }
 
@@ -112,19 +120,30 @@ def main() -> int:
     ap.add_argument("--ports", default="3,16,32,64")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--switchd", default=None, help="bf_switchd's BF-Runtime address (the installed ffs)")
-    ap.add_argument("--hw-read-max", type=int, default=None,
-                    help="BfrtDriver: read at most this many cells from the hardware, more by a table Sync")
-    ap.add_argument("--compare-hw-reads", action="store_true",
-                    help="with --switchd, also measure each node with the tau step's per-egress counters read cell by "
-                         "cell from the hardware (up to --hw-read-max) instead of after a Sync: the design this replaced, "
-                         "side by side in the same run")
+    ap.add_argument(
+        "--hw-read-max",
+        type=int,
+        default=None,
+        help="BfrtDriver: read at most this many cells from the hardware, more by a table Sync",
+    )
+    ap.add_argument(
+        "--compare-hw-reads",
+        action="store_true",
+        help="with --switchd, also measure each node with the tau step's per-egress counters read cell by "
+        "cell from the hardware (up to --hw-read-max) instead of after a Sync: the design this replaced, "
+        "side by side in the same run",
+    )
     ap.add_argument("--lie", action="store_true", help="one lying frame at an egress every step (see above)")
     ap.add_argument("--period-s", type=float, default=0.1, help="with --lie: the agent's period, slept between steps")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     ports = [int(x) for x in a.ports.split(",")]
     rows = []
-    targets = ["software"] + (["switchd"] if a.switchd else []) + (["switchd-hw-reads"] if a.switchd and a.compare_hw_reads else [])
+    targets = (
+        ["software"]
+        + (["switchd"] if a.switchd else [])
+        + (["switchd-hw-reads"] if a.switchd and a.compare_hw_reads else [])
+    )
     for n in ports:
         for target in targets:
             if target == "software":
@@ -145,19 +164,27 @@ def main() -> int:
             finally:
                 driver.close()
             rows.append(row)
-            print(json.dumps(row) if a.json else
-                  f"{target:16} {row['pairs']:5} pairs: step {row['step_ms_median']:8.3f} ms (p95 {row['step_ms_p95']:8.3f}), "
-                  f"{row['cells_per_step']:4} cells (max; median {row['cells_per_step_median']:g}), "
-                  f"max {row['step_ms_max']:.1f} ms, {row['steps_reading_pairs']} of {a.steps} steps read the pairs; "
-                  f"telemetry {row['telemetry_ms']:9.2f} ms ({row['telemetry_cells']} cells); "
-                  f"install {row['install_s']:7.3f} s; full matrix change {row['full_matrix_change_s']:7.3f} s", flush=True)
+            print(
+                json.dumps(row)
+                if a.json
+                else f"{target:16} {row['pairs']:5} pairs: step {row['step_ms_median']:8.3f} ms "
+                f"(p95 {row['step_ms_p95']:8.3f}), "
+                f"{row['cells_per_step']:4} cells (max; median {row['cells_per_step_median']:g}), "
+                f"max {row['step_ms_max']:.1f} ms, {row['steps_reading_pairs']} of {a.steps} steps read the pairs; "
+                f"telemetry {row['telemetry_ms']:9.2f} ms ({row['telemetry_cells']} cells); "
+                f"install {row['install_s']:7.3f} s; full matrix change {row['full_matrix_change_s']:7.3f} s",
+                flush=True,
+            )
     for target in targets:
         mine = [r for r in rows if r["target"] == target]
         if len(mine) > 1:
             ratio = mine[-1]["step_ms_median"] / mine[0]["step_ms_median"]
-            print(f"{target}: step at {mine[-1]['pairs']} pairs / step at {mine[0]['pairs']} pairs = {ratio:.2f}"
-                  f" ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f})",
-                  file=sys.stderr if a.json else sys.stdout)
+            print(
+                f"{target}: step at {mine[-1]['pairs']} pairs / step at {mine[0]['pairs']} pairs = {ratio:.2f}"
+                f" ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, load "
+                f"{os.getloadavg()[0]:.2f})",
+                file=sys.stderr if a.json else sys.stdout,
+            )
     return 0
 
 

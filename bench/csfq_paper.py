@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The CSFQ baseline against the CSFQ paper (papers/001) and the label lie of FFS §VII-A, in
 virtual time (docs/results.md, "CSFQ against the CSFQ paper"; ffs.lab.csfq_paper): Figure 4a
 (32 UDP flows, flow i at (i + 1) times its share; CSFQ over 5 seeds, FFS and FIFO beside it),
@@ -19,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from ffs.lab.csfq_paper import (FAIR_4A, FLOWS_4A, LIAR_RATE, LINK, PAPER_4A, PAPER_TABLE4, SIZE, band, run)
+from ffs.lab.csfq_paper import FAIR_4A, FLOWS_4A, LIAR_RATE, LINK, PAPER_4A, PAPER_TABLE4, SIZE, band, run
 from ffs.tables import wire_len
 
 DURATION = 11.0
@@ -52,9 +53,21 @@ def main() -> int:
     mean_err = {k: statistics.mean(r.measured[k] / r.exact[k] - 1 for r in fig4a.values()) for k in fig4a[1].exact}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": f"python bench/csfq_paper.py --seeds {args.seeds}", "duration_s": DURATION,
-                               "packet_size": SIZE, "sampling_sd": sd, "fig4a_mean_error_over_seeds": mean_err,
-                               "runs": runs, "wall_s": round(wall, 1)}, indent=1) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "command": f"python bench/csfq_paper.py --seeds {args.seeds}",
+                "duration_s": DURATION,
+                "packet_size": SIZE,
+                "sampling_sd": sd,
+                "fig4a_mean_error_over_seeds": mean_err,
+                "runs": runs,
+                "wall_s": round(wall, 1),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     print("Figure 4a: each flow's 10 s throughput against its fair share of 0.3125 Mb/s\n")
     print("| run | lowest | highest | mean | flows outside the paper's −11 % / +5 % |")
     print("|---|---|---|---|---|")
@@ -65,27 +78,43 @@ def main() -> int:
         outside = sum(not PAPER_4A[0] <= e <= PAPER_4A[1] for e in errs)
         print(f"| CSFQ, seed {s} | {lo:+.1%} | {hi:+.1%} | {statistics.mean(errs):+.1%} | {outside} |")
     lo, hi = min(mean_err.values()), max(mean_err.values())
-    print(f"| CSFQ, each flow's mean over the {len(fig4a)} seeds | {lo:+.1%} | {hi:+.1%} | "
-          f"{statistics.mean(mean_err.values()):+.1%} | {sum(not PAPER_4A[0] <= e <= PAPER_4A[1] for e in mean_err.values())} |")
+    print(
+        f"| CSFQ, each flow's mean over the {len(fig4a)} seeds | {lo:+.1%} | {hi:+.1%} | "
+        f"{statistics.mean(mean_err.values()):+.1%} | "
+        f"{sum(not PAPER_4A[0] <= e <= PAPER_4A[1] for e in mean_err.values())} |"
+    )
     for name, r in (("FFS, one ingress per flow, equal shares", fig4a_ffs), ("FIFO", fig4a_fifo)):
         lo, hi = band(r)
         errs = [r.measured[k] / r.exact[k] - 1 for k in r.exact]
-        print(f"| {name} | {lo:+.1%} | {hi:+.1%} | {statistics.mean(errs):+.1%} | "
-              f"{sum(not PAPER_4A[0] <= e <= PAPER_4A[1] for e in errs)} |")
+        print(
+            f"| {name} | {lo:+.1%} | {hi:+.1%} | {statistics.mean(errs):+.1%} | "
+            f"{sum(not PAPER_4A[0] <= e <= PAPER_4A[1] for e in errs)} |"
+        )
     print(f"\n(binomial sd of one flow's 10 s throughput: {sd:.1%}, {n:.0f} packets of its share)\n")
     print("Table 4: throughput on link 2 (Mb/s), fair 3.33\n")
     print("| run | flow 1 | flow 2 | flow 3 |")
     print("|---|---|---|---|")
-    print("| paper, CSFQ, UDP | " + " | ".join(f"{PAPER_TABLE4[k] / 1e6:.2f}" for k in ("flow1", "flow2", "flow3")) + " |")
+    print(
+        "| paper, CSFQ, UDP | " + " | ".join(f"{PAPER_TABLE4[k] / 1e6:.2f}" for k in ("flow1", "flow2", "flow3")) + " |"
+    )
     for s, r in table4.items():
-        print(f"| {s.upper() if s != 'ffs' else 'FFS'} | " + " | ".join(f"{r.measured[k] / 1e6:.2f}" for k in ("flow1", "flow2", "flow3")) + " |")
-    print(f"\nThe lie: five flows of {LIAR_RATE / 1e6:g} Mb/s into {LINK / 1e6:g} Mb/s (fair 2), `liar` labelled at a tenth of its rate\n")
+        print(
+            f"| {s.upper() if s != 'ffs' else 'FFS'} | "
+            + " | ".join(f"{r.measured[k] / 1e6:.2f}" for k in ("flow1", "flow2", "flow3"))
+            + " |"
+        )
+    print(
+        f"\nThe lie: five flows of {LIAR_RATE / 1e6:g} Mb/s into {LINK / 1e6:g} Mb/s (fair 2), `liar` labelled at a "
+        "tenth of its rate\n"
+    )
     print("| run | liar | honest (each) | liar ÷ fair share |")
     print("|---|---|---|---|")
     for s, r in liar.items():
         honest = [v for k, v in r.measured.items() if k != "liar"]
-        print(f"| {s.upper() if s != 'ffs' else 'FFS'} | {r.measured['liar'] / 1e6:.2f} | "
-              f"{min(honest) / 1e6:.2f}–{max(honest) / 1e6:.2f} | {r.measured['liar'] / r.exact['liar']:.2f} |")
+        print(
+            f"| {s.upper() if s != 'ffs' else 'FFS'} | {r.measured['liar'] / 1e6:.2f} | "
+            f"{min(honest) / 1e6:.2f}–{max(honest) / 1e6:.2f} | {r.measured['liar'] / r.exact['liar']:.2f} |"
+        )
     print(f"\n{len(runs)} runs in {wall:.0f} s", file=sys.stderr)
     return 0
 

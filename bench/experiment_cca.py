@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The FFS paper's CCA-isolation experiment (Table III, Figure 9), live: two real Linux TCP flows with
 different congestion controls, from two hosts in private namespaces, through the software switch
 in live mode to one receiver, over a 20 Mb/s bottleneck (the switch's egress port at its speed,
@@ -31,8 +32,8 @@ sys.path.insert(0, str(ROOT / "controlplane"))
 
 from ffs import p4names  # noqa: E402
 from ffs.agent.core import Agent  # noqa: E402
-from ffs.switch.driver import ModelDriver  # noqa: E402
 from ffs.lab.liverun import live_node  # noqa: E402
+from ffs.switch.driver import ModelDriver  # noqa: E402
 from ffs.units import parse_delay  # noqa: E402
 
 PY = sys.executable
@@ -54,16 +55,31 @@ def run_pair(plan, cca1: str, cca2: str, duration: float) -> dict:
     h1, h2, h3 = (plan.host(h).netns for h in ("h1", "h2", "h3"))
     ex = ["ip", "netns", "exec"]
     procs = [
-        subprocess.Popen([*ex, h3, PY, "-m", "ffs.lab.cca", "sink", "--duration", str(duration + 3)], stdout=subprocess.PIPE, text=True),
+        subprocess.Popen(
+            [*ex, h3, PY, "-m", "ffs.lab.cca", "sink", "--duration", str(duration + 3)],
+            stdout=subprocess.PIPE,
+            text=True,
+        ),
         subprocess.Popen([*ex, h3, PY, "-m", "ffs.lab.cca", "echo", "--duration", str(duration + 4)]),
     ]
     time.sleep(0.5)
-    base = subprocess.run([*ex, h1, PY, "-m", "ffs.lab.cca", "probe", "--dst", "10.0.3.1", "--duration", "1"], capture_output=True, text=True)
+    base = subprocess.run(
+        [*ex, h1, PY, "-m", "ffs.lab.cca", "probe", "--dst", "10.0.3.1", "--duration", "1"],
+        capture_output=True,
+        text=True,
+    )
     base_rtt = [json.loads(x)["rtt_ms"] for x in base.stdout.splitlines()]
-    probe = subprocess.Popen([*ex, h1, PY, "-m", "ffs.lab.cca", "probe", "--dst", "10.0.3.1", "--duration", str(duration)],
-                             stdout=subprocess.PIPE, text=True)
-    srcs = [subprocess.Popen([*ex, h, PY, "-m", "ffs.lab.cca", "source", "--dst", "10.0.3.1", "--cca", c, "--duration", str(duration)])
-            for h, c in ((h1, cca1), (h2, cca2))]
+    probe = subprocess.Popen(
+        [*ex, h1, PY, "-m", "ffs.lab.cca", "probe", "--dst", "10.0.3.1", "--duration", str(duration)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    srcs = [
+        subprocess.Popen(
+            [*ex, h, PY, "-m", "ffs.lab.cca", "source", "--dst", "10.0.3.1", "--cca", c, "--duration", str(duration)]
+        )
+        for h, c in ((h1, cca1), (h2, cca2))
+    ]
     lines = [json.loads(x) for x in procs[0].stdout]
     rtts = [json.loads(x)["rtt_ms"] for x in probe.stdout]
     for p in srcs + procs + [probe]:
@@ -75,9 +91,12 @@ def run_pair(plan, cca1: str, cca2: str, duration: float) -> dict:
     t1 = statistics.mean(r.get("10.0.1.1", 0.0) for r in steady) if steady else 0.0
     t2 = statistics.mean(r.get("10.0.2.1", 0.0) for r in steady) if steady else 0.0
     base_med = statistics.median(base_rtt) if base_rtt else float("nan")
-    load_rtts = rtts[len(rtts) // 3:]
+    load_rtts = rtts[len(rtts) // 3 :]
     return {
-        "cca1": cca1, "cca2": cca2, "t1_bps": t1, "t2_bps": t2,
+        "cca1": cca1,
+        "cca2": cca2,
+        "t1_bps": t1,
+        "t2_bps": t2,
         "F": min(t1, t2) / max(t1, t2) if max(t1, t2) > 0 else 0.0,
         "U": (t1 + t2) / (CAPACITY_MBIT * 1e6),
         "base_rtt_ms": base_med,
@@ -87,7 +106,9 @@ def run_pair(plan, cca1: str, cca2: str, duration: float) -> dict:
     }
 
 
-def run_scheme(scheme: str, ccas: list[str], duration: float, work: Path, delay_s: float = 0.0, buffer: int = 65536) -> list[dict]:
+def run_scheme(
+    scheme: str, ccas: list[str], duration: float, work: Path, delay_s: float = 0.0, buffer: int = 65536
+) -> list[dict]:
     topo_file = topology_for(scheme, work)
     # the bottleneck is the switch's own p3 at its 20 Mb/s speed with `buffer` bytes of queue; every
     # port's wire delays what its queue sent by `delay_s` (a data packet crosses p3's, its ACK p1's)
@@ -120,7 +141,8 @@ def aggregate(rows: list[dict]) -> dict:
         lat = [x["latency_increase_ms"] for x in r if x["latency_increase_ms"] is not None]
         jit = [x["jitter_ms"] for x in r if x["jitter_ms"] is not None]
         out[s] = {
-            "F": statistics.mean(x["F"] for x in r), "U": statistics.mean(x["U"] for x in r),
+            "F": statistics.mean(x["F"] for x in r),
+            "U": statistics.mean(x["U"] for x in r),
             "L(2)": sum(v < 2 for v in lat) / len(lat) if lat else None,
             "L(50)": sum(v < 50 for v in lat) / len(lat) if lat else None,
             "J(2)": sum(v < 2 for v in jit) / len(jit) if jit else None,
@@ -138,8 +160,12 @@ def heatmap(rows: list[dict], path: Path) -> None:
     import numpy as np
 
     pairs = sorted({(x["cca1"], x["cca2"]) for x in rows})
-    data = np.array([[next((x["F"] for x in rows if x["scheme"] == s and (x["cca1"], x["cca2"]) == p), np.nan)
-                      for s in SCHEMES] for p in pairs])
+    data = np.array(
+        [
+            [next((x["F"] for x in rows if x["scheme"] == s and (x["cca1"], x["cca2"]) == p), np.nan) for s in SCHEMES]
+            for p in pairs
+        ]
+    )
     fig, ax = plt.subplots(figsize=(5.5, 0.5 * len(pairs) + 1.5))
     im = ax.imshow(data, vmin=0, vmax=1, cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(SCHEMES)), SCHEMES)
@@ -178,10 +204,18 @@ def main() -> int:
         rows += run_scheme(s, ccas, a.duration, work, delay_s, a.buffer)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = {"capacity_mbit": CAPACITY_MBIT, "duration_s": a.duration, "ccas": ccas,
-               "available_ccas": avail, "one_way_delay_ms": delay_s * 1e3, "delay_where": "switch ports, after the queue",
-               "buffer_bytes": a.buffer, "elapsed_s": round(time.monotonic() - started, 1),
-               "pairs": rows, "schemes": aggregate(rows)}
+    summary = {
+        "capacity_mbit": CAPACITY_MBIT,
+        "duration_s": a.duration,
+        "ccas": ccas,
+        "available_ccas": avail,
+        "one_way_delay_ms": delay_s * 1e3,
+        "delay_where": "switch ports, after the queue",
+        "buffer_bytes": a.buffer,
+        "elapsed_s": round(time.monotonic() - started, 1),
+        "pairs": rows,
+        "schemes": aggregate(rows),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     heatmap(rows, out / "heatmap.png")
     print(json.dumps(summary["schemes"], indent=2))

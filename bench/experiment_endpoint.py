@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The FFS paper's rate-feedback evaluation (§IX, Figures 5 and 6), live: FFS-aware endpoints
 (`ffs-transfer`, MinTime and MinLoss), the kernel's TCP (cubic, bbr) and cubic capped by the
 indicator (partial deployment, App. C: `ffs-transfer --scheme partial`) moving 1 and 10 MB from one
@@ -8,7 +9,8 @@ transfer time and the router's drops (FFS drops of the sender's pair + the FIFO'
 10 MB transfers, the second 2 s after the first: the router's arrival and drop rate per sender
 over time (Figure 6).
 
-    python bench/experiment_endpoint.py [--out docs/results/endpoint] [--schemes minloss,mintime,cubic,bbr] [--delay 10ms]
+    python bench/experiment_endpoint.py [--out docs/results/endpoint] [--schemes minloss,mintime,cubic,bbr] [--delay
+    10ms]
 
 Needs root. Results: summary.json, transfers.png and staggered.png in --out; docs/results.md reports them.
 """
@@ -32,8 +34,8 @@ sys.path.insert(0, str(ROOT / "controlplane"))
 
 from ffs import p4names  # noqa: E402
 from ffs.agent.program import pairs_of  # noqa: E402
-from ffs.switch.driver import ModelDriver  # noqa: E402
 from ffs.lab.liverun import live_node  # noqa: E402
+from ffs.switch.driver import ModelDriver  # noqa: E402
 from ffs.units import parse_delay  # noqa: E402
 
 PY = sys.executable
@@ -49,8 +51,18 @@ PERIOD_MS = 100  # the agent's control period
 # MinLoss: echoes of packets sent within 2 periods + the F estimator's 20 ms of a rate change are
 # stale; RRIs apply to the rate sent over one period; increases must hold for one period; 3 % below
 # the indicator (docs/endpoint.md)
-EXTRA = {"minloss": ["--settle", "0.25", "--measure", str(PERIOD_MS / 1000), "--confirm", str(PERIOD_MS / 1000),
-                     "--headroom", "0.03"]}
+EXTRA = {
+    "minloss": [
+        "--settle",
+        "0.25",
+        "--measure",
+        str(PERIOD_MS / 1000),
+        "--confirm",
+        str(PERIOD_MS / 1000),
+        "--headroom",
+        "0.03",
+    ]
+}
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -78,9 +90,17 @@ def tcp_send(dst: str, port: int, nbytes: int, cca: str) -> dict:
     s.recv(1)  # the receiver's "all arrived"
     dur = time.monotonic() - t0
     info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
-    retrans = struct.unpack_from("I", info, TCP_INFO_TOTAL_RETRANS)[0] if len(info) >= TCP_INFO_TOTAL_RETRANS + 4 else None
+    retrans = (
+        struct.unpack_from("I", info, TCP_INFO_TOTAL_RETRANS)[0] if len(info) >= TCP_INFO_TOTAL_RETRANS + 4 else None
+    )
     s.close()
-    return {"scheme": cca, "bytes": nbytes, "transfer_s": dur, "goodput_bps": nbytes * 8 / dur, "retransmitted": retrans}
+    return {
+        "scheme": cca,
+        "bytes": nbytes,
+        "transfer_s": dur,
+        "goodput_bps": nbytes * 8 / dur,
+        "retransmitted": retrans,
+    }
 
 
 def tcp_recv(port: int, timeout_s: float) -> None:
@@ -100,6 +120,7 @@ def tcp_recv(port: int, timeout_s: float) -> None:
 
 # --- one run: receivers on h3, senders on h1/h2, the router's counters polled ------------------------
 
+
 class Router:
     """The node's per-pair arrivals and FFS drops (pair_bytes, pair_drops) and the FIFO's drops."""
 
@@ -108,14 +129,20 @@ class Router:
         self.d = ModelDriver(node.switch_address)
         self.d.connect(timeout_s=10)
         n = node.topology.nodes[node.plan.node]
-        self.pid = {h: next(p.pid for p in pairs_of(n) if p.ingress == i and p.egress == "p3") for h, i in SENDERS.items()}
+        self.pid = {
+            h: next(p.pid for p in pairs_of(n) if p.ingress == i and p.egress == "p3") for h, i in SENDERS.items()
+        }
 
     def counters(self) -> dict:
         b = self.d.read_counters(p4names.PAIR_BYTES.name, list(self.pid.values()))
         dr = self.d.read_counters(p4names.PAIR_DROPS.name, list(self.pid.values()))
-        out = {h: {"packets": b[p].packets, "bytes": b[p].bytes, "drops": dr[p].packets, "drop_bytes": dr[p].bytes}
-               for h, p in self.pid.items()}
-        q = sh("ip", "netns", "exec", self.node.plan.switch_ns, "tc", "-s", "qdisc", "show", "dev", "p3", check=False).stdout
+        out = {
+            h: {"packets": b[p].packets, "bytes": b[p].bytes, "drops": dr[p].packets, "drop_bytes": dr[p].bytes}
+            for h, p in self.pid.items()
+        }
+        q = sh(
+            "ip", "netns", "exec", self.node.plan.switch_ns, "tc", "-s", "qdisc", "show", "dev", "p3", check=False
+        ).stdout
         words = q.replace(",", " ").split()
         out["fifo_drops"] = int(words[words.index("dropped") + 1]) if "dropped" in words else 0
         return out
@@ -126,7 +153,9 @@ def wait_listening(ns: str, scheme: str, n: int, timeout_s: float = 20.0) -> Non
     raw = scheme in ("minloss", "mintime")
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
-        lines = sh("ip", "netns", "exec", ns, "cat", "/proc/net/raw" if raw else "/proc/net/tcp").stdout.splitlines()[1:]
+        lines = sh("ip", "netns", "exec", ns, "cat", "/proc/net/raw" if raw else "/proc/net/tcp").stdout.splitlines()[
+            1:
+        ]
         # raw: local address ":00FD" is IP protocol 253; tcp: state 0A is LISTEN
         if sum(1 for x in lines if (x.split()[1].endswith(":00FD") if raw else x.split()[3] == "0A")) >= n:
             return
@@ -138,7 +167,7 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
     """plan: (sender host, bytes, start delay in s). Returns per-sender results and router counts."""
     ex = lambda h: node.exec_args(h)  # noqa: E731
     recvs, sends = [], []
-    for k, (h, nbytes, _) in enumerate(plan):
+    for k, _ in enumerate(plan):
         port = 5301 + k
         if scheme in ("minloss", "mintime"):
             args = [PY, "-m", "ffs.cli.transfer", "recv", "--port", str(port), "--timeout", "40", "--json"]
@@ -168,15 +197,65 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
             time.sleep(wait)
         port = 5301 + k
         if scheme in ("minloss", "mintime"):
-            args = [PY, "-m", "ffs.cli.transfer", "send", "--dst", DST, "--port", str(port), "--bytes", str(nbytes),
-                    "--scheme", scheme, *EXTRA.get(scheme, []), "--capacity", f"{CAPACITY_MBIT}Mbps", "--timeout", "40", "--json"]
+            args = [
+                PY,
+                "-m",
+                "ffs.cli.transfer",
+                "send",
+                "--dst",
+                DST,
+                "--port",
+                str(port),
+                "--bytes",
+                str(nbytes),
+                "--scheme",
+                scheme,
+                *EXTRA.get(scheme, []),
+                "--capacity",
+                f"{CAPACITY_MBIT}Mbps",
+                "--timeout",
+                "40",
+                "--json",
+            ]
         elif scheme == "partial":
-            args = [PY, "-m", "ffs.cli.transfer", "send", "--dst", DST, "--port", str(port), "--bytes", str(nbytes),
-                    "--scheme", "partial", "--cca", "cubic", "--settle", "0.25", "--measure", str(PERIOD_MS / 1000),
-                    "--timeout", "40", "--json"]
+            args = [
+                PY,
+                "-m",
+                "ffs.cli.transfer",
+                "send",
+                "--dst",
+                DST,
+                "--port",
+                str(port),
+                "--bytes",
+                str(nbytes),
+                "--scheme",
+                "partial",
+                "--cca",
+                "cubic",
+                "--settle",
+                "0.25",
+                "--measure",
+                str(PERIOD_MS / 1000),
+                "--timeout",
+                "40",
+                "--json",
+            ]
         else:
-            args = [PY, str(Path(__file__).resolve()), "tcp-send", "--port", str(port), "--bytes", str(nbytes), "--cca", scheme]
-        sends.append((h, delay, subprocess.Popen(ex(h) + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            args = [
+                PY,
+                str(Path(__file__).resolve()),
+                "tcp-send",
+                "--port",
+                str(port),
+                "--bytes",
+                str(nbytes),
+                "--cca",
+                scheme,
+            ]
+        sends.append(
+            (h, delay, subprocess.Popen(ex(h) + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        )
     results = []
     for h, delay, p in sends:
         out, err = p.communicate(timeout=60)
@@ -194,7 +273,7 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
     if series:
         poller.join()
     after = router.counters()
-    for r, got in zip(results, received):
+    for r, got in zip(results, received, strict=False):
         r["receiver"] = got
         h = r["host"]
         arr = after[h]["packets"] - before[h]["packets"]
@@ -204,14 +283,21 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
     fifo = after["fifo_drops"] - before["fifo_drops"]
     arrivals = sum(r["router_packets"] for r in results)
     drops = sum(r["router_drops"] for r in results) + fifo
-    return {"scheme": scheme, "streams": len(plan), "bytes": plan[0][1], "transfers": results, "fifo_drops": fifo,
-            "router_drops": drops, "loss": drops / arrivals if arrivals else 0.0,
-            "series": rates_over_time(samples) if series else None}
+    return {
+        "scheme": scheme,
+        "streams": len(plan),
+        "bytes": plan[0][1],
+        "transfers": results,
+        "fifo_drops": fifo,
+        "router_drops": drops,
+        "loss": drops / arrivals if arrivals else 0.0,
+        "series": rates_over_time(samples) if series else None,
+    }
 
 
 def rates_over_time(samples: list[dict]) -> dict:
     out = {"t": [], **{h: {"arrival_bps": [], "drop_bps": []} for h in SENDERS}}
-    for a, b in zip(samples, samples[1:]):
+    for a, b in zip(samples, samples[1:], strict=False):
         dt = b["t"] - a["t"]
         out["t"].append(b["t"])
         for h in SENDERS:
@@ -241,9 +327,9 @@ def plot(summary: dict, out: Path) -> None:
     plt.close(fig)
     stag = [r for r in summary["runs"] if r["series"] is not None]
     fig, axes = plt.subplots(len(stag), 1, figsize=(8, 2.2 * len(stag)), sharex=True, squeeze=False)
-    for ax, r in zip(axes[:, 0], stag):
+    for ax, r in zip(axes[:, 0], stag, strict=False):
         s = r["series"]
-        for h, c in zip(SENDERS, ("tab:blue", "tab:orange")):
+        for h, c in zip(SENDERS, ("tab:blue", "tab:orange"), strict=False):
             ax.plot(s["t"], [v / 1e6 for v in s[h]["arrival_bps"]], color=c, label=f"{h} arrival")
             ax.plot(s["t"], [v / 1e6 for v in s[h]["drop_bps"]], color=c, linestyle=":", label=f"{h} drops")
         ax.set_ylabel("Mb/s")
@@ -280,13 +366,33 @@ def main() -> int:
         print("experiment-endpoint: needs root (namespaces, veth, tc, raw sockets)", file=sys.stderr)
         return 2
     avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-    schemes = [s for s in args.schemes.split(",") if s in ("minloss", "mintime") or s in avail
-               or (s == "partial" and "cubic" in avail)]
+    schemes = [
+        s
+        for s in args.schemes.split(",")
+        if s in ("minloss", "mintime") or s in avail or (s == "partial" and "cubic" in avail)
+    ]
     delay_s = parse_delay(args.delay)
 
     def bottleneck(plan) -> None:
-        sh("ip", "netns", "exec", plan.switch_ns, "tc", "qdisc", "add", "dev", "p3", "root", "tbf", "rate",
-           f"{CAPACITY_MBIT}mbit", "burst", "16kb", "limit", "64kb")
+        sh(
+            "ip",
+            "netns",
+            "exec",
+            plan.switch_ns,
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            "p3",
+            "root",
+            "tbf",
+            "rate",
+            f"{CAPACITY_MBIT}mbit",
+            "burst",
+            "16kb",
+            "limit",
+            "64kb",
+        )
 
     # every port's wire delays what its queue sent: a data packet crosses p3's, its ACK or echo p1's or p2's
     delays = [f"--delay={p}={delay_s * 1e3:g}ms" for p in (1, 2, 3) if delay_s]
@@ -296,8 +402,12 @@ def main() -> int:
     with live_node(TOPO, work, agent=True, period_ms=PERIOD_MS, switch_args=delays, before_switch=bottleneck) as node:
         router = Router(node)
         for scheme in schemes:
-            for plan in ([("h1", 10**6, 0.0)], [("h1", 10**7, 0.0)],
-                         [("h1", 10**6, 0.0), ("h2", 10**6, 0.0)], [("h1", 10**7, 0.0), ("h2", 10**7, 0.0)]):
+            for plan in (
+                [("h1", 10**6, 0.0)],
+                [("h1", 10**7, 0.0)],
+                [("h1", 10**6, 0.0), ("h2", 10**6, 0.0)],
+                [("h1", 10**7, 0.0), ("h2", 10**7, 0.0)],
+            ):
                 r = run_transfers(node, router, scheme, plan)
                 print(json.dumps({k: v for k, v in r.items() if k != "series"}), flush=True)
                 runs.append(r)
@@ -310,12 +420,22 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stag = {r["scheme"]: r["router_drops"] for r in runs if r["series"] is not None}
-    summary = {"capacity_mbit": CAPACITY_MBIT, "target_factor": 0.85, "one_way_delay_ms": delay_s * 1e3,
-               "delay_where": "switch ports, after the queue", "available_ccas": avail,
-               "fifo_bytes": 65536, "agent_period_ms": PERIOD_MS, "minloss_args": EXTRA["minloss"], "elapsed_s": round(time.monotonic() - started, 1),
-               "staggered_drops": stag,
-               "staggered_drops_vs_minloss": {k: (v / stag["minloss"] if stag.get("minloss") else None) for k, v in stag.items()},
-               "runs": runs}
+    summary = {
+        "capacity_mbit": CAPACITY_MBIT,
+        "target_factor": 0.85,
+        "one_way_delay_ms": delay_s * 1e3,
+        "delay_where": "switch ports, after the queue",
+        "available_ccas": avail,
+        "fifo_bytes": 65536,
+        "agent_period_ms": PERIOD_MS,
+        "minloss_args": EXTRA["minloss"],
+        "elapsed_s": round(time.monotonic() - started, 1),
+        "staggered_drops": stag,
+        "staggered_drops_vs_minloss": {
+            k: (v / stag["minloss"] if stag.get("minloss") else None) for k, v in stag.items()
+        },
+        "runs": runs,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     plot(summary, out)
     print(json.dumps({"staggered_drops": stag, "elapsed_s": summary["elapsed_s"]}))

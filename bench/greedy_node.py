@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The greedy node, FFS §XI Figure 7 (docs/results.md, "The greedy node"): two interfaces with
 equal shares and the same total rate into one egress, each with a distribution of p.r/p.f over
 its streams (ffs.lab.greedy). Every pair of distributions with the exact allocator, at loads of
@@ -33,26 +34,47 @@ def main() -> int:
         for b in names:
             c = measure(a, b, 1.0, args.duration)
             cells.append(dataclasses.asdict(c))
-            print(f"{a:>12} vs {b:<12} exact {c.exact_share:.3f} measured {c.measured_share:.3f} "
-                  f"({time.monotonic() - t0:.0f} s)", file=sys.stderr, flush=True)
+            print(
+                f"{a:>12} vs {b:<12} exact {c.exact_share:.3f} measured {c.measured_share:.3f} "
+                f"({time.monotonic() - t0:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
     exact_loads = {str(load): {a: {b: exact(a, b, load) for b in names} for a in names} for load in LOADS}
     wall = time.monotonic() - t0
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": f"python bench/greedy_node.py --duration {args.duration:g}",
-                               "capacity_bps": CAPACITY, "streams": STREAMS, "packet_size": SIZE,
-                               "labels": DISTRIBUTIONS, "cells": cells, "exact_by_load": exact_loads,
-                               "wall_s": round(wall, 1)}, indent=1) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "command": f"python bench/greedy_node.py --duration {args.duration:g}",
+                "capacity_bps": CAPACITY,
+                "streams": STREAMS,
+                "packet_size": SIZE,
+                "labels": DISTRIBUTIONS,
+                "cells": cells,
+                "exact_by_load": exact_loads,
+                "wall_s": round(wall, 1),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     by = {(c["dist_a"], c["dist_b"]): c for c in cells}
-    print("Share of the egress kept by the interface under evaluation (row) against the other (column), "
-          "load 1: exact / packet by packet\n")
+    print(
+        "Share of the egress kept by the interface under evaluation (row) against the other (column), "
+        "load 1: exact / packet by packet\n"
+    )
     print("| under evaluation \\ other | " + " | ".join(names) + " | worst |")
     print("|---" * (len(names) + 2) + "|")
     for a in names:
         row = [by[(a, b)] for b in names]
         worst = min(c["measured_share"] for c in row)
-        print(f"| **{a}** | " + " | ".join(f"{c['exact_share']:.1%} / {c['measured_share']:.1%}" for c in row)
-              + f" | {worst:.1%} |")
+        print(
+            f"| **{a}** | "
+            + " | ".join(f"{c['exact_share']:.1%} / {c['measured_share']:.1%}" for c in row)
+            + f" | {worst:.1%} |"
+        )
     print("\nExact allocator, the static interface's worst case over every other distribution, per load:\n")
     print("| load per interface (× C) | static: worst share | equal: worst share | best non-static against static |")
     print("|---|---|---|---|")
@@ -82,8 +104,11 @@ def heatmap(names: list[str], by: dict, path: Path) -> None:
             ax.text(k, i, f"{grid[i][k]:.0f}", ha="center", va="center", fontsize=8)
     ax.set_xlabel("distribution of p.r/p.f at the other interface")
     ax.set_ylabel("distribution at the interface under evaluation")
-    ax.set_title("Share of the egress (%) kept by the interface under evaluation\n"
-                 "(packet by packet, virtual time; equal shares, equal total rates)", fontsize=9)
+    ax.set_title(
+        "Share of the egress (%) kept by the interface under evaluation\n"
+        "(packet by packet, virtual time; equal shares, equal total rates)",
+        fontsize=9,
+    )
     fig.colorbar(im, ax=ax, label="%")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One lying sender among N honest ones behind one neighbour (docs/security.md, "One liar behind a
 neighbour"): what the honest senders get, with and without the liar, in virtual time at line rate
 through the software switch in Tofino's order (γ, the traffic manager's queue at the egress's
@@ -30,18 +31,32 @@ def main() -> int:
     a = ap.parse_args()
     rate, share = 20 * M, 50 * M
     if not a.json:
-        print(f"{'honest':>6} {'lie fraction':>12} {'honest alone':>12} {'honest, liar':>12} {'min(d, M(1-λ))':>14} "
-              f"{'victim':>7} {'liar':>5} {'malformed':>9}  (Mb/s)")
+        print(
+            f"{'honest':>6} {'lie fraction':>12} {'honest alone':>12} {'honest, liar':>12} {'min(d, M(1-λ))':>14} "
+            f"{'victim':>7} {'liar':>5} {'malformed':>9}  (Mb/s)"
+        )
     for n in (int(x) for x in a.senders.split(",")):
         _, alone, _ = replay_one_liar(n, liar=False)
         _, got, malformed = replay_one_liar(n)
         lam = 1 / (n + 1)
-        row = {"honest_senders": n, "lie_fraction": lam, "honest_alone_bps": alone["honest"], "honest_bps": got["honest"],
-               "proportionate_bps": min(n * rate, share * (1 - lam)), "victim_bps": got["victim"], "liar_bps": got["liar"],
-               "malformed": malformed}
-        print(json.dumps(row) if a.json else
-              f"{n:6} {lam:12.2f} {alone['honest'] / M:12.2f} {got['honest'] / M:12.2f} {row['proportionate_bps'] / M:14.2f} "
-              f"{got['victim'] / M:7.2f} {got['liar'] / M:5.1f} {malformed:9}", flush=True)
+        row = {
+            "honest_senders": n,
+            "lie_fraction": lam,
+            "honest_alone_bps": alone["honest"],
+            "honest_bps": got["honest"],
+            "proportionate_bps": min(n * rate, share * (1 - lam)),
+            "victim_bps": got["victim"],
+            "liar_bps": got["liar"],
+            "malformed": malformed,
+        }
+        print(
+            json.dumps(row)
+            if a.json
+            else f"{n:6} {lam:12.2f} {alone['honest'] / M:12.2f} {got['honest'] / M:12.2f} "
+            f"{row['proportionate_bps'] / M:14.2f} "
+            f"{got['victim'] / M:7.2f} {got['liar'] / M:5.1f} {malformed:9}",
+            flush=True,
+        )
     return 0
 
 

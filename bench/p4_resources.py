@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The compiler's own figures for p4src/: stage of every table, stages used, PHV, SRAM, TCAM, map
 RAM, meter/stateful/stats ALUs, per target, read from what bf-p4c wrote (context.json,
 logs/metrics.json, logs/mau.resources.log). Nothing here is estimated.
@@ -107,16 +108,31 @@ EXAMPLE_VARIANTS = (("forwarding alone", EXAMPLE, "-DNO_FFS"), ("with FFS", EXAM
 
 def compile_target(target: str, program: str = "p4src/ffs.p4", flags: str = "", variant: str = "ffs") -> Path:
     build = ROOT / "build" / "resources" / variant / target
-    subprocess.run(["make", "-s", "-C", str(ROOT), "compile", f"TARGET={target}", f"BUILD={build}", f"P4SRC={program}",
-                    f"P4FLAGS={flags}"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            "make",
+            "-s",
+            "-C",
+            str(ROOT),
+            "compile",
+            f"TARGET={target}",
+            f"BUILD={build}",
+            f"P4SRC={program}",
+            f"P4FLAGS={flags}",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return build / "ffs"
 
 
 def summary(b: Build) -> str:  # noqa: D103
     phv = ", ".join(f"{n}x{w}b" for w, n in sorted(b.phv.items()))
-    return (f"{b.target}: {b.ingress_stages} ingress / {b.egress_stages} egress stages; PHV {phv} "
-            f"(+ tagalong {sum(b.phv_tagalong.values())}); SRAM {b.mau.get('srams')}, TCAM {b.mau.get('tcams')}, "
-            f"map RAM {b.mau.get('map_rams')}; meter ALUs {b.alus.get('Meter ALU')}, stats ALUs {b.alus.get('Stats ALU')}")
+    return (
+        f"{b.target}: {b.ingress_stages} ingress / {b.egress_stages} egress stages; PHV {phv} "
+        f"(+ tagalong {sum(b.phv_tagalong.values())}); SRAM {b.mau.get('srams')}, TCAM {b.mau.get('tcams')}, "
+        f"map RAM {b.mau.get('map_rams')}; meter ALUs {b.alus.get('Meter ALU')}, stats ALUs {b.alus.get('Stats ALU')}"
+    )
 
 
 def _clean(name: str) -> str:
@@ -156,7 +172,9 @@ def markdown(builds: list[Build]) -> str:
     for n in names:
         if n.startswith("cond-"):
             continue
-        lines.append(f"| `{_clean(n)}` | " + " | ".join(",".join(map(str, b.stages.get(n, []))) or "-" for b in builds) + " |")
+        lines.append(
+            f"| `{_clean(n)}` | " + " | ".join(",".join(map(str, b.stages.get(n, []))) or "-" for b in builds) + " |"
+        )
     lines.append(END)
     return "\n".join(lines)
 
@@ -192,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--summary", metavar="OUT", type=Path, help="print a few lines about one bf-p4c output dir")
-    g.add_argument("--defects", metavar="OUT", type=Path, help="print the known compiler defects one build shows (one per line)")
+    g.add_argument(
+        "--defects", metavar="OUT", type=Path, help="print the known compiler defects one build shows (one per line)"
+    )
     g.add_argument("--markdown", action="store_true", help="compile both targets, print the table")
     g.add_argument("--write", metavar="DOC", type=Path, help="compile both targets, replace the marked section of DOC")
     a = ap.parse_args(argv)
@@ -204,8 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         if a.summary:
             print(summary(read_build(a.summary)))
             if parser_selects_lost(a.summary):
-                print("note: this bf-p4c dropped the parser's select values (p4c pull request 5753): "
-                      "the build parses no packet as written (docs/pipeline.md)")
+                print(
+                    "note: this bf-p4c dropped the parser's select values (p4c pull request 5753): "
+                    "the build parses no packet as written (docs/pipeline.md)"
+                )
             return 0
         builds = []
         for t in TARGETS:
@@ -216,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             got = []
             for label, program, flags in EXAMPLE_VARIANTS:
                 print(f"p4_resources: compiling {program} ({label}) for {t}", file=sys.stderr)
-                got.append(read_build(compile_target(t, program, flags, "example-ffs" if not flags else "example-alone")))
+                got.append(
+                    read_build(compile_target(t, program, flags, "example-ffs" if not flags else "example-alone"))
+                )
             pairs[t] = (got[0], got[1])
     except (OSError, KeyError, ValueError, subprocess.CalledProcessError) as e:
         print(f"p4_resources: {e}", file=sys.stderr)

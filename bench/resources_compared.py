@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Tofino resource comparison of docs/results.md ("Resources beside the published designs"):
 FFS alone and composed with l2l3_acl, in the compiler's figures that `make p4-resources` wrote into
 docs/pipeline.md, beside the figures the anchors publish, each with its source, converted to the
@@ -43,22 +44,39 @@ class Row:
 CEBINAE_PAPER = {1: (11, 2448, 15), 2: (11, 4096, 34)}  # cache stages -> (stages, SRAM KB, TCAM KB), Table 3
 CEBINAE_REPO = {"stages": 12, "sram": 70, "tcam": 26, "vliw": 93, "phv_bits": 1042}  # 2 cache stages
 ANCHORS = [
-    *(Row("Cebinae", f"{c} cache stage{'s' if c > 1 else ''}, 4096 slots per port and stage", str(st),
-          f"{kb / SRAM_KB:.0f} ({kb} KB; {_pct(kb / SRAM_KB, SRAM_ALL)})",
-          f"≈{tk / TCAM_KB_CEBINAE:.0f} ({tk} KB; {_pct(tk / TCAM_KB_CEBINAE, TCAM_ALL)})",
-          f"PHV {phv} bits, {vliw} VLIW instructions, 64 queues",
-          "Cebinae paper, Table 3 (papers/002; SIGCOMM'22), 32-port Tofino")
-      for c, (st, kb, tk), phv, vliw in ((1, CEBINAE_PAPER[1], 937, 89), (2, CEBINAE_PAPER[2], 1042, 93))),
-    Row("Cebinae", "2 cache stages, compiled with bf-sde 9.5.0", f"{CEBINAE_REPO['stages']} (stages 0–11 in mau.resources.log)",
+    *(
+        Row(
+            "Cebinae",
+            f"{c} cache stage{'s' if c > 1 else ''}, 4096 slots per port and stage",
+            str(st),
+            f"{kb / SRAM_KB:.0f} ({kb} KB; {_pct(kb / SRAM_KB, SRAM_ALL)})",
+            f"≈{tk / TCAM_KB_CEBINAE:.0f} ({tk} KB; {_pct(tk / TCAM_KB_CEBINAE, TCAM_ALL)})",
+            f"PHV {phv} bits, {vliw} VLIW instructions, 64 queues",
+            "Cebinae paper, Table 3 (papers/002; SIGCOMM'22), 32-port Tofino",
+        )
+        for c, (st, kb, tk), phv, vliw in ((1, CEBINAE_PAPER[1], 937, 89), (2, CEBINAE_PAPER[2], 1042, 93))
+    ),
+    Row(
+        "Cebinae",
+        "2 cache stages, compiled with bf-sde 9.5.0",
+        f"{CEBINAE_REPO['stages']} (stages 0–11 in mau.resources.log)",
         f"{CEBINAE_REPO['sram']} ({CEBINAE_REPO['sram'] * SRAM_KB} KB; {_pct(CEBINAE_REPO['sram'], SRAM_ALL)})",
         f"{CEBINAE_REPO['tcam']} ({_pct(CEBINAE_REPO['tcam'], TCAM_ALL)})",
         f"PHV {CEBINAE_REPO['phv_bits']} bits, {CEBINAE_REPO['vliw']} VLIW instructions",
-        "eniac/Cebinae `vm_experiments.md` (commit cebcbdb, 2022-07-02): the mau.resources.log and PHV summary it quotes"),
-    Row("HCSFQ", "the testbed program (P4-14)", "12 in the ingress (`// stage 0` … `// stage 11` of `main_pipe`), "
-        "plus `recirc_pipe` for recirculated packets", "not published", "not published",
+        "eniac/Cebinae `vm_experiments.md` (commit cebcbdb, 2022-07-02): the mau.resources.log and PHV summary it "
+        "quotes",
+    ),
+    Row(
+        "HCSFQ",
+        "the testbed program (P4-14)",
+        "12 in the ingress (`// stage 0` … `// stage 11` of `main_pipe`), plus `recirc_pipe` for recirculated packets",
+        "not published",
+        "not published",
         "recirculates (`recirculate(68)`); per-flow rate registers (`NUM_FLOWS` 600) and per-tenant ones (10)",
-        "netx-repo/HCSFQ `testbed_code/hcsfq/p4src/hcsfq.p4`, `hcsfq_actions.p4`, `includes/hcsfq_defines.p4` (commit 01574b9, 2021-02-25); "
-        "no compiler log in the repository"),
+        "netx-repo/HCSFQ `testbed_code/hcsfq/p4src/hcsfq.p4`, `hcsfq_actions.p4`, `includes/hcsfq_defines.p4` (commit "
+        "01574b9, 2021-02-25); "
+        "no compiler log in the repository",
+    ),
 ]
 
 
@@ -80,10 +98,17 @@ def ours(pipeline: Path) -> list[Row]:
     src = f"docs/pipeline.md, `make p4-resources` (bf-p4c {version.group(1) if version else '?'})"
     ig, eg = (int(_cells(alone, f"{g} stages used")[0]) for g in ("ingress", "egress"))
     sram, tcam = (int(_cells(alone, f"{r} blocks")[0]) for r in ("SRAM", "TCAM"))
-    rows = [Row("FFS", "alone (`p4src/ffs.p4`)", f"{max(ig, eg)} ({ig} ingress, {eg} egress)",
-                f"{sram} ({sram * SRAM_KB} KB; {_pct(sram, SRAM_ALL)})",
-                f"{tcam} ({tcam * TCAM_KB_CEBINAE:.1f} KB at Cebinae's 1.28 KB; {_pct(tcam, TCAM_ALL)})",
-                "no per-flow state; no recirculation", src)]
+    rows = [
+        Row(
+            "FFS",
+            "alone (`p4src/ffs.p4`)",
+            f"{max(ig, eg)} ({ig} ingress, {eg} egress)",
+            f"{sram} ({sram * SRAM_KB} KB; {_pct(sram, SRAM_ALL)})",
+            f"{tcam} ({tcam * TCAM_KB_CEBINAE:.1f} KB at Cebinae's 1.28 KB; {_pct(tcam, TCAM_ALL)})",
+            "no per-flow state; no recirculation",
+            src,
+        )
+    ]
     # l2l3_acl columns: tofino alone, with FFS, FFS adds, then tofino2's three
     ig_c, eg_c = (_cells(example, f"{g} stages used") for g in ("ingress", "egress"))
     sram_c, tcam_c = (_cells(example, f"{r} blocks") for r in ("SRAM", "TCAM"))
@@ -91,17 +116,29 @@ def ours(pipeline: Path) -> list[Row]:
         i, e = int(ig_c[k]), int(eg_c[k])
         s, t = int(sram_c[k]), int(tcam_c[k])
         adds = "" if k == 0 else f"; FFS adds {ig_c[2]} ingress stages, {sram_c[2]} SRAM, {tcam_c[2]} TCAM blocks"
-        rows.append(Row("FFS" if k else "forwarding", label, f"{max(i, e)} ({i} ingress, {e} egress)",
-                        f"{s} ({s * SRAM_KB} KB; {_pct(s, SRAM_ALL)})",
-                        f"{t} ({t * TCAM_KB_CEBINAE:.1f} KB at Cebinae's 1.28 KB; {_pct(t, TCAM_ALL)})",
-                        "L2 bridging, L3 routing, ACL" + adds, src))
+        rows.append(
+            Row(
+                "FFS" if k else "forwarding",
+                label,
+                f"{max(i, e)} ({i} ingress, {e} egress)",
+                f"{s} ({s * SRAM_KB} KB; {_pct(s, SRAM_ALL)})",
+                f"{t} ({t * TCAM_KB_CEBINAE:.1f} KB at Cebinae's 1.28 KB; {_pct(t, TCAM_ALL)})",
+                "L2 bridging, L3 routing, ACL" + adds,
+                src,
+            )
+        )
     return rows
 
 
 def markdown(rows: list[Row]) -> str:
-    out = ["| design | configuration | MAU stages (Tofino 1) | SRAM blocks (16 KB) | TCAM blocks | other | source |",
-           "|---|---|---|---|---|---|---|"]
-    out += [f"| {r.design} | {r.config} | {r.stages} | {r.sram_blocks} | {r.tcam_blocks} | {r.other} | {r.source} |" for r in rows]
+    out = [
+        "| design | configuration | MAU stages (Tofino 1) | SRAM blocks (16 KB) | TCAM blocks | other | source |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {r.design} | {r.config} | {r.stages} | {r.sram_blocks} | {r.tcam_blocks} | {r.other} | {r.source} |"
+        for r in rows
+    ]
     return "\n".join(out)
 
 

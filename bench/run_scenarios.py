@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every scenario of scenarios/ through the software switch in virtual time, FFS and the FIFO
 baseline (and FFS-C85 where it matters); results and plots under docs/results/. This is the
 command behind docs/results.md:
@@ -52,7 +53,10 @@ def main() -> int:
         res = run_scenario(topo, scheme)
         write_result(res, out / label)
         (out / label / "rates.csv").unlink()  # the plots and summary are what the docs use
-        summary[label] = {**json.loads((out / label / "summary.json").read_text()), "wall_s": round(time.monotonic() - t0, 1)}
+        summary[label] = {
+            **json.loads((out / label / "summary.json").read_text()),
+            "wall_s": round(time.monotonic() - t0, 1),
+        }
         print(label, json.dumps({s["stream"]: round(s["error"], 4) for s in res.streams}), flush=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return 0

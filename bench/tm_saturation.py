@@ -1,7 +1,9 @@
+# SPDX-License-Identifier: Apache-2.0
 """FFS-C100 on a port that is its own bottleneck, two accountings side by side (docs/results.md,
 "A port that is its own bottleneck"): A_j as ffs-agent counts it (`admitted`, in the ingress
 before the traffic manager, in line rates) and as the egress could count it (`accepted`, after the
-TM, in IP bytes: frame bytes less 18 per packet), to show why the agent counts in the ingress. One 100 Mb/s egress at its own speed,
+TM, in IP bytes: frame bytes less 18 per packet), to show why the agent counts in the ingress. One 100 Mb/s egress at
+its own speed,
 a 40 Mb/s sender with a 50 Mb/s share, a 6x flood, both at one packet size, in virtual time with
 the software switch's TM.
 
@@ -67,11 +69,17 @@ def run(size: int, agent_cls: type[Agent], duration: float) -> dict[str, float]:
     agent = agent_cls(LocalDriver(pipe), topo, "s1")
     agent.install(now_s=0.0)
     good, bad = ipv4_frame("10.0.1.1", "10.0.3.1", size), ipv4_frame("10.0.2.1", "10.0.3.1", size)
-    arrivals = [stream_arrivals(1, good, DEMAND, 0, duration, stream="sender", seed=1),
-                stream_arrivals(2, bad, 6 * CAP, 0, duration, stream="flood", seed=2)]
+    arrivals = [
+        stream_arrivals(1, good, DEMAND, 0, duration, stream="sender", seed=1),
+        stream_arrivals(2, bad, 6 * CAP, 0, duration, stream="flood", seed=2),
+    ]
     res = replay(pipe, merge(*arrivals), duration, period_s=0.005, on_period=lambda ns, d: agent.step(ns / 1e9))
-    return {"sender": res.rate_bps("sender", duration / 2, duration), "flood": res.rate_bps("flood", duration / 2, duration),
-            "tau": agent.taus["p3"].tau, "tm_drops": int(pipe.tm.drops[3])}
+    return {
+        "sender": res.rate_bps("sender", duration / 2, duration),
+        "flood": res.rate_bps("flood", duration / 2, duration),
+        "tau": agent.taus["p3"].tau,
+        "tm_drops": int(pipe.tm.drops[3]),
+    }
 
 
 def main() -> int:
@@ -91,7 +99,10 @@ def main() -> int:
     print("| packet | A_j counted | sender (of 40 Mb/s) | flood (exact 60) | τ | TM drops |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['size']} B | {r['accounting']} | {r['sender'] / M:.1f} | {r['flood'] / M:.1f} | {r['tau']:.4g} | {r['tm_drops']} |")
+        print(
+            f"| {r['size']} B | {r['accounting']} | {r['sender'] / M:.1f} | {r['flood'] / M:.1f} | {r['tau']:.4g} | "
+            f"{r['tm_drops']} |"
+        )
     return 0
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared by the bfshell scripts: find the ffs package and the node, and write entries the
 bfrt_python way.
 
@@ -81,6 +82,11 @@ def set_lpf_specs(bfrt, lpf):
     """The F estimator's spec on every LPF index (spec §4), as the agent sets it."""
     t = table_obj(bfrt, p4names.F_LPF.name)
     for i in range(p4names.F_LPF.size):
-        t.add(LPF_INDEX=i, LPF_SPEC_TYPE="RATE", LPF_SPEC_GAIN_TIME_CONSTANT_NS=lpf.time_constant_ns,
-              LPF_SPEC_DECAY_TIME_CONSTANT_NS=lpf.time_constant_ns, LPF_SPEC_OUT_SCALE_DOWN_FACTOR=lpf.scale_down)
+        t.add(
+            LPF_INDEX=i,
+            LPF_SPEC_TYPE="RATE",
+            LPF_SPEC_GAIN_TIME_CONSTANT_NS=lpf.time_constant_ns,
+            LPF_SPEC_DECAY_TIME_CONSTANT_NS=lpf.time_constant_ns,
+            LPF_SPEC_OUT_SCALE_DOWN_FACTOR=lpf.scale_down,
+        )
     bfrt.complete_operations()

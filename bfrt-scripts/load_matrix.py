@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bfshell: apply the fairness-matrix columns of a file (FFS_MATRIX) to the node's pair entries.
 
 The file's columns replace the topology's columns of the same egress; other columns stay as
@@ -10,6 +11,7 @@ import dataclasses
 import os
 
 from _common import node, write  # noqa: E402
+
 from ffs.agent.matrix import MatrixError, load_matrix_file, validate_matrix  # noqa: E402
 from ffs.agent.program import LpfConfig, egress_entry, pair_entry, pairs_of  # noqa: E402
 from ffs.tables import egress_params  # noqa: E402
@@ -24,6 +26,9 @@ except MatrixError as e:
 new = dataclasses.replace(n, fairness=fairness)
 lpf = LpfConfig().for_node(n)  # sized as the agent sizes it (spec §4)
 ups = [pair_entry(new.share(p.ingress, p.egress), p, lpf, "insert") for p in pairs_of(new)]
-ups += [egress_entry(new.interfaces[e].port, egress_params(None, False, None), "insert") for e in sorted(set(fairness) - set(n.fairness))]
+ups += [
+    egress_entry(new.interfaces[e].port, egress_params(None, False, None), "insert")
+    for e in sorted(set(fairness) - set(n.fairness))
+]
 write(bfrt, ups, upsert=True)  # noqa: F821 - bfrt is the bfshell's global
 print(f"ffs: matrix applied to {len(ups)} entries")

@@ -1,10 +1,12 @@
+# SPDX-License-Identifier: Apache-2.0
 """bfshell: program one node of a topology by hand (port metadata, strip ports, routes, pairs, idle
 egress parameters, the generated tables, LPF specs) -- exactly what ffs-agent installs.
 
     FFS_ROOT=<checkout> FFS_TOPOLOGY=<file> FFS_NODE=<name> $SDE/run_bfshell.sh -b setup_node.py
 """
 
-from _common import p4names, node, set_lpf_specs, table_obj, write  # noqa: E402
+from _common import node, p4names, set_lpf_specs, table_obj, write  # noqa: E402
+
 from ffs.agent.program import LpfConfig, node_updates, pairs_of  # noqa: E402
 
 n = node()

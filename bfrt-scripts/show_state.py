@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bfshell: dump what FFS keeps: pairs, egress parameters, per-pair and per-egress counters, F."""
 
 from _common import p4names, table_obj  # noqa: E402

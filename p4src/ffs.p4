@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: FFS (Fractional Fair Shares) bandwidth isolation for Tofino 1 (TNA) and
  * Tofino 2 (T2NA, build with -DTOFINO2 or bf-p4c --target tofino2).
  *

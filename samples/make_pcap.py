@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Writes samples/table2.pcap, the capture the docs replay (`ffs-switch replay topologies/table2.yaml
 --pcap samples/table2.pcap --ingress n.i1 ...`): 48 IPv4 frames with the FFS shim toward 10.0.3.1,
 16 from each of Table II's senders (10.0.0.1, 10.0.1.1, 10.0.2.1, labels 1/2, 4 and 2), taken 1 ms

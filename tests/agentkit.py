@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared set-up for agent tests: the dumbbell node on an in-process software switch."""
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ from ffs.agent.api import ApiError, call
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
 from ffs.agent.state import StateStore
-from ffs.switch.driver import LocalDriver
 from ffs.driver import wire
 from ffs.switch import trace
+from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load, wide_text
-
 
 # a node across pipes 0 and 1 of a 2-pipe Tofino (device ports 0-63 and 128-191), with front-panel
 # names for a target that brings its ports up
@@ -45,7 +45,9 @@ def make_agent(state_dir: Path | None = None, seed: int = 3, driver=None) -> Age
     topo = load(DUMBBELL)
     driver = driver or LocalDriver(Pipeline(seed))
     # pair telemetry every 0.1 s of virtual time: the tests read pair rates after a second or less
-    agent = Agent(driver, topo, "s1", lpf=LPF, store=StateStore(state_dir) if state_dir else None, telemetry_period_s=0.1)
+    agent = Agent(
+        driver, topo, "s1", lpf=LPF, store=StateStore(state_dir) if state_dir else None, telemetry_period_s=0.1
+    )
     agent.install()
     return agent
 
@@ -53,8 +55,13 @@ def make_agent(state_dir: Path | None = None, seed: int = 3, driver=None) -> Age
 def dump(driver) -> str:
     """Everything the control plane can write, as one canonical JSON text: every table's entries and
     default entry, the port metadata, every LPF index's spec. Equal texts = byte-for-byte the same state."""
-    out = {t.name: {"entries": [wire.entry_to_json(e) for e in driver.read_table(t.name)],
-                    "default": wire.entry_to_json(driver.read_default(t.name))} for t in p4names.TABLES}
+    out = {
+        t.name: {
+            "entries": [wire.entry_to_json(e) for e in driver.read_table(t.name)],
+            "default": wire.entry_to_json(driver.read_default(t.name)),
+        }
+        for t in p4names.TABLES
+    }
     out["ports"] = [wire.entry_to_json(e) for e in driver.read_table(p4names.PORT_METADATA.name)]
     out["lpf"] = [wire.lpf_to_json(driver.read_lpf_spec(p4names.F_LPF.name, i)) for i in range(p4names.F_LPF.size)]
     return json.dumps(out, sort_keys=True)
@@ -74,8 +81,15 @@ class Clock:
             with lock:
                 return self.agent.step(now_ns / 1e9)
 
-        res = trace.run(self.agent.topology, {"s1": self.agent.driver.pipeline}, seconds, period_s=0.05,
-                        on_period=on_period, seed=int(self.t * 10) + 1, start_s=self.t)
+        res = trace.run(
+            self.agent.topology,
+            {"s1": self.agent.driver.pipeline},
+            seconds,
+            period_s=0.05,
+            on_period=on_period,
+            seed=int(self.t * 10) + 1,
+            start_s=self.t,
+        )
         self.t += seconds + 0.05
         return res
 
@@ -88,11 +102,23 @@ def wide_topology(tmp: Path, ports: int) -> Path:
 
 
 def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
-                          f"--switch={switch}", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state", "--period-ms=50",
-                          "--lpf-time-constant-us=1000",
-                          *extra],
-                         stdout=subprocess.DEVNULL, stderr=open(tmp / "agent.log", "a"))
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ffs.cli.agent",
+            f"--topology={DUMBBELL}",
+            "--node=s1",
+            f"--switch={switch}",
+            f"--socket={tmp}/agent.sock",
+            f"--state-dir={tmp}/state",
+            "--period-ms=50",
+            "--lpf-time-constant-us=1000",
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp / "agent.log", "a"),
+    )
     end = time.monotonic() + 30
     while time.monotonic() < end:
         try:

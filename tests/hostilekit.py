@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hostile documents shared by the tests of the loaders and of the control API."""
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small reader of p4src/ that extracts what the control plane addresses: tables (keys, actions,
 default, size, const entries), actions with parameter widths, Counters, Registers, Lpfs and the
 per-port metadata fields, with the fully qualified names BF-Runtime gives them.
@@ -106,7 +107,8 @@ def read(p4dir: Path) -> P4Program:
             for f in re.finditer(r"(@\w+\s+)?([\w<>\[\]]+(?:<\w+>)?(?:\[\w+\])?)\s+(\w+)\s*;", body)
         }
     prog.port_metadata = [
-        (n, width(t)) for n, t in fields["port_metadata_t"].items()
+        (n, width(t))
+        for n, t in fields["port_metadata_t"].items()
         if not re.search(rf"@padding\s+[^;]*?\b{n}\s*;", text)
     ]
 
@@ -166,7 +168,9 @@ def read(p4dir: Path) -> P4Program:
             tb, _ = _block(body, m.start())
             keys = []
             kb = re.search(r"key\s*=\s*{(.*?)}", tb, flags=re.S)
-            for k in re.finditer(r"([\w.]+(?:\(\)|\[\d+:\d+\])?)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb.group(1) if kb else ""):
+            for k in re.finditer(
+                r"([\w.]+(?:\(\)|\[\d+:\d+\])?)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb.group(1) if kb else ""
+            ):
                 keys.append((k.group(3), k.group(2), key_width(k.group(1), md_struct)))
             acts = re.search(r"actions\s*=\s*{([^}]*)}", tb).group(1)
             default = re.search(r"default_action\s*=\s*(\w+)", tb).group(1)
@@ -178,8 +182,12 @@ def read(p4dir: Path) -> P4Program:
                 for e in re.finditer(r"\(([^)]*)\)\s*:\s*(\w+)\s*\(\s*\)\s*;", cb):
                     const.append((tuple(entry_value(x) for x in e.group(1).split(",")), e.group(2)))
             prog.tables[f"{prefix}.{m.group(1)}"] = P4Table(
-                f"{prefix}.{m.group(1)}", keys, [a.strip() for a in acts.split(";") if a.strip()],
-                default, size, const,
+                f"{prefix}.{m.group(1)}",
+                keys,
+                [a.strip() for a in acts.split(";") if a.strip()],
+                default,
+                size,
+                const,
             )
         for m in re.finditer(r"\bCounter<.*?>\s*\(\s*(\w+)\s*,\s*CounterType_t\.(\w+)\s*\)\s*(\w+)\s*;", body):
             prog.counters[f"{prefix}.{m.group(3)}"] = (num(m.group(1)), m.group(2))

@@ -1,15 +1,14 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared set-up for the software-switch tests: a pipeline with one managed pair and known state."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ffs import constants
-from ffs import p4names
-from ffs import tables
+from ffs import constants, p4names, tables
 from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
-from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame, shim
+from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 
 IN, OUT, OTHER = 1, 3, 2
@@ -30,13 +29,26 @@ class Rig:
 
     def set_pair(self, lm: int, pid: int = 5) -> None:
         key = {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}
-        self.driver.write([Update("modify", TableEntry(p4names.PAIRS.name, key, "set_pair", tables.pair_params(pid, lm)))])
+        self.driver.write(
+            [Update("modify", TableEntry(p4names.PAIRS.name, key, "set_pair", tables.pair_params(pid, lm)))]
+        )
 
     def set_egress(self, ltau: int, congested: int = 1, lcr: int = constants.CODE_MAX) -> None:
         """ltau as a code; an uncongested egress gets ltau_p = 0 (spec §5.3)."""
         ltau_p = ltau - constants.CODE_ONE if congested else 0
-        self.driver.write([Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
-                                                      {"ltau": ltau, "ltau_p": ltau_p, "congested": congested, "lcr": lcr}))])
+        self.driver.write(
+            [
+                Update(
+                    "modify",
+                    TableEntry(
+                        p4names.EGRESS_PARAMS.name,
+                        {"egress_port": Exact(OUT)},
+                        "set_egress",
+                        {"ltau": ltau, "ltau_p": ltau_p, "congested": congested, "lcr": lcr},
+                    ),
+                )
+            ]
+        )
 
 
 def rig(seed: int = 1, trust: int = 1, insert: int = 0, pipeline: type[Pipeline] = Pipeline) -> Rig:
@@ -44,12 +56,50 @@ def rig(seed: int = 1, trust: int = 1, insert: int = 0, pipeline: type[Pipeline]
     d = LocalDriver(p)
     ups = tables.static_updates()
     for port in (IN, OTHER, OUT):
-        ups.append(Update("insert", TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(port)}, None,
-                                               {"ifindex": port, "trust": trust, "insert": insert})))
-    ups.append(Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": OUT})))
-    ups.append(Update("insert", TableEntry(p4names.IPV6_ROUTES.name, {"dst_addr": Lpm(0xFD000000 << 96, 8)}, "route", {"port": OUT})))
-    ups.append(Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)}, "set_pair", tables.pair_params(5, 0))))
-    ups.append(Update("insert", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress", tables.egress_params(None, False, None))))
+        ups.append(
+            Update(
+                "insert",
+                TableEntry(
+                    p4names.PORT_METADATA.name,
+                    {p4names.PORT_METADATA.key.name: Exact(port)},
+                    None,
+                    {"ifindex": port, "trust": trust, "insert": insert},
+                ),
+            )
+        )
+    ups.append(
+        Update(
+            "insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": OUT})
+        )
+    )
+    ups.append(
+        Update(
+            "insert",
+            TableEntry(p4names.IPV6_ROUTES.name, {"dst_addr": Lpm(0xFD000000 << 96, 8)}, "route", {"port": OUT}),
+        )
+    )
+    ups.append(
+        Update(
+            "insert",
+            TableEntry(
+                p4names.PAIRS.name,
+                {"ingress_port": Exact(IN), "egress_port": Exact(OUT)},
+                "set_pair",
+                tables.pair_params(5, 0),
+            ),
+        )
+    )
+    ups.append(
+        Update(
+            "insert",
+            TableEntry(
+                p4names.EGRESS_PARAMS.name,
+                {"egress_port": Exact(OUT)},
+                "set_egress",
+                tables.egress_params(None, False, None),
+            ),
+        )
+    )
     d.write(ups)
     d.set_lpf_spec(p4names.F_LPF.name, range(constants.NUM_PAIRS), LpfSpec("RATE", 1e6, 1e6, SCALE))
     return Rig(p, d)
@@ -72,7 +122,14 @@ def single_packet_f(ip_len: int, rf_code: int, ipv6: bool = False, vlan: bool = 
     return tables.packet_weight(ip_len, ipv6, vlan, rf_code) >> SCALE
 
 
-def labelled(rf_code: int, ip_len: int = 1000, flags: int = constants.FLAG_RI, rri: int = constants.CODE_MAX, echo: int = 0x1234, **kw) -> bytes:
+def labelled(
+    rf_code: int,
+    ip_len: int = 1000,
+    flags: int = constants.FLAG_RI,
+    rri: int = constants.CODE_MAX,
+    echo: int = 0x1234,
+    **kw,
+) -> bytes:
     return ipv4_frame("10.0.1.1", DST, ip_len, shim(rf_code, flags, 17, rri, echo), **kw)
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The agent against the software switch: matrix changes move the data plane's drops, invalid
 matrices change nothing, failures roll back, and a restarted agent restores the applied matrix."""
 
@@ -6,8 +7,8 @@ import time
 
 import pytest
 
-from ffs import p4names
-from ffs import tables
+from agentkit import LPF, Clock, dump, make_agent
+from ffs import p4names, tables
 from ffs.agent.core import MatrixError
 from ffs.agent.state import StateStore
 from ffs.allocator import allocate
@@ -15,7 +16,6 @@ from ffs.driver.base import DriverError
 from ffs.entries import Update
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
-from agentkit import LPF, Clock, dump, make_agent
 
 M = 1e6
 
@@ -130,8 +130,10 @@ class WrappingDriver(LocalDriver):
         from ffs.entries import CounterValue
 
         wrap = 1 << 64
-        return {i: CounterValue((v.packets + self.OFFSET) % wrap, (v.bytes + self.OFFSET) % wrap)
-                for i, v in super().read_counters(name, indices).items()}
+        return {
+            i: CounterValue((v.packets + self.OFFSET) % wrap, (v.bytes + self.OFFSET) % wrap)
+            for i, v in super().read_counters(name, indices).items()
+        }
 
 
 def test_counter_wrap_does_not_disturb_rates_or_tau(tmp_path):
@@ -174,7 +176,9 @@ def test_rates_hold_when_counter_reads_come_back_late():
     starts of the periods: timed by the periods, one whose reads took 80 ms longer than the last
     would measure its rates 80 ms / 100 ms too high, and tau would jump (spikes under load)."""
     agent = make_agent(driver=LateReadDriver(Pipeline(3)))
-    want = LateReadDriver.RATE * (1 + 20 / LateReadDriver.FRAME)  # a line rate: each frame + 20 bytes of preamble and gap
+    want = LateReadDriver.RATE * (
+        1 + 20 / LateReadDriver.FRAME
+    )  # a line rate: each frame + 20 bytes of preamble and gap
     seen = []
     for _ in range(7):
         snap = agent.step()
@@ -200,7 +204,10 @@ def test_restart_restores_applied_matrix(tmp_path):
     # a new agent process, and a fresh pipeline (the switch was reloaded too)
     again = make_agent(tmp_path, seed=9)
     assert again.fairness == new
-    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params) for e in again.driver.read_table(p4names.PAIRS.name)}
+    lm = {
+        (e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params)
+        for e in again.driver.read_table(p4names.PAIRS.name)
+    }
     assert lm[(1, 3)] == tables.lm_code(3 * M, LPF.time_constant_ns, LPF.scale_down)
     assert lm[(2, 3)] == tables.lm_code(12 * M, LPF.time_constant_ns, LPF.scale_down)
     audit = StateStore(tmp_path).read_audit()
@@ -213,7 +220,10 @@ def test_pipeline_reload_is_detected_and_state_reapplied(tmp_path):
     assert agent.ensure_installed() is False
     agent.driver = LocalDriver(Pipeline(5))  # the program was reloaded: empty tables, new id
     assert agent.ensure_installed() is True
-    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params) for e in agent.driver.read_table(p4names.PAIRS.name)}
+    lm = {
+        (e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params)
+        for e in agent.driver.read_table(p4names.PAIRS.name)
+    }
     assert lm[(1, 3)] == tables.lm_code(2 * M, LPF.time_constant_ns, LPF.scale_down)
 
 

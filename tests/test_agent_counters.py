@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Counters that jump: another BF-Runtime client may clear the switch's counters under
 the agent, and a topology change may move a pair's ingress port to another pipe. A counter read
 below its last reading by more than 2^63 was cleared (a 64-bit byte counter takes 5.8 years to
@@ -14,6 +15,7 @@ import logging
 
 import pytest
 
+from agentkit import LPF, TWO_PIPES_NODE, Clock, make_agent
 from ffs import constants, p4names
 from ffs.agent.core import Agent
 from ffs.frames import ipv4_frame, lie_ip_len
@@ -21,8 +23,6 @@ from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.tables import f_from_lpf
 from ffs.topology import load
-
-from agentkit import LPF, TWO_PIPES_NODE, Clock, make_agent
 
 
 def tau_of(snap, egress: str = "p3") -> float:
@@ -72,6 +72,7 @@ def test_a_pair_moved_to_another_pipe_leaves_no_estimate_behind(tmp_path):
     for k in range(200):
         pipe.process(frame, 0, k * 100_000)  # a -> b, 80 Mb/s for 20 ms
     (pid,) = [p.pid for p in first.pairs() if (p.ingress, p.egress) == ("a", "b")]
+
     def cells() -> list[int]:  # the switch's own per-pipe view of the cell
         return first.driver.control.read_registers(p4names.F_EST.name, [pid])[pid]
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Crash consistency of a matrix change (docs/control-plane.md, "The audit's guarantee"): the agent
 is killed (SIGKILL, in a forked copy of it) at every step of `apply_matrix`, 100 times per step;
 after the next start the audit log explains the state file exactly, holds every change the switch
@@ -10,8 +11,8 @@ import os
 import signal
 
 import pytest
-from agentkit import DUMBBELL, LPF, make_agent
 
+from agentkit import DUMBBELL, LPF, make_agent
 from ffs.agent.core import Agent
 from ffs.agent.state import StateStore
 from ffs.topology import load
@@ -29,9 +30,11 @@ def _crash_at(agent: Agent, point: str, fairness: dict, who: str) -> None:
     pid = os.fork()
     if pid == 0:  # the child: no cleanup, no atexit, as under kill -9
         try:
+
             def hook(p: str) -> None:
                 if p == point:
                     os.kill(os.getpid(), signal.SIGKILL)
+
             agent.store.crash_hook = hook
             agent.apply_matrix(fairness, who=who)
         finally:
@@ -111,6 +114,7 @@ def test_refused_change_is_aborted_in_the_log_and_the_next_one_commits(tmp_path)
 
     def refuse(ups):
         raise DriverError("refused")
+
     agent.driver.write = refuse
     with pytest.raises(DriverError):
         agent.apply_matrix({**agent.fairness, "p3": {**agent.fairness["p3"], "p1": 3 * M}}, who="a")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One agent owns a switch; the agent repairs what others change behind its back; reads of the
 control API never wait for the switch; the state directory and audit log resist crashes and
 careless permissions (docs/control-plane.md)."""
@@ -13,8 +14,8 @@ import threading
 import time
 
 import pytest
-from agentkit import DUMBBELL, start_agent
 
+from agentkit import DUMBBELL, start_agent
 from ffs import p4names
 from ffs.agent.api import call
 from ffs.agent.owner import OwnerError, OwnerLock
@@ -22,7 +23,6 @@ from ffs.agent.state import StateError, StateStore
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
-
 
 pytestmark = pytest.mark.usefixtures("private_locks")
 
@@ -62,21 +62,67 @@ def test_second_agent_is_refused_and_the_first_keeps_working(tmp_path, switch):
     first = start_agent(tmp_path, address)
     try:
         before = ctl.read_table(p4names.PAIRS.name)
-        second = subprocess.run([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
-                                 f"--switch={address}", f"--socket={tmp_path}/other.sock", f"--state-dir={tmp_path}/state2",
-                                 "--connect-timeout=2"], capture_output=True, text=True, timeout=30)
+        second = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ffs.cli.agent",
+                f"--topology={DUMBBELL}",
+                "--node=s1",
+                f"--switch={address}",
+                f"--socket={tmp_path}/other.sock",
+                f"--state-dir={tmp_path}/state2",
+                "--connect-timeout=2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert second.returncode == 1
         err = second.stderr
-        assert err.startswith("ffs-agent: error: the switch at ") and f"pid {first.pid}" in err and err.count("\n") == 1, err
+        assert (
+            err.startswith("ffs-agent: error: the switch at ") and f"pid {first.pid}" in err and err.count("\n") == 1
+        ), err
         # the same socket, another switch: refused for the socket, which is left alone
-        third = subprocess.run([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
-                                f"--switch=unix:{tmp_path}/nowhere.sock", f"--socket={tmp_path}/agent.sock",
-                                f"--state-dir={tmp_path}/state3", "--connect-timeout=2"], capture_output=True, text=True, timeout=30)
-        assert third.returncode == 1 and "the control socket" in third.stderr and f"pid {first.pid}" in third.stderr, third.stderr
+        third = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ffs.cli.agent",
+                f"--topology={DUMBBELL}",
+                "--node=s1",
+                f"--switch=unix:{tmp_path}/nowhere.sock",
+                f"--socket={tmp_path}/agent.sock",
+                f"--state-dir={tmp_path}/state3",
+                "--connect-timeout=2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert third.returncode == 1 and "the control socket" in third.stderr and f"pid {first.pid}" in third.stderr, (
+            third.stderr
+        )
         assert (tmp_path / "agent.sock").exists() and not (tmp_path / "other.sock").exists()
         assert call(tmp_path / "agent.sock", {"op": "status"})["node"] == "s1"
-        r = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
-                            "--ingress", "p1", "--egress", "p3", "--rate", "4Mbps"], capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ffs.cli.ctl",
+                f"--socket={tmp_path}/agent.sock",
+                "matrix",
+                "set",
+                "--ingress",
+                "p1",
+                "--egress",
+                "p3",
+                "--rate",
+                "4Mbps",
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
         assert ctl.read_table(p4names.PAIRS.name) != before  # the first agent still writes the switch
     finally:
@@ -129,8 +175,20 @@ def test_state_dir_refused_when_others_can_write_it(tmp_path):
         os.chown(d, 12345, -1)
         with pytest.raises(StateError, match="owned by uid 12345"):
             StateStore(d)
-    r = subprocess.run([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1", f"--state-dir={d}",
-                        f"--switch=unix:{tmp_path}/none.sock", "--connect-timeout=1"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ffs.cli.agent",
+            f"--topology={DUMBBELL}",
+            "--node=s1",
+            f"--state-dir={d}",
+            f"--switch=unix:{tmp_path}/none.sock",
+            "--connect-timeout=1",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and str(d) in r.stderr, r.stderr
 
 
@@ -172,9 +230,24 @@ def test_kill_9_during_matrix_changes_never_leaves_one_unaudited(tmp_path, switc
     for k in range(8):
         agent = start_agent(tmp_path, address)
         rate = f"{2 + k % 6}Mbps"
-        client = subprocess.Popen([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
-                                   "--ingress", "p1", "--egress", "p3", "--rate", rate],
-                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "ctl.log", "a"))
+        client = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ffs.cli.ctl",
+                f"--socket={tmp_path}/agent.sock",
+                "matrix",
+                "set",
+                "--ingress",
+                "p1",
+                "--egress",
+                "p3",
+                "--rate",
+                rate,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(tmp_path / "ctl.log", "a"),
+        )
         if k == 0:  # one change surely committed; the others killed at random moments
             assert client.wait(30) == 0
         time.sleep(rng.uniform(0.05, 0.4))

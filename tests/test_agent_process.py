@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The agent as a process: kill -9 it after a matrix change and start it again; it restores the last
 applied matrix into the switch (over the software switch's real gRPC service)."""
 
@@ -7,14 +8,13 @@ import subprocess
 import sys
 
 import pytest
-from agentkit import DUMBBELL, start_agent
 
-from ffs import p4names
-from ffs import tables
+from agentkit import DUMBBELL, start_agent
+from ffs import p4names, tables
 from ffs.agent.api import call
 from ffs.agent.program import LpfConfig
-from ffs.switch.driver import ModelDriver
 from ffs.switch.control import SwitchControl
+from ffs.switch.driver import ModelDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
 from ffs.topology import load
@@ -23,7 +23,10 @@ pytestmark = pytest.mark.usefixtures("private_locks")
 
 
 def pair_lm(driver) -> dict:
-    return {(e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params) for e in driver.read_table(p4names.PAIRS.name)}
+    return {
+        (e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params)
+        for e in driver.read_table(p4names.PAIRS.name)
+    }
 
 
 def test_killed_agent_restores_the_applied_matrix(tmp_path):
@@ -34,8 +37,24 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
         drv = ModelDriver(switch)
         drv.connect(timeout_s=10)
         agent = start_agent(tmp_path, switch)
-        r = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
-                            "--ingress", "p1", "--egress", "p3", "--rate", "2Mbps"], capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ffs.cli.ctl",
+                f"--socket={tmp_path}/agent.sock",
+                "matrix",
+                "set",
+                "--ingress",
+                "p1",
+                "--egress",
+                "p3",
+                "--rate",
+                "2Mbps",
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
         lpf = LpfConfig(1e6).for_node(load(DUMBBELL).node("s1"))  # as the agent sizes it with start_agent's 1 ms
         assert pair_lm(drv)[(1, 3)] == tables.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)
@@ -43,7 +62,9 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
         agent.wait(timeout=5)
         drv.clear_table(p4names.PAIRS.name)  # whatever happened to the switch meanwhile
         agent = start_agent(tmp_path, switch)
-        assert pair_lm(drv)[(1, 3)] == tables.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)  # restored from the state dir, not the topology's 10 Mbps
+        assert pair_lm(drv)[(1, 3)] == tables.lm_code(
+            2e6, lpf.time_constant_ns, lpf.scale_down
+        )  # restored from the state dir, not the topology's 10 Mbps
         shown = call(tmp_path / "agent.sock", {"op": "matrix_show"})
         assert shown["fairness"]["p3"]["p1"] == pytest.approx(2e6)
         log = (tmp_path / "agent.log").read_text()
@@ -109,7 +130,12 @@ def test_agent_process_metrics_logs_and_clean_stop(tmp_path):
 )
 def test_agent_cli_errors_are_one_line(tmp_path, args, message):
     env = {k: v for k, v in os.environ.items() if k != "SDE_INSTALL"}
-    p = subprocess.run([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", *args],
-                       capture_output=True, text=True, timeout=60, env=env)
+    p = subprocess.run(
+        [sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert p.returncode in (1, 2)
     assert p.stderr.startswith("ffs-agent: error: ") and message in p.stderr and p.stderr.count("\n") == 1, p.stderr

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs-agent and ffsctl as a switch runs them: on its own Python (3.8 on an Ubuntu 20.04 SDE, 3.10,
 3.11, 3.12), installed from the wheel with their own dependencies and nothing of the laboratory.
 
@@ -35,18 +36,60 @@ PKG = ROOT / "controlplane"
 DUMBBELL = ROOT / "topologies" / "dumbbell.yaml"
 ENTRY_POINTS = ("ffs.cli.agent", "ffs.cli.ctl")
 # the software switch (3.11+: dataclass slots) and everything around the product
-NOT_IN_CLOSURE = ("ffs.switch", "ffs.lab", "ffs.lab.endpoint", "ffs.lab.sde", "ffs.lab.netns", "ffs.lab.differential", "ffs.lab.demo_tofino",
-                  "ffs.lab.scapy_ffs", "ffs.frames")
-IMPORT_TO_DIST = {"click": "click", "grpc": "grpcio", "numpy": "numpy", "yaml": "pyyaml", "rich": "rich",
-                  "prometheus_client": "prometheus-client"}
+NOT_IN_CLOSURE = (
+    "ffs.switch",
+    "ffs.lab",
+    "ffs.lab.endpoint",
+    "ffs.lab.sde",
+    "ffs.lab.netns",
+    "ffs.lab.differential",
+    "ffs.lab.demo_tofino",
+    "ffs.lab.scapy_ffs",
+    "ffs.frames",
+)
+IMPORT_TO_DIST = {
+    "click": "click",
+    "grpc": "grpcio",
+    "numpy": "numpy",
+    "yaml": "pyyaml",
+    "rich": "rich",
+    "prometheus_client": "prometheus-client",
+}
 # imported only for --target tofino, beside the SDE's client: the [tofino] extra
 TOFINO_IMPORTS = {"google": "protobuf"}
 # what 3.9+ added that a 3.8 interpreter fails on only when the line runs
-NEWER_ATTRIBUTES = {"removeprefix", "removesuffix", "is_relative_to", "with_stem", "hardlink_to", "bit_count",
-                    "pairwise", "randbytes", "waitstatus_to_exitcode", "to_thread", "unparse", "add_note"}
+NEWER_ATTRIBUTES = {
+    "removeprefix",
+    "removesuffix",
+    "is_relative_to",
+    "with_stem",
+    "hardlink_to",
+    "bit_count",
+    "pairwise",
+    "randbytes",
+    "waitstatus_to_exitcode",
+    "to_thread",
+    "unparse",
+    "add_note",
+}
 NEWER_MODULES = {"zoneinfo", "graphlib", "tomllib"}
-NEWER_TYPING = {"Annotated", "ParamSpec", "TypeAlias", "Concatenate", "TypeGuard", "Self", "Never", "LiteralString",
-                "Required", "NotRequired", "Unpack", "override", "TypeVarTuple", "assert_never", "reveal_type"}
+NEWER_TYPING = {
+    "Annotated",
+    "ParamSpec",
+    "TypeAlias",
+    "Concatenate",
+    "TypeGuard",
+    "Self",
+    "Never",
+    "LiteralString",
+    "Required",
+    "NotRequired",
+    "Unpack",
+    "override",
+    "TypeVarTuple",
+    "assert_never",
+    "reveal_type",
+}
 NEWER_KEYWORDS = {"zip": {"strict"}, "dataclass": {"slots", "kw_only", "match_args"}}
 PYTHONS = ("3.8", "3.10", "3.11", "3.12")
 
@@ -97,9 +140,15 @@ def newer_than_38(tree: ast.AST) -> list[tuple[int, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in NEWER_ATTRIBUTES:
             bad.append((node.lineno, f".{node.attr}"))
-        elif isinstance(node, ast.Attribute) and node.attr == "cache" and isinstance(node.value, ast.Name) and node.value.id == "functools":
-            bad.append((node.lineno, "functools.cache"))
-        elif isinstance(node, ast.ImportFrom) and node.module == "functools" and any(a.name == "cache" for a in node.names):
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "cache"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "functools"
+            or isinstance(node, ast.ImportFrom)
+            and node.module == "functools"
+            and any(a.name == "cache" for a in node.names)
+        ):
             bad.append((node.lineno, "functools.cache"))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -107,11 +156,21 @@ def newer_than_38(tree: ast.AST) -> list[tuple[int, str]]:
             if isinstance(node, ast.ImportFrom) and node.module == "typing" and id(node) not in type_checking:
                 bad += [(node.lineno, f"typing.{a.name}") for a in node.names if a.name in NEWER_TYPING]
         elif isinstance(node, ast.Call):
-            fn = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            fn = (
+                node.func.id
+                if isinstance(node.func, ast.Name)
+                else node.func.attr
+                if isinstance(node.func, ast.Attribute)
+                else ""
+            )
             bad += [(node.lineno, f"{fn}({k.arg}=...)") for k in node.keywords if k.arg in NEWER_KEYWORDS.get(fn, ())]
         elif isinstance(node, ast.Match):
             bad.append((node.lineno, "match statement"))
-        elif isinstance(node, ast.With) and len(node.items) > 1 and node.items[0].context_expr.col_offset > node.col_offset + 5:
+        elif (
+            isinstance(node, ast.With)
+            and len(node.items) > 1
+            and node.items[0].context_expr.col_offset > node.col_offset + 5
+        ):
             bad.append((node.lineno, "parenthesized context managers"))  # `with (a, b):`, 3.10 syntax
     return bad
 
@@ -130,22 +189,27 @@ def test_the_closure_imports_exactly_the_core_dependencies():
     assert not unknown, f"the agent's closure imports {sorted(unknown)}: add it to the core dependencies (and here)"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = lambda reqs: {re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() for d in reqs}  # noqa: E731
-    assert names(project["dependencies"]) == {IMPORT_TO_DIST[m] for m in third_party}, \
+    assert names(project["dependencies"]) == {IMPORT_TO_DIST[m] for m in third_party}, (
         "pyproject.toml's dependencies are not what ffs-agent and ffsctl import"
+    )
     assert set(TOFINO_IMPORTS.values()) <= names(project["optional-dependencies"]["tofino"])
 
 
 def test_the_closure_runs_on_python38():
     mods, _ = closure()
     problems = []
-    for name, path in sorted(mods.items()):
+    for _name, path in sorted(mods.items()):
         src = path.read_text()
         tree = ast.parse(src, feature_version=(3, 8))  # no 3.9+ syntax
         where = path.relative_to(ROOT)
-        has_annotations = any(getattr(n, "annotation", None) is not None or getattr(n, "returns", None) is not None
-                              for n in ast.walk(tree))
-        future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names)
-                     for n in tree.body)
+        has_annotations = any(
+            getattr(n, "annotation", None) is not None or getattr(n, "returns", None) is not None
+            for n in ast.walk(tree)
+        )
+        future = any(
+            isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names)
+            for n in tree.body
+        )
         if has_annotations and not future:
             problems.append(f"{where}: annotations without `from __future__ import annotations`")
         problems += [f"{where}:{line}: {what} evaluated at run time" for line, what in runtime_typing_uses(tree)]
@@ -154,18 +218,31 @@ def test_the_closure_runs_on_python38():
 
 
 def test_the_checker_catches_what_38_lacks():
-    src = ("import functools, tomllib\nfrom typing import TypeAlias\nx = s.removeprefix('a')\n"
-           "for a, b in zip(p, q, strict=True): pass\n@dataclass(slots=True)\nclass C: pass\n"
-           "match x:\n    case 1: pass\n@functools.cache\ndef f(): pass\n"
-           "with (open(a) as f,\n      open(b) as g):\n    pass\nwith open(a) as f, open(b) as g:\n    pass\n")
+    src = (
+        "import functools, tomllib\nfrom typing import TypeAlias\nx = s.removeprefix('a')\n"
+        "for a, b in zip(p, q, strict=True): pass\n@dataclass(slots=True)\nclass C: pass\n"
+        "match x:\n    case 1: pass\n@functools.cache\ndef f(): pass\n"
+        "with (open(a) as f,\n      open(b) as g):\n    pass\nwith open(a) as f, open(b) as g:\n    pass\n"
+    )
     found = sorted(newer_than_38(ast.parse(src)))
-    assert found == [(1, "import tomllib"), (2, "typing.TypeAlias"), (3, ".removeprefix"), (4, "zip(strict=...)"),
-                     (5, "dataclass(slots=...)"), (7, "match statement"), (9, "functools.cache"),
-                     (11, "parenthesized context managers")], found
-    assert newer_than_38(ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from typing import Self\n")) == []
+    assert found == [
+        (1, "import tomllib"),
+        (2, "typing.TypeAlias"),
+        (3, ".removeprefix"),
+        (4, "zip(strict=...)"),
+        (5, "dataclass(slots=...)"),
+        (7, "match statement"),
+        (9, "functools.cache"),
+        (11, "parenthesized context managers"),
+    ], found
+    assert (
+        newer_than_38(ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from typing import Self\n"))
+        == []
+    )
 
 
 # --- the wheel under each interpreter --------------------------------------------------------------
+
 
 def find_python(version: str) -> str | None:
     """pythonX.Y on PATH, else under pyenv's root: one that runs and is that version."""
@@ -176,8 +253,12 @@ def find_python(version: str) -> str | None:
             cands += sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
     for exe in filter(None, cands):
         try:
-            out = subprocess.run([exe, "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"],
-                                 capture_output=True, text=True, timeout=30)
+            out = subprocess.run(
+                [exe, "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except (OSError, subprocess.TimeoutExpired):
             continue
         if out.returncode == 0 and out.stdout.strip() == version:
@@ -189,8 +270,13 @@ def find_python(version: str) -> str | None:
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     env = dict(os.environ, FFS_BUILD_FASTPATH="0")
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
-                       env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     (whl,) = out.glob("ffs_tofino-*.whl")
     assert whl.name.endswith("-py3-none-any.whl"), whl.name  # installs on every Python
@@ -220,18 +306,37 @@ def venvs(wheel, tmp_path_factory) -> dict[str, Path | str]:
         if r.returncode != 0:
             return f"python{version} -m venv failed: {r.stderr.strip()[-300:]}"
         # this machine's pins where they apply (the main environment's Python); elsewhere what pip resolves
-        pins = ["-c", str(ROOT / "constraints" / "dev.txt")] if version == "%d.%d" % sys.version_info[:2] else []
-        r = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins, str(wheel)],
-                           capture_output=True, text=True, timeout=600, env=clean_env(), cwd=base)
+        pins = ["-c", str(ROOT / "constraints" / "dev.txt")] if version == "{}.{}".format(*sys.version_info[:2]) else []
+        r = subprocess.run(
+            [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                *pins,
+                str(wheel),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=clean_env(),
+            cwd=base,
+        )
         assert r.returncode == 0, f"pip install of the wheel into python{version}: {r.stderr[-2000:]}"
         return venv
 
     with concurrent.futures.ThreadPoolExecutor(len(PYTHONS)) as pool:
-        return dict(zip(PYTHONS, pool.map(make, PYTHONS)))
+        return dict(zip(PYTHONS, pool.map(make, PYTHONS), strict=False))
 
 
-def run(venv: Path, cmd: str, *args: str, env: dict[str, str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([str(venv / "bin" / cmd), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+def run(
+    venv: Path, cmd: str, *args: str, env: dict[str, str], cwd: Path, timeout: float = 60
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(venv / "bin" / cmd), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout
+    )
 
 
 @pytest.mark.parametrize("version", PYTHONS)
@@ -251,17 +356,33 @@ def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
     env = clean_env(FFS_RUN_DIR=str(tmp_path / "run"))
     py = str(venv / "bin" / "python")
     # only the agent's dependencies, and the package from the wheel, not from this checkout
-    probe = subprocess.run([py, "-c", "import json, ffs, importlib.metadata as m; "
-                            "print(json.dumps([ffs.__file__, sorted(d.metadata['Name'].lower() for d in m.distributions())]))"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path)
+    probe = subprocess.run(
+        [
+            py,
+            "-c",
+            "import json, ffs, importlib.metadata as m; "
+            "print(json.dumps([ffs.__file__, sorted(d.metadata['Name'].lower() for d in m.distributions())]))",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert probe.returncode == 0, probe.stderr
     where, dists = json.loads(probe.stdout)
     assert where.startswith(str(venv)), where
     assert not {"scipy", "matplotlib", "networkx", "tqdm", "scapy", "protobuf"} & set(dists), dists
     # the laboratory's commands, installed too, say in one line what they need
-    sim = run(venv, "ffs-sim", "network", "--nodes=10", f"--out={tmp_path}/net", env=env, cwd=tmp_path)  # tqdm, networkx
+    sim = run(
+        venv, "ffs-sim", "network", "--nodes=10", f"--out={tmp_path}/net", env=env, cwd=tmp_path
+    )  # tqdm, networkx
     want = "needs Python 3.11 or later" if version in ("3.8", "3.10") else "pip install 'ffs-tofino[lab]'"
-    assert sim.returncode == 1 and sim.stderr.count("\n") == 1 and sim.stderr.startswith("ffs-sim: error: ") and want in sim.stderr, sim.stderr
+    assert (
+        sim.returncode == 1
+        and sim.stderr.count("\n") == 1
+        and sim.stderr.startswith("ffs-sim: error: ")
+        and want in sim.stderr
+    ), sim.stderr
 
     switch = f"unix:{tmp_path}/switch.sock"
     control = SwitchControl(Pipeline(1))
@@ -280,10 +401,23 @@ def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
     agent = None
     try:
         sock = str(tmp_path / "agent.sock")
-        agent = subprocess.Popen([str(venv / "bin" / "ffs-agent"), f"--topology={DUMBBELL}", "--node=s1", f"--switch={switch}",
-                                  f"--socket={sock}", f"--state-dir={tmp_path}/state", "--period-ms=50", "--lpf-time-constant-us=1000",
-                                  "--telemetry-period-s=0.2"],
-                                 stdout=subprocess.DEVNULL, stderr=open(tmp_path / "agent.log", "w"), env=env, cwd=tmp_path)
+        agent = subprocess.Popen(
+            [
+                str(venv / "bin" / "ffs-agent"),
+                f"--topology={DUMBBELL}",
+                "--node=s1",
+                f"--switch={switch}",
+                f"--socket={sock}",
+                f"--state-dir={tmp_path}/state",
+                "--period-ms=50",
+                "--lpf-time-constant-us=1000",
+                "--telemetry-period-s=0.2",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(tmp_path / "agent.log", "w"),
+            env=env,
+            cwd=tmp_path,
+        )
         end = time.monotonic() + 60
         while run(venv, "ffsctl", f"--socket={sock}", "status", env=env, cwd=tmp_path).returncode != 0:
             assert agent.poll() is None and time.monotonic() < end, (tmp_path / "agent.log").read_text()[-2000:]
@@ -306,7 +440,10 @@ def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
         drv = ModelDriver(switch)
         drv.connect(timeout_s=10)
         lpf = LpfConfig(1e6).for_node(load(DUMBBELL).node("s1"))
-        lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params) for e in drv.read_table(p4names.PAIRS.name)}
+        lm = {
+            (e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params)
+            for e in drv.read_table(p4names.PAIRS.name)
+        }
         drv.close()
         assert lm[(1, 3)] == tables.lm_code(12e6, lpf.time_constant_ns, lpf.scale_down)  # in the switch
         status = run(venv, "ffsctl", "--json", f"--socket={sock}", "status", env=env, cwd=tmp_path)
@@ -315,7 +452,17 @@ def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
         assert "M(p1,p3): 10 Mbps -> 12 Mbps" in log.stdout, log.stdout + log.stderr
         # both ends of `ffsctl --host ssh://...` on this interpreter (the far end runs on the switch's)
         ssh = dict(env, FFS_REMOTE_FFSCTL=str(venv / "bin" / "ffsctl"), **fake_ssh(tmp_path))
-        shown = run(venv, "ffsctl", "--json", "--host=ssh://ops@switch", f"--socket={sock}", "matrix", "show", env=ssh, cwd=tmp_path)
+        shown = run(
+            venv,
+            "ffsctl",
+            "--json",
+            "--host=ssh://ops@switch",
+            f"--socket={sock}",
+            "matrix",
+            "show",
+            env=ssh,
+            cwd=tmp_path,
+        )
         assert shown.returncode == 0 and json.loads(shown.stdout)["fairness"]["p3"]["p1"] == 12e6, shown.stderr
         agent.send_signal(signal.SIGTERM)
         assert agent.wait(timeout=20) == 0, (tmp_path / "agent.log").read_text()[-2000:]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The agent's answer to lying lengths (spec §7.3, §9; docs/security.md): a pair whose frames the
 egress drops for disagreeing with their IP length loses its share (set_pair with lm = 0) for
 quarantine_s, in its desired state, so neither the slow check nor a matrix change lifts it early;
@@ -7,11 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from ffs import p4names
-from ffs import tables
+from agentkit import make_agent
+from ffs import p4names, tables
 from ffs.entries import Exact
 from ffs.frames import ipv4_frame, lie_ip_len
-from agentkit import make_agent
 
 M = 1e6
 LIAR = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)  # h2 -> h3: pair p2 -> p3
@@ -154,7 +154,8 @@ def test_a_pair_whose_frames_partly_lie_keeps_the_rest_of_its_share(tmp_path):
     third = Agent(driver, agent.topology, "s1", lpf=agent.lpf)
     third.install(now_s=0.3)
     assert not third.quarantined and tables.lm_of(pair_entry(third, "p2", "p3").params) == tables.lm_code(
-        share, agent.lpf.time_constant_ns, agent.lpf.scale_down)
+        share, agent.lpf.time_constant_ns, agent.lpf.scale_down
+    )
 
 
 def test_a_share_raised_across_a_restart_is_not_a_quarantine(tmp_path):
@@ -165,11 +166,14 @@ def test_a_share_raised_across_a_restart_is_not_a_quarantine(tmp_path):
 
     first = make_agent(tmp_path)
     first.apply_matrix({**first.fairness, "p3": {"p1": 2 * M, "p2": 10 * M}}, who="test")
-    second = Agent(first.driver, first.topology, "s1", lpf=first.lpf, store=StateStore(tmp_path), use_saved_matrix=False)
+    second = Agent(
+        first.driver, first.topology, "s1", lpf=first.lpf, store=StateStore(tmp_path), use_saved_matrix=False
+    )
     second.install(now_s=1.0)
     assert not second.quarantined
     assert tables.lm_of(pair_entry(second, "p1", "p3").params) == tables.lm_code(
-        10 * M, first.lpf.time_constant_ns, first.lpf.scale_down)
+        10 * M, first.lpf.time_constant_ns, first.lpf.scale_down
+    )
 
 
 def test_light_lies_are_withheld_at_least_what_they_cost_the_port():
@@ -189,8 +193,15 @@ def test_light_lies_are_withheld_at_least_what_they_cost_the_port():
 
     def level(lied: int, w_read: float) -> float:
         q = Quarantine(10.0, 0.01)
-        q.judge([pair], {7: CounterValue(lied, lied * 1268)}, {7: CounterValue(100, 100 * 1268)},
-                {7: CounterValue(0, 0)}, {7: 1.0}, 0.0, {7: w_read})
+        q.judge(
+            [pair],
+            {7: CounterValue(lied, lied * 1268)},
+            {7: CounterValue(100, 100 * 1268)},
+            {7: CounterValue(0, 0)},
+            {7: 1.0},
+            0.0,
+            {7: w_read},
+        )
         return q.level[7]
 
     assert level(80, w) == pytest.approx(1 - w)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An agent restart under traffic is hitless (docs/control-plane.md, "Restarts"): the new agent
 reads what the switch holds, writes only the difference (nothing, when the switch is right) and
 resumes τ, so the same traffic sees the same drops as a run without the restart.
@@ -13,10 +14,9 @@ import json
 from pathlib import Path
 
 import pytest
-from agentkit import DUMBBELL, LPF, Clock, dump, make_agent
 
-from ffs import constants
-from ffs import p4names
+from agentkit import DUMBBELL, LPF, Clock, dump, make_agent
+from ffs import constants, p4names
 from ffs.agent.core import OWNED_TABLES, Agent
 from ffs.agent.state import StateStore
 from ffs.labels import encode
@@ -78,8 +78,9 @@ def test_restart_under_traffic_drops_nothing_extra(tmp_path, baseline, mode):
     assert events.get(constants.EVENT_ROUTE_MISS, 0) == events.get(constants.EVENT_NO_PAIR, 0) == 0
     if mode == "sigterm":  # τ resumed exactly; the first update sums its own periods afresh (spec §9)
         assert abs(res.dropped["flood"] - base.dropped["flood"]) <= 0.005 * base.dropped["flood"]
-        assert {k: v for k, v in events.items() if k != constants.EVENT_FFS_DROP} == \
-               {k: v for k, v in base_events.items() if k != constants.EVENT_FFS_DROP}
+        assert {k: v for k, v in events.items() if k != constants.EVENT_FFS_DROP} == {
+            k: v for k, v in base_events.items() if k != constants.EVENT_FFS_DROP
+        }
     else:  # τ resumed from the switch's code (spec §2, ±0.27 %): FFS drops within 1 %
         assert abs(res.dropped["flood"] - base.dropped["flood"]) <= 0.01 * base.dropped["flood"]
     flood = res.delivered["flood"].sum() * 8 / HALF
@@ -131,8 +132,6 @@ def test_reconcile_repairs_out_of_band_changes(tmp_path, caplog):
     pairs = len(agent.pairs())
     assert n == pairs + 3 + 1  # every pair, the three ports, the route
     assert dump(agent.driver) == want
-    assert any("reconciled (check)" in r.getMessage() and f"pairs:insert={pairs}" in r.getMessage() for r in caplog.records)
-
-
-
-
+    assert any(
+        "reconciled (check)" in r.getMessage() and f"pairs:insert={pairs}" in r.getMessage() for r in caplog.records
+    )

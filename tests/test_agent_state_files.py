@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Saved state that cannot be trusted stops ffs-agent with one line, never a traceback: a corrupt
 matrix file (however deep, large or odd) and a file that names another node; --adopt-state-of takes
 over another node's files on purpose. Stale sockets after kill -9 are taken over and said so."""
@@ -13,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from agentkit import DUMBBELL, start_agent
 
+from agentkit import DUMBBELL, start_agent
 from ffs.agent.api import call
 from ffs.agent.state import StateError, StateStore
 from ffs.switch.control import SwitchControl
@@ -35,9 +36,22 @@ def switch(tmp_path):
 
 
 def _agent(tmp_path: Path, address: str, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ffs.cli.agent", f"--topology={DUMBBELL}", "--node=s1",
-                           f"--switch={address}", f"--state-dir={tmp_path}/state", "--connect-timeout=10", *extra],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ffs.cli.agent",
+            f"--topology={DUMBBELL}",
+            "--node=s1",
+            f"--switch={address}",
+            f"--state-dir={tmp_path}/state",
+            "--connect-timeout=10",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _state(tmp_path: Path, content: bytes) -> Path:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The τ loop at hardware speed (spec §9): one τ step reads one cell per egress (R*_j from the
 `offered` counter, A_j, the lies at j), whatever the number of pairs; the pairs' counters and F
 are read on their own cadence (`telemetry_period_s`), and at once when an egress counted a lie, so
@@ -8,15 +9,13 @@ from __future__ import annotations
 
 import pytest
 
+from agentkit import DUMBBELL, LPF, wide_topology
 from ffs import p4names
 from ffs.agent.core import Agent
+from ffs.frames import ipv4_checksum, ipv4_frame
 from ffs.switch.driver import LocalDriver
-from ffs.frames import ipv4_frame
-from ffs.frames import ipv4_checksum
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import load
-
-from agentkit import DUMBBELL, LPF, wide_topology
 
 
 class Reads(LocalDriver):
@@ -53,9 +52,16 @@ def test_a_tau_step_reads_one_cell_per_egress_at_4096_pairs(tmp_path):
     assert d.take() == {p4names.OFFERED.name: 64, p4names.ADMITTED.name: 64, p4names.MALFORMED.name: 64}
     agent.step(1.05)  # the telemetry period is over: the pairs' four arrays once, and what left each egress
     cells = d.take()
-    assert cells == {p4names.OFFERED.name: 64, p4names.ADMITTED.name: 64, p4names.MALFORMED.name: 64, p4names.PAIR_BYTES.name: 4096,
-                     p4names.PAIR_DROPS.name: 4096, p4names.PAIR_MALFORMED.name: 4096, p4names.F_EST.name: 4096,
-                     p4names.ACCEPTED.name: 64}
+    assert cells == {
+        p4names.OFFERED.name: 64,
+        p4names.ADMITTED.name: 64,
+        p4names.MALFORMED.name: 64,
+        p4names.PAIR_BYTES.name: 4096,
+        p4names.PAIR_DROPS.name: 4096,
+        p4names.PAIR_MALFORMED.name: 4096,
+        p4names.F_EST.name: 4096,
+        p4names.ACCEPTED.name: 64,
+    }
 
 
 def dumbbell(telemetry_s: float) -> tuple[Agent, Pipeline]:
@@ -83,7 +89,9 @@ def test_pair_rates_reach_status_on_the_telemetry_period_and_tau_uses_the_egress
         if step < 10:
             assert pair.rate_bps == 0.0  # the pairs were last read at t = 0
         if step == 10:
-            assert pair.rate_bps == pytest.approx(100 * 1038 * 8 / 0.1, rel=1e-9)  # read at t = 1 s, over the whole second
+            assert pair.rate_bps == pytest.approx(
+                100 * 1038 * 8 / 0.1, rel=1e-9
+            )  # read at t = 1 s, over the whole second
 
 
 def test_a_lie_at_an_egress_reads_the_pairs_at_once_and_quarantines_within_one_period():
@@ -98,8 +106,11 @@ def test_a_lie_at_an_egress_reads_the_pairs_at_once_and_quarantines_within_one_p
     snap = agent.step(0.1)  # long before the telemetry period: the lie triggers it
     pair = next(s for s in snap.pairs if (s.ingress, s.egress) == ("p2", "p3"))
     assert pair.malformed == 50 and pair.quarantined
-    nlm = {e.key["ingress_port"].value: e.params["nlm"] for e in agent.driver.read_table(p4names.PAIRS.name)
-           if e.key["egress_port"].value == 3}
+    nlm = {
+        e.key["ingress_port"].value: e.params["nlm"]
+        for e in agent.driver.read_table(p4names.PAIRS.name)
+        if e.key["egress_port"].value == 3
+    }
     assert nlm[2] == 0  # lm = 0: the share is withdrawn
     assert next(e for e in snap.egresses if e.egress == "p3").malformed == 50
 

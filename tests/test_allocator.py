@@ -1,9 +1,11 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exact FFS allocation against the paper's worked examples and its lemmas."""
 
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ffs.allocator import AllocationError, allocate, solve_tau
 from ffs.topology import Hop, Interface, Node, Stream, Topology, load
@@ -14,7 +16,11 @@ G = 1e9
 def test_table_ii(topo_dir):
     a = allocate(load(topo_dir / "table2.yaml"))
     assert a.tau("n", "j") == pytest.approx(4 / 3, rel=1e-9)
-    expect = {"s1": (3, 1, 8, 8 / 3, 0.5), "s2": (4 / 3, 1 / 3, 4 / 3, 1 / 3, 4 / 3), "s3": (32 / 3, 2 / 3, 32 / 3, 2 / 3, 4 / 3)}
+    expect = {
+        "s1": (3, 1, 8, 8 / 3, 0.5),
+        "s2": (4 / 3, 1 / 3, 4 / 3, 1 / 3, 4 / 3),
+        "s3": (32 / 3, 2 / 3, 32 / 3, 2 / 3, 4 / 3),
+    }
     for name, (rate, gamma, ri, rri, rf_out) in expect.items():
         h = a.stream(name).hops[0]
         assert h.rate_out == pytest.approx(rate * G, rel=1e-9)
@@ -38,9 +44,9 @@ def one_node(shares, streams, capacity=10 * G, target=None):
     # the ingresses stand for links from upstream FFS nodes: the node uses the labels they carry
     ifs = {name: Interface(name, capacity, port, trust=True) for port, name in enumerate(list(shares) + ["j"], start=1)}
     node = Node("n", ifs, {"j": dict(shares)}, targets={"j": target} if target else {})
-    return Topology("t", {"n": node}, tuple(
-        Stream(n, (Hop("n", i, "j"),), d, r or d, f or d) for n, i, d, r, f in streams
-    ))
+    return Topology(
+        "t", {"n": node}, tuple(Stream(n, (Hop("n", i, "j"),), d, r or d, f or d) for n, i, d, r, f in streams)
+    )
 
 
 def test_uncongested_ri_vector_12():
@@ -90,7 +96,11 @@ def test_rri_chain_vector_13():
     # test vector 13: gamma 0.5 at node 1 -> RRI 0.5; gamma 0.5 at node 2 -> 0.25 (line 2);
     # a congested node that does not constrain the stream leaves RRI unchanged
     t = chain(
-        [(10 * G, {"a": 5 * G, "b": 5 * G}), (5 * G, {"up": 2.5 * G, "c": 2.5 * G}), (10 * G, {"up": 5 * G, "d": 5 * G})],
+        [
+            (10 * G, {"a": 5 * G, "b": 5 * G}),
+            (5 * G, {"up": 2.5 * G, "c": 2.5 * G}),
+            (10 * G, {"up": 5 * G, "d": 5 * G}),
+        ],
         [("x", 0, "a", 3, 10 * G), ("z", 0, "b", 1, 10 * G), ("w", 1, "c", 1, 10 * G), ("v", 2, "d", 1, 20 * G)],
     )
     a = allocate(t)
@@ -132,9 +142,11 @@ def test_zero_share_and_unmanaged_egress():
 
 def test_extreme_labels_converge():
     # labels 300 orders of magnitude apart: Brent's method still gets an exact bracket
-    t = one_node({"a": 7 * G, "b": 8 * G},
-                 [("s1", "a", 3 * G, 3 * G, 1e308), ("s2", "a", 4 * G, 4 * G, 1 * G), ("s3", "b", 16 * G, 16 * G, 8 * G)],
-                 capacity=15 * G)
+    t = one_node(
+        {"a": 7 * G, "b": 8 * G},
+        [("s1", "a", 3 * G, 3 * G, 1e308), ("s2", "a", 4 * G, 4 * G, 1 * G), ("s3", "b", 16 * G, 16 * G, 8 * G)],
+        capacity=15 * G,
+    )
     a = allocate(t)
     assert a.tau("n", "j") == pytest.approx(1.5, rel=1e-12)
     assert a.stream("s3").rate == pytest.approx(12 * G, rel=1e-12) and a.stream("s1").rate == 3 * G
@@ -150,15 +162,23 @@ def test_to_dict_is_json():
 
 
 @settings(deadline=None)  # a loaded 2-core machine can take longer than hypothesis's 200 ms
-@given(st.floats(min_value=0.01, max_value=50), st.floats(min_value=0.01, max_value=100), st.floats(min_value=0.1, max_value=9.9))
+@given(
+    st.floats(min_value=0.01, max_value=50),
+    st.floats(min_value=0.01, max_value=100),
+    st.floats(min_value=0.1, max_value=9.9),
+)
 def test_corollary_1(r_single, r_other, m_single):
-    t = one_node({"a": m_single * G, "b": (10 - m_single) * G}, [("s", "a", r_single * G, None, None), ("o", "b", r_other * G, None, None)])
+    t = one_node(
+        {"a": m_single * G, "b": (10 - m_single) * G},
+        [("s", "a", r_single * G, None, None), ("o", "b", r_other * G, None, None)],
+    )
     assert allocate(t).stream("s").rate >= min(r_single, m_single) * G * (1 - 1e-9)
 
 
 streams_st = st.lists(
     st.tuples(st.sampled_from(["a", "b", "c"]), st.floats(0.1, 30), st.floats(0.01, 10), st.floats(0.01, 10)),
-    min_size=1, max_size=7,
+    min_size=1,
+    max_size=7,
 )
 
 
@@ -167,7 +187,7 @@ streams_st = st.lists(
 def test_lemma_1_and_2(weights, streams):
     cap = 10 * G
     total = sum(weights)
-    shares = {n: w / total * cap for n, w in zip("abc", weights)}
+    shares = {n: w / total * cap for n, w in zip("abc", weights, strict=False)}
     specs = [(f"s{k}", i, d * G, r * G, f * G) for k, (i, d, r, f) in enumerate(streams)]
     a = allocate(one_node(shares, specs, capacity=cap))
     e = a.egresses[0]
@@ -189,9 +209,9 @@ def test_solve_tau_edges():
 
 def closed_form_tau(rates, shares, target):
     """τ from the segment of the piecewise-linear g where it crosses the target (no root finder)."""
-    pts = sorted((r / f, r, f) for r, f in zip(rates, shares) if f > 0)
+    pts = sorted((r / f, r, f) for r, f in zip(rates, shares, strict=False) if f > 0)
     done = 0.0
-    for k, (b, r, f) in enumerate(pts):
+    for k, (b, r, _f) in enumerate(pts):
         rest = sum(x[2] for x in pts[k:])
         tau = (target - done) / rest
         if tau <= b:
@@ -221,7 +241,7 @@ def chains(draw):
         cap = draw(st.floats(1, 20)) * G
         w = [draw(st.floats(0.05, 1)) for _ in range(3)]
         names = ["p" if k == 0 else "up", "c1", "c2"]
-        nodes.append((cap, {name: x / sum(w) * cap for name, x in zip(names, w)}))
+        nodes.append((cap, {name: x / sum(w) * cap for name, x in zip(names, w, strict=False)}))
     probe = draw(st.floats(0.1, 40)) * G
     cross = []
     for m in range(draw(st.integers(0, 6))):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exact allocation predicts what the switch does with labels (spec §2, §7.1): the switch weighs
 a packet's bytes by 1/rf, reads rf = 1 at an untrusted ingress or when the packet has no shim, adds
 the shim at an inserting port and removes it at a stripping egress. Each case: the allocator's
@@ -42,7 +43,9 @@ def replay(path: Path, *args: str) -> dict:
     return json.loads(res.output)
 
 
-def assert_replay_matches(path: Path, expect: dict[str, float], *args: str, lag: dict[str, float] | None = None) -> None:
+def assert_replay_matches(
+    path: Path, expect: dict[str, float], *args: str, lag: dict[str, float] | None = None
+) -> None:
     """measured within 2 % of exact; `lag` adds, per stream, what the data plane may lose while
     the agent catches up with a step in the exact allocation."""
     out = replay(path, *args)
@@ -75,14 +78,17 @@ def s2_labels_one(d):
 # by their rates 3 and 4: f = 3 and 4 (Eq. 1, F = 7), s3 f = 8; Σ min(r, fτ) = 3 + 4 + 8 = 15 at
 # τ = 1, so 3 / 4 / 8 (the HWFQ answer). With s2's rf = 1: weights 6 (3 / 0.5) and 4, F = 10,
 # f = 4.2 and 2.8; 3 + 2.8τ + 8τ = 15, τ = 10/9: s2 = 28/9, s3 = 80/9.
-@pytest.mark.parametrize("edit, expect, tau", [
-    (untrusted_i1, {"s1": 3 * G, "s2": 4 * G, "s3": 8 * G}, 1.0),
-    (unlabelled_i1, {"s1": 3 * G, "s2": 4 * G, "s3": 8 * G}, 1.0),
-    (s2_labels_one, {"s1": 3 * G, "s2": 28 / 9 * G, "s3": 80 / 9 * G}, 10 / 9),
-    # with the target factor 0.85: f = 3/7 · 5.95 = 2.55, 4/7 · 5.95 = 3.4 and 6.8, which sum to
-    # T = 12.75 with every stream constrained: τ = 1
-    (untrusted_i1_c85, {"s1": 2.55 * G, "s2": 3.4 * G, "s3": 6.8 * G}, 1.0),
-])
+@pytest.mark.parametrize(
+    "edit, expect, tau",
+    [
+        (untrusted_i1, {"s1": 3 * G, "s2": 4 * G, "s3": 8 * G}, 1.0),
+        (unlabelled_i1, {"s1": 3 * G, "s2": 4 * G, "s3": 8 * G}, 1.0),
+        (s2_labels_one, {"s1": 3 * G, "s2": 28 / 9 * G, "s3": 80 / 9 * G}, 10 / 9),
+        # with the target factor 0.85: f = 3/7 · 5.95 = 2.55, 4/7 · 5.95 = 3.4 and 6.8, which sum to
+        # T = 12.75 with every stream constrained: τ = 1
+        (untrusted_i1_c85, {"s1": 2.55 * G, "s2": 3.4 * G, "s3": 6.8 * G}, 1.0),
+    ],
+)
 def test_table_ii_labels(topo_dir, tmp_path, edit, expect, tau):
     path = variant(topo_dir / "table2.yaml", tmp_path / "t.yaml", edit)
     a = allocate(load(path))
@@ -144,13 +150,16 @@ def two_hops_inserted(d):
         d["nodes"]["n1"]["interfaces"][i]["insert"] = True  # n1 labels them: n2 sees n1's rf_out
 
 
-@pytest.mark.parametrize("edit, expect", [
-    (lambda d: None, LABELLED),
-    (two_hops_untrusted, RESET),
-    (two_hops_stripped, RESET),
-    (two_hops_bare, RESET),
-    (two_hops_inserted, LABELLED),
-])
+@pytest.mark.parametrize(
+    "edit, expect",
+    [
+        (lambda d: None, LABELLED),
+        (two_hops_untrusted, RESET),
+        (two_hops_stripped, RESET),
+        (two_hops_bare, RESET),
+        (two_hops_inserted, LABELLED),
+    ],
+)
 def test_two_hops_labels(tmp_path, edit, expect):
     base = tmp_path / "base.yaml"
     base.write_text(TWO_HOPS)
@@ -199,6 +208,7 @@ def test_replay_reports_no_error_against_an_exact_zero(topo_dir, tmp_path):
 def random_two_hops(rng) -> dict:
     """Two nodes with random shares, trust, insert and strip flags, and 2-4 streams over both with
     random demands and labels (default, r and f, or none) against cross traffic at the second."""
+
     def flag(p):
         return rng.random() < p
 
@@ -206,28 +216,52 @@ def random_two_hops(rng) -> dict:
     ma = round(cap1 * rng.uniform(0.2, 0.8), 2)
     mu = round(cap2 * rng.uniform(0.3, 0.7), 2)
     local = {"capacity": "20Gbps"}
-    doc = {"name": "random", "duration": 0.4, "nodes": {
-        "n1": {"interfaces": {"a": {**local, "port": 1, "trust": not flag(0.3), "insert": flag(0.3)},
-                              "b": {**local, "port": 2, "trust": not flag(0.3), "insert": flag(0.3)},
-                              "l": {"capacity": f"{cap1}Gbps", "port": 3, "peer": "n2.up", "strip": flag(0.3)}},
-               "fairness": {"l": {"a": f"{ma}Gbps", "b": f"{round(cap1 - ma, 2)}Gbps"}},
-               "routes": [{"prefix": "10.0.9.0/24", "interface": "l"}]},
-        "n2": {"interfaces": {"up": {"capacity": f"{cap1}Gbps", "port": 1, "peer": "n1.l", "trust": not flag(0.3)},
-                              "c": {**local, "port": 2},
-                              "out": {"capacity": f"{cap2}Gbps", "port": 3}},
-               "fairness": {"out": {"up": f"{mu}Gbps", "c": f"{round(cap2 - mu, 2)}Gbps"}},
-               "routes": [{"prefix": "10.0.9.0/24", "interface": "out"}]}},
-        "streams": []}
+    doc = {
+        "name": "random",
+        "duration": 0.4,
+        "nodes": {
+            "n1": {
+                "interfaces": {
+                    "a": {**local, "port": 1, "trust": not flag(0.3), "insert": flag(0.3)},
+                    "b": {**local, "port": 2, "trust": not flag(0.3), "insert": flag(0.3)},
+                    "l": {"capacity": f"{cap1}Gbps", "port": 3, "peer": "n2.up", "strip": flag(0.3)},
+                },
+                "fairness": {"l": {"a": f"{ma}Gbps", "b": f"{round(cap1 - ma, 2)}Gbps"}},
+                "routes": [{"prefix": "10.0.9.0/24", "interface": "l"}],
+            },
+            "n2": {
+                "interfaces": {
+                    "up": {"capacity": f"{cap1}Gbps", "port": 1, "peer": "n1.l", "trust": not flag(0.3)},
+                    "c": {**local, "port": 2},
+                    "out": {"capacity": f"{cap2}Gbps", "port": 3},
+                },
+                "fairness": {"out": {"up": f"{mu}Gbps", "c": f"{round(cap2 - mu, 2)}Gbps"}},
+                "routes": [{"prefix": "10.0.9.0/24", "interface": "out"}],
+            },
+        },
+        "streams": [],
+    }
     for k in range(rng.randint(2, 4)):
-        s = {"name": f"s{k}", "demand": f"{round(rng.uniform(1, 8), 2)}Gbps",
-             "path": [{"node": "n1", "ingress": rng.choice("ab"), "egress": "l"}, {"node": "n2", "ingress": "up", "egress": "out"}]}
+        s = {
+            "name": f"s{k}",
+            "demand": f"{round(rng.uniform(1, 8), 2)}Gbps",
+            "path": [
+                {"node": "n1", "ingress": rng.choice("ab"), "egress": "l"},
+                {"node": "n2", "ingress": "up", "egress": "out"},
+            ],
+        }
         if flag(0.25):
             s["labelled"] = False
         elif flag(0.5):
             s.update(r=f"{round(rng.uniform(1, 8), 2)}Gbps", f=f"{round(rng.uniform(0.5, 6), 2)}Gbps")
         doc["streams"].append(s)
-    doc["streams"].append({"name": "w", "path": [{"node": "n2", "ingress": "c", "egress": "out"}],
-                           "demand": f"{round(rng.uniform(1, 8), 2)}Gbps"})
+    doc["streams"].append(
+        {
+            "name": "w",
+            "path": [{"node": "n2", "ingress": "c", "egress": "out"}],
+            "demand": f"{round(rng.uniform(1, 8), 2)}Gbps",
+        }
+    )
     return doc
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Attacks on the data plane in virtual time at line rate (docs/security.md, FFS §XI): a flooding
 host on a port that *trusts* labels (the worst case: hosts are untrusted by default) forges its
 label across the whole code range, or splits the flood into many streams. Corollary 1: the
@@ -40,8 +41,9 @@ def test_forged_labels_at_100_gbps(code):
     """At 100 Gb/s a label of 2^-8 weighs 2^16 times the bytes: the estimator must be sized for
     it (spec §4), or F saturates and the flood escapes γ."""
     cap, victim, share, flood = 100e9, 40e9, 50e9, 300e9
-    res = run_scenario(loads(topology(cap, victim, share, flood, decode(code), packet_size=9000)), "ffs",
-                       duration_s=0.2)
+    res = run_scenario(
+        loads(topology(cap, victim, share, flood, decode(code), packet_size=9000)), "ffs", duration_s=0.2
+    )
     check(cap, victim, share, flood, {s["stream"]: s["measured"] for s in res.streams})
 
 
@@ -64,7 +66,9 @@ DURATION = 0.3  # s, the topology's
 PERIOD = 0.005  # s, run_scenario's agent period
 
 
-def assert_lies_bounded(malformed: float, sent: float, leftover_bps: float, size: int, duration: float = DURATION) -> None:
+def assert_lies_bounded(
+    malformed: float, sent: float, leftover_bps: float, size: int, duration: float = DURATION
+) -> None:
     """Lies reach the frame check (and are counted) until the agent quarantines their pair, one
     period after the first; from then on γ admits them only into what the egress leaves unused
     (A_j counts them, so τ keeps the accepted total at the target): at most the leftover's frames
@@ -87,8 +91,11 @@ def flood_frames(flood: float, size: int) -> float:
 
 
 def lie(cap, victim, share, flood, ip_len, rf=None, streams=1, size=1250, duration_s=None):
-    res = run_scenario(loads(topology(cap, victim, share, flood, rf, streams, packet_size=size, ip_len=ip_len)),
-                       "ffs", duration_s=duration_s)
+    res = run_scenario(
+        loads(topology(cap, victim, share, flood, rf, streams, packet_size=size, ip_len=ip_len)),
+        "ffs",
+        duration_s=duration_s,
+    )
     return res, {s["stream"]: s["measured"] for s in res.streams}
 
 
@@ -153,8 +160,13 @@ def test_a_claim_that_does_not_cover_the_shim_is_a_parse_error():
 def test_a_lying_length_at_100_gbps(ip_len, code):
     """9000-byte frames at 100 Gb/s claiming the smallest IP packet."""
     cap, victim, share, flood = 100e9, 40e9, 50e9, 300e9
-    res = run_scenario(loads(topology(cap, victim, share, flood, None if code is None else decode(code),
-                                      packet_size=9000, ip_len=ip_len)), "ffs", duration_s=0.2)
+    res = run_scenario(
+        loads(
+            topology(cap, victim, share, flood, None if code is None else decode(code), packet_size=9000, ip_len=ip_len)
+        ),
+        "ffs",
+        duration_s=0.2,
+    )
     got = {s["stream"]: s["measured"] for s in res.streams}
     check(cap, victim, share, flood, got)
     assert got["flood0"] == 0, got
@@ -317,12 +329,14 @@ def test_tofino_order_a_liar_is_quarantined():
     _, honest, _ = replay_attack(ipv4_frame("10.0.2.1", "10.0.3.1", 1250), poisson=True, duration=d)
     assert honest["victim"] >= 0.93 * victim, honest  # a Poisson source over 0.5 s (2000 frames, σ 2.2 %) and the queue
     for ip_len in (20, 0xFFFF):
-        res, got, malformed = replay_attack(lie_ip_len(ipv4_frame("10.0.2.1", "10.0.3.1", 1250), ip_len), poisson=True,
-                                            duration=d)
+        res, got, malformed = replay_attack(
+            lie_ip_len(ipv4_frame("10.0.2.1", "10.0.3.1", 1250), ip_len), poisson=True, duration=d
+        )
         assert got["flood0"] == 0 and malformed > 0, (got, malformed)
         assert got["victim"] >= 0.99 * honest["victim"], (ip_len, got, honest)
-    _, bare, _ = replay_attack(lie_ip_len(ipv4_frame("10.0.2.1", "10.0.3.1", 1250), 20), poisson=True, quarantine_s=0,
-                               duration=d)
+    _, bare, _ = replay_attack(
+        lie_ip_len(ipv4_frame("10.0.2.1", "10.0.3.1", 1250), 20), poisson=True, quarantine_s=0, duration=d
+    )
     assert bare["victim"] < 0.5 * victim, bare
 
 
@@ -340,8 +354,11 @@ def test_the_estimators_scale_down_is_in_the_weights_not_after_its_32_bit_state(
     got = {s["stream"]: s["measured"] for s in run_scenario(loads(text), "ffs").streams}
     check(cap, victim, share, flood, got)
     static = program.tables.static_updates
-    monkeypatch.setattr(program.LpfConfig, "spec", lambda self: LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns,
-                                                                     self.scale_down))
+    monkeypatch.setattr(
+        program.LpfConfig,
+        "spec",
+        lambda self: LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns, self.scale_down),
+    )
     monkeypatch.setattr(program.tables, "static_updates", lambda shift=0: static(0))
     got = {s["stream"]: s["measured"] for s in run_scenario(loads(text), "ffs").streams}
     assert got["victim"] < 0.5 * victim, got

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """BfrtDriver's mapping onto bfrt_grpc, checked against a SMALL FAKE of the SDE's `bfrt_grpc.client`.
 
 The fake stands in for the client where no SDE is installed (tests/test_bfrt_live.py runs the same
@@ -31,7 +32,14 @@ class KeyTuple:
         for v in (value, mask, low, high):
             if v is not None and not isinstance(v, (int, bytearray, str)):
                 raise TypeError("Expected type int/long, ByteArray or a string")  # the client's words
-        self.name, self.value, self.mask, self.prefix_len, self.low, self.high = name, value, mask, prefix_len, low, high
+        self.name, self.value, self.mask, self.prefix_len, self.low, self.high = (
+            name,
+            value,
+            mask,
+            prefix_len,
+            low,
+            high,
+        )
 
 
 class DataTuple:
@@ -78,11 +86,16 @@ class BfruntimeReadWriteRpcException(Exception):
     def __init__(self, grpc_error):
         super().__init__()
         self.grpc_error = grpc_error
-        self.errors = [(i, types.SimpleNamespace(canonical_code=FakeRpcError.CODES[c], message=m)) for i, (c, m) in enumerate(grpc_error.sub_errors)]
+        self.errors = [
+            (i, types.SimpleNamespace(canonical_code=FakeRpcError.CODES[c], message=m))
+            for i, (c, m) in enumerate(grpc_error.sub_errors)
+        ]
 
     def __str__(self):
         names = {v: k for k, v in FakeRpcError.CODES.items()}
-        return "Error(s):\n" + "".join(f"\t* At index {i}: {names[e.canonical_code]}, '{e.message}'\n" for i, e in self.errors)
+        return "Error(s):\n" + "".join(
+            f"\t* At index {i}: {names[e.canonical_code]}, '{e.message}'\n" for i, e in self.errors
+        )
 
     def grpc_error_get(self):
         return self.grpc_error
@@ -153,7 +166,9 @@ class _Updates(list):
         return u
 
 
-bfruntime_pb2 = types.SimpleNamespace(WriteRequest=WriteRequest, Update=types.SimpleNamespace(INSERT=1, MODIFY=2, DELETE=3))
+bfruntime_pb2 = types.SimpleNamespace(
+    WriteRequest=WriteRequest, Update=types.SimpleNamespace(INSERT=1, MODIFY=2, DELETE=3)
+)
 
 
 def _cpy_target(req, target):
@@ -179,7 +194,7 @@ class FakeTable:
         return _Data(tuples, action_name)
 
     def _entry_write_req_make(self, req, keys, datas, update_type):
-        for k, d in zip(keys, datas or [None] * len(keys)):
+        for k, d in zip(keys, datas or [None] * len(keys), strict=False):
             up = req.updates.add()
             up.type = update_type
             te = up.entity.table_entry
@@ -191,12 +206,15 @@ class FakeTable:
     def entry_add(self, target, keys, datas):  # used for LPF specs, register writes and $PORT
         self.log.append(("entry_add", self.name, [k.to_dict() for k in keys], [d.to_dict() for d in datas]))
         if self.name == "$PORT":  # a port is held, and its link comes up once it is enabled
-            for k, d in zip(keys, datas):
-                self.entries[k.frozen()] = (k, _Data([*d.field_dict.values(), read_field("$PORT_UP", d.to_dict()["$PORT_ENABLE"])]))
+            for k, d in zip(keys, datas, strict=False):
+                self.entries[k.frozen()] = (
+                    k,
+                    _Data([*d.field_dict.values(), read_field("$PORT_UP", d.to_dict()["$PORT_ENABLE"])]),
+                )
 
     def entry_mod(self, target, keys, datas):  # $PORT: enable
         self.log.append(("entry_mod", self.name, [k.to_dict() for k in keys], [d.to_dict() for d in datas]))
-        for k, d in zip(keys, datas):
+        for k, d in zip(keys, datas, strict=False):
             held = self.entries[k.frozen()][1].to_dict() | d.to_dict()
             held["$PORT_UP"] = held["$PORT_ENABLE"]
             self.entries[k.frozen()] = (k, _Data([read_field(n, v) for n, v in held.items()]))
@@ -234,14 +252,18 @@ class FakeTable:
             if self.fail_read is not None:
                 raise self.fail_read
         except FakeRpcError as e:
-            raise BfruntimeReadWriteRpcException(e)
+            raise BfruntimeReadWriteRpcException(e) from e
 
     def _results(self, keys, flags):
         self.log.append(("get", self.name, flags))
         if keys and not self.reads and not self.entries:  # indexed cells never written read as zero
             for k in keys:
                 (t,) = k.field_dict.values()
-                zero = {"$COUNTER_SPEC_BYTES": 0, "$COUNTER_SPEC_PKTS": 0} if t.name == "$COUNTER_INDEX" else {f"{self.name}.f1": [0, 0]}
+                zero = (
+                    {"$COUNTER_SPEC_BYTES": 0, "$COUNTER_SPEC_PKTS": 0}
+                    if t.name == "$COUNTER_INDEX"
+                    else {f"{self.name}.f1": [0, 0]}
+                )
                 yield _Data([read_field(n, v) for n, v in zero.items()]), k
             return
         if keys and self.entries:  # given keys of a table that holds entries ($PORT_STR_INFO): those
@@ -285,7 +307,7 @@ class ReaderWriter:
         try:
             return self.stub.Write(req, metadata=metadata)
         except FakeRpcError as e:
-            raise BfruntimeReadWriteRpcException(e)
+            raise BfruntimeReadWriteRpcException(e) from e
 
     def _read(self, req, metadata=None):
         return self.stub.Read(req, metadata=metadata)
@@ -319,7 +341,9 @@ class Server:
                     t.entries[te.key.frozen()] = (te.key, te.data)
                 elif u.type == bfruntime_pb2.Update.MODIFY:
                     if te.key.frozen() not in t.entries:
-                        raise batch_error("NOT_FOUND", f"Table Entry modify failed table:pipe.{t.name} Object not found")
+                        raise batch_error(
+                            "NOT_FOUND", f"Table Entry modify failed table:pipe.{t.name} Object not found"
+                        )
                     t.entries[te.key.frozen()] = (te.key, te.data)
                 else:
                     t.entries.pop(te.key.frozen())
@@ -369,7 +393,12 @@ def fake_sde(monkeypatch):
     client_log = logging.getLogger("bfruntime_grpc_client")  # the client adds a raw handler on import
     monkeypatch.setattr(client_log, "handlers", [logging.StreamHandler()])
     monkeypatch.setattr(client_log, "level", logging.INFO)
-    client.ClientInterface, client.KeyTuple, client.DataTuple, client.Target = ClientInterface, KeyTuple, DataTuple, Target
+    client.ClientInterface, client.KeyTuple, client.DataTuple, client.Target = (
+        ClientInterface,
+        KeyTuple,
+        DataTuple,
+        Target,
+    )
     client.bfruntime_pb2, client._cpy_target = bfruntime_pb2, _cpy_target
     pkg = types.ModuleType("bfrt_grpc")
     pkg.client = client
@@ -393,7 +422,9 @@ def test_missing_sde_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("SDE_INSTALL", str(tmp_path))
     from ffs.driver.bfrt import BfrtDriver
 
-    with pytest.raises(DriverError, match=r"cannot import bfrt_grpc from SDE_INSTALL=.*python3\.10/site-packages/tofino"):
+    with pytest.raises(
+        DriverError, match=r"cannot import bfrt_grpc from SDE_INSTALL=.*python3\.10/site-packages/tofino"
+    ):
         BfrtDriver()
     monkeypatch.delenv("SDE_INSTALL")
     with pytest.raises(DriverError, match=r"set SDE_INSTALL"):
@@ -413,12 +444,26 @@ def test_connect_retries_while_switchd_starts_then_binds(fake_sde):
 
 def test_a_batch_is_one_request_rolled_back_on_error(fake_sde):
     d, log, tables = fake_sde
-    d.write([
-        Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "nlm": 99})),
-        Update("insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=2)),
-        Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})),
-        Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "drop")),
-    ])
+    d.write(
+        [
+            Update(
+                "insert",
+                TableEntry(
+                    p4names.PAIRS.name,
+                    {"ingress_port": Exact(1), "egress_port": Exact(3)},
+                    "set_pair",
+                    {"pid": 5, "nlm": 99},
+                ),
+            ),
+            Update(
+                "insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=2)
+            ),
+            Update(
+                "insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})
+            ),
+            Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "drop")),
+        ]
+    )
     rw = d.iface.reader_writer_interface
     assert len(rw.requests) == 1
     req = rw.requests[0]
@@ -434,30 +479,66 @@ def test_a_batch_is_one_request_rolled_back_on_error(fake_sde):
     # a later update fails: the earlier ones of the same request are undone, nothing stays applied
     before = dict(tables[p4names.PAIRS.name].entries)
     with pytest.raises(DriverError, match=r"batch of 2 update\(s\), none applied: .*Already exists$"):
-        d.write([
-            Update("modify", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 5, "nlm": 1})),
-            Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 6, "nlm": 2})),
-        ])
+        d.write(
+            [
+                Update(
+                    "modify",
+                    TableEntry(
+                        p4names.PAIRS.name,
+                        {"ingress_port": Exact(1), "egress_port": Exact(3)},
+                        "set_pair",
+                        {"pid": 5, "nlm": 1},
+                    ),
+                ),
+                Update(
+                    "insert",
+                    TableEntry(
+                        p4names.PAIRS.name,
+                        {"ingress_port": Exact(1), "egress_port": Exact(3)},
+                        "set_pair",
+                        {"pid": 6, "nlm": 2},
+                    ),
+                ),
+            ]
+        )
     assert tables[p4names.PAIRS.name].entries == before and len(rw.requests) == 2
 
 
 def test_read_back_maps_keys_and_priorities(fake_sde):
     d, _, _ = fake_sde
-    d.write([
-        Update("insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=3)),
-        Update("insert", TableEntry(p4names.PORT_METADATA.name, {"ig_intr_md.ingress_port": Exact(4)}, None, {"ifindex": 2, "trust": 1, "insert": 0})),
-    ])
+    d.write(
+        [
+            Update(
+                "insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(0x100, 0xFF80)}, "set_lf", {"lf": 7}, priority=3)
+            ),
+            Update(
+                "insert",
+                TableEntry(
+                    p4names.PORT_METADATA.name,
+                    {"ig_intr_md.ingress_port": Exact(4)},
+                    None,
+                    {"ifindex": 2, "trust": 1, "insert": 0},
+                ),
+            ),
+        ]
+    )
     (e,) = d.read_table(p4names.F_LOG.name)
     assert e.key == {"f": Ternary(0x100, 0xFF80)} and e.priority == 3 and e.params == {"lf": 7}
     (pm,) = d.read_table("$PORT_METADATA")
-    assert pm.table == p4names.PORT_METADATA.name and pm.action is None and pm.params == {"ifindex": 2, "trust": 1, "insert": 0}
+    assert (
+        pm.table == p4names.PORT_METADATA.name
+        and pm.action is None
+        and pm.params == {"ifindex": 2, "trust": 1, "insert": 0}
+    )
 
 
 def test_counters_synced_summed_over_pipes_and_wrapped(fake_sde):
     d, log, tables = fake_sde
     c = tables.setdefault(p4names.PAIR_BYTES.name, FakeTable(p4names.PAIR_BYTES.name, log, 90))
-    c.reads = {7: {"$COUNTER_SPEC_BYTES": [1500, 3000, 0, 0], "$COUNTER_SPEC_PKTS": [1, 2, 0, 0]},
-               8: {"$COUNTER_SPEC_BYTES": [2**64 - 10, 20], "$COUNTER_SPEC_PKTS": 5}}
+    c.reads = {
+        7: {"$COUNTER_SPEC_BYTES": [1500, 3000, 0, 0], "$COUNTER_SPEC_PKTS": [1, 2, 0, 0]},
+        8: {"$COUNTER_SPEC_BYTES": [2**64 - 10, 20], "$COUNTER_SPEC_PKTS": 5},
+    }
     d.hw_read_max_indices = 1  # two indices: more than a hardware read is worth
     got = d.read_counters(p4names.PAIR_BYTES.name, [7, 8])
     assert got[7].bytes == 4500 and got[7].packets == 3
@@ -473,7 +554,11 @@ def test_a_few_indices_are_read_from_the_hardware_without_a_sync(fake_sde):
     c.reads = {i: {"$COUNTER_SPEC_BYTES": 100 * i, "$COUNTER_SPEC_PKTS": i} for i in range(d.hw_read_max_indices)}
     got = d.read_counters(p4names.PAIR_BYTES.name, range(d.hw_read_max_indices))
     assert got[9].bytes == 900 and len(got) == d.hw_read_max_indices
-    assert ("op", p4names.PAIR_BYTES.name, "Sync") not in log and log[-1] == ("get", p4names.PAIR_BYTES.name, {"from_hw": True})
+    assert ("op", p4names.PAIR_BYTES.name, "Sync") not in log and log[-1] == (
+        "get",
+        p4names.PAIR_BYTES.name,
+        {"from_hw": True},
+    )
     d.read_counters(p4names.PAIR_BYTES.name)  # the whole table: a Sync, then from software
     assert log[-2:] == [("op", p4names.PAIR_BYTES.name, "Sync"), ("get", p4names.PAIR_BYTES.name, {"from_hw": False})]
 
@@ -492,7 +577,11 @@ def test_the_tau_steps_per_egress_counters_always_follow_a_sync(fake_sde):
     c = tables.setdefault(p4names.PAIR_BYTES.name, FakeTable(p4names.PAIR_BYTES.name, log, 90))
     c.reads = {1: {"$COUNTER_SPEC_BYTES": 100, "$COUNTER_SPEC_PKTS": 1}}
     d.read_counters(p4names.PAIR_BYTES.name, [1])
-    assert log[-1] == ("get", p4names.PAIR_BYTES.name, {"from_hw": True}) and log[-2] != ("op", p4names.PAIR_BYTES.name, "Sync")
+    assert log[-1] == ("get", p4names.PAIR_BYTES.name, {"from_hw": True}) and log[-2] != (
+        "op",
+        p4names.PAIR_BYTES.name,
+        "Sync",
+    )
 
 
 def test_registers_are_synced_and_summed_over_pipes(fake_sde):
@@ -508,8 +597,12 @@ def test_lpf_spec_for_every_index(fake_sde):
     d.set_lpf_spec(p4names.F_LPF.name, range(p4names.F_LPF.size), LpfSpec("RATE", 2e6, 3e6, 4))
     op = [x for x in log if x[0] == "entry_add" and x[1] == p4names.F_LPF.name][-1]
     assert [k["$LPF_INDEX"]["value"] for k in op[2]] == list(range(p4names.F_LPF.size))
-    assert op[3][0] == {"$LPF_SPEC_TYPE": "RATE", "$LPF_SPEC_GAIN_TIME_CONSTANT_NS": 2e6,
-                        "$LPF_SPEC_DECAY_TIME_CONSTANT_NS": 3e6, "$LPF_SPEC_OUT_SCALE_DOWN_FACTOR": 4}
+    assert op[3][0] == {
+        "$LPF_SPEC_TYPE": "RATE",
+        "$LPF_SPEC_GAIN_TIME_CONSTANT_NS": 2e6,
+        "$LPF_SPEC_DECAY_TIME_CONSTANT_NS": 3e6,
+        "$LPF_SPEC_OUT_SCALE_DOWN_FACTOR": 4,
+    }
 
 
 def test_unknown_table_is_a_driver_error(fake_sde):
@@ -533,7 +626,13 @@ def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde,
     rw = d.iface.reader_writer_interface
     assert len(rw.requests) == 1  # the whole node: ports, routes, pairs, egresses, generated tables
     names = {u.entity.table_entry.table.name for u in rw.requests[0].updates}
-    assert {p4names.PORT_METADATA.name, p4names.PAIRS.name, p4names.EGRESS_PARAMS.name, p4names.GAMMA.name, p4names.WEIGHT.name} <= names
+    assert {
+        p4names.PORT_METADATA.name,
+        p4names.PAIRS.name,
+        p4names.EGRESS_PARAMS.name,
+        p4names.GAMMA.name,
+        p4names.WEIGHT.name,
+    } <= names
     assert len(tables[p4names.PAIRS.name].entries) == 9  # 3 egress columns x 3 ingresses
     agent.step(0.0)
     agent.step(0.1)
@@ -544,7 +643,11 @@ def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde,
     assert all(u.type == bfruntime_pb2.Update.MODIFY for u in push.updates) and len(push.updates) == 3
     pair_reads = [x for x in log if x[0] == "get" and x[1] in (p4names.PAIR_BYTES.name, p4names.F_EST.name)]
     assert pair_reads and all(x[2] == {"from_hw": True} for x in pair_reads)  # 9 pairs: hardware reads, no Sync
-    egress_reads = [x for x in log if x[0] == "get" and x[1] in (p4names.OFFERED.name, p4names.ADMITTED.name, p4names.MALFORMED.name)]
+    egress_reads = [
+        x
+        for x in log
+        if x[0] == "get" and x[1] in (p4names.OFFERED.name, p4names.ADMITTED.name, p4names.MALFORMED.name)
+    ]
     assert egress_reads and all(x[2] == {"from_hw": False} for x in egress_reads)  # the τ step's: after a Sync
     assert {x[1] for x in log if x[0] == "op"} == {p4names.OFFERED.name, p4names.ADMITTED.name, p4names.MALFORMED.name}
 
@@ -554,29 +657,40 @@ def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde,
 
 def test_a_refused_batch_names_the_switchs_reason_not_a_bare_error_header(fake_sde):
     d, _, _ = fake_sde
-    e = TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(2)}, "set_pair", {"pid": 1, "lm": 1})
+    e = TableEntry(
+        p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(2)}, "set_pair", {"pid": 1, "lm": 1}
+    )
     d.write([Update("insert", e)])
     with pytest.raises(DriverError) as err:
         d.write([Update("insert", e)])
     msg = str(err.value)
     assert "\n" not in msg and "Error(s)" not in msg
-    assert msg == ("batch of 1 update(s), none applied: entry 0: ALREADY_EXISTS "
-                   f"Table Add failed table:pipe.{p4names.PAIRS.name} Already exists")
+    assert msg == (
+        "batch of 1 update(s), none applied: entry 0: ALREADY_EXISTS "
+        f"Table Add failed table:pipe.{p4names.PAIRS.name} Already exists"
+    )
 
 
-@pytest.mark.parametrize("read", [
-    lambda d: d.read_counters(p4names.PAIR_BYTES.name),
-    lambda d: d.read_registers(p4names.F_EST.name),
-    lambda d: d.read_table(p4names.PAIRS.name),
-    lambda d: d.read_default(p4names.PAIRS.name),
-    lambda d: d.read_lpf_spec(p4names.F_LPF.name, 0),
-], ids=["counters", "registers", "table", "default", "lpf_spec"])
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda d: d.read_counters(p4names.PAIR_BYTES.name),
+        lambda d: d.read_registers(p4names.F_EST.name),
+        lambda d: d.read_table(p4names.PAIRS.name),
+        lambda d: d.read_default(p4names.PAIRS.name),
+        lambda d: d.read_lpf_spec(p4names.F_LPF.name, 0),
+    ],
+    ids=["counters", "registers", "table", "default", "lpf_spec"],
+)
 def test_a_read_failing_while_its_results_are_iterated_is_a_driver_error(fake_sde, read):
     d, log, tables = fake_sde
     for name in (p4names.PAIR_BYTES.name, p4names.F_EST.name, p4names.PAIRS.name, p4names.F_LPF.name):
         t = tables.setdefault(name, FakeTable(name, log, 100 + len(tables)))
         t.rw = d.iface.reader_writer_interface
-        t.reads = {0: {"$COUNTER_SPEC_BYTES": 1, "$COUNTER_SPEC_PKTS": 1}, 1: {"$COUNTER_SPEC_BYTES": 1, "$COUNTER_SPEC_PKTS": 1}}
+        t.reads = {
+            0: {"$COUNTER_SPEC_BYTES": 1, "$COUNTER_SPEC_PKTS": 1},
+            1: {"$COUNTER_SPEC_BYTES": 1, "$COUNTER_SPEC_PKTS": 1},
+        }
         t.fail_read = FakeRpcError("UNAVAILABLE", "Socket closed")
     with pytest.raises(DriverError, match=r": UNAVAILABLE: Socket closed$"):
         read(d)
@@ -599,15 +713,34 @@ def test_a_value_the_client_refuses_is_a_one_line_driver_error_and_nothing_is_se
     rw = d.iface.reader_writer_interface
     before = len(rw.requests)
     with pytest.raises(DriverError, match=rf"^{p4names.PAIRS.name}: bad value: .*integer"):
-        d.write([Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(2)}, "set_pair", {"pid": 1.5, "lm": 1}))])
+        d.write(
+            [
+                Update(
+                    "insert",
+                    TableEntry(
+                        p4names.PAIRS.name,
+                        {"ingress_port": Exact(1), "egress_port": Exact(2)},
+                        "set_pair",
+                        {"pid": 1.5, "lm": 1},
+                    ),
+                )
+            ]
+        )
     assert len(rw.requests) == before
 
 
 def test_every_rpc_carries_a_deadline_writes_scaled_by_their_size(fake_sde):
     d, _, _ = fake_sde
     stub = d.iface.reader_writer_interface.stub._stub
-    updates = [Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(p)}, "set_pair", {"pid": p, "lm": 1}))
-               for p in range(200)]
+    updates = [
+        Update(
+            "insert",
+            TableEntry(
+                p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(p)}, "set_pair", {"pid": p, "lm": 1}
+            ),
+        )
+        for p in range(200)
+    ]
     d.write(updates)
     d.read_table(p4names.PAIRS.name)
     assert stub.timeouts[-2] == ("Write", pytest.approx(d.rpc_timeout_s + 200 * d.write_timeout_per_update_s))
@@ -634,7 +767,7 @@ def test_sde_paths_are_appended_after_the_agents_own_packages(monkeypatch, tmp_p
 
     gc = import_bfrt_grpc()
     assert gc.FROM_SDE and sys.path[: len(first)] == first  # nothing put in front of the agent's grpcio
-    assert str(pkg.parent) in sys.path[len(first):]  # lib64 searched too
+    assert str(pkg.parent) in sys.path[len(first) :]  # lib64 searched too
     # plain deletes: monkeypatch.delitem's undo would put this stand-in back into sys.modules, and a
     # later test on the real SDE would import it instead of the client
     for name in [m for m in sys.modules if m == "bfrt_grpc" or m.startswith("bfrt_grpc.")]:
@@ -655,7 +788,6 @@ def test_agent_step_on_a_failing_read_raises_driver_error_the_service_catches(fa
     tables[p4names.OFFERED.name].fail_read = FakeRpcError("UNAVAILABLE", "Socket closed")
     with pytest.raises(DriverError, match="UNAVAILABLE"):
         agent.step(0.1)
-
 
 
 def test_agent_restart_over_bfrt_reads_back_and_writes_nothing(fake_sde, tmp_path):
@@ -682,9 +814,7 @@ def test_agent_restart_over_bfrt_reads_back_and_writes_nothing(fake_sde, tmp_pat
     assert all(u.type == bfruntime_pb2.Update.INSERT for u in rw.requests[1].updates)
 
 
-
 # --- a node across two pipes of a 2-pipe Tofino --------------------------------------------------
-
 
 
 def _front_panel(log, tables):
@@ -712,7 +842,11 @@ def _traffic(tables, log, agent, split):
     def reads(name):
         return tables.setdefault(name, FakeTable(name, log, 300 + len(tables)))
 
-    reads(p4names.PAIR_BYTES.name).reads, reads(p4names.PAIR_DROPS.name).reads, reads(p4names.F_EST.name).reads = {}, {}, {}
+    reads(p4names.PAIR_BYTES.name).reads, reads(p4names.PAIR_DROPS.name).reads, reads(p4names.F_EST.name).reads = (
+        {},
+        {},
+        {},
+    )
     for p in agent.pairs():
         pipe, moving = pipe_of(port[p.ingress]), p.ingress != p.egress  # a pair lives in its ingress pipe
         reads(p4names.PAIR_BYTES.name).reads[p.pid] = counter(pipe, 1_000_000 * moving, 800 * moving)
@@ -728,8 +862,10 @@ def test_a_2_pipe_tofino_reads_one_value_per_pipe_and_the_driver_sums_them(fake_
     bytes and its estimate in pipe 1 and 0 in pipe 0, so the sum is the pipe's value."""
     d, log, tables = fake_sde
     c = tables.setdefault(p4names.ACCEPTED.name, FakeTable(p4names.ACCEPTED.name, log, 92))
-    c.reads = {0: {"$COUNTER_SPEC_BYTES": [1500, 0], "$COUNTER_SPEC_PKTS": [1, 0]},
-               129: {"$COUNTER_SPEC_BYTES": [0, 3000], "$COUNTER_SPEC_PKTS": [0, 2]}}
+    c.reads = {
+        0: {"$COUNTER_SPEC_BYTES": [1500, 0], "$COUNTER_SPEC_PKTS": [1, 0]},
+        129: {"$COUNTER_SPEC_BYTES": [0, 3000], "$COUNTER_SPEC_PKTS": [0, 2]},
+    }
     got = d.read_counters(p4names.ACCEPTED.name, [0, 129])
     assert (got[0].packets, got[0].bytes, got[129].packets, got[129].bytes) == (1, 1500, 2, 3000)
     r = tables.setdefault(p4names.F_EST.name, FakeTable(p4names.F_EST.name, log, 93))
@@ -748,8 +884,12 @@ def test_ports_in_pipe_1_are_looked_up_added_enabled_and_read_by_device_port(fak
     d.write_ports(adds=[ports.spec(129, 100e9), ports.spec(130, 10e9)])
     add = [x for x in log if x[:2] == ("entry_add", "$PORT")][-1]
     assert add[2] == [{"$DEV_PORT": {"value": 129}}, {"$DEV_PORT": {"value": 130}}]
-    assert add[3][0] == {"$SPEED": "BF_SPEED_100G", "$FEC": "BF_FEC_TYP_REED_SOLOMON", "$AUTO_NEGOTIATION": "PM_AN_DEFAULT",
-                         "$PORT_ENABLE": True}
+    assert add[3][0] == {
+        "$SPEED": "BF_SPEED_100G",
+        "$FEC": "BF_FEC_TYP_REED_SOLOMON",
+        "$AUTO_NEGOTIATION": "PM_AN_DEFAULT",
+        "$PORT_ENABLE": True,
+    }
     d.write_ports(deletes=[130])
     d.write_ports(adds=[ports.PortSpec(130, "BF_SPEED_10G", "BF_FEC_TYP_NONE", "PM_AN_DEFAULT", enable=False)])
     d.write_ports(enables=[130])
@@ -781,10 +921,14 @@ def test_agent_over_bfrt_on_two_pipes_sees_the_totals_of_one(fake_sde, tmp_path)
     assert sorted(tables["$PORT"].entries) == [(("$DEV_PORT", 0, None, None),), (("$DEV_PORT", 129, None, None),)]
     total, split = snaps
     assert {(p.interface, p.dev_port, p.pipe, p.up) for p in split.ports} == {("a", 0, 0, True), ("b", 129, 1, True)}
-    assert [(e.egress, e.pipe, e.accepted_bps, e.offered_bps, e.tau, e.congested, e.drop_bps) for e in split.egresses] == \
-           [(e.egress, e.pipe, e.accepted_bps, e.offered_bps, e.tau, e.congested, e.drop_bps) for e in total.egresses]
-    assert [(x.pid, x.pipe, x.rate_bps, x.f_bps, x.drop_bps, x.drops) for x in split.pairs] == \
-           [(x.pid, x.pipe, x.rate_bps, x.f_bps, x.drop_bps, x.drops) for x in total.pairs]
+    assert [
+        (e.egress, e.pipe, e.accepted_bps, e.offered_bps, e.tau, e.congested, e.drop_bps) for e in split.egresses
+    ] == [(e.egress, e.pipe, e.accepted_bps, e.offered_bps, e.tau, e.congested, e.drop_bps) for e in total.egresses]
+    assert [(x.pid, x.pipe, x.rate_bps, x.f_bps, x.drop_bps, x.drops) for x in split.pairs] == [
+        (x.pid, x.pipe, x.rate_bps, x.f_bps, x.drop_bps, x.drops) for x in total.pairs
+    ]
     ba = next(x for x in split.pairs if (x.ingress, x.egress) == ("b", "a"))
     assert ba.pipe == 1 and ba.rate_bps > 0 and ba.f_bps > 0 and ba.drops == 200
-    assert {e.egress: e.pipe for e in split.egresses} == {"a": 0, "b": 1} and all(e.accepted_bps > 0 for e in split.egresses)
+    assert {e.egress: e.pipe for e in split.egresses} == {"a": 0, "b": 1} and all(
+        e.accepted_bps > 0 for e in split.egresses
+    )

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """BfrtDriver against the SDE's REAL bfrt_grpc client and a real bf_switchd on tofino-model.
 
 The program is the SDE's bundled example `tna_exact_match` (its `SwitchIngress.forward` table:
@@ -145,11 +146,27 @@ def test_ffs_agent_against_a_switchd_without_ffs_fails_in_one_line(sde, tmp_path
     from pathlib import Path
 
     topo = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml"
-    p = subprocess.run([sys.executable, "-m", "ffs.cli.agent", "--target", "tofino", f"--topology={topo}", "--node=s1",
-                        "--connect-timeout=3", "--log-format=json"], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ffs.cli.agent",
+            "--target",
+            "tofino",
+            f"--topology={topo}",
+            "--node=s1",
+            "--connect-timeout=3",
+            "--log-format=json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = p.stderr.strip().splitlines()
     assert p.returncode != 0 and "Traceback" not in p.stderr
-    assert lines[-1].startswith("ffs-agent: ") and "BF-Runtime at localhost:50052 not ready within 3 s" in lines[-1], p.stderr
+    assert lines[-1].startswith("ffs-agent: ") and "BF-Runtime at localhost:50052 not ready within 3 s" in lines[-1], (
+        p.stderr
+    )
     assert "BF_RT_INFO not received" in lines[-1]
     for line in lines[:-1]:
         json.loads(line)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The SDE's bfrt_grpc as an SDE ships it: Intel's SDE 9.x generates bfruntime_pb2.py with its own,
 old protoc (before 3.20), whose code protobuf 4.21+ refuses in its C implementations ("Descriptors
 cannot be created directly"). ffs.driver.bfrt loads such a client with the protobuf the agent's
@@ -50,8 +51,13 @@ def old_protoc() -> Path:
     stamp = venv / "installed.txt"
     if not stamp.is_file() or stamp.read_text() != " ".join(OLD_TOOLS):
         subprocess.run([exe, "-m", "venv", "--clear", str(venv)], check=True, capture_output=True, timeout=120)
-        r = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *OLD_TOOLS],
-                           capture_output=True, text=True, timeout=600, env=clean_env())
+        r = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *OLD_TOOLS],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=clean_env(),
+        )
         if r.returncode != 0:
             pytest.skip(f"pip could not install {' '.join(OLD_TOOLS)} for {exe}: {r.stderr.strip().splitlines()[-1:]}")
         stamp.write_text(" ".join(OLD_TOOLS))
@@ -61,10 +67,32 @@ def old_protoc() -> Path:
 def generate(python: Path | str, proto_dir: Path, out: Path) -> Path:
     """bfruntime_pb2.py and bfruntime_pb2_grpc.py as that Python's grpcio-tools generates them."""
     out.mkdir(parents=True, exist_ok=True)
-    inc = subprocess.run([str(python), "-c", "import grpc_tools, os; print(os.path.join(os.path.dirname(grpc_tools.__file__), '_proto'))"],
-                         capture_output=True, text=True, check=True).stdout.strip()
-    subprocess.run([str(python), "-m", "grpc_tools.protoc", f"-I{proto_dir}", f"-I{inc}", f"--python_out={out}",
-                    f"--grpc_python_out={out}", "bfruntime.proto"], check=True, capture_output=True, text=True, cwd=out)
+    inc = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import grpc_tools, os; print(os.path.join(os.path.dirname(grpc_tools.__file__), '_proto'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "grpc_tools.protoc",
+            f"-I{proto_dir}",
+            f"-I{inc}",
+            f"--python_out={out}",
+            f"--grpc_python_out={out}",
+            "bfruntime.proto",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=out,
+    )
     return out / "bfruntime_pb2.py"
 
 
@@ -81,8 +109,14 @@ def stand_in(tmp_path: Path, python: Path | str) -> Path:
 
 def run_py(code: str, site: Path, python: str = sys.executable, **env: str) -> subprocess.CompletedProcess:
     """`code` in a new interpreter (protobuf chooses its implementation once, at its first import)."""
-    e = {k: v for k, v in os.environ.items() if k not in ("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "SDE_INSTALL", "PYTHONPATH")}
-    e["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT / "controlplane")] if python == sys.executable else [str(site)])
+    e = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "SDE_INSTALL", "PYTHONPATH")
+    }
+    e["PYTHONPATH"] = os.pathsep.join(
+        [str(site), str(ROOT / "controlplane")] if python == sys.executable else [str(site)]
+    )
     e.update(env)
     return subprocess.run([python, "-c", code], capture_output=True, text=True, env=e, timeout=300)
 
@@ -116,7 +150,10 @@ def test_protobuf_loaded_already_gets_one_line_saying_what_to_do(old_protoc, tmp
     r = run_py("import google.protobuf.descriptor_pb2\n" + LOAD, site)
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("ffs.driver.base.DriverError: the SDE's ") and "start the agent with PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python" in last
+    assert (
+        last.startswith("ffs.driver.base.DriverError: the SDE's ")
+        and "start the agent with PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python" in last
+    )
     assert "protobuf<3.21" in last
 
 
@@ -136,28 +173,37 @@ def test_a_missing_client_dependency_says_which_extra(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "client.py").write_text("import six_is_not_here_either\nimport six\n")
     (tmp_path / "sde" / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
-    r = run_py("import sys; sys.modules['six'] = None\nfrom ffs.driver.bfrt import import_bfrt_grpc\nimport_bfrt_grpc()",
-               tmp_path / "site", SDE_INSTALL=str(tmp_path / "sde"))
+    r = run_py(
+        "import sys; sys.modules['six'] = None\nfrom ffs.driver.bfrt import import_bfrt_grpc\nimport_bfrt_grpc()",
+        tmp_path / "site",
+        SDE_INSTALL=str(tmp_path / "sde"),
+    )
     assert "six_is_not_here_either" in r.stderr  # the client's own missing module: no hint
     (pkg / "client.py").write_text("import six\n")
-    r = run_py("import sys; sys.modules['six'] = None\nfrom ffs.driver.bfrt import import_bfrt_grpc\nimport_bfrt_grpc()",
-               tmp_path / "site", SDE_INSTALL=str(tmp_path / "sde"))
-    assert "the client needs six: pip install 'ffs-tofino[tofino]'" in r.stderr.strip().splitlines()[-1], r.stderr[-800:]
+    r = run_py(
+        "import sys; sys.modules['six'] = None\nfrom ffs.driver.bfrt import import_bfrt_grpc\nimport_bfrt_grpc()",
+        tmp_path / "site",
+        SDE_INSTALL=str(tmp_path / "sde"),
+    )
+    assert "the client needs six: pip install 'ffs-tofino[tofino]'" in r.stderr.strip().splitlines()[-1], r.stderr[
+        -800:
+    ]
 
 
 # --- against bf_switchd ------------------------------------------------------------------------------
 
 PROGRAM = "tna_exact_match"
-BIND = """
+BIND = f"""
 import json, logging, sys, time
 logging.basicConfig(level=logging.INFO)
 from ffs.driver.bfrt import BfrtDriver
 from ffs.entries import Exact, TableEntry, Update
 FWD = "SwitchIngress.forward"
-d = BfrtDriver(program=%r, rpc_timeout_s=10.0)
+d = BfrtDriver(program={PROGRAM!r}, rpc_timeout_s=10.0)
 d.connect(timeout_s=120)
 d.clear_table(FWD)
-d.write([Update("insert", TableEntry(FWD, {"hdr.ethernet.dst_addr": Exact(0x0200_0000_0000 + i)}, "SwitchIngress.hit", {"port": i %% 8}))
+d.write([Update("insert", TableEntry(FWD, {{"hdr.ethernet.dst_addr": Exact(0x0200_0000_0000 + i)}}, "SwitchIngress.hit",
+{{"port": i % 8}}))
          for i in range(100)])
 t = time.monotonic()
 got = d.read_table(FWD)
@@ -166,9 +212,10 @@ d.clear_table(FWD)
 d.close()
 from google.protobuf.internal import api_implementation
 import google.protobuf
-print(json.dumps({"entries": len(got), "port5": got[5].params["port"], "impl": api_implementation.Type(),
-                  "protobuf": google.protobuf.__version__, "python": "%%d.%%d" %% sys.version_info[:2], "read_s": read_s}))
-""" % PROGRAM
+print(json.dumps({{"entries": len(got), "port5": got[5].params["port"], "impl": api_implementation.Type(),
+                  "protobuf": google.protobuf.__version__, "python": "%d.%d" % sys.version_info[:2], "read_s":
+                  read_s}}))
+"""
 
 
 def sde_client(tmp_path: Path, old_protoc: Path) -> Path:
@@ -198,7 +245,10 @@ def test_the_agents_driver_binds_switchd_with_an_old_style_client(old_protoc, sw
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["entries"] == 100 and out["port5"] == 5 and out["impl"] == "python", out
     assert sum("older than 3.20" in ln for ln in r.stderr.splitlines()) == 1
-    print(f"old-style client, Python {out['python']}, protobuf {out['protobuf']} ({out['impl']}): 100 entries read in {out['read_s'] * 1e3:.0f} ms")
+    print(
+        f"old-style client, Python {out['python']}, protobuf {out['protobuf']} ({out['impl']}): 100 entries read in "
+        f"{out['read_s'] * 1e3:.0f} ms"
+    )
 
 
 def test_the_wheel_on_python38_binds_switchd_with_an_old_style_client(old_protoc, switchd, tmp_path):
@@ -206,13 +256,35 @@ def test_the_wheel_on_python38_binds_switchd_with_an_old_style_client(old_protoc
     if exe is None:
         pytest.skip("no python3.8 on PATH or under pyenv's root")
     wheel_dir = tmp_path / "wheel"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheel_dir), str(ROOT)],
-                   env=dict(os.environ, FFS_BUILD_FASTPATH="0"), check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheel_dir),
+            str(ROOT),
+        ],
+        env=dict(os.environ, FFS_BUILD_FASTPATH="0"),
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (whl,) = wheel_dir.glob("*.whl")
     venv = tmp_path / "py3.8"
     subprocess.run([exe, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=120)
-    r = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{whl}[tofino]"],
-                       capture_output=True, text=True, timeout=600, env=clean_env(), cwd=tmp_path)
+    r = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{whl}[tofino]"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=clean_env(),
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     site = sde_client(tmp_path, old_protoc)
     # the SDE's directories as the agent finds them: SDE_INSTALL's lib/python3*/site-packages
@@ -223,4 +295,7 @@ def test_the_wheel_on_python38_binds_switchd_with_an_old_style_client(old_protoc
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["python"] == "3.8" and out["entries"] == 100 and out["port5"] == 5 and out["impl"] == "python", out
-    print(f"old-style client, Python {out['python']}, protobuf {out['protobuf']} ({out['impl']}): 100 entries read in {out['read_s'] * 1e3:.0f} ms")
+    print(
+        f"old-style client, Python {out['python']}, protobuf {out['protobuf']} ({out['impl']}): 100 entries read in "
+        f"{out['read_s'] * 1e3:.0f} ms"
+    )

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The bfshell scripts, run against a recording stand-in for bfshell's `bfrt` object (no SDE here):
 they write the same entries as the agent, under bfrt_python's names and argument conventions."""
 
@@ -7,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ffs import p4names
-from ffs import tables
+from ffs import p4names, tables
 from ffs.agent.program import LpfConfig, node_updates
 from ffs.topology import load
 

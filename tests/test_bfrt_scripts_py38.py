@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The bfshell scripts run in switchd's embedded Python, which is 3.8 or 3.9 in many SDEs: what they
 import of `ffs` must not evaluate 3.10-only typing at run time (`int | None`, `dict[str, int]`
 outside annotations). Checked statically on any Python, and by running the scripts under a real
@@ -63,14 +64,21 @@ def runtime_typing_uses(tree: ast.AST) -> list[tuple[int, str]]:
             skip.update(id(n) for n in ast.walk(node.annotation))
 
     def typeish(n: ast.AST) -> bool:
-        return (isinstance(n, ast.Constant) and n.value is None) or (isinstance(n, ast.Name) and n.id in TYPE_NAMES) \
+        return (
+            (isinstance(n, ast.Constant) and n.value is None)
+            or (isinstance(n, ast.Name) and n.id in TYPE_NAMES)
             or (isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr) and (typeish(n.left) or typeish(n.right)))
+        )
 
     bad = []
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and (typeish(node.left) or typeish(node.right)):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.BitOr)
+            and (typeish(node.left) or typeish(node.right))
+        ):
             bad.append((node.lineno, "X | Y union"))
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in BUILTIN_GENERICS:
             bad.append((node.lineno, f"{node.value.id}[...]"))
@@ -84,18 +92,26 @@ def test_what_the_scripts_import_is_python38_safe():
     for path in mods:
         src = path.read_text()
         tree = ast.parse(src, feature_version=(3, 8))  # no 3.9+ syntax
-        has_annotations = any(isinstance(n, (ast.AnnAssign, ast.arg)) and getattr(n, "annotation", None) is not None
-                              for n in ast.walk(tree)) or any(isinstance(n, ast.FunctionDef) and n.returns for n in ast.walk(tree))
-        future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names)
-                     for n in tree.body)
+        has_annotations = any(
+            isinstance(n, (ast.AnnAssign, ast.arg)) and getattr(n, "annotation", None) is not None
+            for n in ast.walk(tree)
+        ) or any(isinstance(n, ast.FunctionDef) and n.returns for n in ast.walk(tree))
+        future = any(
+            isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names)
+            for n in tree.body
+        )
         if has_annotations and not future and path.parent != SCRIPTS:
             problems.append(f"{path.relative_to(ROOT)}: annotations without `from __future__ import annotations`")
-        problems += [f"{path.relative_to(ROOT)}:{line}: {what} evaluated at run time" for line, what in runtime_typing_uses(tree)]
+        problems += [
+            f"{path.relative_to(ROOT)}:{line}: {what} evaluated at run time" for line, what in runtime_typing_uses(tree)
+        ]
     assert problems == []
 
 
 def test_the_checker_catches_runtime_unions():
-    assert runtime_typing_uses(ast.parse("Real = float | int\nx: int | None = 1\ndef f(a: dict[str, int]) -> int | None: ...\n")) == [(1, "X | Y union")]
+    assert runtime_typing_uses(
+        ast.parse("Real = float | int\nx: int | None = 1\ndef f(a: dict[str, int]) -> int | None: ...\n")
+    ) == [(1, "X | Y union")]
     assert runtime_typing_uses(ast.parse("M = dict[str, float]\nflags = A | B\n")) == [(1, "dict[...]")]
 
 
@@ -106,8 +122,12 @@ def old_python() -> str | None:
         if not exe:
             continue
         try:
-            out = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2] < (3, 10))"],
-                                 capture_output=True, text=True, timeout=20)
+            out = subprocess.run(
+                [exe, "-c", "import sys; print(sys.version_info[:2] < (3, 10))"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
         except (OSError, subprocess.TimeoutExpired):
             continue
         if out.returncode == 0 and out.stdout.strip() == "True":
@@ -140,13 +160,25 @@ def test_the_scripts_run_on_python38_or_39_as_on_this_python(tmp_path, script):
     import yaml
 
     shutil.copytree(Path(yaml.__file__).parent, deps / "yaml", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    env = {"FFS_ROOT": str(ROOT), "FFS_TOPOLOGY": str(ROOT / "topologies" / "dumbbell.yaml"), "FFS_NODE": "s1",
-           "PATH": "/usr/bin:/bin", "PYTHONPATH": str(SCRIPTS), "FFS_MATRIX": str(tmp_path / "m.yaml")}
+    env = {
+        "FFS_ROOT": str(ROOT),
+        "FFS_TOPOLOGY": str(ROOT / "topologies" / "dumbbell.yaml"),
+        "FFS_NODE": "s1",
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(SCRIPTS),
+        "FFS_MATRIX": str(tmp_path / "m.yaml"),
+    }
     (tmp_path / "m.yaml").write_text("p3: {p1: 4Mbps, p2: 16Mbps}\n")
     calls = {}
     for py in (exe, sys.executable):
-        out = subprocess.run([py, "-c", RUNNER, str(deps), str(SCRIPTS / script)], env=env, cwd=ROOT,
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [py, "-c", RUNNER, str(deps), str(SCRIPTS / script)],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         calls[py] = json.loads(out.stdout.splitlines()[-1])  # the scripts print a summary first
     assert len(calls[exe]) > 5 and calls[exe] == calls[sys.executable]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The sizing of random-drop tests (ffs.lab.binomial): a 20 % error in γ must leave the ±4σ band in
 99.9 % of runs, checked against the exact binomial distribution."""
 
@@ -15,7 +16,13 @@ def cdf(k: float, n: int, p: float) -> float:
         return 0.0
     total = 0.0
     for i in range(0, min(k, n) + 1):
-        total += math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) + (n - i) * math.log1p(-p))
+        total += math.exp(
+            math.lgamma(n + 1)
+            - math.lgamma(i + 1)
+            - math.lgamma(n - i + 1)
+            + i * math.log(p)
+            + (n - i) * math.log1p(-p)
+        )
     return total
 
 

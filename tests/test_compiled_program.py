@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """p4src/ through the SDE's real compiler (bf-p4c): it compiles for Tofino 1 and 2 inside the stage
 budget (docs/pipeline.md), with no warning the docs do not explain, and the bf-rt.json it writes
 names exactly what ffs.p4names and the software switch use, with the same widths, in both
@@ -39,8 +40,12 @@ MATCH = {"Exact": "exact", "Ternary": "ternary", "LPM": "lpm", "Range": "range"}
 def build(request):
     """`make compile` into build/<target> (a no-op when make build already compiled these sources);
     the compiler's output is kept in build/<target>/ffs/bf-p4c.log."""
-    p = subprocess.run(["make", "-s", "-C", str(ROOT), "compile", f"TARGET={request.param}"],
-                       capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "compile", f"TARGET={request.param}"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     out = ROOT / "build" / request.param / "ffs"
     return request.param, out, (out / "bf-p4c.log").read_text()
@@ -89,20 +94,29 @@ def test_bfrt_json_and_p4names_agree_both_ways(build):
     schema = _schema(build[1])
     want = {t.name for t in p4names.TABLES} | {c.name for c in p4names.COUNTERS} | {r.name for r in p4names.REGISTERS}
     want |= {lpf.name for lpf in p4names.LPFS} | {p4names.PORT_METADATA.name}
-    compiled = {n for n, t in schema.items() if t["table_type"] in
-                ("MatchAction_Direct", "MatchAction_Indirect", "Counter", "Register", "Lpf", "PortMetadata")}
+    compiled = {
+        n
+        for n, t in schema.items()
+        if t["table_type"]
+        in ("MatchAction_Direct", "MatchAction_Indirect", "Counter", "Register", "Lpf", "PortMetadata")
+    }
     assert compiled == want
     for t in p4names.TABLES:
         s = schema[t.name]
-        keys = [(k["name"], MATCH[k["match_type"]], k["type"]["width"]) for k in s["key"] if k["name"] != "$MATCH_PRIORITY"]
+        keys = [
+            (k["name"], MATCH[k["match_type"]], k["type"]["width"]) for k in s["key"] if k["name"] != "$MATCH_PRIORITY"
+        ]
         assert keys == [(k.name, k.match, k.width) for k in t.keys], t.name
         acts = {a["name"]: [(p["name"], p["type"]["width"]) for p in a["data"]] for a in s["action_specs"]}
         assert acts == {a.name: list(a.params) for a in t.actions}, t.name
         assert s["size"] == t.size, t.name
     for c in p4names.COUNTERS:
         fields = {d["singleton"]["name"] for d in schema[c.name]["data"]}
-        kind = {frozenset({"$COUNTER_SPEC_PKTS"}): "PACKETS", frozenset({"$COUNTER_SPEC_BYTES"}): "BYTES",
-                frozenset({"$COUNTER_SPEC_PKTS", "$COUNTER_SPEC_BYTES"}): "PACKETS_AND_BYTES"}[frozenset(fields)]
+        kind = {
+            frozenset({"$COUNTER_SPEC_PKTS"}): "PACKETS",
+            frozenset({"$COUNTER_SPEC_BYTES"}): "BYTES",
+            frozenset({"$COUNTER_SPEC_PKTS", "$COUNTER_SPEC_BYTES"}): "PACKETS_AND_BYTES",
+        }[frozenset(fields)]
         assert (schema[c.name]["size"], kind) == (c.size, c.kind), c.name
     for r in p4names.REGISTERS:
         (field,) = [d["singleton"] for d in schema[r.name]["data"]]
@@ -110,7 +124,9 @@ def test_bfrt_json_and_p4names_agree_both_ways(build):
     for lpf in p4names.LPFS:
         assert schema[lpf.name]["size"] == lpf.size
     pm = schema[p4names.PORT_METADATA.name]
-    assert [(k["name"], k["type"]["width"]) for k in pm["key"]] == [(p4names.PORT_METADATA.key.name, p4names.PORT_METADATA.key.width)]
+    assert [(k["name"], k["type"]["width"]) for k in pm["key"]] == [
+        (p4names.PORT_METADATA.key.name, p4names.PORT_METADATA.key.width)
+    ]
     fields = [(d["singleton"]["name"], d["singleton"]["type"]["width"]) for d in pm["data"]]
     assert [f for f in fields if not f[0].startswith("pad")] == list(p4names.PORT_METADATA.fields)  # @padding bits
 
@@ -118,7 +134,12 @@ def test_bfrt_json_and_p4names_agree_both_ways(build):
 def test_software_switch_has_what_was_compiled(build):
     schema = _schema(build[1])
     p = Pipeline()
-    for kind, objects in (("MatchAction", p.tables), ("Counter", p.counters), ("Register", p.registers), ("Lpf", p.lpfs)):
+    for kind, objects in (
+        ("MatchAction", p.tables),
+        ("Counter", p.counters),
+        ("Register", p.registers),
+        ("Lpf", p.lpfs),
+    ):
         compiled = {n for n, t in schema.items() if t["table_type"].startswith(kind)}
         assert set(objects) == compiled, kind
 
@@ -129,10 +150,18 @@ EXAMPLE = "p4src/examples/l2l3_acl.p4"
 @pytest.fixture(scope="module", params=["tofino", "tofino2"])
 def example(request):
     """`make example`: the FFS library composed with L2/L3/ACL forwarding, and that forwarding alone."""
-    p = subprocess.run(["make", "-s", "-C", str(ROOT), "example", f"TARGET={request.param}"],
-                       capture_output=True, text=True, timeout=1800)
+    p = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "example", f"TARGET={request.param}"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
-    return request.param, ROOT / "build" / "example-ffs" / request.param / "ffs", ROOT / "build" / "example-alone" / request.param / "ffs"
+    return (
+        request.param,
+        ROOT / "build" / "example-ffs" / request.param / "ffs",
+        ROOT / "build" / "example-alone" / request.param / "ffs",
+    )
 
 
 def test_library_composes_with_other_forwarding_under_the_ffs_names(example):
@@ -146,7 +175,11 @@ def test_library_composes_with_other_forwarding_under_the_ffs_names(example):
     _, with_ffs, alone = example
     schema = _schema(with_ffs)
     forwarding = {p4names.IPV4_ROUTES.name, p4names.IPV6_ROUTES.name}
-    ffs_objects = ({t.name for t in p4names.TABLES} - forwarding) | {c.name for c in p4names.COUNTERS} | {r.name for r in p4names.REGISTERS}
+    ffs_objects = (
+        ({t.name for t in p4names.TABLES} - forwarding)
+        | {c.name for c in p4names.COUNTERS}
+        | {r.name for r in p4names.REGISTERS}
+    )
     ffs_objects |= {lpf.name for lpf in p4names.LPFS} | {p4names.PORT_METADATA.name}
     assert ffs_objects <= schema.keys()
     assert not any(n.startswith(("FfsIngress.", "FfsEgress.")) for n in _schema(alone))

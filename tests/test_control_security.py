@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The control plane against hostile or mistaken input (docs/security.md): every malformed matrix
 file and request gets one line of error and leaves the switch's tables, the state file and the audit
 log byte-identical; the agent API serves 200 concurrent clients; a huge request line is cut off
@@ -13,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from agentkit import DUMBBELL, dump, make_agent
 from ffs.agent import api
 from ffs.agent.api import ApiError, ControlServer, call
 from ffs.agent.matrix import MatrixError, validate_matrix
 from ffs.agent.service import AgentService, ServiceConfig
 from ffs.shares import MIN_SHARE_BPS, MIN_SHARE_FRACTION
 from ffs.topology import TopologyError, load
-from agentkit import DUMBBELL, dump, make_agent
 from hostilekit import laughs
 
 M = 1e6
@@ -43,7 +44,9 @@ def snapshot(agent, state: Path) -> tuple[str, dict[str, bytes]]:
 
 
 def ctl(sock, *args):
-    return subprocess.run([sys.executable, "-m", "ffs.cli.ctl", "--socket", str(sock), *args], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "ffs.cli.ctl", "--socket", str(sock), *args], capture_output=True, text=True
+    )
 
 
 BAD_FILES = {
@@ -93,8 +96,14 @@ BAD_REQUESTS = {
     "100k-deep JSON": (b"[" * 100_000 + b"]" * 100_000 + b"\n", "nested deeper than 64 levels"),
     "limit: Infinity": (b'{"op": "log", "limit": Infinity}\n', "Infinity is not a number JSON can carry"),
     "rate 1e999": (b'{"op": "matrix_load", "fairness": {"p3": {"p1": 1e999, "p2": 1}}}\n', "1e999 is out of the range"),
-    "a 1e-300 column": (b'{"op": "matrix_load", "fairness": {"p3": {"p1": 1e-300, "p2": 1e-300}}}\n', "below the smallest share"),
-    "matrix_set 1e-300": (b'{"op": "matrix_set", "ingress": "p1", "egress": "p3", "rate": "1e-300"}\n', "below the smallest share"),
+    "a 1e-300 column": (
+        b'{"op": "matrix_load", "fairness": {"p3": {"p1": 1e-300, "p2": 1e-300}}}\n',
+        "below the smallest share",
+    ),
+    "matrix_set 1e-300": (
+        b'{"op": "matrix_set", "ingress": "p1", "egress": "p3", "rate": "1e-300"}\n',
+        "below the smallest share",
+    ),
     "not an object": (b"[1, 2]\n", "a request is a JSON object with an 'op'"),
     "not JSON": (b"status\n", "invalid JSON"),
 }
@@ -211,11 +220,16 @@ def test_share_floor_numbers():
 def test_share_floor_relative_to_the_column(tmp_path):
     """On a 100 Gb/s egress, 1/65536 of the column (1.526 Mb/s) is the floor: τ is clamped to 65536
     (spec §9), so a smaller share could never be scaled up to the whole egress."""
-    text = (DUMBBELL.read_text().replace("20Mbps", "100Gbps")
-            .replace("p3: {p1: 10Mbps, p2: 10Mbps}", "p3: {p1: 1.5Mbps, p2: 99Gbps}"))
+    text = (
+        DUMBBELL.read_text()
+        .replace("20Mbps", "100Gbps")
+        .replace("p3: {p1: 10Mbps, p2: 10Mbps}", "p3: {p1: 1.5Mbps, p2: 99Gbps}")
+    )
     f = tmp_path / "t.yaml"
     f.write_text(text)
-    with pytest.raises(TopologyError, match=r":14: nodes.s1.fairness.p3.p1: M\(p1,p3\) = 1.5 Mbps is below 1/65536 of the 99 Gbps"):
+    with pytest.raises(
+        TopologyError, match=r":14: nodes.s1.fairness.p3.p1: M\(p1,p3\) = 1.5 Mbps is below 1/65536 of the 99 Gbps"
+    ):
         load(f)
     f.write_text(text.replace("1.5Mbps", "1.6Mbps"))
     assert load(f).node("s1").fairness["p3"]["p1"] == 1.6e6
@@ -280,25 +294,32 @@ def test_agent_socket_mode_does_not_follow_the_umask(tmp_path):
 HOSTILE_TOPOLOGIES = {
     "5000-deep": ("nodes: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n", "nested deeper than 64 levels"),
     "billion laughs": (laughs(), "expands to more than 1000000 nodes"),
-    "duplicate interface": (DUMBBELL.read_text().replace("      p2: {capacity: 20Mbps", "      p1: {capacity: 20Mbps", 1),
-                            "nodes.s1.interfaces.p1: duplicate key"),
-    "a 1e-300 column": (DUMBBELL.read_text().replace("p3: {p1: 10Mbps, p2: 10Mbps}", "p3: {p1: 1e-300, p2: 1e-300}"),
-                        "below the smallest share"),
+    "duplicate interface": (
+        DUMBBELL.read_text().replace("      p2: {capacity: 20Mbps", "      p1: {capacity: 20Mbps", 1),
+        "nodes.s1.interfaces.p1: duplicate key",
+    ),
+    "a 1e-300 column": (
+        DUMBBELL.read_text().replace("p3: {p1: 10Mbps, p2: 10Mbps}", "p3: {p1: 1e-300, p2: 1e-300}"),
+        "below the smallest share",
+    ),
 }
 
 
 @pytest.mark.parametrize(
     "tool, name",
-    [("ffs.cli.agent", n) for n in HOSTILE_TOPOLOGIES] + [("ffs.cli.sim", "billion laughs"), ("ffs.cli.switch", "5000-deep")],
+    [("ffs.cli.agent", n) for n in HOSTILE_TOPOLOGIES]
+    + [("ffs.cli.sim", "billion laughs"), ("ffs.cli.switch", "5000-deep")],
 )
 def test_hostile_topology_one_line_for_every_tool(tmp_path, tool, name):
     """The agent refuses before it touches a switch; ffs-sim and ffs-switch replay exit 2."""
     text, fragment = HOSTILE_TOPOLOGIES[name]
     f = tmp_path / "t.yaml"
     f.write_text(text)
-    args = {"ffs.cli.agent": [f"--topology={f}", "--node=s1", "--switch=unix:/nonexistent/x", "--connect-timeout=0.5"],
-            "ffs.cli.sim": ["allocate", str(f)],
-            "ffs.cli.switch": ["replay", str(f)]}[tool]
+    args = {
+        "ffs.cli.agent": [f"--topology={f}", "--node=s1", "--switch=unix:/nonexistent/x", "--connect-timeout=0.5"],
+        "ffs.cli.sim": ["allocate", str(f)],
+        "ffs.cli.switch": ["replay", str(f)],
+    }[tool]
     p = subprocess.run([sys.executable, "-m", tool, *args], capture_output=True, text=True, timeout=60)
     assert p.returncode in (1, 2) and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
     assert fragment in p.stderr, p.stderr

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The CSFQ baseline against the CSFQ paper (papers/001) and the label lie of FFS §VII-A, with the
 paper's parameters in virtual time (ffs.lab.csfq_paper; docs/results.md, "CSFQ against the CSFQ
 paper"). Runs are deterministic for their seed; each lasts 11 s and is measured over 10, as the

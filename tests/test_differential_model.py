@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The differential run (ffs.lab.differential) in CI, on each chip's model: seeded probes of every kind
 through tofino-model + bf_switchd, programmed by ffs-agent from topologies/differential.yaml
 (differential-tofino2.yaml on Tofino 2), and through the software switch with the table state read
@@ -21,7 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def why_not(chip: str) -> str | None:
-    want = subprocess.run(["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True).stdout.strip()
+    want = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True
+    ).stdout.strip()
     why = sde_missing("ffs", chip, want)
     return f"{why} (make test builds both chips when an SDE is set)" if why and "make build" in why else why
 
@@ -32,9 +35,25 @@ def test_tofino_model_and_the_software_switch_agree(tmp_path, chip):
     why = why_not(chip)
     if why:
         pytest.skip(why)
-    p = subprocess.run([sys.executable, "-m", "ffs.lab.differential", "--chip", chip, "--start-sde", "--packets", "400",
-                        "--log-dir", str(tmp_path / "logs"), "--json"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ffs.lab.differential",
+            "--chip",
+            chip,
+            "--start-sde",
+            "--packets",
+            "400",
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     seed = next((line for line in p.stderr.splitlines() if "reproduces this run" in line), "no seed printed")
     print(seed)
     assert p.returncode in (0, 1), f"{seed}\n" + p.stderr[-3000:]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every command block of README.md and docs/*.md runs as written.
 
 A fenced block tagged `sh` (or `bash`) is a command block: it runs with `bash -e -o pipefail` from the
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from conftest import ROOT, is_root
 
 COMMAND_LANGS = {"sh", "bash"}
@@ -59,7 +61,12 @@ def _setup_current() -> bool:
     """`make demo` installs the package unless `make setup` ran for this tree since its packaging
     last changed; the test never installs (it would replace the environment's package)."""
     stamp = ROOT / "build" / ".setup-stamp"
-    deps = [ROOT / "pyproject.toml", ROOT / "setup.py", ROOT / "constraints" / "dev.txt", ROOT / "controlplane" / "ffs" / "switch" / "_fastpath.c"]
+    deps = [
+        ROOT / "pyproject.toml",
+        ROOT / "setup.py",
+        ROOT / "constraints" / "dev.txt",
+        ROOT / "controlplane" / "ffs" / "switch" / "_fastpath.c",
+    ]
     return stamp.exists() and all(stamp.stat().st_mtime >= d.stat().st_mtime for d in deps)
 
 
@@ -76,14 +83,21 @@ def skip_reason(b: Block) -> str | None:
         chip = "tofino2" if re.search(r"\b(CHIP|TARGET)=tofino2\b", b.text) else "tofino"
         defects = Path(os.environ["SDE_INSTALL"], "share", f"{chip}pd", "ffs", "compiler-defects")
         if "TARGET=tofino-model" in b.text and defects.exists() and defects.read_text().strip():
-            return f"the installed ffs has a known compiler defect, the PTF runner refuses it: {defects.read_text().strip()}"
+            return (
+                "the installed ffs has a known compiler defect, the PTF runner refuses it: "
+                f"{defects.read_text().strip()}"
+            )
         return None
     if any(w in b.text for w in ("scp ", "systemctl ", "ssh://", "ffsctl fleet")):
-        return ("an operator's session on a switch or across switches (SSH, systemd): test_agent_pythons.py, "
-                "test_systemd_unit.py and test_ffsctl_fleet.py run these steps")
+        return (
+            "an operator's session on a switch or across switches (SSH, systemd): test_agent_pythons.py, "
+            "test_systemd_unit.py and test_ffsctl_fleet.py run these steps"
+        )
     if first.startswith("make demo") and not _setup_current():
         return "make setup has not run for this tree (make demo would install the package)"
-    live = any(w in b.text for w in ("ip netns", "make netns-up", "make demo", "ffs-switch run", "make ptf", "make experiment"))
+    live = any(
+        w in b.text for w in ("ip netns", "make netns-up", "make demo", "ffs-switch run", "make ptf", "make experiment")
+    )
     if live and not is_root():
         return "needs root (network namespaces, veth pairs)"
     return None
@@ -108,10 +122,21 @@ def test_command_block_runs(block: Block, tmp_path):
     # The SDE blocks run as written, on less: the whole PTF suite on each chip and the differential
     # run in test_ptf_suite.py and test_differential_model.py; here one PTF module and 400 probes
     # show that the README's commands work (DURATION shortens the demos the same way).
-    env = {**os.environ, "FFS_STATE_DIR": str(tmp_path / "state"), "DURATION": os.environ.get("DURATION", "6"),
-           "PTF_ARGS": os.environ.get("PTF_ARGS", "test_counters"), "PACKETS": os.environ.get("PACKETS", "400")}
-    p = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=600)
+    env = {
+        **os.environ,
+        "FFS_STATE_DIR": str(tmp_path / "state"),
+        "DURATION": os.environ.get("DURATION", "6"),
+        "PTF_ARGS": os.environ.get("PTF_ARGS", "test_counters"),
+        "PACKETS": os.environ.get("PACKETS", "400"),
+    }
+    p = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", block.text],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = p.stdout + p.stderr
     assert p.returncode == 0, f"{block.id} exited {p.returncode}:\n{out[-3000:]}"
     assert "Traceback (most recent call last)" not in out, f"{block.id}:\n{out[-3000:]}"

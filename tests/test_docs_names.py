@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The P4 names the docs show exist, so that a renamed or removed name cannot linger in the prose.
 In backticks in README.md, docs/ and bfrt-scripts/:
 
@@ -43,8 +44,10 @@ def stale_calls(docs: list[Path]) -> list[str]:
                     continue
                 params = tuple(a.split("=")[0].strip() for a in args.split(",") if a.strip())  # `lw = llen − 1`
                 if params and params not in known[name]:
-                    bad.append(f"{where}:{n}: {name}({args}) but p4src has "
-                               + " or ".join(f"{name}({', '.join(p)})" for p in sorted(known[name])))
+                    bad.append(
+                        f"{where}:{n}: {name}({args}) but p4src has "
+                        + " or ".join(f"{name}({', '.join(p)})" for p in sorted(known[name]))
+                    )
     return bad
 
 
@@ -90,7 +93,10 @@ def p4_externs() -> set[str]:
 def struct_fields(text: str, struct: str) -> dict[str, str]:
     """Field name -> type of a struct or header of header.p4 (FFS_HOST_METADATA and the like left out)."""
     body, _ = _block(text, re.search(rf"\b(struct|header)\s+{struct}\b", text).start())
-    return {name: typ for typ, name in re.findall(r"^\s*([\w<>()\[\]\s-]+?)\s+(\w+)\s*(?:\[[^\]]*\])?\s*;", body, flags=re.M)}
+    return {
+        name: typ
+        for typ, name in re.findall(r"^\s*([\w<>()\[\]\s-]+?)\s+(\w+)\s*(?:\[[^\]]*\])?\s*;", body, flags=re.M)
+    }
 
 
 def metadata() -> tuple[set[str], dict[str, set[str]]]:
@@ -151,14 +157,22 @@ def stale_names(docs: list[Path]) -> list[str]:
                     why = None if m.group(1) in md else f"`{token}`: no metadata field {m.group(1)} in header.p4"
                 elif h:
                     inst, fld = h.groups()
-                    why = None if inst in hdr and (fld is None or fld in hdr[inst]) else f"`{token}`: headers_t has no {token[4:]}"
+                    why = (
+                        None
+                        if inst in hdr and (fld is None or fld in hdr[inst])
+                        else f"`{token}`: headers_t has no {token[4:]}"
+                    )
                 else:
                     why = check_path(token)
                 if why:
                     bad.append(f"{where}:{n}: {why}")
             for name, said, said_before, name_after in CALLED.findall(line):
                 name, said = (name, said) if name else (name_after, said_before)
-                kinds = paths.get(name.split(".", 1)[1] if name.startswith(("FfsIngress.", "FfsEgress.")) and name not in paths else name)
+                kinds = paths.get(
+                    name.split(".", 1)[1]
+                    if name.startswith(("FfsIngress.", "FfsEgress.")) and name not in paths
+                    else name
+                )
                 if name.startswith("$"):
                     continue  # BF-RT's own tables ($PORT_METADATA, $PORT)
                 if said == "(const)":
@@ -168,8 +182,10 @@ def stale_names(docs: list[Path]) -> list[str]:
                 else:
                     ok = kinds is not None and "counter" in kinds
                 if not ok:
-                    bad.append(f"{where}:{n}: `{name}` is called {said.strip('()')} but p4src has "
-                               + (" and ".join(sorted(kinds)) if kinds else "no such name"))
+                    bad.append(
+                        f"{where}:{n}: `{name}` is called {said.strip('()')} but p4src has "
+                        + (" and ".join(sorted(kinds)) if kinds else "no such name")
+                    )
     return bad
 
 
@@ -180,9 +196,19 @@ def test_tables_counters_and_fields_named_in_the_docs_exist():
 
 def test_the_check_sees_stale_tables_counters_and_fields(tmp_path):
     stale = tmp_path / "stale.md"
-    stale.write_text("a write to the const `ri` table; `rate_est.pairs`; `FfsIngress.pair_map.norm_k2`\n"
-                     "`md.k2`, `hdr.ffs.m_lm`; the `pairs` (const); the `gamma` counter; `md.cc` and `pair_map.pairs`\n")
+    stale.write_text(
+        "a write to the const `ri` table; `rate_est.pairs`; `FfsIngress.pair_map.norm_k2`\n"
+        "`md.k2`, `hdr.ffs.m_lm`; the `pairs` (const); the `gamma` counter; `md.cc` and `pair_map.pairs`\n"
+    )
     bad = stale_names([stale])
     assert len(bad) == 7, "\n".join(bad)
-    for name in ("`ri`", "rate_est.pairs", "norm_k2", "md.k2", "hdr.ffs.m_lm", "`pairs` is called const", "`gamma` is called counter"):
+    for name in (
+        "`ri`",
+        "rate_est.pairs",
+        "norm_k2",
+        "md.k2",
+        "hdr.ffs.m_lm",
+        "`pairs` is called const",
+        "`gamma` is called counter",
+    ):
         assert any(name in b for b in bad), (name, bad)

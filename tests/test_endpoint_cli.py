@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs-transfer: one-line errors without side effects, and a real transfer over loopback (raw
 sockets of IP protocol 253, so root) that arrives byte for byte with every packet echoed."""
 
@@ -25,13 +26,19 @@ def test_sizes():
             parse_size(bad)
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["send", "--dst", "127.0.0.1", "--bytes", "10XB", "--capacity", "1Mbps"], "--bytes wants a size"),
-    (["send", "--dst", "127.0.0.1", "--capacity", "1Mbps"], "exactly one of --file and --bytes"),
-    (["send", "--dst", "127.0.0.1", "--bytes", "1MB", "--capacity", "fast"], "not a rate"),
-    (["send", "--dst", "127.0.0.1", "--bytes", "1MB", "--capacity", "1Mbps", "--start-rate", "2Mbps"], "--start-rate must be"),
-    (["send", "--dst", "127.0.0.1", "--bytes", "1MB"], "--scheme minloss needs --capacity"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["send", "--dst", "127.0.0.1", "--bytes", "10XB", "--capacity", "1Mbps"], "--bytes wants a size"),
+        (["send", "--dst", "127.0.0.1", "--capacity", "1Mbps"], "exactly one of --file and --bytes"),
+        (["send", "--dst", "127.0.0.1", "--bytes", "1MB", "--capacity", "fast"], "not a rate"),
+        (
+            ["send", "--dst", "127.0.0.1", "--bytes", "1MB", "--capacity", "1Mbps", "--start-rate", "2Mbps"],
+            "--start-rate must be",
+        ),
+        (["send", "--dst", "127.0.0.1", "--bytes", "1MB"], "--scheme minloss needs --capacity"),
+    ],
+)
 def test_bad_input_is_one_line(args, msg):
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 2, r.output
@@ -52,14 +59,39 @@ def test_transfer_over_loopback_arrives_intact(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(CP)}
     cmd = [sys.executable, "-m", "ffs.cli.transfer"]
     before = raw_ffs_sockets()
-    rx = subprocess.Popen(cmd + ["recv", "--port", "47311", "--out", str(dst), "--timeout", "20", "--json"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    rx = subprocess.Popen(
+        cmd + ["recv", "--port", "47311", "--out", str(dst), "--timeout", "20", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     end = time.monotonic() + 20  # the receiver's socket must exist before the first packet
     while raw_ffs_sockets() <= before and time.monotonic() < end and rx.poll() is None:
         time.sleep(0.05)
-    tx = subprocess.run(cmd + ["send", "--dst", "127.0.0.1", "--port", "47311", "--file", str(src), "--scheme", "mintime",
-                               "--capacity", "40Mbps", "--timeout", "20", "--json"],
-                        capture_output=True, text=True, env=env, timeout=30)
+    tx = subprocess.run(
+        cmd
+        + [
+            "send",
+            "--dst",
+            "127.0.0.1",
+            "--port",
+            "47311",
+            "--file",
+            str(src),
+            "--scheme",
+            "mintime",
+            "--capacity",
+            "40Mbps",
+            "--timeout",
+            "20",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
     out, err = rx.communicate(timeout=30)
     assert tx.returncode == 0 and rx.returncode == 0, (tx.stderr, err)
     s, r = json.loads(tx.stdout), json.loads(out)
@@ -82,14 +114,45 @@ def test_partial_deployment_transfer_over_loopback(tmp_path):
     src.write_bytes(data)
     env = {**os.environ, "PYTHONPATH": str(CP)}
     cmd = [sys.executable, "-m", "ffs.cli.transfer"]
-    rx = subprocess.Popen(cmd + ["recv", "--tcp", "--port", "47312", "--out", str(dst), "--timeout", "20", "--json"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    rx = subprocess.Popen(
+        cmd + ["recv", "--tcp", "--port", "47312", "--out", str(dst), "--timeout", "20", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     end = time.monotonic() + 20
-    while not any(line.split()[1].endswith(f":{47312:04X}") and line.split()[3] == "0A"
-                  for line in Path("/proc/net/tcp").read_text().splitlines()[1:]) and time.monotonic() < end:
+    while (
+        not any(
+            line.split()[1].endswith(f":{47312:04X}") and line.split()[3] == "0A"
+            for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+        )
+        and time.monotonic() < end
+    ):
         time.sleep(0.05)
-    tx = subprocess.run(cmd + ["send", "--scheme", "partial", "--cca", "cubic", "--dst", "127.0.0.1", "--port", "47312",
-                               "--file", str(src), "--timeout", "20", "--json"], capture_output=True, text=True, env=env, timeout=30)
+    tx = subprocess.run(
+        cmd
+        + [
+            "send",
+            "--scheme",
+            "partial",
+            "--cca",
+            "cubic",
+            "--dst",
+            "127.0.0.1",
+            "--port",
+            "47312",
+            "--file",
+            str(src),
+            "--timeout",
+            "20",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
     out, err = rx.communicate(timeout=30)
     assert tx.returncode == 0 and rx.returncode == 0, (tx.stderr, err)
     s, r = json.loads(tx.stdout), json.loads(out)

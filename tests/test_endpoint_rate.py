@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The endpoint's pure parts: the relative indicator applied to the rate of one RTT earlier and its
 median of 21 (FFS §IX, App. D), the leaky-bucket pacer packet by packet, the partial-deployment cap
 (App. C), the wire format (decoded by the project's scapy layer) and the SACK transport."""
@@ -7,8 +8,17 @@ import math
 import pytest
 
 from ffs import constants
-from ffs.lab.endpoint.rate import (Echo, IndicatorCap, LeakyBucket, MedianWindow, MinLoss, MinLossParams, MinTime,
-                               RateHistory, rri_factor)
+from ffs.lab.endpoint.rate import (
+    Echo,
+    IndicatorCap,
+    LeakyBucket,
+    MedianWindow,
+    MinLoss,
+    MinLossParams,
+    MinTime,
+    RateHistory,
+    rri_factor,
+)
 from ffs.lab.endpoint.transport import Receiver, Sender
 from ffs.lab.endpoint.wire import OVERHEAD, Ack, Data, ack_datagram, data_datagram, parse_after_ip
 from ffs.labels import encode
@@ -43,8 +53,9 @@ def test_minloss_moves_on_a_full_window_only_and_collects_anew_after_a_move():
 
 
 def test_minloss_confirms_increases_but_follows_decreases_at_once():
-    ml = MinLoss(MinLossParams(start_bps=4e6, capacity_bps=100e6, settle_s=0, deadband=0, headroom=0, window=1,
-                               confirm_s=0.1))
+    ml = MinLoss(
+        MinLossParams(start_bps=4e6, capacity_bps=100e6, settle_s=0, deadband=0, headroom=0, window=1, confirm_s=0.1)
+    )
     ml.on_echo(1.0, Echo(encode(2.0), 0.90))  # "double it", first said by a packet sent at 0.90
     ml.on_echo(1.05, Echo(encode(2.0), 0.95))
     assert ml.rate(1.1) == 4e6  # not yet confirmed for 0.1 s
@@ -60,8 +71,9 @@ def test_minloss_confirms_increases_but_follows_decreases_at_once():
 
 
 def test_send_log_measures_what_left_over_the_nodes_window():
-    ml = MinLoss(MinLossParams(start_bps=8e6, capacity_bps=100e6, settle_s=0, deadband=0, headroom=0, window=1,
-                               measure_s=0.1))
+    ml = MinLoss(
+        MinLossParams(start_bps=8e6, capacity_bps=100e6, settle_s=0, deadband=0, headroom=0, window=1, measure_s=0.1)
+    )
     for k in range(100):  # paced at 8 Mb/s but only half of it left: 4 Mb/s actually sent
         ml.on_sent(k * 0.002, 1000)
     assert ml.sent.rate(0.15) == pytest.approx(4e6, rel=0.02)
@@ -165,7 +177,9 @@ def test_transport_recovers_every_loss_with_selective_acknowledgements():
             if seq % 10 == 4 and seq not in lost_once:  # every tenth packet is lost once
                 lost_once.add(seq)
             else:
-                ack = rcv.on_data(t + 0.005, snd.xfer, seq, snd.total, data[seq * 1000:(seq + 1) * 1000], 1000, 0x8000)
+                ack = rcv.on_data(
+                    t + 0.005, snd.xfer, seq, snd.total, data[seq * 1000 : (seq + 1) * 1000], 1000, 0x8000
+                )
                 acks.append((t + 0.01, ack, rcv.latest_rri))
         t = round(t + 0.0001, 6)
     assert snd.done and rcv.complete and rcv.data() == data[:100_000]

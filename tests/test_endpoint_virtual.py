@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """FFS endpoints in virtual time (FFS §IX, App. D): MinLoss and MinTime transfers through the
 software switch's pipeline and agent (FFS-C85, RI on) at 10 Gb/s, against the exact FFS allocation
 (ffs.allocator, `ffs-sim allocate`) and against γ (Eq. 2)."""
@@ -21,21 +22,28 @@ BIG = 10**10  # bytes: the transfers outlast the runs (greedy streams)
 def topology(streams: tuple[str, ...], scale: float = SCALE):
     t = load(TOPO)
     SCALE = scale
-    nodes = {n: dataclasses.replace(
-        node, interfaces={i: dataclasses.replace(x, capacity=x.capacity * SCALE) for i, x in node.interfaces.items()},
-        fairness={e: {i: v * SCALE for i, v in col.items()} for e, col in node.fairness.items()})
-        for n, node in t.nodes.items()}
-    keep = tuple(dataclasses.replace(s, demand=s.demand * SCALE, r=s.r * SCALE, f=s.f * SCALE)
-                 for s in t.streams if s.name in streams)
+    nodes = {
+        n: dataclasses.replace(
+            node,
+            interfaces={i: dataclasses.replace(x, capacity=x.capacity * SCALE) for i, x in node.interfaces.items()},
+            fairness={e: {i: v * SCALE for i, v in col.items()} for e, col in node.fairness.items()},
+        )
+        for n, node in t.nodes.items()
+    }
+    keep = tuple(
+        dataclasses.replace(s, demand=s.demand * SCALE, r=s.r * SCALE, f=s.f * SCALE)
+        for s in t.streams
+        if s.name in streams
+    )
     return dataclasses.replace(t, nodes=nodes, streams=keep)
 
 
 def mean_rate(f, t0, t1, bin_s):
-    return float(f.send_bps[int(t0 / bin_s):int(t1 / bin_s)].mean())
+    return float(f.send_bps[int(t0 / bin_s) : int(t1 / bin_s)].mean())
 
 
 def drops_between(f, t0, t1, bin_s):
-    return float(f.drop_bps[int(t0 / bin_s):int(t1 / bin_s)].sum())
+    return float(f.drop_bps[int(t0 / bin_s) : int(t1 / bin_s)].sum())
 
 
 def test_minloss_one_stream_converges_to_its_exact_rate_and_loses_nothing():
@@ -64,8 +72,12 @@ def test_minloss_converges_at_100_gbps_too():
 def test_minloss_two_streams_both_converge_to_their_exact_rates():
     topo = topology(("h1", "h2"))
     alloc = allocate(topo)
-    res = run(topo, "s1", [Flow("h1", "h1", "h3", BIG, "minloss"), Flow("h2", "h2", "h3", BIG, "minloss", start_s=0.05)],
-              duration_s=0.25)
+    res = run(
+        topo,
+        "s1",
+        [Flow("h1", "h1", "h3", BIG, "minloss"), Flow("h2", "h2", "h3", BIG, "minloss", start_s=0.05)],
+        duration_s=0.25,
+    )
     for name in ("h1", "h2"):
         exact = alloc.stream(name).rate  # 4.25 Gb/s each: τ · f with equal shares
         got = mean_rate(res.flow(name), 0.12, 0.25, res.bin_s)
@@ -87,7 +99,7 @@ def test_mintime_loses_what_gamma_predicts(streams):
         cap = f.capacity_bps
         gamma = alloc.stream(s).rate / cap
         sent = mean_rate(f, 0.05, 0.2, res.bin_s)
-        dropped = float(f.drop_bps[int(0.05 / res.bin_s):int(0.2 / res.bin_s)].mean())
+        dropped = float(f.drop_bps[int(0.05 / res.bin_s) : int(0.2 / res.bin_s)].mean())
         assert sent == pytest.approx(cap, rel=1e-3)
         assert dropped / sent == pytest.approx(1 - gamma, abs=0.01), (s, dropped / sent, 1 - gamma)
 
@@ -112,8 +124,9 @@ def test_every_echo_carries_the_nodes_rri_for_a_packet_the_source_sent():
         ctl["c"] = Recording(MinLossParams(start_bps=cap / 100, capacity_bps=cap, settle_s=0.011), t0)
         return ctl["c"]
 
-    res = run(topo, "s1", [Flow("h1", "h1", "h3", BIG, controller=make)], duration_s=0.06, one_way_s=0.0002,
-              record=True)
+    res = run(
+        topo, "s1", [Flow("h1", "h1", "h3", BIG, controller=make)], duration_s=0.06, one_way_s=0.0002, record=True
+    )
     seen = ctl["c"].seen
     f = res.flow("h1")
     assert len(seen) == f.echoes > 1000
@@ -122,7 +135,7 @@ def test_every_echo_carries_the_nodes_rri_for_a_packet_the_source_sent():
     # the k-th echo returns exactly the rri the node wrote into the k-th delivered packet, for the
     # packet sent at that time (ACKs are per packet, no reordering here)
     written = [(sent, rri) for _, _, sent, rri in res.deliveries]
-    assert [(sent, code) for _, code, sent, _ in seen] == written[:len(seen)]
+    assert [(sent, code) for _, code, sent, _ in seen] == written[: len(seen)]
     assert any(code != 0xFFFF for _, code, _, _ in seen)
     rtt = [now - sent for now, _, sent, _ in seen]
     # two one-way delays + serialization of a 9000-byte packet on the wire (+ 14 + 4 + 20 bytes,

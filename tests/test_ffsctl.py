@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffsctl against a running agent service: changes reach the data plane, errors are one line with
 a non-zero exit, and the socket refuses a client without permission."""
 
@@ -10,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from ffs import p4names
-from ffs import tables
-from ffs.agent.api import ApiError, ControlServer, call
-from ffs.agent.service import AgentService, ServiceConfig
 from agentkit import LPF, Clock, dump, make_agent
 from conftest import is_root
+from ffs import p4names, tables
+from ffs.agent.api import ApiError, ControlServer, call
+from ffs.agent.service import AgentService, ServiceConfig
 
-requires_root = pytest.mark.skipif(not is_root(), reason="running a client as another uid (os.setuid in a child) needs root")
+requires_root = pytest.mark.skipif(
+    not is_root(), reason="running a client as another uid (os.setuid in a child) needs root"
+)
 
 M = 1e6
 
@@ -33,7 +35,9 @@ def running(tmp_path):
 
 
 def ctl(sock, *args):
-    return subprocess.run([sys.executable, "-m", "ffs.cli.ctl", "--socket", str(sock), *args], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "ffs.cli.ctl", "--socket", str(sock), *args], capture_output=True, text=True
+    )
 
 
 def test_matrix_set_changes_what_the_data_plane_drops(running):
@@ -44,7 +48,10 @@ def test_matrix_set_changes_what_the_data_plane_drops(running):
     p = ctl(sock, "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "3Mbps")
     assert p.returncode == 0, p.stderr
     assert "M(p1,p3): 10 Mbps -> 3 Mbps" in p.stdout
-    lm = {(e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params) for e in agent.driver.read_table(p4names.PAIRS.name)}
+    lm = {
+        (e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params)
+        for e in agent.driver.read_table(p4names.PAIRS.name)
+    }
     assert lm[(1, 3)] == tables.lm_code(3 * M, LPF.time_constant_ns, LPF.scale_down)
     after = clock.run(1.5, svc.lock)
     # p1 is now constrained at its 3 Mbps share; the flood takes the rest of the 13 Mbps target
@@ -99,10 +106,15 @@ def test_plan_and_diff(running, tmp_path):
     load = ctl(sock, "--json", "matrix", "load", str(f))
     assert load.returncode == 0, load.stderr
     assert {(c["ingress"], c["egress"], c["new"]) for c in json.loads(load.stdout)["changes"]} == {
-        ("p1", "p3", 4 * M), ("p2", "p3", 16 * M)}
+        ("p1", "p3", 4 * M),
+        ("p2", "p3", 16 * M),
+    }
     assert agent.fairness == {"p3": {"p1": 4 * M, "p2": 16 * M}, "p1": {"p3": 20 * M}, "p2": {"p3": 20 * M}}
     saved = json.loads((tmp_path / "state" / "matrix-s1.json").read_text())
-    assert saved["fairness"] == agent.fairness and oct((tmp_path / "state" / "matrix-s1.json").stat().st_mode & 0o777) == "0o600"
+    assert (
+        saved["fairness"] == agent.fairness
+        and oct((tmp_path / "state" / "matrix-s1.json").stat().st_mode & 0o777) == "0o600"
+    )
     assert "no change" in ctl(sock, "matrix", "diff", str(f)).stdout
     lines = ctl(sock, "log").stdout.splitlines()
     assert len(lines) == 2 and all("M(p" in x and "-> " in x for x in lines)
@@ -225,12 +237,22 @@ def test_bad_rate_and_env_socket(running, monkeypatch):
     agent, _, sock = running
     before = dump(agent.driver)
     env = {**os.environ, "FFS_AGENT_SOCKET": str(sock)}
-    p = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", "matrix", "set", "--ingress", "p1", "--egress", "p3",
-                        "--rate", "lots"], capture_output=True, text=True, env=env)
-    assert p.returncode == 1 and p.stderr.startswith("ffsctl: error: M(p1,p3): not a rate") and p.stderr.count("\n") == 1
+    p = subprocess.run(
+        [sys.executable, "-m", "ffs.cli.ctl", "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "lots"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert (
+        p.returncode == 1 and p.stderr.startswith("ffsctl: error: M(p1,p3): not a rate") and p.stderr.count("\n") == 1
+    )
     assert dump(agent.driver) == before
-    p = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", "matrix", "set", "--ingress", "p1", "--egress", "p3",
-                        "--rate", "40Mbps"], capture_output=True, text=True, env=env)
+    p = subprocess.run(
+        [sys.executable, "-m", "ffs.cli.ctl", "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "40Mbps"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert p.returncode == 1 and "above its capacity" in p.stderr and dump(agent.driver) == before
 
 
@@ -250,7 +272,12 @@ def test_human_output(running):
     j = json.loads(ctl(sock, "tau", "show", "--json").stdout)  # --json after the subcommand too
     assert {e["egress"]: (e["tau"], e["state"]) for e in j}["p1"] == (p1.tau, "uncongested")
     assert {e["egress"]: e["tau_display"] for e in j}["p3"] == f"{p3.tau:.4f}"
-    assert f"{p3.tau:.4f}" in rows["p3"] and " congested │" in rows["p3"] and f"{p1.tau:.4f}" in rows["p1"] and "uncongested" in rows["p1"]
+    assert (
+        f"{p3.tau:.4f}" in rows["p3"]
+        and " congested │" in rows["p3"]
+        and f"{p1.tau:.4f}" in rows["p1"]
+        and "uncongested" in rows["p1"]
+    )
     show = ctl(sock, "matrix", "show")
     assert show.returncode == 0 and "10 Mbps" in show.stdout
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffsctl over SSH and across a fleet: two agents on this machine (nodes s1 and s2, each with its own
 software switch), reached as `ffsctl --host ssh://...` reaches an agent on a switch.
 
@@ -67,13 +68,27 @@ def two_agents(tmp_path):
             switch = f"unix:{tmp_path}/{node}-switch.sock"
             servers.append(serve(ctl, switch))
             sock = tmp_path / f"{node}.sock"
-            agents.append(subprocess.Popen(
-                [sys.executable, "-m", "ffs.cli.agent", f"--topology={topo}", f"--node={node}", f"--switch={switch}",
-                 f"--socket={sock}", f"--state-dir={tmp_path}/state-{node}", "--period-ms=50", "--lpf-time-constant-us=1000"],
-                stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"{node}.log", "w")))
+            agents.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "ffs.cli.agent",
+                        f"--topology={topo}",
+                        f"--node={node}",
+                        f"--switch={switch}",
+                        f"--socket={sock}",
+                        f"--state-dir={tmp_path}/state-{node}",
+                        "--period-ms=50",
+                        "--lpf-time-constant-us=1000",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=open(tmp_path / f"{node}.log", "w"),
+                )
+            )
             nodes[node] = {"socket": str(sock), "control": ctl}
         end = time.monotonic() + 30
-        for node, a in zip(nodes, agents):
+        for node, a in zip(nodes, agents, strict=False):
             while True:
                 try:
                     call(nodes[node]["socket"], {"op": "status"})
@@ -129,9 +144,11 @@ def sshd(tmp_path):
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True)
     (d / "authorized_keys").write_text((d / "user_key.pub").read_text())
     port = free_port()
-    (d / "sshd_config").write_text(f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\nPidFile {d / 'sshd.pid'}\n"
-                                   f"AuthorizedKeysFile {d / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
-                                   "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n")
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\nPidFile {d / 'sshd.pid'}\n"
+        f"AuthorizedKeysFile {d / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
+    )
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
     proc = subprocess.Popen([exe, "-D", "-e", "-f", str(d / "sshd_config")], stderr=open(d / "sshd.log", "w"))
     try:
@@ -143,7 +160,10 @@ def sshd(tmp_path):
             except OSError:
                 assert proc.poll() is None and time.monotonic() < end, (d / "sshd.log").read_text()
                 time.sleep(0.1)
-        cmd = f"ssh -F /dev/null -i {d / 'user_key'} -o UserKnownHostsFile={d / 'known_hosts'} -o StrictHostKeyChecking=accept-new"
+        cmd = (
+            f"ssh -F /dev/null -i {d / 'user_key'} -o UserKnownHostsFile={d / 'known_hosts'} "
+            "-o StrictHostKeyChecking=accept-new"
+        )
         yield {"FFS_SSH_COMMAND": cmd, "url": f"ssh://root@127.0.0.1:{port}"}
     finally:
         proc.terminate()
@@ -153,17 +173,28 @@ def sshd(tmp_path):
 def ffsctl(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith("FFS_AGENT")}
     e.update(env)
-    return subprocess.run([sys.executable, "-m", "ffs.cli.ctl", *args], capture_output=True, text=True, env=e, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "ffs.cli.ctl", *args], capture_output=True, text=True, env=e, timeout=timeout
+    )
 
 
-def fleet_file(tmp_path: Path, url: str, nodes: dict, matrices: dict[str, str], order=("s1", "s2"), name="fleet.yaml",
-               claim: dict[str, str] | None = None) -> Path:
+def fleet_file(
+    tmp_path: Path,
+    url: str,
+    nodes: dict,
+    matrices: dict[str, str],
+    order=("s1", "s2"),
+    name="fleet.yaml",
+    claim: dict[str, str] | None = None,
+) -> Path:
     lines = ["switches:"]
     for node in order:
         matrix = f"{Path(name).stem}-{node}.yaml"  # relative to the fleet file
         (tmp_path / matrix).write_text(matrices[node])
-        lines.append(f"  - {{node: {(claim or {}).get(node, node)}, host: '{url}', socket: '{nodes[node]['socket']}', "
-                     f"ffsctl: '{FFSCTL}', matrix: {matrix}}}")
+        lines.append(
+            f"  - {{node: {(claim or {}).get(node, node)}, host: '{url}', socket: '{nodes[node]['socket']}', "
+            f"ffsctl: '{FFSCTL}', matrix: {matrix}}}"
+        )
     path = tmp_path / name
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -175,7 +206,9 @@ def shares(nodes, node) -> dict:
 
 def run_fleet_cases(tmp_path: Path, nodes: dict, url: str, env: dict[str, str]) -> None:
     # one agent, as --host
-    r = ffsctl("--host", url, "--socket", nodes["s2"]["socket"], "--json", "status", env={**env, "FFS_REMOTE_FFSCTL": FFSCTL})
+    r = ffsctl(
+        "--host", url, "--socket", nodes["s2"]["socket"], "--json", "status", env={**env, "FFS_REMOTE_FFSCTL": FFSCTL}
+    )
     assert r.returncode == 0 and json.loads(r.stdout)["node"] == "s2", r.stderr
     # plan: every node asked, nothing changed
     f = fleet_file(tmp_path, url, nodes, {"s1": NEW, "s2": NEW})
@@ -197,13 +230,21 @@ def run_fleet_cases(tmp_path: Path, nodes: dict, url: str, env: dict[str, str]) 
     r = ffsctl("fleet", "apply", str(f), env=env)
     nodes["s2"]["control"].refuse = False
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "s1 (" in r.stdout and "changed (2 entries)" in r.stdout and "s2 (" in r.stdout and "refused" in r.stdout, r.stdout
+    assert "s1 (" in r.stdout and "changed (2 entries)" in r.stdout and "s2 (" in r.stdout and "refused" in r.stdout, (
+        r.stdout
+    )
     assert "changed: s1; refused: s2" in r.stdout
-    assert r.stderr.strip() == "ffsctl: error: fleet apply stopped at s2: pairs table is read-only now (the test's refusal); changed before it: s1" \
-        or ("stopped at s2" in r.stderr and "changed before it: s1" in r.stderr), r.stderr
+    assert (
+        r.stderr.strip()
+        == "ffsctl: error: fleet apply stopped at s2: pairs table is read-only now (the test's refusal); "
+        "changed before it: s1"
+        or ("stopped at s2" in r.stderr and "changed before it: s1" in r.stderr)
+    ), r.stderr
     assert shares(nodes, "s1")["p1"] == 12e6 and shares(nodes, "s2")["p1"] == 10e6
     # again, refused first: the node after it is not pushed
-    first = fleet_file(tmp_path, url, nodes, {"s1": "p3: {p1: 14Mbps, p2: 6Mbps}\n", "s2": NEW}, order=("s2", "s1"), name="first.yaml")
+    first = fleet_file(
+        tmp_path, url, nodes, {"s1": "p3: {p1: 14Mbps, p2: 6Mbps}\n", "s2": NEW}, order=("s2", "s1"), name="first.yaml"
+    )
     nodes["s2"]["control"].refuse = True
     r = ffsctl("--json", "fleet", "apply", str(first), env=env)
     nodes["s2"]["control"].refuse = False
@@ -231,14 +272,22 @@ def test_fleet_over_real_ssh_to_localhost(two_agents, sshd, tmp_path):
 
 def test_unreachable_host_and_bad_urls_are_one_line(tmp_path):
     r = ffsctl("--host", "ssh://nobody@127.0.0.1:1", "status", env={"FFS_SSH_COMMAND": "ssh -F /dev/null"}, timeout=60)
-    assert r.returncode == 1 and r.stderr.count("\n") == 1 and r.stderr.startswith("ffsctl: error: ssh://nobody@127.0.0.1:1: "), r.stderr
+    assert (
+        r.returncode == 1
+        and r.stderr.count("\n") == 1
+        and r.stderr.startswith("ffsctl: error: ssh://nobody@127.0.0.1:1: ")
+    ), r.stderr
     r = ffsctl("--host", "http://switch", "status", env={})
     assert r.returncode == 1 and "use ssh://[user@]host[:port]" in r.stderr, r.stderr
 
 
 def test_dial_stdio_relays_requests_and_answers(two_agents):
-    p = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", "dial-stdio", "--socket", two_agents["s1"]["socket"]],
-                       input=b'{"op": "matrix_show"}\n{"op": "tau_show"}\n', capture_output=True, timeout=30)
+    p = subprocess.run(
+        [sys.executable, "-m", "ffs.cli.ctl", "dial-stdio", "--socket", two_agents["s1"]["socket"]],
+        input=b'{"op": "matrix_show"}\n{"op": "tau_show"}\n',
+        capture_output=True,
+        timeout=30,
+    )
     answers = [json.loads(line) for line in p.stdout.splitlines()]
     assert p.returncode == 0 and [a["ok"] for a in answers] == [True, True] and answers[0]["result"]["node"] == "s1"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The greedy node (FFS §XI, Corollary 1, Figure 7): an interface that sends one stream (or all its
 streams at one p.r/p.f) keeps at least half of an egress it shares equally with another interface
 of the same total rate, whatever distribution of labels the other uses; so a greedy interface
@@ -38,8 +39,9 @@ def test_spreading_labels_costs_an_interface_its_half():
     assert exact("log-uniform", "static") < 0.35
 
 
-@pytest.mark.parametrize("mine, other", [("static", "log-uniform"), ("static", "bimodal"),
-                                         ("exponential", "static"), ("equal", "uniform")])
+@pytest.mark.parametrize(
+    "mine, other", [("static", "log-uniform"), ("static", "bimodal"), ("exponential", "static"), ("equal", "uniform")]
+)
 def test_packet_by_packet_the_static_interface_keeps_half(mine, other):
     c = measure(mine, other)
     assert c.measured_share is not None and c.measured_total_bps is not None

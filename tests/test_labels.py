@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The label codes of docs/spec.md §3 and the paper's Eq. 3/4 (worked examples in docs/spec.md §11.2.8).
 
 Exactness is checked against an independent oracle: 60-digit decimal logarithms, not the integer
@@ -9,7 +10,8 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ffs import labels
 from ffs.constants import CODE_BIAS, CODE_MAX
@@ -31,7 +33,9 @@ def test_one_is_exact():
     assert labels.decode(CODE_BIAS) == 1.0
 
 
-@pytest.mark.parametrize("x, code", [(2.0, CODE_BIAS + 128), (0.5, CODE_BIAS - 128), (4.0, CODE_BIAS + 256), (2.0**-255, 128)])
+@pytest.mark.parametrize(
+    "x, code", [(2.0, CODE_BIAS + 128), (0.5, CODE_BIAS - 128), (4.0, CODE_BIAS + 256), (2.0**-255, 128)]
+)
 def test_powers_of_two_are_exact(x, code):
     assert labels.encode(x) == code
     assert labels.decode(code) == x
@@ -41,7 +45,9 @@ def test_saturation_both_ends():
     assert labels.encode(0.0) == 0 and labels.encode(-3.0) == 0 and labels.encode(-math.inf) == 0
     assert labels.encode(2.0**-300) == 0 and labels.encode(5e-324) == 0
     assert labels.encode(2.0**-256) == 0  # the lowest code, below it clamps to 0 too
-    assert labels.encode(2.0**300) == CODE_MAX and labels.encode(1e308) == CODE_MAX and labels.encode(10**400) == CODE_MAX
+    assert (
+        labels.encode(2.0**300) == CODE_MAX and labels.encode(1e308) == CODE_MAX and labels.encode(10**400) == CODE_MAX
+    )
     assert labels.encode(math.inf) == CODE_MAX
     with pytest.raises(ValueError):
         labels.encode(math.nan)
@@ -109,7 +115,9 @@ def test_reciprocal_identity_on_values(x):
 
 
 def test_log_units():
-    assert labels.log_units(1.0) == 0 and labels.log_units(2) == 128 and labels.log_units(3) == round(128 * math.log2(3))
+    assert (
+        labels.log_units(1.0) == 0 and labels.log_units(2) == 128 and labels.log_units(3) == round(128 * math.log2(3))
+    )
     assert labels.log_units(2**40) == 40 * 128
     with pytest.raises(ValueError):
         labels.log_units(0.5)
@@ -178,7 +186,9 @@ def test_eq3_decodes_within_a_step(x, n):
 def test_eq3_clamps_and_rejects():
     assert labels.encode_eq3(1e-9, 2.0**-10, 2.0**10, 8) == 0
     assert labels.encode_eq3(1e9, 2.0**-10, 2.0**10, 8) == 255
-    assert labels.encode_eq3(0.0, 2.0**-10, 2.0**10, 8) == 0 and labels.encode_eq3(math.inf, 2.0**-10, 2.0**10, 8) == 255
+    assert (
+        labels.encode_eq3(0.0, 2.0**-10, 2.0**10, 8) == 0 and labels.encode_eq3(math.inf, 2.0**-10, 2.0**10, 8) == 255
+    )
     for args in [(1.0, 2.0, 1.0, 8), (1.0, 0.0, 1.0, 8), (1.0, 0.5, 2.0, 0), (math.nan, 0.5, 2.0, 8)]:
         with pytest.raises(ValueError):
             labels.encode_eq3(*args)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package's three parts and its layers (docs/control-plane.md, "Code"). The product (the agent,
 ffsctl, the drivers and the pure rules beneath them) imports nothing of the executable specification
 (`ffs.switch`) or the laboratory (`ffs.lab`); and imports point down the layers: the values and pure
@@ -16,7 +17,8 @@ PKG = Path(__file__).resolve().parent.parent / "controlplane" / "ffs"
 
 # a module's layer is that of its longest listed prefix
 LAYERS = {
-    "ffs": 0,  # constants, units, entries, labels, p4names, ports, frames, tables, tau, shares, topology, allocator, ...
+    # constants, units, entries, labels, p4names, ports, frames, tables, tau, shares, topology, allocator, ...
+    "ffs": 0,
     "ffs.driver": 1,
     "ffs.switch": 1,
     "ffs.lab.endpoint": 1,
@@ -29,8 +31,13 @@ LAYERS = {
     "ffs.cli": 4,
 }
 # within a layer, who may not import whom
-FORBIDDEN = [("ffs.driver", "ffs.switch"), ("ffs.switch", "ffs.lab.endpoint"), ("ffs.driver", "ffs.lab.endpoint"),
-             ("ffs.lab.endpoint", "ffs.switch"), ("ffs.lab.endpoint", "ffs.driver")]
+FORBIDDEN = [
+    ("ffs.driver", "ffs.switch"),
+    ("ffs.switch", "ffs.lab.endpoint"),
+    ("ffs.driver", "ffs.lab.endpoint"),
+    ("ffs.lab.endpoint", "ffs.switch"),
+    ("ffs.lab.endpoint", "ffs.driver"),
+]
 
 
 def module_name(path: Path) -> str:
@@ -64,14 +71,24 @@ def test_imports_point_down(path):
     for line, target in imports(path):
         theirs, their_layer = layer(target)
         if their_layer > my_layer or any(me.startswith(a) and target.startswith(b) for a, b in FORBIDDEN):
-            wrong.append(f"line {line}: {me} ({mine}, layer {my_layer}) imports {target} ({theirs}, layer {their_layer})")
+            wrong.append(
+                f"line {line}: {me} ({mine}, layer {my_layer}) imports {target} ({theirs}, layer {their_layer})"
+            )
     assert not wrong, "\n".join(wrong)
 
 
 # the product's entry points: what ffs-agent and ffsctl import (ffs.cli.lab names the lab's commands
 # only as strings, for importlib, so that they fail in one line where the lab is not installed)
-PRODUCT_ROOTS = ["ffs.agent", "ffs.driver", "ffs.cli.agent", "ffs.cli.ctl", "ffs.cli.fleet", "ffs.cli.remote",
-                 "ffs.cli.common", "ffs.cli.lab"]
+PRODUCT_ROOTS = [
+    "ffs.agent",
+    "ffs.driver",
+    "ffs.cli.agent",
+    "ffs.cli.ctl",
+    "ffs.cli.fleet",
+    "ffs.cli.remote",
+    "ffs.cli.common",
+    "ffs.cli.lab",
+]
 NOT_PRODUCT = ("ffs.switch", "ffs.lab")
 BY_NAME = {module_name(p): p for p in MODULES}
 
@@ -95,5 +112,7 @@ def test_the_product_imports_nothing_of_the_switch_or_the_lab():
             if mod and mod not in seen:
                 seen[mod] = me
                 todo.append(mod)
-    wrong = sorted(f"{m} (imported by {seen[m]})" for m in seen if any(m == p or m.startswith(p + ".") for p in NOT_PRODUCT))
+    wrong = sorted(
+        f"{m} (imported by {seen[m]})" for m in seen if any(m == p or m.startswith(p + ".") for p in NOT_PRODUCT)
+    )
     assert not wrong, "the product reaches: " + ", ".join(wrong)

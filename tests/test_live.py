@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Live mode on real interfaces (root): the software switch between veth pairs in private network
 namespaces, with the agent, isolates a well-behaved UDP sender from a flood; and the FFS shim it
 inserts is really on the wire when the egress does not strip it."""
@@ -10,12 +11,12 @@ import time
 
 import pytest
 
+from conftest import TOPOLOGIES, requires_root
 from ffs import p4names
 from ffs.allocator import allocate
 from ffs.entries import Exact, TableEntry, Update
-from ffs.switch.driver import ModelDriver
 from ffs.lab.liverun import live_node
-from conftest import TOPOLOGIES, requires_root
+from ffs.switch.driver import ModelDriver
 
 pytestmark = [requires_root]
 
@@ -44,11 +45,26 @@ def live(tmp_path):
 
 def test_live_isolation_and_shim_on_the_wire(live):
     topo, plan = live.topology, live.plan
-    rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=5"), stdout=subprocess.PIPE, text=True)
+    rx = live.spawn(
+        live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=5"),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(0.3)
     for host, rate in (("h1", "8Mbps"), ("h2", "60Mbps")):
-        live.spawn(live.exec_args(host, sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1", f"--rate={rate}",
-                                  "--duration=4.5"), stdout=subprocess.DEVNULL)
+        live.spawn(
+            live.exec_args(
+                host,
+                sys.executable,
+                "-m",
+                "ffs.lab.traffic",
+                "send",
+                "--dst=10.0.3.1",
+                f"--rate={rate}",
+                "--duration=4.5",
+            ),
+            stdout=subprocess.DEVNULL,
+        )
     lines = [json.loads(x) for x in rx.stdout]
     rx.wait()
     steady = [x["rates_bps"] for x in lines if 2 <= x["t"] <= 4]
@@ -62,11 +78,27 @@ def test_live_isolation_and_shim_on_the_wire(live):
     drv = ModelDriver(live.switch_address)
     drv.connect(timeout_s=5)
     drv.write([Update("delete", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(3)}))])
-    cap = subprocess.Popen(["ip", "netns", "exec", plan.host("h3").netns, sys.executable, "-c", CAPTURE],
-                           stdout=subprocess.PIPE, text=True)
+    cap = subprocess.Popen(
+        ["ip", "netns", "exec", plan.host("h3").netns, sys.executable, "-c", CAPTURE], stdout=subprocess.PIPE, text=True
+    )
     time.sleep(0.5)
-    subprocess.run(["ip", "netns", "exec", plan.host("h1").netns, sys.executable, "-m", "ffs.lab.traffic", "send",
-                    "--dst=10.0.3.1", "--rate=1Mbps", "--duration=0.5"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "ip",
+            "netns",
+            "exec",
+            plan.host("h1").netns,
+            sys.executable,
+            "-m",
+            "ffs.lab.traffic",
+            "send",
+            "--dst=10.0.3.1",
+            "--rate=1Mbps",
+            "--duration=0.5",
+        ],
+        check=True,
+        capture_output=True,
+    )
     out, _ = cap.communicate(timeout=10)
     frame = bytes.fromhex(out.strip())
     shim = frame[34:42]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A forged label, live (root): the dumbbell on the software switch over veth with the agent, the
 flooding host's port *trusting* labels (the worst case; host ports reset them by default), the
 flood at its port's line rate with a label far below the admitted range. Corollary 1: the
@@ -14,8 +15,8 @@ import pytest
 
 from conftest import TOPOLOGIES, requires_root
 from ffs import p4names
-from ffs.switch.driver import ModelDriver
 from ffs.lab.liverun import live_node
+from ffs.switch.driver import ModelDriver
 
 pytestmark = [requires_root]
 
@@ -25,8 +26,10 @@ def dumbbell(tmp_path, stem: str, trusted_p2: bool = False):
     name = f"{stem}{os.getpid() % 100000}"
     text = (TOPOLOGIES / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}")
     if trusted_p2:
-        text = text.replace("p2: {capacity: 20Mbps, port: 2, insert: true, strip: true}",
-                            "p2: {capacity: 20Mbps, port: 2, insert: true, strip: true, trust: true}")
+        text = text.replace(
+            "p2: {capacity: 20Mbps, port: 2, insert: true, strip: true}",
+            "p2: {capacity: 20Mbps, port: 2, insert: true, strip: true, trust: true}",
+        )
         assert "trust: true" in text
     topo_file = tmp_path / f"{name}.yaml"
     topo_file.write_text(text)
@@ -36,14 +39,41 @@ def dumbbell(tmp_path, stem: str, trusted_p2: bool = False):
 def attack(live, *flood_args: str, seconds: float = 6.5):
     """h3 receives for `seconds` + 0.5 s, h1 sends its 8 Mb/s, h2 floods at its port's 20 Mb/s line
     rate with `flood_args`, both for `seconds`; h3's per-second lines and the flood's process."""
-    rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={seconds + 0.5}"),
-                    stdout=subprocess.PIPE, text=True)
+    rx = live.spawn(
+        live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={seconds + 0.5}"),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(0.3)
-    live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1", "--rate=8Mbps",
-                              f"--duration={seconds}"), stdout=subprocess.DEVNULL)
-    flood = live.spawn(live.exec_args("h2", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1",
-                                      "--rate=20Mbps", *flood_args, f"--duration={seconds}"),
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    live.spawn(
+        live.exec_args(
+            "h1",
+            sys.executable,
+            "-m",
+            "ffs.lab.traffic",
+            "send",
+            "--dst=10.0.3.1",
+            "--rate=8Mbps",
+            f"--duration={seconds}",
+        ),
+        stdout=subprocess.DEVNULL,
+    )
+    flood = live.spawn(
+        live.exec_args(
+            "h2",
+            sys.executable,
+            "-m",
+            "ffs.lab.traffic",
+            "send",
+            "--dst=10.0.3.1",
+            "--rate=20Mbps",
+            *flood_args,
+            f"--duration={seconds}",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines = [json.loads(x) for x in rx.stdout]
     rx.wait()
     return lines, flood
@@ -51,8 +81,10 @@ def attack(live, *flood_args: str, seconds: float = 6.5):
 
 def per_second(lines) -> list[tuple[float, float, float]]:
     """(t, h1, h2) at h3 each second in Mb/s: what an assertion shows when it fails."""
-    return [(x["t"], round(x["rates_bps"].get("10.0.1.1", 0) / 1e6, 2), round(x["rates_bps"].get("10.0.2.1", 0) / 1e6, 2))
-            for x in lines]
+    return [
+        (x["t"], round(x["rates_bps"].get("10.0.1.1", 0) / 1e6, 2), round(x["rates_bps"].get("10.0.2.1", 0) / 1e6, 2))
+        for x in lines
+    ]
 
 
 def steady_rates(lines, start: float = 2, end: float = 6) -> tuple[float, float]:
@@ -100,7 +132,9 @@ def within_ledger(well: float, lines) -> None:
         pytest.xfail(f"{LEDGER_HELD_LIAR_AT_TAU_MAX}: h1 {well / 1e6:.2f} Mb/s, {per_second(lines)}")
 
 
-def assert_lies_bounded(malformed: int, by_pair: dict[int, int], sent: int, well: float, seconds: float = LIE_SECONDS) -> None:
+def assert_lies_bounded(
+    malformed: int, by_pair: dict[int, int], sent: int, well: float, seconds: float = LIE_SECONDS
+) -> None:
     """Lying frames reach the frame check and are counted there, all on the flood's pair, until the
     agent quarantines that pair (one 100 ms period); then γ admits them only into what h1 leaves of
     the 20 Mb/s target, because A_j counts them: at most that leftover plus two periods' worth."""
@@ -191,14 +225,36 @@ def test_a_lying_ipv6_length_delivers_nothing_live(tmp_path, claim):
     assert route in text
     topo_file.write_text(text.replace(route, route + '\n      - {prefix: "fd00:3::/64", interface: p3}'))
     with live_node(topo_file, tmp_path) as live:
-        sniff = live.spawn(live.exec_args("h3", sys.executable, "-c", COUNT_V6, str(LIE_SECONDS + 0.7)), stdout=subprocess.PIPE, text=True)
-        rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={LIE_SECONDS + 0.5}"),
-                        stdout=subprocess.PIPE, text=True)
+        sniff = live.spawn(
+            live.exec_args("h3", sys.executable, "-c", COUNT_V6, str(LIE_SECONDS + 0.7)),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        rx = live.spawn(
+            live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={LIE_SECONDS + 0.5}"),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(0.3)
-        live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1", "--rate=8Mbps",
-                                  f"--duration={LIE_SECONDS}"), stdout=subprocess.DEVNULL)
-        liar = live.spawn(live.exec_args("h2", sys.executable, "-c", INJECT_V6, str(claim), "20e6", str(LIE_SECONDS)),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        live.spawn(
+            live.exec_args(
+                "h1",
+                sys.executable,
+                "-m",
+                "ffs.lab.traffic",
+                "send",
+                "--dst=10.0.3.1",
+                "--rate=8Mbps",
+                f"--duration={LIE_SECONDS}",
+            ),
+            stdout=subprocess.DEVNULL,
+        )
+        liar = live.spawn(
+            live.exec_args("h2", sys.executable, "-c", INJECT_V6, str(claim), "20e6", str(LIE_SECONDS)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         lines = [json.loads(x) for x in rx.stdout]
         rx.wait()
         out, err = liar.communicate(timeout=10)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Round-trip times through the live software switch (root): a port's `delay` holds its frames that
 long after its queue sent them, so a UDP echo from h1 to h3 takes d(p3) + d(p1) and one from h2,
 whose port has no delay, takes d(p3) alone, plus the forwarding overhead the same path shows
@@ -59,8 +60,21 @@ hosts:
 
 def rtts(live: LiveNode, host: str, duration_s: float = 2.0) -> list[float]:
     """UDP echo round trips (s) from `host` to h3, every 50 ms."""
-    p = subprocess.run(live.exec_args(host, sys.executable, "-m", "ffs.lab.cca", "probe", "--dst=10.0.3.1", "--interval=0.05",
-                                      f"--duration={duration_s}"), capture_output=True, text=True, timeout=duration_s + 20)
+    p = subprocess.run(
+        live.exec_args(
+            host,
+            sys.executable,
+            "-m",
+            "ffs.lab.cca",
+            "probe",
+            "--dst=10.0.3.1",
+            "--interval=0.05",
+            f"--duration={duration_s}",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=duration_s + 20,
+    )
     out = [json.loads(x)["rtt_ms"] / 1e3 for x in p.stdout.splitlines()]
     assert len(out) >= 0.8 * duration_s / 0.05, (p.stdout, p.stderr)  # a lost probe would be a bug here: no load
     return out[2:]  # the first ones also resolve the neighbours (ARP)
@@ -95,11 +109,25 @@ def test_frames_on_the_wire_are_not_in_the_queue(tmp_path):
     more than the buffer; a queue that counted them would drop about a seventh of the frames."""
     rate = 15e6
     with run(tmp_path, 0.0, 0.010, ["--buffer=3=16384"]) as live:
-        rx = live.spawn(live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=5"),
-                        stdout=subprocess.PIPE, text=True)
+        rx = live.spawn(
+            live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=5"),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(0.3)
-        live.spawn(live.exec_args("h1", sys.executable, "-m", "ffs.lab.traffic", "send", "--dst=10.0.3.1", f"--rate={rate:.0f}",
-                                  "--duration=4.5"), stdout=subprocess.DEVNULL)
+        live.spawn(
+            live.exec_args(
+                "h1",
+                sys.executable,
+                "-m",
+                "ffs.lab.traffic",
+                "send",
+                "--dst=10.0.3.1",
+                f"--rate={rate:.0f}",
+                "--duration=4.5",
+            ),
+            stdout=subprocess.DEVNULL,
+        )
         lines = [json.loads(x) for x in rx.stdout]
         rx.wait()
     steady = [x["rates_bps"].get("10.0.1.1", 0.0) for x in lines if 1.5 <= x["t"] <= 4]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An agent restart under live traffic costs no packet (docs/control-plane.md, "Restarts"), root.
 
 The dumbbell (topologies/dumbbell.yaml) live over veth: h1 sends 8 Mb/s with a 10 Mb/s share, h2
@@ -19,13 +20,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TOPOLOGIES, requires_root
 
-from ffs import constants
-from ffs import p4names
+from conftest import TOPOLOGIES, requires_root
+from ffs import constants, p4names
 from ffs.agent.program import pairs_of
-from ffs.switch.driver import ModelDriver
 from ffs.lab.liverun import agent_ready, live_node
+from ffs.switch.driver import ModelDriver
 
 pytestmark = [requires_root]
 
@@ -37,11 +37,17 @@ def _run(work: Path, restart: signal.Signals | None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     with live_node(TOPO, work) as node:
         exe = [sys.executable, "-m", "ffs.lab.traffic"]
-        rx = node.spawn(node.exec_args("h3", *exe, "recv", f"--duration={DURATION + 1}"), stdout=subprocess.PIPE, text=True)
+        rx = node.spawn(
+            node.exec_args("h3", *exe, "recv", f"--duration={DURATION + 1}"), stdout=subprocess.PIPE, text=True
+        )
         time.sleep(0.3)
         for host, rate in (("h1", "8Mbps"), ("h2", "60Mbps")):
-            node.spawn(node.exec_args(host, *exe, "send", "--dst=10.0.3.1", f"--rate={rate}", "--size=1250",
-                                      f"--duration={DURATION}"), stdout=subprocess.DEVNULL)
+            node.spawn(
+                node.exec_args(
+                    host, *exe, "send", "--dst=10.0.3.1", f"--rate={rate}", "--size=1250", f"--duration={DURATION}"
+                ),
+                stdout=subprocess.DEVNULL,
+            )
         if restart is not None:
             time.sleep(DURATION / 2)
             agent = node.procs[1]
@@ -62,8 +68,12 @@ def _run(work: Path, restart: signal.Signals | None) -> dict:
         drv.close()
     lines = [json.loads(x) for x in out.splitlines() if x.strip()]
     got = sum(x["packets"].get("10.0.1.1", 0) for x in lines)
-    return {"events": events, "h1_ffs_drops": h1_ffs_drops, "h1_packets": got,
-            "log2": (work / "agent2.log").read_text() if restart is not None else ""}
+    return {
+        "events": events,
+        "h1_ffs_drops": h1_ffs_drops,
+        "h1_packets": got,
+        "log2": (work / "agent2.log").read_text() if restart is not None else "",
+    }
 
 
 @pytest.fixture(scope="module")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Live mode, frame by frame (root): single frames sent from one host namespace reach another
 through `ffs-switch run` with the shim rewritten, inserted or reset exactly as the table state and
 spec §7.2 say, byte for byte; and the switch stops cleanly (exit 0) on SIGTERM.
@@ -15,14 +16,13 @@ import sys
 import pytest
 
 from conftest import requires_root
-from ffs import constants
-from ffs import p4names
+from ffs import constants, p4names
 from ffs.agent.core import Agent
 from ffs.agent.program import egress_entry
-from ffs.switch.driver import ModelDriver
 from ffs.frames import ipv4_frame, shim
-from ffs.labels import encode
 from ffs.lab.liverun import live_node
+from ffs.labels import encode
+from ffs.switch.driver import ModelDriver
 from ffs.tables import egress_params, f_log_entries, lm_of
 
 pytestmark = [requires_root]
@@ -140,16 +140,36 @@ def test_frames_rewritten_inserted_and_reset_per_table_state(node):
     #    normalized, and rri becomes min(rri, code(tau / rf_norm)) (ri_congested)
     eg = set_egress(n, 64.0, True, 0.5)
     rf_in = encode(2.0)
-    sent = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(rf_in, constants.FLAG_RI, 17, constants.CODE_MAX), src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
+    sent = ipv4_frame(
+        "10.0.1.1",
+        "10.0.3.1",
+        1250,
+        shim(rf_in, constants.FLAG_RI, 17, constants.CODE_MAX),
+        src_mac=mac(h1.mac),
+        dst_mac=mac(h3.mac),
+    )
     got = exchange(n, "h1", sent)
     x = expected_label(n, pid1, lm1, rf_in, eg)
     assert x["f"] > 0 and x["rf_out"] != rf_in  # the label really changed
-    assert got == ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(x["rf_out"], constants.FLAG_RI, 17, min(constants.CODE_MAX, x["c_cong"])),
-                             src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
+    assert got == ipv4_frame(
+        "10.0.1.1",
+        "10.0.3.1",
+        1250,
+        shim(x["rf_out"], constants.FLAG_RI, 17, min(constants.CODE_MAX, x["c_cong"])),
+        src_mac=mac(h1.mac),
+        dst_mac=mac(h3.mac),
+    )
 
     # 2. the same on an uncongested egress: rri becomes min(rri, max(code(1/rf_norm), lcr))
     eg = set_egress(n, None, False, 1.5)
-    sent = ipv4_frame("10.0.1.1", "10.0.3.1", 1250, shim(rf_in, constants.FLAG_RI, 17, 0xF000), src_mac=mac(h1.mac), dst_mac=mac(h3.mac))
+    sent = ipv4_frame(
+        "10.0.1.1",
+        "10.0.3.1",
+        1250,
+        shim(rf_in, constants.FLAG_RI, 17, 0xF000),
+        src_mac=mac(h1.mac),
+        dst_mac=mac(h3.mac),
+    )
     got = exchange(n, "h1", sent)
     x = expected_label(n, pid1, lm1, rf_in, eg)
     assert got[34:42] == shim(x["rf_out"], constants.FLAG_RI, 17, min(0xF000, x["c_unc"]))
@@ -161,16 +181,30 @@ def test_frames_rewritten_inserted_and_reset_per_table_state(node):
     sent = ipv4_frame("10.0.2.1", "10.0.3.1", 1000, None, src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
     got = exchange(n, "h2", sent)
     x = expected_label(n, pid2, lm2, constants.CODE_ONE, eg)
-    assert got == ipv4_frame("10.0.2.1", "10.0.3.1", 1008, shim(x["rf_out"], constants.FLAG_DEFAULTED, 17, constants.CODE_MAX, 0),
-                             src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
+    assert got == ipv4_frame(
+        "10.0.2.1",
+        "10.0.3.1",
+        1008,
+        shim(x["rf_out"], constants.FLAG_DEFAULTED, 17, constants.CODE_MAX, 0),
+        src_mac=mac(h2.mac),
+        dst_mac=mac(h3.mac),
+    )
 
     # 4. a labelled frame on the untrusted p2: label reset to 1.0 before normalizing, D set, and
     #    RI run with the label the port set: rri becomes min(rri, code(tau / rf_norm)) (spec §6)
-    sent = ipv4_frame("10.0.2.1", "10.0.3.1", 1000, shim(encode(4.0), constants.FLAG_RI, 17, 0x9000, 0x1234),
-                      src_mac=mac(h2.mac), dst_mac=mac(h3.mac))
+    sent = ipv4_frame(
+        "10.0.2.1",
+        "10.0.3.1",
+        1000,
+        shim(encode(4.0), constants.FLAG_RI, 17, 0x9000, 0x1234),
+        src_mac=mac(h2.mac),
+        dst_mac=mac(h3.mac),
+    )
     got = exchange(n, "h2", sent)
     x = expected_label(n, pid2, lm2, constants.CODE_ONE, eg)
-    assert got[34:42] == shim(x["rf_out"], constants.FLAG_RI | constants.FLAG_DEFAULTED, 17, min(0x9000, x["c_cong"]), 0x1234)
+    assert got[34:42] == shim(
+        x["rf_out"], constants.FLAG_RI | constants.FLAG_DEFAULTED, 17, min(0x9000, x["c_cong"]), 0x1234
+    )
 
     # the counters saw exactly these frames: two per pair, none dropped
     pkts = n.drv.read_counters(p4names.PAIR_BYTES.name, [pid1, pid2])

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """FFS-C100 live (root): the software switch over veth sends each port at its speed, queueing and
 tail-dropping as a Tofino port does (`ffs-switch run --port N=IF@SPEED`), so its egress is its own
 bottleneck; the agent counts A_j where γ decides (spec §9). A sender below its share keeps
@@ -59,8 +60,12 @@ def test_a_saturated_port_keeps_every_guarantee_live(tmp_path, size, speed):
         rx = live.spawn(live.exec_args("h3", *exe, "recv", "--duration=8"), stdout=subprocess.PIPE, text=True)
         time.sleep(0.3)
         for host, rate in (("h1", demand), ("h2", 6 * speed)):
-            live.spawn(live.exec_args(host, *exe, "send", "--dst=10.0.3.1", f"--rate={rate:.0f}", f"--size={size}",
-                                      "--duration=7.5"), stdout=subprocess.DEVNULL)
+            live.spawn(
+                live.exec_args(
+                    host, *exe, "send", "--dst=10.0.3.1", f"--rate={rate:.0f}", f"--size={size}", "--duration=7.5"
+                ),
+                stdout=subprocess.DEVNULL,
+            )
         lines = [json.loads(x) for x in rx.stdout]
         rx.wait()
     steady = [x["rates_bps"] for x in lines if 3 <= x["t"] <= 7]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs.lab.traffic, the live traffic tools: exact shim datagrams, label parsing, and a paced sender
 measured by the receiver over loopback (no root needed)."""
 
@@ -9,10 +10,10 @@ import pytest
 from scapy.layers.inet import IP, UDP
 
 from ffs import constants
-from ffs.lab import traffic
 from ffs.frames import shim
-from ffs.labels import encode
+from ffs.lab import traffic
 from ffs.lab.scapy_ffs import FFS
+from ffs.labels import encode
 
 
 def test_shim_datagram_is_exact():
@@ -65,7 +66,10 @@ def test_bad_arguments_are_one_line(capsys):
     assert "--ri needs --label" in capsys.readouterr().err
     for bad in ("-1", "65536"):
         assert traffic.main(["send", "--dst", "127.0.0.1", "--rate", "1Mbps", "--ip-len", bad]) == 2
-        assert capsys.readouterr().err == f"ffs.lab.traffic: error: --ip-len must be 0..65535 (the IPv4 total length field), got {bad}\n"
+        assert (
+            capsys.readouterr().err
+            == f"ffs.lab.traffic: error: --ip-len must be 0..65535 (the IPv4 total length field), got {bad}\n"
+        )
 
 
 @pytest.mark.parametrize("label", [None, 0x0001])

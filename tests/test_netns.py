@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs.lab.netns: names and checks of the plan (no root needed), and as root the real namespaces:
 created with offloads off, MTUs, routes and neighbours, removed completely, both repeatable."""
 
@@ -59,8 +60,12 @@ def test_plan_refuses_what_it_cannot_build(tmp_path):
     with pytest.raises(netns.NetnsError, match=f"namespace name ffs-{RUN}-sw is taken by the switch"):
         netns.plan(topo_file(tmp_path, hosts="  sw: {attach: s1.p1, address: 10.0.1.1/24}\n"))
     with pytest.raises(netns.NetnsError, match="namespace name .* taken by host"):
-        netns.plan(topo_file(tmp_path, hosts="  h_1: {attach: s1.p1, address: 10.0.1.1/24}\n"
-                                             "  h1: {attach: s1.p3, address: 10.0.3.1/24}\n"))
+        netns.plan(
+            topo_file(
+                tmp_path,
+                hosts="  h_1: {attach: s1.p1, address: 10.0.1.1/24}\n  h1: {attach: s1.p3, address: 10.0.3.1/24}\n",
+            )
+        )
     with pytest.raises(netns.NetnsError, match="no hosts"):
         netns.plan(load(TOPOLOGIES / "table2.yaml"))
 
@@ -96,8 +101,13 @@ def test_up_and_down_for_real_and_repeatable(tmp_path):
         assert "mtu 1500" in _sh("ip", "-n", p.switch_ns, "-o", "link", "show", "p1")
         for ns, dev in ((a.netns, "eth0"), (p.switch_ns, "p3")):
             k = _sh("ip", "netns", "exec", ns, "ethtool", "-k", dev)
-            for feature in ("tx-checksumming", "rx-checksumming", "generic-receive-offload",
-                            "generic-segmentation-offload", "tcp-segmentation-offload"):
+            for feature in (
+                "tx-checksumming",
+                "rx-checksumming",
+                "generic-receive-offload",
+                "generic-segmentation-offload",
+                "tcp-segmentation-offload",
+            ):
                 assert f"{feature}: off" in k, (dev, feature)
         assert "10.0.3.0/24 dev eth0" in _sh("ip", "-n", a.netns, "route")
         assert "10.0.3.1 dev eth0 lladdr 02:ff:00:00:00:02 PERMANENT" in _sh("ip", "-n", a.netns, "neigh")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`ffs-sim network` (FFS §VII-B, Appendix C) on small graphs: the matrices as §VII-B builds them,
 shortest paths, FFS against the static GMA shares (Lemma 1), the deployment study, and bad input."""
 
@@ -32,8 +33,9 @@ def test_fairness_matrix_as_section_vii_b():
     link_cap = np.r_[g.capacity, g.capacity]
     local = 2 * len(g.u)
     to1, to3, from2, from3, from1 = 0, 2, 1 + 3, 2 + 3, 0 + 3
-    m = study.fairness_share(g, np.array([local, from2, from3, local, from1, from2]),
-                             np.array([to1, to1, to1, to3, to3, to3]), link_cap)
+    m = study.fairness_share(
+        g, np.array([local, from2, from3, local, from1, from2]), np.array([to1, to1, to1, to3, to3, to3]), link_cap
+    )
     s = 100 / 450
     assert m == pytest.approx([10 * s * G, 40 * s * G, 400 * s * G, 260 * G, 100 * G, 40 * G], rel=1e-12)
     assert sum(m[:3]) == pytest.approx(100 * G) and sum(m[3:]) == pytest.approx(400 * G)  # Σ M = C_j = T_j
@@ -55,11 +57,11 @@ def test_shortest_paths_are_shortest_and_connected():
     src, dst = study.choose_pairs(g.n, 0.2, rng)
     assert len(src) == 150 * round(0.2 * 149) and not np.any(src == dst)
     p = study.shortest_paths(g, src, dst)
-    ref = nx.Graph(list(zip(g.u.tolist(), g.v.tolist())))
+    ref = nx.Graph(list(zip(g.u.tolist(), g.v.tolist(), strict=False)))
     for k in range(0, len(p.src), 97):
         path = p.nodes[k, : p.length[k] + 1].tolist()
         assert path[0] == p.src[k] and path[-1] == p.dst[k]
-        assert all(ref.has_edge(a, b) for a, b in zip(path, path[1:]))
+        assert all(ref.has_edge(a, b) for a, b in zip(path, path[1:], strict=False))
         assert p.length[k] == nx.shortest_path_length(ref, p.src[k], p.dst[k])
 
 
@@ -93,7 +95,9 @@ def test_deployment_effectiveness():
 
 
 def test_cli_generated_graph(tmp_path):
-    res = CliRunner().invoke(sim_cli, ["network", "--nodes", "80", "--pairs", "0.25", "--seed", "9", "--out", str(tmp_path), "--json"])
+    res = CliRunner().invoke(
+        sim_cli, ["network", "--nodes", "80", "--pairs", "0.25", "--seed", "9", "--out", str(tmp_path), "--json"]
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["graph"]["nodes"] == 80 and out["streams"] == 80 * 20
@@ -123,16 +127,21 @@ def test_caida_file(tmp_path):
     assert len(g.u) == 5
     top = load_caida(f, top=3)  # the three of highest degree: 3 (3 links), 1, 2 (or 4) ...
     assert "3" in top.names and len(top.names) == 3
-    res = CliRunner().invoke(sim_cli, ["network", "--caida", str(f), "--pairs", "0.5", "--out", str(tmp_path), "--json"])
+    res = CliRunner().invoke(
+        sim_cli, ["network", "--caida", str(f), "--pairs", "0.5", "--out", str(tmp_path), "--json"]
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["graph"]["nodes"] == 5
 
 
-@pytest.mark.parametrize("text, message", [
-    ("1|2\n", "rel.txt:1: expected 'as1|as2|rel' with integer fields"),
-    ("# only comments\n", "rel.txt: no AS relationships"),
-    ("1|2|7\n", "rel.txt:1: unknown relationship 7"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("1|2\n", "rel.txt:1: expected 'as1|as2|rel' with integer fields"),
+        ("# only comments\n", "rel.txt: no AS relationships"),
+        ("1|2|7\n", "rel.txt:1: unknown relationship 7"),
+    ],
+)
 def test_caida_bad_files_one_line(tmp_path, text, message):
     f = tmp_path / "rel.txt"
     f.write_text(text)

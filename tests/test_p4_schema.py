@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Without a compiler: every table, action, counter, register and LPF that the control plane and the
 software switch use (ffs.p4names) is declared in p4src/ under the same name, with the same keys,
 parameters and sizes, and the other way round."""
@@ -7,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ffs import p4names
-from ffs import tables
+from ffs import p4names, tables
 from ffs.entries import Range, Ternary, action_name
 from p4schema import read
 
@@ -87,14 +87,33 @@ def test_const_entries_match_the_generator(table):
 @pytest.mark.parametrize(
     "path, old, new, expect",
     [
-        ("include/control/pair_map.p4", "table pairs {", "table pair_table {", "table FfsIngress.pair_map.pairs: only in p4names"),
-        ("include/control/normalize.p4", "action gamma_frac(bit<16> thr)", "action gamma_frac(bit<8> thr)", "gamma_frac: params"),
-        ("include/control/ffs_core.p4", "(0, 0, 1, 1, 0, _, _, _, _, _, _, _, _, _): ffs_drop();",
-         "(0, 0, 1, 1, 1, _, _, _, _, _, _, _, _, _): ffs_drop();", None),
+        (
+            "include/control/pair_map.p4",
+            "table pairs {",
+            "table pair_table {",
+            "table FfsIngress.pair_map.pairs: only in p4names",
+        ),
+        (
+            "include/control/normalize.p4",
+            "action gamma_frac(bit<16> thr)",
+            "action gamma_frac(bit<8> thr)",
+            "gamma_frac: params",
+        ),
+        (
+            "include/control/ffs_core.p4",
+            "(0, 0, 1, 1, 0, _, _, _, _, _, _, _, _, _): ffs_drop();",
+            "(0, 0, 1, 1, 1, _, _, _, _, _, _, _, _, _): ffs_drop();",
+            None,
+        ),
         ("include/control/rate_estimation.p4", '@name("l3_len")', '@name("len")', "len_log: keys"),
         ("include/control/ffs_core.p4", "RateEstimation() rate_est;", "RateEstimation() estimator;", "only in"),
         ("ffs.p4", "@name(\".FfsIngress\") FfsCore() ffs;", "FfsCore() ffs;", "only in"),
-        ("include/control/egress_accounting.p4", "accepted;", "accepted_bytes;", "counter FfsEgress.egress_acct.accepted"),
+        (
+            "include/control/egress_accounting.p4",
+            "accepted;",
+            "accepted_bytes;",
+            "counter FfsEgress.egress_acct.accepted",
+        ),
     ],
 )
 def test_checker_catches_a_renamed_object(tmp_path, path, old, new, expect):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every pipe: a node whose device ports span two pipes of a Tofino (0-63 and 128-191).
 
 On Tofino every counter, register and LPF has one copy per pipe; an ingress object is updated in
@@ -52,7 +53,13 @@ streams:
 ONE_PIPE = (1, 2, 3, 4, 5, 6)
 TWO_PIPES = (1, 2, 3, 129, 130, 131)  # a* in pipe 0, b* in pipe 1 (same order: the same pair indices)
 EXACT = {"s1": 3e9, "s2": 4e9 / 3, "s3": 32e9 / 3, "t1": 3e9, "t2": 4e9 / 3, "t3": 32e9 / 3}  # Table II twice
-INGRESS = (p4names.PAIR_BYTES, p4names.PAIR_DROPS, p4names.OFFERED, p4names.ADMITTED, p4names.EVENTS)  # counted in the ingress port's pipe
+INGRESS = (
+    p4names.PAIR_BYTES,
+    p4names.PAIR_DROPS,
+    p4names.OFFERED,
+    p4names.ADMITTED,
+    p4names.EVENTS,
+)  # counted in the ingress port's pipe
 EGRESS = (p4names.ACCEPTED, p4names.MALFORMED, p4names.PAIR_MALFORMED)  # counted in the egress port's pipe
 
 
@@ -68,8 +75,9 @@ def run(topology, engine="c", seconds=0.3):
     agent = Agent(LocalDriver(p), topology, "n")
     agent.install(now_s=0.0)
     snaps = []
-    res = trace.run(topology, {"n": p}, seconds, period_s=0.005, on_period=lambda ns: snaps.append(agent.step(ns / 1e9)),
-                    seed=7)
+    res = trace.run(
+        topology, {"n": p}, seconds, period_s=0.005, on_period=lambda ns: snaps.append(agent.step(ns / 1e9)), seed=7
+    )
     return p, agent, snaps, res
 
 
@@ -77,11 +85,17 @@ def cells(p: Pipeline) -> dict[str, list]:
     """Every counter, register and LPF cell, per pipe: name -> [pipe][index] -> value."""
     out = {}
     for name, c in p.counters.items():
-        out[name] = [list(zip(c.packets[k * c.size : (k + 1) * c.size], c.bytes[k * c.size : (k + 1) * c.size])) for k in range(PIPES)]
+        out[name] = [
+            list(zip(c.packets[k * c.size : (k + 1) * c.size], c.bytes[k * c.size : (k + 1) * c.size], strict=False))
+            for k in range(PIPES)
+        ]
     for name, r in p.registers.items():
         out[name] = [list(r.cells[k * r.size : (k + 1) * r.size]) for k in range(PIPES)]
     for name, f in p.lpfs.items():
-        out[name] = [list(zip(f.state[k * f.size : (k + 1) * f.size], f.seen[k * f.size : (k + 1) * f.size])) for k in range(PIPES)]
+        out[name] = [
+            list(zip(f.state[k * f.size : (k + 1) * f.size], f.seen[k * f.size : (k + 1) * f.size], strict=False))
+            for k in range(PIPES)
+        ]
     return out
 
 
@@ -108,7 +122,11 @@ def test_ingress_cells_live_in_the_ingress_pipe_and_egress_cells_in_the_egress_p
         here = pipe_of(port[ing])
         for name in (p4names.PAIR_BYTES.name, p4names.PAIR_DROPS.name, p4names.F_EST.name, p4names.F_LPF.name):
             per_pipe = [got[name][k][pid] for k in range(PIPES)]
-            assert all(not any(v) if isinstance(v, tuple) else v == 0 for k, v in enumerate(per_pipe) if k != here), (name, ing, eg)
+            assert all(not any(v) if isinstance(v, tuple) else v == 0 for k, v in enumerate(per_pipe) if k != here), (
+                name,
+                ing,
+                eg,
+            )
         if ing in ("a1", "a2", "b1", "b2") and eg in ("a3", "b3") and (ing[0] != eg[0]):  # a pair with traffic
             assert got[p4names.PAIR_BYTES.name][here][pid][0] > 0 and got[p4names.F_LPF.name][here][pid][1] == 1
             assert got[p4names.F_EST.name][here][pid] > 0 and got[p4names.PAIR_DROPS.name][here][pid][0] > 0
@@ -130,17 +148,23 @@ def test_a_pairs_estimate_reads_as_its_ingress_pipes_cell_because_the_others_hol
     per_pipe = ctl.read_registers(p4names.F_EST.name, pids)
     for x in snaps[-1].pairs:
         cell = per_pipe[x.pid]
-        assert len(cell) == PIPES and [k for k, v in enumerate(cell) if v] in ([], [x.pipe]), (x.ingress, x.egress, cell)
+        assert len(cell) == PIPES and [k for k, v in enumerate(cell) if v] in ([], [x.pipe]), (
+            x.ingress,
+            x.egress,
+            cell,
+        )
         assert pipe_sum(cell) == cell[x.pipe] == LocalDriver(p).read_registers(p4names.F_EST.name, [x.pid])[x.pid]
     counters = ctl.read_counters(p4names.PAIR_BYTES.name, pids)
-    assert {i: pipe_counter(*v) for i, v in counters.items()} == LocalDriver(p).read_counters(p4names.PAIR_BYTES.name, pids)
+    assert {i: pipe_counter(*v) for i, v in counters.items()} == LocalDriver(p).read_counters(
+        p4names.PAIR_BYTES.name, pids
+    )
 
 
 def test_every_counter_reads_the_same_total_on_one_pipe_and_across_two(runs):
     """The pipes hold what one pipe held, split; the sums the agent reads are the same."""
     p1, p2 = runs[ONE_PIPE][1], runs[TWO_PIPES][1]
     d1, d2 = LocalDriver(p1), LocalDriver(p2)
-    remap = dict(zip(ONE_PIPE, TWO_PIPES))
+    remap = dict(zip(ONE_PIPE, TWO_PIPES, strict=False))
     for c in INGRESS + EGRESS:
         one = {remap[i] if c.size == 512 else i: v for i, v in d1.read_counters(c.name).items() if v.packets}
         two = {i: v for i, v in d2.read_counters(c.name).items() if v.packets}
@@ -151,11 +175,13 @@ def test_every_counter_reads_the_same_total_on_one_pipe_and_across_two(runs):
 def test_the_agents_tau_status_and_telemetry_are_the_same_on_one_pipe_and_across_two(runs):
     (*_, one, r1), (*_, two, r2) = runs[ONE_PIPE], runs[TWO_PIPES]
     assert len(one) == len(two) == 60
-    for a, b in zip(one, two):
-        assert [(e.egress, e.tau, e.congested, e.accepted_bps, e.offered_bps, e.drop_bps, e.drops) for e in a.egresses] == \
-               [(e.egress, e.tau, e.congested, e.accepted_bps, e.offered_bps, e.drop_bps, e.drops) for e in b.egresses]
-        assert [(x.pid, x.ingress, x.egress, x.share_bps, x.rate_bps, x.f_bps, x.drops) for x in a.pairs] == \
-               [(x.pid, x.ingress, x.egress, x.share_bps, x.rate_bps, x.f_bps, x.drops) for x in b.pairs]
+    for a, b in zip(one, two, strict=False):
+        assert [
+            (e.egress, e.tau, e.congested, e.accepted_bps, e.offered_bps, e.drop_bps, e.drops) for e in a.egresses
+        ] == [(e.egress, e.tau, e.congested, e.accepted_bps, e.offered_bps, e.drop_bps, e.drops) for e in b.egresses]
+        assert [(x.pid, x.ingress, x.egress, x.share_bps, x.rate_bps, x.f_bps, x.drops) for x in a.pairs] == [
+            (x.pid, x.ingress, x.egress, x.share_bps, x.rate_bps, x.f_bps, x.drops) for x in b.pairs
+        ]
     assert {x.egress: x.pipe for x in two[-1].egresses} == {"a3": 0, "b3": 1}
     assert {x.ingress: x.pipe for x in two[-1].pairs} == {"a1": 0, "a2": 0, "a3": 0, "b1": 1, "b2": 1, "b3": 1}
     settled = [e.tau for s in two[-20:] for e in s.egresses]

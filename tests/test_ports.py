@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Front-panel ports from the topology (ffs.ports, ffs.agent.frontpanel): speed from the capacity,
 FEC and autonegotiation defaults and overrides, the front-panel name checked against the device
 port, and a reconciliation that writes only what differs (a right port is never touched, so it
@@ -12,8 +13,8 @@ from ffs import ports
 from ffs.agent.core import Agent
 from ffs.agent.frontpanel import FrontPanel
 from ffs.driver.base import DriverError
-from ffs.switch.driver import LocalDriver
 from ffs.ports import PortError, PortSpec, PortState
+from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.topology import TopologyError, load
 
@@ -78,11 +79,14 @@ def test_speed_fec_and_autoneg_follow_the_capacity_unless_said():
         ports.spec(0, 20e9)
 
 
-@pytest.mark.parametrize("cap, extra, why", [
-    ("20Mbps", "", "a front-panel port runs at"),
-    ("100Gbps", ", fec: xx", "fec must be one of none, fc, rs"),
-    ("100Gbps", ", autoneg: maybe", "autoneg must be one of default, on, off"),
-])
+@pytest.mark.parametrize(
+    "cap, extra, why",
+    [
+        ("20Mbps", "", "a front-panel port runs at"),
+        ("100Gbps", ", fec: xx", "fec must be one of none, fc, rs"),
+        ("100Gbps", ", autoneg: maybe", "autoneg must be one of default, on, off"),
+    ],
+)
 def test_a_topology_with_a_bad_port_is_refused_in_one_line(tmp_path, cap, extra, why):
     with pytest.raises(TopologyError, match=why) as e:
         topo(tmp_path, cap, extra)
@@ -96,7 +100,9 @@ def test_ports_are_added_once_and_a_right_port_is_never_touched(tmp_path):
     a.install()
     assert sorted(d.held) == [0, 4] and d.held[0].spec.speed == "BF_SPEED_100G" and d.held[4].spec.enable
     assert a.snapshot.ports == [] and {p.interface: (p.fp, p.dev_port, p.up) for p in a._port_status} == {
-        "a": ("1/0", 0, True), "b": ("2/0", 4, True)}
+        "a": ("1/0", 0, True),
+        "b": ("2/0", 4, True),
+    }
     d.writes.clear()
     Agent(d, t, "s1", manage_ports=True).install()  # a restart: the ports are right
     assert d.writes == []
@@ -123,7 +129,9 @@ def test_a_front_panel_name_that_is_another_device_port_is_refused(tmp_path):
     d = PortsDriver()
     t = topo(tmp_path)
     d.port_of = lambda fp: 12  # the switch maps 1/0 elsewhere than the topology's port 0
-    with pytest.raises(PortError, match="interface a: front-panel port 1/0 is device port 12 on this switch, the topology says port 0"):
+    with pytest.raises(
+        PortError, match="interface a: front-panel port 1/0 is device port 12 on this switch, the topology says port 0"
+    ):
         Agent(d, t, "s1", manage_ports=True).install()
 
 
@@ -143,5 +151,10 @@ def test_a_node_across_two_pipes_knows_the_pipe_of_each_pair_and_egress(tmp_path
     a = Agent(LocalDriver(Pipeline(1)), load(p), "s1")
     a.install(now_s=0.0)
     snap = a.step(0.0)
-    assert {(x.ingress, x.egress): x.pipe for x in snap.pairs} == {("a", "a"): 0, ("b", "a"): 1, ("a", "b"): 0, ("b", "b"): 1}
+    assert {(x.ingress, x.egress): x.pipe for x in snap.pairs} == {
+        ("a", "a"): 0,
+        ("b", "a"): 1,
+        ("a", "b"): 0,
+        ("b", "b"): 1,
+    }
     assert {x.egress: x.pipe for x in snap.egresses} == {"a": 0, "b": 1}

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ptf-tests/tests/base.py's FfsTest releases its BF-Runtime binding when setUp fails part-way:
 unittest skips tearDown then, and a binding left open makes bf_switchd refuse the next test's
 client ("Can't have two clients with the same client id") until its 60 s connect timeout."""
@@ -45,9 +46,11 @@ class Recording:
                 return []
             if name == "read_default":
                 from ffs.entries import TableEntry
+
                 return TableEntry(args[0], {}, None, {})
             if name == "read_lpf_spec":
                 from ffs.entries import LpfSpec
+
                 return LpfSpec("RATE", 1.0, 1.0, 4)
             if name == "read_registers":
                 return {}
@@ -76,7 +79,9 @@ class Probe:
         pass
 
 
-@pytest.mark.parametrize("fail_at", [1, 3, -1])  # while saving state, checking the static tables, the last step of base_setup
+@pytest.mark.parametrize(
+    "fail_at", [1, 3, -1]
+)  # while saving state, checking the static tables, the last step of base_setup
 def test_a_failing_setup_closes_the_binding(base, monkeypatch, fail_at):
     log: list = []
     if fail_at == -1:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`make test` runs the PTF suite (ptf-tests/) on the software switch, in private network namespaces
 made and removed by ptf-tests/run/model/run. It needs root; as another user it is skipped and the
 reason says so."""
@@ -8,8 +9,8 @@ import json
 import os
 import re
 import shutil
-import time
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,10 @@ TIMEOUT_S = 600  # the suite takes about a minute; a hang must still end the run
 
 def why_not() -> str | None:
     if os.geteuid() != 0:
-        return "the PTF suite needs root (network namespaces, veth pairs, raw sockets): run make test as root, or sudo make ptf"
+        return (
+            "the PTF suite needs root (network namespaces, veth pairs, raw sockets): "
+            "run make test as root, or sudo make ptf"
+        )
     for tool, what in (("ptf", "the ptf package"), ("ip", "iproute2 (the ip command)")):
         if shutil.which(tool) is None:
             return f"{what} is not installed: make setup"
@@ -30,8 +34,9 @@ def why_not() -> str | None:
 
 
 def suite_tests() -> list[str]:
-    out = subprocess.run(["ptf", "--test-dir", str(SUITE), "--list-test-names"], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    out = subprocess.run(
+        ["ptf", "--test-dir", str(SUITE), "--list-test-names"], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     return [line.strip() for line in out.splitlines() if re.fullmatch(r"test_\w+\.\w+", line.strip())]
 
 
@@ -80,19 +85,38 @@ def free_port() -> int:
 
 
 def p4src_sha256() -> str:
-    return subprocess.run(["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def fake_install(inst: Path, chip: str, compiled_for: str | None = None, sha: str | None = None) -> None:
     """ffs installed for `chip` as make build installs it (conf, program, p4src.sha256), the
     program compiled for `compiled_for` (default: the chip)."""
     pd = f"share/{chip}pd/ffs"
-    conf = {"chip_list": [{"id": "asic-0", "chip_family": chip}],
-            "p4_devices": [{"device-id": 0, "p4_programs": [{"program-name": "ffs", "bfrt-config": f"{pd}/bf-rt.json",
-                            "p4_pipelines": [{"p4_pipeline_name": "pipe", "context": f"{pd}/pipe/context.json",
-                                              "config": f"{pd}/pipe/{chip}.bin", "pipe_scope": [0, 1, 2, 3],
-                                              "path": pd}]}]}]}
+    conf = {
+        "chip_list": [{"id": "asic-0", "chip_family": chip}],
+        "p4_devices": [
+            {
+                "device-id": 0,
+                "p4_programs": [
+                    {
+                        "program-name": "ffs",
+                        "bfrt-config": f"{pd}/bf-rt.json",
+                        "p4_pipelines": [
+                            {
+                                "p4_pipeline_name": "pipe",
+                                "context": f"{pd}/pipe/context.json",
+                                "config": f"{pd}/pipe/{chip}.bin",
+                                "pipe_scope": [0, 1, 2, 3],
+                                "path": pd,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
     (inst / "share" / "p4" / "targets" / chip).mkdir(parents=True, exist_ok=True)
     (inst / "share" / "p4" / "targets" / chip / "ffs.conf").write_text(json.dumps(conf))
     (inst / pd / "pipe").mkdir(parents=True, exist_ok=True)
@@ -119,8 +143,14 @@ def fake_sde(tmp: Path, tests_rc: int, chip: str = "tofino") -> tuple[dict[str, 
         path.write_text(STUB.format(rec=rec, name=name, body=body))
         path.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("CHIP", "ARCH")}
-    env.update(SDE=str(sde), SDE_INSTALL=str(sde / "install"), STATUS_PORT=str(status),
-               GRPC_PORT=str(grpc), READY_TIMEOUT="30", LOG_DIR=str(tmp / "logs"))
+    env.update(
+        SDE=str(sde),
+        SDE_INSTALL=str(sde / "install"),
+        STATUS_PORT=str(status),
+        GRPC_PORT=str(grpc),
+        READY_TIMEOUT="30",
+        LOG_DIR=str(tmp / "logs"),
+    )
     return env, rec
 
 
@@ -135,15 +165,23 @@ def gone(pid: int) -> bool:
 @pytest.mark.parametrize("tests_rc", [0, 1])
 def test_tofino_model_runner_follows_the_sde_flow(tmp_path, tests_rc):
     env, rec = fake_sde(tmp_path, tests_rc)
-    p = subprocess.run([str(RUN_TOFINO_MODEL), "test_parser"], env=env, capture_output=True, text=True, timeout=120,
-                       cwd=tmp_path)
+    p = subprocess.run(
+        [str(RUN_TOFINO_MODEL), "test_parser"], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert (p.returncode == 0) == (tests_rc == 0), p.stderr
     port_map = str(ROOT / "ptf-tests" / "port_maps" / "tofino-model.json")
     args = {n: (rec / f"{n}.args").read_text().split("\n")[:-1] for n in ("model", "switchd", "p4tests", "veth")}
     assert args["veth"] == ["8"]  # veth0..veth7 cover the port map's veths
     logs = str(tmp_path / "logs")
     assert args["model"] == ["-p", "ffs", "--arch", "tofino", "-f", port_map, "--log-dir", logs]
-    assert args["switchd"] == ["-p", "ffs", "--arch", "tofino", "--status-port", env["STATUS_PORT"]]  # the port it waits on
+    assert args["switchd"] == [
+        "-p",
+        "ffs",
+        "--arch",
+        "tofino",
+        "--status-port",
+        env["STATUS_PORT"],
+    ]  # the port it waits on
     t = args["p4tests"]
     assert t[:8] == ["-p", "ffs", "--arch", "tofino", "-t", str(SUITE), "-f", port_map]
     params = t[t.index("--test-params") + 1]
@@ -163,8 +201,14 @@ def test_tofino_model_runner_on_tofino2_takes_its_port_map_and_ports(tmp_path, h
     """The chip alone selects the Tofino-2 model, its port map (front-panel device ports from 8)
     and the tests' ports."""
     env, rec = fake_sde(tmp_path, 0, chip="tofino2")
-    p = subprocess.run([str(RUN_TOFINO_MODEL), "test_parser"], env=dict(env, **how), capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)
+    p = subprocess.run(
+        [str(RUN_TOFINO_MODEL), "test_parser"],
+        env=dict(env, **how),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     port_map = str(ROOT / "ptf-tests" / "port_maps" / "tofino2-model.json")
     args = {n: (rec / f"{n}.args").read_text().split("\n")[:-1] for n in ("model", "switchd", "p4tests")}
@@ -183,7 +227,9 @@ def test_tofino_model_runner_refuses_the_other_chips_build_in_one_line(tmp_path,
     env, rec = fake_sde(tmp_path, 0, chip=other)
     fake_install(Path(env["SDE_INSTALL"]), chip, compiled_for=other)
     p = subprocess.run([str(RUN_TOFINO_MODEL)], env=dict(env, CHIP=chip), capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2 and f"compiled for {other}, not {chip}" in p.stderr and f"make build CHIP={chip}" in p.stderr
+    assert (
+        p.returncode == 2 and f"compiled for {other}, not {chip}" in p.stderr and f"make build CHIP={chip}" in p.stderr
+    )
     assert len(p.stderr.strip().splitlines()) == 1 and not (rec / "model.args").exists()
     (Path(env["SDE_INSTALL"]) / "share" / "p4" / "targets" / chip / "ffs.conf").unlink()
     p = subprocess.run([str(RUN_TOFINO_MODEL)], env=dict(env, CHIP=chip), capture_output=True, text=True, timeout=60)
@@ -255,8 +301,10 @@ TOFINO_MODEL_SKIPS: dict[str, str] = {
 def results(out: str) -> dict[str, str]:
     """Each test's verdict as PTF's unittest runner prints it: ok, FAIL, ERROR, or skipped with
     its reason ("skipped 'why'")."""
-    return {name: verdict for name, verdict in
-            re.findall(r"^(test_\w+\.\w+) \.\.\. (ok|FAIL|ERROR|skipped '.+')$", out, re.M)}
+    return {
+        name: verdict
+        for name, verdict in re.findall(r"^(test_\w+\.\w+) \.\.\. (ok|FAIL|ERROR|skipped '.+')$", out, re.M)
+    }
 
 
 def verdict_problems(chip: str, expected: list[str], returncode: int, out: str) -> list[str]:
@@ -265,7 +313,9 @@ def verdict_problems(chip: str, expected: list[str], returncode: int, out: str) 
     verdict, a skip the allowance does not name or whose reason is not the named one, a failure
     outside the ledger, a ledger entry that passed, an exit status that disagrees."""
     if returncode == 3:
-        return [f"the runner refused the {chip} build (exit 3): " + (out.strip().splitlines()[0] if out.strip() else "")]
+        return [
+            f"the runner refused the {chip} build (exit 3): " + (out.strip().splitlines()[0] if out.strip() else "")
+        ]
     got = results(out)
     problems = []
     missing = [t for t in expected if t not in got]
@@ -304,10 +354,15 @@ def test_verdicts_name_every_skip_and_fail_a_refused_build():
     assert verdict_problems("tofino", expected, 0, _run_output(clean)) == []
     assert verdict_problems("tofino", expected, 3, "refused: lost selects\n")
     assert verdict_problems("tofino", expected, 0, _run_output(dict(clean, **{"test_a.One": "skipped 'slow'"})))
-    assert verdict_problems("tofino", expected, 0, _run_output(dict(
-        clean, **{"test_agent.TauRaisesDropsOnSustainedOverload": "skipped 'no time'"})))
-    assert verdict_problems("tofino", expected, 0, _run_output(dict(
-        clean, **{"test_agent.TauRaisesDropsOnSustainedOverload": "ok"})))
+    assert verdict_problems(
+        "tofino",
+        expected,
+        0,
+        _run_output(dict(clean, **{"test_agent.TauRaisesDropsOnSustainedOverload": "skipped 'no time'"})),
+    )
+    assert verdict_problems(
+        "tofino", expected, 0, _run_output(dict(clean, **{"test_agent.TauRaisesDropsOnSustainedOverload": "ok"}))
+    )
     assert verdict_problems("tofino", expected, 1, _run_output(dict(clean, **{"test_a.One": "FAIL"})))
 
 
@@ -328,7 +383,9 @@ def test_ptf_suite_on_tofino_model(chip):
     assert set(TOFINO_MODEL_SKIPS) <= set(expected), "the skip allowance names a test the suite does not have"
     env = {k: v for k, v in os.environ.items() if k not in ("ARCH", "PORT_MAP", "PTF_PARAMS")}
     try:
-        p = subprocess.run([str(RUN_TOFINO_MODEL)], capture_output=True, text=True, timeout=2400, env=dict(env, CHIP=chip))
+        p = subprocess.run(
+            [str(RUN_TOFINO_MODEL)], capture_output=True, text=True, timeout=2400, env=dict(env, CHIP=chip)
+        )
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
         pytest.fail(f"the PTF suite on the {chip} model did not finish within 2400 s:\n{out[-6000:]}")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The resource comparison of docs/results.md ("Resources beside the published designs"): its table
 is what `bench/resources_compared.py` prints from the compiler's figures in docs/pipeline.md, so a
 recompile (`make p4-resources`) that changes ours leaves the comparison stale until it is rerun;
@@ -35,7 +36,7 @@ def test_the_anchor_conversions_are_their_sources():
     assert rc.CEBINAE_REPO["tcam"] * rc.TCAM_KB_CEBINAE < rc.CEBINAE_PAPER[2][2]
     # Table 3's SRAM is a whole number of 16 KB blocks in both configurations
     assert all(kb % rc.SRAM_KB == 0 for _, kb, _ in rc.CEBINAE_PAPER.values())
-    assert rc.TCAM_KB == pytest.approx(2.75)
+    assert pytest.approx(2.75) == rc.TCAM_KB
 
 
 def test_a_section_without_the_figures_is_refused(tmp_path):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs.safeload: hostile YAML and JSON end in one LoadError line, quickly and with bounded memory."""
 
 import os
@@ -5,10 +6,10 @@ import time
 import tracemalloc
 
 import pytest
-from hostilekit import laughs
 
 from ffs import safeload
 from ffs.safeload import LoadError, load_yaml_file, loads_json, read_bytes
+from hostilekit import laughs
 
 HOSTILE_YAML = {
     "5000-deep flow": ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 64 levels"),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The scapy layer and the byte builder of ffs.frames agree on the shim's bytes (spec §2)."""
 
 from scapy.layers.inet import ICMP, IP, TCP, UDP
@@ -55,5 +56,7 @@ def test_payload_layer_follows_next_header():
 
 
 def test_round_trip_is_byte_exact():
-    frame = ipv4_frame("10.0.2.1", "10.0.3.1", 1250, shim(0x7A31, constants.FLAG_RI | constants.FLAG_ECHO, 17, 0x8123, 0x9000))
+    frame = ipv4_frame(
+        "10.0.2.1", "10.0.3.1", 1250, shim(0x7A31, constants.FLAG_RI | constants.FLAG_ECHO, 17, 0x8123, 0x9000)
+    )
     assert bytes(Ether(frame)) == frame

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Short versions of the evaluation's scenarios (scenarios/*.yaml, rates scaled down 10x so that a
 run takes about a second): the steady-state per-stream rates of the packet-level run are within
 5 % of the exact FFS allocation; the FIFO baseline is not."""
@@ -59,7 +60,7 @@ def test_c85_keeps_accepted_at_the_target():
 
 def test_step_settles_within_tens_of_ms():
     res = run_scenario(scaled("step"), "ffs", duration_s=0.3)
-    (key, settle), = res.settling_s.items()
+    ((key, settle),) = res.settling_s.items()
     assert settle is not None and settle - 0.1 < 0.1  # the burst starts at 0.1 s
     assert all(abs(e) <= 0.05 for e in errors(res).values())
 

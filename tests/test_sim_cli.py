@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs-sim allocate: the oracle's command line, JSON output and one-line errors."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Small shares keep their guarantee (FFS Lemma 2, Corollary 1): an overloaded ingress with a share
 of a few percent of the egress, against a flood, gets its share within 3 % (docs/spec.md §10,
 docs/results.md "Small shares"), at packet sizes up to jumbo frames, with evenly spaced and

@@ -1,15 +1,14 @@
+# SPDX-License-Identifier: Apache-2.0
 """The control interface refuses bad operations with a clear error and changes nothing; batches are
 atomic; the gRPC service behaves like the in-process driver."""
 
 import pytest
 
-from ffs import constants
-from ffs import p4names
-from ffs import tables
+from ffs import constants, p4names, tables
 from ffs.driver.base import DriverError
 from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
-from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.control import SwitchControl
+from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import check_address, serve
 from ffs.switch.tna import PIPES
@@ -28,32 +27,121 @@ PAIR = p4names.PAIRS.name
 
 
 def pair(ing, eg, pid, lm=1, kind="insert"):
-    return Update(kind, TableEntry(PAIR, {"ingress_port": Exact(ing), "egress_port": Exact(eg)}, "set_pair", tables.pair_params(pid, lm)))
+    return Update(
+        kind,
+        TableEntry(
+            PAIR, {"ingress_port": Exact(ing), "egress_port": Exact(eg)}, "set_pair", tables.pair_params(pid, lm)
+        ),
+    )
 
 
 @pytest.mark.parametrize(
     "bad, message",
     [
         (Update("insert", TableEntry("FfsIngress.nope", {}, "x")), "unknown table"),
-        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(9)}, "set_pear", {})), "unknown action"),
-        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(9)}, "set_pair",
-                                     {"pid": 1 << 12, "nlm": 0})), "does not fit in 12 bits"),
-        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(512), "egress_port": Exact(9)}, "set_pair", {"pid": 1, "nlm": 0})), "does not fit in 9 bits"),
-        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1)}, "set_pair", {"pid": 1, "nlm": 0})), "key fields must be"),
-        (Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 1, "nlm": 0})), "already exists"),
+        (
+            Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(9)}, "set_pear", {})),
+            "unknown action",
+        ),
+        (
+            Update(
+                "insert",
+                TableEntry(
+                    PAIR, {"ingress_port": Exact(1), "egress_port": Exact(9)}, "set_pair", {"pid": 1 << 12, "nlm": 0}
+                ),
+            ),
+            "does not fit in 12 bits",
+        ),
+        (
+            Update(
+                "insert",
+                TableEntry(
+                    PAIR, {"ingress_port": Exact(512), "egress_port": Exact(9)}, "set_pair", {"pid": 1, "nlm": 0}
+                ),
+            ),
+            "does not fit in 9 bits",
+        ),
+        (
+            Update("insert", TableEntry(PAIR, {"ingress_port": Exact(1)}, "set_pair", {"pid": 1, "nlm": 0})),
+            "key fields must be",
+        ),
+        (
+            Update(
+                "insert",
+                TableEntry(PAIR, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair", {"pid": 1, "nlm": 0}),
+            ),
+            "already exists",
+        ),
         (Update("delete", TableEntry(PAIR, {"ingress_port": Exact(7), "egress_port": Exact(3)})), "no entry"),
-        (Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000001, 24)}, "route", {"port": 1})), "host bits"),
-        (Update("insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(3, 1)}, "set_lf", {"lf": 1, "nlf": 0xFFFF})), "outside the mask"),
-        (Update("insert", TableEntry(p4names.RI_CANDIDATE.name, {"ri_req": Exact(0), "trust": Exact(0), "rri_ge_one": Exact(0),
-                                                           "congested": Exact(0)}, "candidate_keep")), "constant"),
-        (Update("insert", TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(1)}, None,
-                                     {"ifindex": 1, "trust": 256, "insert": 0})), "does not fit in 8 bits"),
-        (Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",
-                                     {"ltau": 0x8000, "ltau_p": 1, "congested": 1, "lcr": 0xFFFF})), "ltau_p must be ltau - 0x8000"),
-        (Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(3)}, "set_egress",
-                                     {"ltau": 0x7FFF, "ltau_p": 0xFFFF, "congested": 1, "lcr": 0xFFFF})), r"tau in \[1, 2\^16\]"),
-        (Update("modify", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(1), "egress_port": Exact(3)}, "set_pair",
-                                     {"pid": 1, "nlm": 0x1000})), "lm <= 0x1000"),
+        (
+            Update(
+                "insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000001, 24)}, "route", {"port": 1})
+            ),
+            "host bits",
+        ),
+        (
+            Update("insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(3, 1)}, "set_lf", {"lf": 1, "nlf": 0xFFFF})),
+            "outside the mask",
+        ),
+        (
+            Update(
+                "insert",
+                TableEntry(
+                    p4names.RI_CANDIDATE.name,
+                    {"ri_req": Exact(0), "trust": Exact(0), "rri_ge_one": Exact(0), "congested": Exact(0)},
+                    "candidate_keep",
+                ),
+            ),
+            "constant",
+        ),
+        (
+            Update(
+                "insert",
+                TableEntry(
+                    p4names.PORT_METADATA.name,
+                    {p4names.PORT_METADATA.key.name: Exact(1)},
+                    None,
+                    {"ifindex": 1, "trust": 256, "insert": 0},
+                ),
+            ),
+            "does not fit in 8 bits",
+        ),
+        (
+            Update(
+                "modify",
+                TableEntry(
+                    p4names.EGRESS_PARAMS.name,
+                    {"egress_port": Exact(3)},
+                    "set_egress",
+                    {"ltau": 0x8000, "ltau_p": 1, "congested": 1, "lcr": 0xFFFF},
+                ),
+            ),
+            "ltau_p must be ltau - 0x8000",
+        ),
+        (
+            Update(
+                "modify",
+                TableEntry(
+                    p4names.EGRESS_PARAMS.name,
+                    {"egress_port": Exact(3)},
+                    "set_egress",
+                    {"ltau": 0x7FFF, "ltau_p": 0xFFFF, "congested": 1, "lcr": 0xFFFF},
+                ),
+            ),
+            r"tau in \[1, 2\^16\]",
+        ),
+        (
+            Update(
+                "modify",
+                TableEntry(
+                    p4names.PAIRS.name,
+                    {"ingress_port": Exact(1), "egress_port": Exact(3)},
+                    "set_pair",
+                    {"pid": 1, "nlm": 0x1000},
+                ),
+            ),
+            "lm <= 0x1000",
+        ),
     ],
 )
 def test_refused_batch_changes_nothing(bad, message):
@@ -117,7 +205,11 @@ def test_grpc_round_trip_matches_local(tmp_path):
             m.write([pair(1, 9, 77)])
         m.write_register(p4names.F_EST.name, 3, 99)  # into every pipe, as BF-RT's all-pipes target writes
         assert ctl.read_registers(p4names.F_EST.name, [3]) == {3: [99] * PIPES}
-        assert m.read_registers(p4names.F_EST.name, [3]) == {3: 99 * PIPES} == local.read_registers(p4names.F_EST.name, [3])
+        assert (
+            m.read_registers(p4names.F_EST.name, [3])
+            == {3: 99 * PIPES}
+            == local.read_registers(p4names.F_EST.name, [3])
+        )
         assert m.read_counters(p4names.ACCEPTED.name, [3])[3].packets == 0
         m.set_lpf_spec(p4names.F_LPF.name, [1, 2], LpfSpec("RATE", 5e5, 5e5, 2))
         assert m.read_lpf_spec(p4names.F_LPF.name, 2) == LpfSpec("RATE", 5e5, 5e5, 2)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A port's propagation delay (ffs.switch.delay): the wire after the traffic manager. Frames are due
 exactly one delay after the TM released them, never earlier, in the order they were sent; the
 queue's admissions and departures do not change with the delay; the delay is configured by
@@ -85,14 +86,18 @@ def test_the_queue_admits_and_drains_the_same_with_a_delay_behind_it() -> None:
     assert tm.enqueue(3, 10 * MS, frame) == pytest.approx(10 * MS + serialize, abs=1)
 
 
-@pytest.mark.parametrize("text, seconds", [("10ms", 0.01), ("500us", 5e-4), ("0.02", 0.02), (0.003, 0.003), ("1s", 1.0),
-                                           ("250000ns", 2.5e-4)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("10ms", 0.01), ("500us", 5e-4), ("0.02", 0.02), (0.003, 0.003), ("1s", 1.0), ("250000ns", 2.5e-4)],
+)
 def test_delays_as_operators_write_them(text, seconds) -> None:
     assert parse_delay(text) == pytest.approx(seconds)
 
 
 # "2 s": above the 1 s a link ever needs
-@pytest.mark.parametrize("bad", ["-1ms", "ten ms", "nan", "10 min", "2 s", True, float("nan"), float("inf"), -0.5, 10**400])
+@pytest.mark.parametrize(
+    "bad", ["-1ms", "ten ms", "nan", "10 min", "2 s", True, float("nan"), float("inf"), -0.5, 10**400]
+)
 def test_a_delay_that_is_not_one_is_refused(bad) -> None:
     with pytest.raises(ValueError):
         parse_delay(bad)

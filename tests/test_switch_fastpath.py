@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The compiled fast path against the Python pipeline (the executable specification): random table
 states, port modes, LPF specs and packets (IPv4 with options, 802.1Q, IPv6, valid / opaque /
 truncated shims, non-IP, mangled headers), with control writes between packets. Every packet must
@@ -11,14 +12,12 @@ import random
 
 import pytest
 
-from ffs import constants
-from ffs import p4names
-from ffs import tables
+from ffs import constants, p4names, tables
 from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
-from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame, ipv6_frame, shim
-from ffs.switch import fast
 from ffs.labels import encode
+from ffs.switch import fast
+from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 from switchkit import DST, labelled, lm_for, rig
 
@@ -35,23 +34,57 @@ V6_NETS = [(0xFD << 120, 8), (0xFD00_0000_0000_0001 << 64, 64), (0xFC << 120, 7)
 
 def _updates_initial(rng: random.Random) -> list[Update]:
     # f_log at priority 10 so that extra overlapping entries below can win, lose and tie
-    ups = [Update(u.kind, dataclasses.replace(u.entry, priority=10)) if u.entry.table == p4names.F_LOG.name else u
-           for u in tables.static_updates()]
+    ups = [
+        Update(u.kind, dataclasses.replace(u.entry, priority=10)) if u.entry.table == p4names.F_LOG.name else u
+        for u in tables.static_updates()
+    ]
     for port in PORTS:
-        ups.append(Update("insert", TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(port)}, None,
-                                               {"ifindex": port, "trust": rng.randint(0, 1), "insert": rng.randint(0, 1)})))
+        ups.append(
+            Update(
+                "insert",
+                TableEntry(
+                    p4names.PORT_METADATA.name,
+                    {p4names.PORT_METADATA.key.name: Exact(port)},
+                    None,
+                    {"ifindex": port, "trust": rng.randint(0, 1), "insert": rng.randint(0, 1)},
+                ),
+            )
+        )
     for value, plen in V4_NETS:
         if plen == 0 and rng.random() < 0.5:
             continue  # sometimes no default route: route misses
-        ups.append(Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(value, plen)}, "route", {"port": rng.choice(PORTS)})))
+        ups.append(
+            Update(
+                "insert",
+                TableEntry(
+                    p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(value, plen)}, "route", {"port": rng.choice(PORTS)}
+                ),
+            )
+        )
     for value, plen in V6_NETS:
-        ups.append(Update("insert", TableEntry(p4names.IPV6_ROUTES.name, {"dst_addr": Lpm(value, plen)}, "route", {"port": rng.choice(PORTS)})))
+        ups.append(
+            Update(
+                "insert",
+                TableEntry(
+                    p4names.IPV6_ROUTES.name, {"dst_addr": Lpm(value, plen)}, "route", {"port": rng.choice(PORTS)}
+                ),
+            )
+        )
     pid = 0
     for i in PORTS:
         for j in PORTS:
             if rng.random() < 0.6:
-                ups.append(Update("insert", TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(i), "egress_port": Exact(j)},
-                                                       "set_pair", tables.pair_params(pid, _lm(rng)))))
+                ups.append(
+                    Update(
+                        "insert",
+                        TableEntry(
+                            p4names.PAIRS.name,
+                            {"ingress_port": Exact(i), "egress_port": Exact(j)},
+                            "set_pair",
+                            tables.pair_params(pid, _lm(rng)),
+                        ),
+                    )
+                )
                 pid += rng.randint(1, 300)
     for j in PORTS:
         if rng.random() < 0.8:
@@ -61,15 +94,33 @@ def _updates_initial(rng: random.Random) -> list[Update]:
         if rng.random() < 0.7:  # MTUs the frames reach: packets a shim would not fit (spec §2)
             ups += [Update("insert", e) for e in tables.shim_room_entries(j, rng.choice([576, 1000, 1500, 9000]))]
     # overlapping ternary entries of equal and different priorities: BF-RT's tie rules
-    extra = {(rng.getrandbits(32) & m & 0x00FFFFFF, m, rng.choice([0, 10, 10, 20]))
-             for m in rng.choices([0xFFFF0000, 0xFFFFFF00, 0xFF000000], k=6)}
-    taken = {(u.entry.key["f"].value, u.entry.key["f"].mask, u.entry.priority) for u in ups if u.entry.table == p4names.F_LOG.name}
+    extra = {
+        (rng.getrandbits(32) & m & 0x00FFFFFF, m, rng.choice([0, 10, 10, 20]))
+        for m in rng.choices([0xFFFF0000, 0xFFFFFF00, 0xFF000000], k=6)
+    }
+    taken = {
+        (u.entry.key["f"].value, u.entry.key["f"].mask, u.entry.priority)
+        for u in ups
+        if u.entry.table == p4names.F_LOG.name
+    }
     for value, mask, prio in sorted(extra - taken):
         lf = rng.randint(0, constants.D_OFFSET)
-        ups.append(Update("insert", TableEntry(p4names.F_LOG.name, {"f": Ternary(value, mask)}, "set_lf",
-                                               {"lf": lf, "nlf": -lf & 0xFFFF}, priority=prio)))
+        ups.append(
+            Update(
+                "insert",
+                TableEntry(
+                    p4names.F_LOG.name,
+                    {"f": Ternary(value, mask)},
+                    "set_lf",
+                    {"lf": lf, "nlf": -lf & 0xFFFF},
+                    priority=prio,
+                ),
+            )
+        )
     if rng.random() < 0.5:
-        ups.append(Update("set_default", TableEntry(p4names.IPV6_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)})))
+        ups.append(
+            Update("set_default", TableEntry(p4names.IPV6_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)}))
+        )
     return ups
 
 
@@ -81,8 +132,17 @@ def _lm(rng: random.Random) -> int:
 def _egress(rng: random.Random, port: int, kind: str) -> Update:
     # any τ the control interface admits (τ in [1, 2^16] while congested, spec §5.3), any lcr
     congested = rng.randint(0, 1)
-    ltau = (rng.choice([constants.CODE_ONE, rng.randint(constants.CODE_ONE, 0x8400), rng.randint(constants.CODE_ONE, constants.LTAU_MAX)])
-            if congested else 0xFFFF)
+    ltau = (
+        rng.choice(
+            [
+                constants.CODE_ONE,
+                rng.randint(constants.CODE_ONE, 0x8400),
+                rng.randint(constants.CODE_ONE, constants.LTAU_MAX),
+            ]
+        )
+        if congested
+        else 0xFFFF
+    )
     lcr = rng.choice([0xFFFF, rng.getrandbits(16)])
     params = {"ltau": ltau, "ltau_p": ltau - constants.CODE_ONE if congested else 0, "congested": congested, "lcr": lcr}
     return Update(kind, TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(port)}, "set_egress", params))
@@ -140,7 +200,9 @@ def _frame(rng: random.Random, lies: random.Random) -> bytes:
         if lies.random() < 0.3:
             f += bytes(lies.choice([1, 4, 5, 46, 1000]))  # trailing bytes the field does not count
         else:
-            lie = lies.choice([lies.getrandbits(16), real - lies.randint(1, 60), real + lies.choice([1, 4, 8]), 0xFFFF, 20])
+            lie = lies.choice(
+                [lies.getrandbits(16), real - lies.randint(1, 60), real + lies.choice([1, 4, 8]), 0xFFFF, 20]
+            )
             f[at : at + 2] = (lie & 0xFFFF).to_bytes(2, "big")
     return bytes(f)
 
@@ -150,7 +212,9 @@ def _state(p: Pipeline):
     return (
         {n: (list(c.packets), list(c.bytes)) for n, c in p.counters.items()},
         list(p.rate_est.f_est.cells),
-        list(lpf.state), list(lpf.last), list(lpf.seen),
+        list(lpf.state),
+        list(lpf.last),
+        list(lpf.seen),
     )
 
 
@@ -173,17 +237,35 @@ def test_random_packets_and_tables_identical(seed):
             present = {e.key["egress_port"].value for e in drivers[0].read_table(p4names.EGRESS_PARAMS.name)}
             batch = [_egress(rng, j, "modify" if j in present else "insert") for j in rng.sample(PORTS, 2)]
             if rng.random() < 0.3:
-                batch.append(Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)})))
+                batch.append(
+                    Update(
+                        "set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)})
+                    )
+                )
             for d in drivers:
                 d.write(batch)
         if n % 700 == 699:
             for d in drivers:
-                d.write([Update("modify", TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(1)}, None,
-                                                     {"ifindex": 1, "trust": n % 2, "insert": 1}))])
+                d.write(
+                    [
+                        Update(
+                            "modify",
+                            TableEntry(
+                                p4names.PORT_METADATA.name,
+                                {p4names.PORT_METADATA.key.name: Exact(1)},
+                                None,
+                                {"ifindex": 1, "trust": n % 2, "insert": 1},
+                            ),
+                        )
+                    ]
+                )
         t += rng.choice([0, 1, 800, 6_000, 60_000, 2_000_000, -500])  # equal and (rarely) earlier times too
         frame, port = _frame(rng, lies), rng.choice(PORTS + (9,))
         a, b = ref.process(frame, port, t), fp.process(frame, port, t)
-        assert (a.egress_port, a.frame, a.drop_reason, a.pid) == (b.egress_port, b.frame, b.drop_reason, b.pid), (n, frame.hex())
+        assert (a.egress_port, a.frame, a.drop_reason, a.pid) == (b.egress_port, b.frame, b.drop_reason, b.pid), (
+            n,
+            frame.hex(),
+        )
         outcomes["sent" if a.egress_port is not None else a.drop_reason] += 1
     assert _state(ref) == _state(fp)
     assert ref.normalize.rng.getstate()[1] == fp.rng_state()
@@ -214,7 +296,13 @@ def test_compiled_tables_follow_control_writes():
     d.write(tables.static_updates())
     f = ipv4_frame("10.0.1.1", DST, 100)
     assert fp.process(f, 1, 1).drop_reason == "route_miss"
-    d.write([Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 4}))])
+    d.write(
+        [
+            Update(
+                "insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 4})
+            )
+        ]
+    )
     assert fp.process(f, 1, 2).egress_port == 4
     d.clear_table(p4names.IPV4_ROUTES.name)
     assert fp.process(f, 1, 3).drop_reason == "route_miss"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The software switch against docs/spec.md, packet by packet: parser fates, forwarding, port modes,
 normalization, γ, counters and RI (Algorithm 4 with the pre-γ label)."""
 
@@ -8,9 +9,7 @@ import pytest
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from ffs import constants
-from ffs import p4names
-from ffs import tables
+from ffs import constants, p4names, tables
 from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
 from ffs.frames import ipv4_checksum, ipv4_frame, ipv6_frame, shim
 from ffs.labels import decode, encode
@@ -19,7 +18,14 @@ from switchkit import DST, OUT, SCALE, labelled, lm_for, rig, single_packet_f
 
 def shim_of(frame: bytes, ihl: int = 20, l2: int = 14):
     b = frame[l2 + ihl : l2 + ihl + 8]
-    return {"version": b[0] >> 4, "flags": b[0] & 0xF, "nh": b[1], "rf": (b[2] << 8) | b[3], "rri": (b[4] << 8) | b[5], "echo": (b[6] << 8) | b[7]}
+    return {
+        "version": b[0] >> 4,
+        "flags": b[0] & 0xF,
+        "nh": b[1],
+        "rf": (b[2] << 8) | b[3],
+        "rri": (b[4] << 8) | b[5],
+        "echo": (b[6] << 8) | b[7],
+    }
 
 
 def events(r):
@@ -123,7 +129,13 @@ def test_miss_action_is_configurable():
 
 def test_lpm_prefers_longest_prefix():
     r = rig()
-    r.driver.write([Update("insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000307, 32)}, "route", {"port": 7}))])
+    r.driver.write(
+        [
+            Update(
+                "insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000307, 32)}, "route", {"port": 7})
+            )
+        ]
+    )
     assert r.send(ipv4_frame("10.0.1.1", DST, 100)).egress_port == 7
     assert r.send(ipv4_frame("10.0.1.1", "10.0.3.8", 100)).egress_port == OUT
 
@@ -209,7 +221,12 @@ def test_insert_then_strip_restores_the_frame():
     assert ip.proto == constants.IP_PROTO_FFS and ip.len == 508
     assert ipv4_checksum(out[14:34]) == struct.unpack("!H", out[24:26])[0]
     s = shim_of(out)
-    assert s["version"] == 1 and s["flags"] == constants.FLAG_DEFAULTED and s["nh"] == 17 and s["rri"] == constants.CODE_MAX
+    assert (
+        s["version"] == 1
+        and s["flags"] == constants.FLAG_DEFAULTED
+        and s["nh"] == 17
+        and s["rri"] == constants.CODE_MAX
+    )
     # strip at the egress port: the original bytes come back
     r.driver.write([Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
     res2 = r.send(out)
@@ -242,7 +259,9 @@ def test_insert_and_strip_byte_exact(case):
     IPv4 checksum is recomputed. Stripping gives the original bytes back."""
     make = INSERT_CASES[case]
     r = rig(insert=1)
-    r.set_pair(lm_for(constants.CODE_ONE, encode(0.75), 500, "ipv6" in case, "vlan" in case))  # the default label normalizes to 0.75
+    r.set_pair(
+        lm_for(constants.CODE_ONE, encode(0.75), 500, "ipv6" in case, "vlan" in case)
+    )  # the default label normalizes to 0.75
     plain = make(500, None)
     out = r.send(plain).frame
     expected = make(508, shim(encode(0.75), constants.FLAG_DEFAULTED, 17, constants.CODE_MAX, 0))
@@ -369,7 +388,7 @@ def test_rri_upstream_chain():
     r.set_pair(lm_for(rf, encode(2.0)))
     r.set_egress(encode(1.0))  # gamma = 1/2, d = 128
     rri = encode(0.5)
-    for hop in range(2):
+    for _hop in range(2):
         for _ in range(50):
             res = r.send(labelled(rf, rri=rri))
             if res.egress_port is not None:
@@ -573,13 +592,17 @@ def test_no_shim_inserted_beyond_the_egress_mtu(engine, version):
 
 def test_the_agent_pushes_each_ports_mtu():
     """The agent's node state holds shim_room entries for every interface, from its `mtu`."""
-    from ffs.agent.program import port_updates
-    from ffs.topology import load
     from pathlib import Path
 
+    from ffs.agent.program import port_updates
+    from ffs.topology import load
+
     node = load(Path(__file__).resolve().parent.parent / "topologies" / "differential.yaml").node("dut")
-    got = {(u.entry.key["egress_port"].value, u.entry.key["ipv6"].value): u.entry.params["thr"]
-           for u in port_updates(node) if u.entry.table == p4names.SHIM_ROOM.name}
+    got = {
+        (u.entry.key["egress_port"].value, u.entry.key["ipv6"].value): u.entry.params["thr"]
+        for u in port_updates(node)
+        if u.entry.table == p4names.SHIM_ROOM.name
+    }
     want = {}
     for i in node.interfaces.values():
         want[(i.port, 0)], want[(i.port, 1)] = i.mtu - 7, i.mtu - 47
@@ -600,9 +623,9 @@ def test_no_label_leaves_a_node_above_what_the_next_admits(engine):
     r.set_pair(0)
     out = shim_of(r.send(labelled(constants.CODE_ONE, ip_len=1500)).frame)
     assert out["rf"] == constants.LTAU_MAX == constants.RF_CODE_MAX
-    r.set_pair(lm_for(constants.CODE_ONE, encode(2.0 ** 12), 1000))
+    r.set_pair(lm_for(constants.CODE_ONE, encode(2.0**12), 1000))
     r.driver.set_lpf_spec(p4names.F_LPF.name, [5], LpfSpec("RATE", 1e6, 1e6, SCALE))
-    assert shim_of(r.send(labelled(constants.CODE_ONE)).frame)["rf"] == encode(2.0 ** 12)
+    assert shim_of(r.send(labelled(constants.CODE_ONE)).frame)["rf"] == encode(2.0**12)
 
 
 @pytest.mark.parametrize("engine", ["python", "c"])
@@ -613,9 +636,9 @@ def test_a_stream_far_over_its_share_weighs_what_its_label_says_at_the_next_hop(
     counted at 2^12. A next hop that clamped s to 2^8 counted s 16 times too heavy: with 64 packets
     of s beside one of t, F and t's label came out 23 % high."""
     a, b = engine_rig(engine), engine_rig(engine)
-    a.set_pair(lm_for(constants.CODE_ONE, encode(2.0 ** 12), 1000))
+    a.set_pair(lm_for(constants.CODE_ONE, encode(2.0**12), 1000))
     s = a.send(labelled(constants.CODE_ONE, flags=0)).frame
-    assert shim_of(s)["rf"] == encode(2.0 ** 12)
+    assert shim_of(s)["rf"] == encode(2.0**12)
     b.driver.set_lpf_spec(p4names.F_LPF.name, [5], LpfSpec("RATE", 1e9, 1e9, SCALE))  # 1 s: no decay at dt = 0
     lm = 128 * 11  # M_F = 2^11 in LPF units
     b.set_pair(lm)

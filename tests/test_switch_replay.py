@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Table II packet by packet: three streams through the software switch in virtual time at 15 Gb/s,
 with the agent's tau loop (ffs.tau inside ffs.agent) every period, settle at the exact FFS
 allocation (Eq. 2: tau = 4/3; 3, 4/3, 32/3 Gb/s). Also: `replay` of arbitrary frames with
@@ -17,10 +18,10 @@ from ffs import constants
 from ffs.agent.core import Agent
 from ffs.allocator import allocate
 from ffs.cli.switch import main as switch_cli
-from ffs.switch.driver import LocalDriver
 from ffs.frames import ipv4_frame, shim
 from ffs.labels import encode
 from ffs.switch import fast, trace
+from ffs.switch.driver import LocalDriver
 from ffs.topology import load
 
 EXACT = {"s1": 3e9, "s2": 4e9 / 3, "s3": 32e9 / 3}
@@ -53,11 +54,20 @@ def test_table_ii_replay_converges_to_exact_allocation(topo_dir):
 def _table2_arrivals(duration_s: float, seed: int):
     dst = "10.0.3.1"
     labels = {"s1": (1, 3 / 6, 3e9), "s2": (1, 4 / 1, 4e9), "s3": (2, 16 / 8, 16e9)}  # port, r/f, demand
-    return trace.merge(*(
-        trace.stream_arrivals(port, ipv4_frame(f"10.0.{k}.1", dst, 1250, shim(encode(rf), constants.FLAG_RI)), rate * 1264 / 1250,
-                              0.0, duration_s, stream=name, seed=seed + k)
-        for k, (name, (port, rf, rate)) in enumerate(labels.items())
-    ))
+    return trace.merge(
+        *(
+            trace.stream_arrivals(
+                port,
+                ipv4_frame(f"10.0.{k}.1", dst, 1250, shim(encode(rf), constants.FLAG_RI)),
+                rate * 1264 / 1250,
+                0.0,
+                duration_s,
+                stream=name,
+                seed=seed + k,
+            )
+            for k, (name, (port, rf, rate)) in enumerate(labels.items())
+        )
+    )
 
 
 def test_replay_with_driver_callback_settles(topo_dir):
@@ -93,12 +103,14 @@ def test_pcap_replay_is_the_same_as_the_arrivals(tmp_path, topo_dir):
     trace.write_pcap(tmp_path / "t.pcap", ((a.t_s, a.frame) for a in arrivals), epoch_s=1_700_000_000)
     back = list(trace.pcap_arrivals(tmp_path / "t.pcap", 1))
     assert [a.frame for a in back] == [a.frame for a in arrivals]
-    assert max(abs((b.t_s - back[0].t_s) - (a.t_s - arrivals[0].t_s)) for a, b in zip(arrivals, back)) < 1e-9
+    assert (
+        max(abs((b.t_s - back[0].t_s) - (a.t_s - arrivals[0].t_s)) for a, b in zip(arrivals, back, strict=False)) < 1e-9
+    )
     assert {b.stream for b in back} == {"10.0.0.1", "10.0.1.1", "10.0.2.1"}
     # re-timed at a line rate: back to back, each frame as the previous one's serialization ends
     paced = list(trace.pcap_arrivals(tmp_path / "t.pcap", 1, line_rate_bps=10e9))
     assert [a.frame for a in paced] == [a.frame for a in arrivals]
-    assert max(abs(b.t_s - a.t_s - wire(a.frame) * 8 / 10e9) for a, b in zip(paced, paced[1:])) < 1e-15
+    assert max(abs(b.t_s - a.t_s - wire(a.frame) * 8 / 10e9) for a, b in zip(paced, paced[1:], strict=False)) < 1e-15
     with pytest.raises(trace.PcapError, match="not a pcap"):
         list(trace.read_pcap(_write(tmp_path / "bad", b"x" * 40)))
 
@@ -116,13 +128,16 @@ def test_cli_replay_topology_and_pcap(tmp_path, topo_dir):
     assert out["engine"] in ("c", "python") and out["packets"] > 100_000
     assert {s["stream"] for s in out["streams"]} == {"s1", "s2", "s3"}
     trace.write_pcap(tmp_path / "t.pcap", ((a.t_s, a.frame) for a in _table2_arrivals(0.02, 1)))
-    r = runner.invoke(switch_cli, ["replay", str(topo_dir / "table2.yaml"), "--pcap", str(tmp_path / "t.pcap"),
-                                   "--ingress", "n.i1", "--json"])
+    r = runner.invoke(
+        switch_cli,
+        ["replay", str(topo_dir / "table2.yaml"), "--pcap", str(tmp_path / "t.pcap"), "--ingress", "n.i1", "--json"],
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["packets"] > 1000 and {s["stream"] for s in out["streams"]} == {"10.0.0.1", "10.0.1.1", "10.0.2.1"}
-    r = runner.invoke(switch_cli, ["replay", str(topo_dir / "table2.yaml"), "--pcap", str(tmp_path / "t.pcap"),
-                                   "--ingress", "n.nope"])
+    r = runner.invoke(
+        switch_cli, ["replay", str(topo_dir / "table2.yaml"), "--pcap", str(tmp_path / "t.pcap"), "--ingress", "n.nope"]
+    )
     assert r.exit_code == 2 and "n.nope" in r.output and "Traceback" not in r.output
 
 
@@ -131,8 +146,9 @@ SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "table2.pcap"
 
 def test_the_sample_pcap_is_what_its_script_writes(tmp_path):
     """samples/table2.pcap (the docs' replay example) is tracked; its script rewrites it byte for byte."""
-    subprocess.run([sys.executable, str(SAMPLE.parent / "make_pcap.py"), str(tmp_path / "t.pcap")], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, str(SAMPLE.parent / "make_pcap.py"), str(tmp_path / "t.pcap")], check=True, capture_output=True
+    )
     assert (tmp_path / "t.pcap").read_bytes() == SAMPLE.read_bytes()
     frames = list(trace.read_pcap(SAMPLE))
     assert len(frames) == 48 and {trace.source_of(f) for _, f in frames} == {"10.0.0.1", "10.0.1.1", "10.0.2.1"}
@@ -148,15 +164,40 @@ def test_line_rate_replays_the_sample_back_to_back():
     assert captured[-1].t_s == pytest.approx(0.047)
     bits = [wire(a.frame) * 8 for a in paced]
     assert [a.t_s for a in paced] == pytest.approx([sum(bits[:k]) / rate for k in range(len(bits))], abs=1e-15)
-    r = CliRunner().invoke(switch_cli, ["replay", str(SAMPLE.parent.parent / "topologies" / "table2.yaml"), "--pcap", str(SAMPLE),
-                                        "--ingress", "n.i1", "--line-rate", "1Gbps", "--no-agent", "--json"])
+    r = CliRunner().invoke(
+        switch_cli,
+        [
+            "replay",
+            str(SAMPLE.parent.parent / "topologies" / "table2.yaml"),
+            "--pcap",
+            str(SAMPLE),
+            "--ingress",
+            "n.i1",
+            "--line-rate",
+            "1Gbps",
+            "--no-agent",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["packets"] == 48
     # the replay lasts the serialization of the 48 frames plus one period: all of it offered in that time
     assert sum(s["offered"] for s in out["streams"]) * out["duration_s"] == pytest.approx(sum(bits))
     assert out["duration_s"] < 0.006  # not the capture's 47 ms
-    r = CliRunner().invoke(switch_cli, ["replay", str(SAMPLE.parent.parent / "topologies" / "table2.yaml"), "--pcap", str(SAMPLE),
-                                        "--ingress", "n.i1", "--line-rate", "1Gbps", "--speed", "2"])
+    r = CliRunner().invoke(
+        switch_cli,
+        [
+            "replay",
+            str(SAMPLE.parent.parent / "topologies" / "table2.yaml"),
+            "--pcap",
+            str(SAMPLE),
+            "--ingress",
+            "n.i1",
+            "--line-rate",
+            "1Gbps",
+            "--speed",
+            "2",
+        ],
+    )
     assert r.exit_code == 2 and "give one of them" in r.output
-

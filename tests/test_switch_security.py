@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The software switch's control service (docs/security.md): owner-only by default, socket modes
 that never follow the umask, TCP only on loopback and with a warning, bounded requests, and reads
 that let forwarding in between chunks."""
@@ -12,13 +13,13 @@ from pathlib import Path
 import grpc
 import pytest
 
-from ffs import p4names
-from ffs.switch.driver import LocalDriver, ModelDriver
-from ffs.switch import control as control_mod
-from ffs.driver import wire
-from ffs.switch.control import SwitchControl
-from ffs.switch.server import serve, stop
 from agentkit import dump
+from ffs import p4names
+from ffs.driver import wire
+from ffs.switch import control as control_mod
+from ffs.switch.control import SwitchControl
+from ffs.switch.driver import LocalDriver, ModelDriver
+from ffs.switch.server import serve, stop
 from switchkit import rig
 
 
@@ -120,7 +121,11 @@ def call_raw(address: str, method: str, payload: bytes):
     "payload, code, fragment",
     [
         (b"[" * 100_000 + b"]" * 100_000, grpc.StatusCode.INVALID_ARGUMENT, "nested deeper than 64 levels"),
-        (b'{"name": "pair_bytes", "indices": [Infinity]}', grpc.StatusCode.INVALID_ARGUMENT, "Infinity is not a number"),
+        (
+            b'{"name": "pair_bytes", "indices": [Infinity]}',
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "Infinity is not a number",
+        ),
         (b"[1]", grpc.StatusCode.INVALID_ARGUMENT, "a request is a JSON object"),
         (b'{"updates": "' + b"x" * (17 << 20) + b'"}', grpc.StatusCode.RESOURCE_EXHAUSTED, "larger than max"),
     ],
@@ -190,7 +195,12 @@ def test_read_table_is_a_consistent_snapshot_while_writes_go_on(ctl, tmp_path):
         try:
             while not stop.is_set():
                 nlm = -(k % 100) & 0xFFFF  # the action takes -lm as a 16-bit code
-                e = TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(7), "egress_port": Exact(8)}, "set_pair", {"pid": 99, "nlm": nlm})
+                e = TableEntry(
+                    p4names.PAIRS.name,
+                    {"ingress_port": Exact(7), "egress_port": Exact(8)},
+                    "set_pair",
+                    {"pid": 99, "nlm": nlm},
+                )
                 d.write([Update("insert", e)])
                 d.write([Update("delete", e)])
                 k += 1

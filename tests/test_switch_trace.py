@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Trace mode: the compiled loop reproduces the Python loop packet for packet (same arrivals, same
 draws, same agents' decisions, same traffic managers), and runs are deterministic for a seed."""
 
@@ -8,8 +9,8 @@ import pytest
 
 from ffs import p4names
 from ffs.agent.core import Agent
-from ffs.switch.driver import LocalDriver
 from ffs.switch import fast, trace
+from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tm import configure_node
 from ffs.topology import load
@@ -31,8 +32,9 @@ def _run(topo, cls, duration, *, poisson=False, jitter=False, small_buffers=Fals
     def on_period(now_ns):
         return {n: [(e.egress, e.tau, e.congested) for e in a.step(now_ns / 1e9).egresses] for n, a in agents.items()}
 
-    res = trace.run(topo, pipes, duration, period_s=period_s, on_period=on_period, seed=seed, poisson=poisson,
-                    jitter=jitter)
+    res = trace.run(
+        topo, pipes, duration, period_s=period_s, on_period=on_period, seed=seed, poisson=poisson, jitter=jitter
+    )
     counters = {n: {c: LocalDriver(p).read_counters(c) for c in p.counters} for n, p in pipes.items()}
     qstate = {n: {a: getattr(p.tm, a).tolist() for a in TM_ARRAYS} for n, p in pipes.items()}
     return res, counters, qstate

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs-agent --target tofino on bf_switchd + tofino-model running the compiled `ffs`, through the
 SDE's real bfrt_grpc client: install, a matrix change with ffsctl, counters, LPF specs, the agent
 riding out a switchd restart (it re-applies its state), and the agent's period on switchd -- the
@@ -25,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
+from agentkit import wide_topology
 from ffs import p4names
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import LpfConfig, node_updates, pairs_of
 from ffs.topology import load
-from agentkit import wide_topology
 from sdekit import running_sde, sde_missing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +39,9 @@ PROGRAM = "ffs"
 
 
 def why_skip() -> str | None:
-    want = subprocess.run(["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True).stdout.strip()
+    want = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True
+    ).stdout.strip()
     return sde_missing(PROGRAM, "tofino", want)
 
 
@@ -64,12 +67,29 @@ def start_agent(tmp: Path, *extra: str, topology: Path = DUMBBELL) -> subprocess
     100 ms (test_agent_period_on_switchd prints it), and a loop that is always behind holds the
     agent's lock so that ffsctl (10 s timeout) gets no turn."""
     log = open(tmp / "agent.log", "ab")
-    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", "--target", "tofino", f"--topology={topology}", "--node=s1",
-                          "--switch=localhost:50052", f"--socket={tmp}/agent.sock", f"--state-dir={tmp}/state",
-                          "--period-ms=1000", "--log-format=json", "--connect-timeout=120",
-                          # the estimator fixed, so the test knows the codes the agent writes (spec §4)
-                          "--lpf-time-constant-us=1000", "--lpf-scale-down=4", *extra],
-                         stdout=subprocess.DEVNULL, stderr=log)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ffs.cli.agent",
+            "--target",
+            "tofino",
+            f"--topology={topology}",
+            "--node=s1",
+            "--switch=localhost:50052",
+            f"--socket={tmp}/agent.sock",
+            f"--state-dir={tmp}/state",
+            "--period-ms=1000",
+            "--log-format=json",
+            "--connect-timeout=120",
+            # the estimator fixed, so the test knows the codes the agent writes (spec §4)
+            "--lpf-time-constant-us=1000",
+            "--lpf-scale-down=4",
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     log.close()
     end = time.monotonic() + 300  # the first install is one batch of ~10^4 updates on the model
     while time.monotonic() < end:
@@ -108,8 +128,25 @@ def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde
         t_first = st["time_s"]
         wait_for(lambda: status(tmp_path)["time_s"] > t_first + 0.5, 30, "the τ loop runs")
 
-        r = subprocess.run([sys.executable, "-m", "ffs.cli.ctl", f"--socket={tmp_path}/agent.sock", "matrix", "set",
-                            "--ingress", "p1", "--egress", "p3", "--rate", "2Mbps"], capture_output=True, text=True, timeout=60)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ffs.cli.ctl",
+                f"--socket={tmp_path}/agent.sock",
+                "matrix",
+                "set",
+                "--ingress",
+                "p1",
+                "--egress",
+                "p3",
+                "--rate",
+                "2Mbps",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert r.returncode == 0, r.stderr
         shown = call(tmp_path / "agent.sock", {"op": "matrix_show"})
         assert shown["fairness"]["p3"]["p1"] == pytest.approx(2e6)
@@ -195,10 +232,12 @@ def test_agent_period_on_switchd(sde, tmp_path, topology, node_name):
     def ms(xs: list[float], q: float) -> float:
         return 1e3 * sorted(xs)[min(len(xs) - 1, int(q * len(xs)))]
 
-    print(f"\nagent period on switchd ({topology or 'dumbbell'} {'ports' if topology else node_name}, {len(pids)} pairs, "
-          f"tofino-model, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}): "
-          f"step median {1e3 * statistics.median(steps):.1f} ms, p95 {ms(steps, 0.95):.1f} ms; "
-          f"one counter read of all pairs median {1e3 * statistics.median(reads):.1f} ms; install {install_s:.1f} s")
+    print(
+        f"\nagent period on switchd ({topology or 'dumbbell'} {'ports' if topology else node_name}, {len(pids)} pairs, "
+        f"tofino-model, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}): "
+        f"step median {1e3 * statistics.median(steps):.1f} ms, p95 {ms(steps, 0.95):.1f} ms; "
+        f"one counter read of all pairs median {1e3 * statistics.median(reads):.1f} ms; install {install_s:.1f} s"
+    )
     assert len(steps) == 30  # every step read all pairs and pushed its batch (a failed RPC raises DriverError)
 
 
@@ -225,7 +264,8 @@ def test_agent_brings_up_the_front_panel_ports_of_its_topology(sde, tmp_path):
     try:
         shown = {p["interface"]: p for p in status(tmp_path)["ports"]}
         assert {k: (v["fp"], v["dev_port"], v["pipe"], v["speed"], v["enabled"]) for k, v in shown.items()} == {
-            f"p{n}": (f"1/{n}", n, 0, "BF_SPEED_25G", True) for n in (1, 2, 3)}
+            f"p{n}": (f"1/{n}", n, 0, "BF_SPEED_25G", True) for n in (1, 2, 3)
+        }
     finally:
         agent.terminate()
         agent.wait(timeout=30)
@@ -256,7 +296,6 @@ def test_agent_brings_up_the_front_panel_ports_of_its_topology(sde, tmp_path):
         d.close()
 
 
-
 def test_an_estimate_left_in_another_pipe_is_cleared_at_take_over(sde, tmp_path, caplog):
     """The take-over of tests/test_agent_counters.py with the SDE's client on bf_switchd: an F
     estimate left in pipe 1 for a pair whose ingress port is in pipe 0, as a pair moved to another
@@ -276,7 +315,9 @@ def test_an_estimate_left_in_another_pipe_is_cleared_at_take_over(sde, tmp_path,
         d.write_register(p4names.F_EST.name, pid, 0)
         t = d._table(p4names.F_EST.name)
         key = t.make_key([gc.KeyTuple("$REGISTER_INDEX", pid)])
-        t.entry_add(gc.Target(device_id=0, pipe_id=1), [key], [t.make_data([gc.DataTuple(f"{p4names.F_EST.name}.f1", 123456)])])
+        t.entry_add(
+            gc.Target(device_id=0, pipe_id=1), [key], [t.make_data([gc.DataTuple(f"{p4names.F_EST.name}.f1", 123456)])]
+        )
         assert d.read_register_pipes(p4names.F_EST.name, [pid])[pid][1] == 123456
         agent = Agent(d, topo, "s1", lpf=LpfConfig(1000 * 1e3, 4))
         with caplog.at_level(logging.WARNING, logger="ffs.agent"):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs-agent on Tofino 2: bf_switchd and the Tofino-2 tofino-model with the ffs of this checkout
 (make build CHIP=tofino2). The agent takes its ports from the topology's front-panel names through
 `$PORT_STR_INFO` (on the Tofino-2 model 1/0 is device port 8, 9/0 is 136, 17/0 is 264, 25/0 is
@@ -16,8 +17,8 @@ import pytest
 
 from ffs import p4names
 from ffs.agent.program import pairs_of
-from ffs.lab.differential import Wire, port_map_veths
 from ffs.frames import ipv4_frame
+from ffs.lab.differential import Wire, port_map_veths
 from ffs.topology import load
 from sdekit import running_sde, sde_missing
 from test_switchd import driver, start_agent, status
@@ -30,7 +31,9 @@ FRAMES = 3  # per pair
 
 
 def why_skip() -> str | None:
-    want = subprocess.run(["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True).stdout.strip()
+    want = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "p4src-sha256"], capture_output=True, text=True
+    ).stdout.strip()
     return sde_missing("ffs", "tofino2", want)
 
 
@@ -40,8 +43,10 @@ pytestmark = pytest.mark.skipif(WHY is not None, reason=str(WHY))
 
 def topology_text() -> str:
     lines = ["name: pipes-tofino2", "nodes:", "  s1:", "    interfaces:"]
-    lines += [f"      {n}: {{capacity: 25Gbps, port: {dev}, fp: {fp}, insert: true, strip: true}}"
-              for n, (fp, dev, _) in PORTS.items()]
+    lines += [
+        f"      {n}: {{capacity: 25Gbps, port: {dev}, fp: {fp}, insert: true, strip: true}}"
+        for n, (fp, dev, _) in PORTS.items()
+    ]
     lines += ["    fairness:"]
     for e in PORTS:
         lines.append(f"      {e}: {{" + ", ".join(f"{i}: 5Gbps" for i in PORTS if i != e) + "}")
@@ -53,8 +58,9 @@ def topology_text() -> str:
 def sde(tmp_path_factory):
     veths = port_map_veths(PORT_MAP)
     n = 1 + max(int(v.removeprefix("veth")) for v in veths.values())
-    subprocess.run([str(Path(os.environ["SDE_INSTALL"], "bin", "veth_setup.sh")), str(n + n % 2)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(Path(os.environ["SDE_INSTALL"], "bin", "veth_setup.sh")), str(n + n % 2)], check=True, capture_output=True
+    )
     yield from running_sde("ffs", tmp_path_factory, "switchd-tofino2-logs", "tofino2", PORT_MAP)
 
 
@@ -74,7 +80,8 @@ def test_agent_on_tofino2_ports_from_front_panel_names_on_every_pipe(sde, tmp_pa
         agent.terminate()
         assert agent.wait(timeout=30) == 0, (tmp_path / "agent.log").read_text()[-1500:]
     assert {k: (v["fp"], v["dev_port"], v["pipe"], v["speed"], v["enabled"]) for k, v in shown.items()} == {
-        n: (fp, dev, pipe, "BF_SPEED_25G", True) for n, (fp, dev, pipe) in PORTS.items()}
+        n: (fp, dev, pipe, "BF_SPEED_25G", True) for n, (fp, dev, pipe) in PORTS.items()
+    }
     pairs = [p for p in pairs_of(node) if p.ingress != p.egress]  # a port back to itself is no route
     assert len(pairs) == 12
     d = driver()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """deploy/systemd/ffs-agent@.service: systemd accepts it (systemd-analyze verify), and the command
 line it starts, expanded as systemd expands it, runs the agent against a software switch, stops
 cleanly on systemd's SIGTERM, and exits with the status the unit does not restart on exactly for
@@ -70,15 +71,17 @@ def test_what_the_unit_promises():
     assert u["ProtectSystem"] == ["strict"] and u["NoNewPrivileges"] == ["yes"]
     assert u["EnvironmentFile"] == ["/etc/ffs/%i.env"]
     argv, env = exec_start("s1", ENV_EXAMPLE.read_text())
-    opts = dict(zip(argv[1::2], argv[2::2]))
+    opts = dict(zip(argv[1::2], argv[2::2], strict=False))
     assert opts["--node"] == "s1" and opts["--state-dir"] == "/var/lib/ffs/s1"  # under StateDirectory
     assert opts["--socket"] == DEFAULT_SOCKET  # where ffsctl looks without --socket
     assert opts["--topology"] == env["FFS_TOPOLOGY"] and opts["--target"] == "tofino"
     assert "SDE_INSTALL" in env  # the tofino target's bfrt_grpc
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None or not SYSTEM_UNITS.is_dir(),
-                    reason="no systemd-analyze or no system units here (Debian: apt-get install systemd)")
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None or not SYSTEM_UNITS.is_dir(),
+    reason="no systemd-analyze or no system units here (Debian: apt-get install systemd)",
+)
 def test_systemd_analyze_verify_passes(tmp_path):
     # a root of its own: the system's units, the unit, and an executable where ExecStart points
     root = tmp_path / "root"
@@ -89,26 +92,39 @@ def test_systemd_analyze_verify_passes(tmp_path):
     exe.parent.mkdir(parents=True)
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
-    r = subprocess.run(["systemd-analyze", "verify", f"--root={root}", "ffs-agent@s1.service"], capture_output=True, text=True)
+    r = subprocess.run(
+        ["systemd-analyze", "verify", f"--root={root}", "ffs-agent@s1.service"], capture_output=True, text=True
+    )
     # a value systemd cannot parse is only a warning: any output fails the unit too
     assert r.returncode == 0 and (r.stdout + r.stderr).strip() == "", r.stdout + r.stderr
-    (root / "etc" / "systemd" / "system" / UNIT.name).write_text(UNIT.read_text().replace("ProtectSystem=strict", "ProtectSystem=nope"))
-    r = subprocess.run(["systemd-analyze", "verify", f"--root={root}", "ffs-agent@s1.service"], capture_output=True, text=True)
+    (root / "etc" / "systemd" / "system" / UNIT.name).write_text(
+        UNIT.read_text().replace("ProtectSystem=strict", "ProtectSystem=nope")
+    )
+    r = subprocess.run(
+        ["systemd-analyze", "verify", f"--root={root}", "ffs-agent@s1.service"], capture_output=True, text=True
+    )
     assert "nope" in r.stdout + r.stderr  # the check sees a broken unit
 
 
 def run_unit(tmp_path: Path, switch: str, ffs_args: str) -> tuple[subprocess.Popen, str]:
     """The unit's command line for node s1 with the software switch as target, /var/lib/ffs and
     /run/ffs moved under tmp_path, ffs-agent as this environment's."""
-    env_text = ENV_EXAMPLE.read_text() + f"FFS_TOPOLOGY={DUMBBELL}\nFFS_TARGET=model\nFFS_SWITCH={switch}\nFFS_ARGS={ffs_args}\n"
+    env_text = (
+        ENV_EXAMPLE.read_text()
+        + f"FFS_TOPOLOGY={DUMBBELL}\nFFS_TARGET=model\nFFS_SWITCH={switch}\nFFS_ARGS={ffs_args}\n"
+    )
     argv, _ = exec_start("s1", env_text)
     argv = [a.replace("/var/lib/ffs", str(tmp_path / "lib")).replace("/run/ffs", str(tmp_path / "run")) for a in argv]
     assert argv[0].endswith("/ffs-agent")
     (tmp_path / "run").mkdir(mode=0o755, exist_ok=True)
     (tmp_path / "lib").mkdir(mode=0o700, exist_ok=True)
     env = dict(os.environ, FFS_RUN_DIR=str(tmp_path / "run"))
-    p = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", *argv[1:]], env=env, stdout=subprocess.DEVNULL,
-                         stderr=open(tmp_path / "agent.log", "a"))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ffs.cli.agent", *argv[1:]],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "agent.log", "a"),
+    )
     return p, DEFAULT_SOCKET.replace("/run/ffs", str(tmp_path / "run"))
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The generated tables of docs/spec.md §5 and the precision budget of §10."""
 
 import math
@@ -6,9 +7,7 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
-from ffs import constants
-from ffs import p4names
-from ffs import tables
+from ffs import constants, p4names, tables
 from ffs.entries import Ternary
 from ffs.labels import encode
 
@@ -73,7 +72,7 @@ def test_log_tables_every_input_hits_exactly_one_entry(width):
     # sorted ranges that abut without gaps or overlaps, from 1 to 2^W - 1: every non-zero input
     # matches exactly one entry and 0 matches none (all 2^32 inputs of f_log, without enumerating)
     assert ranges[0][0] == 1 and ranges[-1][1] == (1 << width) - 1
-    assert all(b[0] == a[1] + 1 for a, b in zip(ranges, ranges[1:]))
+    assert all(b[0] == a[1] + 1 for a, b in zip(ranges, ranges[1:], strict=False))
     if width == 16:  # and, for len_log, the count per input directly
         hits = _hits_per_input(ranges, 1 << 16)
         assert hits[0] == 0 and np.all(hits[1:] == 1)
@@ -89,7 +88,7 @@ def test_log_table_outputs_and_error_bound():
     # every output is the exactly rounded log of its bucket's geometric middle, and every input is
     # within half a bucket plus half a code step of it (spec §10)
     worst = 0.0
-    for value, mask, lo, hi in tables.log_buckets(32):
+    for _value, _mask, lo, hi in tables.log_buckets(32):
         out = tables.bucket_log(lo, hi)
         assert abs(Decimal(out) - _exact_log_units(lo, hi)) < Decimal("0.5")
         worst = max(worst, abs(out / 128 - math.log2(lo)), abs(out / 128 - math.log2(hi)))
@@ -144,7 +143,9 @@ def test_len_log_weighs_the_claimed_frame_of_every_ip_length(ipv6, vlan):
 
 def test_len_log_action_data():
     llen, _, _ = _len_log_lookup(0, 0)  # IPv4 without 802.1Q: frame = IP length + 18, on the wire + 20 more
-    assert llen[128 - 38] == 7 * 128 + tables.LLEN_OFFSET == 7 * 128 + 128 * constants.WEIGHT_SHIFT + constants.CODE_BIAS
+    assert (
+        llen[128 - 38] == 7 * 128 + tables.LLEN_OFFSET == 7 * 128 + 128 * constants.WEIGHT_SHIFT + constants.CODE_BIAS
+    )
     assert llen[256 - 38] == 8 * 128 + tables.LLEN_OFFSET
     # spec §4: a frame shorter than the Ethernet minimum (60 bytes + FCS) weighs as a minimum frame
     assert llen[64 - 18] == round(128 * math.log2(84)) + tables.LLEN_OFFSET
@@ -166,8 +167,15 @@ def test_weight_reset_is_weight_with_the_label_one():
 
 @pytest.mark.parametrize(
     "l3_len, ipv6, vlan, frame",
-    [(1250, False, False, 1268), (1250, False, True, 1272), (1210, True, False, 1268), (1210, True, True, 1272),
-     (20, False, False, 38), (0xFFFF, False, False, 0xFFFF), (0xFFF0, True, False, 0xFFFF)],
+    [
+        (1250, False, False, 1268),
+        (1250, False, True, 1272),
+        (1210, True, False, 1268),
+        (1210, True, True, 1272),
+        (20, False, False, 38),
+        (0xFFFF, False, False, 0xFFFF),
+        (0xFFF0, True, False, 0xFFFF),
+    ],
 )
 def test_claimed_frame_len_adds_the_headers_and_saturates(l3_len, ipv6, vlan, frame):
     """spec §4: L2 header + IP length (+40 for IPv6) + FCS, at most 65535 (the P4 `|+|`)."""
@@ -249,10 +257,12 @@ def test_gamma_table():
     values = np.array([(e.key["congested"].value << 16) | e.key["c_cong"].value for e in entries], dtype=np.uint64)
     masks = np.array([(e.key["congested"].mask << 16) | e.key["c_cong"].mask for e in entries], dtype=np.uint64)
     assert _pairwise_disjoint(values, masks)
-    hits = _hits_per_input(_matched_ranges(zip(values.tolist(), masks.tolist()), 17), 1 << 17)
+    hits = _hits_per_input(_matched_ranges(zip(values.tolist(), masks.tolist(), strict=False), 17), 1 << 17)
     cong = hits[1 << 16 :]
     assert np.all(hits[: 1 << 16] == 1)  # uncongested
-    assert np.all(cong[constants.CODE_ONE - constants.GAMMA_D_MAX :] == 1) and np.all(cong[: constants.CODE_ONE - constants.GAMMA_D_MAX] == 0)
+    assert np.all(cong[constants.CODE_ONE - constants.GAMMA_D_MAX :] == 1) and np.all(
+        cong[: constants.CODE_ONE - constants.GAMMA_D_MAX] == 0
+    )
     assert tables.gamma_of_code_distance(0) == 1.0 and tables.gamma_of_code_distance(-5) == 1.0
     assert tables.gamma_of_code_distance(constants.GAMMA_D_MAX + 1) == 0.0
     with pytest.raises(ValueError):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The τ rule (spec §9, FFS Appendix A) fed synthetic counter readings: Appendix A's numbers
 (spec §11.2.7), the per-period decrease limit, the clamps, no windup while idle,
 the action data pushed, and convergence on the Table II workload (FFS-C100 and FFS-C85) to the τ
@@ -73,7 +74,7 @@ def test_a_tau_that_drops_nothing_is_cut_whole():
     shares, rates = (50.0, 50.0), (40.0, 600.0)
     tau, steps = 65536.0, 0
     while True:
-        a = sum(min(r, tau * m) for r, m in zip(rates, shares))
+        a = sum(min(r, tau * m) for r, m in zip(rates, shares, strict=False))
         if a < 0.99 * sum(rates):
             break
         tau = tau_step(EgressTau(tau, True), a, sum(rates), 100.0, p).tau
@@ -99,7 +100,12 @@ def test_no_windup_while_uncongested():
     for _ in range(9):  # a lull: A far below T would raise tau every period if the rule ran
         s = tau_step(s, a_bps=1.0, r_star_bps=5.0, target_bps=10.0)
     assert s.tau == 2.0 and not s.congested
-    assert egress_action_params(s, 5.0, 10.0) == {"ltau": constants.LTAU_MAX, "ltau_p": 0, "congested": 0, "lcr": encode(2.0)}
+    assert egress_action_params(s, 5.0, 10.0) == {
+        "ltau": constants.LTAU_MAX,
+        "ltau_p": 0,
+        "congested": 0,
+        "lcr": encode(2.0),
+    }
     # R* = T exactly is not congested (spec §9: congested iff R* > T)
     assert not tau_step(s, 10.0, 10.0, 10.0).congested
     # congestion returns after a lull: the rule resumes from the frozen 2.0, not from a wound-up value
@@ -122,7 +128,12 @@ def test_a_new_episode_after_a_long_idle_spell_starts_at_tau_min():
 
 def test_no_traffic_pushes_uncongested_with_lcr_saturated():
     s = tau_step(EgressTau(), 0.0, 0.0, 10.0)
-    assert egress_action_params(s, 0.0, 10.0) == {"ltau": constants.LTAU_MAX, "ltau_p": 0, "congested": 0, "lcr": 0xFFFF}
+    assert egress_action_params(s, 0.0, 10.0) == {
+        "ltau": constants.LTAU_MAX,
+        "ltau_p": 0,
+        "congested": 0,
+        "lcr": 0xFFFF,
+    }
 
 
 @pytest.mark.parametrize("bad", [(math.nan, 1.0, 1.0), (1.0, -1.0, 1.0), (1.0, 1.0, math.inf)])
@@ -165,8 +176,8 @@ def test_converges_from_above_through_the_decrease_limit():
     assert trace[0] == pytest.approx(1000.0 * (T_II + delta) / (23 + delta))
     passing = [t for t in trace if fluid(t, TABLE_II) >= 0.99 * 23]
     # once γ drops (A < R*), a period cuts at most 25 %
-    acting = trace[len(passing):]
-    assert all(b >= 0.75 * a * (1 - 1e-12) for a, b in zip(acting, acting[1:]))
+    acting = trace[len(passing) :]
+    assert all(b >= 0.75 * a * (1 - 1e-12) for a, b in zip(acting, acting[1:], strict=False))
     assert all(t >= 4 / 3 for t in passing)
     assert s.tau == pytest.approx(4 / 3, rel=2e-3)
 
@@ -184,7 +195,9 @@ def test_ffs_c85_target():
     assert fluid(s.tau, scaled) < 0.86 * fluid(c100.tau, TABLE_II)
 
 
-@pytest.mark.parametrize("kw", [{"max_decrease": 1.0}, {"delta_fraction": -0.1}, {"tau_min": 5.0, "tau_max": 2.0}, {"delta_bps": math.nan}])
+@pytest.mark.parametrize(
+    "kw", [{"max_decrease": 1.0}, {"delta_fraction": -0.1}, {"tau_min": 5.0, "tau_max": 2.0}, {"delta_bps": math.nan}]
+)
 def test_rejects_bad_params(kw):
     with pytest.raises(ValueError):
         TauParams(**kw)

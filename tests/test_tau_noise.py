@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """τ where the exact value is 1 (FFS Lemma 1's floor), with 9000-byte packets: about 77 packets per
 5 ms period, so A measured per period is noisy. A τ clamped at 1 could only wander up on that noise
 and over-admitted by 2-4 %; with the controller's bounded excursion below 1 (ffs.tau) every
@@ -46,8 +47,11 @@ def test_jumbo_frames_at_tau_one_within_two_percent(tmp_path, case, seed):
     except RuntimeError as e:
         pytest.skip(str(e))
     fairness, streams = CASES[case]
-    text = NODE.format(name=case, fairness=fairness, streams="\n".join(
-        f"  - {{name: {n}, path: {HOP % i}, demand: {d}, packet_size: 9000}}" for n, i, d in streams))
+    text = NODE.format(
+        name=case,
+        fairness=fairness,
+        streams="\n".join(f"  - {{name: {n}, path: {HOP % i}, demand: {d}, packet_size: 9000}}" for n, i, d in streams),
+    )
     path = tmp_path / f"{case}.yaml"
     path.write_text(text)
     res = CliRunner().invoke(switch_cli, ["replay", str(path), "--seed", str(seed), "--json"])

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """FFS on a port that is its own bottleneck (FFS-C100: the target is the port's speed), with the
 traffic manager in the loop as on Tofino: γ drops before the queue, the queue drains the port at
 its line rate and tail-drops, and A_j is what γ admitted (spec §9).
@@ -83,13 +84,22 @@ def _replay(topo_text: str, arrivals, duration: float, period_s: float, prepare=
     agent.install(now_s=0.0)
     if prepare is not None:
         prepare(agent)
-    res = replay(pipe, merge(*arrivals), duration, period_s=period_s, bin_s=period_s,
-                 on_period=lambda now_ns, d: agent.step(now_ns / 1e9))
+    res = replay(
+        pipe,
+        merge(*arrivals),
+        duration,
+        period_s=period_s,
+        bin_s=period_s,
+        on_period=lambda now_ns, d: agent.step(now_ns / 1e9),
+    )
     return res, agent
 
 
-@pytest.mark.parametrize("earlier", [EgressTau(65536.0, True), EgressTau(65536.0, False), EgressTau(300.0, False, idle=50)],
-                         ids=["tau-max-congested", "tau-max-frozen", "high-after-idle"])
+@pytest.mark.parametrize(
+    "earlier",
+    [EgressTau(65536.0, True), EgressTau(65536.0, False), EgressTau(300.0, False, idle=50)],
+    ids=["tau-max-congested", "tau-max-frozen", "high-after-idle"],
+)
 def test_a_new_flood_is_isolated_within_ten_periods_whatever_came_before(earlier):
     """τ left anywhere by an earlier episode (τ_max while congested, as a link that was down made
     it before A was counted in the ingress; frozen at τ_max; high after a long idle spell): the
@@ -98,8 +108,10 @@ def test_a_new_flood_is_isolated_within_ten_periods_whatever_came_before(earlier
     period = 0.005
     good = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)
     bad = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)
-    arrivals = [stream_arrivals(1, good, SHARE, 0, 0.2, stream="sender", seed=1),
-                stream_arrivals(2, bad, 6 * CAP, 0, 0.2, stream="flood", seed=2)]
+    arrivals = [
+        stream_arrivals(1, good, SHARE, 0, 0.2, stream="sender", seed=1),
+        stream_arrivals(2, bad, 6 * CAP, 0, 0.2, stream="flood", seed=2),
+    ]
 
     def prepare(agent):
         agent.taus["p3"] = earlier
@@ -115,7 +127,9 @@ def test_a_pulsing_flood_is_isolated_in_every_pulse():
     period = 0.005
     good = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)
     bad = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)
-    pulses = [stream_arrivals(2, bad, 10 * CAP, t, t + 1.0, stream="flood", seed=2 + k) for k, t in enumerate((0.0, 2.0, 4.0))]
+    pulses = [
+        stream_arrivals(2, bad, 10 * CAP, t, t + 1.0, stream="flood", seed=2 + k) for k, t in enumerate((0.0, 2.0, 4.0))
+    ]
     arrivals = [stream_arrivals(1, good, SHARE, 0, 5.0, stream="sender", seed=1), *pulses]
     res, _ = _replay(saturated(1250, flood=10 * CAP), arrivals, 5.0, period)
     on = [res.rate_bps("sender", t, t + 1.0) for t in (0.0, 2.0, 4.0)]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Topology files: the examples load, and every kind of mistake gets a one-line error with its line."""
 
 import copy
@@ -48,9 +49,19 @@ def test_good_file(tmp_path):
     "old, new, line, fragment",
     [
         ("j: {a: 5Gbps, b: 5Gbps}", "j: {a: 5Gbps, x: 5Gbps}", 9, "nodes.n.fairness.j.x: unknown interface 'x'"),
-        ("a: {capacity: 10Gbps, port: 1}", "a: {capacity: -3Gbps, port: 1}", 5, "nodes.n.interfaces.a.capacity: negative rate"),
+        (
+            "a: {capacity: 10Gbps, port: 1}",
+            "a: {capacity: -3Gbps, port: 1}",
+            5,
+            "nodes.n.interfaces.a.capacity: negative rate",
+        ),
         ("a: {capacity: 10Gbps, port: 1}", "a: {capacity: fast, port: 1}", 5, "not a rate: 'fast'"),
-        ("j: {a: 5Gbps, b: 5Gbps}", "j: {a: 5Gbps, b: 6Gbps}", 9, "entries sum to 1.1e+10 bit/s, above the egress capacity"),
+        (
+            "j: {a: 5Gbps, b: 5Gbps}",
+            "j: {a: 5Gbps, b: 6Gbps}",
+            9,
+            "entries sum to 1.1e+10 bit/s, above the egress capacity",
+        ),
         ("j: {a: 5Gbps, b: 5Gbps}", "j: {a: .nan, b: 5Gbps}", 9, "not a finite rate"),
         ("b: {capacity: 10Gbps, port: 2}", "b: {capacity: 10Gbps, port: 1}", 6, "port 1 already used"),
         ("egress: j}]", "egress: q}]", 11, "unknown interface 'q' on node 'n'"),
@@ -79,7 +90,12 @@ def test_invalid_yaml_and_missing_file(tmp_path):
 def test_target_factor_and_explicit_target(tmp_path):
     t = load(write(tmp_path, GOOD.replace("    fairness:", "    target_factor: 0.85\n    fairness:")))
     assert t.node("n").target("j") == pytest.approx(8.5e9)
-    t = load(write(tmp_path, GOOD.replace("    fairness:", "    targets: {j: 9Gbps}\n    fairness:").replace("b: 5Gbps}", "b: 4Gbps}")))
+    t = load(
+        write(
+            tmp_path,
+            GOOD.replace("    fairness:", "    targets: {j: 9Gbps}\n    fairness:").replace("b: 5Gbps}", "b: 4Gbps}"),
+        )
+    )
     assert t.node("n").target("j") == 9e9
 
 
@@ -92,22 +108,52 @@ def test_chain_must_follow_links(topo_dir, tmp_path):
 @pytest.mark.parametrize(
     "old, new, line, fragment",
     [
-        ("ingress: a, egress: j}]", "ingress: {x: 1}, egress: j}]", 11, "streams[0].path[0].ingress: expected an interface name"),
+        (
+            "ingress: a, egress: j}]",
+            "ingress: {x: 1}, egress: j}]",
+            11,
+            "streams[0].path[0].ingress: expected an interface name",
+        ),
         ("ingress: a, egress: j}]", "ingress: a, egress: b}]", 11, "node 'n' has no fairness column for egress 'b'"),
         ("path: [{node: n,", "path: [{node: m,", 11, "streams[0].path[0].node: unknown node 'm'"),
-        ("b: {capacity: 10Gbps, port: 2}", "b: {capacity: 10Gbps, port: 10000000000000000000000000}", 6, "expected a finite number in [0, 511]"),
+        (
+            "b: {capacity: 10Gbps, port: 2}",
+            "b: {capacity: 10Gbps, port: 10000000000000000000000000}",
+            6,
+            "expected a finite number in [0, 511]",
+        ),
         ("b: {capacity: 10Gbps, port: 2}", "b: {capacity: 10Gbps, port: 2.5}", 6, "expected an integer device port"),
         ("demand: 2Gbps}", "demand: 2Gbps, rf: 2, f: 1Gbps}", 11, "not both"),
         ("demand: 2Gbps}", "demand: 2Gbps, rf: -1}", 11, "streams[0].rf: expected a finite number"),
         ("demand: 2Gbps}", "demand: 2Gbps, start: .inf}", 11, "streams[0].start: expected a finite number"),
         ("j: {a: 5Gbps, b: 5Gbps}", "j: {a: 0, b: 0}", 9, "nodes.n.fairness.j: entries sum to 0"),
         ("    fairness:", "    target_factor: 0\n    fairness:", 8, "nodes.n.target_factor: must be above 0"),
-        ("    fairness:", "    targets: {j: 12Gbps}\n    fairness:", 8, "nodes.n.targets.j: target above the interface capacity"),
+        (
+            "    fairness:",
+            "    targets: {j: 12Gbps}\n    fairness:",
+            8,
+            "nodes.n.targets.j: target above the interface capacity",
+        ),
         ("    fairness:", "    targets: {j: 9Gbps}\n    fairness:", 10, "above the egress target 9e+09"),
-        ("    fairness:", "    routes: [{prefix: 10.0.0.1/24, interface: j}]\n    fairness:", 8, "nodes.n.routes[0].prefix: bad prefix"),
-        ("    fairness:", "    routes: [{prefix: 2001:db8::/32, interface: q}]\n    fairness:", 8, "nodes.n.routes[0].interface: unknown interface 'q'"),
+        (
+            "    fairness:",
+            "    routes: [{prefix: 10.0.0.1/24, interface: j}]\n    fairness:",
+            8,
+            "nodes.n.routes[0].prefix: bad prefix",
+        ),
+        (
+            "    fairness:",
+            "    routes: [{prefix: 2001:db8::/32, interface: q}]\n    fairness:",
+            8,
+            "nodes.n.routes[0].interface: unknown interface 'q'",
+        ),
         ("    fairness:", "    routes: [{prefix: 10.0.0.0/33, interface: j}]\n    fairness:", 8, "bad prefix"),
-        ("a: {capacity: 10Gbps, port: 1}", "a: {capacity: 10Gbps, port: 1, peer: n.b}", 5, "peer 'n.b' does not point back"),
+        (
+            "a: {capacity: 10Gbps, port: 1}",
+            "a: {capacity: 10Gbps, port: 1, peer: n.b}",
+            5,
+            "peer 'n.b' does not point back",
+        ),
         ("a: {capacity: 10Gbps, port: 1}", "a: {capacity: 10Gbps, port: 1, trust: maybe}", 5, "expected true or false"),
         ("j: {a: 5Gbps, b: 5Gbps}", "j: {a: 5Gbps, a: 5Gbps}", 9, "nodes.n.fairness.j.a: duplicate key"),
     ],
@@ -174,8 +220,15 @@ def test_trace_frames_carry_the_lie(tmp_path):
     from ffs.frames import ipv4_checksum
     from ffs.switch.trace import streams_from_topology
 
-    t = load(write(tmp_path, GOOD.replace("demand: 2Gbps}", "demand: 2Gbps, labelled: false, ip_len: 20}")
-                   .replace("j: {capacity: 10Gbps, port: 3}", "j: {capacity: 10Gbps, port: 3}\n    routes: [{prefix: 10.0.3.0/24, interface: j}]")))
+    t = load(
+        write(
+            tmp_path,
+            GOOD.replace("demand: 2Gbps}", "demand: 2Gbps, labelled: false, ip_len: 20}").replace(
+                "j: {capacity: 10Gbps, port: 3}",
+                "j: {capacity: 10Gbps, port: 3}\n    routes: [{prefix: 10.0.3.0/24, interface: j}]",
+            ),
+        )
+    )
     (ts,) = streams_from_topology(t, 1.0)
     f = ts.frame
     assert len(f) == 14 + 1250 and ts.wire == 14 + 1250 + 4 + 20  # paced by the bytes it really takes
@@ -209,7 +262,9 @@ def test_table2_file_is_the_papers_node(topo_dir):
     n = t.node("n")
     assert n.interfaces["j"].capacity == 15e9 and n.fairness["j"] == {"i1": 7e9, "i2": 8e9}
     assert [(s.name, s.path[0].ingress, s.r, s.f) for s in t.streams] == [
-        ("s1", "i1", 3e9, 6e9), ("s2", "i1", 4e9, 1e9), ("s3", "i2", 16e9, 8e9)
+        ("s1", "i1", 3e9, 6e9),
+        ("s2", "i1", 4e9, 1e9),
+        ("s3", "i2", 16e9, 8e9),
     ]
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rates as operators write them (ffs.units)."""
 
 import math
@@ -60,8 +61,17 @@ def test_parse_rate_rejects(text, fragment):
 
 @pytest.mark.parametrize(
     "bps, text",
-    [(3e9, "3 Gbps"), (4e9 / 3, "1.333 Gbps"), (32e9 / 3, "10.67 Gbps"), (20e6, "20 Mbps"), (1500, "1.5 kbps"),
-     (999, "999 bps"), (0, "0 bps"), (2e12, "2 Tbps"), (math.inf, "inf")],
+    [
+        (3e9, "3 Gbps"),
+        (4e9 / 3, "1.333 Gbps"),
+        (32e9 / 3, "10.67 Gbps"),
+        (20e6, "20 Mbps"),
+        (1500, "1.5 kbps"),
+        (999, "999 bps"),
+        (0, "0 bps"),
+        (2e12, "2 Tbps"),
+        (math.inf, "inf"),
+    ],
 )
 def test_format_rate(bps, text):
     assert format_rate(bps) == text

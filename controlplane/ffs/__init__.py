@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs-tofino: FFS (Fractional Fair Shares) for Intel Tofino.
 
 Three parts (docs/control-plane.md, "Code"): the product, which runs on a switch (the values and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exact FFS allocation: the oracle every test and experiment compares against.
 
 As the paper's network simulator computes it (FFS §VII-B): Eq. 1 normalizes each stream's fair
@@ -17,8 +18,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,13 @@ class Allocation:
         return next(e.tau for e in self.egresses if e.node == node and e.egress == egress)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = finite({"streams": [asdict(s) for s in self.streams], "egresses": [asdict(e) for e in self.egresses], "rounds": self.rounds})
+        out: dict[str, Any] = finite(
+            {
+                "streams": [asdict(s) for s in self.streams],
+                "egresses": [asdict(e) for e in self.egresses],
+                "rounds": self.rounds,
+            }
+        )
         return out
 
 
@@ -98,7 +105,9 @@ def solve_tau(rates: list[float], shares: list[float], target: float) -> float:
     return float(tau[0])
 
 
-def egress_taus(egress: np.ndarray, rates: np.ndarray, shares: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def egress_taus(
+    egress: np.ndarray, rates: np.ndarray, shares: np.ndarray, targets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """τ_j of every egress at once (Eq. 2), with the offered load R_*j and whether it is congested.
 
     `egress[h]`, `rates[h]`, `shares[h]`: the egress, arriving rate and f of stream-hop h;
@@ -207,9 +216,16 @@ def _rel_change(a: np.ndarray, b: np.ndarray) -> float:
     return float(d.max()) if len(d) else 0.0
 
 
-def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int = 1000, rel_tol: float = 1e-12,
-          state: HopState | None = None, damping: float = 1.0,
-          progress: Callable[[int, float], None] | None = None) -> HopState:
+def solve(
+    hops: HopArrays,
+    demand: np.ndarray,
+    f0: np.ndarray,
+    max_rounds: int = 1000,
+    rel_tol: float = 1e-12,
+    state: HopState | None = None,
+    damping: float = 1.0,
+    progress: Callable[[int, float], None] | None = None,
+) -> HopState:
     """Rounds of Eq. 1 and Eq. 2 over every stream-hop at once until no hop input (rate, f^pre)
     moves by more than `rel_tol` relative. Each round: F^pre per pair by one bincount, f (Eq. 1),
     τ per egress from the previous round's arriving rates (`egress_taus`), then the rates run down
@@ -240,7 +256,7 @@ def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int =
         if damping < 1 and st is not None:
             both = np.isfinite(tau) & np.isfinite(st.tau) & (tau > 0) & (st.tau > 0)
             with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-                tau = np.where(both, st.tau ** (1 - damping) * tau ** damping, tau)
+                tau = np.where(both, st.tau ** (1 - damping) * tau**damping, tau)
         tau_h = tau[hops.egress]
         with np.errstate(invalid="ignore"):
             cut = np.where((f == 0) | (tau_h == 0), 0.0, f * tau_h)  # 0·∞ = 0: no share, nothing
@@ -257,7 +273,9 @@ def solve(hops: HopArrays, demand: np.ndarray, f0: np.ndarray, max_rounds: int =
         new_f_pre = np.where(reset, new_in, new_f_pre)  # no usable label: weighed by its bytes
         worst = max(_rel_change(rate_in, new_in), _rel_change(f_pre, new_f_pre))
         # r_in reported is the rate each hop cut this round (rate_out = min(new r_in, f·τ))
-        st = HopState(f, new_in, rate_out, new_f_pre, tau, offered, congested, rounds + (state.rounds if state else 0), worst)
+        st = HopState(
+            f, new_in, rate_out, new_f_pre, tau, offered, congested, rounds + (state.rounds if state else 0), worst
+        )
         rate_in, f_pre = new_in, new_f_pre
         if progress:
             progress(st.rounds, worst)
@@ -284,15 +302,22 @@ def _hop_arrays(topo: Topology) -> tuple[HopArrays, list[tuple[str, str]]]:
             shim = (shim or ingress.insert) and not node.interfaces[h.egress].strip
             if h.egress not in node.fairness:
                 raise AllocationError(
-                    f"stream {s.name!r}: node {h.node!r} has no fairness column for egress {h.egress!r} (FFS does not manage it)"
+                    f"stream {s.name!r}: node {h.node!r} has no fairness column for egress {h.egress!r} (FFS does not "
+                    "manage it)"
                 )
             stream_of.append(n)
             pair_of.append(pair_ids.setdefault((h.node, h.ingress, h.egress), len(pair_ids)))
             egress_of.append(egress_ids.setdefault((h.node, h.egress), len(egress_ids)))
     share = np.array([topo.nodes[n].share(i, j) for (n, i, j) in pair_ids], dtype=float)
     target = np.array([topo.nodes[n].target(j) for (n, j) in egress_ids], dtype=float)
-    hops = HopArrays(np.array(stream_of, dtype=np.intp), np.array(pair_of, dtype=np.intp),
-                     np.array(egress_of, dtype=np.intp), share, target, np.array(reset, dtype=bool))
+    hops = HopArrays(
+        np.array(stream_of, dtype=np.intp),
+        np.array(pair_of, dtype=np.intp),
+        np.array(egress_of, dtype=np.intp),
+        share,
+        target,
+        np.array(reset, dtype=bool),
+    )
     return hops, list(egress_ids)
 
 
@@ -309,7 +334,9 @@ def allocate(topo: Topology, max_rounds: int = 1000, rel_tol: float = 1e-12) -> 
     f0 = np.array([s.demand / s.rf for s in topo.streams], dtype=float)
     st = solve(hops, demand, f0, max_rounds, rel_tol)
     if st.worst > rel_tol:
-        raise AllocationError(f"no fixed point after {max_rounds} rounds (a hop input still moves by {st.worst:.3g} relative)")
+        raise AllocationError(
+            f"no fixed point after {max_rounds} rounds (a hop input still moves by {st.worst:.3g} relative)"
+        )
     return _report(topo, hops, st, egress_names)
 
 
@@ -348,10 +375,7 @@ def _report(topo: Topology, hops: HopArrays, st: HopState, egress_names: list[tu
             inv_rf = f / r_in if r_in > 0 else INF  # 1 / rf_norm without 0·∞
             rf_out = min(rf_norm, tau)
             # Algorithm 2 (C = T_j), called after the γ rewrite: p.r = r_out
-            if congested:
-                ri = min(ri, _times(f, tau))
-            else:
-                ri = min(ri, target, max(r_out * target / offered, f))
+            ri = min(ri, _times(f, tau)) if congested else min(ri, target, max(r_out * target / offered, f))
             # Algorithm 4 with the pre-γ normalized rf (see docs/allocator.md)
             if rri < 1:
                 rri = rri * gamma

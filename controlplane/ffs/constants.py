@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Numeric constants of the FFS/RI contract (docs/spec.md).
 
 Every other module -- the label codec, the table generators, the software switch, the agent and the
@@ -53,7 +54,9 @@ LOG_TABLE_MANTISSA_BITS = 7  # ternary log tables: MSB position + 7 following bi
 # line rate at 2**-8 never saturates (spec §3.1, §4): no label buys more than the pair's share.
 RF_CODE_MIN = CODE_BIAS - 8 * CODE_STEPS_PER_OCTAVE  # 0x7C00 = code(2**-8)
 LTAU_MAX = CODE_BIAS + 16 * CODE_STEPS_PER_OCTAVE  # 0x8800 = code(TAU_MAX = 2**16); an uncongested egress's ltau
-RF_CODE_MAX = LTAU_MAX  # 0x8800 = code(2**16): what a node emits at most (rf out <= ltau), so the next hop takes it whole
+RF_CODE_MAX = (
+    LTAU_MAX  # 0x8800 = code(2**16): what a node emits at most (rf out <= ltau), so the next hop takes it whole
+)
 D_OFFSET = 32 * CODE_STEPS_PER_OCTAVE  # 0x1000: log2 of a 32-bit F or M_F never exceeds 32 octaves
 LM_MAX = D_OFFSET  # the largest lm the agent pushes (M_F <= 2**32)
 
@@ -78,7 +81,9 @@ EVENT_ROUTE_MISS = 1  # no route and the miss action drops
 EVENT_OPAQUE_SHIM = 2  # unknown version or reserved bit: forwarded, labels untouched
 EVENT_NO_PAIR = 3  # (ingress, egress) pair not managed: FFS bypassed
 EVENT_FFS_DROP = 4  # dropped by the gamma decision
-EVENT_NOT_INSERTED = 5  # an insert port forwarded a packet without a shim: a fragment, or no room under the egress MTU (spec §2)
+EVENT_NOT_INSERTED = (
+    5  # an insert port forwarded a packet without a shim: a fragment, or no room under the egress MTU (spec §2)
+)
 
 # parser outcome for the FFS shim (metadata ffs_state)
 FFS_STATE_NONE = 0

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The values a target holds and a Driver reads or writes: match keys, table entries, updates,
 counter values and LPF specs.
 
@@ -88,7 +89,7 @@ class CounterValue:
     packets: int
     bytes: int
 
-    def __sub__(self, other: "CounterValue") -> "CounterValue":
+    def __sub__(self, other: CounterValue) -> CounterValue:
         return CounterValue(self.packets - other.packets, self.bytes - other.bytes)
 
 
@@ -110,13 +111,16 @@ class LpfSpec:
     decay_time_constant_ns: float = 1e6
     out_scale_down: int = 0  # 0..31, output = state >> out_scale_down
 
-    def matches(self, held: "LpfSpec", rel: float = 0.01) -> bool:
+    def matches(self, held: LpfSpec, rel: float = 0.01) -> bool:
         """`held` (read back from a target) is this spec as the target stores it: Tofino keeps the
         time constants in a float format of its own (tofino-model reads 20 ms back as
         19.980488 ms, 1 ns as 0.99884 ns), so they agree within `rel`; kind and scale exactly."""
+
         def close(a: float, b: float) -> bool:
             return abs(a - b) <= rel * max(abs(a), abs(b))
 
-        return (self.kind, self.out_scale_down) == (held.kind, held.out_scale_down) and close(
-            self.gain_time_constant_ns, held.gain_time_constant_ns) and close(
-            self.decay_time_constant_ns, held.decay_time_constant_ns)
+        return (
+            (self.kind, self.out_scale_down) == (held.kind, held.out_scale_down)
+            and close(self.gain_time_constant_ns, held.gain_time_constant_ns)
+            and close(self.decay_time_constant_ns, held.decay_time_constant_ns)
+        )

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Raw frames with the FFS/RI shim, built byte by byte (spec §2): the traffic of trace mode, the
 live traffic generator and the tests. The scapy layer `ffs.lab.scapy_ffs` decodes the same bytes."""
 
@@ -24,15 +25,31 @@ def ipv4_checksum(header: bytes | bytearray) -> int:
     return ~s & 0xFFFF
 
 
-def shim(rf: int = constants.CODE_ONE, flags: int = constants.FLAG_RI, next_header: int = 17, rri: int = constants.CODE_MAX,
-         rri_echo: int = 0, version: int = constants.SHIM_VERSION) -> bytes:
+def shim(
+    rf: int = constants.CODE_ONE,
+    flags: int = constants.FLAG_RI,
+    next_header: int = 17,
+    rri: int = constants.CODE_MAX,
+    rri_echo: int = 0,
+    version: int = constants.SHIM_VERSION,
+) -> bytes:
     return struct.pack("!BBHHH", ((version & 0xF) << 4) | (flags & 0xF), next_header, rf, rri, rri_echo)
 
 
-def ipv4_frame(src: str, dst: str, ip_len: int, ffs: bytes | None = None, proto: int = 17,
-               options: bytes = b"", vlan: int | None = None, ttl: int = 64,
-               src_mac: bytes = DEFAULT_SRC_MAC, dst_mac: bytes = DEFAULT_DST_MAC, payload_byte: int = 0,
-               frag: int = 0) -> bytes:
+def ipv4_frame(
+    src: str,
+    dst: str,
+    ip_len: int,
+    ffs: bytes | None = None,
+    proto: int = 17,
+    options: bytes = b"",
+    vlan: int | None = None,
+    ttl: int = 64,
+    src_mac: bytes = DEFAULT_SRC_MAC,
+    dst_mac: bytes = DEFAULT_DST_MAC,
+    payload_byte: int = 0,
+    frag: int = 0,
+) -> bytes:
     """An IPv4 frame whose IP total length is `ip_len` (the shim, if any, counts in it); `frag` is
     the flags and fragment offset word (0x2000: MF)."""
     if len(options) % 4:
@@ -41,12 +58,23 @@ def ipv4_frame(src: str, dst: str, ip_len: int, ffs: bytes | None = None, proto:
     body_len = ip_len - ihl - (len(ffs) if ffs else 0)
     if body_len < 0:
         raise ValueError(f"ip_len {ip_len} too small for the headers")
-    if ffs is not None:
-        proto_field = constants.IP_PROTO_FFS
-    else:
-        proto_field = proto
-    hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x40 | (ihl // 4), 0, ip_len, 0, frag, ttl, proto_field, 0,
-                                ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed) + options)
+    proto_field = constants.IP_PROTO_FFS if ffs is not None else proto
+    hdr = bytearray(
+        struct.pack(
+            "!BBHHHBBH4s4s",
+            0x40 | (ihl // 4),
+            0,
+            ip_len,
+            0,
+            frag,
+            ttl,
+            proto_field,
+            0,
+            ipaddress.IPv4Address(src).packed,
+            ipaddress.IPv4Address(dst).packed,
+        )
+        + options
+    )
     csum = ipv4_checksum(hdr)
     hdr[10:12] = struct.pack("!H", csum)
     l2 = dst_mac + src_mac
@@ -71,14 +99,29 @@ def lie_ip_len(frame: bytes, ip_len: int, l3: int = 14) -> bytes:
     return bytes(b)
 
 
-def ipv6_frame(src: str, dst: str, payload_len: int, ffs: bytes | None = None, proto: int = 17,
-               vlan: int | None = None, src_mac: bytes = DEFAULT_SRC_MAC, dst_mac: bytes = DEFAULT_DST_MAC) -> bytes:
+def ipv6_frame(
+    src: str,
+    dst: str,
+    payload_len: int,
+    ffs: bytes | None = None,
+    proto: int = 17,
+    vlan: int | None = None,
+    src_mac: bytes = DEFAULT_SRC_MAC,
+    dst_mac: bytes = DEFAULT_DST_MAC,
+) -> bytes:
     nh = constants.IP_PROTO_FFS if ffs is not None else proto
     body_len = payload_len - (len(ffs) if ffs else 0)
     if body_len < 0:
         raise ValueError("payload_len too small for the shim")
-    hdr = struct.pack("!IHBB16s16s", 6 << 28, payload_len, nh, 64,
-                      ipaddress.IPv6Address(src).packed, ipaddress.IPv6Address(dst).packed)
+    hdr = struct.pack(
+        "!IHBB16s16s",
+        6 << 28,
+        payload_len,
+        nh,
+        64,
+        ipaddress.IPv6Address(src).packed,
+        ipaddress.IPv6Address(dst).packed,
+    )
     l2 = dst_mac + src_mac
     if vlan is not None:
         l2 += struct.pack("!HH", 0x8100, vlan & 0xFFF)

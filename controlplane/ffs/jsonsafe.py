@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """JSON has no infinity or NaN: the project writes them as null (e.g. τ = ∞ while uncongested)."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The FFS label codes (docs/spec.md §3): the data plane's 16-bit log code, and the paper's Eq. 3/4.
 
 The data plane code is `round(128 · log2 x) + 0x8000`, saturating at 0 and 0xFFFF. Every rounding

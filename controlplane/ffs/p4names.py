@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The names of every P4 object the control plane and the software switch touch (docs/spec.md §7).
 
 This is the single list: `p4src/` declares exactly these (checked by tests/test_p4_schema.py), the
@@ -239,16 +240,36 @@ FATE = Table(
     tuple(
         Key(n, "ternary", w)
         for n, w in (
-            ("parse_error", 1), ("parser_err", 16), ("routed", 1), ("managed", 1), ("margin", 16),
-            ("ffs_state", 2), ("trust", 1), ("insert", 1), ("ipv4", 1), ("ipv6", 1), ("ipv6_next_hdr", 8),
-            ("runt", 1), ("frag", 1), ("room", 16),
+            ("parse_error", 1),
+            ("parser_err", 16),
+            ("routed", 1),
+            ("managed", 1),
+            ("margin", 16),
+            ("ffs_state", 2),
+            ("trust", 1),
+            ("insert", 1),
+            ("ipv4", 1),
+            ("ipv6", 1),
+            ("ipv6_next_hdr", 8),
+            ("runt", 1),
+            ("frag", 1),
+            ("room", 16),
         )
     ),
     tuple(
         Action(f"{ING}.{a}")
         for a in (
-            "parse_drop", "miss_drop", "note_no_pair", "ffs_drop", "note_opaque", "rewrite_label",
-            "rewrite_reset_label", "insert_shim_v4", "insert_shim_v6", "note_not_inserted", "forward",
+            "parse_drop",
+            "miss_drop",
+            "note_no_pair",
+            "ffs_drop",
+            "note_opaque",
+            "rewrite_label",
+            "rewrite_reset_label",
+            "insert_shim_v4",
+            "insert_shim_v6",
+            "note_not_inserted",
+            "forward",
         )
     ),
     _PARSE_DROP.name,
@@ -303,7 +324,9 @@ PAIR_DROPS = Counter(f"{ING}.pair_drops", constants.NUM_PAIRS)  # dropped by gam
 ADMITTED = Counter(f"{ING}.admitted", constants.NUM_PORTS)
 EVENTS = Counter(f"{ING}.events", constants.EVENT_COUNTER_SIZE, "PACKETS")  # indices: constants.EVENT_*
 ACCEPTED = Counter(f"{EGR}.egress_acct.accepted", constants.NUM_PORTS)  # what left egress port j (after the TM)
-MALFORMED = Counter(f"{EGR}.egress_acct.malformed", constants.NUM_PORTS)  # frames whose bytes disagree with their IP length
+MALFORMED = Counter(
+    f"{EGR}.egress_acct.malformed", constants.NUM_PORTS
+)  # frames whose bytes disagree with their IP length
 PAIR_MALFORMED = Counter(f"{EGR}.egress_acct.pair_malformed", constants.NUM_PAIRS)  # the same, by the (bridged) pair
 COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, OFFERED, PAIR_DROPS, ADMITTED, EVENTS, ACCEPTED, MALFORMED, PAIR_MALFORMED)
 

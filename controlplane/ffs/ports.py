@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Front-panel ports of a Tofino switch, as BF-Runtime's `$PORT` table holds them.
 
 Nothing forwards on a Tofino until its ports are added (speed, FEC, autonegotiation) and enabled.
@@ -13,8 +14,14 @@ from dataclasses import dataclass
 
 G = 1e9
 # capacity (bit/s) -> BF-RT $SPEED: the speeds Tofino 1 ports take
-SPEEDS = {1 * G: "BF_SPEED_1G", 10 * G: "BF_SPEED_10G", 25 * G: "BF_SPEED_25G", 40 * G: "BF_SPEED_40G",
-          50 * G: "BF_SPEED_50G", 100 * G: "BF_SPEED_100G"}
+SPEEDS = {
+    1 * G: "BF_SPEED_1G",
+    10 * G: "BF_SPEED_10G",
+    25 * G: "BF_SPEED_25G",
+    40 * G: "BF_SPEED_40G",
+    50 * G: "BF_SPEED_50G",
+    100 * G: "BF_SPEED_100G",
+}
 FECS = {"none": "BF_FEC_TYP_NONE", "fc": "BF_FEC_TYP_FIRECODE", "rs": "BF_FEC_TYP_REED_SOLOMON"}
 AUTONEG = {"default": "PM_AN_DEFAULT", "on": "PM_AN_FORCE_ENABLE", "off": "PM_AN_FORCE_DISABLE"}
 # FEC by speed unless an interface says otherwise: 100G links expect Reed-Solomon (clause 91);

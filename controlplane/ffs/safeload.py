@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reading YAML and JSON that someone else wrote, with bounded time and memory.
 
 Topology and matrix files, the agent's API requests and the software switch's control requests are
@@ -201,8 +202,11 @@ class YamlDoc:
         try:
             return _SCALARS.construct_object(node, deep=True)
         except yaml.YAMLError as e:
-            self._fail(path or "(document)", f"{getattr(e, 'problem', None) or 'unreadable value'}",
-                       line=node.start_mark.line + 1)
+            self._fail(
+                path or "(document)",
+                f"{getattr(e, 'problem', None) or 'unreadable value'}",
+                line=node.start_mark.line + 1,
+            )
 
     def line(self, path: str) -> int:
         while path and path not in self.lines:

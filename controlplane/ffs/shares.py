@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The smallest fairness-matrix entry the data plane can enforce as written (docs/spec.md §3, §4, §9).
 
 A non-zero M(i, j) must be
@@ -25,10 +26,14 @@ def share_problem(ingress: str, egress: str, rate: float, column_total: float) -
     if rate == 0:
         return None
     if rate < MIN_SHARE_BPS:
-        return (f"M({ingress},{egress}) = {format_rate(rate)} is below the smallest share, {format_rate(MIN_SHARE_BPS)} "
-                f"(write 0 for no share)")
+        return (
+            f"M({ingress},{egress}) = {format_rate(rate)} is below the smallest share, {format_rate(MIN_SHARE_BPS)} "
+            f"(write 0 for no share)"
+        )
     if rate < MIN_SHARE_FRACTION * column_total:
-        return (f"M({ingress},{egress}) = {format_rate(rate)} is below 1/{round(1 / MIN_SHARE_FRACTION)} of the "
-                f"{format_rate(column_total)} toward {egress}, the smallest fraction tau can scale to the whole egress "
-                f"(write 0 for no share)")
+        return (
+            f"M({ingress},{egress}) = {format_rate(rate)} is below 1/{round(1 / MIN_SHARE_FRACTION)} of the "
+            f"{format_rate(column_total)} toward {egress}, the smallest fraction tau can scale to the whole egress "
+            f"(write 0 for no share)"
+        )
     return None

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every table the data plane looks up, generated in one place (docs/spec.md §4–§5).
 
 The Tofino agent, the software switch and the tests install exactly these entries; nothing else
@@ -11,8 +12,7 @@ import math
 from decimal import Decimal, getcontext
 from typing import Callable
 
-from ffs import constants
-from ffs import p4names
+from ffs import constants, p4names
 from ffs.entries import Exact, Range, TableEntry, Ternary, Update
 from ffs.labels import encode, round_log
 
@@ -138,8 +138,12 @@ def len_log_entries() -> list[TableEntry]:
     weight_reset, keyed on llen. Every 16-bit length of every class hits an entry."""
     t = p4names.LEN_LOG
     return [
-        TableEntry(t.name, {"ipv6": Exact(ipv6), "vlan": Exact(vlan), "l3_len": Ternary(value, mask)},
-                   t.action("set_lw_runt" if runt else "set_lw").name, {"llen": llen})
+        TableEntry(
+            t.name,
+            {"ipv6": Exact(ipv6), "vlan": Exact(vlan), "l3_len": Ternary(value, mask)},
+            t.action("set_lw_runt" if runt else "set_lw").name,
+            {"llen": llen},
+        )
         for ipv6, vlan in LEN_CLASSES
         for value, mask, llen, runt in len_log_buckets(ipv6, vlan)
     ]
@@ -172,7 +176,9 @@ def weight_value(lw: int, shift: int = 0) -> int:
     """w = clamp(round(2^(lw/128 - shift)), 1, 2^32 - 1), rounded exactly: the weight scaled down
     by 2^shift, the estimator's scale-down (spec §4), so that its 32-bit state cannot saturate."""
     getcontext().prec = 50
-    exact = (Decimal(lw - constants.CODE_STEPS_PER_OCTAVE * shift) / constants.CODE_STEPS_PER_OCTAVE * Decimal(2).ln()).exp()
+    exact = (
+        Decimal(lw - constants.CODE_STEPS_PER_OCTAVE * shift) / constants.CODE_STEPS_PER_OCTAVE * Decimal(2).ln()
+    ).exp()
     w = int(exact.to_integral_value(rounding="ROUND_HALF_UP"))
     return min(max(w, 1), constants.WEIGHT_MAX)
 
@@ -191,8 +197,12 @@ def weight_reset_entries(shift: int = 0) -> list[TableEntry]:
     t = p4names.WEIGHT_RESET
     llens = sorted({llen for ipv6, vlan in LEN_CLASSES for _, _, llen, _ in _len_log_buckets(ipv6, vlan)})
     return [
-        TableEntry(t.name, {"llen": Exact(llen)}, t.actions[0].name,
-                   {"w": weight_value(max(llen - constants.CODE_ONE, 0), shift)})
+        TableEntry(
+            t.name,
+            {"llen": Exact(llen)},
+            t.actions[0].name,
+            {"w": weight_value(max(llen - constants.CODE_ONE, 0), shift)},
+        )
         for llen in llens
     ]
 
@@ -205,7 +215,9 @@ def gamma_threshold(d: int) -> int:
     if d < 1:
         raise ValueError("gamma_threshold is for d >= 1 (d <= 0 is the gamma = 1 bypass)")
     getcontext().prec = 50
-    exact = Decimal(1 << constants.RANDOM_BITS) * (-Decimal(d) / constants.CODE_STEPS_PER_OCTAVE * Decimal(2).ln()).exp()
+    exact = (
+        Decimal(1 << constants.RANDOM_BITS) * (-Decimal(d) / constants.CODE_STEPS_PER_OCTAVE * Decimal(2).ln()).exp()
+    )
     thr = int(exact.to_integral_value(rounding="ROUND_HALF_UP"))
     return min(max(thr, 1), (1 << constants.RANDOM_BITS) - 1)
 
@@ -218,7 +230,9 @@ def gamma_entries() -> list[TableEntry]:
     one, frac = t.action("gamma_one").name, t.action("gamma_frac").name
     entries = [
         TableEntry(t.name, {"congested": Ternary(0, 1), "c_cong": Ternary(0, 0)}, one),
-        TableEntry(t.name, {"congested": Ternary(1, 1), "c_cong": Ternary(constants.CODE_ONE, constants.CODE_ONE)}, one),
+        TableEntry(
+            t.name, {"congested": Ternary(1, 1), "c_cong": Ternary(constants.CODE_ONE, constants.CODE_ONE)}, one
+        ),
     ]
     for d in range(1, constants.GAMMA_D_MAX + 1):
         key = {"congested": Ternary(1, 1), "c_cong": Ternary(constants.CODE_ONE - d, constants.CODE_MAX)}
@@ -253,7 +267,11 @@ def ipv4_shim_len_entries() -> list[TableEntry]:
     """FfsIngress.ipv4_shim_len: total_len < 4·IHL + 8 cannot hold the shim (spec §2)."""
     t = p4names.IPV4_SHIM_LEN
     return [
-        TableEntry(t.name, {"ihl": Exact(ihl), "total_len": Range(0, 4 * ihl + constants.SHIM_LEN - 1)}, t.action("short_shim").name)
+        TableEntry(
+            t.name,
+            {"ihl": Exact(ihl), "total_len": Range(0, 4 * ihl + constants.SHIM_LEN - 1)},
+            t.action("short_shim").name,
+        )
         for ihl in range(5, 16)
     ]
 
@@ -275,8 +293,22 @@ def ri_candidate_entries() -> list[TableEntry]:
     return out
 
 
-FATE_KEYS = ("parse_error", "parser_err", "routed", "managed", "margin", "ffs_state", "trust", "insert", "ipv4", "ipv6",
-             "ipv6_next_hdr", "runt", "frag", "room")
+FATE_KEYS = (
+    "parse_error",
+    "parser_err",
+    "routed",
+    "managed",
+    "margin",
+    "ffs_state",
+    "trust",
+    "insert",
+    "ipv4",
+    "ipv6",
+    "ipv6_next_hdr",
+    "runt",
+    "frag",
+    "room",
+)
 
 
 def fate_entries() -> list[TableEntry]:
@@ -287,7 +319,10 @@ def fate_entries() -> list[TableEntry]:
         ((0, 0, 1, 0, None, None, None, None, None, None, None, None, None, None), "note_no_pair"),
         ((0, 0, 1, 1, 0, None, None, None, None, None, None, None, None, None), "ffs_drop"),
         ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None, None), "rewrite_label"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None, None, None), "rewrite_reset_label"),
+        (
+            (0, 0, 1, 1, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None, None, None),
+            "rewrite_reset_label",
+        ),
         ((0, 0, 1, 1, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None, None), "note_opaque"),
         # a fragment: a shim in one fragment alone would keep the datagram from being reassembled
         ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1, None), "note_not_inserted"),
@@ -297,7 +332,10 @@ def fate_entries() -> list[TableEntry]:
         ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, None, 0), "note_not_inserted"),
         ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None, None), "insert_shim_v4"),
         # RFC 8200: a Hop-by-Hop header stays right after the IPv6 header; no shim in front of it
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None, None, None), "forward"),
+        (
+            (0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None, None, None),
+            "forward",
+        ),
         ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None, None, None), "insert_shim_v6"),
         ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, None, None, None, None, None, None, None), "forward"),
     ]
@@ -310,8 +348,10 @@ def fate_entries() -> list[TableEntry]:
             return Ternary(*v)
         return Ternary(v, (1 << widths[name]) - 1)
 
-    return [TableEntry(t.name, {n: key(n, v) for n, v in zip(FATE_KEYS, values)}, t.action(act).name)
-            for values, act in rows]
+    return [
+        TableEntry(t.name, {n: key(n, v) for n, v in zip(FATE_KEYS, values)}, t.action(act).name)
+        for values, act in rows
+    ]
 
 
 def shim_room_thr(mtu: int, ipv6: bool) -> int:
@@ -324,8 +364,15 @@ def shim_room_thr(mtu: int, ipv6: bool) -> int:
 def shim_room_entries(port: int, mtu: int) -> list[TableEntry]:
     """The shim_room entries of one egress port: its IPv4 and IPv6 limits."""
     t = p4names.SHIM_ROOM
-    return [TableEntry(t.name, {"egress_port": Exact(port), "ipv6": Exact(v6)}, t.action("set_room").name,
-                       {"thr": shim_room_thr(mtu, bool(v6))}) for v6 in (0, 1)]
+    return [
+        TableEntry(
+            t.name,
+            {"egress_port": Exact(port), "ipv6": Exact(v6)},
+            t.action("set_room").name,
+            {"thr": shim_room_thr(mtu, bool(v6))},
+        )
+        for v6 in (0, 1)
+    ]
 
 
 def frame_check_entries() -> list[TableEntry]:
@@ -341,8 +388,14 @@ def frame_check_entries() -> list[TableEntry]:
         TableEntry(t.name, {"excess": Range(0, 0), "pkt_length": any_len}, ok),
         TableEntry(t.name, {"excess": Range(constants.FCS_LEN, constants.FCS_LEN), "pkt_length": any_len}, ok),
         TableEntry(t.name, {"excess": Range(1, pad), "pkt_length": Ternary(constants.MIN_FRAME, 0xFFFF)}, ok),
-        TableEntry(t.name, {"excess": Range(constants.FCS_LEN + 1, pad + constants.FCS_LEN),
-                            "pkt_length": Ternary(constants.MIN_FRAME + constants.FCS_LEN, 0xFFFF)}, ok),
+        TableEntry(
+            t.name,
+            {
+                "excess": Range(constants.FCS_LEN + 1, pad + constants.FCS_LEN),
+                "pkt_length": Ternary(constants.MIN_FRAME + constants.FCS_LEN, 0xFFFF),
+            },
+            ok,
+        ),
     ]
 
 
@@ -359,7 +412,9 @@ def const_entries() -> dict[str, list[TableEntry]]:
 
 @functools.lru_cache(maxsize=4)
 def _static_updates(shift: int) -> tuple[Update, ...]:
-    entries = len_log_entries() + weight_entries(shift) + weight_reset_entries(shift) + f_log_entries() + gamma_entries()
+    entries = (
+        len_log_entries() + weight_entries(shift) + weight_reset_entries(shift) + f_log_entries() + gamma_entries()
+    )
     return tuple(Update("insert", e) for e in entries)
 
 
@@ -389,7 +444,9 @@ def lpf_scale_down_for(capacity_bps: float, lpf_time_constant_ns: float = consta
     is a 32-bit register, so the weights carry s (`weight_entries(s)`), not its output."""
     if not (capacity_bps > 0 and math.isfinite(capacity_bps)):
         raise ValueError(f"capacity must be a finite positive rate, got {capacity_bps!r}")
-    max_weight_per_byte = (1 << constants.WEIGHT_SHIFT) * 2.0 ** ((constants.CODE_ONE - constants.RF_CODE_MIN) / constants.CODE_STEPS_PER_OCTAVE)
+    max_weight_per_byte = (1 << constants.WEIGHT_SHIFT) * 2.0 ** (
+        (constants.CODE_ONE - constants.RF_CODE_MIN) / constants.CODE_STEPS_PER_OCTAVE
+    )
     peak = 2 * (capacity_bps / 8) * max_weight_per_byte * lpf_time_constant_ns * 1e-9
     s = max(0, math.ceil(math.log2(peak / constants.WEIGHT_MAX))) if peak > constants.WEIGHT_MAX else 0
     if s > 31:
@@ -398,7 +455,9 @@ def lpf_scale_down_for(capacity_bps: float, lpf_time_constant_ns: float = consta
 
 
 def lm_code(
-    m_bps: float, lpf_time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = constants.LPF_SCALE_DOWN
+    m_bps: float,
+    lpf_time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS,
+    lpf_scale_down: int = constants.LPF_SCALE_DOWN,
 ) -> int:
     """The pair's `lm`: round(128 · log2 M_F), M_F = M in LPF output units, clamped to
     0..LM_MAX (a 32-bit F never reads more than 2^32: spec §7.2)."""
@@ -419,7 +478,9 @@ def pair_params(pid: int, lm: int) -> dict[str, int]:
 
 
 def f_from_lpf(
-    f_lpf: int, lpf_time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS, lpf_scale_down: int = constants.LPF_SCALE_DOWN
+    f_lpf: int,
+    lpf_time_constant_ns: float = constants.LPF_TIME_CONSTANT_NS,
+    lpf_scale_down: int = constants.LPF_SCALE_DOWN,
 ) -> float:
     """The weighted rate F in bit/s that an F LPF output (or f_est register) stands for."""
     return f_lpf / lpf_units_per_bps(lpf_time_constant_ns, lpf_scale_down)
@@ -451,7 +512,10 @@ def egress_params_consistent(params: dict[str, int]) -> str | None:
     ltau, ltau_p, congested = params["ltau"], params["ltau_p"], params["congested"]
     if congested:
         if not constants.CODE_ONE <= ltau <= constants.LTAU_MAX:
-            return f"a congested egress needs ltau in [{constants.CODE_ONE:#x}, {constants.LTAU_MAX:#x}] (tau in [1, 2^16]), got {ltau:#x}"
+            return (
+                f"a congested egress needs ltau in [{constants.CODE_ONE:#x}, {constants.LTAU_MAX:#x}] "
+                f"(tau in [1, 2^16]), got {ltau:#x}"
+            )
         if ltau_p != ltau - constants.CODE_ONE:
             return f"ltau_p must be ltau - 0x8000 = {ltau - constants.CODE_ONE:#x}, got {ltau_p:#x}"
     elif ltau_p != 0:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The τ rule of the agent (docs/spec.md §9): FFS Appendix A with the corrections spec §9 lists.
 
 τ_j ← τ_j · (T_j + δ) / (A_j + δ) while the egress is congested, with limits on each period's
@@ -32,7 +33,9 @@ class TauParams:
     restart_periods: int = 10  # uncongested this many periods in a row: the next episode starts at tau_min
 
     def __post_init__(self) -> None:
-        if not (0.0 <= self.delta_fraction < math.inf) or (self.delta_bps is not None and not 0.0 <= self.delta_bps < math.inf):
+        if not (0.0 <= self.delta_fraction < math.inf) or (
+            self.delta_bps is not None and not 0.0 <= self.delta_bps < math.inf
+        ):
             raise ValueError("delta must be a finite non-negative value")
         if not 0.0 <= self.max_decrease < 1.0:
             raise ValueError(f"max_decrease must be in [0, 1), got {self.max_decrease!r}")

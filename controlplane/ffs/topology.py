@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Topology and scenario files (format: topologies/README.md), loaded and validated.
 
 Every error names the file, the line, the key path and the problem, e.g.
@@ -215,7 +216,9 @@ class _Loader:
             self.fail(path, f"expected true or false, got {v!r}")
         return v
 
-    def check_keys(self, m: dict[str, Any], path: str, allowed: set[str], required: set[str] | frozenset[str] = frozenset()) -> None:
+    def check_keys(
+        self, m: dict[str, Any], path: str, allowed: set[str], required: set[str] | frozenset[str] = frozenset()
+    ) -> None:
         for k in m:
             if k not in allowed:
                 self.fail(f"{path}.{k}" if path else k, f"unknown key (allowed: {', '.join(sorted(allowed))})")
@@ -232,7 +235,9 @@ class _Loader:
             self.fail("nodes", "no nodes")
         nodes = {n: self.node(n, v, f"nodes.{n}") for n, v in nodes_raw.items()}
         self.check_peers(nodes)
-        hosts = {h: self.host(h, v, f"hosts.{h}", nodes) for h, v in self.mapping(d.get("hosts", {}) or {}, "hosts").items()}
+        hosts = {
+            h: self.host(h, v, f"hosts.{h}", nodes) for h, v in self.mapping(d.get("hosts", {}) or {}, "hosts").items()
+        }
         streams_raw = d.get("streams", []) or []
         if not isinstance(streams_raw, list):
             self.fail("streams", "expected a list")
@@ -255,8 +260,26 @@ class _Loader:
         for iname, iraw in self.mapping(m["interfaces"], f"{path}.interfaces").items():
             ip = f"{path}.interfaces.{iname}"
             im = self.mapping(iraw, ip)
-            self.check_keys(im, ip, {"capacity", "speed", "buffer", "delay", "mtu", "port", "trust", "insert", "strip", "peer",
-                                     "fp", "fec", "autoneg"}, {"capacity", "port"})
+            self.check_keys(
+                im,
+                ip,
+                {
+                    "capacity",
+                    "speed",
+                    "buffer",
+                    "delay",
+                    "mtu",
+                    "port",
+                    "trust",
+                    "insert",
+                    "strip",
+                    "peer",
+                    "fp",
+                    "fec",
+                    "autoneg",
+                },
+                {"capacity", "port"},
+            )
             if isinstance(im["port"], bool) or not isinstance(im["port"], int):
                 self.fail(f"{ip}.port", f"expected an integer device port, got {im['port']!r}")
             port = int(self.number(im["port"], f"{ip}.port", 0, 511))
@@ -390,7 +413,9 @@ class _Loader:
         if nn not in nodes or ii not in nodes[nn].interfaces:
             self.fail(f"{path}.attach", f"unknown interface {attach!r}")
         if nodes[nn].interfaces[ii].peer is not None:
-            self.fail(f"{path}.attach", f"{attach} links to {nodes[nn].interfaces[ii].peer}: hosts attach to local interfaces")
+            self.fail(
+                f"{path}.attach", f"{attach} links to {nodes[nn].interfaces[ii].peer}: hosts attach to local interfaces"
+            )
         try:
             ipaddress.ip_interface(str(m["address"]))
         except ValueError as e:
@@ -406,7 +431,9 @@ class _Loader:
     def stream(self, raw: Any, path: str, nodes: dict[str, Node]) -> Stream:
         m = self.mapping(raw, path)
         self.check_keys(
-            m, path, {"name", "path", "demand", "r", "f", "rf", "start", "stop", "packet_size", "labelled", "ip_len"},
+            m,
+            path,
+            {"name", "path", "demand", "r", "f", "rf", "start", "stop", "packet_size", "labelled", "ip_len"},
             {"name", "path", "demand"},
         )
         hops = []
@@ -451,7 +478,9 @@ class _Loader:
         if "ip_len" in m:  # a 16-bit field: IPv4 total length (spec §4)
             v = m["ip_len"]
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 0xFFFF:
-                self.fail(f"{path}.ip_len", f"expected an integer in [0, 65535] (the IPv4 total length field), got {v!r}")
+                self.fail(
+                    f"{path}.ip_len", f"expected an integer in [0, 65535] (the IPv4 total length field), got {v!r}"
+                )
             ip_len = v
         if not labelled:
             given = [k for k in ("r", "f", "rf") if k in m]
@@ -470,5 +499,7 @@ def wide_text(ports: int, capacity: str = "100Mbps", share: str = "1Mbps") -> st
     lines += [f"      {n}: {{capacity: {capacity}, port: {i}}}" for i, n in enumerate(names, 1)]
     lines += ["    fairness:"]
     lines += [f"      {e}: {{{', '.join(f'{i}: {share}' for i in names if i != e)}}}" for e in names]
-    lines += ["    routes:"] + [f"      - {{prefix: 10.{i // 256}.{i % 256}.0/24, interface: {n}}}" for i, n in enumerate(names, 1)]
+    lines += ["    routes:"] + [
+        f"      - {{prefix: 10.{i // 256}.{i % 256}.0/24, interface: {n}}}" for i, n in enumerate(names, 1)
+    ]
     return "\n".join(lines) + "\n"

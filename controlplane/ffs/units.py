@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rates as operators write them ("15Gbps", "400 Mb/s", "1.5e9") and as the project prints them; delays ("10ms")."""
 
 from __future__ import annotations

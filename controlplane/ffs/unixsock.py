@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Listening Unix sockets whose mode never follows the umask (the agent's API, the switch's control
 service; docs/security.md).
 
@@ -34,8 +35,10 @@ def bind_private(path: str | Path, bind: Callable[[str], None], mode: int = 0o60
             os.chmod(d, 0o700)
     st = os.stat(parent)
     if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        raise OSError(f"{parent}: writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
-                      "they could replace the socket; use a private directory")
+        raise OSError(
+            f"{parent}: writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
+            "they could replace the socket; use a private directory"
+        )
     if os.path.lexists(path):
         remove_stale(path)
     tmpdir = tempfile.mkdtemp(prefix=".ffs-", dir=parent)

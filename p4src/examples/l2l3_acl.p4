@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino example: FFS composed with a richer forwarding program, to show the library's
  * interface (p4src/include/control/ffs_core.p4) and to measure what FFS adds to a switch that
  * already forwards (docs/pipeline.md, "FFS as a P4 library").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: constants of the FFS/RI contract (docs/spec.md). The same values live in
  * controlplane/ffs/constants.py; tests/test_constants_p4.py checks that the two agree. */
 #ifndef _FFS_DEFINE_P4_

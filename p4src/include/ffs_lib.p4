@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: FFS as a P4 library. One include gives another TNA / T2NA program the FFS
  * constants, headers, parsers and controls (include/control/ffs_core.p4 states the interface);
  * p4src/ffs.p4 and p4src/examples/l2l3_acl.p4 are two programs built on it. Include <core.p4> and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: headers and metadata (docs/spec.md §2, §7). */
 #ifndef _FFS_HEADER_P4_
 #define _FFS_HEADER_P4_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: parsers and deparsers (docs/spec.md §2, §7.1).
  *
  * The parsers only extract headers and take decisions on bytes of the header they are looking at:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The shared base of the FFS PTF tests: one `Driver` to the chosen target, helpers that program it
 with the project's generators, packet builders on the scapy shim layer, and a tearDown that puts
 back every table, default entry, port-metadata entry and LPF spec the test touched.
@@ -35,13 +36,11 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet
 
 import expect
-from ffs import constants
-from ffs import p4names
-from ffs import tables
+from ffs import constants, p4names, tables
 from ffs.driver.base import Driver
 from ffs.entries import COUNTER_WRAP, CounterValue, Exact, LpfSpec, Lpm, TableEntry, Update, counter_delta
-from ffs.labels import decode
 from ffs.lab.scapy_ffs import FFS
+from ffs.labels import decode
 
 # --- test params ------------------------------------------------------------------------------
 
@@ -110,8 +109,14 @@ def make_driver() -> Driver:
 
 # --- saving and restoring what a test touches --------------------------------------------------
 
-TEST_TABLES = (p4names.IPV4_ROUTES, p4names.IPV6_ROUTES, p4names.PAIRS, p4names.EGRESS_PARAMS, p4names.EGRESS_PORTS,
-               p4names.SHIM_ROOM)
+TEST_TABLES = (
+    p4names.IPV4_ROUTES,
+    p4names.IPV6_ROUTES,
+    p4names.PAIRS,
+    p4names.EGRESS_PARAMS,
+    p4names.EGRESS_PORTS,
+    p4names.SHIM_ROOM,
+)
 STATIC_TABLES = (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA)
 
 
@@ -127,7 +132,7 @@ class TableState:
     default: TableEntry | None  # None for $PORT_METADATA (no default entry)
 
     @classmethod
-    def read(cls, driver: Driver, name: str, with_default: bool = True) -> "TableState":
+    def read(cls, driver: Driver, name: str, with_default: bool = True) -> TableState:
         return cls(name, driver.read_table(name), driver.read_default(name) if with_default else None)
 
     def updates(self) -> list[Update]:
@@ -151,7 +156,7 @@ class Saved:
     lpf: dict[int, LpfSpec]
 
     @classmethod
-    def capture(cls, driver: Driver, lpf_indices: tuple[int, ...]) -> "Saved":
+    def capture(cls, driver: Driver, lpf_indices: tuple[int, ...]) -> Saved:
         tables = [TableState.read(driver, t.name) for t in TEST_TABLES]
         tables.append(TableState.read(driver, p4names.PORT_METADATA.name, with_default=False))
         return cls(tables, {i: driver.read_lpf_spec(p4names.F_LPF.name, i) for i in lpf_indices})
@@ -181,8 +186,10 @@ class _StaticTables:
         for u in tables.static_updates():
             want[u.entry.table].add(canon(u.entry))
         states = [TableState.read(driver, t.name) for t in STATIC_TABLES]
-        if any({canon(e) for e in s.entries} != want[s.name] or canon(s.default) != canon(driver_default(s.name))
-               for s in states):
+        if any(
+            {canon(e) for e in s.entries} != want[s.name] or canon(s.default) != canon(driver_default(s.name))
+            for s in states
+        ):
             if cls.before is None:
                 cls.before = states
                 atexit.register(cls.restore_at_exit)
@@ -314,29 +321,55 @@ class FfsTest(BaseTest):
         ups = [self.port_update(p, trust=1, insert=0) for p in (IN, OUT, OTHER)]
         ups += [self.route_update(NET4, OUT), self.route_update(NET4_OTHER, OTHER), self.route_update(NET6, OUT)]
         ups.append(self.pair_update(constants.LM_MAX))
-        ups.append(Update("insert", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
-                                               expect.Egress().params())))
+        ups.append(
+            Update(
+                "insert",
+                TableEntry(
+                    p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress", expect.Egress().params()
+                ),
+            )
+        )
         d.write(ups)
         d.set_lpf_spec(p4names.F_LPF.name, [PID], FORGETFUL)
         d.write_register(p4names.F_EST.name, PID, 0)
-        self.lm, self.m, self.egress = constants.LM_MAX, 2.0 ** (constants.LM_MAX / constants.CODE_STEPS_PER_OCTAVE), expect.Egress()
+        self.lm, self.m, self.egress = (
+            constants.LM_MAX,
+            2.0 ** (constants.LM_MAX / constants.CODE_STEPS_PER_OCTAVE),
+            expect.Egress(),
+        )
 
     @staticmethod
     def port_update(port: int, trust: int, insert: int, kind: str = "insert") -> Update:
-        return Update(kind, TableEntry(p4names.PORT_METADATA.name, {p4names.PORT_METADATA.key.name: Exact(port)}, None,
-                                       {"ifindex": port & 0xFF, "trust": trust, "insert": insert}))
+        return Update(
+            kind,
+            TableEntry(
+                p4names.PORT_METADATA.name,
+                {p4names.PORT_METADATA.key.name: Exact(port)},
+                None,
+                {"ifindex": port & 0xFF, "trust": trust, "insert": insert},
+            ),
+        )
 
     @staticmethod
     def route_update(prefix: str, port: int, kind: str = "insert") -> Update:
         net = ipaddress.ip_network(prefix)
         table = p4names.IPV4_ROUTES if net.version == 4 else p4names.IPV6_ROUTES
-        return Update(kind, TableEntry(table.name, {"dst_addr": Lpm(int(net.network_address), net.prefixlen)}, "route",
-                                       {"port": port}))
+        return Update(
+            kind,
+            TableEntry(table.name, {"dst_addr": Lpm(int(net.network_address), net.prefixlen)}, "route", {"port": port}),
+        )
 
     @staticmethod
     def pair_update(lm: int, kind: str = "insert") -> Update:
-        return Update(kind, TableEntry(p4names.PAIRS.name, {"ingress_port": Exact(IN), "egress_port": Exact(OUT)},
-                                       "set_pair", tables.pair_params(PID, lm)))
+        return Update(
+            kind,
+            TableEntry(
+                p4names.PAIRS.name,
+                {"ingress_port": Exact(IN), "egress_port": Exact(OUT)},
+                "set_pair",
+                tables.pair_params(PID, lm),
+            ),
+        )
 
     def set_port(self, port: int, trust: int = 1, insert: int = 0) -> None:
         self.driver.write([self.port_update(port, trust, insert, kind="modify")])
@@ -352,12 +385,20 @@ class FfsTest(BaseTest):
         self.m = m_f
 
     def set_egress(self, egress: expect.Egress) -> None:
-        self.driver.write([Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress",
-                                                       egress.params()))])
+        self.driver.write(
+            [
+                Update(
+                    "modify",
+                    TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OUT)}, "set_egress", egress.params()),
+                )
+            ]
+        )
         self.egress = egress
 
     def set_strip(self, port: int) -> None:
-        self.driver.write([Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(port)}, "strip_shim"))])
+        self.driver.write(
+            [Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(port)}, "strip_shim"))]
+        )
 
     # -- reading the target --------------------------------------------------------------------
     def counts(self) -> Counts:
@@ -377,16 +418,21 @@ class FfsTest(BaseTest):
             counter_delta(now.r, before.r),
             counter_delta(now.drops, before.drops),
             {p: counter_delta(now.accepted[p], before.accepted[p]) for p in now.accepted},
-            tuple((a - b) % COUNTER_WRAP for a, b in zip(now.events, before.events)),
+            tuple((a - b) % COUNTER_WRAP for a, b in zip(now.events, before.events, strict=False)),
             {p: counter_delta(now.offered[p], before.offered[p]) for p in now.offered},
             {p: counter_delta(now.admitted[p], before.admitted[p]) for p in now.admitted},
         )
 
     def assert_events(self, delta: Counts, **cells: int) -> None:
         """Exactly these events cells moved, by these amounts (spec §7.6: one cell per packet)."""
-        names = {"parse_error": constants.EVENT_PARSE_ERROR, "route_miss": constants.EVENT_ROUTE_MISS, "opaque": constants.EVENT_OPAQUE_SHIM,
-                 "no_pair": constants.EVENT_NO_PAIR, "ffs_drop": constants.EVENT_FFS_DROP,
-                 "not_inserted": constants.EVENT_NOT_INSERTED}
+        names = {
+            "parse_error": constants.EVENT_PARSE_ERROR,
+            "route_miss": constants.EVENT_ROUTE_MISS,
+            "opaque": constants.EVENT_OPAQUE_SHIM,
+            "no_pair": constants.EVENT_NO_PAIR,
+            "ffs_drop": constants.EVENT_FFS_DROP,
+            "not_inserted": constants.EVENT_NOT_INSERTED,
+        }
         want = [0] * len(delta.events)
         for k, v in cells.items():
             want[names[k]] = v
@@ -414,9 +460,11 @@ class FfsTest(BaseTest):
         self.assertIsNotNone(got, f"no frame on port {port} {what}".strip())
         want = bytes(exp)
         if got != want:
-            at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-            self.fail(f"frame on port {port} {what} differs from byte {at} (got {len(got)} bytes, want {len(want)}):\n"
-                      f"got:  {Ether(got)!r}\nwant: {Ether(want)!r}")
+            at = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want)))
+            self.fail(
+                f"frame on port {port} {what} differs from byte {at} (got {len(got)} bytes, want {len(want)}):\n"
+                f"got:  {Ether(got)!r}\nwant: {Ether(want)!r}"
+            )
         return got
 
     def expect_nothing(self, timeout: float = 0.5) -> None:
@@ -475,11 +523,15 @@ class FfsTest(BaseTest):
         self.assertIsNotNone(got, f"no frame {what}")
         shim = Ether(got)[FFS]
         label_budget = expect.LABEL_BUDGET if math.isinf(self.egress.tau_real) else expect.GAMMA_BUDGET
-        self.assertTrue(expect.close(shim.rf, p.rf_out, label_budget),
-                        f"{what}: rf out {decode(shim.rf):.5g}, the paper's rf' · gamma = {p.rf_out:.5g}")
+        self.assertTrue(
+            expect.close(shim.rf, p.rf_out, label_budget),
+            f"{what}: rf out {decode(shim.rf):.5g}, the paper's rf' · gamma = {p.rf_out:.5g}",
+        )
         if p.rri_out is not None:
-            self.assertTrue(expect.close(shim.rri, p.rri_out, expect.GAMMA_BUDGET),
-                            f"{what}: rri out {decode(shim.rri):.5g}, Algorithm 4 gives {p.rri_out:.5g}")
+            self.assertTrue(
+                expect.close(shim.rri, p.rri_out, expect.GAMMA_BUDGET),
+                f"{what}: rri out {decode(shim.rri):.5g}, Algorithm 4 gives {p.rri_out:.5g}",
+            )
             fields = dict(fields, rri=shim.rri)
         return self.expect_frame(rewritten(pkt, rf=shim.rf, **fields), got=got, what=what)
 
@@ -511,10 +563,24 @@ def udp_payload(n: int) -> Packet:
     return UDP(sport=40000, dport=5001, chksum=0) / bytes(n)
 
 
-def ffs_v4(rf: int, flags: str | int = "R", rri: int = constants.CODE_MAX, echo: int = 0x1234, ip_len: int = 500,
-           dst: str = DST4, options: bytes = b"", vlan: int | None = None, **shim) -> Packet:
+def ffs_v4(
+    rf: int,
+    flags: str | int = "R",
+    rri: int = constants.CODE_MAX,
+    echo: int = 0x1234,
+    ip_len: int = 500,
+    dst: str = DST4,
+    options: bytes = b"",
+    vlan: int | None = None,
+    **shim,
+) -> Packet:
     """Ether / [802.1Q] / IPv4 (IHL from the options) / FFS / UDP, IP total length `ip_len`."""
-    pkt = _l2(vlan) / IP(src=SRC4, dst=dst, id=7, ttl=64, options=options) / FFS(flags=flags, rf=rf, rri=rri, rri_echo=echo, **shim) / udp_payload(0)
+    pkt = (
+        _l2(vlan)
+        / IP(src=SRC4, dst=dst, id=7, ttl=64, options=options)
+        / FFS(flags=flags, rf=rf, rri=rri, rri_echo=echo, **shim)
+        / udp_payload(0)
+    )
     return Ether(bytes(pkt / bytes(ip_len - len(pkt[IP]))))
 
 
@@ -523,10 +589,22 @@ def _l2(vlan: int | None) -> Packet:
     return l2 / Dot1Q(vlan=vlan) if vlan is not None else l2
 
 
-def ffs_v6(rf: int, flags: str | int = "R", rri: int = constants.CODE_MAX, echo: int = 0x1234, payload_len: int = 500,
-           dst: str = DST6, vlan: int | None = None, **shim) -> Packet:
-    pkt = _l2(vlan) / IPv6(src=SRC6, dst=dst, hlim=64) / FFS(flags=flags, rf=rf, rri=rri, rri_echo=echo, **shim) / \
-        udp_payload(0)
+def ffs_v6(
+    rf: int,
+    flags: str | int = "R",
+    rri: int = constants.CODE_MAX,
+    echo: int = 0x1234,
+    payload_len: int = 500,
+    dst: str = DST6,
+    vlan: int | None = None,
+    **shim,
+) -> Packet:
+    pkt = (
+        _l2(vlan)
+        / IPv6(src=SRC6, dst=dst, hlim=64)
+        / FFS(flags=flags, rf=rf, rri=rri, rri_echo=echo, **shim)
+        / udp_payload(0)
+    )
     return Ether(bytes(pkt / bytes(payload_len - len(pkt[IPv6].payload))))
 
 
@@ -555,7 +633,9 @@ def claimed_len(pkt: Packet) -> int:
 
 def shim_valid(pkt: Packet) -> bool:
     """ffs_state = 1 (spec §7.1): a shim of version 1 with the reserved flag clear."""
-    return FFS in pkt and pkt[FFS].version == constants.SHIM_VERSION and not int(pkt[FFS].flags) & constants.FLAG_RESERVED
+    return (
+        FFS in pkt and pkt[FFS].version == constants.SHIM_VERSION and not int(pkt[FFS].flags) & constants.FLAG_RESERVED
+    )
 
 
 def code_value(code: int) -> float:
@@ -567,7 +647,7 @@ def label_in(pkt: Packet, trust: bool = True) -> float:
     """The label the node uses (spec §3.1, §6): a valid shim's rf, clamped to the admitted range
     [2^-8, 2^8], on a trusted port, else the default 1.0."""
     if trust and shim_valid(pkt):
-        return min(max(decode(pkt[FFS].rf), 2.0 ** -8), 2.0 ** 8)
+        return min(max(decode(pkt[FFS].rf), 2.0**-8), 2.0**8)
     return 1.0
 
 
@@ -577,5 +657,3 @@ def rewritten(pkt: Packet, **fields: int) -> Packet:
     for k, v in fields.items():
         setattr(out[FFS], k, v)
     return Ether(bytes(out))
-
-

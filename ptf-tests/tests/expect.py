@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Expected values for the PTF tests, from the FFS paper's real-valued equations and the spec's
 precision budget, never from the code arithmetic they check.
 
@@ -14,9 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ffs import constants, tables
 from ffs.lab import binomial
-from ffs import constants
-from ffs import tables
 from ffs.labels import decode
 
 # spec §10: the normalized label rf' within 0.93 % of rf · F / M; anything that also carries τ or
@@ -24,7 +24,7 @@ from ffs.labels import decode
 LABEL_BUDGET = 0.0093
 GAMMA_BUDGET = 0.0121
 DROP_BUDGET = 0.014
-LABEL_MAX = 2.0 ** 16  # spec §3.1: no node emits a label above 2^16, and the next admits it whole
+LABEL_MAX = 2.0**16  # spec §3.1: no node emits a label above 2^16, and the next admits it whole
 
 
 def lm_of(m_f: float) -> int:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The agent (ffs-agent) against the same target, observed through packets: a matrix change made
 with ffsctl moves the normalized label by exactly the change of lm, a refused change moves
 nothing, and the agent's tau turns a sustained overload into drops (and lets go afterwards).
@@ -14,17 +15,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from scapy.layers.l2 import Ether
 
 import expect
 from base import IN, OTHER, OUT, PID, FfsTest, _StaticTables, ffs_v4, params, target
-from ffs import constants
-from ffs import tables
+from ffs import constants, tables
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import pairs_of
-from ffs.labels import decode, encode
 from ffs.lab.scapy_ffs import FFS
+from ffs.labels import decode, encode
 from ffs.topology import load
-from scapy.layers.l2 import Ether
 
 PERIOD_MS = 100
 
@@ -34,6 +34,8 @@ def period_ms() -> float:
     packets a second, and its egress in bursts, so that a period averages over enough of them (at
     100-250 ms a period could read A = 0 beside R = 8 T, and tau jumped a hundredfold)."""
     return 500.0 if target() == "tofino" else PERIOD_MS
+
+
 # The F estimator's time constant for the agent: 20 ms, as in the project's live runs (a sender in
 # Python is bursty at the millisecond scale, and F should see its rate, not its bursts).
 LPF_US = 20000.0
@@ -82,11 +84,25 @@ class AgentTest(FfsTest):
         self.release()  # the agent takes the target
         self.sock = self.work / "agent.sock"
         self.agent = subprocess.Popen(
-            [sys.executable, "-m", "ffs.cli.agent", f"--topology={self.topology}", "--node=ptf",
-             f"--target={target()}", f"--switch={switch_address()}", f"--socket={self.sock}",
-             f"--state-dir={self.work}/state", f"--period-ms={period_ms()}", f"--lpf-time-constant-us={LPF_US}",
-             f"--lpf-scale-down={LPF_SCALE_DOWN}", "--telemetry-period-s=0", "-vv"],
-            stdout=subprocess.DEVNULL, stderr=open(self.work / "agent.log", "w"))
+            [
+                sys.executable,
+                "-m",
+                "ffs.cli.agent",
+                f"--topology={self.topology}",
+                "--node=ptf",
+                f"--target={target()}",
+                f"--switch={switch_address()}",
+                f"--socket={self.sock}",
+                f"--state-dir={self.work}/state",
+                f"--period-ms={period_ms()}",
+                f"--lpf-time-constant-us={LPF_US}",
+                f"--lpf-scale-down={LPF_SCALE_DOWN}",
+                "--telemetry-period-s=0",
+                "-vv",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.work / "agent.log", "w"),
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and self.agent.poll() is None:
             try:
@@ -122,8 +138,12 @@ class AgentTest(FfsTest):
             self.reconnect()
 
     def ffsctl(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "ffs.cli.ctl", f"--socket={self.sock}", *args],
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "ffs.cli.ctl", f"--socket={self.sock}", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     def egress_b(self) -> dict:
         return next(e for e in call(self.sock, {"op": "status"})["egresses"] if e["egress"] == "b")
@@ -152,9 +172,14 @@ class MatrixChangeReachesTheDataPlane(AgentTest):
                 time.sleep(period_ms() / 4e3)
             self.assertGreater(status["time_s"], sent_at, "the agent made no step after the probe")
             f_bps = next(p["f_bps"] for p in status["pairs"] if (p["ingress"], p["egress"]) == ("a", "b"))
-            want = expect.paper(decode(rf), round(f_bps * units), 2.0 ** (lm / constants.CODE_STEPS_PER_OCTAVE), expect.Egress()).rf_out
-            self.assertTrue(expect.close(Ether(got)[FFS].rf, want, expect.LABEL_BUDGET),
-                            f"{what}: rf' = rf · F / M with F as its packet wrote it: {decode(Ether(got)[FFS].rf):.5g}, want {want:.5g}")
+            want = expect.paper(
+                decode(rf), round(f_bps * units), 2.0 ** (lm / constants.CODE_STEPS_PER_OCTAVE), expect.Egress()
+            ).rf_out
+            self.assertTrue(
+                expect.close(Ether(got)[FFS].rf, want, expect.LABEL_BUDGET),
+                f"{what}: rf' = rf · F / M with F as its packet wrote it: {decode(Ether(got)[FFS].rf):.5g}, want "
+                f"{want:.5g}",
+            )
 
         self.assertFalse(self.egress_b()["congested"])
         probe(lm_old, "M = 500 kb/s")
@@ -176,7 +201,8 @@ TOFINO_MODEL_SKIP = (
     "each one, an agent step there (five counter reads and a register read over BF-Runtime) takes up "
     "to a second, and its egress counter moves in bursts, so a period may read A = 0 beside R = 8 T "
     "and tau jumps a hundredfold; measured over 12 runs, tau settled at T/M = 2 in 2 (the loop at "
-    "hardware speed is issue 21; the same test runs on the software switch and on hardware)")
+    "hardware speed is issue 21; the same test runs on the software switch and on hardware)"
+)
 
 
 class TauRaisesDropsOnSustainedOverload(AgentTest):
@@ -238,8 +264,13 @@ class TauRaisesDropsOnSustainedOverload(AgentTest):
         sent, got, views = self.phase(window, 8 * t)
         offered, forwarded = (n * self.IP_LEN * 8 / window for n in (sent, got))
         congested = [v for v in views if v["congested"]]
-        logging.info("T %g Mb/s: offered %.2f Mb/s, forwarded %.2f Mb/s, tau %s", t / 1e6, offered / 1e6,
-                     forwarded / 1e6, [round(v["tau"], 2) for v in congested])
+        logging.info(
+            "T %g Mb/s: offered %.2f Mb/s, forwarded %.2f Mb/s, tau %s",
+            t / 1e6,
+            offered / 1e6,
+            forwarded / 1e6,
+            [round(v["tau"], 2) for v in congested],
+        )
         self.assertGreater(offered, 3 * t, "PTF could not send fast enough to overload the egress")
         self.assertGreater(len(congested), len(views) / 2, views)
         self.assertTrue(all(v["tau"] >= 1.0 for v in congested), views)  # Lemma 1

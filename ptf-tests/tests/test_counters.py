@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Counters exact (spec §7.3-§7.6, §9): R_(i,j) (pair_bytes), drops (pair_drops), R*_j (offered),
 A_j (admitted: the frames γ let through, counted before the traffic manager), what left each
 egress (accepted) and the events cells, for a mix of managed, unmanaged and unroutable traffic.
@@ -30,11 +31,18 @@ class CountersExact(FfsTest):
         self.assertLess(got, n)
         self.assertEqual((delta.r.packets, delta.r.bytes), (n, n * size), "R: every packet of the pair, as it arrived")
         self.assertEqual((delta.drops.packets, delta.drops.bytes), ((n - got), (n - got) * size), "pair_drops")
-        self.assertEqual((delta.offered[OUT].packets, delta.offered[OUT].bytes), (n, n * size), "R* of OUT: the pair's arrivals")
-        self.assertEqual((delta.admitted[OUT].packets, delta.admitted[OUT].bytes), (got, got * size),
-                         "A of OUT: exactly the frames gamma let through toward it")
+        self.assertEqual(
+            (delta.offered[OUT].packets, delta.offered[OUT].bytes), (n, n * size), "R* of OUT: the pair's arrivals"
+        )
+        self.assertEqual(
+            (delta.admitted[OUT].packets, delta.admitted[OUT].bytes),
+            (got, got * size),
+            "A of OUT: exactly the frames gamma let through toward it",
+        )
         self.assertEqual((delta.accepted[OUT].packets, delta.accepted[OUT].bytes), (got, got * size), "what left OUT")
         # R* and A count the same traffic, FFS's: the unmanaged pair is in neither, only in what left
         self.assertEqual((delta.offered[OTHER].packets, delta.admitted[OTHER].packets), (0, 0), "R*, A of OTHER")
-        self.assertEqual((delta.accepted[OTHER].packets, delta.accepted[OTHER].bytes), (k, k * size_other), "what left OTHER")
+        self.assertEqual(
+            (delta.accepted[OTHER].packets, delta.accepted[OTHER].bytes), (k, k * size_other), "what left OTHER"
+        )
         self.assert_events(delta, ffs_drop=n - got, no_pair=k, route_miss=m)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The F estimator on the target against spec §8's filter (the software switch's `Lpf`), packet by
 packet: a train of one pair at the time constant the agent gives a small share, and a state that
 saturates at 32 bits before the output scale-down applies."""
@@ -11,9 +12,7 @@ import ptf.testutils as tu
 
 import expect
 from base import IN, OUT, PID, FfsTest, claim, ffs_v4, target
-from ffs import constants
-from ffs import p4names
-from ffs import topology
+from ffs import constants, p4names, topology
 from ffs.agent.program import estimator_time_constant_ns
 from ffs.entries import LpfSpec
 from ffs.switch.tna import Lpf
@@ -51,7 +50,9 @@ class Tolerance:
         differences bounds each reading."""
         lag = [0.0] * len(times_ns)
         for i in range(1, len(times_ns)) if tofino else ():
-            lag[i] = max((times_ns[i] - times_ns[i - 1] + latency_ns[i] + TICK_NS + lag[i - 1]) / 2, tc_ns * CLOCK / 128)
+            lag[i] = max(
+                (times_ns[i] - times_ns[i - 1] + latency_ns[i] + TICK_NS + lag[i - 1]) / 2, tc_ns * CLOCK / 128
+            )
         early = [-(r + TICK_NS) if tofino else 0.0 for r in lag]
         model = CLOCK * STEPS if tofino else 1.0
         low, high = [], []
@@ -69,9 +70,12 @@ class Tolerance:
 
     def misfits(self, readings: list[int], want: list[int]) -> list[str]:
         """Why `readings` are not `want` within the bounds (empty if they are)."""
-        ratios = [r / w for r, w in zip(readings, want)]
-        out = [f"reading {k}: {r} for {w} (ratio {q:.4f} outside [{lo:.4f}, {hi:.4f}])"
-               for k, (r, w, q, lo, hi) in enumerate(zip(readings, want, ratios, self.low, self.high)) if not lo <= q <= hi]
+        ratios = [r / w for r, w in zip(readings, want, strict=False)]
+        out = [
+            f"reading {k}: {r} for {w} (ratio {q:.4f} outside [{lo:.4f}, {hi:.4f}])"
+            for k, (r, w, q, lo, hi) in enumerate(zip(readings, want, ratios, self.low, self.high, strict=False))
+            if not lo <= q <= hi
+        ]
         mean = sum(ratios) / len(ratios)
         if not MEAN_LOW <= mean <= MEAN_HIGH:
             out.append(f"mean ratio {mean:.4f} outside [{MEAN_LOW}, {MEAN_HIGH}]")
@@ -83,7 +87,7 @@ def filtered(weights: list[int], times_ns: list[int], tc_ns: float, scale_down: 
     finds a state that has forgotten everything."""
     lpf = Lpf(p4names.F_LPF)
     lpf.set_spec(PID, LpfSpec("RATE", tc_ns, tc_ns, scale_down))
-    return [lpf.execute(w, PID, t, 0) for w, t in zip(weights, times_ns)]
+    return [lpf.execute(w, PID, t, 0) for w, t in zip(weights, times_ns, strict=False)]
 
 
 class EstimatorMatchesTheFilter(FfsTest):
@@ -124,27 +128,34 @@ class EstimatorMatchesTheFilter(FfsTest):
         w = expect.weight(claim(pkt), constants.CODE_ONE)
         for attempt in range(1, TRAINS + 1):
             sent, latency, readings = self.train(pkt, tc)
-            waits = [max(b - a, lat) for a, b, lat in zip([sent[0], *sent], sent, latency)]
+            waits = [max(b - a, lat) for a, b, lat in zip([sent[0], *sent], sent, latency, strict=False)]
             stall = max(waits)
             if stall <= tc / 4:
                 break
             # PTF or the model stalled (a pause of the order of tau, which the bounds do not
             # cover): the train is not the regime the test is about, not a reading of the filter
-            print(f"\n{type(self).__name__}: train {attempt} stalled {stall / 1e6:.0f} ms (> tau/4) at packet "
-                  f"{waits.index(stall)} of {len(sent)}", flush=True)
+            print(
+                f"\n{type(self).__name__}: train {attempt} stalled {stall / 1e6:.0f} ms (> tau/4) at packet "
+                f"{waits.index(stall)} of {len(sent)}",
+                flush=True,
+            )
             if attempt < TRAINS:
                 self.driver.set_lpf_spec(p4names.F_LPF.name, [PID], LpfSpec("RATE", tc, tc, 0))
         times = [t - sent[0] for t in sent]
-        gaps = [b - a for a, b in zip(times, times[1:])]
+        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
         want = filtered([w] * len(sent), times, tc)
         full = Tolerance.of(target() == "tofino", times, latency, w, tc)
         tol = Tolerance(full.low[SETTLE:], full.high[SETTLE:])
-        ratios = [r / x for r, x in zip(readings[SETTLE:], want[SETTLE:])]
-        print(f"\n{type(self).__name__}: {len(sent)} packets in {times[-1] / 1e6:.0f} ms (tau {tc / 1e6:.2f} ms, "
-              f"gaps median {sorted(gaps)[len(gaps) // 2] / 1e6:.1f} max {max(gaps) / 1e6:.1f} ms, latency <= {max(latency) / 1e6:.1f} ms); "
-              f"target / spec: min {min(ratios):.4f} max {max(ratios):.4f} mean {sum(ratios) / len(ratios):.4f}, "
-              f"{sum(abs(q - 1) <= 0.1 for q in ratios)} of {len(ratios)} within 10 %; "
-              f"bounds: low {min(tol.low):.3f}..{max(tol.low):.3f}, high {min(tol.high):.3f}..{max(tol.high):.3f}", flush=True)
+        ratios = [r / x for r, x in zip(readings[SETTLE:], want[SETTLE:], strict=False)]
+        print(
+            f"\n{type(self).__name__}: {len(sent)} packets in {times[-1] / 1e6:.0f} ms (tau {tc / 1e6:.2f} ms, "
+            f"gaps median {sorted(gaps)[len(gaps) // 2] / 1e6:.1f} max {max(gaps) / 1e6:.1f} ms, latency <= "
+            f"{max(latency) / 1e6:.1f} ms); "
+            f"target / spec: min {min(ratios):.4f} max {max(ratios):.4f} mean {sum(ratios) / len(ratios):.4f}, "
+            f"{sum(abs(q - 1) <= 0.1 for q in ratios)} of {len(ratios)} within 10 %; "
+            f"bounds: low {min(tol.low):.3f}..{max(tol.low):.3f}, high {min(tol.high):.3f}..{max(tol.high):.3f}",
+            flush=True,
+        )
 
         self.assertEqual(readings[0], w, "the first packet after the spec was written reads its own weight")
         self.assertLessEqual(sorted(gaps)[len(gaps) // 2], tc / 4, "PTF sent too slowly for the mean's bounds")
@@ -152,8 +163,11 @@ class EstimatorMatchesTheFilter(FfsTest):
         self.assertLess(want[-1], plain_sum[-1] / 2, "the train never reached the filter's decaying regime")
         self.assertEqual(tol.misfits(readings[SETTLE:], want[SETTLE:]), [], "the target's F against spec §8's filter")
         # the same check with the wrong filter must fail, or it could not tell
-        for what, other in (("a plain sum", plain_sum), ("2 tau", filtered([w] * len(sent), times, 2 * tc)),
-                            ("tau / 2", filtered([w] * len(sent), times, tc / 2))):
+        for what, other in (
+            ("a plain sum", plain_sum),
+            ("2 tau", filtered([w] * len(sent), times, 2 * tc)),
+            ("tau / 2", filtered([w] * len(sent), times, tc / 2)),
+        ):
             self.assertNotEqual(tol.misfits(readings[SETTLE:], other[SETTLE:]), [], f"the readings also fit {what}")
 
     def train(self, pkt, tc: float) -> tuple[list[int], list[int], list[int]]:
@@ -204,10 +218,15 @@ class EstimatorStateSaturatesAt32Bits(FfsTest):
         # spec §8 without the saturation, at the latest the target can have run the last packet:
         # at least what a wider state would hold
         unsaturated = sum(w * math.exp(-(through - t) / tc) for t in sent)
-        print(f"\n{type(self).__name__}: {n} packets of weight {w} in {(sent[-1] - sent[0]) / 1e6:.0f} ms; "
-              f"F {first} after the first, {last} after the last (unsaturated: {int(unsaturated) >> s})", flush=True)
+        print(
+            f"\n{type(self).__name__}: {n} packets of weight {w} in {(sent[-1] - sent[0]) / 1e6:.0f} ms; "
+            f"F {first} after the first, {last} after the last (unsaturated: {int(unsaturated) >> s})",
+            flush=True,
+        )
         top = U32 >> s
-        self.assertGreaterEqual(unsaturated, 1.5 * (U32 + 1), "the burst did not hold 1.5 times 2^32 (the target ran it too slowly)")
+        self.assertGreaterEqual(
+            unsaturated, 1.5 * (U32 + 1), "the burst did not hold 1.5 times 2^32 (the target ran it too slowly)"
+        )
         self.assertLess(first, top // 8, "the burst started far from saturation")
         self.assertEqual(last, top, f"F once the sum passed 2^32 (unsaturated it would read {int(unsaturated) >> s})")
         want = filtered([w] * len(sent), [t - sent[0] for t in sent], tc, s)

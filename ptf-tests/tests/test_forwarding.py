@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Forwarding (spec §7.2 stage 0-1): longest-prefix routes for IPv4 and IPv6, the configurable
 miss action, and pairs the node does not manage."""
 
@@ -65,18 +66,28 @@ class UnmanagedPairBypassesFfs(FfsTest):
 
     def runTest(self):
         congested = expect.Egress(tau=1.0, congested=True)
-        self.driver.write([Update("insert", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OTHER)},
-                                                       "set_egress", congested.params()))])
+        self.driver.write(
+            [
+                Update(
+                    "insert",
+                    TableEntry(
+                        p4names.EGRESS_PARAMS.name, {"egress_port": Exact(OTHER)}, "set_egress", congested.params()
+                    ),
+                )
+            ]
+        )
         pkt = ffs_v4(encode(64.0))
         # the managed pair toward an egress in the same state: rf' = 64 · F / M far above tau = 1
         f = self.f_of(pkt)
         self.set_lm(0)
         self.set_egress(congested)
         gamma = expect.paper(64.0, f, self.m, congested).gamma  # M_F = 2^0
-        self.assertLess(gamma, 2.0 ** -12)
+        self.assertLess(gamma, 2.0**-12)
         before = self.counts()
         self.send(pkt, count=5)
-        self.assertLessEqual(self.count_received(OUT, 5, timeout=0.5), 1, "a managed pair at this egress state is dropped")
+        self.assertLessEqual(
+            self.count_received(OUT, 5, timeout=0.5), 1, "a managed pair at this egress state is dropped"
+        )
         self.assertGreaterEqual(self.since(before).drops.packets, 4)
         pkt = ffs_v4(encode(64.0), dst=DST4_OTHER)
         before = self.counts()
@@ -87,4 +98,6 @@ class UnmanagedPairBypassesFfs(FfsTest):
         self.assert_events(delta, no_pair=5)
         self.assertEqual(delta.r.packets, 0)
         self.assertEqual((delta.offered[OTHER].packets, delta.admitted[OTHER].packets), (0, 0))
-        self.assertEqual((delta.accepted[OTHER].packets, delta.accepted[OTHER].bytes), (5, 5 * (len(pkt) + byte_adjust())))
+        self.assertEqual(
+            (delta.accepted[OTHER].packets, delta.accepted[OTHER].bytes), (5, 5 * (len(pkt) + byte_adjust()))
+        )

@@ -1,8 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
 """Algorithm 3 of the FFS paper on the target: the F estimate, rf' = rf · F / M, rf out =
 min(rf', tau), gamma = 1 never drops, and drop frequencies within a binomial ±4σ bound around the
 paper's gamma = min(1, tau / rf'). Every expectation is the paper's real-valued formula, with the
 tolerance spec §10 allows the log code."""
-
 
 from ptf.testutils import group
 from scapy.layers.l2 import Ether
@@ -20,12 +20,10 @@ from base import (
     packets,
     plain_v4,
 )
-from ffs import constants
-from ffs import p4names
-from ffs import tables
+from ffs import constants, p4names, tables
 from ffs.entries import LpfSpec
-from ffs.labels import decode, encode
 from ffs.lab.scapy_ffs import FFS
+from ffs.labels import decode, encode
 
 WEIGHT_BUDGET = 0.0066  # spec §10: len_log's error carried into w, where w >= 128
 
@@ -40,7 +38,7 @@ class EstimatorReadsTheWeight(FfsTest):
             for rf in (1 / 16, 0.5, 1.0, 2.0, 16.0):
                 pkt = ffs_v4(encode(rf), flags=0, ip_len=ip_len)
                 f = self.f_of(pkt)
-                ideal = tables.wire_len(claimed_len(pkt)) * 2 ** constants.WEIGHT_SHIFT / rf / 2 ** SCALE
+                ideal = tables.wire_len(claimed_len(pkt)) * 2**constants.WEIGHT_SHIFT / rf / 2**SCALE
                 self.assertLessEqual(abs(f / ideal - 1), WEIGHT_BUDGET + 1 / f, (ip_len, rf, f, ideal))
 
 
@@ -82,9 +80,11 @@ class GammaOneNeverDrops(FfsTest):
         rf = 2.0
         pkt = ffs_v4(encode(rf), flags=0)
         f = self.f_of(pkt)
-        for what, norm, egress in (("rf' = tau / 1.03", 2.0 / 1.03, expect.Egress(tau=2.0, congested=True)),
-                                   ("rf' = tau / 4", 0.5, expect.Egress(tau=2.0, congested=True)),
-                                   ("tau = infinity", 64.0, expect.Egress())):
+        for what, norm, egress in (
+            ("rf' = tau / 1.03", 2.0 / 1.03, expect.Egress(tau=2.0, congested=True)),
+            ("rf' = tau / 4", 0.5, expect.Egress(tau=2.0, congested=True)),
+            ("tau = infinity", 64.0, expect.Egress()),
+        ):
             self.set_m(expect.m_for(rf, f, norm))
             self.set_egress(egress)
             self.assertEqual(expect.paper(rf, f, self.m, egress).gamma, 1.0)
@@ -92,7 +92,9 @@ class GammaOneNeverDrops(FfsTest):
             self.send(pkt, count=n)
             got = self.count_received(OUT, n)
             delta = self.since(before)
-            self.assertEqual((delta.r.packets, delta.drops.packets, delta.accepted[OUT].packets, got), (n, 0, n, n), what)
+            self.assertEqual(
+                (delta.r.packets, delta.drops.packets, delta.accepted[OUT].packets, got), (n, 0, n, n), what
+            )
             self.assert_events(delta)
 
 
@@ -168,7 +170,7 @@ class GammaZeroAlwaysDrops(FfsTest):
             self.expect_nothing(timeout=0.3)
             delta = self.since(before)
             p = expect.paper(decode(rf), self.f_est(), self.m, self.egress)
-            self.assertLess(p.gamma, 2.0 ** -16 / (1 + expect.DROP_BUDGET))
+            self.assertLess(p.gamma, 2.0**-16 / (1 + expect.DROP_BUDGET))
             self.assertEqual((delta.r.packets, delta.drops.packets, delta.accepted[OUT].packets), (20, 20, 0))
             self.assert_events(delta, ffs_drop=20)
 
@@ -190,11 +192,13 @@ class LabelsLeaveAtMostWhatTheNextHopAdmits(FfsTest):
         self.assertTrue(expect.close(out[FFS].rf, expect.LABEL_MAX, expect.LABEL_BUDGET), decode(out[FFS].rf))
         self.driver.set_lpf_spec(p4names.F_LPF.name, [PID], LpfSpec("RATE", 1.0, 1.0, SCALE))
         self._f_cache.clear()
-        self.set_m(expect.m_for(1.0, self.f_of(pkt), 2.0 ** 10))
+        self.set_m(expect.m_for(1.0, self.f_of(pkt), 2.0**10))
         got, p, _ = self.one(pkt)
         hop2 = Ether(self.expect_emitted(got, pkt, p, what="rf' = 2^10"))
         label = decode(hop2[FFS].rf)
-        self.assertLessEqual(abs(label / 2 ** 10 - 1), expect.LABEL_BUDGET)
+        self.assertLessEqual(abs(label / 2**10 - 1), expect.LABEL_BUDGET)
         f = self.f_of(hop2)  # the next hop: this frame, as it arrives
-        ideal = tables.wire_len(claimed_len(hop2)) * 2 ** constants.WEIGHT_SHIFT / label / 2 ** SCALE
-        self.assertLessEqual(abs(f / ideal - 1), WEIGHT_BUDGET + 1 / f, f"weighed as {label:g}: F {f}, want {ideal:.1f}")
+        ideal = tables.wire_len(claimed_len(hop2)) * 2**constants.WEIGHT_SHIFT / label / 2**SCALE
+        self.assertLessEqual(
+            abs(f / ideal - 1), WEIGHT_BUDGET + 1 / f, f"weighed as {label:g}: F {f}, want {ideal:.1f}"
+        )

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Parser and deparser (spec §2, §7.1): where the shim is found, what happens to packets without
 one, and the fates of truncated and foreign shims."""
 
@@ -10,27 +11,25 @@ import expect
 from base import (
     DST4,
     DST6,
+    IN,
     MAC_DST,
     MAC_SRC,
     OUT,
     SCALE,
     SRC4,
     SRC6,
-    IN,
     FfsTest,
     byte_adjust,
     claimed_len,
-    label_in,
     ffs_v4,
     ffs_v6,
+    label_in,
     plain_v4,
     plain_v6,
 )
-from ffs import constants
-from ffs import p4names
-from ffs import tables
-from ffs.labels import encode
+from ffs import constants, p4names, tables
 from ffs.lab.scapy_ffs import FFS
+from ffs.labels import encode
 
 # Table II stream s1 (FFS paper; spec §11.2.1) at a congested node: tau = 4/3 and the
 # normalized label rf' = 0.5, so gamma = 1, rf leaves as 0.5 and RRI = tau / rf' = 8/3.
@@ -51,7 +50,9 @@ class ShimRewriteCase(FfsTest):
         self.assertEqual(p.gamma, 1.0, what)
         self.assertLessEqual(abs(p.rri_out / (8 / 3) - 1), 0.003, "Table II: RRI = tau / rf' = 8/3")
         out = self.expect_emitted(got, pkt, p, what=what)
-        self.assertTrue(expect.close(Ether(out)[FFS].rf, 0.5, expect.GAMMA_BUDGET), f"{what}: Table II s1 leaves with 0.5")
+        self.assertTrue(
+            expect.close(Ether(out)[FFS].rf, 0.5, expect.GAMMA_BUDGET), f"{what}: Table II s1 leaves with 0.5"
+        )
         self.assertTrue(expect.close(Ether(out)[FFS].rri, 8 / 3, expect.GAMMA_BUDGET), f"{what}: Table II s1 RRI 8/3")
         self.assertEqual((delta.r.packets, delta.accepted[OUT].packets, delta.drops.packets), (1, 1, 0), what)
         self.assert_events(delta)
@@ -99,7 +100,7 @@ class NonFfsTraffic(FfsTest):
             self.assert_events(delta)
             # F (forgetful estimator): the claimed frame's line-rate weight with rf = 1.0, len · 2^8 >> s
             # (spec §4), within the weight's budget (spec §10)
-            ideal = tables.wire_len(claimed_len(pkt)) * 2 ** constants.WEIGHT_SHIFT / 2 ** SCALE
+            ideal = tables.wire_len(claimed_len(pkt)) * 2**constants.WEIGHT_SHIFT / 2**SCALE
             self.assertLessEqual(abs(self.f_est() / ideal - 1), 0.0066 + 1 / ideal, pkt.summary())
         before = self.counts()
         self.send(Ether(src=MAC_SRC, dst="ff:ff:ff:ff:ff:ff") / ARP(hwsrc=MAC_SRC, psrc=SRC4, pdst=DST4))
@@ -121,12 +122,19 @@ class TruncatedShimDropped(FfsTest):
         for kept in (0, 3, 4, 7):  # IHL 15: the shim starts at byte 74, beyond any padding
             fate = "parse_error" if kept + constants.FCS_LEN < constants.SHIM_LEN else "malformed"
             cases[f"IPv4 frame ends {8 - kept} bytes inside the shim"] = (
-                eth / IP(src=SRC4, dst=DST4, proto=253, options=OPTIONS_MAX, len=168) / shim[:kept], fate)
+                eth / IP(src=SRC4, dst=DST4, proto=253, options=OPTIONS_MAX, len=168) / shim[:kept],
+                fate,
+            )
         # a 58-byte IPv6 frame with 4 bytes of the shim: padded to 60, its shim is read whole
         cases["IPv6 runt, payload_len 108"] = (eth / IPv6(src=SRC6, dst=DST6, nh=253, plen=108) / shim[:4], "malformed")
-        cases["IPv4 total_len < 4·IHL + 8"] = (eth / IP(src=SRC4, dst=DST4, proto=253, len=24) / shim / bytes(100),
-                                               "parse_error")
-        cases["IPv6 payload_len < 8"] = (eth / IPv6(src=SRC6, dst=DST6, nh=253, plen=7) / shim / bytes(100), "parse_error")
+        cases["IPv4 total_len < 4·IHL + 8"] = (
+            eth / IP(src=SRC4, dst=DST4, proto=253, len=24) / shim / bytes(100),
+            "parse_error",
+        )
+        cases["IPv6 payload_len < 8"] = (
+            eth / IPv6(src=SRC6, dst=DST6, nh=253, plen=7) / shim / bytes(100),
+            "parse_error",
+        )
         for what, (pkt, fate) in cases.items():
             before = self.counts()
             malformed = self.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT].packets
@@ -152,9 +160,11 @@ class OpaqueShimsPassUntouched(FfsTest):
         f_default = self.f_of(plain_v4(500))
         self.set_m(expect.m_for(1.0, f_default, 0.5))
         self.set_egress(expect.Egress(tau=1.0, congested=True))
-        for what, pkt in (("version 2", ffs_v4(encode(8.0), version=2)),
-                          ("version 15", ffs_v4(encode(8.0), version=15)),
-                          ("reserved flag", ffs_v4(encode(8.0), flags=constants.FLAG_RI | constants.FLAG_RESERVED))):
+        for what, pkt in (
+            ("version 2", ffs_v4(encode(8.0), version=2)),
+            ("version 15", ffs_v4(encode(8.0), version=15)),
+            ("reserved flag", ffs_v4(encode(8.0), flags=constants.FLAG_RI | constants.FLAG_RESERVED)),
+        ):
             before = self.counts()
             self.send(pkt)
             self.expect_frame(pkt, what=what)
@@ -205,9 +215,13 @@ SHIM_LOOKALIKE = bytes([0x18, 17]) + encode(2.0).to_bytes(2, "big") + b"\xff\xff
 
 def fragment(offset: int, mf: bool, data: bytes, proto: int = 253):
     """An IPv4 fragment (offset in 8-byte units) of a protocol-`proto` datagram."""
-    return Ether(bytes(Ether(src=MAC_SRC, dst=MAC_DST) /
-                       IP(src=SRC4, dst=DST4, id=99, ttl=64, proto=proto, flags="MF" if mf else 0, frag=offset) /
-                       Raw(data)))
+    return Ether(
+        bytes(
+            Ether(src=MAC_SRC, dst=MAC_DST)
+            / IP(src=SRC4, dst=DST4, id=99, ttl=64, proto=proto, flags="MF" if mf else 0, frag=offset)
+            / Raw(data)
+        )
+    )
 
 
 class FragmentsArePayload(FfsTest):
@@ -258,8 +272,14 @@ class FirstFragmentKeepsItsShim(FfsTest):
     without a shim unchanged and counts it."""
 
     def runTest(self):
-        first = Ether(bytes(Ether(src=MAC_SRC, dst=MAC_DST) / IP(src=SRC4, dst=DST4, id=99, ttl=64, flags="MF") /
-                            FFS(flags="R", rf=encode(2.0), rri=constants.CODE_MAX, rri_echo=0x1234) / Raw(bytes(472))))
+        first = Ether(
+            bytes(
+                Ether(src=MAC_SRC, dst=MAC_DST)
+                / IP(src=SRC4, dst=DST4, id=99, ttl=64, flags="MF")
+                / FFS(flags="R", rf=encode(2.0), rri=constants.CODE_MAX, rri_echo=0x1234)
+                / Raw(bytes(472))
+            )
+        )
         self.assertIn(FFS, first)
         self.set_strip(OUT)
         self.set_m(expect.m_for(2.0, self.f_of(first), 0.5))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Port modes (spec §6): trust, reset, insert at ingress; strip at egress; lengths and IPv4
 header checksums (the expected checksums are scapy's, computed from the expected headers)."""
 
@@ -17,11 +18,10 @@ from base import (
     plain_v4,
     plain_v6,
 )
-from ffs import constants
-from ffs import tables
+from ffs import constants, tables
 from ffs.entries import Update
-from ffs.labels import decode, encode
 from ffs.lab.scapy_ffs import FFS
+from ffs.labels import decode, encode
 
 CONGESTED = expect.Egress(tau=4 / 3, congested=True)
 
@@ -125,8 +125,11 @@ class InsertRespectsTheEgressMtu(FfsTest):
         self.driver.write([Update("insert", e) for e in tables.shim_room_entries(OUT, 508)])
         df = Ether(bytes(plain_v4(501)))
         df[IP].flags = "DF"
-        for fits, too_big in ((plain_v4(500), plain_v4(501)), (plain_v4(500), Ether(bytes(df))),
-                              (plain_v6(460), plain_v6(461))):
+        for fits, too_big in (
+            (plain_v4(500), plain_v4(501)),
+            (plain_v4(500), Ether(bytes(df))),
+            (plain_v6(460), plain_v6(461)),
+        ):
             self.send(fits)
             got = self.recv(OUT)
             self.assertIsNotNone(got)
@@ -154,4 +157,3 @@ class StripShim(FfsTest):
             self.send(plain)
             self.expect_frame(plain, what=f"{plain.summary()} inserted, then stripped")
         self.expect_nothing(timeout=0.2)
-

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RI / RRI (Algorithm 4 of the FFS paper) with the pre-gamma normalized label (spec §11.1.1):
 the congested and uncongested branches with the paper's numbers, a chain of updates across hops,
 and the fields RI must leave alone. Expected values are the paper's real numbers, within spec
@@ -8,8 +9,8 @@ from scapy.layers.l2 import Ether
 import expect
 from base import FfsTest, code_value, ffs_v4
 from ffs import constants
-from ffs.labels import decode, encode
 from ffs.lab.scapy_ffs import FFS
+from ffs.labels import decode, encode
 
 TAU = 4 / 3  # Table II (spec §11.2.1)
 
@@ -44,7 +45,11 @@ class RriUncongested(FfsTest):
     def runTest(self):
         rf = 2.0
         egress = expect.Egress(cr=2.0)
-        for norm, rri_in, rri in ((2 / 3, constants.CODE_MAX, 2.0), (1 / 3, constants.CODE_MAX, 3.0), (2 / 3, encode(1.5), 1.5)):
+        for norm, rri_in, rri in (
+            (2 / 3, constants.CODE_MAX, 2.0),
+            (1 / 3, constants.CODE_MAX, 3.0),
+            (2 / 3, encode(1.5), 1.5),
+        ):
             pkt = ffs_v4(encode(rf), flags="R", rri=rri_in)
             self.set_m(expect.m_for(rf, self.f_of(pkt), norm))
             self.set_egress(egress)
@@ -69,7 +74,9 @@ class RriChainOfUpdates(FfsTest):
             got, p = self.first_survivor(frame)
             out = Ether(self.expect_emitted(got, frame, p, what=f"hop {hop}"))
             # the paper's chain, compounded over the hops: each hop's budget applies to its own step
-            self.assertTrue(expect.close(out[FFS].rri, rri, hop * expect.GAMMA_BUDGET), (hop, decode(out[FFS].rri), rri))
+            self.assertTrue(
+                expect.close(out[FFS].rri, rri, hop * expect.GAMMA_BUDGET), (hop, decode(out[FFS].rri), rri)
+            )
             frame = out
 
 

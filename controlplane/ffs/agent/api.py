@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The agent's local control API: JSON lines over a Unix socket that only its owner can use.
 
 One request per line, one response per line:
@@ -274,5 +275,7 @@ def answer(line: bytes) -> Any:
     except ValueError:
         raise ApiError("the agent's answer is not JSON") from None
     if not isinstance(resp, dict) or not resp.get("ok"):
-        raise ApiError(resp.get("error", "request failed") if isinstance(resp, dict) else "the agent's answer is not an object")
+        raise ApiError(
+            resp.get("error", "request failed") if isinstance(resp, dict) else "the agent's answer is not an object"
+        )
     return resp.get("result")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The agent: owns one switch through a Driver, keeps τ per egress, applies fairness matrices.
 
 `Agent` is the one object the service, ffsctl's local commands and the laboratory use. Its jobs
@@ -26,7 +27,15 @@ from ffs.agent.quarantine import Quarantine
 from ffs.agent.quarantine_entries import QuarantineEntries
 from ffs.agent.snapshot import EgressStatus, PairStatus, Snapshot, tau_display
 from ffs.agent.state import StateStore
-from ffs.agent.takeover import GENERATED_EVERY, GENERATED_TABLES, NODE_TABLES, OWNED_TABLES, TakeOver, canonical_key, canonical_value
+from ffs.agent.takeover import (
+    GENERATED_EVERY,
+    GENERATED_TABLES,
+    NODE_TABLES,
+    OWNED_TABLES,
+    TakeOver,
+    canonical_key,
+    canonical_value,
+)
 from ffs.agent.tau_loop import TauLoop
 from ffs.agent.telemetry import Telemetry
 from ffs.driver.base import Driver
@@ -34,8 +43,18 @@ from ffs.tau import TauParams
 from ffs.topology import Topology
 
 __all__ = [
-    "Agent", "EgressStatus", "GENERATED_EVERY", "GENERATED_TABLES", "MatrixError", "NODE_TABLES", "OWNED_TABLES", "PairStatus",
-    "Snapshot", "canonical_key", "canonical_value", "tau_display",
+    "Agent",
+    "EgressStatus",
+    "GENERATED_EVERY",
+    "GENERATED_TABLES",
+    "MatrixError",
+    "NODE_TABLES",
+    "OWNED_TABLES",
+    "PairStatus",
+    "Snapshot",
+    "canonical_key",
+    "canonical_value",
+    "tau_display",
 ]
 
 log = logging.getLogger("ffs.agent")
@@ -82,7 +101,9 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
                 try:
                     self.fairness = self.validate(saved)
                 except MatrixError as e:
-                    raise MatrixError(f"{store.matrix_path(self.node.name)}: the saved matrix no longer fits the topology: {e}") from None
+                    raise MatrixError(
+                        f"{store.matrix_path(self.node.name)}: the saved matrix no longer fits the topology: {e}"
+                    ) from None
         self._check_estimator(self.fairness)
         self.taus = {}
         self._last = {}

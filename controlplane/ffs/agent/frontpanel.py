@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The node's front-panel ports on a Tofino (`$PORT`): brought up from the topology, reconciled like
 the tables, reported in status and metrics.
 
@@ -47,8 +48,10 @@ class FrontPanel:
                 continue
             dev = self.driver.port_of(i.fp)
             if dev != i.port:
-                raise PortError(f"interface {name}: front-panel port {i.fp} is device port {dev} on this switch, "
-                                f"the topology says port {i.port}")
+                raise PortError(
+                    f"interface {name}: front-panel port {i.fp} is device port {dev} on this switch, "
+                    f"the topology says port {i.port}"
+                )
             out[name] = (i.fp, ports.spec(dev, i.speed, i.fec, i.autoneg))
         self.specs = out
         return out
@@ -75,25 +78,44 @@ class FrontPanel:
             try:
                 self.driver.write_ports(adds=adds, enables=enables)
             except DriverError as e:
-                raise PortError(f"the switch refused the ports {', '.join(fp for fp, s in specs.values() if s in adds)} "
-                                f"or their enable: {e}") from None
+                raise PortError(
+                    f"the switch refused the ports {', '.join(fp for fp, s in specs.values() if s in adds)} "
+                    f"or their enable: {e}"
+                ) from None
         if adds or enables or readds:
-            log.info("ports: %d added, %d re-added, %d enabled, %d already right", len(adds), readds, len(enables),
-                     len(specs) - len(adds) - len(enables) - readds)
+            log.info(
+                "ports: %d added, %d re-added, %d enabled, %d already right",
+                len(adds),
+                readds,
+                len(enables),
+                len(specs) - len(adds) - len(enables) - readds,
+            )
         return len(adds) + len(enables) + readds
 
     def _readd(self, name: str, fp: str, old: PortSpec, new: PortSpec) -> None:
         """Speed, FEC and autonegotiation change only by deleting the port and adding it again; if
         the switch refuses the new port (a 100G port on lane 1, say), the old one is put back."""
-        log.warning("port %s (%s, device port %d) re-added: %s %s %s -> %s %s %s", fp, name, new.dev_port,
-                    old.speed, old.fec, old.autoneg, new.speed, new.fec, new.autoneg)
+        log.warning(
+            "port %s (%s, device port %d) re-added: %s %s %s -> %s %s %s",
+            fp,
+            name,
+            new.dev_port,
+            old.speed,
+            old.fec,
+            old.autoneg,
+            new.speed,
+            new.fec,
+            new.autoneg,
+        )
         self.driver.write_ports(deletes=[new.dev_port])
         try:
             self.driver.write_ports(adds=[new])
         except DriverError as e:
             self.driver.write_ports(adds=[old])
-            raise PortError(f"interface {name}: the switch refused port {fp} at {new.speed} {new.fec} {new.autoneg} "
-                            f"({e}); it is back as it was, {old.speed}") from None
+            raise PortError(
+                f"interface {name}: the switch refused port {fp} at {new.speed} {new.fec} {new.autoneg} "
+                f"({e}); it is back as it was, {old.speed}"
+            ) from None
 
     def status(self) -> list[PortStatus]:
         """The oper state of every front-panel interface (one `$PORT` read)."""
@@ -103,6 +125,15 @@ class FrontPanel:
         out = []
         for name, (fp, s) in sorted(self.specs.items()):
             h = held.get(s.dev_port)
-            out.append(PortStatus(name, fp, s.dev_port, ports.pipe_of(s.dev_port), h.spec.speed if h else "absent",
-                                  bool(h and h.spec.enable), bool(h and h.up)))
+            out.append(
+                PortStatus(
+                    name,
+                    fp,
+                    s.dev_port,
+                    ports.pipe_of(s.dev_port),
+                    h.spec.speed if h else "absent",
+                    bool(h and h.spec.enable),
+                    bool(h and h.up),
+                )
+            )
         return out

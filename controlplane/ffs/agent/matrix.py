@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fairness matrices {egress: {ingress: bit/s}}: reading them from files and requests, checking
 them against a node, and comparing two. Light on imports, so ffsctl and the bfshell scripts can
 use it without the agent's machinery."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The audited matrix transaction: a fairness-matrix change validated whole, turned into one batch
 (pair entries inserted, modified or deleted, egress entries likewise), audited ahead, applied
 atomically, then persisted and settled in the audit log. If the switch refuses the batch, neither
@@ -33,9 +34,14 @@ class MatrixTransaction(AgentParts):
         the precision budget (spec §10): it reads high by about one frame in that many."""
         n = frames_per_time_constant(self.node, self.lpf, fairness)
         if n < LPF_PACKETS / 2:
-            log.warning("the smallest share carries %.1f frames of %d bytes per estimator time constant (%.0f ms): an "
-                        "overloaded pair at that share may lose about %.0f %% of it (docs/spec.md §10)",
-                        n, int(largest_frame_bits(self.node) / 8), (self.lpf.time_constant_ns or 0) / 1e6, 100 / max(n, 1e-9))
+            log.warning(
+                "the smallest share carries %.1f frames of %d bytes per estimator time constant (%.0f ms): an "
+                "overloaded pair at that share may lose about %.0f %% of it (docs/spec.md §10)",
+                n,
+                int(largest_frame_bits(self.node) / 8),
+                (self.lpf.time_constant_ns or 0) / 1e6,
+                100 / max(n, 1e-9),
+            )
 
     def validate(self, fairness: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
         return validate_matrix(self.node, fairness)
@@ -61,7 +67,9 @@ class MatrixTransaction(AgentParts):
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "delete"))
         return [self.quarantine.withhold(u) for u in ups]  # a new share does not lift a quarantine
 
-    def apply_matrix(self, fairness: dict[str, dict[str, float]], who: str = "agent", uid: int | None = None) -> list[dict[str, Any]]:
+    def apply_matrix(
+        self, fairness: dict[str, dict[str, float]], who: str = "agent", uid: int | None = None
+    ) -> list[dict[str, Any]]:
         """Validate, audit ahead, apply atomically, persist, settle. Returns the list of changes.
 
         The order is the audit's guarantee (docs/control-plane.md): the record is fsynced in the audit

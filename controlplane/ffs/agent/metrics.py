@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Prometheus metrics of the agent, served on 127.0.0.1 only (another address only if the operator asks)."""
 
 from __future__ import annotations
@@ -20,20 +21,34 @@ class Metrics:
         self.target = Gauge("ffs_target_bps", "target capacity T_j, bit/s", e, registry=r)
         self.egress_drop = Gauge("ffs_egress_drop_bps", "rate dropped by FFS toward this egress, bit/s", e, registry=r)
         self.egress_drops = Counter("ffs_egress_drops", "packets dropped by FFS toward this egress", e, registry=r)
-        self.egress_malformed = Counter("ffs_egress_malformed", "frames dropped at this egress: their bytes disagree "
-                                        "with their IP length", e, registry=r)
+        self.egress_malformed = Counter(
+            "ffs_egress_malformed",
+            "frames dropped at this egress: their bytes disagree with their IP length",
+            e,
+            registry=r,
+        )
         self.pair_rate = Gauge("ffs_pair_rate_bps", "arrival rate R_ij, bit/s", p, registry=r)
-        self.pair_share = Gauge("ffs_pair_share_bps", "enforced share M_ij (scaled to the target), bit/s", p, registry=r)
+        self.pair_share = Gauge(
+            "ffs_pair_share_bps", "enforced share M_ij (scaled to the target), bit/s", p, registry=r
+        )
         self.pair_drop = Gauge("ffs_pair_drop_bps", "rate dropped by FFS, bit/s", p, registry=r)
         self.pair_drops = Counter("ffs_pair_drops", "packets dropped by FFS", p, registry=r)
         self.pair_f = Gauge("ffs_pair_f_bps", "weighted rate F_ij, bit/s", p, registry=r)
-        self.pair_malformed = Counter("ffs_pair_malformed", "frames of this pair dropped for a lying length", p, registry=r)
-        self.pair_quarantined = Gauge("ffs_pair_quarantined", "1 while part of the pair's share is withheld for lying "
-                                      "frames", p, registry=r)
-        self.pair_withheld = Gauge("ffs_pair_withheld", "the fraction of the pair's share withheld for lying frames "
-                                   "(1: all of it)", p, registry=r)
-        self.port_up = Gauge("ffs_port_up", "1 while the front-panel port's link is up ($PORT_UP)", ("interface", "fp"),
-                             registry=r)
+        self.pair_malformed = Counter(
+            "ffs_pair_malformed", "frames of this pair dropped for a lying length", p, registry=r
+        )
+        self.pair_quarantined = Gauge(
+            "ffs_pair_quarantined", "1 while part of the pair's share is withheld for lying frames", p, registry=r
+        )
+        self.pair_withheld = Gauge(
+            "ffs_pair_withheld",
+            "the fraction of the pair's share withheld for lying frames (1: all of it)",
+            p,
+            registry=r,
+        )
+        self.port_up = Gauge(
+            "ffs_port_up", "1 while the front-panel port's link is up ($PORT_UP)", ("interface", "fp"), registry=r
+        )
         self._pairs_seen = float("-inf")
         self.server = self.thread = None
         if port is not None:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One owner per switch: an agent holds an exclusive flock on a lock file named after the switch's
 control address, and one next to its control socket, for as long as it runs.
 
@@ -43,7 +44,9 @@ def switch_key(address: str) -> str:
     host = host.strip("[]") or "localhost"
     try:
         if host == "localhost" or socket.inet_pton(socket.AF_INET6 if ":" in host else socket.AF_INET, host) in (
-                socket.inet_pton(socket.AF_INET, "127.0.0.1"), socket.inet_pton(socket.AF_INET6, "::1")):
+            socket.inet_pton(socket.AF_INET, "127.0.0.1"),
+            socket.inet_pton(socket.AF_INET6, "::1"),
+        ):
             host = "localhost"
     except OSError:
         host = host.lower()
@@ -71,7 +74,9 @@ class OwnerLock:
                 holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
                 os.close(fd)
                 self.close()
-                raise OwnerError(f"{what} is owned by another ffs-agent (pid {holder}; lock {path}); stop that one first") from None
+                raise OwnerError(
+                    f"{what} is owned by another ffs-agent (pid {holder}; lock {path}); stop that one first"
+                ) from None
             try:
                 current = os.stat(path).st_ino
             except FileNotFoundError:

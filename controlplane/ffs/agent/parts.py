@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The state the parts of the agent share, and the node they manage.
 
 `ffs.agent.core.Agent` is assembled from one class per job, each in its own module: take-over and
@@ -89,7 +90,14 @@ class AgentParts:
         """ffs.agent.quarantine_entries.QuarantineEntries"""
         raise NotImplementedError
 
-    def _update_quarantine(self, pairs: list[PairStatus], lies: dict[int, CounterValue], r: dict[int, CounterValue],
-                           drops: dict[int, CounterValue], survived: dict[int, float], now_s: float) -> list[Update]:
+    def _update_quarantine(
+        self,
+        pairs: list[PairStatus],
+        lies: dict[int, CounterValue],
+        r: dict[int, CounterValue],
+        drops: dict[int, CounterValue],
+        survived: dict[int, float],
+        now_s: float,
+    ) -> list[Update]:
         """ffs.agent.quarantine_entries.QuarantineEntries"""
         raise NotImplementedError

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the agent writes into a switch for one node of a topology: the whole static state.
 
 Everything comes from the topology file and the generators of `ffs.tables`; the result is a list
@@ -10,10 +11,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, replace
 
-from ffs import constants
-from ffs import p4names
-from ffs import tables
-from ffs.entries import Exact, Lpm, LpfSpec, TableEntry, Update, UpdateKind
+from ffs import constants, p4names, tables
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update, UpdateKind
 from ffs.topology import Node
 
 
@@ -28,8 +27,12 @@ class LpfConfig:
     time_constant_ns: float | None = None
     scale_down: int | None = None
 
-    def for_node(self, node: Node) -> "LpfConfig":
-        tc = estimator_time_constant_ns(node, self.scale_down) if self.time_constant_ns is None else self.time_constant_ns
+    def for_node(self, node: Node) -> LpfConfig:
+        tc = (
+            estimator_time_constant_ns(node, self.scale_down)
+            if self.time_constant_ns is None
+            else self.time_constant_ns
+        )
         if self.scale_down is not None:
             return LpfConfig(tc, self.scale_down)
         fastest = max((i.speed for i in node.interfaces.values()), default=0.0)
@@ -77,7 +80,11 @@ def estimator_time_constant_ns(node: Node, scale_down: int | None = None) -> flo
     m = smallest_share(node)
     want = LPF_PACKETS * largest_frame_bits(node) / m if m else 0.0
     fastest = max((i.speed for i in node.interfaces.values()), default=0.0)
-    cap = (1 << 31) / (fastest * tables.lpf_units_per_bps(1e9, scale_down)) if fastest > 0 and scale_down is not None else float("inf")
+    cap = (
+        (1 << 31) / (fastest * tables.lpf_units_per_bps(1e9, scale_down))
+        if fastest > 0 and scale_down is not None
+        else float("inf")
+    )
     tc_s = min(max(want, constants.LPF_TIME_CONSTANT_NS * 1e-9), LPF_TIME_CONSTANT_MAX_NS * 1e-9, cap)
     return tc_s * 1e9
 
@@ -108,7 +115,9 @@ def pairs_of(node: Node, fairness: dict[str, dict[str, float]] | None = None) ->
     idx = ifindex_of(node)
     n = len(idx)
     if n * n > constants.NUM_PAIRS:
-        raise ValueError(f"node {node.name}: {n} interfaces need {n * n} pairs, the data plane has {constants.NUM_PAIRS}")
+        raise ValueError(
+            f"node {node.name}: {n} interfaces need {n * n} pairs, the data plane has {constants.NUM_PAIRS}"
+        )
     out = []
     for egress in sorted(fairness):
         for ingress in sorted(node.interfaces):
@@ -137,7 +146,9 @@ def port_updates(node: Node) -> list[Update]:
             )
         )
         if i.strip:
-            out.append(Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(i.port)}, "strip_shim")))
+            out.append(
+                Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(i.port)}, "strip_shim"))
+            )
         # no shim inserted where it would take a packet beyond this port's MTU (spec §2)
         out += [Update("insert", e) for e in tables.shim_room_entries(i.port, i.mtu)]
     return out
@@ -152,7 +163,9 @@ def route_updates(node: Node) -> list[Update]:
         out.append(
             Update(
                 "insert",
-                TableEntry(table.name, {"dst_addr": Lpm(int(net.network_address), net.prefixlen)}, "route", {"port": port}),
+                TableEntry(
+                    table.name, {"dst_addr": Lpm(int(net.network_address), net.prefixlen)}, "route", {"port": port}
+                ),
             )
         )
     return out

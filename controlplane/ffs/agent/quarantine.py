@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The agent's answer to frames that lie about their length (spec §7.3, §9; docs/security.md).
 
 On Tofino the egress drops a lying frame only after it queued: the lie passed γ on its light claim
@@ -16,7 +17,8 @@ estimator and the counters) has at least `1 − w` withheld, so it admits at mos
 however low λ reads; the larger of the two, since at an attack's onset w reads high (F is the
 rate now, R the period's mean, part of it before the attack).
 Whatever the claim, the pair then costs the egress at most its share; its honest senders keep
-about `(1 − λ)` of it; a pair of heavy liars alone (λ = 1) gets lm = 0, no share. The state is, per pid, the fraction withheld and when it ends, on
+about `(1 − λ)` of it; a pair of heavy liars alone (λ = 1) gets lm = 0, no share. The state is, per pid, the fraction
+withheld and when it ends, on
 the agent's clock; the agent turns what changes into set_pair modifications of its batches.
 """
 
@@ -77,8 +79,12 @@ class Quarantine:
             if held_lm == 0 or (pid in saved and withheld_lm(lm, saved[pid]) == held_lm < lm):
                 self.level[pid] = 1.0 if held_lm == 0 else saved[pid]
                 self.until[pid] = now_s + self.seconds
-                log.warning("quarantine resumed: pair pid=%d held %.0f %% of its share on the switch; %gs more", pid,
-                            100 * (1 - self.level[pid]), self.seconds)
+                log.warning(
+                    "quarantine resumed: pair pid=%d held %.0f %% of its share on the switch; %gs more",
+                    pid,
+                    100 * (1 - self.level[pid]),
+                    self.seconds,
+                )
 
     def withhold(self, u: Update) -> Update:
         """A set_pair entry of a quarantined pair carries its share less the fraction withheld;
@@ -100,9 +106,16 @@ class Quarantine:
             log.info("quarantine over: pair pid=%d gets its share back", pid)
         return over
 
-    def judge(self, pairs: Iterable[Pair], lies: dict[int, CounterValue], arrived: dict[int, CounterValue],
-              dropped: dict[int, CounterValue], survived: dict[int, float], now_s: float,
-              weight: dict[int, float] | None = None) -> set[int]:
+    def judge(
+        self,
+        pairs: Iterable[Pair],
+        lies: dict[int, CounterValue],
+        arrived: dict[int, CounterValue],
+        dropped: dict[int, CounterValue],
+        survived: dict[int, float],
+        now_s: float,
+        weight: dict[int, float] | None = None,
+    ) -> set[int]:
         """Judge the pairs' lies since the last telemetry: `lies` (pair_malformed, the bytes the
         frame check dropped) against the bytes γ admitted (`arrived` − `dropped`: pair_bytes −
         pair_drops) that reached the frame check (`survived`: the fraction of its egress's
@@ -140,9 +153,17 @@ class Quarantine:
                 lam = max(lam, 1.0 - max(0.0, w))
             old = self.level.get(p.pid)
             if old is None:
-                log.warning("quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their length this "
-                            "period, %.0f %% of its admitted bytes; %.0f %% of its share is withheld", p.ingress,
-                            p.egress, p.pid, self.seconds, lied.packets, 100 * min(1.0, m / max(checked, m)), 100 * lam)
+                log.warning(
+                    "quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their length this "
+                    "period, %.0f %% of its admitted bytes; %.0f %% of its share is withheld",
+                    p.ingress,
+                    p.egress,
+                    p.pid,
+                    self.seconds,
+                    lied.packets,
+                    100 * min(1.0, m / max(checked, m)),
+                    100 * lam,
+                )
             if old != lam:
                 changed.add(p.pid)
             self.level[p.pid] = lam

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The quarantine as the switch sees it: the set_pair entries that withhold part of a lying pair's
 share, resumed after a restart, released when their time is up (the judgement itself is
 ffs.agent.quarantine's)."""
@@ -47,8 +48,15 @@ class QuarantineEntries(AgentParts):
         self._mark_quarantine(self._pair_status)
         return [u for pid, u in self._pair_updates("modify").items() if pid in over]
 
-    def _update_quarantine(self, pairs: list[PairStatus], lies: dict[int, CounterValue], r: dict[int, CounterValue],
-                           drops: dict[int, CounterValue], survived: dict[int, float], now_s: float) -> list[Update]:
+    def _update_quarantine(
+        self,
+        pairs: list[PairStatus],
+        lies: dict[int, CounterValue],
+        r: dict[int, CounterValue],
+        drops: dict[int, CounterValue],
+        survived: dict[int, float],
+        now_s: float,
+    ) -> list[Update]:
         """The pairs' lies since the last telemetry judged (ffs.agent.quarantine); the set_pair
         modifications of every pair whose withheld fraction changed."""
         # what the pair's bytes weigh in its estimator against what they cost the port (F / R, both

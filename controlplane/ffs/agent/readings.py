@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The counters the agent reads, and how a reading becomes an increment and a rate.
 
 Each counter is read as a Reading: its own baseline and time, so that an increment is what it
@@ -69,7 +70,9 @@ class CounterReadings(AgentParts):
         """`_measure` of a Reading's own counter."""
         return self._measure(reading, COUNTER_OF[reading], indices, now_s)
 
-    def _measure(self, name: str, counter: str, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
+    def _measure(
+        self, name: str, counter: str, indices: list[int], now_s: float | None
+    ) -> tuple[dict[int, CounterValue], float]:
         """Increments of one counter since its last read, and the seconds between the two reads.
         Live, each read is timed at the middle of its own RPC, so a slow or starved read (a loaded
         switch answers late) stretches its interval with it instead of inflating the rate; in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs-agent as a process: the τ loop on a timer, the slow read-back of the switch, the control
 API, metrics, clean shutdown.
 
@@ -18,8 +19,8 @@ from typing import Any, Callable
 
 from ffs.agent.api import ApiError, ControlServer, Peer
 from ffs.agent.core import Agent, tau_display
-from ffs.agent.metrics import Metrics
 from ffs.agent.matrix import MatrixError, diff_matrices, parse_matrix, parse_matrix_text
+from ffs.agent.metrics import Metrics
 from ffs.allocator import allocate
 from ffs.driver.base import DriverError
 from ffs.jsonsafe import finite
@@ -93,9 +94,18 @@ class AgentService:
         return finite({"node": a.node.name, **snap})
 
     def _tau_show(self, req: dict[str, Any], who: Peer | str) -> Any:
-        return finite([{"egress": e.egress, "tau": e.tau, "congested": e.congested,
-                        "state": "congested" if e.congested else "uncongested", "tau_display": tau_display(e.tau, e.congested)}
-                       for e in self.agent.snapshot.egresses])
+        return finite(
+            [
+                {
+                    "egress": e.egress,
+                    "tau": e.tau,
+                    "congested": e.congested,
+                    "state": "congested" if e.congested else "uncongested",
+                    "tau_display": tau_display(e.tau, e.congested),
+                }
+                for e in self.agent.snapshot.egresses
+            ]
+        )
 
     def _matrix_show(self, req: dict[str, Any], who: Peer | str) -> Any:
         return {"node": self.agent.node.name, "fairness": self.agent.fairness}
@@ -150,19 +160,37 @@ class AgentService:
         streams = []
         for p in a.snapshot.pairs:
             if p.egress in fairness and p.rate_bps > 0:
-                streams.append(Stream(f"{p.ingress}->{p.egress}", (Hop(node.name, p.ingress, p.egress),), p.rate_bps, p.rate_bps, p.rate_bps))
+                streams.append(
+                    Stream(
+                        f"{p.ingress}->{p.egress}",
+                        (Hop(node.name, p.ingress, p.egress),),
+                        p.rate_bps,
+                        p.rate_bps,
+                        p.rate_bps,
+                    )
+                )
         alloc = allocate(Topology("plan", {node.name: node}, tuple(streams)))
         why = None
         if not streams:
-            why = ("no measurement yet (the agent has not completed a period)" if not a.snapshot.pairs else
-                   "no pair toward the proposed egresses carries traffic now: the plan predicts from measured demands")
+            why = (
+                "no measurement yet (the agent has not completed a period)"
+                if not a.snapshot.pairs
+                else "no pair toward the proposed egresses carries traffic now: the plan predicts from measured demands"
+            )
         return {
             "why_empty": why,
             "pairs": [{"pair": s.name, "demand": s.demand, "rate": s.rate} for s in alloc.streams],
-            "egresses": [{"egress": e.egress, "target": e.target, "offered": e.offered, "tau": e.tau,
-                          "state": "uncongested" if e.tau is None or e.tau == float("inf") else "congested",
-                          "tau_display": tau_display(e.tau, not (e.tau is None or e.tau == float("inf")))}
-                         for e in alloc.egresses],
+            "egresses": [
+                {
+                    "egress": e.egress,
+                    "target": e.target,
+                    "offered": e.offered,
+                    "tau": e.tau,
+                    "state": "uncongested" if e.tau is None or e.tau == float("inf") else "congested",
+                    "tau_display": tau_display(e.tau, not (e.tau is None or e.tau == float("inf"))),
+                }
+                for e in alloc.egresses
+            ],
         }
 
     # -- the loop ------------------------------------------------------------------------------
@@ -203,7 +231,14 @@ class AgentService:
                     if self.metrics is not None:
                         self.metrics.update(snap)
                     for e in snap.egresses:
-                        log.debug("egress=%s tau=%.4f A=%.0f R=%.0f congested=%s", e.egress, e.tau, e.accepted_bps, e.offered_bps, e.congested)
+                        log.debug(
+                            "egress=%s tau=%.4f A=%.0f R=%.0f congested=%s",
+                            e.egress,
+                            e.tau,
+                            e.accepted_bps,
+                            e.offered_bps,
+                            e.congested,
+                        )
                 except DriverError as e:
                     log.error("switch unreachable or refusing: %s (retrying)", e)
                     self._reconnect()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the agent reports after each period: per egress, per pair and per front-panel port.
 
 The τ loop fills the egresses every period; the telemetry fills the pairs (and the egresses' drops)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The agent's files: the applied fairness matrix, τ per egress, and the audit log.
 
 state-dir/   (owned by the agent's user, not writable by group or others)
@@ -106,12 +107,19 @@ class StateStore:
     def staged_path(self, node: str) -> Path:
         return self.matrix_path(node).with_name(self.matrix_path(node).name + TMP_SUFFIX)
 
-    def stage_matrix(self, node: str, fairness: dict[str, dict[str, float]], record: dict[str, Any] | None = None) -> Path:
+    def stage_matrix(
+        self, node: str, fairness: dict[str, dict[str, float]], record: dict[str, Any] | None = None
+    ) -> Path:
         """Write the new matrix (and the audit record of the change) next to the current one, fsynced;
         `commit_matrix` renames it in."""
         tmp = self.staged_path(node)
         with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-            json.dump({"node": node, "fairness": fairness, "saved_at": time.time(), "change": record}, f, indent=2, sort_keys=True)
+            json.dump(
+                {"node": node, "fairness": fairness, "saved_at": time.time(), "change": record},
+                f,
+                indent=2,
+                sort_keys=True,
+            )
             f.flush()
             os.fsync(f.fileno())
         return tmp
@@ -140,10 +148,14 @@ class StateStore:
         except LoadError as e:
             reason = str(e)
             if reason.startswith(f"{path}: "):  # not str.removeprefix: the agent runs on 3.8
-                reason = reason[len(f"{path}: "):]
-            raise StateError(f"{path}: unreadable saved matrix ({reason}); move it away to start from the topology") from None
+                reason = reason[len(f"{path}: ") :]
+            raise StateError(
+                f"{path}: unreadable saved matrix ({reason}); move it away to start from the topology"
+            ) from None
         if not isinstance(data, dict):
-            raise StateError(f"{path}: unreadable saved matrix (not an object); move it away to start from the topology")
+            raise StateError(
+                f"{path}: unreadable saved matrix (not an object); move it away to start from the topology"
+            )
         return data
 
     def load_matrix(self, node: str) -> dict[str, dict[str, float]] | None:
@@ -155,8 +167,10 @@ class StateStore:
         if data.get("node") is None:
             raise StateError(f"{path}: the saved matrix names no node; move it away to start from the topology")
         if other is not None:
-            raise StateError(f"{path}: the saved matrix is node {other}'s, not node {node}'s; move it away, "
-                             f"or start with --adopt-state-of={other} to take it over")
+            raise StateError(
+                f"{path}: the saved matrix is node {other}'s, not node {node}'s; move it away, "
+                f"or start with --adopt-state-of={other} to take it over"
+            )
         if data.get("node") != node:
             log.warning("%s: taking over node %s's saved matrix as node %s's, as asked", path, data.get("node"), node)
         try:
@@ -175,9 +189,12 @@ class StateStore:
         """Every period: atomic (rename) but not fsynced -- after a power loss τ resumes from an
         older value, which the τ loop corrects within a few periods. `withheld`: the fraction of
         its share each quarantined pair has withheld (a restart resumes it, ffs.agent.quarantine)."""
-        data = {"node": node, "saved_at": time.time(),
-                "taus": {e: {"tau": s.tau, "congested": s.congested} for e, s in sorted(taus.items())},
-                "withheld": {str(pid): level for pid, level in sorted((withheld or {}).items())}}
+        data = {
+            "node": node,
+            "saved_at": time.time(),
+            "taus": {e: {"tau": s.tau, "congested": s.congested} for e, s in sorted(taus.items())},
+            "withheld": {str(pid): level for pid, level in sorted((withheld or {}).items())},
+        }
         _write_atomic(self.tau_path(node), data, sync=False)
 
     def load_withheld(self, node: str) -> dict[int, float]:
@@ -276,11 +293,15 @@ class StateStore:
                 continue
             if rec.get("id") == saved.get("id"):
                 self.settle(rec["id"], "commit", "completed at start-up: the state file held it")
-                done.append(f"audit: change {rec['id']} by {rec.get('who')} committed at start-up (the state file held it)")
+                done.append(
+                    f"audit: change {rec['id']} by {rec.get('who')} committed at start-up (the state file held it)"
+                )
             else:
                 self.settle(rec["id"], "abort", "the agent stopped before the state file held it")
-                done.append(f"audit: change {rec['id']} by {rec.get('who')} aborted at start-up (the state file never "
-                            "held it; the switch is reconciled to the saved matrix)")
+                done.append(
+                    f"audit: change {rec['id']} by {rec.get('who')} aborted at start-up (the state file never "
+                    "held it; the switch is reconciled to the saved matrix)"
+                )
         if "id" in saved and all(r.get("id") != saved["id"] for r in records):
             self._append(saved)
             done.append(f"audit: appended the record of change {saved['id']} the state file holds")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Taking over a switch and keeping it as the agent wants it: reconciliation.
 
 Taking over (start, restart, program reload) and the slow check both reconcile: read back the
@@ -26,7 +27,9 @@ from ffs.tau import EgressTau, egress_action_params
 log = logging.getLogger("ffs.agent")
 
 # the tables the agent writes (and so reads back and repairs); constant tables are the program's
-OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in p4names.TABLES if not t.const_entries) + (p4names.PORT_METADATA.name,)
+OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in p4names.TABLES if not t.const_entries) + (
+    p4names.PORT_METADATA.name,
+)
 # the generated lookup tables (spec §5): thousands of immutable entries. Reading one back costs the
 # software switch up to ~170 ms of CPU, which stalls its packet loop, so a restart on the same
 # program skips them and the slow check reads one of them now and then, in turn
@@ -37,10 +40,12 @@ GENERATED_EVERY = 6  # slow checks per generated-table read (with 10 s checks: e
 
 def canonical_key(e: TableEntry) -> tuple[Any, ...]:
     """An entry's identity, the same whichever target read it back (masked values, priority)."""
+
     def norm(v: KeyValue) -> KeyValue:
         if isinstance(v, Ternary):
             return Ternary(v.value & v.mask, v.mask)
         return v
+
     return tuple(sorted((k, norm(v)) for k, v in e.key.items())) + (e.priority,)
 
 
@@ -60,7 +65,6 @@ def _resume_tau(held: EgressTau | None, saved: EgressTau | None) -> EgressTau:
     if saved is not None and saved.congested and encode(saved.tau) == encode(held.tau):
         return saved
     return held
-
 
 
 class TakeOver(CounterReadings):
@@ -88,9 +92,15 @@ class TakeOver(CounterReadings):
         if self.store is not None:
             self.store.save_program(self.node.name, generated)
         self.baseline(now_s)
-        log.info("took over node=%s pairs=%d egresses=%d program=%s updates=%d tau=%s", self.node.name, len(self.pairs()),
-                 len(self.fairness), self._program_id, n,
-                 ",".join(f"{e}:{s.tau:.4f}{'' if s.congested else '(uncongested)'}" for e, s in sorted(self.taus.items())))
+        log.info(
+            "took over node=%s pairs=%d egresses=%d program=%s updates=%d tau=%s",
+            self.node.name,
+            len(self.pairs()),
+            len(self.fairness),
+            self._program_id,
+            n,
+            ",".join(f"{e}:{s.tau:.4f}{'' if s.congested else '(uncongested)'}" for e, s in sorted(self.taus.items())),
+        )
 
     def _clear_moved_estimates(self) -> None:
         """A pair's f_est cell is written in the pipe of its ingress port alone, and reads sum the
@@ -111,8 +121,11 @@ class TakeOver(CounterReadings):
         for p in moved:
             self.driver.write_register(p4names.F_EST.name, p.pid, 0)
         if moved:
-            log.warning("cleared the F estimate that %d pairs left in another pipe (their ingress port moved): %s",
-                        len(moved), " ".join(f"{p.ingress}->{p.egress}" for p in moved[:8]) + (" ..." if len(moved) > 8 else ""))
+            log.warning(
+                "cleared the F estimate that %d pairs left in another pipe (their ingress port moved): %s",
+                len(moved),
+                " ".join(f"{p.ingress}->{p.egress}" for p in moved[:8]) + (" ..." if len(moved) > 8 else ""),
+            )
 
     def _held_taus(self) -> dict[str, EgressTau]:
         """τ per managed egress as the switch's set_egress entries hold it (spec §5.3: ltau = code(τ)
@@ -173,8 +186,13 @@ class TakeOver(CounterReadings):
             for u in batch:
                 key = f"{u.entry.table.rsplit('.', 1)[-1]}:{u.kind}"
                 counts[key] = counts.get(key, 0) + 1
-            log.log(logging.WARNING if why == "check" else logging.INFO, "reconciled (%s): %d updates %s", why, len(batch),
-                    " ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+            log.log(
+                logging.WARNING if why == "check" else logging.INFO,
+                "reconciled (%s): %d updates %s",
+                why,
+                len(batch),
+                " ".join(f"{k}={v}" for k, v in sorted(counts.items())),
+            )
         lpf = self._reconcile_lpf()
         if lpf and why == "check":
             log.warning("reconciled (%s): LPF specs rewritten", why)

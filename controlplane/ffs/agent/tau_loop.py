@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The τ loop: every period, per managed egress, the offered and admitted rates, τ, and the egress
 entries pushed in one atomic batch (docs/control-plane.md).
 
@@ -41,13 +42,21 @@ class TauLoop(CounterReadings):
         jumped = self._jumped_in(Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED)
         for port in ports:
             acc = self._since_telemetry.get(port, (ZERO, ZERO))
-            self._since_telemetry[port] = None if acc is None or port in jumped else (
-                add_counts(acc[0], a.get(port, ZERO)), add_counts(acc[1], bad.get(port, ZERO)))
+            self._since_telemetry[port] = (
+                None
+                if acc is None or port in jumped
+                else (add_counts(acc[0], a.get(port, ZERO)), add_counts(acc[1], bad.get(port, ZERO)))
+            )
         quarantine = self._release_quarantine(now_s)
         lied = any(v.packets for v in bad.values())
         brought_forward = lied and now_s - self._last_lie_telemetry >= self.telemetry_period_s
         # a clear is rarely of one counter alone: re-baseline the pairs' now too, one event, one line
-        if jumped or brought_forward or now_s - self._last_telemetry >= self.telemetry_period_s or not self._pair_status:
+        if (
+            jumped
+            or brought_forward
+            or now_s - self._last_telemetry >= self.telemetry_period_s
+            or not self._pair_status
+        ):
             if lied:
                 self._last_lie_telemetry = now_s
             quarantine += self.telemetry(virtual, now_s)
@@ -63,9 +72,21 @@ class TauLoop(CounterReadings):
             state = self.taus.get(e, EgressTau())
             a_bps, r_star = self._bps(a.get(port, ZERO), dt_a), self._bps(offered.get(port, ZERO), dt)
             if port in jumped:  # no rate this period: τ, the accumulation and the pushed entry stay
-                snap.egresses.append(EgressStatus(e, port, self.node.interfaces[e].capacity, target, 0.0, 0.0, state.tau,
-                                                  state.congested, *self._drops_by_egress.get(e, (0.0, 0)), 0,
-                                                  pipe=pipe_of(port)))
+                snap.egresses.append(
+                    EgressStatus(
+                        e,
+                        port,
+                        self.node.interfaces[e].capacity,
+                        target,
+                        0.0,
+                        0.0,
+                        state.tau,
+                        state.congested,
+                        *self._drops_by_egress.get(e, (0.0, 0)),
+                        0,
+                        pipe=pipe_of(port),
+                    )
+                )
                 continue
             if dt > self.min_interval_s and dt_a > self.min_interval_s:
                 o0, a0, t_o, t_a = self._tau_acc.get(e, (ZERO, ZERO, 0.0, 0.0))
@@ -81,19 +102,35 @@ class TauLoop(CounterReadings):
             if self._pushed.get(port) != params:  # the switch holds the rest as pushed (the slow check repairs)
                 batch.append(egress_entry(port, params, "modify"))
             snap.egresses.append(
-                EgressStatus(e, port, self.node.interfaces[e].capacity, target, a_bps, r_star, state.tau, state.congested,
-                             *self._drops_by_egress.get(e, (0.0, 0)), bad.get(port, ZERO).packets, pipe=pipe_of(port))
+                EgressStatus(
+                    e,
+                    port,
+                    self.node.interfaces[e].capacity,
+                    target,
+                    a_bps,
+                    r_star,
+                    state.tau,
+                    state.congested,
+                    *self._drops_by_egress.get(e, (0.0, 0)),
+                    bad.get(port, ZERO).packets,
+                    pipe=pipe_of(port),
+                )
             )
         if not dt > self.min_interval_s:
             batch = []
         if quarantine or batch:
             self.driver.write(quarantine + batch)
-            self._pushed.update({exact_value(u.entry.key[p4names.EGRESS_PARAMS.keys[0].name]): u.entry.params for u in batch})
+            self._pushed.update(
+                {exact_value(u.entry.key[p4names.EGRESS_PARAMS.keys[0].name]): u.entry.params for u in batch}
+            )
             if self.store is not None:
                 self.store.save_taus(self.node.name, self.taus, self.quarantine.level)
         if self._jump_notes:
-            log.warning("counters went backwards (cleared by another client?): %s indices; re-baselined, no decision "
-                        "on them this period", ", ".join(self._jump_notes))
+            log.warning(
+                "counters went backwards (cleared by another client?): %s indices; re-baselined, no decision "
+                "on them this period",
+                ", ".join(self._jump_notes),
+            )
             self._jump_notes = []
         self.snapshot = snap
         return snap

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The pairs' telemetry: their counters (R, drops, lies) and F, read on a cadence of their own, and
 what the quarantine judges from them (a pair whose frames lie about their length has the lying
 fraction of its share withheld for `quarantine_s`, docs/security.md).
@@ -5,8 +6,7 @@ fraction of its share withheld for `quarantine_s`, docs/security.md).
 
 from __future__ import annotations
 
-from ffs import constants
-from ffs import p4names
+from ffs import constants, p4names
 from ffs.agent.readings import ZERO, CounterReadings, Reading
 from ffs.agent.snapshot import PairStatus
 from ffs.entries import Update
@@ -26,15 +26,22 @@ class Telemetry(CounterReadings):
         f_est = self.driver.read_registers(p4names.F_EST.name, pids)
         survived = self._survived(virtual)
         node = self.current_node()
-        scale_down = constants.LPF_SCALE_DOWN if self.lpf.scale_down is None else self.lpf.scale_down  # sized in __init__
+        scale_down = (
+            constants.LPF_SCALE_DOWN if self.lpf.scale_down is None else self.lpf.scale_down
+        )  # sized in __init__
         status: list[PairStatus] = []
         drops_by_egress: dict[str, tuple[float, int]] = {}
         for p in pairs:
             rd, dd = r.get(p.pid, ZERO), drops.get(p.pid, ZERO)  # a target may leave out never-hit cells (and a jump)
             st = PairStatus(
-                p.pid, p.ingress, p.egress, node.share(p.ingress, p.egress),
+                p.pid,
+                p.ingress,
+                p.egress,
+                node.share(p.ingress, p.egress),
                 self._bps(rd, dt),
-                f_from_lpf(f_est.get(p.pid, 0), self.lpf.time_constant_ns or constants.LPF_TIME_CONSTANT_NS, scale_down),
+                f_from_lpf(
+                    f_est.get(p.pid, 0), self.lpf.time_constant_ns or constants.LPF_TIME_CONSTANT_NS, scale_down
+                ),
                 self._bps(dd, dt_d),
                 dd.packets,
                 lies.get(p.pid, ZERO).packets,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What every CLI shares: one-line errors with a fixed exit status, never a traceback."""
 
 from __future__ import annotations

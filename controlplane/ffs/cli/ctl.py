@@ -1,8 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffsctl: the operator's command line to a running ffs-agent (over its Unix socket, on this machine
 or over SSH: ffs.cli.remote), and to a fleet of them (ffs.cli.fleet)."""
 
 from __future__ import annotations
-
 
 import click
 from rich.console import Console
@@ -34,7 +34,7 @@ class JsonAnywhere(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if "--" in args:
-            head, tail = args[: args.index("--")], args[args.index("--"):]
+            head, tail = args[: args.index("--")], args[args.index("--") :]
         else:
             head, tail = args, []
         if "--json" in head:
@@ -43,10 +43,21 @@ class JsonAnywhere(click.Group):
 
 
 @click.group(cls=JsonAnywhere, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--socket", "sock", envvar="FFS_AGENT_SOCKET", default=DEFAULT_SOCKET, show_default=True,
-              help="The agent's control socket (or FFS_AGENT_SOCKET).")
-@click.option("--host", envvar="FFS_AGENT_HOST", default=None, metavar="ssh://[USER@]HOST[:PORT]",
-              help="An agent on another machine, reached over SSH (or FFS_AGENT_HOST); --socket is then its path there.")
+@click.option(
+    "--socket",
+    "sock",
+    envvar="FFS_AGENT_SOCKET",
+    default=DEFAULT_SOCKET,
+    show_default=True,
+    help="The agent's control socket (or FFS_AGENT_SOCKET).",
+)
+@click.option(
+    "--host",
+    envvar="FFS_AGENT_HOST",
+    default=None,
+    metavar="ssh://[USER@]HOST[:PORT]",
+    help="An agent on another machine, reached over SSH (or FFS_AGENT_HOST); --socket is then its path there.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (anywhere on the command line).")
 @click.pass_context
 def main(ctx: click.Context, sock: str, host: str | None, as_json: bool) -> None:
@@ -76,24 +87,45 @@ def status(ctx) -> None:
     for col in ("egress", "capacity", "target", "accepted A", "offered R*", "tau", "state"):
         t.add_column(col, justify="left" if col == "egress" else "right")
     for e in s["egresses"]:
-        t.add_row(e["egress"], _rate(e["capacity"]), _rate(e["target"]), _rate(e["accepted_bps"]),
-                  _rate(e["offered_bps"]), f"{e['tau']:.4f}", "congested" if e["congested"] else "uncongested")
+        t.add_row(
+            e["egress"],
+            _rate(e["capacity"]),
+            _rate(e["target"]),
+            _rate(e["accepted_bps"]),
+            _rate(e["offered_bps"]),
+            f"{e['tau']:.4f}",
+            "congested" if e["congested"] else "uncongested",
+        )
     c.print(t)
     p = Table(title="pairs")
     for col in ("ingress", "egress", "share M", "R", "F", "dropped", "drops"):
         p.add_column(col, justify="left" if col in ("ingress", "egress") else "right")
     for x in s["pairs"]:
         if x["rate_bps"] or x["share_bps"]:
-            p.add_row(x["ingress"], x["egress"], _rate(x["share_bps"]), _rate(x["rate_bps"]), _rate(x["f_bps"]),
-                      _rate(x["drop_bps"]), str(x["drops"]))
+            p.add_row(
+                x["ingress"],
+                x["egress"],
+                _rate(x["share_bps"]),
+                _rate(x["rate_bps"]),
+                _rate(x["f_bps"]),
+                _rate(x["drop_bps"]),
+                str(x["drops"]),
+            )
     c.print(p)
     if s.get("ports"):
         q = Table(title="front-panel ports")
         for col in ("interface", "port", "device port", "pipe", "speed", "enabled", "link"):
             q.add_column(col, justify="left" if col in ("interface", "port", "speed") else "right")
         for x in s["ports"]:
-            q.add_row(x["interface"], x["fp"], str(x["dev_port"]), str(x["pipe"]), x["speed"].replace("BF_SPEED_", ""),
-                      "yes" if x["enabled"] else "no", "up" if x["up"] else "down")
+            q.add_row(
+                x["interface"],
+                x["fp"],
+                str(x["dev_port"]),
+                str(x["pipe"]),
+                x["speed"].replace("BF_SPEED_", ""),
+                "yes" if x["enabled"] else "no",
+                "up" if x["up"] else "down",
+            )
         c.print(q)
 
 
@@ -309,8 +341,13 @@ def fleet_apply(ctx, file) -> None:
     ok = fleet_mod.apply(switches, ctx.obj["socket"], lambda sw: _say_pushed(ctx, sw))
     refused = next((sw for sw in switches if sw.state == "refused"), None)
     changed = [sw.node for sw in switches if sw.state == "changed"]
-    why = "" if refused is None else (f"fleet apply stopped at {refused.node}: {refused.error}; "
-                                      f"changed before it: {', '.join(changed) or 'none'}")
+    why = (
+        ""
+        if refused is None
+        else (
+            f"fleet apply stopped at {refused.node}: {refused.error}; changed before it: {', '.join(changed) or 'none'}"
+        )
+    )
     _fleet_end(ctx, switches, ok, why)
 
 

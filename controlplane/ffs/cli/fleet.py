@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One matrix file per node across a list of switches (`ffsctl fleet plan|apply FLEET`).
 
 A fleet file lists the switches in the order they are pushed:
@@ -19,9 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable
 
-from ffs.agent.api import ApiError, call as local_call
+from ffs.agent.api import ApiError
+from ffs.agent.api import call as local_call
 from ffs.agent.matrix import MatrixError, read_matrix_text
 from ffs.cli import remote
 from ffs.safeload import LoadError, load_yaml_file
@@ -33,26 +35,33 @@ SWITCH_KEYS = {"node", "host", "matrix", "socket", "ffsctl"}
 class Switch:
     node: str
     matrix: Path
-    host: Optional[str] = None
-    socket: Optional[str] = None
-    ffsctl: Optional[str] = None
+    host: str | None = None
+    socket: str | None = None
+    ffsctl: str | None = None
     # filled in by the run
     text: str = ""
-    changes: List[Dict[str, Any]] = field(default_factory=list)
-    plan: Optional[Dict[str, Any]] = None
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    plan: dict[str, Any] | None = None
     state: str = "not pushed"  # planned, changed, unchanged, refused, not pushed, failed
-    error: Optional[str] = None
+    error: str | None = None
 
     @property
     def where(self) -> str:
         return self.host or "this machine"
 
-    def report(self) -> Dict[str, Any]:
-        return {"node": self.node, "host": self.host, "matrix": str(self.matrix), "state": self.state, "error": self.error,
-                "changes": self.changes, "plan": self.plan}
+    def report(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "host": self.host,
+            "matrix": str(self.matrix),
+            "state": self.state,
+            "error": self.error,
+            "changes": self.changes,
+            "plan": self.plan,
+        }
 
 
-def load_fleet(path: str) -> List[Switch]:
+def load_fleet(path: str) -> list[Switch]:
     try:
         doc = load_yaml_file(path)
     except LoadError as e:
@@ -60,15 +69,19 @@ def load_fleet(path: str) -> List[Switch]:
     items = doc.get("switches") if isinstance(doc, dict) else None
     if not isinstance(items, list) or not items:
         raise MatrixError(f"{path}: a fleet file lists `switches:`, each {{node, matrix, host, socket, ffsctl}}")
-    out: List[Switch] = []
+    out: list[Switch] = []
     for i, it in enumerate(items):
         if not isinstance(it, dict) or not {"node", "matrix"} <= set(it) or set(it) - SWITCH_KEYS:
-            raise MatrixError(f"{path}: switch {i + 1}: give node and matrix (and host, socket, ffsctl if needed), nothing else")
+            raise MatrixError(
+                f"{path}: switch {i + 1}: give node and matrix (and host, socket, ffsctl if needed), nothing else"
+            )
         if not all(isinstance(v, str) and v for v in it.values()):
             raise MatrixError(f"{path}: switch {i + 1}: every value is a non-empty string")
         if any(s.node == it["node"] for s in out):
             raise MatrixError(f"{path}: node {it['node']} is listed twice")
-        out.append(Switch(it["node"], Path(path).parent / it["matrix"], it.get("host"), it.get("socket"), it.get("ffsctl")))
+        out.append(
+            Switch(it["node"], Path(path).parent / it["matrix"], it.get("host"), it.get("socket"), it.get("ffsctl"))
+        )
     return out
 
 
@@ -80,18 +93,18 @@ class Session:
         self.socket = sw.socket or default_socket
         self.remote = remote.Remote(sw.host, self.socket, sw.ffsctl) if sw.host else None
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.remote is not None:
             self.remote.close()
 
-    def call(self, req: Dict[str, Any]) -> Any:
+    def call(self, req: dict[str, Any]) -> Any:
         return self.remote.call(req) if self.remote is not None else local_call(self.socket, req)
 
 
-def plan(fleet: List[Switch], default_socket: str, say: Callable[[Switch], None]) -> bool:
+def plan(fleet: list[Switch], default_socket: str, say: Callable[[Switch], None]) -> bool:
     """Ask every node; True when all answered and none refused its matrix."""
     ok = True
     for sw in fleet:
@@ -111,7 +124,7 @@ def plan(fleet: List[Switch], default_socket: str, say: Callable[[Switch], None]
     return ok
 
 
-def apply(fleet: List[Switch], default_socket: str, say: Callable[[Switch], None]) -> bool:
+def apply(fleet: list[Switch], default_socket: str, say: Callable[[Switch], None]) -> bool:
     """Push node by node after a plan; stop at the first refusal. True when every node took its matrix."""
     for sw in fleet:
         if not sw.changes:
@@ -130,7 +143,7 @@ def apply(fleet: List[Switch], default_socket: str, say: Callable[[Switch], None
     return True
 
 
-def summary(fleet: List[Switch]) -> str:
+def summary(fleet: list[Switch]) -> str:
     parts = []
     for state in ("changed", "unchanged", "refused", "failed", "not pushed"):
         nodes = [sw.node for sw in fleet if sw.state == state]

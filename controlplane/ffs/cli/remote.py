@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffsctl's way to an agent on another machine, as `docker -H ssh://user@host` reaches a daemon.
 
 `ffsctl --host ssh://[user@]host[:port]` runs `ssh ... ffsctl dial-stdio --socket PATH` on that
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any, List, Optional, Tuple
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 from ffs.agent.api import ApiError, answer, connect
@@ -30,7 +31,7 @@ from ffs.agent.api import ApiError, answer, connect
 SSH_OPTIONS = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]  # never a password prompt in a fleet run
 
 
-def parse_host(url: str) -> Tuple[str, Optional[int]]:
+def parse_host(url: str) -> tuple[str, int | None]:
     """ssh://[user@]host[:port] -> ("user@host", port)."""
     u = urlsplit(url)
     if u.scheme != "ssh" or not u.hostname or u.path not in ("", "/") or u.query or u.fragment:
@@ -43,28 +44,36 @@ def parse_host(url: str) -> Tuple[str, Optional[int]]:
     return (f"{u.username}@{host}" if u.username else host), port
 
 
-def ssh_argv(url: str, socket_path: str, remote_ffsctl: Optional[str] = None) -> List[str]:
+def ssh_argv(url: str, socket_path: str, remote_ffsctl: str | None = None) -> list[str]:
     dest, port = parse_host(url)
     ffsctl = remote_ffsctl or os.environ.get("FFS_REMOTE_FFSCTL") or "ffsctl"
     remote = " ".join(shlex.quote(a) for a in [ffsctl, "dial-stdio", "--socket", socket_path])
-    return [*shlex.split(os.environ.get("FFS_SSH_COMMAND") or "ssh"), *SSH_OPTIONS, *(["-p", str(port)] if port else []),
-            "--", dest, remote]
+    return [
+        *shlex.split(os.environ.get("FFS_SSH_COMMAND") or "ssh"),
+        *SSH_OPTIONS,
+        *(["-p", str(port)] if port else []),
+        "--",
+        dest,
+        remote,
+    ]
 
 
 class Remote:
     """One SSH session to an agent: requests and answers, one line each, until closed."""
 
-    def __init__(self, url: str, socket_path: str, remote_ffsctl: Optional[str] = None, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, socket_path: str, remote_ffsctl: str | None = None, timeout_s: float = 30.0) -> None:
         self.url = url
         self.timeout_s = timeout_s
         self.argv = ssh_argv(url, socket_path, remote_ffsctl)
         try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.proc = subprocess.Popen(
+                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
         except OSError as e:
             raise ApiError(f"cannot run {self.argv[0]}: {e.strerror}") from None
         self._buf = b""
 
-    def __enter__(self) -> "Remote":
+    def __enter__(self) -> Remote:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -121,12 +130,12 @@ class Remote:
         return answer(self._readline())
 
 
-def call(url: str, socket_path: str, request: dict, remote_ffsctl: Optional[str] = None, timeout_s: float = 30.0) -> Any:
+def call(url: str, socket_path: str, request: dict, remote_ffsctl: str | None = None, timeout_s: float = 30.0) -> Any:
     with Remote(url, socket_path, remote_ffsctl, timeout_s) as r:
         return r.call(request)
 
 
-def dial_stdio(socket_path: str, stdin: Optional[IO[bytes]] = None, stdout: Optional[IO[bytes]] = None) -> None:
+def dial_stdio(socket_path: str, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
     """The remote end: relay stdin to the agent's socket and its answers to stdout, until either
     side closes (stdin's end half-closes the socket, so the last answer still comes back)."""
     src = stdin or sys.stdin.buffer

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs-sim: the exact FFS allocation of a topology (and, with the evaluation, scenario runs)."""
 
 from __future__ import annotations
@@ -70,9 +71,20 @@ def allocate_cmd(topology: str, as_json: bool) -> None:
 
 @main.command("run")
 @click.argument("scenario", type=click.Path(dir_okay=False))
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Result directory (default results/<name>-<scheme>).")
-@click.option("--scheme", type=click.Choice(["ffs", "fifo", "csfq"]), default="ffs", show_default=True,
-              help="ffs: the agents' tau loop; fifo: FFS off, a tail-drop queue per egress; csfq: CSFQ before the queue.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Result directory (default results/<name>-<scheme>).",
+)
+@click.option(
+    "--scheme",
+    type=click.Choice(["ffs", "fifo", "csfq"]),
+    default="ffs",
+    show_default=True,
+    help="ffs: the agents' tau loop; fifo: FFS off, a tail-drop queue per egress; csfq: CSFQ before the queue.",
+)
 @click.option("--duration", type=float, default=None, help="Virtual seconds (default: the scenario's).")
 @click.option("--seed", type=int, default=None)
 @click.option("--target-factor", type=float, default=None, help="Override every node's target factor (FFS-C85: 0.85).")
@@ -91,8 +103,14 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
     if not topo.streams:
         raise ValueError(f"{scenario}: no streams")
     total = duration or topo.duration or 1.0
-    bar = tqdm(total=total, unit="s", desc=f"{topo.name} [{scheme}]", disable=as_json, leave=False,
-               bar_format="{l_bar}{bar}| {n:.2f}/{total:.2f} virtual s [{elapsed}<{remaining}]")
+    bar = tqdm(
+        total=total,
+        unit="s",
+        desc=f"{topo.name} [{scheme}]",
+        disable=as_json,
+        leave=False,
+        bar_format="{l_bar}{bar}| {n:.2f}/{total:.2f} virtual s [{elapsed}<{remaining}]",
+    )
 
     def progress(t: float) -> None:
         bar.update(t - bar.n)
@@ -108,24 +126,78 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
     for col in ("stream", "demand", "exact FFS", "measured", "error"):
         t.add_column(col, justify="left" if col == "stream" else "right")
     for s in res.streams:
-        t.add_row(s["stream"], format_rate(s["demand"]), format_rate(s["exact"]), format_rate(s["measured"]), f"{100 * s['error']:+.2f} %")
+        t.add_row(
+            s["stream"],
+            format_rate(s["demand"]),
+            format_rate(s["exact"]),
+            format_rate(s["measured"]),
+            f"{100 * s['error']:+.2f} %",
+        )
     console.print(t)
     for k, v in res.settling_s.items():
-        console.print(f"tau at {k} settles (within 10 %) after {v * 1e3:.0f} ms" if v is not None else f"tau at {k} did not settle")
+        console.print(
+            f"tau at {k} settles (within 10 %) after {v * 1e3:.0f} ms"
+            if v is not None
+            else f"tau at {k} did not settle"
+        )
     console.print("wrote " + ", ".join(str(f) for f in files))
 
 
-@main.command("network", short_help="The Internet-scale study: per-stream allocations (FFS, Helia, GLWP) and deployment.")
-@click.option("--caida", type=click.Path(dir_okay=False), default=None, help="A CAIDA AS-relationship file (as1|as2|rel); default: a generated graph.")
-@click.option("--top", type=click.IntRange(3), default=2000, show_default=True, help="With --caida: keep the ASes of highest degree.")
-@click.option("--nodes", type=click.IntRange(3), default=2000, show_default=True, help="Generated graph: number of ASes.")
-@click.option("--attach", type=click.IntRange(1), default=3, show_default=True, help="Generated graph: links each new AS attaches with (Barabasi-Albert).")
-@click.option("--pairs", type=click.FloatRange(0, 1, min_open=True), default=0.2, show_default=True, help="Fraction of the other ASes each AS sends to.")
-@click.option("--deploy", default="0.2,0.4,0.6,0.8", show_default=True, help="Deployed fractions for the incremental-deployment study.")
-@click.option("--source-rounds", type=click.IntRange(1, 50), default=1, show_default=True,
-              help="Rounds of sources reducing their rate to what arrived, each a full exact allocation.")
+@main.command(
+    "network", short_help="The Internet-scale study: per-stream allocations (FFS, Helia, GLWP) and deployment."
+)
+@click.option(
+    "--caida",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A CAIDA AS-relationship file (as1|as2|rel); default: a generated graph.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(3),
+    default=2000,
+    show_default=True,
+    help="With --caida: keep the ASes of highest degree.",
+)
+@click.option(
+    "--nodes", type=click.IntRange(3), default=2000, show_default=True, help="Generated graph: number of ASes."
+)
+@click.option(
+    "--attach",
+    type=click.IntRange(1),
+    default=3,
+    show_default=True,
+    help="Generated graph: links each new AS attaches with (Barabasi-Albert).",
+)
+@click.option(
+    "--pairs",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.2,
+    show_default=True,
+    help="Fraction of the other ASes each AS sends to.",
+)
+@click.option(
+    "--deploy",
+    default="0.2,0.4,0.6,0.8",
+    show_default=True,
+    help="Deployed fractions for the incremental-deployment study.",
+)
+@click.option(
+    "--source-rounds",
+    type=click.IntRange(1, 50),
+    default=1,
+    show_default=True,
+    help="Rounds of sources reducing their rate to what arrived, each a full exact allocation.",
+)
 @click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results/network", show_default=True, help="Where the JSON and plots go.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="results/network",
+    show_default=True,
+    help="Where the JSON and plots go.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @one_line_errors(ValueError, OSError)
 def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, out_dir, as_json) -> None:
@@ -149,7 +221,14 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, o
         raise ValueError(f"--deploy: fractions must be in [0, 1], got {deploy!r}")
     if caida and not Path(caida).is_file():
         raise ValueError(f"{caida}: no such file")
-    bar = tqdm(total=7, desc="network", file=sys.stderr, leave=False, disable=None, bar_format="{l_bar}{bar}| {n}/{total} [{elapsed}] {postfix}")
+    bar = tqdm(
+        total=7,
+        desc="network",
+        file=sys.stderr,
+        leave=False,
+        disable=None,
+        bar_format="{l_bar}{bar}| {n}/{total} [{elapsed}] {postfix}",
+    )
 
     def stage(name: str) -> None:
         if bar.n or name != "graph":
@@ -175,15 +254,23 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, o
         return
     console = Console()
     g = summary["graph"]
-    console.print(f"{escape(g['source'])}: {g['nodes']} ASes, {g['links']} links, {summary['streams']} streams "
-                  f"({summary['stream_hops']} stream-hops, {summary['path_links']['mean']:.2f} links per path)")
+    console.print(
+        f"{escape(g['source'])}: {g['nodes']} ASes, {g['links']} links, {summary['streams']} streams "
+        f"({summary['stream_hops']} stream-hops, {summary['path_links']['mean']:.2f} links per path)"
+    )
     t = Table(title="allocation per stream (Gb/s)")
     for col in ("system", "median", "p10", "p90", "mean", "paper median (CAIDA)"):
         t.add_column(col, justify="left" if col == "system" else "right")
     for k, label in (("ffs", "FFS"), ("helia", "Helia (per-AS)"), ("glwp", "GLWP (GMA static)")):
         a = summary["allocation"][k]
-        t.add_row(label, f"{a['median_gbps']:.3g}", f"{a['p10_gbps']:.3g}", f"{a['p90_gbps']:.3g}", f"{a['mean_gbps']:.3g}",
-                  f"{summary['paper']['median_gbps'][k]}")
+        t.add_row(
+            label,
+            f"{a['median_gbps']:.3g}",
+            f"{a['p10_gbps']:.3g}",
+            f"{a['p90_gbps']:.3g}",
+            f"{a['mean_gbps']:.3g}",
+            f"{summary['paper']['median_gbps'][k]}",
+        )
     console.print(t)
     d = Table(title="security effectiveness per path (share of paths at each value)")
     d.add_column("deployed", justify="right")
@@ -191,10 +278,16 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, o
     d.add_column("paths at effectiveness", justify="left")
     for f, x in summary["deployment"].items():
         top = sorted(x["share_at"].items(), key=lambda kv: float(kv[0]))
-        d.add_row(f"{100 * float(f):g} %", f"{x['mean']:.3f}", ", ".join(f"{float(v):.0%}: {100 * s:.1f} %" for v, s in top if s >= 0.005))
+        d.add_row(
+            f"{100 * float(f):g} %",
+            f"{x['mean']:.3f}",
+            ", ".join(f"{float(v):.0%}: {100 * s:.1f} %" for v, s in top if s >= 0.005),
+        )
     console.print(d)
-    console.print(f"FFS median {summary['allocation']['ffs']['median_gbps']:.3g} Gb/s; {summary['elapsed_s']:.1f} s; wrote "
-                  + ", ".join(summary["files"]))
+    console.print(
+        f"FFS median {summary['allocation']['ffs']['median_gbps']:.3g} Gb/s; {summary['elapsed_s']:.1f} s; wrote "
+        + ", ".join(summary["files"])
+    )
 
 
 if __name__ == "__main__":

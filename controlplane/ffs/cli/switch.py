@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs-switch: the software switch, live on Linux interfaces (run) or in virtual time (replay)."""
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from rich.table import Table
 from ffs.allocator import allocate_window
 from ffs.cli.common import CliError, CliUsageError, dump_json, one_line_errors
 from ffs.driver.base import DriverError
+from ffs.driver.wire import default_control_address
 from ffs.lab.baselines import Csfq
 from ffs.lab.nodes import build_nodes
 from ffs.switch import trace
 from ffs.switch.fast import FastPipeline
 from ffs.switch.live import run_live
-from ffs.driver.wire import default_control_address
 from ffs.topology import TopologyError, load
 from ffs.units import format_rate, parse_delay, parse_rate
 
@@ -83,55 +84,116 @@ def _delays(specs: tuple[str, ...], ports: dict[int, str]) -> dict[int, float]:
 
 
 @main.command("run")
-@click.option("--port", "port_specs", multiple=True, metavar="N=IFACE[@SPEED]",
-              help="Bind device port N to interface IFACE (repeat); with @SPEED (a line rate, e.g. 20Mbps) the port "
-                   "sends at that speed, queueing and tail-dropping like a Tofino port (docs/live-mode.md).")
-@click.option("--buffer", "buffer_specs", multiple=True, metavar="N=BYTES",
-              help="The queue of a port with a speed (default: 10 ms of its speed and at least 64 frames of the interface MTU, at most 2 MiB).")
-@click.option("--delay", "delay_specs", multiple=True, metavar="N=DELAY",
-              help="Propagation delay of port N (e.g. 10ms): its frames leave that long after its queue sent them, "
-                   "as on a long wire (the queue does not count them). Round-trip times without netem.")
-@click.option("--control", default=None,
-              help="Control service: unix:PATH (default: an owner-only socket, /run/ffs/switch.sock for root) or "
-                   "loopback HOST:PORT (then any local user can use it).")
-@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback control address (unauthenticated: isolated networks only).")
+@click.option(
+    "--port",
+    "port_specs",
+    multiple=True,
+    metavar="N=IFACE[@SPEED]",
+    help="Bind device port N to interface IFACE (repeat); with @SPEED (a line rate, e.g. 20Mbps) the port "
+    "sends at that speed, queueing and tail-dropping like a Tofino port (docs/live-mode.md).",
+)
+@click.option(
+    "--buffer",
+    "buffer_specs",
+    multiple=True,
+    metavar="N=BYTES",
+    help="The queue of a port with a speed "
+    "(default: 10 ms of its speed and at least 64 frames of the interface MTU, at most 2 MiB).",
+)
+@click.option(
+    "--delay",
+    "delay_specs",
+    multiple=True,
+    metavar="N=DELAY",
+    help="Propagation delay of port N (e.g. 10ms): its frames leave that long after its queue sent them, "
+    "as on a long wire (the queue does not count them). Round-trip times without netem.",
+)
+@click.option(
+    "--control",
+    default=None,
+    help="Control service: unix:PATH (default: an owner-only socket, /run/ffs/switch.sock for root) or "
+    "loopback HOST:PORT (then any local user can use it).",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a non-loopback control address (unauthenticated: isolated networks only).",
+)
 @click.option("--seed", default=1, show_default=True, help="Seed of the Random extern.")
 @click.option("--ready-file", default=None, help="Written (with the pid) once ports and control service are up.")
 @click.option("--stats-interval", default=10.0, show_default=True, help="Seconds between per-port counter logs.")
-@click.option("--csfq", is_flag=True,
-              help="Evaluation baseline: run CSFQ (not FFS) before every port with a speed.")
+@click.option("--csfq", is_flag=True, help="Evaluation baseline: run CSFQ (not FFS) before every port with a speed.")
 @one_line_errors(OSError, ValueError, PermissionError, error=CliError)
-def run_cmd(port_specs, buffer_specs, delay_specs, control, allow_remote, seed, ready_file, stats_interval, csfq) -> None:
+def run_cmd(
+    port_specs, buffer_specs, delay_specs, control, allow_remote, seed, ready_file, stats_interval, csfq
+) -> None:
     """Switch real frames between Linux interfaces until SIGINT/SIGTERM."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=\"%(message)s\"")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=\"%(message)s\"",
+    )
     ports, speeds = _ports(port_specs)
     if csfq and not speeds:
         raise CliUsageError("--csfq runs before ports with a speed: give one (--port N=IFACE@SPEED)")
-    run_live(ports, control or default_control_address(), seed, ready_file, stats_interval, allow_remote,
-             csfq=Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1) if csfq else None, speeds=speeds,
-             buffers=_buffers(buffer_specs, ports, speeds), delays=_delays(delay_specs, ports))
+    run_live(
+        ports,
+        control or default_control_address(),
+        seed,
+        ready_file,
+        stats_interval,
+        allow_remote,
+        csfq=Csfq(k_s=0.1, k_alpha_s=0.1, k_c_s=0.1) if csfq else None,
+        speeds=speeds,
+        buffers=_buffers(buffer_specs, ports, speeds),
+        delays=_delays(delay_specs, ports),
+    )
 
 
 @main.command("replay")
 @click.argument("topology", type=click.Path(dir_okay=False))
-@click.option("--duration", type=float, default=None, help="Virtual seconds (default: the topology's duration, else 1; with --pcap: the capture's length).")
+@click.option(
+    "--duration",
+    type=float,
+    default=None,
+    help="Virtual seconds (default: the topology's duration, else 1; with --pcap: the capture's length).",
+)
 @click.option("--period-ms", default=5.0, show_default=True, help="Agent period in virtual time.")
 @click.option("--seed", default=None, type=int, help="Random seed (default: the topology's).")
 @click.option("--poisson", is_flag=True, help="Poisson arrivals instead of constant spacing.")
 @click.option("--no-agent", is_flag=True, help="Run without the tau loop (tau stays infinite: no drops).")
-@click.option("--pcap", "pcap_file", type=click.Path(dir_okay=False), default=None,
-              help="Replay this capture (classic pcap, Ethernet) instead of the topology's streams.")
+@click.option(
+    "--pcap",
+    "pcap_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Replay this capture (classic pcap, Ethernet) instead of the topology's streams.",
+)
 @click.option("--ingress", default=None, metavar="NODE.IFACE", help="With --pcap: where the frames enter.")
-@click.option("--line-rate", default=None, metavar="RATE",
-              help="With --pcap: re-time the frames back to back at RATE, in capture order (the capture times play no part).")
-@click.option("--speed", default=1.0, show_default=True, help="With --pcap: play the capture this many times faster (not with --line-rate).")
-@click.option("--engine", type=click.Choice(["auto", "c", "python"]), default="auto", show_default=True,
-              help="Pipeline: compiled (c), the Python reference, or c when built.")
+@click.option(
+    "--line-rate",
+    default=None,
+    metavar="RATE",
+    help="With --pcap: re-time the frames back to back at RATE, in capture order (the capture times play no part).",
+)
+@click.option(
+    "--speed",
+    default=1.0,
+    show_default=True,
+    help="With --pcap: play the capture this many times faster (not with --line-rate).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["auto", "c", "python"]),
+    default="auto",
+    show_default=True,
+    help="Pipeline: compiled (c), the Python reference, or c when built.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @one_line_errors(TopologyError, DriverError, ValueError, OSError, RuntimeError, error=CliUsageError)
-def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file, ingress, line_rate, speed, engine,
-               as_json) -> None:
+def replay_cmd(
+    topology, duration, period_ms, seed, poisson, no_agent, pcap_file, ingress, line_rate, speed, engine, as_json
+) -> None:
     """Run TOPOLOGY's streams (or a pcap) through the software switch in virtual time, agents in the
     loop, and compare the delivered rates with the exact FFS allocation."""
     topo = load(topology)
@@ -141,8 +203,18 @@ def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file
     kind = "c" if all(isinstance(p, FastPipeline) for p in pipes.values()) else "python"
     t0 = time.monotonic()
     if pcap_file is not None:
-        out = _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate and parse_rate(line_rate), speed,
-                           duration, period_ms / 1e3, no_agent)
+        out = _replay_pcap(
+            topo,
+            pipes,
+            agents,
+            pcap_file,
+            ingress,
+            line_rate and parse_rate(line_rate),
+            speed,
+            duration,
+            period_ms / 1e3,
+            no_agent,
+        )
     else:
         if ingress or line_rate:
             raise CliUsageError("--ingress and --line-rate go with --pcap")
@@ -153,9 +225,13 @@ def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file
         def on_period(now_ns: int):
             if no_agent:
                 return None
-            return {n: [(e.egress, e.tau, e.congested) for e in a.step(now_ns / 1e9).egresses] for n, a in agents.items()}
+            return {
+                n: [(e.egress, e.tau, e.congested) for e in a.step(now_ns / 1e9).egresses] for n, a in agents.items()
+            }
 
-        res = trace.run(topo, pipes, duration, period_s=period_ms / 1e3, on_period=on_period, seed=seed, poisson=poisson)
+        res = trace.run(
+            topo, pipes, duration, period_s=period_ms / 1e3, on_period=on_period, seed=seed, poisson=poisson
+        )
         window = (duration / 2, duration)
         exact = allocate_window(topo, *window)  # honours the streams' start and stop
         rows = []
@@ -163,16 +239,33 @@ def replay_cmd(topology, duration, period_ms, seed, poisson, no_agent, pcap_file
             got = res.rate_bps(s.name, *window)
             x = exact[s.name]
             # no relative error against an exact 0: the row shows the measured rate alone
-            rows.append({"stream": s.name, "demand": s.demand, "exact": x, "measured": got,
-                         "error": (got - x) / x if x else None})
+            rows.append(
+                {
+                    "stream": s.name,
+                    "demand": s.demand,
+                    "exact": x,
+                    "measured": got,
+                    "error": (got - x) / x if x else None,
+                }
+            )
         out = {"duration_s": duration, "packets": res.packets, "window_s": list(window), "streams": rows}
     wall = time.monotonic() - t0
-    out.update({"engine": kind, "wall_s": wall, "packets_per_s": out["packets"] / wall if wall > 0 else 0.0,
-                "tau": {f"{n}.{e}": a.taus[e].tau for n, a in agents.items() for e in a.taus}})
+    out.update(
+        {
+            "engine": kind,
+            "wall_s": wall,
+            "packets_per_s": out["packets"] / wall if wall > 0 else 0.0,
+            "tau": {f"{n}.{e}": a.taus[e].tau for n, a in agents.items() for e in a.taus},
+        }
+    )
     if as_json:
         return dump_json(out)
     t = Table(title=f"{topo.name}: delivered rates over [{out['window_s'][0]:g}, {out['window_s'][1]:g}) s (virtual)")
-    cols = ("stream", "demand", "exact FFS", "measured", "error") if pcap_file is None else ("stream", "offered", "accepted", "dropped")
+    cols = (
+        ("stream", "demand", "exact FFS", "measured", "error")
+        if pcap_file is None
+        else ("stream", "offered", "accepted", "dropped")
+    )
     for col in cols:
         t.add_column(col, justify="left" if col == "stream" else "right")
     for r in out["streams"]:
@@ -211,11 +304,26 @@ def _replay_pcap(topo, pipes, agents, pcap_file, ingress, line_rate_bps, speed, 
     res = trace.replay(pipes[node], arrivals, duration, period_s=period_s, on_period=on_period)
     rows = []
     for s in sorted(res.sent):
-        offered = sum(trace.frame_wire_len(a.frame) for a in arrivals if a.stream == s and a.t_s < duration) * 8 / duration
-        rows.append({"stream": s, "packets": res.sent[s], "offered": offered, "accepted": res.rate_bps(s, 0, duration),
-                     "dropped": sum(res.dropped[s].values()), "drop_reasons": res.dropped[s]})
-    return {"duration_s": duration, "packets": res.packets, "window_s": [0.0, duration], "streams": rows,
-            "egress_bps": {str(p): float(v.sum()) * 8 / duration for p, v in sorted(res.egress.items())}}
+        offered = (
+            sum(trace.frame_wire_len(a.frame) for a in arrivals if a.stream == s and a.t_s < duration) * 8 / duration
+        )
+        rows.append(
+            {
+                "stream": s,
+                "packets": res.sent[s],
+                "offered": offered,
+                "accepted": res.rate_bps(s, 0, duration),
+                "dropped": sum(res.dropped[s].values()),
+                "drop_reasons": res.dropped[s],
+            }
+        )
+    return {
+        "duration_s": duration,
+        "packets": res.packets,
+        "window_s": [0.0, duration],
+        "streams": rows,
+        "egress_bps": {str(p): float(v.sum()) * 8 / duration for p, v in sorted(res.egress.items())},
+    }
 
 
 if __name__ == "__main__":

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ffs-transfer: a reliable bulk transfer over UDP with the FFS/RI shim between two hosts, paced by
 MinTime or MinLoss (FFS §IX; docs/endpoint.md).
 
@@ -70,29 +71,87 @@ def main() -> None:
 @click.option("--port", type=click.IntRange(1, 65535), default=5301, show_default=True, help="Receiver's port.")
 @click.option("--file", "path", type=click.Path(dir_okay=False, exists=True), help="Send this file.")
 @click.option("--bytes", "nbytes", help="Or send this many bytes (10MB, 4MiB, 1500).")
-@click.option("--scheme", type=click.Choice(["minloss", "mintime", "partial"]), default="minloss", show_default=True,
-              help="MinLoss: follow the echoed rate indicator; MinTime: send at --capacity; partial: kernel TCP "
-                   "(--cca) capped by the indicator (FFS App. C; the receiver runs `recv --tcp`).")
+@click.option(
+    "--scheme",
+    type=click.Choice(["minloss", "mintime", "partial"]),
+    default="minloss",
+    show_default=True,
+    help="MinLoss: follow the echoed rate indicator; MinTime: send at --capacity; partial: kernel TCP "
+    "(--cca) capped by the indicator (FFS App. C; the receiver runs `recv --tcp`).",
+)
 @click.option("--cca", default="cubic", show_default=True, help="partial: the kernel's congestion control.")
 @click.option("--capacity", help="The source's egress capacity (IP bit/s), e.g. 20Mbps (MinTime, MinLoss).")
 @click.option("--start-rate", help="MinLoss: the initial rate [default: capacity / 10].")
-@click.option("--settle", type=click.FloatRange(0, 10), default=0.25, show_default=True,
-              help="MinLoss, partial: seconds after a rate change whose echoes are ignored (>= the node's control period + estimator time constant).")
-@click.option("--measure", type=click.FloatRange(0, 10), default=0.1, show_default=True,
-              help="MinLoss, partial: apply the indicator to the rate actually sent over this many seconds (the node's control period); 0: to the pacing rate.")
-@click.option("--confirm", type=click.FloatRange(0, 10), default=0.1, show_default=True,
-              help="MinLoss: raise the rate only when the indicator says so for this many seconds (decreases are immediate).")
-@click.option("--headroom", type=click.FloatRange(0, 0.5), default=0.03, show_default=True,
-              help="MinLoss: send at (1 - headroom) x the indicated rate.")
-@click.option("--size", type=click.IntRange(64, 9000), default=1400, show_default=True,
-              help="IP packet size in bytes (at most the path MTU: packets are never fragmented).")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=60.0, show_default=True, help="Give up after this many seconds.")
-@click.option("--log", "log_path", type=click.Path(dir_okay=False), help="JSON lines every 100 ms: controller rate and sending rate.")
+@click.option(
+    "--settle",
+    type=click.FloatRange(0, 10),
+    default=0.25,
+    show_default=True,
+    help="MinLoss, partial: seconds after a rate change whose echoes are ignored "
+    "(>= the node's control period + estimator time constant).",
+)
+@click.option(
+    "--measure",
+    type=click.FloatRange(0, 10),
+    default=0.1,
+    show_default=True,
+    help="MinLoss, partial: apply the indicator to the rate actually sent over this many seconds "
+    "(the node's control period); 0: to the pacing rate.",
+)
+@click.option(
+    "--confirm",
+    type=click.FloatRange(0, 10),
+    default=0.1,
+    show_default=True,
+    help="MinLoss: raise the rate only when the indicator says so for this many seconds (decreases are immediate).",
+)
+@click.option(
+    "--headroom",
+    type=click.FloatRange(0, 0.5),
+    default=0.03,
+    show_default=True,
+    help="MinLoss: send at (1 - headroom) x the indicated rate.",
+)
+@click.option(
+    "--size",
+    type=click.IntRange(64, 9000),
+    default=1400,
+    show_default=True,
+    help="IP packet size in bytes (at most the path MTU: packets are never fragmented).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 3600),
+    default=60.0,
+    show_default=True,
+    help="Give up after this many seconds.",
+)
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False),
+    help="JSON lines every 100 ms: controller rate and sending rate.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report, no progress bar.")
 @one_line_errors(TransferError, ValueError, OSError)
-def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: str, cca: str, capacity: str | None,
-             start_rate: str | None, settle: float, measure: float, confirm: float, headroom: float, size: int, timeout: float,
-             log_path: str | None, as_json: bool) -> None:
+def send_cmd(
+    dst: str,
+    port: int,
+    path: str | None,
+    nbytes: str | None,
+    scheme: str,
+    cca: str,
+    capacity: str | None,
+    start_rate: str | None,
+    settle: float,
+    measure: float,
+    confirm: float,
+    headroom: float,
+    size: int,
+    timeout: float,
+    log_path: str | None,
+    as_json: bool,
+) -> None:
     """Send --file or --bytes to `ffs-transfer recv` on --dst, reliably (selective acknowledgements),
     and report transfer time, goodput, retransmissions and loss."""
     if (path is None) == (nbytes is None):
@@ -113,16 +172,20 @@ def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: 
     if scheme == "partial":
         bar = _Bar(not as_json, "send")
         try:
-            prep = send_partial(dst, port, data, cca, settle_s=settle, measure_s=measure or 0.1, timeout_s=timeout,
-                                progress=bar)
+            prep = send_partial(
+                dst, port, data, cca, settle_s=settle, measure_s=measure or 0.1, timeout_s=timeout, progress=bar
+            )
         finally:
             bar.close()
         if as_json:
             dump_json(prep.to_json())
             return
         capped = format_rate(prep.cap_bps) if prep.cap_bps else "never"
-        click.echo(f"{prep.bytes} B in {prep.transfer_s:.3f} s over TCP ({prep.cca}): {format_rate(prep.goodput_bps)} goodput, "
-                   f"{prep.retransmitted} retransmitted; {prep.echoes}/{prep.probes} probes echoed, capped at {capped}")
+        click.echo(
+            f"{prep.bytes} B in {prep.transfer_s:.3f} s over TCP ({prep.cca}): {format_rate(prep.goodput_bps)} "
+            "goodput, "
+            f"{prep.retransmitted} retransmitted; {prep.echoes}/{prep.probes} probes echoed, capped at {capped}"
+        )
         return
     if scheme == "mintime":
         ctl: MinTime | MinLoss = MinTime(cap)
@@ -130,8 +193,17 @@ def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: 
         start = parse_rate(start_rate) if start_rate else cap / 10
         if not 0 < start <= cap:
             raise ValueError("--start-rate must be positive and at most --capacity")
-        ctl = MinLoss(MinLossParams(start_bps=start, capacity_bps=cap, settle_s=settle, headroom=headroom,
-                                   measure_s=measure or None, confirm_s=confirm), now)
+        ctl = MinLoss(
+            MinLossParams(
+                start_bps=start,
+                capacity_bps=cap,
+                settle_s=settle,
+                headroom=headroom,
+                measure_s=measure or None,
+                confirm_s=confirm,
+            ),
+            now,
+        )
     bar = _Bar(not as_json, "send")
     log: IO[str] | None = open(log_path, "w") if log_path else None
     try:
@@ -144,16 +216,24 @@ def send_cmd(dst: str, port: int, path: str | None, nbytes: str | None, scheme: 
         dump_json(rep.to_json())
         return
     ind = f", indicator {format_rate(rep.indicator_bps)}" if rep.indicator_bps else ""
-    click.echo(f"{rep.bytes} B in {rep.transfer_s:.3f} s: {format_rate(rep.goodput_bps)} goodput, {rep.sent} packets sent, "
-               f"{rep.retransmitted} retransmitted ({100 * rep.loss:.2f} % lost), final rate {format_rate(rep.final_rate_bps)}{ind}")
+    click.echo(
+        f"{rep.bytes} B in {rep.transfer_s:.3f} s: {format_rate(rep.goodput_bps)} goodput, {rep.sent} packets sent, "
+        f"{rep.retransmitted} retransmitted ({100 * rep.loss:.2f} % lost), final rate "
+        f"{format_rate(rep.final_rate_bps)}{ind}"
+    )
 
 
 @main.command("recv", short_help="Receive one transfer.")
 @click.option("--port", type=click.IntRange(1, 65535), default=5301, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the received bytes here.")
 @click.option("--tcp", is_flag=True, help="Receive a `send --scheme partial` transfer (TCP + echoed probes).")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=60.0, show_default=True,
-              help="Give up after this many seconds without data.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 3600),
+    default=60.0,
+    show_default=True,
+    help="Give up after this many seconds without data.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report, no progress bar.")
 @one_line_errors(TransferError, ValueError, OSError)
 def recv_cmd(port: int, out: str | None, tcp: bool, timeout: float, as_json: bool) -> None:
@@ -173,8 +253,10 @@ def recv_cmd(port: int, out: str | None, tcp: bool, timeout: float, as_json: boo
     if as_json:
         dump_json(rep.to_json())
         return
-    click.echo(f"{rep.bytes} B from {rep.source} in {rep.transfer_s:.3f} s: {format_rate(rep.goodput_bps)}, "
-               f"{rep.duplicates} duplicates")
+    click.echo(
+        f"{rep.bytes} B from {rep.source} in {rep.transfer_s:.3f} s: {format_rate(rep.goodput_bps)}, "
+        f"{rep.duplicates} duplicates"
+    )
 
 
 if __name__ == "__main__":

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Driver interface: what the agent, the CLI and the PTF tests may ask of a target.
 
 It is the subset of BF-Runtime that FFS needs -- table entries, default entries, indexed counters,
@@ -45,7 +46,7 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
-    def __enter__(self) -> "Driver":
+    def __enter__(self) -> Driver:
         self.connect()
         return self
 
@@ -111,6 +112,8 @@ class Driver(abc.ABC):
         """The `$PORT` entries of these device ports; a port not added is left out."""
         raise DriverError("this target has no $PORT table")
 
-    def write_ports(self, adds: Sequence[PortSpec] = (), deletes: Sequence[int] = (), enables: Sequence[int] = ()) -> None:
+    def write_ports(
+        self, adds: Sequence[PortSpec] = (), deletes: Sequence[int] = (), enables: Sequence[int] = ()
+    ) -> None:
         """Delete, then add, then enable ports (each in one request per kind)."""
         raise DriverError("this target has no $PORT table")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Driver of an `ffs-switch run` process, over its gRPC control service (the JSON schema of
 ffs.driver.wire): what the agent uses for --target model. It imports nothing of the software switch,
 so an agent installed without the laboratory drives a switch that runs elsewhere."""
@@ -57,7 +58,9 @@ class ModelDriver(Driver):
             detail = e.details() if hasattr(e, "details") else str(e)
             if code == grpc.StatusCode.INVALID_ARGUMENT:
                 raise DriverError(detail) from None
-            raise DriverError(f"software switch at {self.address}: {code.name if code else 'error'}: {detail}") from None
+            raise DriverError(
+                f"software switch at {self.address}: {code.name if code else 'error'}: {detail}"
+            ) from None
 
     def program_id(self) -> str:
         return str(self._rpc("ProgramId", {})["program_id"])

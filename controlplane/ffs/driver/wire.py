@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """JSON encoding of the Driver's types for the software switch's gRPC service.
 
 The service carries JSON documents in gRPC messages (HTTP/2, unary calls, status codes for
@@ -42,7 +43,7 @@ def key_to_json(v: KeyValue) -> dict[str, Any]:
 def key_from_json(d: dict[str, Any]) -> KeyValue:
     if not isinstance(d, dict) or len(d) != 1:
         raise ValueError(f"bad key value {d!r}")
-    (kind, v), = d.items()
+    ((kind, v),) = d.items()
     if kind == "exact":
         return Exact(int(v))
     if kind == "lpm":
@@ -92,4 +93,6 @@ def lpf_to_json(s: LpfSpec) -> dict[str, Any]:
 
 
 def lpf_from_json(d: dict[str, Any]) -> LpfSpec:
-    return LpfSpec(d["kind"], float(d["gain_time_constant_ns"]), float(d["decay_time_constant_ns"]), int(d["out_scale_down"]))
+    return LpfSpec(
+        d["kind"], float(d["gain_time_constant_ns"]), float(d["decay_time_constant_ns"]), int(d["out_scale_down"])
+    )

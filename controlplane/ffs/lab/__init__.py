@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The laboratory around the product: what evaluates FFS rather than what runs it.
 
 `experiments` (scenarios in virtual time, FFS against FIFO and CSFQ), `nodes` (a pipeline and an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The length-lie attack of docs/security.md as a library for its tests and its benchmark
 (bench/attacks.py): the attack topology and a replay of a flood of given frames against a victim
 with the agent in the loop, through the software switch in Tofino's order (γ, then the traffic
@@ -20,8 +21,17 @@ from ffs.topology import Topology, load
 M = 1e6
 
 
-def topology(capacity: float, victim: float, share: float, flood: float, rf: float | None, streams: int = 1,
-             packet_size: int = 1250, ip_len: int | None = None, flood_size: int | None = None) -> str:
+def topology(
+    capacity: float,
+    victim: float,
+    share: float,
+    flood: float,
+    rf: float | None,
+    streams: int = 1,
+    packet_size: int = 1250,
+    ip_len: int | None = None,
+    flood_size: int | None = None,
+) -> str:
     """s1: victim on p1 (share `share`), flood on p2 (the rest of p3's capacity) at up to p2's line
     rate, both ports trusted. rf None: the flood sends no shim (labelled: false); ip_len: the flood's
     IPv4 total length field lies (says ip_len whatever its flood_size bytes)."""
@@ -30,7 +40,9 @@ def topology(capacity: float, victim: float, share: float, flood: float, rf: flo
     lie = "" if ip_len is None else f", ip_len: {ip_len}"
     flows = "\n".join(
         f"  - {{name: flood{k}, path: [{{node: s1, ingress: p2, egress: p3}}], demand: {per:.0f}, {label}, "
-        f"packet_size: {flood_size or packet_size}{lie}}}" for k in range(streams))
+        f"packet_size: {flood_size or packet_size}{lie}}}"
+        for k in range(streams)
+    )
     return f"""
 name: attack
 duration: 0.3
@@ -59,9 +71,17 @@ def loads(text: str) -> Topology:
         return load(f)
 
 
-def replay_attack(flood_frame: bytes, cap: float = 100 * M, victim: float = 40 * M, share: float = 50 * M,
-                  flood: float = 300 * M, duration: float = 0.4, streams: int = 1, poisson: bool = False,
-                  **agent_kw: Any) -> tuple[ReplayResult, dict[str, float], int]:
+def replay_attack(
+    flood_frame: bytes,
+    cap: float = 100 * M,
+    victim: float = 40 * M,
+    share: float = 50 * M,
+    flood: float = 300 * M,
+    duration: float = 0.4,
+    streams: int = 1,
+    poisson: bool = False,
+    **agent_kw: Any,
+) -> tuple[ReplayResult, dict[str, float], int]:
     """The victim (p1, 1250-byte packets) and `streams` floods of `flood_frame` (p2) into s1 of
     `topology`, its agent in the loop, p3 drained at its speed (its capacity); the line rates over
     the second half and the frames the egress dropped as malformed. The pipeline is
@@ -73,8 +93,10 @@ def replay_attack(flood_frame: bytes, cap: float = 100 * M, victim: float = 40 *
     agent.install()
     good = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)
     arrivals = [stream_arrivals(1, good, victim, 0, duration, stream="victim", seed=1, poisson=poisson)]
-    arrivals += [stream_arrivals(2, flood_frame, flood / streams, 0, duration, stream=f"flood{k}", seed=2 + k,
-                                  poisson=poisson) for k in range(streams)]
+    arrivals += [
+        stream_arrivals(2, flood_frame, flood / streams, 0, duration, stream=f"flood{k}", seed=2 + k, poisson=poisson)
+        for k in range(streams)
+    ]
     res = replay(pipe, merge(*arrivals), duration, period_s=0.005, on_period=lambda now_ns, d: agent.step(now_ns / 1e9))
     t0, t1 = duration / 2, duration
     got = {"victim": res.rate_bps("victim", t0, t1)}
@@ -83,9 +105,18 @@ def replay_attack(flood_frame: bytes, cap: float = 100 * M, victim: float = 40 *
     return res, got, pipe.egress_acct.malformed.packets[3]
 
 
-def replay_one_liar(honest: int, rate: float = 20 * M, cap: float = 100 * M, victim: float = 60 * M,
-                    share: float = 50 * M, duration: float = 1.0, liar: bool = True, claim: int = 20,
-                    poisson: bool = True, **agent_kw: Any) -> tuple[ReplayResult, dict[str, float], int]:
+def replay_one_liar(
+    honest: int,
+    rate: float = 20 * M,
+    cap: float = 100 * M,
+    victim: float = 60 * M,
+    share: float = 50 * M,
+    duration: float = 1.0,
+    liar: bool = True,
+    claim: int = 20,
+    poisson: bool = True,
+    **agent_kw: Any,
+) -> tuple[ReplayResult, dict[str, float], int]:
     """One neighbour (p2) carrying `honest` honest senders and, with `liar`, one sender whose
     1250-byte frames claim an IPv4 length of `claim`, every sender at `rate`; the victim on p1.
     The data plane sees one pair (p2, p3) for all of them: it has no per-sender state. Rates over
@@ -97,17 +128,42 @@ def replay_one_liar(honest: int, rate: float = 20 * M, cap: float = 100 * M, vic
     configure_node(pipe.tm, topo.node("s1"))
     agent = Agent(LocalDriver(pipe), topo, "s1", **agent_kw)
     agent.install()
-    arrivals = [stream_arrivals(1, ipv4_frame("10.0.1.1", "10.0.3.1", 1250), victim, 0, duration, stream="victim",
-                                seed=1, poisson=poisson)]
+    arrivals = [
+        stream_arrivals(
+            1, ipv4_frame("10.0.1.1", "10.0.3.1", 1250), victim, 0, duration, stream="victim", seed=1, poisson=poisson
+        )
+    ]
     for k in range(honest):
-        arrivals.append(stream_arrivals(2, ipv4_frame(f"10.0.2.{k + 1}", "10.0.3.1", 1250), rate, 0, duration,
-                                        stream=f"honest{k}", seed=2 + k, poisson=poisson))
+        arrivals.append(
+            stream_arrivals(
+                2,
+                ipv4_frame(f"10.0.2.{k + 1}", "10.0.3.1", 1250),
+                rate,
+                0,
+                duration,
+                stream=f"honest{k}",
+                seed=2 + k,
+                poisson=poisson,
+            )
+        )
     if liar:
-        arrivals.append(stream_arrivals(2, lie_ip_len(ipv4_frame("10.0.2.250", "10.0.3.1", 1250), claim), rate, 0,
-                                        duration, stream="liar", seed=1000, poisson=poisson))
+        arrivals.append(
+            stream_arrivals(
+                2,
+                lie_ip_len(ipv4_frame("10.0.2.250", "10.0.3.1", 1250), claim),
+                rate,
+                0,
+                duration,
+                stream="liar",
+                seed=1000,
+                poisson=poisson,
+            )
+        )
     res = replay(pipe, merge(*arrivals), duration, period_s=0.005, on_period=lambda now_ns, d: agent.step(now_ns / 1e9))
     t0, t1 = duration / 2, duration
-    got = {"victim": res.rate_bps("victim", t0, t1),
-           "honest": sum(res.rate_bps(f"honest{k}", t0, t1) for k in range(honest) if f"honest{k}" in res.accepted),
-           "liar": res.rate_bps("liar", t0, t1) if "liar" in res.accepted else 0.0}
+    got = {
+        "victim": res.rate_bps("victim", t0, t1),
+        "honest": sum(res.rate_bps(f"honest{k}", t0, t1) for k in range(honest) if f"honest{k}" in res.accepted),
+        "liar": res.rate_bps("liar", t0, t1) if "liar" in res.accepted else 0.0,
+    }
     return res, got, pipe.egress_acct.malformed.packets[3]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Baselines the evaluation sets beside FFS (the FFS paper's Table III compares with them):
 
 - FIFO: FFS off; the software switch's traffic manager (`ffs.switch.tm`) tail-drops at each egress.
@@ -100,8 +101,14 @@ class CsfqCore:
 class Csfq:
     """CSFQ over a topology: edge labels per stream, one core per (node, egress port)."""
 
-    def __init__(self, k_s: float = 0.02, k_alpha_s: float = 0.02, k_c_s: float = 0.02, seed: int = 1,
-                 lies: dict[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        k_s: float = 0.02,
+        k_alpha_s: float = 0.02,
+        k_c_s: float = 0.02,
+        seed: int = 1,
+        lies: dict[str, float] | None = None,
+    ) -> None:
         self.k_s, self.k_alpha_s, self.k_c_s = k_s, k_alpha_s, k_c_s
         self.edges: dict[str, RateEstimator] = {}
         self.cores: dict[tuple[str, int], CsfqCore] = {}

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sizing the tests of a random drop (γ, spec §5.4): how many packets tell a forwarding rate from
 one a given fraction away, with the ±4σ band every such test accepts (spec §11.2.9)."""
 

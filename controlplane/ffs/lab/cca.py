@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Real TCP for the CCA experiment: a source with a chosen congestion control (reno, cubic, bbr — what
 the kernel offers), a sink that reports bytes per source per second, and a UDP echo pair that
 samples the round-trip time through the bottleneck.
@@ -33,7 +34,7 @@ def sink(port: int, duration_s: float, interval_s: float = 1.0) -> None:
         while time.monotonic() < end:
             try:
                 data = conn.recv(1 << 16)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 break
@@ -47,7 +48,7 @@ def sink(port: int, duration_s: float, interval_s: float = 1.0) -> None:
         while time.monotonic() < end:
             try:
                 conn, (peer, _) = srv.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             threading.Thread(target=reader, args=(conn, peer), daemon=True).start()
 
@@ -74,7 +75,7 @@ def source(dst: str, port: int, cca: str, duration_s: float) -> None:
     while time.monotonic() < end:
         try:
             s.send(buf)
-        except socket.timeout:
+        except TimeoutError:
             continue
         except OSError:
             break
@@ -90,7 +91,7 @@ def echo(port: int, duration_s: float) -> None:
         try:
             data, addr = s.recvfrom(2048)
             s.sendto(data, addr)
-        except socket.timeout:
+        except TimeoutError:
             pass
 
 
@@ -116,7 +117,7 @@ def probe(dst: str, port: int, interval_s: float, duration_s: float, wait_s: flo
         s.settimeout(max(1e-4, (next_send if now < end else end + wait_s) - time.monotonic()))
         try:
             data, _ = s.recvfrom(2048)
-        except socket.timeout:
+        except TimeoutError:
             continue
         t0 = sent.pop(int.from_bytes(data[:8], "big"), None)
         if t0 is not None:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The CSFQ baseline (ffs.lab.baselines) checked against the CSFQ paper (papers/001), and the label
 lie FFS §VII-A says fools (H)CSFQ, in virtual time (docs/results.md, "CSFQ against the CSFQ paper").
 
@@ -40,17 +41,25 @@ PAPER_TABLE4 = {"flow1": 3.36e6, "flow2": 3.32e6, "flow3": 3.28e6}
 LIAR_FLOWS, LIAR_RATE, LIE = 5, 4 * MB, 0.1
 
 
-def _iface(name: str, port: int, cap: float, *, trust: bool = False, peer: str | None = None,
-           buffer: int | None = None) -> str:
-    extra = (", trust: true" if trust else "") + (f", peer: {peer}" if peer else "") + (f", buffer: {buffer}" if buffer else "")
+def _iface(
+    name: str, port: int, cap: float, *, trust: bool = False, peer: str | None = None, buffer: int | None = None
+) -> str:
+    extra = (
+        (", trust: true" if trust else "")
+        + (f", peer: {peer}" if peer else "")
+        + (f", buffer: {buffer}" if buffer else "")
+    )
     return f"      {name}: {{capacity: {cap:.0f}, port: {port}{extra}}}"
 
 
 def fig4a_topology(duration: float) -> str:
     ins = "\n".join(_iface(f"p{i}", i + 1, 2 * LINK) for i in range(FLOWS_4A))
     shares = ", ".join(f"p{i}: {FAIR_4A:.0f}" for i in range(FLOWS_4A))
-    streams = "\n".join(f"  - {{name: flow{i}, path: [{{node: r, ingress: p{i}, egress: j}}], "
-                        f"demand: {(i + 1) * FAIR_4A:.0f}, packet_size: {SIZE}}}" for i in range(FLOWS_4A))
+    streams = "\n".join(
+        f"  - {{name: flow{i}, path: [{{node: r, ingress: p{i}, egress: j}}], "
+        f"demand: {(i + 1) * FAIR_4A:.0f}, packet_size: {SIZE}}}"
+        for i in range(FLOWS_4A)
+    )
     return f"""
 name: csfq-fig4a
 duration: {duration}
@@ -91,10 +100,14 @@ nodes:
     routes:
       - {{prefix: 10.0.3.0/24, interface: l2}}
 streams:
-  - {{name: flow1, path: [{{node: r1, ingress: a1, egress: l1}}, {{node: r2, ingress: u, egress: l2}}], demand: {LINK:.0f}, packet_size: {SIZE}}}
-  - {{name: flow2, path: [{{node: r1, ingress: a2, egress: l1}}, {{node: r2, ingress: u, egress: l2}}], demand: {LINK:.0f}, packet_size: {SIZE}}}
+  - {{name: flow1, path: [{{node: r1, ingress: a1, egress: l1}}, {{node: r2, ingress: u, egress: l2}}], demand:
+  {LINK:.0f}, packet_size: {SIZE}}}
+  - {{name: flow2, path: [{{node: r1, ingress: a2, egress: l1}}, {{node: r2, ingress: u, egress: l2}}], demand:
+  {LINK:.0f}, packet_size: {SIZE}}}
   - {{name: flow3, path: [{{node: r2, ingress: a3, egress: l2}}], demand: {LINK:.0f}, packet_size: {SIZE}}}
-""".replace("    fairness:\n      l1", "    routes:\n      - {prefix: 10.0.3.0/24, interface: l1}\n    fairness:\n      l1")
+""".replace(
+        "    fairness:\n      l1", "    routes:\n      - {prefix: 10.0.3.0/24, interface: l1}\n    fairness:\n      l1"
+    )
 
 
 def liar_topology(duration: float) -> str:
@@ -102,9 +115,11 @@ def liar_topology(duration: float) -> str:
     trusts its labels (links from upstream nodes): FFS's defence is normalization, not a reset."""
     ins = "\n".join(_iface(f"p{i}", i + 1, 2 * LINK, trust=True) for i in range(LIAR_FLOWS))
     shares = ", ".join(f"p{i}: {LINK / LIAR_FLOWS:.0f}" for i in range(LIAR_FLOWS))
-    streams = "\n".join(f"  - {{name: {'liar' if i == 0 else f'honest{i}'}, path: [{{node: r, ingress: p{i}, egress: j}}], "
-                        f"demand: {LIAR_RATE:.0f}, packet_size: {SIZE}{f', rf: {LIE}' if i == 0 else ''}}}"
-                        for i in range(LIAR_FLOWS))
+    streams = "\n".join(
+        f"  - {{name: {'liar' if i == 0 else f'honest{i}'}, path: [{{node: r, ingress: p{i}, egress: j}}], "
+        f"demand: {LIAR_RATE:.0f}, packet_size: {SIZE}{f', rf: {LIE}' if i == 0 else ''}}}"
+        for i in range(LIAR_FLOWS)
+    )
     return f"""
 name: csfq-liar
 duration: {duration}

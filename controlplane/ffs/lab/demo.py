@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The main job: FFS isolating a well-behaved sender from a flood, live, on the software switch.
 
 Brings up the topology's hosts and switch in private network namespaces, starts `ffs-switch run`
@@ -29,9 +30,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ffs.lab import netns
 from ffs.agent.api import ApiError, call
 from ffs.allocator import allocate
+from ffs.lab import netns
 from ffs.lab.liverun import LiveError, LiveNode, live_node
 from ffs.topology import Topology, TopologyError, load
 from ffs.units import format_rate
@@ -71,8 +72,18 @@ def senders(topo: Topology) -> list[Sender]:
         if host is None:
             continue
         share = topo.nodes[hop.node].share(hop.ingress, hop.egress)
-        out.append(Sender(s.name, host.name, str(ipaddress.ip_interface(host.address).ip), s.demand, s.packet_size,
-                          hop.egress, share, exact[s.name]))
+        out.append(
+            Sender(
+                s.name,
+                host.name,
+                str(ipaddress.ip_interface(host.address).ip),
+                s.demand,
+                s.packet_size,
+                hop.egress,
+                share,
+                exact[s.name],
+            )
+        )
     if not out:
         raise DemoError(f"{topo.source}: no stream starts at a host")
     return out
@@ -89,7 +100,7 @@ def receiver(topo: Topology) -> tuple[str, str]:
 
 
 def _check_alive(node: LiveNode) -> None:
-    for name, p in zip(("ffs-switch", "ffs-agent"), node.procs[:2]):
+    for name, p in zip(("ffs-switch", "ffs-agent"), node.procs[:2], strict=False):
         if p.poll() is not None:
             log = node.work / ("switch.log" if name == "ffs-switch" else "agent.log")
             tail = " | ".join(log.read_text().strip().splitlines()[-2:]) if log.exists() else ""
@@ -113,31 +124,54 @@ def run(topology: str, duration_s: float, period_ms: float) -> bool:
     console.print(f"[bold]FFS demo[/bold]: {topo.name} on the software switch, live, for {duration_s:g} s")
     try:
         with live_node(topology, work, period_ms=period_ms) as node:
-            console.print(f"namespaces: switch {node.plan.switch_ns} (ports "
-                          + ", ".join(f"{p}={i}" for p, i in sorted(node.plan.ports().items()))
-                          + "), hosts " + ", ".join(f"{h.host}={h.netns}" for h in node.plan.hosts))
+            console.print(
+                f"namespaces: switch {node.plan.switch_ns} (ports "
+                + ", ".join(f"{p}={i}" for p, i in sorted(node.plan.ports().items()))
+                + "), hosts "
+                + ", ".join(f"{h.host}={h.netns}" for h in node.plan.hosts)
+            )
             console.print(f"ffs-switch run and ffs-agent (node {node.plan.node}, τ every {period_ms:g} ms) are up")
-            rx = node.spawn(node.exec_args(rx_host, *exe, "ffs.lab.traffic", "recv", f"--duration={duration_s + 1}"),
-                            stdout=subprocess.PIPE, text=True)
+            rx = node.spawn(
+                node.exec_args(rx_host, *exe, "ffs.lab.traffic", "recv", f"--duration={duration_s + 1}"),
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             time.sleep(0.3)
             for s in tx:
-                node.spawn(node.exec_args(s.host, *exe, "ffs.lab.traffic", "send", f"--dst={rx_addr}", f"--rate={s.demand}",
-                                          f"--size={s.size}", f"--duration={duration_s}"), stdout=subprocess.DEVNULL)
+                node.spawn(
+                    node.exec_args(
+                        s.host,
+                        *exe,
+                        "ffs.lab.traffic",
+                        "send",
+                        f"--dst={rx_addr}",
+                        f"--rate={s.demand}",
+                        f"--size={s.size}",
+                        f"--duration={duration_s}",
+                    ),
+                    stdout=subprocess.DEVNULL,
+                )
             return report(topo, node, tx, rx, rx_host, duration_s)
     finally:
         console.print(f"torn down: namespaces and processes removed (logs in {work})")
 
 
-def report(topo: Topology, node: LiveNode, tx: list[Sender], rx: subprocess.Popen, rx_host: str, duration_s: float) -> bool:
+def report(
+    topo: Topology, node: LiveNode, tx: list[Sender], rx: subprocess.Popen, rx_host: str, duration_s: float
+) -> bool:
     egress = tx[0].egress
     node_name = node.plan.node
     capacity = topo.nodes[node_name].interfaces[egress].capacity
     target = topo.nodes[node_name].target(egress)
-    console.print("senders: " + "; ".join(
-        f"{s.stream} from {s.host} at {format_rate(s.demand)} (share {format_rate(s.share)})" for s in tx)
-        + f"; receiver {rx_host}")
+    console.print(
+        "senders: "
+        + "; ".join(f"{s.stream} from {s.host} at {format_rate(s.demand)} (share {format_rate(s.share)})" for s in tx)
+        + f"; receiver {rx_host}"
+    )
     console.print(f"bottleneck: {node_name}.{egress}, capacity {format_rate(capacity)}, target {format_rate(target)}\n")
-    header = "   t  " + "".join(f"{s.stream[:14]:>15}" for s in tx) + f"{'total':>13}{'A (agent)':>13}{'R*':>13}{'tau':>8}"
+    header = (
+        "   t  " + "".join(f"{s.stream[:14]:>15}" for s in tx) + f"{'total':>13}{'A (agent)':>13}{'R*':>13}{'tau':>8}"
+    )
     console.print(f"[bold]{header}[/bold]")
     series: dict[str, list[float]] = {s.stream: [] for s in tx}
     totals: list[float] = []
@@ -174,26 +208,37 @@ def report(topo: Topology, node: LiveNode, tx: list[Sender], rx: subprocess.Pope
     ok = True
     for s in tx:
         got = mean(series[s.stream])
-        line = (f"  {s.stream:<14} sends {format_rate(s.demand):>10}, share {format_rate(s.share):>10}, "
-                f"gets {format_rate(got):>10} (exact FFS {format_rate(s.exact)})")
+        line = (
+            f"  {s.stream:<14} sends {format_rate(s.demand):>10}, share {format_rate(s.share):>10}, "
+            f"gets {format_rate(got):>10} (exact FFS {format_rate(s.exact)})"
+        )
         if s.well_behaved:
             need = KEEP * min(s.demand, s.share)
             good = got >= need
             ok &= good
-            line += "  [green]kept[/green]" if good else f"  [red]below {100 * KEEP:.0f} % of {format_rate(min(s.demand, s.share))}[/red]"
+            line += (
+                "  [green]kept[/green]"
+                if good
+                else f"  [red]below {100 * KEEP:.0f} % of {format_rate(min(s.demand, s.share))}[/red]"
+            )
         else:
             line += f"  cut to {100 * got / s.demand:.0f} % of its demand"
         console.print(line)
     total = mean(totals)
     held = total <= HOLD * target
     ok &= held
-    console.print(f"  egress {egress:<9} carries {format_rate(total):>10} of its target {format_rate(target)}  "
-                  + ("[green]held[/green]" if held else f"[red]over {100 * HOLD:.0f} %: FFS did not hold the bottleneck[/red]"))
+    console.print(
+        f"  egress {egress:<9} carries {format_rate(total):>10} of its target {format_rate(target)}  "
+        + ("[green]held[/green]" if held else f"[red]over {100 * HOLD:.0f} %: FFS did not hold the bottleneck[/red]")
+    )
     if not any(s.well_behaved for s in tx):
         console.print("[yellow]no sender stays within its share: nothing to isolate[/yellow]")
         return False
-    console.print("[bold green]FFS isolated the well-behaved sender from the flood.[/bold green]" if ok
-                  else "[bold red]isolation not achieved[/bold red]")
+    console.print(
+        "[bold green]FFS isolated the well-behaved sender from the flood.[/bold green]"
+        if ok
+        else "[bold red]isolation not achieved[/bold red]"
+    )
     return ok
 
 
@@ -205,22 +250,32 @@ def _interrupt(signum: int, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ffs.lab.demo", description="FFS isolating a sender from a flood, live (root).")
-    ap.add_argument("topology", nargs="?", default=str(Path(__file__).resolve().parents[2] / "topologies" / "dumbbell.yaml"))
+    ap = argparse.ArgumentParser(
+        prog="python -m ffs.lab.demo", description="FFS isolating a sender from a flood, live (root)."
+    )
+    ap.add_argument(
+        "topology", nargs="?", default=str(Path(__file__).resolve().parents[2] / "topologies" / "dumbbell.yaml")
+    )
     ap.add_argument("--duration", type=float, default=None, help="seconds of traffic (default: $DURATION, else 20)")
     ap.add_argument("--period-ms", type=float, default=100.0, help="the agent's τ period")
     args = ap.parse_args(argv)
     try:
         duration = args.duration if args.duration is not None else float(os.environ.get("DURATION") or 20)
     except ValueError:
-        print(f"ffs.lab.demo: error: DURATION must be a number of seconds, got {os.environ.get('DURATION')!r}", file=sys.stderr)
+        print(
+            f"ffs.lab.demo: error: DURATION must be a number of seconds, got {os.environ.get('DURATION')!r}",
+            file=sys.stderr,
+        )
         return 2
     if not 4 <= duration <= 3600:
         print("ffs.lab.demo: error: the duration must be 4..3600 s", file=sys.stderr)
         return 2
     if os.geteuid() != 0:
-        print("ffs.lab.demo: error: the demo creates network namespaces and raw sockets, so it needs root "
-              "(try: sudo make demo)", file=sys.stderr)
+        print(
+            "ffs.lab.demo: error: the demo creates network namespaces and raw sockets, so it needs root "
+            "(try: sudo make demo)",
+            file=sys.stderr,
+        )
         return 2
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The main job on tofino-model: ffs-agent --target tofino keeps τ on bf_switchd + tofino-model
 while a well-behaved sender and a flood share the dumbbell's bottleneck, and an ffsctl matrix
 change moves the allocation halfway through.
@@ -11,7 +12,8 @@ change moves the allocation halfway through.
 Each second prints what the receiver gets from each sender against the exact FFS allocation
 (Eq. 1-2) of the matrix in force, and A, R* and τ of the bottleneck from the agent. Verdict, per
 phase, over its last 40 %: every stream within 25 % of its exact rate, and the bottleneck at most
-115 % of its target (Σ_i M(i, j), which the change moves too) (tofino-model forwards a few hundred packets a second, in bursts: the
+115 % of its target (Σ_i M(i, j), which the change moves too) (tofino-model forwards a few hundred packets a second, in
+bursts: the
 bounds are wider than the software switch's).
 
     python -m ffs.lab.demo_tofino [TOPOLOGY] [--chip tofino2] [--duration S]    (root, SDE; make demo-tofino-model)
@@ -22,7 +24,6 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
-from typing import Any
 import os
 import socket
 import struct
@@ -33,14 +34,15 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ffs.agent.api import ApiError, call
 from ffs.allocator import allocate
-from ffs.lab.differential import port_map_veths
 from ffs.frames import ipv4_frame
+from ffs.lab.differential import port_map_veths
 from ffs.lab.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
-from ffs.topology import Topology, load
 from ffs.lab.traffic import wire_bytes
+from ffs.topology import Topology, load
 from ffs.units import format_rate
 
 ETH_P_ALL = 0x0003
@@ -70,8 +72,16 @@ def streams(topo: Topology, node: str) -> tuple[list[Stream], int, str]:
         src_net = next(r.prefix for r in n.routes if r.interface == hop.ingress)
         dst_net = next(r.prefix for r in n.routes if r.interface == hop.egress)
         hosts = list(ipaddress.ip_network(src_net).hosts())
-        out.append(Stream(s.name, iface.port, str(hosts[i]), str(list(ipaddress.ip_network(dst_net).hosts())[0]),
-                          s.demand, s.packet_size))
+        out.append(
+            Stream(
+                s.name,
+                iface.port,
+                str(hosts[i]),
+                str(list(ipaddress.ip_network(dst_net).hosts())[0]),
+                s.demand,
+                s.packet_size,
+            )
+        )
     assert egress is not None, "the topology has no streams"
     return out, n.interfaces[egress].port, egress
 
@@ -113,7 +123,7 @@ class Receiver(threading.Thread):
         while not self.stop.is_set():
             try:
                 frame, addr = self.sock.recvfrom(65535)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             if addr[2] == PACKET_OUTGOING or len(frame) < 34 or frame[12:14] != b"\x08\x00":
                 continue
@@ -123,8 +133,9 @@ class Receiver(threading.Thread):
             b[src] = b.get(src, 0) + wire_bytes(ip_len)
 
 
-def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms: float, log_dir: Path,
-        chip: str = "tofino") -> bool:
+def run(
+    topology: Path, node: str, port_map: Path, duration_s: float, period_ms: float, log_dir: Path, chip: str = "tofino"
+) -> bool:
     why = sde_missing("ffs", chip)
     if why:
         raise RuntimeError(why)
@@ -133,8 +144,9 @@ def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms:
     veths = port_map_veths(port_map)
     doc = json.loads(port_map.read_text())
     n = 1 + max(max(int(p["veth1"]), int(p["veth2"])) for p in doc["PortToVeth"])
-    subprocess.run([str(Path(os.environ["SDE_INSTALL"], "bin", "veth_setup.sh")), str(n + n % 2)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(Path(os.environ["SDE_INSTALL"], "bin", "veth_setup.sh")), str(n + n % 2)], check=True, capture_output=True
+    )
     sde = Sde("ffs", log_dir, chip, port_map=port_map.resolve())
     stop = threading.Event()
     agent = None
@@ -143,10 +155,21 @@ def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms:
             print(f"starting tofino-model and bf_switchd (logs in {log_dir})", flush=True)
             sde.start()
             sock = Path(tmp) / "agent.sock"
-            agent = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={topology}", f"--node={node}",
-                                      "--target=tofino", f"--socket={sock}", f"--state-dir={tmp}/state",
-                                      f"--period-ms={period_ms}"], stdout=subprocess.DEVNULL,
-                                     stderr=open(log_dir / "agent.log", "w"))
+            agent = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "ffs.cli.agent",
+                    f"--topology={topology}",
+                    f"--node={node}",
+                    "--target=tofino",
+                    f"--socket={sock}",
+                    f"--state-dir={tmp}/state",
+                    f"--period-ms={period_ms}",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=open(log_dir / "agent.log", "w"),
+            )
             deadline = time.monotonic() + 180
             while True:
                 try:
@@ -154,7 +177,9 @@ def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms:
                     break
                 except (ApiError, OSError, ValueError):
                     if agent.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"ffs-agent did not start: {(log_dir / 'agent.log').read_text()[-400:]}")
+                        raise RuntimeError(
+                            f"ffs-agent did not start: {(log_dir / 'agent.log').read_text()[-400:]}"
+                        ) from None
                     time.sleep(0.3)
             rx = Receiver(veths[egress_port], stop)
             rx.start()
@@ -174,20 +199,41 @@ def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms:
             for sec in range(int(duration_s)):
                 time.sleep(max(0.0, rx.t0 + sec + 1 - time.monotonic()))
                 if not changed and sec + 1 >= half:
-                    cmd = [sys.executable, "-m", "ffs.cli.ctl", f"--socket={sock}", "matrix", "set", "--ingress",
-                           topo.streams[0].path[0].ingress, "--egress", egress, "--rate", f"{share * CUT:.0f}bps"]
+                    cmd = [
+                        sys.executable,
+                        "-m",
+                        "ffs.cli.ctl",
+                        f"--socket={sock}",
+                        "matrix",
+                        "set",
+                        "--ingress",
+                        topo.streams[0].path[0].ingress,
+                        "--egress",
+                        egress,
+                        "--rate",
+                        f"{share * CUT:.0f}bps",
+                    ]
                     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-                    print(f"-- ffsctl matrix set {first.name}'s share {format_rate(share)} -> {format_rate(share * CUT)}: "
-                          f"{'applied' if r.returncode == 0 else r.stderr.strip()}", flush=True)
+                    print(
+                        f"-- ffsctl matrix set {first.name}'s share {format_rate(share)} -> "
+                        f"{format_rate(share * CUT)}: "
+                        f"{'applied' if r.returncode == 0 else r.stderr.strip()}",
+                        flush=True,
+                    )
                     changed = True
                 got = {s.name: rx.bins.get(sec, {}).get(s.src, 0) * 8.0 for s in tx}
                 rows.append((sec, got))
-                e: dict[str, Any] = next((x for x in call(sock, {"op": "status"})["egresses"] if x["egress"] == egress), {})
+                e: dict[str, Any] = next(
+                    (x for x in call(sock, {"op": "status"})["egresses"] if x["egress"] == egress), {}
+                )
                 want = exact2 if changed else exact1
-                print(f"{sec + 1:>4} " + " ".join(f"{format_rate(got[s.name]):>10} (of {format_rate(want[s.name]):>8})"
-                                                   for s in tx)
-                      + f" {format_rate(e.get('accepted_bps', 0)):>10} {format_rate(e.get('offered_bps', 0)):>10}"
-                      f" {e.get('tau_display', '-'):>8}", flush=True)
+                print(
+                    f"{sec + 1:>4} "
+                    + " ".join(f"{format_rate(got[s.name]):>10} (of {format_rate(want[s.name]):>8})" for s in tx)
+                    + f" {format_rate(e.get('accepted_bps', 0)):>10} {format_rate(e.get('offered_bps', 0)):>10}"
+                    f" {e.get('tau_display', '-'):>8}",
+                    flush=True,
+                )
             return verdict(rows, tx, (exact1, target1), (exact2, target2), half, duration_s)
         finally:
             stop.set()
@@ -195,7 +241,9 @@ def run(topology: Path, node: str, port_map: Path, duration_s: float, period_ms:
             sde.stop()
 
 
-def _exact_after_cut(topology: Path, node: str, ingress: str, egress: str, rate: float) -> tuple[dict[str, float], float]:
+def _exact_after_cut(
+    topology: Path, node: str, ingress: str, egress: str, rate: float
+) -> tuple[dict[str, float], float]:
     """The exact allocation once the matrix entry (ingress, egress) is `rate`, and the egress's
     target then (Σ_i M(i, j) by default: it moves with the matrix, spec §9)."""
     import yaml
@@ -211,13 +259,21 @@ def _exact_after_cut(topology: Path, node: str, ingress: str, egress: str, rate:
         os.unlink(f.name)
 
 
-def verdict(rows: list[tuple[int, dict[str, float]]], tx: list[Stream], phase1: tuple[dict[str, float], float],
-            phase2: tuple[dict[str, float], float], half: float, duration_s: float) -> bool:
+def verdict(
+    rows: list[tuple[int, dict[str, float]]],
+    tx: list[Stream],
+    phase1: tuple[dict[str, float], float],
+    phase2: tuple[dict[str, float], float],
+    half: float,
+    duration_s: float,
+) -> bool:
     """Over the last 40 % of each phase (the τ loop settles in the rest): every stream within
     WITHIN of its exact rate and the bottleneck at most HOLD of its target."""
     ok = True
-    for name, lo, hi, (exact, target) in (("before the change", 0.6 * half, half, phase1),
-                                          ("after it", half + 0.6 * (duration_s - half), duration_s, phase2)):
+    for name, lo, hi, (exact, target) in (
+        ("before the change", 0.6 * half, half, phase1),
+        ("after it", half + 0.6 * (duration_s - half), duration_s, phase2),
+    ):
         sel = [got for sec, got in rows if lo <= sec < hi - 0.5]
         if not sel:
             continue
@@ -227,19 +283,29 @@ def verdict(rows: list[tuple[int, dict[str, float]]], tx: list[Stream], phase1: 
         for s in tx:
             good = abs(mean[s.name] - exact[s.name]) <= WITHIN * exact[s.name]
             ok &= good
-            parts.append(f"{s.name} {format_rate(mean[s.name])} (exact {format_rate(exact[s.name])}){'' if good else ' OFF'}")
+            parts.append(
+                f"{s.name} {format_rate(mean[s.name])} (exact {format_rate(exact[s.name])}){'' if good else ' OFF'}"
+            )
         held = total <= HOLD * target
         ok &= held
-        print(f"{name} (seconds {lo:.0f}-{hi:.0f}): " + ", ".join(parts)
-              + f"; bottleneck {format_rate(total)} of its target {format_rate(target)}" + ("" if held else " OVER"))
+        print(
+            f"{name} (seconds {lo:.0f}-{hi:.0f}): "
+            + ", ".join(parts)
+            + f"; bottleneck {format_rate(total)} of its target {format_rate(target)}"
+            + ("" if held else " OVER")
+        )
     print("verdict: " + ("FFS held every stream to its exact allocation" if ok else "FAILED"))
     return ok
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ffs.lab.demo_tofino", description=__doc__.split("\n\n")[0])
-    ap.add_argument("topology", nargs="?", type=Path,
-                    help="default: topologies/dumbbell-model.yaml, on tofino2 dumbbell-model-tofino2.yaml")
+    ap.add_argument(
+        "topology",
+        nargs="?",
+        type=Path,
+        help="default: topologies/dumbbell-model.yaml, on tofino2 dumbbell-model-tofino2.yaml",
+    )
     ap.add_argument("--chip", type=chip_of, default="tofino", help=f"the model's chip: {' or '.join(CHIPS)}")
     ap.add_argument("--node", default="s1")
     ap.add_argument("--port-map", type=Path, help="default: the chip's, ptf-tests/port_maps/<chip>-model.json")
@@ -247,7 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--period-ms", type=float, default=500.0, help="the agent's period (tofino-model is slow)")
     ap.add_argument("--log-dir", type=Path, default=Path("build/demo-tofino-model"))
     a = ap.parse_args(argv)
-    a.topology = a.topology or Path("topologies", "dumbbell-model.yaml" if a.chip == "tofino" else f"dumbbell-model-{a.chip}.yaml")
+    a.topology = a.topology or Path(
+        "topologies", "dumbbell-model.yaml" if a.chip == "tofino" else f"dumbbell-model-{a.chip}.yaml"
+    )
     a.port_map = a.port_map or default_port_map(a.chip)
     a.log_dir.mkdir(parents=True, exist_ok=True)
     try:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The differential run: the same packets, with the same table state, through a Tofino
 (tofino-model + bf_switchd, programmed by ffs-agent from a topology) and through the software
 switch (docs/spec.md §8, design decision D4). Every deterministic output must agree exactly.
@@ -35,20 +36,18 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
-from ffs.lab import binomial
-from ffs import constants
-from ffs import p4names
-from ffs import tables
+from ffs import constants, p4names, tables
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import pairs_of
 from ffs.driver.base import Driver
 from ffs.driver.bfrt import BfrtDriver
 from ffs.entries import CounterValue, Exact, LpfSpec, TableEntry, Update, counter_delta
 from ffs.frames import ipv4_frame, ipv6_frame, shim
+from ffs.lab import binomial
 from ffs.lab.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import DROP_MALFORMED, Pipeline, Result
@@ -87,11 +86,12 @@ IPV6_EXTENSIONS = (0, 43, 44, 60)  # Hop-by-Hop, Routing, Fragment, Destination 
 def _payload(f: bytes, at: int, data: bytes) -> bytes:
     """`f` with `data` written over its bytes from `at` (the frame's length unchanged)."""
     data = data[: max(0, len(f) - at)]
-    return f[:at] + data + f[at + len(data):]
+    return f[:at] + data + f[at + len(data) :]
 
 
-def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], prefixes6: list[str],
-             malformed: bool = True) -> list[Probe]:
+def generate(
+    seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], prefixes6: list[str], malformed: bool = True
+) -> list[Probe]:
     """`n` seeded probes over the ingress `ports`: IPv4 with and without options, IPv6, 802.1Q and
     QinQ, shim absent / valid (labels over the whole code range) / opaque / cut short, IPv4
     fragments (first, middle, last and shorter than a shim, of shim datagrams and others, their
@@ -103,15 +103,25 @@ def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], pr
     out: list[Probe] = []
 
     def host4(routed: bool) -> str:
-        return f"{rng.choice(prefixes4).rsplit('.', 1)[0]}.{rng.randint(1, 254)}" if routed else f"192.0.2.{rng.randint(1, 254)}"
+        return (
+            f"{rng.choice(prefixes4).rsplit('.', 1)[0]}.{rng.randint(1, 254)}"
+            if routed
+            else f"192.0.2.{rng.randint(1, 254)}"
+        )
 
     def host6(routed: bool) -> str:
-        return f"{rng.choice(prefixes6).split('::')[0]}::{rng.randint(1, 0xFFFF):x}" if routed else f"2001:db8::{rng.randint(1, 0xFFFF):x}"
+        return (
+            f"{rng.choice(prefixes6).split('::')[0]}::{rng.randint(1, 0xFFFF):x}"
+            if routed
+            else f"2001:db8::{rng.randint(1, 0xFFFF):x}"
+        )
 
     def label() -> int:
         r = rng.random()
         if r < 0.15:
-            return rng.choice([0, 1, constants.RF_CODE_MIN - 1, constants.RF_CODE_MAX + 1, 0xFFFF])  # clamped on arrival
+            return rng.choice(
+                [0, 1, constants.RF_CODE_MIN - 1, constants.RF_CODE_MAX + 1, 0xFFFF]
+            )  # clamped on arrival
         if r < 0.3:
             return rng.choice([constants.RF_CODE_MIN, constants.CODE_ONE, constants.RF_CODE_MAX])
         return rng.randint(constants.RF_CODE_MIN, constants.RF_CODE_MAX)
@@ -123,12 +133,21 @@ def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], pr
         payload = rng.choice([0, 6, 26, 100, 500, 1000, 1400]) if rng.random() < 0.8 else rng.randint(0, 1400)
         r = rng.random()
         kind = "none" if r < 0.3 else "valid" if r < 0.75 else "opaque" if r < 0.85 or not malformed else "cut"
-        flags = rng.choice([0, constants.FLAG_RI, constants.FLAG_RI | constants.FLAG_ECHO, constants.FLAG_DEFAULTED,
-                            constants.FLAG_RI | constants.FLAG_DEFAULTED])
+        flags = rng.choice(
+            [
+                0,
+                constants.FLAG_RI,
+                constants.FLAG_RI | constants.FLAG_ECHO,
+                constants.FLAG_DEFAULTED,
+                constants.FLAG_RI | constants.FLAG_DEFAULTED,
+            ]
+        )
         rri = rng.choice([constants.CODE_MAX, constants.CODE_ONE, rng.randint(0, 0xFFFF)])
         version = constants.SHIM_VERSION
         if kind == "opaque":
-            version, flags = (2, flags) if rng.random() < 0.5 else (constants.SHIM_VERSION, flags | constants.FLAG_RESERVED)
+            version, flags = (
+                (2, flags) if rng.random() < 0.5 else (constants.SHIM_VERSION, flags | constants.FLAG_RESERVED)
+            )
         sh = shim(label(), flags, 17, rri, rng.randint(0, 0xFFFF), version) if kind != "none" else None
         random_bytes = rng.random() < 0.5  # the payload's bytes: random, or zeros
         extra = ""
@@ -140,9 +159,14 @@ def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], pr
             else:  # an 8-byte extension header first; a shim behind it is not parsed (spec §2)
                 behind = constants.IP_PROTO_FFS if sh and kind == "valid" and rng.random() < 0.5 else 17
                 f = ipv6_frame("fd00:9::1", host6(routed), 8 + payload, None, proto=ext)
-                eh = bytes([behind, 0]) + (struct.pack("!HI", rng.choice([0, 1, 8 * 185, 8 * 185 + 1]), rng.getrandbits(32))
-                                           if ext == 44 else bytes([1, 4, 0, 0, 0, 0]))
-                f = _payload(f, constants.ETH_HDR_LEN + 40, eh + (sh if behind == constants.IP_PROTO_FFS and sh else b""))
+                eh = bytes([behind, 0]) + (
+                    struct.pack("!HI", rng.choice([0, 1, 8 * 185, 8 * 185 + 1]), rng.getrandbits(32))
+                    if ext == 44
+                    else bytes([1, 4, 0, 0, 0, 0])
+                )
+                f = _payload(
+                    f, constants.ETH_HDR_LEN + 40, eh + (sh if behind == constants.IP_PROTO_FFS and sh else b"")
+                )
                 body = constants.ETH_HDR_LEN + 48 + (constants.SHIM_LEN if behind == constants.IP_PROTO_FFS else 0)
                 extra = f" ext={ext}{'+shim' if behind == constants.IP_PROTO_FFS else ''}"
                 kind = "none"
@@ -156,7 +180,9 @@ def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], pr
             ip_len = 20 + 4 * words + payload + (constants.SHIM_LEN if sh and not frag & 0x1FFF else 0)
             if frag & 0x1FFF:  # a non-first fragment of a shim datagram or not; its data may read as a shim
                 proto = rng.choice([constants.IP_PROTO_FFS, 17])
-                f = ipv4_frame("10.0.9.1", host4(routed), ip_len, None, proto=proto, options=b"\x01" * (4 * words), frag=frag)
+                f = ipv4_frame(
+                    "10.0.9.1", host4(routed), ip_len, None, proto=proto, options=b"\x01" * (4 * words), frag=frag
+                )
                 body = constants.ETH_HDR_LEN + 20 + 4 * words
                 if sh is not None:
                     f = _payload(f, body, sh)
@@ -176,7 +202,8 @@ def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], pr
                 f = f[:12] + struct.pack("!HH", rng.choice([0x88A8, 0x8100]), rng.randint(1, 4094)) + f[12:]
                 extra += " qinq"
         l3 = constants.ETH_HDR_LEN + (constants.VLAN_TAG_LEN if vlan else 0)
-        what = f"{'ipv6' if v6 else 'ipv4'}{' vlan' if vlan else ''} shim={kind}{extra}{' random-payload' if random_bytes else ''}"
+        what = f"{'ipv6' if v6 else 'ipv4'}{' vlan' if vlan else ''} shim={kind}{extra}"
+        what += " random-payload" if random_bytes else ""
         if "qinq" in extra:
             pass
         elif kind == "cut":  # the frame ends inside the shim
@@ -185,7 +212,7 @@ def generate(seed: int, n: int, ports: tuple[int, ...], prefixes4: list[str], pr
         elif malformed and rng.random() < 0.12:  # the IP length lies
             claim = rng.choice([0, 20, 65535, rng.randint(0, 65535)])
             lied = bytearray(f)
-            lied[l3 + (4 if v6 else 2): l3 + (6 if v6 else 4)] = struct.pack("!H", claim)
+            lied[l3 + (4 if v6 else 2) : l3 + (6 if v6 else 4)] = struct.pack("!H", claim)
             f = bytes(lied)
             what += f" lying-length={claim}"
         if rng.random() < 0.03:  # not IP
@@ -224,8 +251,14 @@ def egress_updates(node: Node, states: dict[str, EgressState]) -> list[Update]:
     out = []
     for e, (tau, congested, cr) in sorted(states.items()):
         params = tables.egress_params(tau, congested, cr)
-        out.append(Update("modify", TableEntry(p4names.EGRESS_PARAMS.name, {"egress_port": Exact(node.interfaces[e].port)},
-                                               "set_egress", params)))
+        out.append(
+            Update(
+                "modify",
+                TableEntry(
+                    p4names.EGRESS_PARAMS.name, {"egress_port": Exact(node.interfaces[e].port)}, "set_egress", params
+                ),
+            )
+        )
     return out
 
 
@@ -341,11 +374,15 @@ class Report:
 
     def line(self) -> str:
         c = {None: "not compared", True: "equal", False: "DIFFER"}[self.counters_equal]
-        return (f"{self.phase}: {self.probes} probes ({self.random} decided by a random draw), "
-                f"{len(self.mismatches)} mismatches, counters {c}" + "".join(f"; {n}" for n in self.notes))
+        return (
+            f"{self.phase}: {self.probes} probes ({self.random} decided by a random draw), "
+            f"{len(self.mismatches)} mismatches, counters {c}" + "".join(f"; {n}" for n in self.notes)
+        )
 
 
-def software_run(pipeline: Pipeline, probes: list[Probe], replay: dict[int, bool] | None = None) -> list[tuple[Result, bool]]:
+def software_run(
+    pipeline: Pipeline, probes: list[Probe], replay: dict[int, bool] | None = None
+) -> list[tuple[Result, bool]]:
     """Each probe through the software switch: (Result, decided by a random draw). With `replay`
     (probe -> the Tofino forwarded it), a probe that a random draw decides takes the Tofino's
     decision instead of the software switch's own draw, so that every counter can be compared."""
@@ -379,10 +416,16 @@ def hides_gamma(pipeline: Pipeline, uncongested: dict[str, EgressState], node: N
     return pipeline.process(probe.frame, probe.port, 1_000_000).drop_reason == DROP_MALFORMED
 
 
-def compare(phase: str, probes: list[Probe], soft: list[tuple[Result, bool]], got: dict[int, list[tuple[int, bytes]]],
-            limit: int = 20, replayed: bool = False) -> Report:
+def compare(
+    phase: str,
+    probes: list[Probe],
+    soft: list[tuple[Result, bool]],
+    got: dict[int, list[tuple[int, bytes]]],
+    limit: int = 20,
+    replayed: bool = False,
+) -> Report:
     rep = Report(phase, len(probes))
-    for p, (res, drawn) in zip(probes, soft):
+    for p, (res, drawn) in zip(probes, soft, strict=False):
         seen = got.get(p.seq, [])
         want = [] if res.egress_port is None or res.frame is None else [(res.egress_port, res.frame)]
         if drawn:
@@ -391,9 +434,12 @@ def compare(phase: str, probes: list[Probe], soft: list[tuple[Result, bool]], go
                 continue
         if seen != want:
             if len(rep.mismatches) < limit:
-                rep.mismatches.append(f"probe {p.seq} ({p.kind}) into port {p.port}: {_short(p.frame)}\n"
-                                      f"  tofino: {_outs(seen)}\n  software switch: {_outs(want) if want else 'dropped (' + str(res.drop_reason) + ')'}"
-                                      + _first_difference(seen, want))
+                rep.mismatches.append(
+                    f"probe {p.seq} ({p.kind}) into port {p.port}: {_short(p.frame)}\n"
+                    f"  tofino: {_outs(seen)}\n  software switch: "
+                    f"{_outs(want) if want else 'dropped (' + str(res.drop_reason) + ')'}"
+                    + _first_difference(seen, want)
+                )
             else:
                 rep.mismatches.append(f"probe {p.seq}")
     return rep
@@ -410,8 +456,8 @@ def _outs(outs: list[tuple[int, bytes]]) -> str:
 def _first_difference(a: list[tuple[int, bytes]], b: list[tuple[int, bytes]]) -> str:
     if len(a) == len(b) == 1 and a[0][0] == b[0][0]:
         x, y = a[0][1], b[0][1]
-        at = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), min(len(x), len(y)))
-        return f"\n  first difference at byte {at}: tofino {x[at:at + 8].hex()} software {y[at:at + 8].hex()}"
+        at = next((i for i, (u, v) in enumerate(zip(x, y, strict=False)) if u != v), min(len(x), len(y)))
+        return f"\n  first difference at byte {at}: tofino {x[at : at + 8].hex()} software {y[at : at + 8].hex()}"
     return ""
 
 
@@ -436,10 +482,23 @@ def run_agent_install(setup: Setup, work: Path) -> None:
     """ffs-agent --target tofino programs the node from the topology; stopped once it serves."""
     sock = work / "agent.sock"
     log = open(work / "agent.log", "w")
-    agent = subprocess.Popen([sys.executable, "-m", "ffs.cli.agent", f"--topology={setup.topology}",
-                              f"--node={setup.node}", "--target=tofino", f"--switch={setup.switch}",
-                              f"--socket={sock}", f"--state-dir={work}/state", "--period-ms=100000",
-                              "--check-period-s=0"], stdout=subprocess.DEVNULL, stderr=log)
+    agent = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ffs.cli.agent",
+            f"--topology={setup.topology}",
+            f"--node={setup.node}",
+            "--target=tofino",
+            f"--switch={setup.switch}",
+            f"--socket={sock}",
+            f"--state-dir={work}/state",
+            "--period-ms=100000",
+            "--check-period-s=0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
@@ -462,7 +521,7 @@ def run(setup: Setup) -> list[Report]:
     veths = port_map_veths(setup.port_map)
     ports = tuple(sorted(i.port for i in node.interfaces.values() if i.port in veths))
     with tempfile.TemporaryDirectory(prefix="ffs-differential-") as tmp:
-        setup.log("differential: ffs-agent installs node %s from %s" % (setup.node, setup.topology))
+        setup.log(f"differential: ffs-agent installs node {setup.node} from {setup.topology}")
         run_agent_install(setup, Path(tmp))
     # tofino-model stalls for seconds at times (it shares the cores with bf_switchd): a read here is
     # not a control loop, so it may wait out a stall rather than fail the run (one did, at 10 s)
@@ -499,7 +558,9 @@ def run(setup: Setup) -> list[Report]:
             tofino.write(ups)
             pipe, soft = fresh()
             soft.write(ups)
-            probes = generate(setup.seed * 1000 + len(reports), n, ports, prefixes4, prefixes6, malformed=name == "exact")
+            probes = generate(
+                setup.seed * 1000 + len(reports), n, ports, prefixes4, prefixes6, malformed=name == "exact"
+            )
             if name != "exact":
                 probes = [p for p in probes if not hides_gamma(fresh()[0], phases[0][1], node, p)]
             setup.log(f"differential: phase {name}: {n} probes, {setup.gap_s * 1e3:g} ms apart")
@@ -536,17 +597,29 @@ def run(setup: Setup) -> list[Report]:
 GAMMA_DISTANCES = (128, 66, 203)
 
 
-def gamma_phase(setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, ports: tuple[int, ...], d: int = 128) -> Report:
+def gamma_phase(
+    setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, ports: tuple[int, ...], d: int = 128
+) -> Report:
     """One managed pair at γ = 2^(-d/128): its egress congested at τ = 1, the pair's lm chosen so
     that the packet's normalized label is 2^(d/128) (spec §5.4). Each target forwards within the
     ±4σ band of n·γ, n large enough that γ 20 % off leaves it in 99.9 % of runs (ffs.lab.binomial); every
     packet both forward leaves with the same bytes, and with the Tofino's draws replayed, every
     counter agrees."""
-    pair = next(p for p in pairs_of(node) if node.interfaces[p.ingress].port in ports and node.interfaces[p.egress].port in ports
-                and node.interfaces[p.ingress].trust)
+    pair = next(
+        p
+        for p in pairs_of(node)
+        if node.interfaces[p.ingress].port in ports
+        and node.interfaces[p.egress].port in ports
+        and node.interfaces[p.ingress].trust
+    )
     ing, egr = node.interfaces[pair.ingress], node.interfaces[pair.egress]
     dst = next(r.prefix for r in node.routes if r.interface == pair.egress and ":" not in r.prefix)
-    frame = _tagged(ipv4_frame("10.0.9.1", dst.rsplit(".", 1)[0] + ".7", 1000, shim(constants.CODE_ONE, 0, 17, constants.CODE_MAX, 0)), 0)
+    frame = _tagged(
+        ipv4_frame(
+            "10.0.9.1", dst.rsplit(".", 1)[0] + ".7", 1000, shim(constants.CODE_ONE, 0, 17, constants.CODE_MAX, 0)
+        ),
+        0,
+    )
     key = {"ingress_port": Exact(ing.port), "egress_port": Exact(egr.port)}
 
     def set_lm(lm: int) -> Update:
@@ -557,7 +630,7 @@ def gamma_phase(setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, por
     pipe, soft = fresh()
     soft.write([set_lm(0)] + egress_updates(node, {pair.egress: (None, False, None)}))
     res = pipe.process(frame, ing.port, 1_000_000)
-    rf0 = struct.unpack("!H", res.frame[constants.ETH_HDR_LEN + 20 + 2: constants.ETH_HDR_LEN + 20 + 4])[0]
+    rf0 = struct.unpack("!H", res.frame[constants.ETH_HDR_LEN + 20 + 2 : constants.ETH_HDR_LEN + 20 + 4])[0]
     gamma = 2.0 ** (-d / constants.CODE_STEPS_PER_OCTAVE)
     ups = [set_lm(rf0 - (constants.CODE_ONE + d))]
     ups += egress_updates(node, {pair.egress: (1.0, True, None)})
@@ -595,21 +668,31 @@ def gamma_phase(setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, por
 
 def default_topology(chip: str) -> Path:
     """The node on the chip's model ports (Tofino 2's front-panel device ports start at 8)."""
-    return Path("topologies", "differential.yaml" if chip_of(chip) == "tofino" else f"differential-{chip_of(chip)}.yaml")
+    return Path(
+        "topologies", "differential.yaml" if chip_of(chip) == "tofino" else f"differential-{chip_of(chip)}.yaml"
+    )
 
 
 def main(argv: Iterable[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ffs.lab.differential", description=__doc__.split("\n\n")[0])
     ap.add_argument("--chip", type=chip_of, default="tofino", help=f"the model's chip: {' or '.join(CHIPS)}")
-    ap.add_argument("--topology", type=Path, help="default: topologies/differential.yaml, on tofino2 differential-tofino2.yaml")
+    ap.add_argument(
+        "--topology", type=Path, help="default: topologies/differential.yaml, on tofino2 differential-tofino2.yaml"
+    )
     ap.add_argument("--node", default="dut")
     ap.add_argument("--port-map", type=Path, help="default: the chip's, ptf-tests/port_maps/<chip>-model.json")
     ap.add_argument("--switch", default="localhost:50052", help="bf_switchd's BF-Runtime address")
     ap.add_argument("--packets", type=int, default=3000)
-    ap.add_argument("--gamma-packets", type=int, default=None,
-                    help="per γ (default: enough that γ 20 %% off fails in 99.9 %% of runs)")
+    ap.add_argument(
+        "--gamma-packets",
+        type=int,
+        default=None,
+        help="per γ (default: enough that γ 20 %% off fails in 99.9 %% of runs)",
+    )
     ap.add_argument("--seed", type=int, default=None, help="default: a new one each run, printed (this reproduces it)")
-    ap.add_argument("--gap-ms", type=float, default=8.0, help="between probes (tofino-model forwards a few hundred a second)")
+    ap.add_argument(
+        "--gap-ms", type=float, default=8.0, help="between probes (tofino-model forwards a few hundred a second)"
+    )
     ap.add_argument("--start-sde", action="store_true", help="start tofino-model and bf_switchd with the SDE's scripts")
     ap.add_argument("--log-dir", type=Path, default=Path("build/differential-logs"))
     ap.add_argument("--json", action="store_true", help="print the reports as JSON")
@@ -619,8 +702,17 @@ def main(argv: Iterable[str] | None = None) -> int:
     if a.seed is None:
         a.seed = random.SystemRandom().randrange(1, 1 << 31)
     print(f"differential: seed {a.seed} (--seed {a.seed} reproduces this run)", file=sys.stderr, flush=True)
-    setup = Setup(a.topology, a.node, a.port_map, a.switch, a.seed, a.packets, a.gamma_packets, a.gap_ms / 1e3,
-                  log=lambda s: print(s, file=sys.stderr, flush=True))
+    setup = Setup(
+        a.topology,
+        a.node,
+        a.port_map,
+        a.switch,
+        a.seed,
+        a.packets,
+        a.gamma_packets,
+        a.gap_ms / 1e3,
+        log=lambda s: print(s, file=sys.stderr, flush=True),
+    )
     sde = None
     try:
         if a.start_sde:
@@ -628,7 +720,9 @@ def main(argv: Iterable[str] | None = None) -> int:
             if why:
                 print(f"differential: {why}", file=sys.stderr)
                 return 2
-            veths = 1 + max(max(int(p["veth1"]), int(p["veth2"])) for p in json.loads(a.port_map.read_text())["PortToVeth"])
+            veths = 1 + max(
+                max(int(p["veth1"]), int(p["veth2"])) for p in json.loads(a.port_map.read_text())["PortToVeth"]
+            )
             setup_veths = Path(os.environ["SDE_INSTALL"], "bin", "veth_setup.sh")
             subprocess.run([str(setup_veths), str(veths + veths % 2)], check=True, capture_output=True)
             setup.log(f"differential: starting tofino-model and bf_switchd (logs in {a.log_dir})")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario runs: a topology's streams through the software switch in virtual time, with the agents'
 τ loop (FFS) or without it (FIFO), measured against the exact FFS allocation.
 
@@ -13,18 +14,18 @@ import csv
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from ffs import p4names
 from ffs.agent.program import LpfConfig
 from ffs.allocator import allocate
+from ffs.jsonsafe import finite
 from ffs.lab.baselines import Csfq
 from ffs.lab.nodes import build_nodes
-from ffs.jsonsafe import finite
 from ffs.ports import pipe_of
 from ffs.switch import trace
 from ffs.switch.fast import new_pipeline
@@ -125,18 +126,43 @@ def run_scenario(
         csfq = None
     elif csfq is None:
         csfq = Csfq(seed=seed)
-    res = trace.run(topo, pipes, duration_s, period_s=period_s, on_period=on_period, seed=seed,
-                    bin_s=bin_s, progress=progress, csfq=csfq, jitter=arrivals == "jitter", poisson=arrivals == "poisson")
+    res = trace.run(
+        topo,
+        pipes,
+        duration_s,
+        period_s=period_s,
+        on_period=on_period,
+        seed=seed,
+        bin_s=bin_s,
+        progress=progress,
+        csfq=csfq,
+        jitter=arrivals == "jitter",
+        poisson=arrivals == "poisson",
+    )
     exact = allocate(topo)
     w0, w1 = window or (duration_s / 2, duration_s)
-    out = ScenarioResult(topo.name, scheme, duration_s, bin_s,
-                         [k * bin_s for k in range(len(next(iter(res.delivered.values()))))],
-                         {k: (v * 8 / bin_s).tolist() for k, v in res.delivered.items()}, series,
-                         packets=res.packets, dropped=dict(res.dropped))
+    out = ScenarioResult(
+        topo.name,
+        scheme,
+        duration_s,
+        bin_s,
+        [k * bin_s for k in range(len(next(iter(res.delivered.values()))))],
+        {k: (v * 8 / bin_s).tolist() for k, v in res.delivered.items()},
+        series,
+        packets=res.packets,
+        dropped=dict(res.dropped),
+    )
     for sr in exact.streams:
         got = res.rate_bps(sr.name, w0, w1)
-        out.streams.append({"stream": sr.name, "demand": sr.demand, "exact": sr.rate, "measured": got,
-                            "error": (got - sr.rate) / sr.rate if sr.rate else 0.0})
+        out.streams.append(
+            {
+                "stream": sr.name,
+                "demand": sr.demand,
+                "exact": sr.rate,
+                "measured": got,
+                "error": (got - sr.rate) / sr.rate if sr.rate else 0.0,
+            }
+        )
     for e in exact.egresses:
         key = f"{e.node}.{e.egress}"
         if key in series:
@@ -176,7 +202,7 @@ def write_result(res: ScenarioResult, out_dir: Path) -> list[Path]:
             w.writerow([f"{t:.4f}"] + [f"{res.rates[n][k]:.0f}" for n in names])
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for s in res.streams:
-        line, = ax.plot(res.times, np.array(res.rates[s["stream"]]) / 1e9, label=f"{s['stream']} (measured)")
+        (line,) = ax.plot(res.times, np.array(res.rates[s["stream"]]) / 1e9, label=f"{s['stream']} (measured)")
         ax.axhline(s["exact"] / 1e9, color=line.get_color(), linestyle="--", linewidth=1)
     ax.set_xlabel("virtual time (s)")
     ax.set_ylabel("delivered rate (Gb/s)")
@@ -203,4 +229,3 @@ def write_result(res: ScenarioResult, out_dir: Path) -> list[Path]:
         fig.savefig(files[-1], dpi=110)
         plt.close(fig)
     return files
-

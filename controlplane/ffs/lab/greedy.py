@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The greedy node (FFS §XI, Corollary 1, Figure 7): two ingress interfaces of one node send the
 same total rate to one egress with equal shares M(a, j) = M(b, j) = C/2; each spreads its traffic
 over streams whose relative labels p.r/p.f follow a distribution. Corollary 1: an interface with a
@@ -20,9 +21,9 @@ divides it out), only its shape.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Callable
 
 from ffs.allocator import allocate
 from ffs.lab.attacks import loads
@@ -31,7 +32,7 @@ from ffs.lab.experiments import run_scenario
 CAPACITY = 100e6  # the egress, line rate; the ingresses are 4x faster so that they never limit
 STREAMS = 16  # per interface, for every distribution but `static`
 SIZE = 1250  # IP bytes per packet (the repository's default; the paper gives no size)
-RF_MIN = 2.0 ** -10  # labels below this would be clipped by the 16-bit log code anyway
+RF_MIN = 2.0**-10  # labels below this would be clipped by the 16-bit log code anyway
 
 
 def _quantiles(inv_cdf: Callable[[float], float], k: int = STREAMS) -> tuple[float, ...]:
@@ -58,9 +59,13 @@ def topology(dist_a: str, dist_b: str, load: float = 1.0, duration: float = 1.0,
     for iface, dist in (("a", dist_a), ("b", dist_b)):
         labels = DISTRIBUTIONS[dist]
         per = load * cap / len(labels)
-        streams += [f"  - {{name: {iface}{k}, path: [{{node: n, ingress: {iface}, egress: j}}], demand: {per:.0f}, "
-                    f"rf: {rf!r}, packet_size: {size}}}" for k, rf in enumerate(labels)]
-    return f"""
+        streams += [
+            f"  - {{name: {iface}{k}, path: [{{node: n, ingress: {iface}, egress: j}}], demand: {per:.0f}, "
+            f"rf: {rf!r}, packet_size: {size}}}"
+            for k, rf in enumerate(labels)
+        ]
+    return (
+        f"""
 name: greedy-{dist_a}-{dist_b}
 duration: {duration}
 nodes:
@@ -74,7 +79,10 @@ nodes:
     routes:
       - {{prefix: 10.0.3.0/24, interface: j}}
 streams:
-""" + "\n".join(streams) + "\n"
+"""
+        + "\n".join(streams)
+        + "\n"
+    )
 
 
 @dataclass(frozen=True)
@@ -98,11 +106,18 @@ def exact(dist_a: str, dist_b: str, load: float = 1.0) -> float:
     return _shares({s.name: s.rate for s in alloc.streams})[0]
 
 
-def measure(dist_a: str, dist_b: str, load: float = 1.0, duration: float = 1.0, seed: int = 1,
-            arrivals: str = "jitter") -> Cell:
+def measure(
+    dist_a: str, dist_b: str, load: float = 1.0, duration: float = 1.0, seed: int = 1, arrivals: str = "jitter"
+) -> Cell:
     """One cell: the exact share and the packet-by-packet share (mean over the run's second half),
     the agent's τ loop every 5 ms, the egress drained at its speed by the traffic manager."""
-    res = run_scenario(loads(topology(dist_a, dist_b, load, duration)), "ffs", duration_s=duration, seed=seed,
-                       arrivals=arrivals, bin_s=0.05)
+    res = run_scenario(
+        loads(topology(dist_a, dist_b, load, duration)),
+        "ffs",
+        duration_s=duration,
+        seed=seed,
+        arrivals=arrivals,
+        bin_s=0.05,
+    )
     share, total = _shares({s["stream"]: s["measured"] for s in res.streams})
     return Cell(dist_a, dist_b, load, exact(dist_a, dist_b, load), share, total)

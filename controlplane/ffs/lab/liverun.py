@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One live FFS node for demos, tests and experiments: the topology's namespaces, `ffs-switch run` on
 the switch's veths, optionally `ffs-agent` against it; everything stopped and removed on exit.
 
@@ -10,14 +11,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
-from ffs.lab import netns
-from ffs.constants import SHIM_LEN
 from ffs.agent.api import ApiError, call
+from ffs.constants import SHIM_LEN
+from ffs.lab import netns
 from ffs.topology import Topology, load
 
 
@@ -73,9 +74,16 @@ def agent_ready(sock: Path) -> bool:
 
 
 @contextmanager
-def live_node(topology_file: str | Path, work: Path, *, agent: bool = True, period_ms: float = 100.0,
-              lpf_time_constant_us: float | None = None, switch_args: Sequence[str] = (),
-              before_switch: Callable[[netns.Plan], None] | None = None) -> Iterator[LiveNode]:
+def live_node(
+    topology_file: str | Path,
+    work: Path,
+    *,
+    agent: bool = True,
+    period_ms: float = 100.0,
+    lpf_time_constant_us: float | None = None,
+    switch_args: Sequence[str] = (),
+    before_switch: Callable[[netns.Plan], None] | None = None,
+) -> Iterator[LiveNode]:
     topo = load(topology_file)
     # the veths carry the largest MTU of the topology's node, the hosts' 8 bytes less (netns.up)
     mtu = max((i.mtu for n in topo.nodes.values() for i in n.interfaces.values()), default=1500)
@@ -91,16 +99,43 @@ def live_node(topology_file: str | Path, work: Path, *, agent: bool = True, peri
         speed = {i.port: i.speed for i in ifs}
         ports = [f"--port={p}={i}@{speed[p]:.0f}" for p, i in sorted(plan.ports().items())]
         ports += [f"--delay={i.port}={i.delay_s * 1e3:g}ms" for i in sorted(ifs, key=lambda i: i.port) if i.delay_s]
-        sw = node.spawn(["ip", "netns", "exec", plan.switch_ns, py, "-m", "ffs.cli.switch", "run", *ports, *switch_args,
-                         f"--control={node.switch_address}", f"--ready-file={work}/switch.ready"],
-                        log="switch.log", stdout=subprocess.DEVNULL)
+        sw = node.spawn(
+            [
+                "ip",
+                "netns",
+                "exec",
+                plan.switch_ns,
+                py,
+                "-m",
+                "ffs.cli.switch",
+                "run",
+                *ports,
+                *switch_args,
+                f"--control={node.switch_address}",
+                f"--ready-file={work}/switch.ready",
+            ],
+            log="switch.log",
+            stdout=subprocess.DEVNULL,
+        )
         _wait(lambda: (work / "switch.ready").exists(), 30, "ffs-switch", sw, work / "switch.log")
         if agent:
-            ag = node.spawn([py, "-m", "ffs.cli.agent", f"--topology={topology_file}", f"--node={plan.node}", "--target=model",
-                             f"--switch={node.switch_address}", f"--socket={node.agent_socket}", f"--state-dir={work}/state",
-                             f"--period-ms={period_ms}",
-                             *([] if lpf_time_constant_us is None else [f"--lpf-time-constant-us={lpf_time_constant_us}"])],
-                            log="agent.log", stdout=subprocess.DEVNULL)
+            ag = node.spawn(
+                [
+                    py,
+                    "-m",
+                    "ffs.cli.agent",
+                    f"--topology={topology_file}",
+                    f"--node={plan.node}",
+                    "--target=model",
+                    f"--switch={node.switch_address}",
+                    f"--socket={node.agent_socket}",
+                    f"--state-dir={work}/state",
+                    f"--period-ms={period_ms}",
+                    *([] if lpf_time_constant_us is None else [f"--lpf-time-constant-us={lpf_time_constant_us}"]),
+                ],
+                log="agent.log",
+                stdout=subprocess.DEVNULL,
+            )
             _wait(lambda: agent_ready(node.agent_socket), 30, "ffs-agent", ag, work / "agent.log")
         yield node
     finally:

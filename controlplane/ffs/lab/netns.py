@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Private network namespaces for a topology's live run: one for the switch, one per host.
 
 For every host, a veth pair joins the host's namespace (`eth0`) to the switch's namespace (named
@@ -101,10 +102,14 @@ def plan(topo: Topology) -> Plan:
         iface = topo.nodes[node].interfaces[h.attach.split(".")[1]]
         ns = f"{prefix}-{_safe(name, 16)}"
         if ns in seen_ns:
-            raise NetnsError(f"{topo.source}: hosts.{name}: its namespace name {ns} is taken by {seen_ns[ns]}; rename the host")
+            raise NetnsError(
+                f"{topo.source}: hosts.{name}: its namespace name {ns} is taken by {seen_ns[ns]}; rename the host"
+            )
         if iface.name in seen_if:
-            raise NetnsError(f"{topo.source}: hosts.{name}: interface {node}.{iface.name} already has host {seen_if[iface.name]} "
-                             "(one host per switch interface)")
+            raise NetnsError(
+                f"{topo.source}: hosts.{name}: interface {node}.{iface.name} already has host {seen_if[iface.name]} "
+                "(one host per switch interface)"
+            )
         if len(iface.name) > IFNAMSIZ:
             raise NetnsError(f"{topo.source}: interface name {iface.name!r} is longer than Linux allows ({IFNAMSIZ})")
         seen_ns[ns], seen_if[iface.name] = f"host {name}", name
@@ -136,7 +141,9 @@ def _require_root() -> None:
 def _require_tools() -> None:
     for tool in ("ip", "ethtool"):
         if shutil.which(tool) is None:
-            raise NetnsError(f"{tool} is missing (iproute2 and ethtool are needed for live runs): run make setup as root")
+            raise NetnsError(
+                f"{tool} is missing (iproute2 and ethtool are needed for live runs): run make setup as root"
+            )
 
 
 def offloads_off(ns: str, dev: str) -> None:
@@ -154,8 +161,10 @@ def up(topo: Topology, mtu: int = DEFAULT_MTU) -> Plan:
     for ns in existing(topo):  # leftovers are replaced, but never under a run that is still going
         pids = _run("ip", "netns", "pids", ns, check=False).stdout.split()
         if pids:
-            raise NetnsError(f"namespace {ns} is in use (pids {' '.join(pids[:5])}): another live run of "
-                             f"{topo.name!r}? stop it, or remove its namespaces with: python -m ffs.lab.netns down FILE")
+            raise NetnsError(
+                f"namespace {ns} is in use (pids {' '.join(pids[:5])}): another live run of "
+                f"{topo.name!r}? stop it, or remove its namespaces with: python -m ffs.lab.netns down FILE"
+            )
     down(topo, quiet=True)
     try:
         _run("ip", "netns", "add", p.switch_ns)
@@ -189,7 +198,20 @@ def up(topo: Topology, mtu: int = DEFAULT_MTU) -> Plan:
                 net = str(ipaddress.ip_interface(other.address).network)
                 fam = "-6" if h.version == 6 else "-4"
                 _ns(h.netns, "ip", fam, "route", "replace", net, "dev", "eth0")
-                _ns(h.netns, "ip", fam, "neigh", "replace", other.ip, "lladdr", other.mac, "dev", "eth0", "nud", "permanent")
+                _ns(
+                    h.netns,
+                    "ip",
+                    fam,
+                    "neigh",
+                    "replace",
+                    other.ip,
+                    "lladdr",
+                    other.mac,
+                    "dev",
+                    "eth0",
+                    "nud",
+                    "permanent",
+                )
     except BaseException:  # also Ctrl-C half-way: leave nothing behind
         down(topo, quiet=True)
         raise
@@ -233,15 +255,27 @@ def main(argv: list[str] | None = None) -> int:
         topo = load(argv[1])
         if argv[0] == "up":
             p = up(topo)
-            print(f"switch {p.node}: namespace {p.switch_ns}, ports " + " ".join(f"{k}={v}" for k, v in sorted(p.ports().items())))
+            print(
+                f"switch {p.node}: namespace {p.switch_ns}, ports "
+                + " ".join(f"{k}={v}" for k, v in sorted(p.ports().items()))
+            )
             for h in p.hosts:
-                print(f"host {h.host}: namespace {h.netns}, eth0 {h.address}, mac {h.mac}, switch port {h.port} ({h.switch_if})")
+                print(
+                    f"host {h.host}: namespace {h.netns}, eth0 {h.address}, mac {h.mac}, switch port {h.port} "
+                    f"({h.switch_if})"
+                )
             ifs = topo.node(p.node).interfaces.values()
             speed = {i.port: i.speed for i in ifs}
-            delays = "".join(f" --delay {i.port}={i.delay_s * 1e3:g}ms" for i in sorted(ifs, key=lambda i: i.port) if i.delay_s)
-            print(f"run the switch: ip netns exec {p.switch_ns} ffs-switch run "
-                  + " ".join(f"--port {k}={v}@{format_rate(speed[k]).replace(' ', '')}" for k, v in sorted(p.ports().items()))
-                  + delays)
+            delays = "".join(
+                f" --delay {i.port}={i.delay_s * 1e3:g}ms" for i in sorted(ifs, key=lambda i: i.port) if i.delay_s
+            )
+            print(
+                f"run the switch: ip netns exec {p.switch_ns} ffs-switch run "
+                + " ".join(
+                    f"--port {k}={v}@{format_rate(speed[k]).replace(' ', '')}" for k, v in sorted(p.ports().items())
+                )
+                + delays
+            )
         else:
             removed = down(topo)
             if removed:

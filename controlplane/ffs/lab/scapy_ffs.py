@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The FFS/RI shim as a scapy layer (spec §2), bound to IPv4 protocol and IPv6 next header 253.
 
     from ffs.lab.scapy_ffs import FFS

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tofino-model + bf_switchd, started with the SDE's own run scripts ($SDE/run_tofino_model.sh,
 $SDE/run_switchd.sh) as a user starts them: for the tests that drive the SDE's real bfrt_grpc
 client and for the differential run (ffs.lab.differential).
@@ -22,14 +23,21 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 GRPC_PORT = 50052  # bf_switchd's BF-Runtime server; fixed by the SDE
 CHIPS = ("tofino", "tofino2")
 # what run_tofino_model.sh/run_switchd.sh --arch accept, and the P4 architectures, per chip
-_ALIASES = {"tofino": "tofino", "tf1": "tofino", "tna": "tofino",
-            "tofino2": "tofino2", "tf2": "tofino2", "t2na": "tofino2"}
+_ALIASES = {
+    "tofino": "tofino",
+    "tf1": "tofino",
+    "tna": "tofino",
+    "tofino2": "tofino2",
+    "tf2": "tofino2",
+    "t2na": "tofino2",
+}
 
 
 def chip_of(name: str) -> str:
@@ -80,8 +88,10 @@ def installed_problem(program: str, chip: str, want_sha256: str | None = None) -
     if want_sha256 is not None:
         have = (path / "p4src.sha256").read_text().strip() if (path / "p4src.sha256").is_file() else ""
         if have != want_sha256:
-            return (f"the installed {program} for {chip} was not compiled from the current p4src/ "
-                    f"({have or 'no ' + str(path / 'p4src.sha256')}): {build}")
+            return (
+                f"the installed {program} for {chip} was not compiled from the current p4src/ "
+                f"({have or 'no ' + str(path / 'p4src.sha256')}): {build}"
+            )
     return None
 
 
@@ -158,7 +168,9 @@ class Sde:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         out = open(self.log_dir / f"{name}.out", "ab")
         try:
-            return subprocess.Popen(argv, cwd=self.log_dir, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            return subprocess.Popen(
+                argv, cwd=self.log_dir, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         finally:
             out.close()
 
@@ -172,8 +184,10 @@ class Sde:
     def start_switchd(self, timeout_s: float = 90.0) -> None:
         """Returns once BF-Runtime accepts connections (the driver still retries its bind)."""
         sde = os.environ["SDE"]
-        self.switchd = self._spawn("switchd", [f"{sde}/run_switchd.sh", "-p", self.program, "--arch", self.arch,
-                                               "--status-port", str(self.status_port)])
+        self.switchd = self._spawn(
+            "switchd",
+            [f"{sde}/run_switchd.sh", "-p", self.program, "--arch", self.arch, "--status-port", str(self.status_port)],
+        )
         deadline = time.monotonic() + timeout_s
         while not _port_open(GRPC_PORT):
             if self.switchd.poll() is not None:
@@ -182,7 +196,7 @@ class Sde:
                 raise RuntimeError(f"bf_switchd not serving :{GRPC_PORT} within {timeout_s:g} s: see {self.log_dir}")
             time.sleep(0.5)
 
-    def start(self) -> "Sde":
+    def start(self) -> Sde:
         self.start_model()
         self.start_switchd()
         return self
@@ -208,8 +222,9 @@ class Sde:
         self.start()
 
 
-def running_sde(program: str, tmp_path_factory: Any, logs: str, chip: str = "tofino",
-                port_map: Path | None = None) -> Iterator[Sde]:
+def running_sde(
+    program: str, tmp_path_factory: Any, logs: str, chip: str = "tofino", port_map: Path | None = None
+) -> Iterator[Sde]:
     """The body of a module fixture: tofino-model and bf_switchd with `program`, stopped after."""
     s = Sde(program, tmp_path_factory.mktemp(logs), chip, port_map)
     try:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A share of a few percent against a flood: the F estimator at few packets per time constant
 (docs/results.md, "Small shares"; docs/spec.md §10).
 
@@ -71,14 +72,37 @@ class Cell:
         return (self.measured_bps - self.exact_bps) / self.exact_bps
 
 
-def measure(share_fraction: float, size: int, arrivals: str = "constant", period_s: float = 0.005,
-            duration_s: float | None = None, packets: int = MIN_PACKETS, **kw: object) -> Cell:
+def measure(
+    share_fraction: float,
+    size: int,
+    arrivals: str = "constant",
+    period_s: float = 0.005,
+    duration_s: float | None = None,
+    packets: int = MIN_PACKETS,
+    **kw: object,
+) -> Cell:
     """One cell; the run lasts `duration_s`, or long enough for `packets` of the small pair's
     arrivals in the measured half (the sampling error of its admitted count is about
     sqrt(0.6 / (0.4 · packets)): 1 % at 15,000, 0.5 % at 60,000)."""
     d = duration_s or duration_for(share_fraction, size, packets)
-    res = run_scenario(loads(topology(share_fraction, size, d)), "ffs", duration_s=d, period_s=period_s,
-                       arrivals=arrivals, bin_s=0.05, **kw)  # type: ignore[arg-type]
+    res = run_scenario(
+        loads(topology(share_fraction, size, d)),
+        "ffs",
+        duration_s=d,
+        period_s=period_s,
+        arrivals=arrivals,
+        bin_s=0.05,
+        **kw,  # type: ignore[arg-type]
+    )
     got = {s["stream"]: s for s in res.streams}
-    return Cell(share_fraction, size, arrivals, period_s, d, got["small"]["exact"], got["small"]["measured"],
-                got["flood"]["measured"], got["flood"]["exact"])
+    return Cell(
+        share_fraction,
+        size,
+        arrivals,
+        period_s,
+        d,
+        got["small"]["exact"],
+        got["small"]["measured"],
+        got["flood"]["measured"],
+        got["flood"]["exact"],
+    )

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Paced UDP traffic for live runs: a sender at a given line rate, optionally carrying the FFS
 shim with a label, and a receiver that reports the line rate it gets from each source, one JSON
 line per interval. Both run inside a host's namespace (`ip netns exec NS python -m ffs.lab.traffic ...`).
@@ -54,14 +55,21 @@ def wire_bytes(ip_size: int) -> int:
 
 # --- sendmmsg through libc: one system call for a batch of identical datagrams ----------------
 
+
 class _Iovec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
 
 class _Msghdr(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(_Iovec)),
-                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
-                ("flags", ctypes.c_int)]
+    _fields_ = [
+        ("name", ctypes.c_void_p),
+        ("namelen", ctypes.c_uint32),
+        ("iov", ctypes.POINTER(_Iovec)),
+        ("iovlen", ctypes.c_size_t),
+        ("control", ctypes.c_void_p),
+        ("controllen", ctypes.c_size_t),
+        ("flags", ctypes.c_int),
+    ]
 
 
 class _Mmsghdr(ctypes.Structure):
@@ -110,6 +118,7 @@ class _Batcher:
 
 # --- sender ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SendReport:
     offered_packets: int  # packets due at the rate over the duration
@@ -117,8 +126,13 @@ class SendReport:
     duration_s: float
 
     def to_json(self, size: int) -> dict:
-        return {"offered_packets": self.offered_packets, "sent_packets": self.sent_packets,
-                "sent_bps": round(self.sent_packets * wire_bytes(size) * 8 / self.duration_s, 1) if self.duration_s else 0.0}
+        return {
+            "offered_packets": self.offered_packets,
+            "sent_packets": self.sent_packets,
+            "sent_bps": round(self.sent_packets * wire_bytes(size) * 8 / self.duration_s, 1)
+            if self.duration_s
+            else 0.0,
+        }
 
 
 def ffs_datagram(size: int, rf_code: int, flags: int, sport: int, dport: int) -> bytes:
@@ -126,11 +140,15 @@ def ffs_datagram(size: int, rf_code: int, flags: int, sport: int, dport: int) ->
     The UDP checksum is 0 (none, legal over IPv4), so stripping the shim leaves a valid datagram."""
     data = size - IP_HDR - constants.SHIM_LEN - UDP_HDR
     if data < 0:
-        raise TrafficError(f"--size {size} is smaller than IPv4 + shim + UDP headers ({IP_HDR + constants.SHIM_LEN + UDP_HDR})")
+        raise TrafficError(
+            f"--size {size} is smaller than IPv4 + shim + UDP headers ({IP_HDR + constants.SHIM_LEN + UDP_HDR})"
+        )
     return shim(rf_code, flags, 17) + struct.pack("!HHHH", sport, dport, UDP_HDR + data, 0) + bytes(data)
 
 
-def open_sender(dst: str, port: int, size: int, rf_code: int | None, flags: int, sport: int) -> tuple[socket.socket, bytes]:
+def open_sender(
+    dst: str, port: int, size: int, rf_code: int | None, flags: int, sport: int
+) -> tuple[socket.socket, bytes]:
     if rf_code is None:  # plain UDP: the kernel adds IP and UDP headers
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         if sport:
@@ -140,7 +158,9 @@ def open_sender(dst: str, port: int, size: int, rf_code: int | None, flags: int,
         try:
             s = socket.socket(socket.AF_INET, socket.SOCK_RAW, constants.IP_PROTO_FFS)
         except PermissionError:
-            raise TrafficError("sending with the FFS shim needs a raw socket: run as root (or with CAP_NET_RAW)") from None
+            raise TrafficError(
+                "sending with the FFS shim needs a raw socket: run as root (or with CAP_NET_RAW)"
+            ) from None
         datagram = ffs_datagram(size, rf_code, flags, sport or 4000, port)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
     s.connect((dst, port))
@@ -180,23 +200,47 @@ def next_hop(dst: str) -> tuple[str, str, bytes, bytes]:
         time.sleep(0.1)
 
 
-def lying_frame(src: str, dst: str, src_mac: bytes, dst_mac: bytes, size: int, ip_len: int, rf_code: int | None,
-                flags: int, sport: int, dport: int) -> bytes:
+def lying_frame(
+    src: str,
+    dst: str,
+    src_mac: bytes,
+    dst_mac: bytes,
+    size: int,
+    ip_len: int,
+    rf_code: int | None,
+    flags: int,
+    sport: int,
+    dport: int,
+) -> bytes:
     """An Ethernet frame carrying a `size`-byte IPv4 packet whose total length field says `ip_len`
     (header checksum valid), UDP inside, with the shim first when `rf_code` is given."""
     if rf_code is None:
         body, proto = struct.pack("!HHHH", sport, dport, size - IP_UDP, 0) + bytes(size - IP_UDP), 17
     else:
         body, proto = ffs_datagram(size, rf_code, flags, sport, dport), constants.IP_PROTO_FFS
-    hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, 0x4000, 64, proto, 0,
-                                ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed))
+    hdr = bytearray(
+        struct.pack(
+            "!BBHHHBBH4s4s",
+            0x45,
+            0,
+            ip_len,
+            0,
+            0x4000,
+            64,
+            proto,
+            0,
+            ipaddress.IPv4Address(src).packed,
+            ipaddress.IPv4Address(dst).packed,
+        )
+    )
     hdr[10:12] = struct.pack("!H", ipv4_checksum(hdr))
     frame = dst_mac + src_mac + b"\x08\x00" + bytes(hdr) + body
     return frame + bytes(max(0, 60 - len(frame)))
 
 
-def open_liar(dst: str, port: int, size: int, ip_len: int, rf_code: int | None, flags: int,
-              sport: int) -> tuple[socket.socket, bytes]:
+def open_liar(
+    dst: str, port: int, size: int, ip_len: int, rf_code: int | None, flags: int, sport: int
+) -> tuple[socket.socket, bytes]:
     """A packet socket: the kernel's IP layer would rewrite the total length (raw(7): always filled
     in), so the whole frame is written here."""
     dev, src, src_mac, dst_mac = next_hop(dst)
@@ -209,8 +253,18 @@ def open_liar(dst: str, port: int, size: int, ip_len: int, rf_code: int | None, 
     return s, lying_frame(src, dst, src_mac, dst_mac, size, ip_len, rf_code, flags, sport or 4000, port)
 
 
-def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, *, rf_code: int | None = None,
-         flags: int = 0, sport: int = 0, ip_len: int | None = None) -> SendReport:
+def send(
+    dst: str,
+    port: int,
+    rate_bps: float,
+    size: int,
+    duration_s: float,
+    *,
+    rf_code: int | None = None,
+    flags: int = 0,
+    sport: int = 0,
+    ip_len: int | None = None,
+) -> SendReport:
     """Offer `size`-byte IP packets to `dst` at the line rate `rate_bps` for `duration_s`; with
     `ip_len`, their IPv4 total length field says ip_len instead of size."""
     if rate_bps <= 0:
@@ -240,6 +294,7 @@ def send(dst: str, port: int, rate_bps: float, size: int, duration_s: float, *, 
 
 
 # --- receiver -------------------------------------------------------------------------------
+
 
 def recv(port: int, interval_s: float, duration_s: float, out: IO[str] = sys.stdout, ffs: bool = False) -> None:
     """Every `interval_s`, one JSON line: per source address, the line rate (bit/s) and packets received
@@ -280,9 +335,11 @@ def recv(port: int, interval_s: float, duration_s: float, out: IO[str] = sys.std
                     npkts[src] = npkts.get(src, 0) + 1
             now = time.monotonic()
             if now >= next_report:
-                rec = {"t": round(next_report - start, 3),
-                       "rates_bps": {k: v * 8 / interval_s for k, v in sorted(nbytes.items())},
-                       "packets": dict(sorted(npkts.items()))}
+                rec = {
+                    "t": round(next_report - start, 3),
+                    "rates_bps": {k: v * 8 / interval_s for k, v in sorted(nbytes.items())},
+                    "packets": dict(sorted(npkts.items())),
+                }
                 if ffs:
                     rec["with_shim"] = dict(sorted(shimmed.items()))
                 out.write(json.dumps(rec) + "\n")
@@ -297,6 +354,7 @@ def recv(port: int, interval_s: float, duration_s: float, out: IO[str] = sys.std
 
 
 # --- command line ---------------------------------------------------------------------------
+
 
 def _label_code(text: str | None) -> int | None:
     """--label: a relative label r/f as a number (2.0), or a raw code (0x8000)."""
@@ -328,8 +386,13 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--duration", type=float, default=10.0, help="seconds")
     a.add_argument("--label", default=None, help="send the FFS shim with this label r/f (or code 0xNNNN)")
     a.add_argument("--ri", action="store_true", help="with --label: set the R flag (nodes update rri)")
-    a.add_argument("--ip-len", type=int, default=None, metavar="N",
-                   help="an attack: the IPv4 total length field says N (0..65535) whatever --size (packet socket)")
+    a.add_argument(
+        "--ip-len",
+        type=int,
+        default=None,
+        metavar="N",
+        help="an attack: the IPv4 total length field says N (0..65535) whatever --size (packet socket)",
+    )
     b = sub.add_parser("recv", help="per-source rates, one JSON line per interval")
     b.add_argument("--port", type=int, default=5001)
     b.add_argument("--interval", type=float, default=1.0)
@@ -344,9 +407,17 @@ def main(argv: list[str] | None = None) -> int:
                 raise TrafficError("--ri needs --label (the R flag lives in the shim)")
             if args.ip_len is not None and not 0 <= args.ip_len <= 0xFFFF:
                 raise TrafficError(f"--ip-len must be 0..65535 (the IPv4 total length field), got {args.ip_len}")
-            rep = send(args.dst, args.port, parse_rate(args.rate), args.size, args.duration,
-                       rf_code=_label_code(args.label), flags=constants.FLAG_RI if args.ri else 0, sport=args.sport,
-                       ip_len=args.ip_len)
+            rep = send(
+                args.dst,
+                args.port,
+                parse_rate(args.rate),
+                args.size,
+                args.duration,
+                rf_code=_label_code(args.label),
+                flags=constants.FLAG_RI if args.ri else 0,
+                sport=args.sport,
+                ip_len=args.ip_len,
+            )
             print(json.dumps(rep.to_json(args.size)))
         else:
             if args.interval <= 0:

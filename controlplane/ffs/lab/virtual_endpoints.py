@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Transfers through the software switch in virtual time: the endpoints' state machines
 (`ffs.lab.endpoint.transport`, `ffs.lab.endpoint.rate`) exchange packets with one node's pipeline, whose
 agent runs its τ loop every control period, all on one deterministic event clock. This is how the
@@ -16,19 +17,20 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ffs import constants
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
-from ffs.switch.driver import LocalDriver
+from ffs.frames import ipv4_frame, shim
 from ffs.lab.endpoint.rate import Controller, MinLoss, MinLossParams, MinTime
 from ffs.lab.endpoint.transport import Receiver, Sender
 from ffs.lab.endpoint.wire import OVERHEAD, parse_shim
-from ffs.frames import ipv4_frame, shim
+from ffs.switch.driver import LocalDriver
 from ffs.switch.fast import new_pipeline
 from ffs.topology import Topology
 
@@ -82,10 +84,19 @@ class FlowResult:
         return self.router_drops / self.sent if self.sent else 0.0
 
     def summary(self) -> dict:
-        return {"flow": self.name, "scheme": self.scheme, "bytes": self.size_bytes, "start_s": self.start_s,
-                "transfer_s": self.transfer_s, "goodput_bps": self.goodput_bps, "sent": self.sent,
-                "retransmitted": self.retransmitted, "lost": self.lost, "router_drops": self.router_drops,
-                "loss": self.loss}
+        return {
+            "flow": self.name,
+            "scheme": self.scheme,
+            "bytes": self.size_bytes,
+            "start_s": self.start_s,
+            "transfer_s": self.transfer_s,
+            "goodput_bps": self.goodput_bps,
+            "sent": self.sent,
+            "retransmitted": self.retransmitted,
+            "lost": self.lost,
+            "router_drops": self.router_drops,
+            "loss": self.loss,
+        }
 
 
 @dataclass
@@ -130,14 +141,28 @@ def default_controller(scheme: str, capacity: float, t0: float, settle_s: float,
     if scheme == "mintime":
         return MinTime(capacity)
     if scheme == "minloss":
-        return MinLoss(MinLossParams(start_bps=capacity / 10, capacity_bps=capacity, settle_s=settle_s,
-                                     confirm_s=confirm_s), t0)
+        return MinLoss(
+            MinLossParams(start_bps=capacity / 10, capacity_bps=capacity, settle_s=settle_s, confirm_s=confirm_s), t0
+        )
     raise ValueError(f"unknown scheme {scheme!r} (minloss or mintime)")
 
 
-def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed: int = 1, period_s: float = 0.005,
-        lpf: LpfConfig = LpfConfig(), one_way_s: float = 0.0002, ip_size: int = 9000, queue_ms: float = 1.0,
-        bin_s: float = 0.005, settle_s: float | None = None, record: bool = False) -> VirtualResult:
+def run(
+    topo: Topology,
+    node: str,
+    flows: list[Flow],
+    *,
+    duration_s: float,
+    seed: int = 1,
+    period_s: float = 0.005,
+    lpf: LpfConfig = LpfConfig(),
+    one_way_s: float = 0.0002,
+    ip_size: int = 9000,
+    queue_ms: float = 1.0,
+    bin_s: float = 0.005,
+    settle_s: float | None = None,
+    record: bool = False,
+) -> VirtualResult:
     """Run `flows` for `duration_s` of virtual time (or until all finish). MinLoss ignores echoes of
     packets sent within `settle_s` of a rate change (default: two control periods plus the F
     estimator's time constant, the age of the node's oldest measurement). With `record`, every
@@ -155,15 +180,24 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
     for k, f in enumerate(flows):
         port, src_ip, cap = _host_port(topo, node, f.src)
         dport, dst_ip, dcap = _host_port(topo, node, f.dst)
-        ctl = f.controller(cap, f.start_s) if f.controller else default_controller(f.scheme, cap, f.start_s, settle_s, period_s)
+        ctl = (
+            f.controller(cap, f.start_s)
+            if f.controller
+            else default_controller(f.scheme, cap, f.start_s, settle_s, period_s)
+        )
         snd = Sender(f.size_bytes, payload, ctl, xfer=k + 1)
-        frames = {sz: ipv4_frame(src_ip, dst_ip, sz, shim(constants.CODE_ONE, constants.FLAG_RI, 17))
-                  for sz in {snd.size_of(0), snd.size_of(snd.npkts - 1)}}
+        frames = {
+            sz: ipv4_frame(src_ip, dst_ip, sz, shim(constants.CODE_ONE, constants.FLAG_RI, 17))
+            for sz in {snd.size_of(0), snd.size_of(snd.npkts - 1)}
+        }
         if dport not in paced:
             paced.add(dport)
             pipe.tm.configure(dport, dcap, max(3 * (ip_size + 38), int(dcap * queue_ms / 8e3)))
-        st.append(_FlowState(f, port, snd, Receiver(), frames, cap, np.zeros(nb), np.zeros(nb),
-                             [(f.start_s, ctl.rate(f.start_s))]))
+        st.append(
+            _FlowState(
+                f, port, snd, Receiver(), frames, cap, np.zeros(nb), np.zeros(nb), [(f.start_s, ctl.rate(f.start_s))]
+            )
+        )
     heap: list[tuple[float, int, int, int, Any]] = []
     order = 0
 
@@ -230,7 +264,7 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
                 s.drops += 1
                 s.drop[b] += size
                 continue
-            sh = parse_shim(r.frame[ETH + IP_HDR:])
+            sh = parse_shim(r.frame[ETH + IP_HDR :])
             push(r.depart_ns / 1e9 + half, DELIVER, k, (seq, sh.rri))
             if record:
                 res.deliveries.append((f"{flows[k].name}", seq, float(snd.sent_at[seq]), sh.rri))
@@ -258,8 +292,23 @@ def run(topo: Topology, node: str, flows: list[Flow], *, duration_s: float, seed
     for k, f in enumerate(flows):
         s = st[k]
         snd = s.snd
-        res.flows.append(FlowResult(
-            f.name, snd.ctl.name, f.size_bytes, f.start_s, snd.stats.finish, s.cap, snd.stats.sent,
-            snd.stats.retransmitted, snd.stats.lost, s.drops, s.delivered, snd.stats.echoes,
-            s.send * 8 / bin_s, s.drop * 8 / bin_s, s.steps))
+        res.flows.append(
+            FlowResult(
+                f.name,
+                snd.ctl.name,
+                f.size_bytes,
+                f.start_s,
+                snd.stats.finish,
+                s.cap,
+                snd.stats.sent,
+                snd.stats.retransmitted,
+                snd.stats.lost,
+                s.drops,
+                s.delivered,
+                snd.stats.echoes,
+                s.send * 8 / bin_s,
+                s.drop * 8 / bin_s,
+                s.steps,
+            )
+        )
     return res

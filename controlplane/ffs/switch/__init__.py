@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The software switch: the FFS pipeline of p4src/ as an executable specification.
 
 `pipeline` (the controls, the reference), `tna` (the externs), `packet` (parser/deparser), `fast`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The software switch's per-packet loop in C: a transcription of ffs/switch/pipeline.py.
  *
  * pipeline.py is the executable specification; this file repeats it function for function

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The software switch's control interface: the BF-Runtime operations FFS uses, on a Pipeline.
 
 Batches are atomic: every update is validated and applied to copies of the tables it touches, and
@@ -14,17 +15,17 @@ import copy
 import threading
 import time
 import uuid
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
-from ffs import constants
-from ffs import p4names
-from ffs.tables import egress_params_consistent
+from ffs import constants, p4names
 from ffs.entries import Exact, LpfSpec, TableEntry, Update
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError, MatchTable
+from ffs.tables import egress_params_consistent
 
 PORT_MD = p4names.PORT_METADATA
-READ_CHUNK = 256  # counter/register cells read per hold of the packet lock (as a Tofino sync reads them: per cell, not as one snapshot)
+# counter/register cells read per hold of the packet lock (as a Tofino sync reads them: per cell, not as one snapshot)
+READ_CHUNK = 256
 
 
 class SwitchControl:
@@ -96,8 +97,12 @@ class SwitchControl:
         with self.lock:
             if name in (PORT_MD.name, "$PORT_METADATA"):
                 return [
-                    TableEntry(PORT_MD.name, {PORT_MD.key.name: Exact(port)}, None,
-                               {"ifindex": v[0], "trust": v[1], "insert": v[2]})
+                    TableEntry(
+                        PORT_MD.name,
+                        {PORT_MD.key.name: Exact(port)},
+                        None,
+                        {"ifindex": v[0], "trust": v[1], "insert": v[2]},
+                    )
                     for port, v in sorted(self.pipeline.port_metadata.items())
                 ]
             t = self._table(name)
@@ -209,8 +214,14 @@ def _check_derived(t: MatchTable, action: str, params: dict[str, int]) -> None:
         why = egress_params_consistent(params)
         if why:
             raise ControlError(f"{t.spec.name}: set_egress: {why}")
-    if t.spec is p4names.PAIRS and action == "set_pair" and not (-params["nlm"]) & constants.CODE_MAX <= constants.LM_MAX:
-        raise ControlError(f"{t.spec.name}: set_pair needs nlm = -lm with lm <= {constants.LM_MAX:#x}, got nlm {params['nlm']:#x}")
+    if (
+        t.spec is p4names.PAIRS
+        and action == "set_pair"
+        and not (-params["nlm"]) & constants.CODE_MAX <= constants.LM_MAX
+    ):
+        raise ControlError(
+            f"{t.spec.name}: set_pair needs nlm = -lm with lm <= {constants.LM_MAX:#x}, got nlm {params['nlm']:#x}"
+        )
 
 
 def _apply(t: MatchTable, u: Update) -> None:

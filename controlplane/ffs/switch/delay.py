@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A port's propagation delay: the wire after the traffic manager.
 
 On a real link a frame's last bit leaves the port's queue and arrives at the far end one propagation

@@ -1,9 +1,10 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Drivers of the software switch: in-process (LocalDriver, here) and over its gRPC service
 (ModelDriver, in ffs.driver.model so that the agent reaches a switch without importing one)."""
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
 from ffs.driver.model import ModelDriver

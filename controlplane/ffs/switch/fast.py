@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The compiled fast path: `FastPipeline` is a `Pipeline` whose per-packet loop runs in C.
 
 Everything but `process` is the Python pipeline: the same MatchTables, the same control interface,
@@ -16,8 +17,7 @@ import functools
 import hashlib
 from pathlib import Path
 
-from ffs import constants
-from ffs import p4names
+from ffs import constants, p4names
 from ffs.entries import Exact, Lpm, Ternary
 from ffs.switch.pipeline import DROP_FFS, DROP_MALFORMED, DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_TM, Pipeline, Result
 from ffs.switch.tna import MatchTable
@@ -57,14 +57,16 @@ def _check_contract() -> None:
     source = Path(__file__).with_name("_fastpath.c")
     if source.exists() and hashlib.sha256(source.read_bytes()).hexdigest() != getattr(_fastpath, "SOURCE_SHA256", None):
         raise ImportError("ffs.switch._fastpath was built from another _fastpath.c: rebuild it (pip install -e .)")
-    if _fastpath.TABLES != tuple(t.name for t in WRITABLE):
+    if tuple(t.name for t in WRITABLE) != _fastpath.TABLES:
         raise ImportError("ffs.switch._fastpath: table order differs from ffs.p4names.TABLES; rebuild it")
-    for t, acts in zip(WRITABLE + p4names.CONST_TABLES, _fastpath.ACTIONS):
+    for t, acts in zip(WRITABLE + p4names.CONST_TABLES, _fastpath.ACTIONS, strict=False):
         if acts.split() != [a.short for a in t.actions]:
             raise ImportError(f"ffs.switch._fastpath: actions of {t.name} differ from ffs.p4names; rebuild it")
     for name, value in _fastpath.CONSTANTS.items():
         if getattr(constants, name) != value:
-            raise ImportError(f"ffs.switch._fastpath: {name} = {value} but ffs.constants says {getattr(constants, name)}")
+            raise ImportError(
+                f"ffs.switch._fastpath: {name} = {value} but ffs.constants says {getattr(constants, name)}"
+            )
 
 
 try:
@@ -95,7 +97,7 @@ def compile_table(t: MatchTable) -> tuple[int, int, tuple, list[tuple]]:
     entries = []
     for e in t.entries.values():
         value = mask = 0
-        for kv, f in zip(e.key, spec.keys):
+        for kv, f in zip(e.key, spec.keys, strict=False):
             full = (1 << f.width) - 1
             if isinstance(kv, Exact):
                 v, m = kv.value, full
@@ -123,12 +125,38 @@ class FastPipeline(Pipeline):
         lpf = rate.f_lpf
         drops, admitted, tm = self.fate.pair_drops, self.fate.admitted, self.tm
         buffers = (
-            rate.pair_bytes.packets, rate.pair_bytes.bytes, rate.offered.packets, rate.offered.bytes,
-            drops.packets, drops.bytes, admitted.packets, admitted.bytes,
-            self.events.packets, self.events.bytes, eg.accepted.packets, eg.accepted.bytes,
-            eg.malformed.packets, eg.malformed.bytes, eg.pair_malformed.packets, eg.pair_malformed.bytes,
-            rate.f_est.cells, lpf.state, lpf.last, lpf.seen, lpf.kind, lpf.gain, lpf.decay, lpf.shift,
-            tm.speed, tm.buffer, tm.backlog, tm.last, tm.drops, tm.drop_bytes, tm.enqueued, tm.delay_sum,
+            rate.pair_bytes.packets,
+            rate.pair_bytes.bytes,
+            rate.offered.packets,
+            rate.offered.bytes,
+            drops.packets,
+            drops.bytes,
+            admitted.packets,
+            admitted.bytes,
+            self.events.packets,
+            self.events.bytes,
+            eg.accepted.packets,
+            eg.accepted.bytes,
+            eg.malformed.packets,
+            eg.malformed.bytes,
+            eg.pair_malformed.packets,
+            eg.pair_malformed.bytes,
+            rate.f_est.cells,
+            lpf.state,
+            lpf.last,
+            lpf.seen,
+            lpf.kind,
+            lpf.gain,
+            lpf.decay,
+            lpf.shift,
+            tm.speed,
+            tm.buffer,
+            tm.backlog,
+            tm.last,
+            tm.drops,
+            tm.drop_bytes,
+            tm.enqueued,
+            tm.delay_sum,
         )  # the order of _fastpath.BUFFERS
         self.engine = _fastpath.Engine(buffers)
         self.engine.set_rng_state(norm.rng.getstate()[1])

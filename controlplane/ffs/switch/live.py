@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Live mode: the software switch on Linux interfaces (AF_PACKET), in real time.
 
 Each device port is bound to an interface. Frames arrive through a PACKET_MMAP receive ring
@@ -25,9 +26,10 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ffs.driver.base import DriverError
 from ffs.switch.control import SwitchControl
@@ -75,8 +77,10 @@ class PortStats:
     tm_drops: int = 0  # frames toward this port its queue dropped (a port with a speed)
 
     def line(self, port: int) -> str:
-        return (f"port{port}:rx={self.rx},tx={self.tx},drop={self.dropped},tmdrop={self.tm_drops},txerr={self.tx_errors},"
-                f"kdrop={self.kernel_drops},trunc={self.truncated}")
+        return (
+            f"port{port}:rx={self.rx},tx={self.tx},drop={self.dropped},tmdrop={self.tm_drops},txerr={self.tx_errors},"
+            f"kdrop={self.kernel_drops},trunc={self.truncated}"
+        )
 
 
 class RxRing:
@@ -107,9 +111,9 @@ class RxRing:
             status, length, snaplen, mac, _, _, _, tci, tpid = unpack(mem, off)
             if not status & TP_STATUS_USER:
                 return
-            frame = mem[off + mac:off + mac + snaplen]
+            frame = mem[off + mac : off + mac + snaplen]
             outgoing = mem[off + SLL_PKTTYPE] == PACKET_OUTGOING
-            mem[off:off + 4] = b"\0\0\0\0"  # TP_STATUS_KERNEL: the slot is the kernel's again
+            mem[off : off + 4] = b"\0\0\0\0"  # TP_STATUS_KERNEL: the slot is the kernel's again
             self.next = (self.next + 1) % self.frame_nr
             if outgoing:
                 continue
@@ -268,8 +272,13 @@ class LiveSwitch:
 def disable_offloads(ifname: str) -> None:
     """Real frames only: no GRO/GSO/TSO aggregates and no deferred checksums on the switch's ports."""
     try:
-        p = subprocess.run(["ethtool", "-K", ifname, "gro", "off", "gso", "off", "tso", "off", "tx", "off", "rx", "off"],
-                           check=False, capture_output=True, text=True, timeout=5)
+        p = subprocess.run(
+            ["ethtool", "-K", ifname, "gro", "off", "gso", "off", "tso", "off", "tx", "off", "rx", "off"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         if p.returncode not in (0, 80):  # 80: some feature cannot change on this device (still applied the rest)
             log.warning("ethtool -K %s: %s", ifname, p.stderr.strip() or f"exit {p.returncode}")
     except (FileNotFoundError, subprocess.TimeoutExpired):
@@ -305,10 +314,19 @@ def _remove_stale_ready(path: Path) -> None:
     log.warning("removed the stale ready file %s (left by pid %s, which stopped without removing it)", path, left)
 
 
-def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_file: str | None = None,
-             stats_interval_s: float = 10.0, allow_remote: bool = False, engine: str = "auto", csfq: Any = None,
-             speeds: dict[int, float] | None = None, buffers: dict[int, int] | None = None,
-             delays: dict[int, float] | None = None) -> None:
+def run_live(
+    ports: dict[int, str],
+    control_address: str,
+    seed: int = 1,
+    ready_file: str | None = None,
+    stats_interval_s: float = 10.0,
+    allow_remote: bool = False,
+    engine: str = "auto",
+    csfq: Any = None,
+    speeds: dict[int, float] | None = None,
+    buffers: dict[int, int] | None = None,
+    delays: dict[int, float] | None = None,
+) -> None:
     """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast).
     speeds: line rates (bit/s) of the ports the TM paces, with their `buffers` (bytes; default:
     ffs.switch.tm.default_buffer); other ports send at once. delays: propagation delays (s) of
@@ -342,8 +360,12 @@ def run_live(ports: dict[int, str], control_address: str, seed: int = 1, ready_f
             tmp = Path(ready_file).with_name(Path(ready_file).name + ".tmp")
             tmp.write_text(f"{os.getpid()}\n")
             os.replace(tmp, ready_file)
-        log.info("software switch running (control %s, program %s, engine %s)", control_address, ctl.program_id,
-                 "python" if type(pipeline) is Pipeline else "c")
+        log.info(
+            "software switch running (control %s, program %s, engine %s)",
+            control_address,
+            ctl.program_id,
+            "python" if type(pipeline) is Pipeline else "c",
+        )
         sw.run(stats_interval_s)
     finally:
         if server is not None:

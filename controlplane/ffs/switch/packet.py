@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Parser and deparser of the software switch (docs/spec.md §2, §7.1): offsets into the frame.
 
 The parser never copies headers: it records where each one sits in the frame, and the controls
@@ -122,9 +123,7 @@ def insert_shim(frame: bytearray, p: Parsed, rf: int) -> None:
     at = p.l3 + (p.ihl_bytes if p.ip_version == 4 else IPV6_LEN)
     proto_off = p.l3 + (9 if p.ip_version == 4 else 6)
     old = frame[proto_off]
-    shim = bytes(
-        [(constants.SHIM_VERSION << 4) | constants.FLAG_DEFAULTED, old, rf >> 8, rf & 0xFF, 0xFF, 0xFF, 0, 0]
-    )
+    shim = bytes([(constants.SHIM_VERSION << 4) | constants.FLAG_DEFAULTED, old, rf >> 8, rf & 0xFF, 0xFF, 0xFF, 0, 0])
     frame[at:at] = shim
     if p.ip_version == 4:
         _fix_ipv4(frame, p, constants.SHIM_LEN, constants.IP_PROTO_FFS)

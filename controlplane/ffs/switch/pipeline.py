@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The FFS pipeline of p4src/, as an executable specification (docs/spec.md §7).
 
 One class per P4 control, holding the same tables, counters, registers and LPFs under the same
@@ -15,23 +16,21 @@ differential test holds the two to identical outputs, counters and drops.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from ffs import constants
-from ffs import p4names
+from ffs import constants, p4names
 from ffs.switch.packet import (
     RF_OFF,
     RRI_OFF,
-    ParseError,
     Parsed,
+    ParseError,
     insert_shim,
     parse,
     shim_get16,
     shim_set16,
     strip_shim,
 )
-from ffs.tables import claimed_frame_len, wire_len
 from ffs.switch.tm import TrafficManager
 from ffs.switch.tna import (
     PIPE_SHIFT,
@@ -45,6 +44,7 @@ from ffs.switch.tna import (
     mac_output,
     sat_sub,
 )
+from ffs.tables import claimed_frame_len, wire_len
 
 U16 = 0xFFFF
 U32 = 0xFFFFFFFF
@@ -485,9 +485,20 @@ class Fate:
     def apply(self, buf: bytearray, p: Parsed, md: Meta, frame_len: int, pipe: int) -> str:
         """The fate's action name; the frame is edited in place. `pipe`: the ingress port's."""
         action, _ = self.fate.lookup(
-            0, 0, md.routed, md.managed, md.margin, md.ffs_state, md.trust, md.insert,
-            int(p.ip_version == 4), int(p.ip_version == 6), buf[p.l3 + 6] if p.ip_version == 6 else 0,
-            md.runt, md.frag, md.room,
+            0,
+            0,
+            md.routed,
+            md.managed,
+            md.margin,
+            md.ffs_state,
+            md.trust,
+            md.insert,
+            int(p.ip_version == 4),
+            int(p.ip_version == 6),
+            buf[p.l3 + 6] if p.ip_version == 6 else 0,
+            md.runt,
+            md.frag,
+            md.room,
         )
         if md.managed:
             if md.margin == 0:  # count_pair_drop
@@ -564,8 +575,16 @@ class Pipeline:
         assert tuple(self.tables) == tuple(t.name for t in p4names.TABLES)
         self.counters = {
             c.spec.name: c
-            for c in (self.rate_est.pair_bytes, self.rate_est.offered, self.fate.pair_drops, self.fate.admitted, self.events,
-                      self.egress_acct.accepted, self.egress_acct.malformed, self.egress_acct.pair_malformed)
+            for c in (
+                self.rate_est.pair_bytes,
+                self.rate_est.offered,
+                self.fate.pair_drops,
+                self.fate.admitted,
+                self.events,
+                self.egress_acct.accepted,
+                self.egress_acct.malformed,
+                self.egress_acct.pair_malformed,
+            )
         }
         self.registers = {self.rate_est.f_est.spec.name: self.rate_est.f_est}
         self.lpfs = {self.rate_est.f_lpf.spec.name: self.rate_est.f_lpf}
@@ -584,9 +603,12 @@ class Pipeline:
         # shim sets parse_error, which only fate reads: parse_drop either way -------------------
         try:
             p = parse(buf)
-            if p.ip_version == 4 and p.shim:
-                if self.ipv4_shim_len.lookup(p.ihl_bytes // 4, p.l3_len)[0] == "short_shim":
-                    raise ParseError("IPv4 total length shorter than header and shim")
+            if (
+                p.ip_version == 4
+                and p.shim
+                and self.ipv4_shim_len.lookup(p.ihl_bytes // 4, p.l3_len)[0] == "short_shim"
+            ):
+                raise ParseError("IPv4 total length shorter than header and shim")
         except ParseError:  # fate: parse_drop
             self.events.count(constants.EVENT_PARSE_ERROR, frame_len, pipe)
             return Result(None, None, DROP_PARSE_ERROR)

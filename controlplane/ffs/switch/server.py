@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The software switch's control interface over gRPC (service `ffs.switch.Control`).
 
 Each Driver operation is one unary method whose request and response are JSON documents
@@ -16,17 +17,18 @@ so that a slow or greedy client cannot stall forwarding.
 from __future__ import annotations
 
 import json
-import os
 import logging
+import os
 import time
+from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import grpc
 
-from ffs.safeload import LoadError, loads_json
 from ffs.driver import wire
+from ffs.safeload import LoadError, loads_json
 from ffs.switch.control import SwitchControl
 from ffs.switch.tna import ControlError
 from ffs.unixsock import bind_private
@@ -52,7 +54,7 @@ def _encode(obj: Any, chunk: int = 256) -> bytes:
     the interpreter handed to the packet thread in between: one json.dumps of a 4096-entry table
     holds it for about 14 ms."""
     if isinstance(obj, dict) and len(obj) == 1:
-        (key, v), = obj.items()
+        ((key, v),) = obj.items()
         if isinstance(v, (list, dict)) and len(v) > chunk:
             items = v if isinstance(v, list) else list(v.items())
             parts = []
@@ -76,7 +78,9 @@ def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
             "values": {str(i): [pk, by] for i, (pk, by) in ctl.read_counters(r["name"], r.get("indices")).items()}
         },
         "ResetCounters": lambda r: ctl.reset_counters(r["name"]) or {},
-        "ReadRegisters": lambda r: {"values": {str(i): v for i, v in ctl.read_registers(r["name"], r.get("indices")).items()}},
+        "ReadRegisters": lambda r: {
+            "values": {str(i): v for i, v in ctl.read_registers(r["name"], r.get("indices")).items()}
+        },
         "WriteRegister": lambda r: ctl.write_register(r["name"], r["index"], r["value"]) or {},
         "SetLpfSpec": lambda r: ctl.set_lpf_spec(r["name"], r["indices"], wire.lpf_from_json(r["spec"])) or {},
         "ReadLpfSpec": lambda r: {"spec": wire.lpf_to_json(ctl.read_lpf_spec(r["name"], r["index"]))},
@@ -135,9 +139,7 @@ def serve(ctl: SwitchControl, address: str, allow_remote: bool = False) -> grpc.
         options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES), ("grpc.so_reuseport", 0)],
         maximum_concurrent_rpcs=MAX_PENDING,
     )
-    handlers = {
-        name: grpc.unary_unary_rpc_method_handler(_wrap(fn)) for name, fn in _handlers(ctl).items()
-    }
+    handlers = {name: grpc.unary_unary_rpc_method_handler(_wrap(fn)) for name, fn in _handlers(ctl).items()}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(wire.SERVICE, handlers),))
     if address.startswith("unix:"):
         path = Path(address[5:])
@@ -147,11 +149,17 @@ def serve(ctl: SwitchControl, address: str, allow_remote: bool = False) -> grpc.
         if server.add_insecure_port(address) == 0:
             raise OSError(f"cannot listen on {address}")
         if address.rsplit(":", 1)[0].strip("[]") in ("localhost", "127.0.0.1", "::1"):
-            log.warning("control service on TCP %s: any local user can change the switch's tables "
-                        "(the default, an owner-only unix socket, allows only this user and root)", address)
+            log.warning(
+                "control service on TCP %s: any local user can change the switch's tables "
+                "(the default, an owner-only unix socket, allows only this user and root)",
+                address,
+            )
         else:
-            log.warning("control service on %s, off loopback and unauthenticated: anyone who can reach it "
-                        "can change the switch's tables", address)
+            log.warning(
+                "control service on %s, off loopback and unauthenticated: anyone who can reach it "
+                "can change the switch's tables",
+                address,
+            )
     server.start()
     log.info("control service listening on %s", address)
     return server

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The traffic manager between FfsIngress and FfsEgress: one FIFO per egress port.
 
 On Tofino the ingress decides (γ's drop happens before the queue), the traffic manager queues
@@ -107,8 +108,9 @@ class TrafficManager:
 
     def stats(self, port: int) -> PortQueueStats:
         n = self.enqueued[port]
-        return PortQueueStats(self.backlog[port], self.drops[port], self.drop_bytes[port], n,
-                              self.delay_sum[port] / n if n else 0.0)
+        return PortQueueStats(
+            self.backlog[port], self.drops[port], self.drop_bytes[port], n, self.delay_sum[port] / n if n else 0.0
+        )
 
     def paced(self) -> list[int]:
         return [p for p in range(self.size) if self.speed[p] > 0.0]

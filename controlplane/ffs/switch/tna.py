@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The TNA externs the FFS program uses, with the semantics documented in docs/spec.md §8.
 
 Match tables follow BF-RT: entries are addressed by the key-field names of `ffs.p4names`, actions
@@ -19,11 +20,11 @@ import functools
 import math
 import random
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from ffs import constants
-from ffs import p4names
+from ffs import constants, p4names
 from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, action_name
 
 U16 = 0xFFFF
@@ -121,7 +122,7 @@ class MatchTable:
                 if any(isinstance(k, Range) for k in e.key):
                     ranges.append((rank, e))
                     continue
-                masks = tuple(_mask(k, f.width) for k, f in zip(e.key, self.spec.keys))
+                masks = tuple(_mask(k, f.width) for k, f in zip(e.key, self.spec.keys, strict=False))
                 vals = tuple(_value(k) for k in e.key)
                 group = groups.setdefault(masks, {})
                 if vals not in group or rank < group[vals][0]:  # same value/mask, several priorities
@@ -156,13 +157,14 @@ class MatchTable:
         groups, ranges = idx
         best: tuple[tuple[int, int], _Entry] | None = None
         for masks, table in groups:
-            hit = table.get(tuple(v & m for v, m in zip(values, masks)))
+            hit = table.get(tuple(v & m for v, m in zip(values, masks, strict=False)))
             if hit is not None and (best is None or hit[0] < best[0]):
                 best = hit
         for rank, e in ranges:
-            if all(_hits(k, v, f.width) for k, v, f in zip(e.key, values, self.spec.keys)):
-                if best is None or rank < best[0]:
-                    best = (rank, e)
+            if (best is None or rank < best[0]) and all(
+                _hits(k, v, f.width) for k, v, f in zip(e.key, values, self.spec.keys, strict=False)
+            ):
+                best = (rank, e)
         return (best[1].action, best[1].params) if best else self._default
 
     def _changed(self) -> None:
@@ -224,7 +226,7 @@ class MatchTable:
     def to_entry(self, e: _Entry) -> TableEntry:
         return TableEntry(
             self.spec.name,
-            {k.name: v for k, v in zip(self.spec.keys, e.key)},
+            {k.name: v for k, v in zip(self.spec.keys, e.key, strict=False)},
             f"{self.spec.name.rsplit('.', 1)[0]}.{e.action}",
             dict(e.params),
             e.priority,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Trace mode: the software switch on synthetic traffic or a pcap in virtual time.
 
 `run`: streams of a topology (line rate, packet size, start and stop, labels) become packets with
@@ -24,15 +25,15 @@ import ipaddress
 import math
 import random
 import struct
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
 from ffs import constants
-from ffs.frames import ipv4_frame, lie_ip_len, shim
 from ffs.driver.base import Driver
+from ffs.frames import ipv4_frame, lie_ip_len, shim
 from ffs.labels import encode
 from ffs.switch.driver import LocalDriver
 from ffs.switch.fast import FastPipeline, _fastpath
@@ -101,8 +102,17 @@ def streams_from_topology(topo: Topology, duration_s: float) -> list[TraceStream
         if s.ip_len is not None:  # the frame keeps its real size (pacing, queues, delivered bytes)
             frame = lie_ip_len(frame, s.ip_len)
         stop = duration_s if s.stop is None else min(s.stop, duration_s)
-        out.append(TraceStream(s.name, first.node, topo.nodes[first.node].interfaces[first.ingress].port,
-                               frame, s.demand, s.start, stop))
+        out.append(
+            TraceStream(
+                s.name,
+                first.node,
+                topo.nodes[first.node].interfaces[first.ingress].port,
+                frame,
+                s.demand,
+                s.start,
+                stop,
+            )
+        )
     return out
 
 
@@ -141,8 +151,9 @@ def run(
     streams = streams_from_topology(topo, duration_s)
     rng = random.Random(seed)
     nbins = int(np.ceil(duration_s / bin_s)) + 1
-    res = TraceResult(bin_s, {s.name: np.zeros(nbins) for s in streams},
-                      {s.name: 0 for s in streams}, {s.name: 0 for s in streams})
+    res = TraceResult(
+        bin_s, {s.name: np.zeros(nbins) for s in streams}, {s.name: 0 for s in streams}, {s.name: 0 for s in streams}
+    )
     # links: (node, egress port) -> (next node, its ingress port)
     links: dict[tuple[str, int], tuple[str, int]] = {}
     for n in topo.nodes.values():
@@ -152,11 +163,24 @@ def run(
                 links[(n.name, i.port)] = (pn, topo.nodes[pn].interfaces[pi].port)
     stream_rngs = [random.Random(rng.random()) for _ in streams]
     if csfq is None and all(isinstance(p, FastPipeline) for p in pipelines.values()):
-        return _run_compiled(streams, stream_rngs, pipelines, links, res, duration_s, period_s,
-                             on_period, poisson, jitter, bin_s, progress, start_s)
+        return _run_compiled(
+            streams,
+            stream_rngs,
+            pipelines,
+            links,
+            res,
+            duration_s,
+            period_s,
+            on_period,
+            poisson,
+            jitter,
+            bin_s,
+            progress,
+            start_s,
+        )
     if csfq is not None:
         csfq.attach(pipelines, start_s)
-    gens = [_arrivals(s, r, poisson, jitter) for s, r in zip(streams, stream_rngs)]
+    gens = [_arrivals(s, r, poisson, jitter) for s, r in zip(streams, stream_rngs, strict=False)]
     wires = [s.wire for s in streams]
     # events (t, k): k < len(streams) is a stream's next arrival at its first node, else a frame in
     # flight between nodes (the slot k - len(streams), reused last-freed-first as in the C loop)
@@ -167,7 +191,9 @@ def run(
         if t is not None:
             heap.append((t, k))
     heapq.heapify(heap)
-    flights: list[tuple[int, str, int, int, bytes, float, float]] = []  # (stream, node, port, hops, frame, sent, CSFQ label)
+    flights: list[
+        tuple[int, str, int, int, bytes, float, float]
+    ] = []  # (stream, node, port, hops, frame, sent, CSFQ label)
     free: list[int] = []
     next_period = period_s
     next_progress = 0.0
@@ -226,9 +252,21 @@ def run(
     return res
 
 
-def _run_compiled(streams: list[TraceStream], stream_rngs: list[random.Random], pipelines: dict[str, Pipeline],
-                  links: dict[tuple[str, int], tuple[str, int]], res: TraceResult, duration_s: float, period_s: float,
-                  on_period, poisson: bool, jitter: bool, bin_s: float, progress, start_s: float) -> TraceResult:
+def _run_compiled(
+    streams: list[TraceStream],
+    stream_rngs: list[random.Random],
+    pipelines: dict[str, Pipeline],
+    links: dict[tuple[str, int], tuple[str, int]],
+    res: TraceResult,
+    duration_s: float,
+    period_s: float,
+    on_period,
+    poisson: bool,
+    jitter: bool,
+    bin_s: float,
+    progress,
+    start_s: float,
+) -> TraceResult:
     """The loop of `run` in C (`_fastpath.Trace`), packet for packet the same: the same arrival
     times from the same generators, the same order, the same pipelines (and their TMs) and links.
     Control returns here at every period boundary for `on_period`."""
@@ -237,16 +275,30 @@ def _run_compiled(streams: list[TraceStream], stream_rngs: list[random.Random], 
     pipes = [pipelines[n] for n in names]
     tr = _fastpath.Trace(
         tuple(p.engine for p in pipes),  # type: ignore[attr-defined]
-        [(index[s.node], s.ingress_port, s.frame, s.wire, s.wire * 8 / s.rate_bps, s.start_s, s.stop_s,
-          r.getstate()[1], res.delivered[s.name]) for s, r in zip(streams, stream_rngs)],
+        [
+            (
+                index[s.node],
+                s.ingress_port,
+                s.frame,
+                s.wire,
+                s.wire * 8 / s.rate_bps,
+                s.start_s,
+                s.stop_s,
+                r.getstate()[1],
+                res.delivered[s.name],
+            )
+            for s, r in zip(streams, stream_rngs, strict=False)
+        ],
         [(index[a], ap, index[b], bp) for (a, ap), (b, bp) in links.items() if a in index and b in index],
-        1 if poisson else 2 if jitter else 0, start_s, bin_s,
+        1 if poisson else 2 if jitter else 0,
+        start_s,
+        bin_s,
     )
 
     def sync_out() -> None:
         packets, sent, dropped = tr.counts()
         res.packets = packets
-        for s, a, b in zip(streams, sent, dropped):
+        for s, a, b in zip(streams, sent, dropped, strict=False):
             res.sent[s.name], res.dropped[s.name] = a, b
 
     next_period = period_s
@@ -356,8 +408,17 @@ def replay(
     return res
 
 
-def stream_arrivals(port: int, frame: bytes, rate_bps: float, start_s: float, stop_s: float, *, stream: str = "",
-                    seed: int = 1, poisson: bool = False) -> Iterator[Arrival]:
+def stream_arrivals(
+    port: int,
+    frame: bytes,
+    rate_bps: float,
+    start_s: float,
+    stop_s: float,
+    *,
+    stream: str = "",
+    seed: int = 1,
+    poisson: bool = False,
+) -> Iterator[Arrival]:
     """A stream of one frame repeated at `rate_bps` (a line rate: `frame_wire_len` bytes per frame),
     constant spacing with a random phase or Poisson; merge several with `merge`."""
     rng = random.Random(seed)
@@ -373,8 +434,12 @@ def merge(*streams: Iterable[Arrival]) -> Iterator[Arrival]:
     return heapq.merge(*streams, key=lambda a: a.t_s)
 
 
-PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1000), b"\xa1\xb2\xc3\xd4": (">", 1000),  # µs: ns per unit
-              b"\x4d\x3c\xb2\xa1": ("<", 1), b"\xa1\xb2\x3c\x4d": (">", 1)}  # ns
+PCAP_MAGIC = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1000),
+    b"\xa1\xb2\xc3\xd4": (">", 1000),  # µs: ns per unit
+    b"\x4d\x3c\xb2\xa1": ("<", 1),
+    b"\xa1\xb2\x3c\x4d": (">", 1),
+}  # ns
 LINKTYPE_ETHERNET = 1
 
 
@@ -423,8 +488,14 @@ def source_of(frame: bytes) -> str:
     return "-"
 
 
-def pcap_arrivals(path: str | Path, port: int, *, line_rate_bps: float | None = None, speed: float = 1.0,
-                  stream_of: Callable[[bytes], str] = source_of) -> Iterator[Arrival]:
+def pcap_arrivals(
+    path: str | Path,
+    port: int,
+    *,
+    line_rate_bps: float | None = None,
+    speed: float = 1.0,
+    stream_of: Callable[[bytes], str] = source_of,
+) -> Iterator[Arrival]:
     """A pcap's frames entering `port`, from virtual time 0: at their capture times divided by
     `speed`, or, with `line_rate_bps`, back to back at that rate in capture order (each frame starts
     as the previous one's serialization ends; the capture times and `speed` play no part)."""

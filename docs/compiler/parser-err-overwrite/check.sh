@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Compiles prog.p4 with $SDE_INSTALL/bin/bf-p4c and looks in the assembly for an ingress parser
 # extraction into the container that holds ig_intr_md_from_prsr.parser_err.
 # Exit 1: DEFECT (reproduced), 0: PASS (not reproduced), 2: no compiler (or it failed).

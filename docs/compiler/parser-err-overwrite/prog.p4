@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* bf-p4c (Tofino, TNA): parser_err packed with a field the parser extracts, so a parse overwrites it.
  * md.ri_req (1 bit, set from the shim in parse_shim) and ig_intr_md_from_prsr.parser_err share one
  * 32-bit container; parse_shim fills that container from 4 packet bytes at once ("0..3: W0"),

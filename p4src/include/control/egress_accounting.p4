@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: the frame check, what reached the egress (accepted; the lies in malformed and
  * pair_malformed) and the strip port mode (spec §7.3).
  *

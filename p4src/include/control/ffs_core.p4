@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: the FFS ingress and egress controls another TNA program composes with its own
  * forwarding (docs/pipeline.md, "FFS as a P4 library"). The interface:
  *

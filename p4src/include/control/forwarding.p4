@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: IPv4 / IPv6 LPM to an egress port, with a configurable miss action (stage 0). */
 #ifndef _FFS_FORWARDING_P4_
 #define _FFS_FORWARDING_P4_

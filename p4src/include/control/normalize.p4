@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: Algorithm 3 in the log domain (spec §7.2): normalize, gamma, drop, rewrite.
  * Every value is a 16-bit code; the comments give what each one stands for.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: the weighted-bytes estimator F_(i,j) and the R_(i,j) counter (spec §4, §5.1, §5.2).
  *
  *   stage 0  len_log  (IPv6, VLAN, IP length) -> llen = log of L2 header + IP length + FCS

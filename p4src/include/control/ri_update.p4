@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: Algorithm 4 (RRI) with the normalized label from before the gamma rewrite (spec §7.2:
  * in the paper's literal order RRI could never fall below 1).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """FFS-aware endpoints (FFS §IX, App. C, App. D): a reliable bulk transfer over UDP that carries the
 FFS/RI shim (docs/spec.md §2), driven by the rate indicator the nodes write and the receiver echoes.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The transfer on real sockets: a raw IPv4 socket of protocol 253 (the kernel writes the IPv4
 header; we write the shim, UDP and the transfer's message, `ffs.lab.endpoint.wire`), driven by the same
 state machines as the virtual-time runs. Needs root or CAP_NET_RAW (a raw socket).
@@ -16,8 +17,9 @@ import select
 import socket
 import struct
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import IO, Callable, Iterator
+from typing import IO
 
 from ffs import constants
 from ffs.lab.endpoint.rate import Controller, Echo, IndicatorCap, LeakyBucket, RateHistory, SendLog
@@ -38,7 +40,9 @@ def open_raw() -> socket.socket:
     try:
         s = socket.socket(socket.AF_INET, socket.SOCK_RAW, constants.IP_PROTO_FFS)
     except PermissionError:
-        raise TransferError("the FFS shim needs a raw socket (IP protocol 253): run as root or with CAP_NET_RAW") from None
+        raise TransferError(
+            "the FFS shim needs a raw socket (IP protocol 253): run as root or with CAP_NET_RAW"
+        ) from None
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     # never fragment: a fragment without the shim would be a different packet to the node (and
@@ -68,9 +72,19 @@ class TransferReport:
         return asdict(self)
 
 
-def send_transfer(dst: str, port: int, data: bytes, controller: Controller, *, ip_size: int = DEFAULT_IP_SIZE, sport: int = 0,
-                  timeout_s: float = 60.0, progress: Callable[[int, int], None] | None = None,
-                  log: IO[str] | None = None, log_interval_s: float = 0.1) -> TransferReport:
+def send_transfer(
+    dst: str,
+    port: int,
+    data: bytes,
+    controller: Controller,
+    *,
+    ip_size: int = DEFAULT_IP_SIZE,
+    sport: int = 0,
+    timeout_s: float = 60.0,
+    progress: Callable[[int, int], None] | None = None,
+    log: IO[str] | None = None,
+    log_interval_s: float = 0.1,
+) -> TransferReport:
     """Send `data` to a receiver at dst:port; returns when every byte is acknowledged. `log` gets a
     JSON line every `log_interval_s`: time, controller rate, IP bit/s handed to the network."""
     if not OVERHEAD < ip_size <= MAX_IP_SIZE:
@@ -102,7 +116,7 @@ def send_transfer(dst: str, port: int, data: bytes, controller: Controller, *, i
                 if due is None or due > now:
                     break
                 seq = snd.send(now)
-                chunk = data[seq * payload:(seq + 1) * payload]
+                chunk = data[seq * payload : (seq + 1) * payload]
                 try:
                     sock.send(data_datagram(Data(xfer, seq, len(data), payload, chunk), sport, port))
                     sent_bytes += OVERHEAD + len(chunk)
@@ -110,13 +124,23 @@ def send_transfer(dst: str, port: int, data: bytes, controller: Controller, *, i
                     pass  # the host's queue is full: lost as on a wire, the transport retransmits
                 except OSError as e:
                     if e.errno == errno.EMSGSIZE:
-                        raise TransferError(f"--size {ip_size} exceeds the path MTU toward {dst}: use a smaller --size") from None
+                        raise TransferError(
+                            f"--size {ip_size} exceeds the path MTU toward {dst}: use a smaller --size"
+                        ) from None
                     raise
             if progress is not None:
                 progress(snd.cum, snd.npkts)
             if log is not None and now - last_log >= log_interval_s:
-                log.write(json.dumps({"t": round(now - t0, 4), "rate_bps": controller.rate(now),
-                                      "send_bps": sent_bytes * 8 / (now - last_log)}) + "\n")
+                log.write(
+                    json.dumps(
+                        {
+                            "t": round(now - t0, 4),
+                            "rate_bps": controller.rate(now),
+                            "send_bps": sent_bytes * 8 / (now - last_log),
+                        }
+                    )
+                    + "\n"
+                )
                 last_log, sent_bytes = now, 0
             waits = [x - now for x in (snd.due(now), snd.timer_due()) if x is not None]
             wait = min([0.05, *waits])
@@ -127,10 +151,21 @@ def send_transfer(dst: str, port: int, data: bytes, controller: Controller, *, i
     end = snd.stats.finish or time.monotonic()
     dur = max(end - (snd.stats.first_send or t0), 1e-9)
     st = snd.stats
-    return TransferReport(controller.name, len(data), snd.npkts, dur, len(data) * 8 / dur, st.sent, st.retransmitted,
-                          st.lost, st.lost / st.sent if st.sent else 0.0, st.echoes,
-                          None if math.isinf(st.rtt_min) else float(st.rtt_min) * 1e3, controller.rate(end),
-                          controller.indicator())
+    return TransferReport(
+        controller.name,
+        len(data),
+        snd.npkts,
+        dur,
+        len(data) * 8 / dur,
+        st.sent,
+        st.retransmitted,
+        st.lost,
+        st.lost / st.sent if st.sent else 0.0,
+        st.echoes,
+        None if math.isinf(st.rtt_min) else float(st.rtt_min) * 1e3,
+        controller.rate(end),
+        controller.indicator(),
+    )
 
 
 def _datagrams(sock: socket.socket, limit: int) -> Iterator[tuple[str, Datagram]]:
@@ -171,8 +206,14 @@ class ReceiveReport:
         return asdict(self)
 
 
-def receive_transfer(port: int, *, timeout_s: float = 60.0, linger_s: float = 1.0, keep: bool = True,
-                     progress: Callable[[int, int], None] | None = None) -> tuple[ReceiveReport, bytes]:
+def receive_transfer(
+    port: int,
+    *,
+    timeout_s: float = 60.0,
+    linger_s: float = 1.0,
+    keep: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[ReceiveReport, bytes]:
     """Wait for one transfer to `port`, acknowledge every data packet (cumulative + selective, the
     latest rri echoed with flag E), return when it is complete and the sender has been quiet for
     `linger_s` (so a lost final ACK is answered again)."""
@@ -212,8 +253,12 @@ def receive_transfer(port: int, *, timeout_s: float = 60.0, linger_s: float = 1.
         sock.close()
     dur = max((rcv.complete_at or time.monotonic()) - (rcv.first or start), 1e-9)
     total = rcv.total
-    return (ReceiveReport(peer[0] if peer else "", total, rcv.packets, rcv.duplicates, dur, total * 8 / dur, rcv.latest_rri),
-            rcv.data() if keep else b"")
+    return (
+        ReceiveReport(
+            peer[0] if peer else "", total, rcv.packets, rcv.duplicates, dur, total * 8 / dur, rcv.latest_rri
+        ),
+        rcv.data() if keep else b"",
+    )
 
 
 # --- partial deployment (App. C): the kernel's TCP in charge, the indicator only caps ---------------
@@ -251,8 +296,17 @@ def _tcp_info(sock: socket.socket) -> tuple[int | None, int | None]:
     return sent, retx
 
 
-def send_partial(dst: str, port: int, data: bytes, cca: str, *, settle_s: float = 0.25, measure_s: float = 0.1,
-                 timeout_s: float = 60.0, progress: Callable[[int, int], None] | None = None) -> PartialReport:
+def send_partial(
+    dst: str,
+    port: int,
+    data: bytes,
+    cca: str,
+    *,
+    settle_s: float = 0.25,
+    measure_s: float = 0.1,
+    timeout_s: float = 60.0,
+    progress: Callable[[int, int], None] | None = None,
+) -> PartialReport:
     """App. C: the data goes over a kernel TCP connection whose congestion control (`cca`) decides
     increases; beside it, a shim-carrying probe every 10 ms asks the nodes for the indicator
     (R flag), the receiver echoes it, and the sender caps the connection's pacing rate
@@ -268,7 +322,9 @@ def send_partial(dst: str, port: int, data: bytes, cca: str, *, settle_s: float 
     except OSError:
         raw.close()
         tcp.close()
-        raise TransferError(f"the kernel has no congestion control {cca!r} (see /proc/sys/net/ipv4/tcp_available_congestion_control)") from None
+        raise TransferError(
+            f"the kernel has no congestion control {cca!r} (see /proc/sys/net/ipv4/tcp_available_congestion_control)"
+        ) from None
     t0 = time.monotonic()
     try:
         tcp.settimeout(5)
@@ -296,7 +352,7 @@ def send_partial(dst: str, port: int, data: bytes, cca: str, *, settle_s: float 
                 raise TransferError(f"timed out after {timeout_s:g} s with {off}/{len(data)} bytes handed to TCP")
             if off < len(data):
                 try:
-                    off += tcp.send(data[off:off + (1 << 16)])
+                    off += tcp.send(data[off : off + (1 << 16)])
                     if off >= len(data):
                         tcp.shutdown(socket.SHUT_WR)
                 except BlockingIOError:
@@ -321,7 +377,12 @@ def send_partial(dst: str, port: int, data: bytes, cca: str, *, settle_s: float 
                     pass
                 next_probe = now + PROBE_INTERVAL_S
             for src, d in _datagrams(raw, 64):
-                if not isinstance(d.msg, Ack) or d.msg.xfer != xfer or src != dst or not d.shim.flags & constants.FLAG_ECHO:
+                if (
+                    not isinstance(d.msg, Ack)
+                    or d.msg.xfer != xfer
+                    or src != dst
+                    or not d.shim.flags & constants.FLAG_ECHO
+                ):
                     continue
                 at = probe_sent.pop(d.msg.echo_seq, None)
                 if at is None:
@@ -336,7 +397,9 @@ def send_partial(dst: str, port: int, data: bytes, cca: str, *, settle_s: float 
                     cap.tracker.history.set(now, c)  # echoes judged before the change settles are stale
             if progress is not None:
                 progress(min(off, len(data)), len(data))
-            select.select([raw, tcp], [tcp] if off < len(data) else [], [], max(0.0, min(0.005, next_probe - time.monotonic())))
+            select.select(
+                [raw, tcp], [tcp] if off < len(data) else [], [], max(0.0, min(0.005, next_probe - time.monotonic()))
+            )
         dur = time.monotonic() - t0
         _, retx = _tcp_info(tcp)
     finally:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rate control of FFS endpoints, pure: every method takes the time explicitly, so the same objects
 run live (wall clock) and in virtual time (docs/endpoint.md).
 
@@ -274,8 +275,9 @@ class IndicatorCap:
     `cap()` is the median indicator (None until feedback arrives); the sender's rate is
     min(CCA's rate, cap). A higher indicator only lifts the cap: it never raises the CCA's rate."""
 
-    def __init__(self, history: RateHistory, window: int = MEDIAN_WINDOW, settle_s: float = 0.2,
-                 sent: SendLog | None = None) -> None:
+    def __init__(
+        self, history: RateHistory, window: int = MEDIAN_WINDOW, settle_s: float = 0.2, sent: SendLog | None = None
+    ) -> None:
         self.tracker = IndicatorTracker(history, window, settle_s, sent)
 
     def on_echo(self, echo: Echo) -> float | None:

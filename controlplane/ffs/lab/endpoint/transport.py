@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The transfer's reliability, as state machines with explicit time (live and virtual runs drive
 the same objects): the receiver acknowledges every data packet cumulatively and selectively and
 echoes the latest rate indicator it received (FFS §VIII "Rate Feedback"); the sender paces at its
@@ -33,8 +34,17 @@ class SenderStats:
 class Sender:
     """One transfer of `total` bytes in packets of `payload` bytes (IP size `payload + OVERHEAD`)."""
 
-    def __init__(self, total: int, payload: int, controller: Controller, *, xfer: int = 1,
-                 rto_min_s: float = 0.2, rto_initial_s: float = 1.0, bucket: LeakyBucket | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        payload: int,
+        controller: Controller,
+        *,
+        xfer: int = 1,
+        rto_min_s: float = 0.2,
+        rto_initial_s: float = 1.0,
+        bucket: LeakyBucket | None = None,
+    ) -> None:
         if total <= 0 or payload <= 0:
             raise ValueError("a transfer needs a positive size and payload")
         self.total, self.payload, self.xfer = total, payload, xfer
@@ -106,9 +116,9 @@ class Sender:
         newly: list[int] = []
         if ack.cum > self.cum:
             hi = min(ack.cum, self.npkts)
-            seg = np.flatnonzero(~self.acked[self.cum:hi]) + self.cum
+            seg = np.flatnonzero(~self.acked[self.cum : hi]) + self.cum
             newly.extend(seg.tolist())
-            self.acked[self.cum:hi] = True
+            self.acked[self.cum : hi] = True
             self.cum = hi
         for s, e in ack.blocks:
             s, e = max(s, self.cum), min(e, self.npkts)
@@ -197,8 +207,9 @@ class Receiver:
         self.first: float | None = None
         self.complete_at: float | None = None
 
-    def on_data(self, now: float, xfer: int, seq: int, total: int, payload: bytes, payload_size: int,
-                rri: int | None) -> Ack | None:
+    def on_data(
+        self, now: float, xfer: int, seq: int, total: int, payload: bytes, payload_size: int, rri: int | None
+    ) -> Ack | None:
         """A data packet arrived carrying `rri` (None: no shim / R flag). Returns the ACK to send."""
         if self.xfer is None:
             if total <= 0 or payload_size <= 0:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the transfer puts on the wire after the IPv4 header: the FFS/RI shim (docs/spec.md §2, built
 by `ffs.frames.shim`), a UDP header, and one of two messages:
 
@@ -6,7 +7,8 @@ by `ffs.frames.shim`), a UDP header, and one of two messages:
           | n × (start (32), end (32))
 
 `packet payload` is the transfer's payload per packet (the last packet may carry less), so a
-receiver knows the packet count from any packet; `seq` numbers packets from 0; `cum` says every packet below it arrived; blocks are half-open ranges
+receiver knows the packet count from any packet; `seq` numbers packets from 0; `cum` says every packet below it arrived;
+blocks are half-open ranges
 [start, end) above `cum` that arrived (selective acknowledgements). `echo seq` names the data packet
 whose `rri` the ACK's shim returns in `rri_echo` with flag E, so the source knows when it sent it.
 """
@@ -114,7 +116,7 @@ def parse_after_ip(b: bytes, src: str = "") -> Datagram:
     if sh.next_header != 17 or len(b) < constants.SHIM_LEN + UDP_HDR + 1:
         raise WireError("not UDP after the shim")
     sport, dport = struct.unpack_from("!HH", b, constants.SHIM_LEN)
-    body = b[constants.SHIM_LEN + UDP_HDR:]
+    body = b[constants.SHIM_LEN + UDP_HDR :]
     kind = body[0]
     if kind == DATA and len(body) >= DATA_HDR:
         _, n, xfer, seq, total = _DATA.unpack_from(body)

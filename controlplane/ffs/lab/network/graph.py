@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """AS-level graphs for the network study (FFS §VII-B): from a CAIDA AS-relationship file or a
 generated power-law graph, with degree-gravity link capacities."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`ffs-sim network`: run the §VII-B and Appendix C studies end to end and write JSON and plots."""
 
 from __future__ import annotations
@@ -33,18 +34,25 @@ class Options:
 
 def _stats(x: np.ndarray) -> dict[str, float]:
     g = x / 1e9
-    return {"median_gbps": float(np.median(g)), "mean_gbps": float(g.mean()), "p10_gbps": float(np.quantile(g, 0.1)),
-            "p90_gbps": float(np.quantile(g, 0.9)), "min_gbps": float(g.min()), "max_gbps": float(g.max())}
+    return {
+        "median_gbps": float(np.median(g)),
+        "mean_gbps": float(g.mean()),
+        "p10_gbps": float(np.quantile(g, 0.1)),
+        "p90_gbps": float(np.quantile(g, 0.9)),
+        "min_gbps": float(g.min()),
+        "max_gbps": float(g.max()),
+    }
 
 
 def _masses(eff: np.ndarray) -> dict[str, float]:
     """Share of paths at each effectiveness value (Appendix C reports them as point masses)."""
     vals, counts = np.unique(np.round(eff, 4), return_counts=True)
-    return {f"{v:.4g}": float(c) / len(eff) for v, c in zip(vals, counts)}
+    return {f"{v:.4g}": float(c) / len(eff) for v, c in zip(vals, counts, strict=False)}
 
 
-def run(opt: Options, stage: Callable[[str], None] = lambda s: None,
-        rounds: Callable[[str], None] | None = None) -> tuple[dict, dict[str, np.ndarray], dict[float, np.ndarray]]:
+def run(
+    opt: Options, stage: Callable[[str], None] = lambda s: None, rounds: Callable[[str], None] | None = None
+) -> tuple[dict, dict[str, np.ndarray], dict[float, np.ndarray]]:
     t0 = time.perf_counter()
     stage("graph")
     g: ASGraph = load_caida(opt.caida, opt.top) if opt.caida else generate(opt.nodes, opt.seed, opt.attach)
@@ -62,29 +70,45 @@ def run(opt: Options, stage: Callable[[str], None] = lambda s: None,
     eff = study.deployment(paths, g.n, list(opt.deploy), rng)
     summary = {
         "graph": {
-            "source": f"CAIDA {opt.caida} (top {opt.top} by degree, largest connected part)" if opt.caida
+            "source": f"CAIDA {opt.caida} (top {opt.top} by degree, largest connected part)"
+            if opt.caida
             else f"Barabasi-Albert, {opt.nodes} nodes, attach {opt.attach}, seed {opt.seed}",
-            "nodes": g.n, "links": len(g.u),
-            "capacity_gbps": {"min": float(g.capacity.min() / 1e9), "median": float(np.median(g.capacity) / 1e9),
-                              "max": float(g.capacity.max() / 1e9)},
+            "nodes": g.n,
+            "links": len(g.u),
+            "capacity_gbps": {
+                "min": float(g.capacity.min() / 1e9),
+                "median": float(np.median(g.capacity) / 1e9),
+                "max": float(g.capacity.max() / 1e9),
+            },
         },
-        "pairs_fraction": opt.pairs, "seed": opt.seed,
-        "streams": len(paths.src), "stream_hops": len(net.hops.stream),
+        "pairs_fraction": opt.pairs,
+        "seed": opt.seed,
+        "streams": len(paths.src),
+        "stream_hops": len(net.hops.stream),
         "path_links": {"mean": float(paths.length.mean()), "max": int(paths.length.max())},
         "allocation": {k: _stats(v) for k, v in rates.items()},
         "ffs_rounds": {"source_rounds": ffs.rounds, "allocator_rounds": ffs.hop_rounds, "residual": ffs.residual},
-        "cdf_gbps": {"quantile": QUANTILES.tolist(), **{k: (np.quantile(v, QUANTILES) / 1e9).tolist() for k, v in rates.items()}},
-        "deployment": {f"{f:g}": {"mean": float(e.mean()), "share_at": _masses(e),
-                                  "cdf": {"quantile": QUANTILES.tolist(), "effectiveness": np.quantile(e, QUANTILES).tolist()}}
-                       for f, e in eff.items()},
+        "cdf_gbps": {
+            "quantile": QUANTILES.tolist(),
+            **{k: (np.quantile(v, QUANTILES) / 1e9).tolist() for k, v in rates.items()},
+        },
+        "deployment": {
+            f"{f:g}": {
+                "mean": float(e.mean()),
+                "share_at": _masses(e),
+                "cdf": {"quantile": QUANTILES.tolist(), "effectiveness": np.quantile(e, QUANTILES).tolist()},
+            }
+            for f, e in eff.items()
+        },
         "paper": PAPER,
         "elapsed_s": time.perf_counter() - t0,
     }
     return summary, rates, eff
 
 
-def _cdf_png(path: Path, series: list[tuple[np.ndarray, str]], xlabel: str, ylabel: str, title: str,
-             logx: bool = False) -> Path:
+def _cdf_png(
+    path: Path, series: list[tuple[np.ndarray, str]], xlabel: str, ylabel: str, title: str, logx: bool = False
+) -> Path:
     """One figure of empirical CDFs (a step per sorted value), saved as `path`."""
     import matplotlib
 
@@ -113,8 +137,19 @@ def plot(out: Path, rates: dict[str, np.ndarray], eff: dict[float, np.ndarray], 
     per_stream = [(v / 1e9, f"{labels[k]}: median {np.median(v / 1e9):.3g} Gb/s") for k, v in rates.items()]
     deployed = [(e, f"{100 * f:g} % of ASes deploy FFS") for f, e in eff.items()]
     return [
-        _cdf_png(out / "network-utilization.png", per_stream, "allocation per stream (Gb/s)", "CDF of streams", title,
-                 logx=True),
-        _cdf_png(out / "deployment.png", deployed, "security effectiveness (share of on-path ASes running FFS)",
-                 "CDF of paths", title),
+        _cdf_png(
+            out / "network-utilization.png",
+            per_stream,
+            "allocation per stream (Gb/s)",
+            "CDF of streams",
+            title,
+            logx=True,
+        ),
+        _cdf_png(
+            out / "deployment.png",
+            deployed,
+            "security effectiveness (share of on-path ASes running FFS)",
+            "CDF of paths",
+            title,
+        ),
     ]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The network-utilization study (FFS §VII-B, Figure 4) and the incremental-deployment study
 (Appendix C, Figure 10) on an AS graph.
 
@@ -140,8 +141,9 @@ def _last_hop(hops: HopArrays) -> np.ndarray:
     return np.r_[hops.first[1:], len(hops.stream)] - 1
 
 
-def ffs_allocation(net: Network, max_rounds: int = 1, rel_tol: float = 1e-6,
-                   progress: Callable[[str], None] | None = None) -> FFSResult:
+def ffs_allocation(
+    net: Network, max_rounds: int = 1, rel_tol: float = 1e-6, progress: Callable[[str], None] | None = None
+) -> FFSResult:
     """§VII-B's rounds: sources start at their maximum rate with rf = 1 labels; the exact allocation
     (a fixed point of Eq. 1 and Eq. 2 over all hops, 1e-9 relative) cuts them at congested
     egresses. With `max_rounds` > 1 each source then sends what arrived (its rate reduced to the
@@ -152,6 +154,7 @@ def ffs_allocation(net: Network, max_rounds: int = 1, rel_tol: float = 1e-6,
     hops = net.hops
     last = _last_hop(hops)
     demand = net.max_rate.copy()
+
     def rounds_done(k: int, worst: float) -> None:
         if progress:
             progress(f"allocator round {k}, hop inputs moved {worst:.1e}")
@@ -161,7 +164,9 @@ def ffs_allocation(net: Network, max_rounds: int = 1, rel_tol: float = 1e-6,
     residual, rounds = INF, 1
     for rounds in range(1, max_rounds + 1):
         if rounds > 1:
-            st = solve(hops, demand, demand, max_rounds=500, rel_tol=1e-9, state=st, damping=DAMPING, progress=rounds_done)
+            st = solve(
+                hops, demand, demand, max_rounds=500, rel_tol=1e-9, state=st, damping=DAMPING, progress=rounds_done
+            )
         new = np.minimum(demand, st.rate_out[last])
         if rounds > 1:  # round 1 moves every source from its maximum: nothing to check yet
             with np.errstate(invalid="ignore", divide="ignore"):
