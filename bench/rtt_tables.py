@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The paper | ours tables of docs/results.md for the experiments with round-trip times (issue 31,
-item 1): Table III from the CCA experiment's summary.json files and Figures 5/6 from the endpoint
+"""The paper | ours tables of docs/results.md for the experiments with round-trip times:
+Table III from the CCA experiment's summary.json files and Figures 5/6 from the endpoint
 experiment's, printed as Markdown. The paper's figures are typed in from FFS §VIII Table III and §IX.
 
     python bench/rtt_tables.py [--cca docs/results/cca-rtt docs/results/cca-rtt-deep] [--endpoint

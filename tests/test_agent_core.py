@@ -241,7 +241,7 @@ def test_ffs_c85_target(tmp_path):
 def test_an_lpf_spec_matches_its_read_back_within_the_targets_rounding():
     """Tofino stores LPF time constants in a float format of its own: tofino-model reads 20 ms back
     as 19.980488 ms. The agent's slow check must take that for the spec it wrote (rewriting all
-    4096 specs every check stalled its τ loop for 13 s on tofino-model), and still see a real change."""
+    4096 specs every check would stall its τ loop on tofino-model), and still see a real change."""
     from ffs.entries import LpfSpec
 
     spec = LpfSpec("RATE", 20e6, 20e6, 4)

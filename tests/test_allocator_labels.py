@@ -268,7 +268,7 @@ def random_two_hops(rng) -> dict:
 @pytest.mark.parametrize("seed", range(100, 106))
 def test_random_label_topologies_match_replay(tmp_path, seed):
     # differential: whatever the mix of trust, insertion, stripping and labels, the allocator
-    # predicts the packet-level replay within 2 % (measured: within 1.2 % on seeds 100-111)
+    # predicts the packet-level replay within 2 % (docs/allocator.md)
     import random
 
     path = tmp_path / "random.yaml"

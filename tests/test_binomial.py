@@ -39,7 +39,7 @@ def test_a_twenty_percent_error_fails_at_99_9_percent(gamma, slack):
 
 
 def test_the_old_drop_test_could_not_tell():
-    """n = 300 at γ = 1/8 (the PTF test's old size) accepted 0.049..0.20: γ 20 % high passed in
-    most runs."""
+    """Why the drop test needs more than 300 packets: n = 300 at γ = 1/8 accepts 0.049..0.20, so a
+    γ 20 % high would pass in most runs."""
     lo, hi = binomial.bounds(300, 1 / 8)
     assert cdf(hi, 300, 0.15) - cdf(math.ceil(lo) - 1, 300, 0.15) > 0.9

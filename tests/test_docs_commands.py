@@ -141,7 +141,7 @@ def test_command_block_runs(block: Block, tmp_path):
     assert p.returncode == 0, f"{block.id} exited {p.returncode}:\n{out[-3000:]}"
     assert "Traceback (most recent call last)" not in out, f"{block.id}:\n{out[-3000:]}"
     if "/tmp/ffs-rx.jsonl" in block.text:
-        # the README's hand-run example isolates as well as `make demo`: h1 keeps >= 95 % of 8 Mb/s
+        # the hand-run session (docs/live-mode.md) isolates as well as `make demo`: h1 keeps >= 95 % of 8 Mb/s
         # (its share is 10 Mb/s; Corollary 1: min(demand, M) whatever the flood does)
         lines = [json.loads(x) for x in Path("/tmp/ffs-rx.jsonl").read_text().splitlines() if x.strip()]
         full = lines[1:-2]  # seconds in which both senders sent the whole second

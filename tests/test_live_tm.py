@@ -4,7 +4,7 @@ tail-dropping as a Tofino port does (`ffs-switch run --port N=IF@SPEED`), so its
 bottleneck; the agent counts A_j where γ decides (spec §9). A sender below its share keeps
 ≥ 95 % of it and a 6x flood gets ≤ 105 % of its exact rate (Corollary 1, Eq. 2, line rates), at
 the packet sizes a port meets. Speeds are scaled so that the flood stays within what the live
-switch forwards on this machine (docs/benchmarks.md: about 70 k packets/s lossless)."""
+switch forwards without loss (docs/benchmarks.md, "Live mode over veth")."""
 
 from __future__ import annotations
 

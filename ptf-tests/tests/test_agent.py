@@ -30,9 +30,9 @@ PERIOD_MS = 100
 
 
 def period_ms() -> float:
-    """The agent's period: 500 ms on Tofino, where tofino-model forwards about 200 of the suite's
-    packets a second, and its egress in bursts, so that a period averages over enough of them (at
-    100-250 ms a period could read A = 0 beside R = 8 T, and tau jumped a hundredfold)."""
+    """The agent's period: 500 ms on Tofino, where tofino-model forwards the suite's packets slowly,
+    and its egress in bursts, so that a period averages over enough of them (a shorter period can
+    read A = 0 beside a large R, and tau would jump)."""
     return 500.0 if target() == "tofino" else PERIOD_MS
 
 

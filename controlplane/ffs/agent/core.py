@@ -115,7 +115,7 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
         # τ moves on rates measured over at least `min_packets` admitted frames (or `max_interval_s`):
         # the update is multiplicative, so a noisy A biases τ up by about Var(A)/2·E[A]^2, the
         # inverse of twice the frames it counts (jumbo frames at a short period: a handful per
-        # period, +13 % measured); periods are accumulated until the count is reached
+        # period, spec §9); periods are accumulated until the count is reached
         self.min_packets = min_packets
         self.max_interval_s = max_interval_s
         self._tau_acc = {}

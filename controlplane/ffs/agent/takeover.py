@@ -30,9 +30,9 @@ log = logging.getLogger("ffs.agent")
 OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in p4names.TABLES if not t.const_entries) + (
     p4names.PORT_METADATA.name,
 )
-# the generated lookup tables (spec §5): thousands of immutable entries. Reading one back costs the
-# software switch up to ~170 ms of CPU, which stalls its packet loop, so a restart on the same
-# program skips them and the slow check reads one of them now and then, in turn
+# the generated lookup tables (spec §5): thousands of immutable entries. Reading one back stalls the
+# software switch's packet loop (docs/control-plane.md, "Out-of-band changes"), so a restart on the
+# same program skips them and the slow check reads one of them now and then, in turn
 GENERATED_TABLES: tuple[str, ...] = tuple(sorted({u.entry.table for u in static_updates()}))
 NODE_TABLES: tuple[str, ...] = tuple(t for t in OWNED_TABLES if t not in GENERATED_TABLES)
 GENERATED_EVERY = 6  # slow checks per generated-table read (with 10 s checks: each one every 4 min)
@@ -217,8 +217,8 @@ class TakeOver(CounterReadings):
     def check(self) -> int:
         """The slow-period read-back: repair anything changed behind the agent's back (logged). Every
         call reads the node's own tables; every GENERATED_EVERY-th call also one of the generated
-        tables, in turn (measured live on the software switch: a read of a generated table every
-        second cost the compliant sender 1.2 % of its packets; one every sixth second, 0.02 %)."""
+        tables, in turn: a generated table's read costs the compliant sender packets on the software
+        switch (docs/control-plane.md, "Out-of-band changes")."""
         self._checks += 1
         tables = NODE_TABLES
         if self._checks % GENERATED_EVERY == 0:

@@ -291,9 +291,9 @@ class BfrtDriver(Driver):
     (a node's first install is ~10^4 updates in one request).
 
     `hw_read_max_indices`: a Sync copies the WHOLE table (4096 cells) from the device, whatever is
-    read afterwards. On tofino-model (2 loaded cores) a Sync of pair_bytes took ~315 ms, a hardware
-    read of 9 cells 16 ms and of 1024 cells 1.2 s (against 85 ms from software after the Sync), so
-    up to this many indices are read from the hardware and anything larger after a Sync.
+    read afterwards, while a read from the hardware costs per cell (docs/benchmarks.md, "The τ loop
+    at scale", has both), so up to this many indices are read from the hardware and anything larger
+    after a Sync.
 
     `sync_always`: tables read only after a Sync, however few indices are asked for. By default
     the τ step's per-egress counters (R*_j, A_j, the lies at j): a Sync costs the same for 3
