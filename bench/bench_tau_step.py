@@ -8,8 +8,8 @@ and the cells it reads, the pair telemetry's time and cells, and the time to app
 change (every share of the node new). The figures of one run are compared as ratios: the step at
 4096 pairs against the step at 9.
 
-    python bench/bench_tau_step.py [--ports 3,16,32,64] [--steps 30] [--switchd localhost:50052 [--compare-hw-reads]]
-    [--lie] [--json]
+    python bench/bench_tau_step.py [--ports 3,16,32,64] [--steps 30]
+        [--switchd localhost:50052 [--compare-hw-reads]] [--lie] [--json]
 
 --lie: every step, the first egress's `malformed` counter reads one frame more than before (one
 lying frame per period, as the driver reports it; no frame is sent), so the step shows what lies

@@ -9,8 +9,8 @@ transfer time and the router's drops (FFS drops of the sender's pair + the FIFO'
 10 MB transfers, the second 2 s after the first: the router's arrival and drop rate per sender
 over time (Figure 6).
 
-    python bench/experiment_endpoint.py [--out docs/results/endpoint] [--schemes minloss,mintime,cubic,bbr] [--delay
-    10ms]
+    python bench/experiment_endpoint.py [--out docs/results/endpoint]
+        [--schemes minloss,mintime,cubic,bbr] [--delay 10ms]
 
 Needs root. Results: summary.json, transfers.png and staggered.png in --out; docs/results.md reports them.
 """

@@ -3,8 +3,8 @@
 Table III from the CCA experiment's summary.json files and Figures 5/6 from the endpoint
 experiment's, printed as Markdown. The paper's figures are typed in from FFS §VIII Table III and §IX.
 
-    python bench/rtt_tables.py [--cca docs/results/cca-rtt docs/results/cca-rtt-deep] [--endpoint
-    docs/results/endpoint-rtt]
+    python bench/rtt_tables.py [--cca docs/results/cca-rtt docs/results/cca-rtt-deep]
+        [--endpoint docs/results/endpoint-rtt]
 """
 
 from __future__ import annotations
