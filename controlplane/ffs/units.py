@@ -5,9 +5,27 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any, Mapping
 
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9, "t": 1e12, "T": 1e12}
 _RATE = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)(?:bps|b/s|bit/s)?\s*$")
+
+
+def _quantity(
+    text: str | int | float, what: str, pattern: re.Pattern[str], scale: Mapping[Any, float], example: str
+) -> float:
+    """A number as it is, or a string that `pattern` splits into a number and a unit of `scale`."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a {what}: {text!r}")
+    if isinstance(text, (int, float)):
+        try:
+            return float(text)
+        except OverflowError:  # an int beyond the float range
+            raise ValueError(f"not a finite {what}: {text!r}") from None
+    m = pattern.match(str(text))
+    if not m:
+        raise ValueError(f"not a {what}: {text!r} (write e.g. {example})")
+    return float(m.group(1)) * scale[m.group(2)]
 
 
 def parse_rate(text: str | int | float) -> float:
@@ -15,18 +33,7 @@ def parse_rate(text: str | int | float) -> float:
 
     Raises ValueError for negatives, NaN, infinity, booleans and anything unreadable.
     """
-    if isinstance(text, bool):
-        raise ValueError(f"not a rate: {text!r}")
-    if isinstance(text, (int, float)):
-        try:
-            value = float(text)
-        except OverflowError:  # an int beyond the float range
-            raise ValueError(f"not a finite rate: {text!r}") from None
-    else:
-        m = _RATE.match(str(text))
-        if not m:
-            raise ValueError(f"not a rate: {text!r} (write e.g. 15Gbps, 400Mbps, 10 Gb/s or 1e9)")
-        value = float(m.group(1)) * _PREFIX[m.group(2)]
+    value = _quantity(text, "rate", _RATE, _PREFIX, "15Gbps, 400Mbps, 10 Gb/s or 1e9")
     if math.isnan(value) or math.isinf(value):
         raise ValueError(f"not a finite rate: {text!r}")
     if value < 0:
@@ -52,18 +59,7 @@ MAX_DELAY_S = 1.0
 
 def parse_delay(text: str | int | float) -> float:
     """A delay in seconds: a number (seconds) or a string with ns, us, ms or s ("10ms")."""
-    if isinstance(text, bool):
-        raise ValueError(f"not a delay: {text!r}")
-    if isinstance(text, (int, float)):
-        try:
-            value = float(text)
-        except OverflowError:  # an int beyond the float range
-            raise ValueError(f"not a finite delay: {text!r}") from None
-    else:
-        m = _DURATION.match(str(text))
-        if not m:
-            raise ValueError(f"not a delay: {text!r} (write e.g. 10ms, 500us or 0.01)")
-        value = float(m.group(1)) * _SCALE[m.group(2)]
+    value = _quantity(text, "delay", _DURATION, _SCALE, "10ms, 500us or 0.01")
     if not 0.0 <= value <= MAX_DELAY_S:  # also rejects NaN
         raise ValueError(f"delay {text!r} out of range 0..{MAX_DELAY_S:g} s")
     return value
