@@ -269,10 +269,10 @@ EGRESS_PORTS = Table(
 _FRAME_LIES = Action(f"{EGR}.egress_acct.frame_lies")
 FRAME_CHECK = Table(
     f"{EGR}.egress_acct.frame_check",
-    (Key("excess", "range", 16), Key("pkt_length", "ternary", 16)),
+    (Key("excess", "range", 16), Key("pkt_length", "ternary", 16), Key("vlan", "ternary", 1)),
     (Action(f"{EGR}.egress_acct.frame_ok"), _FRAME_LIES),
     _FRAME_LIES.name,
-    4,
+    5,
     const_entries=True,
 )
 

@@ -332,17 +332,26 @@ def frame_check_entries() -> list[TableEntry]:
     """FfsEgress.egress_acct.frame_check (spec §7.3), first match wins; excess = pkt_length -
     (L2 header + IP length) mod 2^16. A frame passes if its bytes are what its IP length says, 4
     more (pkt_length counts the FCS on tofino-model and hardware), or a claim below the Ethernet
-    minimum padded to it (with or without FCS); anything else is dropped."""
+    minimum padded to it (with or without FCS), also one that a bridge tagged after the padding
+    (802.1Q: 64 bytes, 68 with FCS, tagged frames only); anything else is dropped."""
     t = p4names.FRAME_CHECK
     ok = t.action("frame_ok").name
     any_len = Ternary(0, 0)
+    any_tag = Ternary(0, 0)
     pad = constants.MIN_FRAME - constants.ETH_HDR_LEN  # the largest padding: an empty L3 claim
+    # tagged after padding: claim = 18 + IP length < 64 exactly when the untagged claim was below
+    # 60; excess = 68 - claim in [5, 50], the untagged range at 64 (the tag is in both terms)
+    tagged_min = constants.MIN_FRAME + constants.VLAN_TAG_LEN + constants.FCS_LEN
     return [
-        TableEntry(t.name, {"excess": Range(0, 0), "pkt_length": any_len}, ok),
-        TableEntry(t.name, {"excess": Range(constants.FCS_LEN, constants.FCS_LEN), "pkt_length": any_len}, ok),
-        TableEntry(t.name, {"excess": Range(1, pad), "pkt_length": Ternary(constants.MIN_FRAME, 0xFFFF)}, ok),
+        TableEntry(t.name, {"excess": Range(0, 0), "pkt_length": any_len, "vlan": any_tag}, ok),
+        TableEntry(t.name, {"excess": Range(constants.FCS_LEN, constants.FCS_LEN), "pkt_length": any_len,
+                            "vlan": any_tag}, ok),
+        TableEntry(t.name, {"excess": Range(1, pad), "pkt_length": Ternary(constants.MIN_FRAME, 0xFFFF),
+                            "vlan": any_tag}, ok),
         TableEntry(t.name, {"excess": Range(constants.FCS_LEN + 1, pad + constants.FCS_LEN),
-                            "pkt_length": Ternary(constants.MIN_FRAME + constants.FCS_LEN, 0xFFFF)}, ok),
+                            "pkt_length": Ternary(constants.MIN_FRAME + constants.FCS_LEN, 0xFFFF), "vlan": any_tag}, ok),
+        TableEntry(t.name, {"excess": Range(constants.FCS_LEN + 1, tagged_min - constants.ETH_HDR_LEN - constants.VLAN_TAG_LEN),
+                            "pkt_length": Ternary(tagged_min, 0xFFFF), "vlan": Ternary(1, 1)}, ok),
     ]
 
 

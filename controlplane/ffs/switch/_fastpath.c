@@ -832,6 +832,8 @@ static int frame_lies(const uint8_t *buf, size_t len, uint32_t pkt_length, int g
     if (excess == 0 || excess == FCS_LEN) return 0;
     if (n == MIN_FRAME && excess >= 1 && excess <= pad) return 0;
     if (n == MIN_FRAME + FCS_LEN && excess >= FCS_LEN + 1 && excess <= pad + FCS_LEN) return 0;
+    /* padded to 60, then tagged by a bridge: 68 bytes with FCS, tagged frames only */
+    if (p.vlan && n == MIN_FRAME + VLAN_LEN + FCS_LEN && excess >= FCS_LEN + 1 && excess <= pad + FCS_LEN) return 0;
     return 1;
 }
 

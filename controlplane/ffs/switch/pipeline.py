@@ -430,7 +430,7 @@ class EgressAccounting:
             return False
         pkt_len = pkt_length + (constants.SHIM_LEN if grown else 0)
         excess = (pkt_len - claimed_frame_len(p.l3_len, p.ip_version == 6, p.vlan, fcs=False)) & 0xFFFF
-        action, _ = self.frame_check.lookup(excess, pkt_length)
+        action, _ = self.frame_check.lookup(excess, pkt_length, int(p.vlan))
         return action == "frame_lies"
 
     @staticmethod

@@ -6,7 +6,8 @@
  * is dropped before it leaves: a lying length delivers nothing. The ingress already counted it in
  * A_j (admitted), so the agent learns of it here, from malformed (docs/security.md). Allowed:
  * exact agreement, 4 bytes more (pkt_length counts the FCS: tofino-model does; hardware is still to
- * be measured, docs/hardware.md), and Ethernet padding of a claim below 60 bytes. */
+ * be measured, docs/hardware.md), and Ethernet padding of a claim below 60 bytes, also where a
+ * bridge tagged the padded frame afterwards (802.1Q: 64 bytes, 68 with FCS). */
 #ifndef _FFS_EGRESS_ACCOUNTING_P4_
 #define _FFS_EGRESS_ACCOUNTING_P4_
 
@@ -48,15 +49,19 @@ control EgressAccounting(inout headers_t hdr,
         key = {
             md.excess:              range @name("excess");
             eg_intr_md.pkt_length:  ternary @name("pkt_length");
+            hdr.vlan.isValid():     ternary @name("vlan");
         }
         actions = { frame_ok; frame_lies; }
         default_action = frame_lies();
-        size = 4;
+        size = 5;
         const entries = {
-            (0 .. 0, _): frame_ok();
-            (FCS_LEN .. FCS_LEN, _): frame_ok();
-            (1 .. MIN_FRAME - ETH_HDR_LEN, MIN_FRAME): frame_ok();
-            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + FCS_LEN): frame_ok();
+            (0 .. 0, _, _): frame_ok();
+            (FCS_LEN .. FCS_LEN, _, _): frame_ok();
+            (1 .. MIN_FRAME - ETH_HDR_LEN, MIN_FRAME, _): frame_ok();
+            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + FCS_LEN, _): frame_ok();
+            /* a claim below 60 bytes untagged, padded to 60 and then tagged by a bridge (802.1Q):
+             * 68 bytes with FCS. Only a tagged frame: an untagged one of 68 bytes needs no padding. */
+            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + VLAN_TAG_LEN + FCS_LEN, true): frame_ok();
         }
     }
 
