@@ -88,7 +88,7 @@ def test_const_entries_match_the_generator(table):
     "path, old, new, expect",
     [
         ("include/control/pair_map.p4", "table pairs {", "table pair_table {", "table FfsIngress.pair_map.pairs: only in p4names"),
-        ("include/control/normalize.p4", "action gamma_frac(bit<16> thr)", "action gamma_frac(bit<8> thr)", "gamma_frac: params"),
+        ("include/control/normalize.p4", "action gamma_frac(rnd_t thr)", "action gamma_frac(bit<8> thr)", "gamma_frac: params"),
         ("include/control/ffs_core.p4", "(0, 0, 1, 1, 0, _, _, _, _, _, _, _, _, _): ffs_drop();",
          "(0, 0, 1, 1, 1, _, _, _, _, _, _, _, _, _): ffs_drop();", None),
         ("include/control/rate_estimation.p4", '@name("l3_len")', '@name("len")', "len_log: keys"),

@@ -82,28 +82,28 @@ control EgressAccounting(inout headers_t hdr,
 
     action strip_v4() {
         hdr.ipv4.protocol = hdr.ffs.next_hdr;
-        hdr.ipv4.total_len = hdr.ipv4.total_len - 8;
+        hdr.ipv4.total_len = hdr.ipv4.total_len - SHIM_LEN;
         hdr.ffs.setInvalid();
         md.csum_update = 1;
     }
 
     action strip_v6() {
         hdr.ipv6.next_hdr = hdr.ffs.next_hdr;
-        hdr.ipv6.payload_len = hdr.ipv6.payload_len - 8;
+        hdr.ipv6.payload_len = hdr.ipv6.payload_len - SHIM_LEN;
         hdr.ffs.setInvalid();
     }
 
     apply {
         if (hdr.ipv6.isValid()) {
             if (hdr.vlan.isValid()) {
-                md.claimed = hdr.ipv6.payload_len |+| (bit<16>)(ETH_HDR_LEN + VLAN_TAG_LEN + IPV6_HDR_LEN);
+                md.claimed = hdr.ipv6.payload_len |+| (len_t)(ETH_HDR_LEN + VLAN_TAG_LEN + IPV6_HDR_LEN);
             } else {
-                md.claimed = hdr.ipv6.payload_len |+| (bit<16>)(ETH_HDR_LEN + IPV6_HDR_LEN);
+                md.claimed = hdr.ipv6.payload_len |+| (len_t)(ETH_HDR_LEN + IPV6_HDR_LEN);
             }
         } else if (hdr.vlan.isValid()) {
-            md.claimed = hdr.ipv4.total_len |+| (bit<16>)(ETH_HDR_LEN + VLAN_TAG_LEN);
+            md.claimed = hdr.ipv4.total_len |+| (len_t)(ETH_HDR_LEN + VLAN_TAG_LEN);
         } else {
-            md.claimed = hdr.ipv4.total_len |+| (bit<16>)ETH_HDR_LEN;
+            md.claimed = hdr.ipv4.total_len |+| (len_t)ETH_HDR_LEN;
         }
         /* pkt_length is the length the packet arrived with (tofino-model; docs/pipeline.md): a shim
          * the ingress inserted is taken off the claim instead */
@@ -128,7 +128,7 @@ control EgressAccounting(inout headers_t hdr,
         }
         egress_ports.apply();
         /* only a shim this program understands is removed: another version passes untouched */
-        if (md.strip == 1 && hdr.ffs.isValid() && hdr.ffs.version == SHIM_VERSION && hdr.ffs.flags[0:0] == 0) {
+        if (md.strip == 1 && hdr.ffs.isValid() && hdr.ffs.version == SHIM_VERSION && hdr.ffs.flags[FLAG_RESERVED_BIT:FLAG_RESERVED_BIT] == 0) {
             if (hdr.ipv4.isValid()) {
                 strip_v4();
             } else if (hdr.ipv6.isValid()) {

@@ -10,7 +10,8 @@ control Forwarding(in headers_t hdr,
         md.routed = 1;
     }
 
-    /* The default miss action. The drop itself happens in FfsIngress, which counts why. */
+    /* The default miss action: it only marks the miss (routed = 0). The drop itself happens in
+     * FfsIngress.fate, which counts why (miss_drop); the name is the one ffs-agent drives. */
     action drop() {
         md.routed = 0;
     }

@@ -16,7 +16,7 @@
 
 control Normalize(inout headers_t hdr,
                   inout ffs_metadata_t md) {
-    Random<bit<16>>() rng;
+    Random<rnd_t>() rng;
 
     action draw() {
         md.rnd = rng.get();
@@ -26,7 +26,7 @@ control Normalize(inout headers_t hdr,
         md.margin = 1;
     }
 
-    action gamma_frac(bit<16> thr) {
+    action gamma_frac(rnd_t thr) {
         md.margin = thr |-| md.rnd;
     }
 

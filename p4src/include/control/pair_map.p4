@@ -9,7 +9,7 @@ control PairMap(inout ffs_metadata_t md,
     /* k = code(rf / M) = rf - lm: Algorithm 3 line 1 starts here. The agent pushes nlm = -lm
      * (mod 2^16) because action data cannot be subtracted; with rf >= RF_CODE_MIN and
      * lm <= D_OFFSET the sum never wraps (k >= 0x6C00, spec §7.2). */
-    action set_pair(pid_t pid, bit<16> nlm) {
+    action set_pair(pid_t pid, code_t nlm) {
         md.pid = pid;
         md.k = nlm + md.rf;
         md.managed = 1;
@@ -33,7 +33,7 @@ control PairMap(inout ffs_metadata_t md,
 
     /* ltau_p = ltau - CODE_ONE (128 log2 tau) while congested and 0 (tau = 1) while not: derived
      * by the agent, because an action cannot subtract two immediates (spec §5.3). */
-    action set_egress(bit<16> ltau, bit<16> ltau_p, bit<1> congested, bit<16> lcr) {
+    action set_egress(code_t ltau, code_t ltau_p, bit<1> congested, code_t lcr) {
         md.ltau = ltau;
         md.ltau_p = ltau_p;
         md.congested = congested;
@@ -58,7 +58,7 @@ control PairMap(inout ffs_metadata_t md,
     /* room = thr |-| l3_len: 0 where a shim would take the packet beyond the egress's MTU (thr =
      * MTU - 7 for IPv4 total_len, MTU - 47 for IPv6 payload_len, pushed by the agent per port) or
      * wrap the IP length field (SHIM_ROOM_MAX, any port): fate then inserts nothing (spec §2) */
-    action set_room(bit<16> thr) {
+    action set_room(len_t thr) {
         md.room = thr |-| md.l3_len;
     }
 

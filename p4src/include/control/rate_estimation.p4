@@ -17,14 +17,14 @@
 
 control RateEstimation(inout ffs_metadata_t md,
                        in ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    Lpf<bit<32>, pid_t>(size=NUM_PAIRS) f_lpf;
+    Lpf<weight_t, pid_t>(size=NUM_PAIRS) f_lpf;
     Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS_AND_BYTES) pair_bytes;
     /* R*_j = the sum over i of R_(i,j), per egress port: the agent's tau step reads one cell per
      * egress instead of one per pair (spec §9) */
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) offered;
-    Register<bit<32>, pid_t>(NUM_PAIRS) f_est;
-    RegisterAction<bit<32>, pid_t, bit<32>>(f_est) f_est_store = {
-        void apply(inout bit<32> value) {
+    Register<weight_t, pid_t>(NUM_PAIRS) f_est;
+    RegisterAction<weight_t, pid_t, weight_t>(f_est) f_est_store = {
+        void apply(inout weight_t value) {
             value = md.f;
         }
     };
@@ -33,13 +33,13 @@ control RateEstimation(inout ffs_metadata_t md,
      * on the IP length and the header class, so that no stage adds the L2 overhead first: the
      * generator adds it to each bucket. lw divides by the clamped arriving label; a resetting
      * port weighs by llen alone (rf = 1.0), through weight_reset. */
-    action set_lw(bit<16> llen) {
+    action set_lw(code_t llen) {
         md.lw = llen |-| md.rf_hdr;
         md.llen = llen;
     }
 
     /* the same for a claim below 64 bytes: fate inserts no shim in front of its padding */
-    action set_lw_runt(bit<16> llen) {
+    action set_lw_runt(code_t llen) {
         md.lw = llen |-| md.rf_hdr;
         md.llen = llen;
         md.runt = 1;
@@ -61,12 +61,12 @@ control RateEstimation(inout ffs_metadata_t md,
         size = LEN_LOG_SIZE;
     }
 
-    action set_weight(bit<32> w) {
+    action set_weight(weight_t w) {
         md.w = w;
     }
 
     action weight_max() {
-        md.w = 0xFFFFFFFF;
+        md.w = WEIGHT_MAX;
     }
 
     table weight {
@@ -96,7 +96,7 @@ control RateEstimation(inout ffs_metadata_t md,
         offered.count(ig_tm_md.ucast_egress_port);
     }
 
-    action set_lf(bit<16> lf, bit<16> nlf) {
+    action set_lf(code_t lf, code_t nlf) {
         md.rf_norm = lf + md.k;
         md.c_cong = nlf + md.cc;
     }
