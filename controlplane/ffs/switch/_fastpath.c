@@ -712,6 +712,8 @@ static inline void egress_unmanaged(meta_t *md) {
 
 /* shim_room: 0 where no shim fits under the egress's MTU (spec §2) */
 static inline void set_room(meta_t *md, uint32_t thr) { md->room = sat_sub(thr, md->l3_len); }
+/* cc = code(tau / k), before the estimator's f_log reads it (PairMap.norm_cc in the P4) */
+static inline void norm_cc(meta_t *md) { md->cc = (md->ltau_p - md->k) & U16; }
 
 static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv6) {
     const tres *r = table_lookup(&e->tables[T_PAIRS], ((u128)ingress_port << 9) | md->egress_port);
@@ -726,6 +728,7 @@ static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv
         egress_unmanaged(md);
     r = table_lookup(&e->tables[T_SHIM_ROOM], ((u128)md->egress_port << 1) | (u128)(ipv6 != 0));
     set_room(md, r->act == A_SET_ROOM ? r->p[0] : SHIM_ROOM_MAX); /* set_room / room_max */
+    norm_cc(md);
 }
 
 /* RateEstimation */
@@ -797,9 +800,9 @@ static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns
 
 /* Normalize */
 static inline void draw(Engine *e, meta_t *md) { md->rnd = mt_next(&e->rng) >> 16; }
-static inline void norm_cc(meta_t *md) { md->cc = (md->ltau_p - md->k) & U16; }
 
 static void normalize_apply(Engine *e, meta_t *md) {
+    draw(e, md);
     const tres *r = table_lookup(&e->tables[T_GAMMA], ((u128)md->congested << 16) | md->c_cong);
     if (r->act == A_GAMMA_ONE)
         md->margin = 1;
@@ -916,8 +919,6 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     rate_est_weigh(e, &p, &md);
     if (md.routed) pair_map_apply(e, ingress_port, &md, p.ip_version == 6);
     if (md.managed) {
-        draw(e, &md);
-        norm_cc(&md);
         rate_est_apply(e, &md, frame_len, t_ns, pipe);
         normalize_apply(e, &md);
         ri_candidate_apply(&md);

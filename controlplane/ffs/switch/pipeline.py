@@ -67,22 +67,22 @@ class Meta:
     ifindex: int = 0
     trust: int = 0
     insert: int = 0
-    # set by the parser's terminal states
+    # the parser's reading of the packet
+    frag: int = 0
     ffs_state: int = constants.FFS_STATE_NONE
     ri_req: int = 0
     rri_ge_one: int = 0
+    # the claim
     l3_len: int = 0
-    rf_hdr: int = constants.CODE_ONE
-    frag: int = 0
-    # stage 0
-    rf: int = 0
-    rri_n: int = 0
-    lw: int = 0
-    llen: int = 0
     runt: int = 0
+    # forwarding
     routed: int = 0
     egress_port: int = 0
-    # stage 1
+    # the label
+    rf_hdr: int = constants.CODE_ONE
+    rf: int = 0
+    rri_n: int = 0
+    # the pair and its egress (PairMap)
     managed: int = 0
     pid: int = 0
     k: int = 0
@@ -91,14 +91,18 @@ class Meta:
     congested: int = 0
     lcr: int = 0
     room: int = 0
-    w: int = 0
-    # stages 2-4
     cc: int = 0
-    rnd: int = 0
+    # the estimator (RateEstimation)
+    lw: int = 0
+    llen: int = 0
+    w: int = 0
     f: int = 0
     rf_norm: int = 0
     c_cong: int = 0
+    # gamma (Normalize)
+    rnd: int = 0
     margin: int = 0
+    # RI (RiUpdate)
     c_ri: int = 0
 
 
@@ -191,7 +195,7 @@ class Forwarding:
 
 class PairMap:
     """`FfsIngress.pair_map`: (ingress, egress) -> pair index and k = rf - lm; egress -> τ and
-    friends, and the room an inserted shim has under the egress's MTU."""
+    friends, and the room an inserted shim has under the egress's MTU; cc = code(τ/k)."""
 
     def __init__(self) -> None:
         self.pairs = MatchTable(p4names.PAIRS)
@@ -238,6 +242,11 @@ class PairMap:
             self.set_room(md, params["thr"])
         else:
             self.room_max(md)
+        self.norm_cc(md)
+
+    @staticmethod
+    def norm_cc(md: Meta) -> None:  # stage 2: 16-bit wrap; never wraps below 0 (§7.2)
+        md.cc = (md.ltau_p - md.k) & U16
 
 
 class RateEstimation:
@@ -331,7 +340,7 @@ class RateEstimation:
 
 
 class Normalize:
-    """`FfsIngress.normalize`: cc = code(τ/k), the random draw, and γ by (congested, c_cong)."""
+    """`FfsIngress.normalize`: the random draw, and γ by (congested, c_cong)."""
 
     def __init__(self, seed: int) -> None:
         self.gamma = MatchTable(p4names.GAMMA)
@@ -339,10 +348,6 @@ class Normalize:
 
     def draw(self, md: Meta) -> None:  # stage 3 (managed packets only draw)
         md.rnd = self.rng.get()
-
-    @staticmethod
-    def norm_cc(md: Meta) -> None:  # stage 2: 16-bit wrap; never wraps below 0 (§7.2)
-        md.cc = (md.ltau_p - md.k) & U16
 
     @staticmethod
     def gamma_one(md: Meta) -> None:  # stage 4: d <= 0 or uncongested, γ = 1, no random compare
@@ -356,11 +361,8 @@ class Normalize:
     def gamma_zero(md: Meta) -> None:  # stage 4: γ < 2^-16, always drop
         md.margin = 0
 
-    def prepare(self, md: Meta) -> None:
-        self.draw(md)
-        self.norm_cc(md)
-
     def apply(self, md: Meta) -> None:
+        self.draw(md)
         action, params = self.gamma.lookup(md.congested, md.c_cong)
         if action == "gamma_one":
             self.gamma_one(md)
@@ -596,11 +598,10 @@ class Pipeline:
         self.forwarding.apply(p, md)
         self.rate_est.weigh(p, md)  # stages 0-1
         if md.routed:
-            self.pair_map.apply(ingress_port, md, int(p.ip_version == 6))  # stage 1
+            self.pair_map.apply(ingress_port, md, int(p.ip_version == 6))  # stages 1-2
         if md.managed:
-            self.normalize.prepare(md)  # stages 2-3
             self.rate_est.apply(md, frame_len, t_ns, pipe)  # stages 2-3
-            self.normalize.apply(md)  # stage 4
+            self.normalize.apply(md)  # stages 3-4
             self.ri_update.apply(md)
         action = self.fate.apply(buf, p, md, frame_len, pipe)  # stage 5
         if action == "miss_drop":
