@@ -54,19 +54,6 @@
 #define EVENT_COUNTER_SIZE  8
 #define IPV4_OPTION_WORDS   10
 
-/* --- FfsIngress.events cells (spec §7.6) --- */
-#define EVENT_PARSE_ERROR   0
-#define EVENT_ROUTE_MISS    1
-#define EVENT_OPAQUE_SHIM   2
-#define EVENT_NO_PAIR       3
-#define EVENT_FFS_DROP      4
-#define EVENT_NOT_INSERTED  5
-
-/* --- parser outcome for the shim --- */
-#define FFS_STATE_NONE      0
-#define FFS_STATE_VALID     1
-#define FFS_STATE_OPAQUE    2
-
 #define ETHERTYPE_IPV4      0x0800
 #define ETHERTYPE_IPV6      0x86DD
 #define ETHERTYPE_VLAN      0x8100
@@ -97,5 +84,19 @@ typedef bit<32> weight_t;       /* a weighted byte count: the estimator's input 
 typedef bit<16> rnd_t;          /* a uniform draw, compared with gamma's threshold */
 typedef bit<2>  ffs_state_t;    /* FFS_STATE_*: what the parser made of the shim */
 typedef bit<3>  event_t;        /* EVENT_*: a cell of FfsIngress.events */
+
+/* --- typed constants --- */
+/* the parser's outcome for the shim (md.ffs_state; spec §7.1) */
+const ffs_state_t FFS_STATE_NONE   = 0;     /* no shim, or not IP */
+const ffs_state_t FFS_STATE_VALID  = 1;     /* version 1, reserved flag clear */
+const ffs_state_t FFS_STATE_OPAQUE = 2;     /* another version, or the reserved flag set: passed untouched */
+
+/* FfsIngress.events cells (spec §7.6): why a packet did not take the normal path */
+const event_t EVENT_PARSE_ERROR  = 0;
+const event_t EVENT_ROUTE_MISS   = 1;
+const event_t EVENT_OPAQUE_SHIM  = 2;
+const event_t EVENT_NO_PAIR      = 3;
+const event_t EVENT_FFS_DROP     = 4;
+const event_t EVENT_NOT_INSERTED = 5;
 
 #endif
