@@ -124,25 +124,25 @@ struct ffs_metadata_t {
     /* --- the pair and its egress (PairMap, spec §5.3) --- */
     bit<1>      managed;      /* (ingress, egress) is a pair the agent manages */
     pid_t       pid;
-    code_t      k;            /* code(rf / M) = rf - lm */
+    code_t      rf_over_m;    /* code(rf / M) = rf - lm: the label over the pair's share (k in spec §7.2) */
     code_t      ltau;         /* code(tau) of the egress */
     code_t      ltau_p;       /* ltau - CODE_ONE (= 128 log2 tau) while congested, 0 (tau = 1) while not */
     bit<1>      congested;
-    code_t      lcr;          /* code(C / R*) of the egress: Algorithm 4's uncongested bound */
+    code_t      lcr;          /* code(C / R*) of the egress: Algorithm 4's uncongested bound (set_egress's lcr) */
     len_t       room;         /* the IP length's distance below the egress's shim limit; 0: no shim fits (spec §2) */
-    code_t      cc;           /* code(tau / k), tau = 1 while not congested (PairMap.norm_cc) */
+    code_t      tau_over_k;   /* code(tau / k), tau = 1 while not congested (PairMap.norm_cc; cc in spec §7.2) */
 
     /* --- the estimator (RateEstimation, spec §5.1, §5.2) --- */
     code_t      lw;           /* log2(len · 2^8 / rf), the weight table's key on a trusting port */
     code_t      llen;         /* log2(len · 2^8), the weight table's key on a resetting port */
-    weight_t    w;            /* the packet's weight len / rf, the LPF's input */
-    weight_t    f;            /* F_(i,j), the LPF's output */
+    weight_t    pkt_weight;   /* the packet's weight w = len / rf, the LPF's input */
+    weight_t    f_rate;       /* F_(i,j), the pair's weighted rate: the LPF's output */
     code_t      rf_norm;      /* code(rf * F / M) = k + log F */
     code_t      c_cong;       /* code(tau / rf_norm) = CODE_ONE - d, d = rf_norm - ltau; tau = 1 if not congested */
 
     /* --- gamma (Normalize, spec §5.4) --- */
     rnd_t       rnd;          /* the packet's uniform draw */
-    bit<16>     margin;       /* thr |-| rnd: 0 drops before the queue (fate), anything else admits */
+    bit<16>     margin;       /* gamma's verdict, thr |-| rnd: 0 drops before the queue (fate), anything else admits */
 
     /* --- RI (RiUpdate, Algorithm 4) --- */
     code_t      c_ri;         /* the RRI candidate */

@@ -85,18 +85,18 @@ class Meta:
     # the pair and its egress (PairMap)
     managed: int = 0
     pid: int = 0
-    k: int = 0
+    rf_over_m: int = 0
     ltau: int = 0
     ltau_p: int = 0
     congested: int = 0
     lcr: int = 0
     room: int = 0
-    cc: int = 0
+    tau_over_k: int = 0
     # the estimator (RateEstimation)
     lw: int = 0
     llen: int = 0
-    w: int = 0
-    f: int = 0
+    pkt_weight: int = 0
+    f_rate: int = 0
     rf_norm: int = 0
     c_cong: int = 0
     # gamma (Normalize)
@@ -204,7 +204,7 @@ class PairMap:
 
     @staticmethod
     def set_pair(md: Meta, pid: int, nlm: int) -> None:  # stage 1: k = nlm + rf never wraps (§7.2)
-        md.pid, md.k, md.managed = pid, (nlm + md.rf) & U16, 1
+        md.pid, md.rf_over_m, md.managed = pid, (nlm + md.rf) & U16, 1
 
     @staticmethod
     def no_pair(md: Meta) -> None:
@@ -246,7 +246,7 @@ class PairMap:
 
     @staticmethod
     def norm_cc(md: Meta) -> None:  # stage 2: 16-bit wrap; never wraps below 0 (§7.2)
-        md.cc = (md.ltau_p - md.k) & U16
+        md.tau_over_k = (md.ltau_p - md.rf_over_m) & U16
 
 
 class RateEstimation:
@@ -281,14 +281,14 @@ class RateEstimation:
 
     @staticmethod
     def set_weight(md: Meta, w: int) -> None:  # stage 1
-        md.w = w
+        md.pkt_weight = w
 
     @staticmethod
     def weight_max(md: Meta) -> None:
-        md.w = U32
+        md.pkt_weight = U32
 
     def estimate(self, md: Meta, t_ns: int, pipe: int) -> None:  # stage 2
-        md.f = self.f_lpf.execute(md.w, md.pid, t_ns, pipe)
+        md.f_rate = self.f_lpf.execute(md.pkt_weight, md.pid, t_ns, pipe)
 
     def count_pair(self, md: Meta, frame_len: int, pipe: int) -> None:  # stage 2: R_(i,j)
         self.pair_bytes.count(md.pid, frame_len, pipe)
@@ -298,15 +298,15 @@ class RateEstimation:
 
     @staticmethod
     def set_lf(md: Meta, lf: int, nlf: int) -> None:  # stage 3: rf_norm = k + lf, c_cong = cc - lf
-        md.rf_norm = (lf + md.k) & U16
-        md.c_cong = (nlf + md.cc) & U16
+        md.rf_norm = (lf + md.rf_over_m) & U16
+        md.c_cong = (nlf + md.tau_over_k) & U16
 
     @staticmethod
     def lf_zero(md: Meta) -> None:
-        md.rf_norm, md.c_cong = md.k, md.cc
+        md.rf_norm, md.c_cong = md.rf_over_m, md.tau_over_k
 
     def store_f(self, md: Meta, pipe: int) -> None:  # stage 3: f_est[pid] for the agent
-        self.f_est.write(md.pid, md.f, pipe)
+        self.f_est.write(md.pid, md.f_rate, pipe)
 
     def weigh(self, p: Parsed, md: Meta) -> None:
         """len_log and weight (weight_reset on a resetting port): every packet, stages 0-1."""
@@ -331,7 +331,7 @@ class RateEstimation:
         self.estimate(md, t_ns, pipe)
         self.count_pair(md, frame_len, pipe)
         self.count_offered(md, frame_len, pipe)
-        action, params = self.f_log.lookup(md.f)
+        action, params = self.f_log.lookup(md.f_rate)
         if action == "set_lf":
             self.set_lf(md, params["lf"], params["nlf"])
         else:

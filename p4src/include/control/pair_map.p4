@@ -11,7 +11,7 @@ control PairMap(inout ffs_metadata_t md,
      * lm <= D_OFFSET the sum never wraps (k >= 0x6C00, spec §7.2). */
     action set_pair(pid_t pid, code_t nlm) {
         md.pid = pid;
-        md.k = nlm + md.rf;
+        md.rf_over_m = nlm + md.rf;
         md.managed = 1;
     }
 
@@ -79,7 +79,7 @@ control PairMap(inout ffs_metadata_t md,
     /* cc = ltau_p - k = code(tau / k) (tau = 1 while not congested): RateEstimation.f_log reads
      * it, so it is computed here, before the estimator, in P4's program order (spec §7.2). */
     action norm_cc() {
-        md.cc = md.ltau_p - md.k;
+        md.tau_over_k = md.ltau_p - md.rf_over_m;
     }
 
     apply {

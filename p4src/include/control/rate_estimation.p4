@@ -25,7 +25,7 @@ control RateEstimation(inout ffs_metadata_t md,
     Register<weight_t, pid_t>(NUM_PAIRS) f_est;
     RegisterAction<weight_t, pid_t, weight_t>(f_est) f_est_store = {
         void apply(inout weight_t value) {
-            value = md.f;
+            value = md.f_rate;
         }
     };
 
@@ -62,11 +62,11 @@ control RateEstimation(inout ffs_metadata_t md,
     }
 
     action set_weight(weight_t w) {
-        md.w = w;
+        md.pkt_weight = w;
     }
 
     action weight_max() {
-        md.w = WEIGHT_MAX;
+        md.pkt_weight = WEIGHT_MAX;
     }
 
     table weight {
@@ -85,7 +85,7 @@ control RateEstimation(inout ffs_metadata_t md,
     }
 
     action estimate() {
-        md.f = f_lpf.execute(md.w, md.pid);
+        md.f_rate = f_lpf.execute(md.pkt_weight, md.pid);
     }
 
     action count_pair() {
@@ -97,17 +97,17 @@ control RateEstimation(inout ffs_metadata_t md,
     }
 
     action set_lf(code_t lf, code_t nlf) {
-        md.rf_norm = lf + md.k;
-        md.c_cong = nlf + md.cc;
+        md.rf_norm = lf + md.rf_over_m;
+        md.c_cong = nlf + md.tau_over_k;
     }
 
     action lf_zero() {
-        md.rf_norm = md.k;
-        md.c_cong = md.cc;
+        md.rf_norm = md.rf_over_m;
+        md.c_cong = md.tau_over_k;
     }
 
     table f_log {
-        key = { md.f: ternary @name("f"); }
+        key = { md.f_rate: ternary @name("f"); }
         actions = { set_lf; lf_zero; }
         default_action = lf_zero();
         size = F_LOG_SIZE;
