@@ -88,20 +88,20 @@ PORT_METADATA = PortMetadata(
 )
 
 _ROUTE = Action(f"{ING}.forwarding.route", (("port", constants.PORT_BITS),))
-_DROP = Action(f"{ING}.forwarding.drop")
+_NO_ROUTE = Action(f"{ING}.forwarding.no_route")  # marks a miss; fate drops it
 
 IPV4_ROUTES = Table(
     f"{ING}.forwarding.ipv4_routes",
     (Key("dst_addr", "lpm", 32),),
-    (_ROUTE, _DROP),
-    _DROP.name,
+    (_ROUTE, _NO_ROUTE),
+    _NO_ROUTE.name,
     constants.IPV4_ROUTES,
 )
 IPV6_ROUTES = Table(
     f"{ING}.forwarding.ipv6_routes",
     (Key("dst_addr", "lpm", 128),),
-    (_ROUTE, _DROP),
-    _DROP.name,
+    (_ROUTE, _NO_ROUTE),
+    _NO_ROUTE.name,
     constants.IPV6_ROUTES,
 )
 

@@ -86,7 +86,7 @@ static const char *TABLE_NAMES[NT] = {
     "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports",
     "FfsIngress.pair_map.shim_room"};
 static const char *TABLE_ACTIONS[NT_ALL] = {
-    "route drop", "route drop", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
+    "route no_route", "route no_route", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
     "set_weight weight_max", "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
     "set_room room_max",
     "use_label use_label_ri reset_label", "short_shim shim_fits",

@@ -177,7 +177,7 @@ class Forwarding:
         md.routed = 1
 
     @staticmethod
-    def drop(md: Meta) -> None:  # the miss action: FfsIngress drops and counts
+    def no_route(md: Meta) -> None:  # the miss action: marks it; FfsIngress.fate drops and counts
         md.routed = 0
 
     def apply(self, p: Parsed, md: Meta) -> None:
@@ -190,7 +190,7 @@ class Forwarding:
         if action == "route":
             self.route(md, params["port"])
         else:
-            self.drop(md)
+            self.no_route(md)
 
 
 class PairMap:

@@ -2,12 +2,12 @@
  *
  *   stage 0  len_log  (IPv6, VLAN, IP length) -> llen = log of L2 header + IP length + FCS
  *                     (spec §4), lw = llen |-| rf_hdr, and whether the claim is a runt
- *   stage 1  weight   lw -> w = 2^(lw/128) on a trusting port, weight_reset llen -> w on a
+ *   stage 1  weight   lw -> pkt_weight w = 2^(lw/128) on a trusting port, weight_reset llen -> w on a
  *                     resetting one (rf = 1)             (exact tables: no multiply on Tofino)
- *   stage 2  f_lpf    F <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive,
+ *   stage 2  f_lpf    F (f_rate) <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive,
  *                     offered[egress port] their sum R*_j
  *   stage 3  f_log    lf = log F (disjoint ternary buckets), applied at once (Algorithm 3 line 1):
- *                     rf_norm = k + lf, c_cong = cc - lf; f_est[pid] <- F for the agent
+ *                     rf_norm = k + lf, c_cong = cc - lf (k: rf_over_m, cc: tau_over_k); f_est[pid] <- F for the agent
  * Neither sum saturates or wraps: k, cc lie in [0x6C00, 0x9C00] and lf <= D_OFFSET (spec §7.2),
  * so plain adds do it; nlf = -lf (mod 2^16) comes with lf because action data cannot be
  * subtracted.
