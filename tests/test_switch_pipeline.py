@@ -520,6 +520,31 @@ def test_no_lie_hides_behind_the_tagged_minimum(engine):
         assert res.egress_port == OUT and len(res.frame) == len(f) and malformed(r) == 4, what
 
 
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_a_tagged_runt_gets_no_shim_on_an_insert_port(engine):
+    """A datagram of 42..45 bytes (an untagged claim of 56..59) is padded to 60 and, tagged by a
+    bridge, arrives as 64 bytes with 1..4 bytes of padding behind the IP packet. A shim in front of
+    that padding would leave it behind the grown packet, and the next FFS hop would drop the frame
+    as a lie: an insert port forwards it as it came, like an untagged runt (spec §6). A tagged claim
+    of 64 bytes (46-byte datagram) carries no padding and gets its shim."""
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    r = rig(insert=1, pipeline=FastPipeline if engine == "c" else Pipeline)
+    for ip_len in (42, 45):
+        frame = bridge_tags(wire_padded(ipv4_frame("10.0.1.1", DST, ip_len)[: 14 + ip_len]), 12)
+        res = r.send(frame)
+        assert res.egress_port == OUT and res.frame == frame, ip_len
+        assert r.send(res.frame, port=2).egress_port == OUT and malformed(r) == 0, ip_len
+    fits = ipv4_frame("10.0.1.1", DST, 46, vlan=12)
+    assert len(fits) == constants.MIN_FRAME + constants.VLAN_TAG_LEN
+    res = r.send(fits)
+    assert res.egress_port == OUT and len(res.frame) == len(fits) + constants.SHIM_LEN
+    assert r.send(res.frame, port=2).egress_port == OUT and malformed(r) == 0
+
+
 # --- IPv4 fragments (spec §2): a fragment is payload to FFS --------------------------------------
 
 # payload bytes that read as a valid shim (version 1, flag R, rf = 2.0, rri = ∞): what 1 in 32

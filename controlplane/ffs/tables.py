@@ -98,13 +98,15 @@ def len_log_buckets(ipv6: int, vlan: int) -> list[tuple[int, int, int, bool]]:
     """(value, mask, llen, runt) per bucket of the 16-bit IP length of one header class: the log
     buckets of `log_buckets` plus length 0 (an empty IPv6 payload), each weighed as the frame its
     headers claim, L2 overhead and FCS added and saturated like `claimed_frame_len` (spec §4).
-    Buckets below 2^8 hold one length each, so a bucket is a runt (a claim below 64 bytes) whole
-    or not at all."""
+    Buckets below 2^8 hold one length each, so a bucket is a runt whole or not at all: a claim
+    that may have arrived padded, below 64 bytes with FCS, or below 68 with an 802.1Q tag (a frame
+    padded to 60 bytes and then tagged by a bridge is 64, 68 with FCS; spec §6)."""
     out = []
+    padded_below = MIN_CHARGE + (constants.VLAN_TAG_LEN if vlan else 0)
     for value, mask, lo, hi in [(0, 0xFFFF, 0, 0), *log_buckets(16)]:
         flo, fhi = claimed_frame_len(lo, bool(ipv6), bool(vlan)), claimed_frame_len(hi, bool(ipv6), bool(vlan))
-        runt = fhi < MIN_CHARGE
-        if runt != (flo < MIN_CHARGE):
+        runt = fhi < padded_below
+        if runt != (flo < padded_below):
             raise AssertionError(f"len_log bucket {lo}..{hi} straddles the runt boundary")
         out.append((value, mask, charged_llen(flo, fhi), runt))
     return out

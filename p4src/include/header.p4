@@ -111,7 +111,7 @@ struct ffs_metadata_t {
     len_t       l3_len;       /* IPv4 total_len, IPv6 payload_len */
     bit<1>      ipv6;         /* the header class whose L2 overhead len_log adds to l3_len: */
     bit<1>      vlan;         /* IPv6 (40 more bytes), an 802.1Q tag (4 more) */
-    bit<1>      runt;         /* the headers claim a frame below 64 bytes, FCS included */
+    bit<1>      runt;         /* the claim may carry padding: below 64 bytes with FCS, 68 if tagged */
 
     /* --- forwarding (the host's, or Forwarding) --- */
     bit<1>      routed;       /* an egress port was chosen; 0: FFS drops it as a route miss */

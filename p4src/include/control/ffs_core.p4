@@ -251,7 +251,7 @@ control FfsCore(inout headers_t hdr,
             (0, 0, 1, 1, _, FFS_STATE_OPAQUE, _, _, _, _, _, _, _, _): note_opaque();
             /* a fragment: spec §2 */
             (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, _, 1, _): note_not_inserted();
-            /* a runt (a claim below 64 bytes with FCS, len_log) reached us padded to the Ethernet minimum:
+            /* a runt (a claim below 64 bytes with FCS, 68 if tagged, len_log) may have reached us padded:
              * a shim in front of its padding would leave the padding behind the IP packet, which
              * the next FFS hop's frame check cannot tell from a lie (spec §6) */
             (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, 1, _, _): forward();

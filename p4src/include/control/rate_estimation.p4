@@ -38,7 +38,7 @@ control RateEstimation(inout ffs_metadata_t md,
         md.llen = llen;
     }
 
-    /* the same for a claim below 64 bytes: fate inserts no shim in front of its padding */
+    /* the same for a claim below 64 bytes (68 if tagged): fate inserts no shim in front of padding */
     action set_lw_runt(code_t llen) {
         md.lw = llen |-| md.rf_hdr;
         md.llen = llen;
