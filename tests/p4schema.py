@@ -70,6 +70,8 @@ def read(p4dir: Path) -> P4Program:
     prog = P4Program()
     for m in re.finditer(r"^[ \t]*#define[ \t]+(\w+)[ \t]+(\S+)", text, flags=re.M):
         prog.defines.setdefault(m.group(1), m.group(2))
+    for m in re.finditer(r"^[ \t]*const[ \t]+\w+[ \t]+(\w+)[ \t]*=[ \t]*(\w+)[ \t]*;", text, flags=re.M):
+        prog.defines.setdefault(m.group(1), m.group(2))  # typed constants: `const event_t EVENT_NO_PAIR = 3;`
     typedefs = {m.group(2): int(m.group(1)) for m in re.finditer(r"typedef\s+bit<(\d+)>\s+(\w+);", text)}
     typedefs.update({"PortId_t": 9, "pid_t": int(prog.defines.get("PID_BITS", "12"))})
 

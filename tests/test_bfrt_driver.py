@@ -461,7 +461,7 @@ def test_a_batch_is_one_request_rolled_back_on_error(fake_sde):
             Update(
                 "insert", TableEntry(p4names.IPV4_ROUTES.name, {"dst_addr": Lpm(0x0A000300, 24)}, "route", {"port": 3})
             ),
-            Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "drop")),
+            Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "no_route")),
         ]
     )
     rw = d.iface.reader_writer_interface
@@ -474,7 +474,7 @@ def test_a_batch_is_one_request_rolled_back_on_error(fake_sde):
     assert ups[0].data.to_dict() == {"pid": 5, "nlm": 99, "action_name": "FfsIngress.pair_map.set_pair"}
     assert ups[1].key.to_dict() == {"f": {"value": 0x100, "mask": 0xFF80}, "$MATCH_PRIORITY": {"value": 2}}
     assert ups[2].key.to_dict() == {"dst_addr": {"value": 0x0A000300, "prefix_len": 24}}
-    assert ups[3].is_default_entry and ups[3].data.action_name == "FfsIngress.forwarding.drop"
+    assert ups[3].is_default_entry and ups[3].data.action_name == "FfsIngress.forwarding.no_route"
 
     # a later update fails: the earlier ones of the same request are undone, nothing stays applied
     before = dict(tables[p4names.PAIRS.name].entries)

@@ -7,7 +7,7 @@ In backticks in README.md, docs/ and bfrt-scripts/:
   names a table, counter, register, LPF, action or extern the program declares there;
 - every name called a table, a counter or const (`gamma` table, `events` counter,
   `ri_candidate` (const)) is one, and const where it says so;
-- every metadata field (`md.cc`, `hdr.bridge`) is declared in p4src/include/header.p4.
+- every metadata field (`md.tau_over_k`, `hdr.bridge`) is declared in p4src/include/header.p4.
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def test_the_check_sees_stale_tables_counters_and_fields(tmp_path):
     stale = tmp_path / "stale.md"
     stale.write_text(
         "a write to the const `ri` table; `rate_est.pairs`; `FfsIngress.pair_map.norm_k2`\n"
-        "`md.k2`, `hdr.ffs.m_lm`; the `pairs` (const); the `gamma` counter; `md.cc` and `pair_map.pairs`\n"
+        "`md.k2`, `hdr.ffs.m_lm`; the `pairs` (const); the `gamma` counter; `md.tau_over_k` and `pair_map.pairs`\n"
     )
     bad = stale_names([stale])
     assert len(bad) == 7, "\n".join(bad)

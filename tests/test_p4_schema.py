@@ -95,7 +95,7 @@ def test_const_entries_match_the_generator(table):
         ),
         (
             "include/control/normalize.p4",
-            "action gamma_frac(bit<16> thr)",
+            "action gamma_frac(rnd_t thr)",
             "action gamma_frac(bit<8> thr)",
             "gamma_frac: params",
         ),

@@ -174,11 +174,11 @@ def test_batch_applies_everything_or_nothing():
 
 def test_defaults_and_clear():
     d = LocalDriver(Pipeline())
-    assert d.read_default(p4names.IPV4_ROUTES.name).action.endswith(".drop")
+    assert d.read_default(p4names.IPV4_ROUTES.name).action.endswith(".no_route")
     d.write([Update("set_default", TableEntry(p4names.IPV4_ROUTES.name, {}, "route", {"port": 4}))])
     assert d.read_default(p4names.IPV4_ROUTES.name).params == {"port": 4}
     d.clear_table(p4names.IPV4_ROUTES.name)
-    assert d.read_default(p4names.IPV4_ROUTES.name).action.endswith(".drop")
+    assert d.read_default(p4names.IPV4_ROUTES.name).action.endswith(".no_route")
 
 
 def test_listen_address_must_be_loopback():

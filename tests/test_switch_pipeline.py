@@ -469,6 +469,101 @@ def test_a_runt_gets_no_shim_and_leaves_padded(engine, version):
     assert r.send(res.frame, port=2).egress_port == OUT and malformed(r) == 0
 
 
+def bridge_tags(frame: bytes, vid: int) -> bytes:
+    """What an 802.1Q bridge does to an untagged frame on a trunk: 4 bytes of tag after the source
+    MAC, nothing else; a frame already padded to the 60-byte minimum stays padded (64 bytes)."""
+    return frame[:12] + struct.pack("!HH", 0x8100, vid) + frame[12:]
+
+
+def wire_padded(frame: bytes) -> bytes:
+    """The frame as a MAC sends it: padded with zeros to the 60-byte Ethernet minimum (FCS aside)."""
+    return frame + bytes(max(0, constants.MIN_FRAME - len(frame)))
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("ip_len, shimmed", [(34, True), (32, True), (28, False), (45, False)])
+def test_a_tagged_runt_padded_before_its_tag_passes(engine, ip_len, shimmed):
+    """Ethernet pads a frame below 60 bytes (FCS aside) to 60; an 802.1Q bridge that tags it on a
+    trunk makes it 64 (68 with FCS, as pkt_length counts it), with the padding still inside. Such
+    a frame is honest (a bare TCP ACK with a shim crossing a VLAN trunk, IP length 32 or 34): it
+    is forwarded, padding and all, and nothing counts it as malformed (spec §7.3)."""
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    r = rig(pipeline=FastPipeline if engine == "c" else Pipeline)
+    sh = shim(encode(1.0), 0, 6) if shimmed else None
+    untagged = ipv4_frame("10.0.1.1", DST, ip_len, sh, proto=6)[: 14 + ip_len]  # the datagram, unpadded
+    assert len(untagged) < constants.MIN_FRAME  # a runt: the MAC pads it
+    frame = bridge_tags(wire_padded(untagged), 12)
+    assert len(frame) == constants.MIN_FRAME + constants.VLAN_TAG_LEN
+    res = r.send(frame)
+    assert res.egress_port == OUT and res.drop_reason is None and malformed(r) == 0
+    assert len(res.frame) == len(frame) and res.frame[12:16] == frame[12:16]  # the tag and the padding stay
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_no_lie_hides_behind_the_tagged_minimum(engine):
+    """The 68-byte allowance is for a tagged frame whose untagged claim was below 60 bytes only:
+    an untagged 64-byte frame (68 with FCS) was never padded, and neither was a tagged frame whose
+    untagged claim reaches 60; bytes beyond their claim are a lie (spec §7.3)."""
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    r = rig(pipeline=FastPipeline if engine == "c" else Pipeline)
+    sh = shim(encode(1.0), 0, 6)
+
+    def frame(ip_len: int, on_wire: int, vlan: int | None) -> bytes:
+        l2 = 14 if vlan is None else 18
+        f = ipv4_frame("10.0.1.1", DST, ip_len, sh, proto=6, vlan=vlan)[: l2 + ip_len]
+        return f + bytes(on_wire - len(f))  # trailing bytes the IP length does not claim
+
+    lies = {
+        "untagged, 64 bytes claiming 48": frame(34, 64, None),
+        "untagged, 64 bytes claiming 63": frame(49, 64, None),
+        # tagged claim 64 (untagged 60): nothing to pad, 4 bytes too many
+        "tagged, 68 bytes claiming 64": frame(46, 68, 12),
+        # tagged, claim 60 (untagged 56, padded to 60, tagged: 64), 4 more bytes than that
+        "tagged, 68 bytes claiming 60": frame(42, 68, 12),
+    }
+    for what, f in lies.items():
+        bad = malformed(r)
+        res = r.send(f)
+        assert res.egress_port is None and res.drop_reason == "malformed" and malformed(r) == bad + 1, what
+    honest = {"tagged, 64 bytes claiming 60": frame(42, 64, 12), "tagged, 64 bytes claiming 64": frame(46, 64, 12)}
+    for what, f in honest.items():
+        res = r.send(f)
+        assert res.egress_port == OUT and len(res.frame) == len(f) and malformed(r) == 4, what
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_a_tagged_runt_gets_no_shim_on_an_insert_port(engine):
+    """A datagram of 42..45 bytes (an untagged claim of 56..59) is padded to 60 and, tagged by a
+    bridge, arrives as 64 bytes with 1..4 bytes of padding behind the IP packet. A shim in front of
+    that padding would leave it behind the grown packet, and the next FFS hop would drop the frame
+    as a lie: an insert port forwards it as it came, like an untagged runt (spec §6). A tagged claim
+    of 64 bytes (46-byte datagram) carries no padding and gets its shim."""
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    r = rig(insert=1, pipeline=FastPipeline if engine == "c" else Pipeline)
+    for ip_len in (42, 45):
+        frame = bridge_tags(wire_padded(ipv4_frame("10.0.1.1", DST, ip_len)[: 14 + ip_len]), 12)
+        res = r.send(frame)
+        assert res.egress_port == OUT and res.frame == frame, ip_len
+        assert r.send(res.frame, port=2).egress_port == OUT and malformed(r) == 0, ip_len
+    fits = ipv4_frame("10.0.1.1", DST, 46, vlan=12)
+    assert len(fits) == constants.MIN_FRAME + constants.VLAN_TAG_LEN
+    res = r.send(fits)
+    assert res.egress_port == OUT and len(res.frame) == len(fits) + constants.SHIM_LEN
+    assert r.send(res.frame, port=2).egress_port == OUT and malformed(r) == 0
+
+
 # --- IPv4 fragments (spec §2): a fragment is payload to FFS --------------------------------------
 
 # payload bytes that read as a valid shim (version 1, flag R, rf = 2.0, rri = ∞): what 1 in 32

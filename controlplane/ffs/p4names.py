@@ -89,20 +89,20 @@ PORT_METADATA = PortMetadata(
 )
 
 _ROUTE = Action(f"{ING}.forwarding.route", (("port", constants.PORT_BITS),))
-_DROP = Action(f"{ING}.forwarding.drop")
+_NO_ROUTE = Action(f"{ING}.forwarding.no_route")  # marks a miss; fate drops it
 
 IPV4_ROUTES = Table(
     f"{ING}.forwarding.ipv4_routes",
     (Key("dst_addr", "lpm", 32),),
-    (_ROUTE, _DROP),
-    _DROP.name,
+    (_ROUTE, _NO_ROUTE),
+    _NO_ROUTE.name,
     constants.IPV4_ROUTES,
 )
 IPV6_ROUTES = Table(
     f"{ING}.forwarding.ipv6_routes",
     (Key("dst_addr", "lpm", 128),),
-    (_ROUTE, _DROP),
-    _DROP.name,
+    (_ROUTE, _NO_ROUTE),
+    _NO_ROUTE.name,
     constants.IPV6_ROUTES,
 )
 
@@ -290,10 +290,10 @@ EGRESS_PORTS = Table(
 _FRAME_LIES = Action(f"{EGR}.egress_acct.frame_lies")
 FRAME_CHECK = Table(
     f"{EGR}.egress_acct.frame_check",
-    (Key("excess", "range", 16), Key("pkt_length", "ternary", 16)),
+    (Key("excess", "range", 16), Key("pkt_length", "ternary", 16), Key("vlan", "ternary", 1)),
     (Action(f"{EGR}.egress_acct.frame_ok"), _FRAME_LIES),
     _FRAME_LIES.name,
-    4,
+    5,
     const_entries=True,
 )
 

@@ -98,13 +98,15 @@ def len_log_buckets(ipv6: int, vlan: int) -> list[tuple[int, int, int, bool]]:
     """(value, mask, llen, runt) per bucket of the 16-bit IP length of one header class: the log
     buckets of `log_buckets` plus length 0 (an empty IPv6 payload), each weighed as the frame its
     headers claim, L2 overhead and FCS added and saturated like `claimed_frame_len` (spec §4).
-    Buckets below 2^8 hold one length each, so a bucket is a runt (a claim below 64 bytes) whole
-    or not at all."""
+    Buckets below 2^8 hold one length each, so a bucket is a runt whole or not at all: a claim
+    that may have arrived padded, below 64 bytes with FCS, or below 68 with an 802.1Q tag (a frame
+    padded to 60 bytes and then tagged by a bridge is 64, 68 with FCS; spec §6)."""
     out = []
+    padded_below = MIN_CHARGE + (constants.VLAN_TAG_LEN if vlan else 0)
     for value, mask, lo, hi in [(0, 0xFFFF, 0, 0), *log_buckets(16)]:
         flo, fhi = claimed_frame_len(lo, bool(ipv6), bool(vlan)), claimed_frame_len(hi, bool(ipv6), bool(vlan))
-        runt = fhi < MIN_CHARGE
-        if runt != (flo < MIN_CHARGE):
+        runt = fhi < padded_below
+        if runt != (flo < padded_below):
             raise AssertionError(f"len_log bucket {lo}..{hi} straddles the runt boundary")
         out.append((value, mask, charged_llen(flo, fhi), runt))
     return out
@@ -379,20 +381,39 @@ def frame_check_entries() -> list[TableEntry]:
     """FfsEgress.egress_acct.frame_check (spec §7.3), first match wins; excess = pkt_length -
     (L2 header + IP length) mod 2^16. A frame passes if its bytes are what its IP length says, 4
     more (pkt_length counts the FCS on tofino-model and hardware), or a claim below the Ethernet
-    minimum padded to it (with or without FCS); anything else is dropped."""
+    minimum padded to it (with or without FCS), also one that a bridge tagged after the padding
+    (802.1Q: 64 bytes, 68 with FCS, tagged frames only); anything else is dropped."""
     t = p4names.FRAME_CHECK
     ok = t.action("frame_ok").name
     any_len = Ternary(0, 0)
+    any_tag = Ternary(0, 0)
     pad = constants.MIN_FRAME - constants.ETH_HDR_LEN  # the largest padding: an empty L3 claim
+    # tagged after padding: claim = 18 + IP length < 64 exactly when the untagged claim was below
+    # 60; excess = 68 - claim in [5, 50], the untagged range at 64 (the tag is in both terms)
+    tagged_min = constants.MIN_FRAME + constants.VLAN_TAG_LEN + constants.FCS_LEN
     return [
-        TableEntry(t.name, {"excess": Range(0, 0), "pkt_length": any_len}, ok),
-        TableEntry(t.name, {"excess": Range(constants.FCS_LEN, constants.FCS_LEN), "pkt_length": any_len}, ok),
-        TableEntry(t.name, {"excess": Range(1, pad), "pkt_length": Ternary(constants.MIN_FRAME, 0xFFFF)}, ok),
+        TableEntry(t.name, {"excess": Range(0, 0), "pkt_length": any_len, "vlan": any_tag}, ok),
+        TableEntry(
+            t.name, {"excess": Range(constants.FCS_LEN, constants.FCS_LEN), "pkt_length": any_len, "vlan": any_tag}, ok
+        ),
+        TableEntry(
+            t.name, {"excess": Range(1, pad), "pkt_length": Ternary(constants.MIN_FRAME, 0xFFFF), "vlan": any_tag}, ok
+        ),
         TableEntry(
             t.name,
             {
                 "excess": Range(constants.FCS_LEN + 1, pad + constants.FCS_LEN),
                 "pkt_length": Ternary(constants.MIN_FRAME + constants.FCS_LEN, 0xFFFF),
+                "vlan": any_tag,
+            },
+            ok,
+        ),
+        TableEntry(
+            t.name,
+            {
+                "excess": Range(constants.FCS_LEN + 1, tagged_min - constants.ETH_HDR_LEN - constants.VLAN_TAG_LEN),
+                "pkt_length": Ternary(tagged_min, 0xFFFF),
+                "vlan": Ternary(1, 1),
             },
             ok,
         ),

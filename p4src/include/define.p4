@@ -12,10 +12,14 @@
 #define FLAG_ECHO           0x4
 #define FLAG_DEFAULTED      0x2
 #define FLAG_RESERVED       0x1
+/* the same flags as bit positions in ffs_h.flags, for a slice (flags[FLAG_RI_BIT:FLAG_RI_BIT]) */
+#define FLAG_RI_BIT         3
+#define FLAG_RESERVED_BIT   0
 
 /* --- the log code (spec §3) --- */
 #define CODE_ONE            0x8000
 #define CODE_MAX            0xFFFF
+#define CODE_ONE_BIT        15      /* set in every code >= CODE_ONE: the value is >= 1.0 */
 /* admitted labels (spec §3.1): rf is clamped to [2^-8, 2^16] as it arrives, so that no label makes
  * a packet weigh more than 2^16 times its length and the estimator never saturates; the top is
  * what a node emits at most (rf out <= ltau <= LTAU_MAX) */
@@ -51,19 +55,6 @@
 #define EVENT_COUNTER_SIZE  8
 #define IPV4_OPTION_WORDS   10
 
-/* --- FfsIngress.events cells (spec §7.6) --- */
-#define EVENT_PARSE_ERROR   0
-#define EVENT_ROUTE_MISS    1
-#define EVENT_OPAQUE_SHIM   2
-#define EVENT_NO_PAIR       3
-#define EVENT_FFS_DROP      4
-#define EVENT_NOT_INSERTED  5
-
-/* --- parser outcome for the shim --- */
-#define FFS_STATE_NONE      0
-#define FFS_STATE_VALID     1
-#define FFS_STATE_OPAQUE    2
-
 #define ETHERTYPE_IPV4      0x0800
 #define ETHERTYPE_IPV6      0x86DD
 #define ETHERTYPE_VLAN      0x8100
@@ -84,6 +75,29 @@
 #define SHIM_ROOM_SIZE      1024
 #define BRIDGE_LEN          2       /* bridge_h: the egress counters subtract it (adjust_byte_count) */
 
-typedef bit<PID_BITS> pid_t;
+#define WEIGHT_MAX          0xFFFFFFFF  /* the weight of a lw beyond the weight table */
+
+/* --- domain types: what a value holds, not only how wide it is --- */
+typedef bit<PID_BITS> pid_t;    /* a pair's index: counters, the estimator, f_est */
+typedef bit<16> code_t;         /* a log code (spec §3): CODE_ONE is 1.0, 128 steps per octave */
+typedef bit<16> len_t;          /* a length in bytes: an IP length, a claimed frame */
+typedef bit<32> weight_t;       /* a weighted byte count: the estimator's input w and its output F */
+typedef bit<16> rnd_t;          /* a uniform draw, compared with gamma's threshold */
+typedef bit<2>  ffs_state_t;    /* FFS_STATE_*: what the parser made of the shim */
+typedef bit<3>  event_t;        /* EVENT_*: a cell of FfsIngress.events */
+
+/* --- typed constants --- */
+/* the parser's outcome for the shim (md.ffs_state; spec §7.1) */
+const ffs_state_t FFS_STATE_NONE   = 0;     /* no shim, or not IP */
+const ffs_state_t FFS_STATE_VALID  = 1;     /* version 1, reserved flag clear */
+const ffs_state_t FFS_STATE_OPAQUE = 2;     /* another version, or the reserved flag set: passed untouched */
+
+/* FfsIngress.events cells (spec §7.6): why a packet did not take the normal path */
+const event_t EVENT_PARSE_ERROR  = 0;
+const event_t EVENT_ROUTE_MISS   = 1;
+const event_t EVENT_OPAQUE_SHIM  = 2;
+const event_t EVENT_NO_PAIR      = 3;
+const event_t EVENT_FFS_DROP     = 4;
+const event_t EVENT_NOT_INSERTED = 5;
 
 #endif

@@ -54,9 +54,9 @@ header ffs_h {
     bit<4>  version;
     bit<4>  flags;        /* R 0x8, E 0x4, D 0x2, reserved 0x1 */
     bit<8>  next_hdr;
-    bit<16> rf;           /* log code of r/f */
-    bit<16> rri;          /* log code of the relative rate indicator */
-    bit<16> rri_echo;     /* the destination's feedback: never changed by a node */
+    code_t  rf;           /* log code of r/f */
+    code_t  rri;          /* log code of the relative rate indicator */
+    code_t  rri_echo;     /* the destination's feedback: never changed by a node */
 }
 
 /* Ingress to egress, in front of the frame (spec §7.3): the pair, so that the egress's frame
@@ -91,49 +91,63 @@ header port_metadata_t {
     @padding bit<(PORT_METADATA_SIZE - 24)> pad2;
 }
 
-/* All code arithmetic is 16-bit (spec §7.2): with the label clamped to [2^-8, 2^16] and
- * log M, log F <= D_OFFSET no intermediate saturates or wraps except where the spec says. */
+/* Ingress metadata, grouped by what it describes. All code arithmetic is 16-bit (spec §7.2):
+ * with the label clamped to [2^-8, 2^16] and log M, log F <= D_OFFSET no intermediate saturates
+ * or wraps except where the spec says. */
 #ifndef FFS_HOST_METADATA
 #define FFS_HOST_METADATA
 #endif
 
 struct ffs_metadata_t {
     port_metadata_t port_md;
-    bit<1>  parse_error;   /* truncated shim: dropped and counted */
-    bit<1>  frag;          /* an IPv4 fragment (MF or an offset): no shim inserted (spec §2) */
-    bit<2>  ffs_state;     /* FFS_STATE_* */
-    bit<1>  ri_req;        /* valid shim with the R flag */
-    bit<1>  rri_ge_one;    /* bit 15 of the arriving rri: rri >= 1.0 */
-    bit<16> rri_n;         /* CODE_ONE - the arriving rri (used while rri < 1) */
-    bit<16> l3_len;        /* IPv4 total_len, IPv6 payload_len */
-    bit<1>  ipv6;          /* the header class whose L2 overhead len_log adds to l3_len: */
-    bit<1>  vlan;          /* IPv6 (40 more bytes), an 802.1Q tag (4 more) */
-    bit<16> rf_hdr;        /* the arriving label, clamped (CODE_ONE without a valid shim) */
-    bit<16> rf;            /* the label entering normalization: rf_hdr on trusted ports */
-    bit<1>  routed;
-    bit<1>  managed;
-    bit<3>  event;
-    bit<1>  count_event;
-    /* stage 0-1 */
-    bit<16> lw;            /* log2(len · 2^8 / rf), the weight table's key on a trusting port */
-    bit<16> llen;          /* log2(len · 2^8), the weight table's key on a resetting port */
-    bit<1>  runt;          /* the headers claim a frame below 64 bytes, FCS included */
-    bit<32> w;
-    bit<16> rnd;
-    pid_t   pid;
-    bit<16> ltau;
-    bit<16> ltau_p;        /* ltau - CODE_ONE (= 128 log2 tau) */
-    bit<1>  congested;
-    bit<16> lcr;
-    bit<16> room;          /* the IP length's distance below the egress's shim limit; 0: no shim fits (spec §2) */
-    bit<16> k;             /* code(rf / M) */
-    /* stage 2-6 */
-    bit<16> cc;            /* code(tau / k), tau = 1 while not congested */
-    bit<32> f;
-    bit<16> rf_norm;       /* code(rf * F / M) */
-    bit<16> c_cong;        /* code(tau / rf_norm) = CODE_ONE - d, d = rf_norm - ltau; tau = 1 if not congested */
-    bit<16> c_ri;          /* the RRI candidate of Algorithm 4 */
-    bit<16> margin;
+
+    /* --- the parser's reading of the packet (spec §2) --- */
+    bit<1>      parse_error;  /* truncated shim, or an IPv4 length short of it: dropped and counted */
+    bit<1>      frag;         /* an IPv4 fragment (MF or an offset): no shim inserted (spec §2) */
+    ffs_state_t ffs_state;    /* FFS_STATE_*: none, valid or opaque */
+    bit<1>      ri_req;       /* valid shim with the R flag */
+    bit<1>      rri_ge_one;   /* bit 15 of the arriving rri: rri >= 1.0 */
+
+    /* --- the claim: the frame its headers say it is (spec §4) --- */
+    len_t       l3_len;       /* IPv4 total_len, IPv6 payload_len */
+    bit<1>      ipv6;         /* the header class whose L2 overhead len_log adds to l3_len: */
+    bit<1>      vlan;         /* IPv6 (40 more bytes), an 802.1Q tag (4 more) */
+    bit<1>      runt;         /* the claim may carry padding: below 64 bytes with FCS, 68 if tagged */
+
+    /* --- forwarding (the host's, or Forwarding) --- */
+    bit<1>      routed;       /* an egress port was chosen; 0: FFS drops it as a route miss */
+
+    /* --- the label (spec §3.1, §6) --- */
+    code_t      rf_hdr;       /* the arriving label, clamped (CODE_ONE without a valid shim) */
+    code_t      rf;           /* the label entering normalization: rf_hdr on trusted ports */
+    code_t      rri_n;        /* CODE_ONE - the arriving rri (used while rri < 1) */
+
+    /* --- the pair and its egress (PairMap, spec §5.3) --- */
+    bit<1>      managed;      /* (ingress, egress) is a pair the agent manages */
+    pid_t       pid;
+    code_t      rf_over_m;    /* code(rf / M) = rf - lm: the label over the pair's share (k in spec §7.2) */
+    code_t      ltau;         /* code(tau) of the egress */
+    code_t      ltau_p;       /* ltau - CODE_ONE (= 128 log2 tau) while congested, 0 (tau = 1) while not */
+    bit<1>      congested;
+    code_t      lcr;          /* code(C / R*) of the egress: Algorithm 4's uncongested bound (set_egress's lcr) */
+    len_t       room;         /* the IP length's distance below the egress's shim limit; 0: no shim fits (spec §2) */
+    code_t      tau_over_k;   /* code(tau / k), tau = 1 while not congested (PairMap.norm_cc; cc in spec §7.2) */
+
+    /* --- the estimator (RateEstimation, spec §5.1, §5.2) --- */
+    code_t      lw;           /* log2(len · 2^8 / rf), the weight table's key on a trusting port */
+    code_t      llen;         /* log2(len · 2^8), the weight table's key on a resetting port */
+    weight_t    pkt_weight;   /* the packet's weight w = len / rf, the LPF's input */
+    weight_t    f_rate;       /* F_(i,j), the pair's weighted rate: the LPF's output */
+    code_t      rf_norm;      /* code(rf * F / M) = k + log F */
+    code_t      c_cong;       /* code(tau / rf_norm) = CODE_ONE - d, d = rf_norm - ltau; tau = 1 if not congested */
+
+    /* --- gamma (Normalize, spec §5.4) --- */
+    rnd_t       rnd;          /* the packet's uniform draw */
+    bit<16>     margin;       /* gamma's verdict, thr |-| rnd: 0 drops before the queue (fate), anything else admits */
+
+    /* --- RI (RiUpdate, Algorithm 4) --- */
+    code_t      c_ri;         /* the RRI candidate */
+
     /* a program composing FFS with its own forwarding adds its ingress metadata here
      * (#define FFS_HOST_METADATA before including include/ffs_lib.p4) */
     FFS_HOST_METADATA
@@ -142,9 +156,9 @@ struct ffs_metadata_t {
 struct egress_metadata_t {
     bit<1>  strip;
     bit<1>  csum_update;
-    bit<16> claimed;       /* L2 header + IP length: the frame its headers claim, FCS excluded */
-    bit<16> pkt_len;       /* pkt_length, plus the shim the ingress inserted (bridge.grown) */
-    bit<16> excess;        /* pkt_len - claimed (mod 2^16) */
+    len_t   claimed;       /* L2 header + IP length: the frame its headers claim, FCS excluded */
+    len_t   pkt_len;       /* pkt_length, plus the shim the ingress inserted (bridge.grown) */
+    len_t   excess;        /* pkt_len - claimed (mod 2^16) */
     bit<1>  lies;          /* frame_check: the bytes disagree with the claim */
 }
 

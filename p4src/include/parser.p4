@@ -176,8 +176,8 @@ parser FfsIngressParser(packet_in pkt,
         pkt.extract(hdr.ffs);
         md.ffs_state = FFS_STATE_VALID;
         md.rf_hdr = hdr.ffs.rf;
-        md.ri_req = hdr.ffs.flags[3:3];
-        md.rri_ge_one = hdr.ffs.rri[15:15];
+        md.ri_req = hdr.ffs.flags[FLAG_RI_BIT:FLAG_RI_BIT];
+        md.rri_ge_one = hdr.ffs.rri[CODE_ONE_BIT:CODE_ONE_BIT];
         transition accept;
     }
 
@@ -185,8 +185,8 @@ parser FfsIngressParser(packet_in pkt,
         pkt.extract(hdr.ffs);
         md.ffs_state = FFS_STATE_VALID;
         md.rf_hdr = RF_CODE_MIN;
-        md.ri_req = hdr.ffs.flags[3:3];
-        md.rri_ge_one = hdr.ffs.rri[15:15];
+        md.ri_req = hdr.ffs.flags[FLAG_RI_BIT:FLAG_RI_BIT];
+        md.rri_ge_one = hdr.ffs.rri[CODE_ONE_BIT:CODE_ONE_BIT];
         transition accept;
     }
 
@@ -194,8 +194,8 @@ parser FfsIngressParser(packet_in pkt,
         pkt.extract(hdr.ffs);
         md.ffs_state = FFS_STATE_VALID;
         md.rf_hdr = RF_CODE_MAX;
-        md.ri_req = hdr.ffs.flags[3:3];
-        md.rri_ge_one = hdr.ffs.rri[15:15];
+        md.ri_req = hdr.ffs.flags[FLAG_RI_BIT:FLAG_RI_BIT];
+        md.rri_ge_one = hdr.ffs.rri[CODE_ONE_BIT:CODE_ONE_BIT];
         transition accept;
     }
 

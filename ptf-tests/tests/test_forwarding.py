@@ -41,7 +41,7 @@ class RoutesAndLongestPrefix(FfsTest):
 
 class RouteMissDropsByDefault(FfsTest):
     """No route: dropped and counted (EVENT_ROUTE_MISS); the miss action is the table's default
-    entry, so setting it to route(port) forwards misses (tearDown puts drop back)."""
+    entry, so setting it to route(port) forwards misses (tearDown puts no_route back)."""
 
     def runTest(self):
         before = self.counts()

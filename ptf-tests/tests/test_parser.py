@@ -5,7 +5,7 @@ one, and the fates of truncated and foreign shims."""
 from scapy.layers.inet import IP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
-from scapy.packet import Raw
+from scapy.packet import Packet, Raw
 
 import expect
 from base import (
@@ -206,6 +206,47 @@ class LyingLengthsAreDropped(FfsTest):
             self.send(frame)
             self.expect_frame(frame)
             self.assertEqual(self.malformed(), bad)
+
+
+def bridge_tagged(frame: bytes, vid: int) -> Packet:
+    """What an 802.1Q bridge makes of an untagged frame on a trunk: the frame as the MAC sent it,
+    padded to the 60-byte Ethernet minimum, with a 4-byte tag after the source MAC (64 bytes, 68
+    with FCS): the bridge does not take the padding out."""
+    padded = frame + bytes(max(0, constants.MIN_FRAME - len(frame)))
+    return Ether(padded[:12] + (0x8100).to_bytes(2, "big") + vid.to_bytes(2, "big") + padded[12:])
+
+
+class TaggedRuntsPass(ShimRewriteCase):
+    """spec §7.3: a small IP frame (a bare TCP ACK with a shim: IP length 32 or 34) is padded to 60
+    bytes; a bridge that tags it on a VLAN trunk makes it 64 bytes, 68 with FCS, with the padding
+    inside. It is honest: it leaves rewritten like any tagged frame, padding and tag as they came,
+    and nothing counts it as malformed. An untagged frame of the same size was never padded, and
+    bytes beyond its claim are a lie."""
+
+    def malformed(self) -> int:
+        return self.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT].packets
+
+    def runTest(self):
+        for ip_len in (34, 32):
+            small = Ether(src=MAC_SRC, dst=MAC_DST) / IP(src=SRC4, dst=DST4, id=7, ttl=64) / \
+                FFS(flags="R", rf=encode(2.0), rri=constants.CODE_MAX, rri_echo=0x1234, nh=6) / bytes(ip_len - 28)
+            pkt = bridge_tagged(bytes(small), 12)
+            self.assertEqual(len(pkt), constants.MIN_FRAME + 4)
+            bad = self.malformed()
+            self.rewrite(pkt, f"tagged runt, IP length {ip_len}")
+            self.assertEqual(self.malformed(), bad, f"tagged runt, IP length {ip_len}: not malformed")
+        plain = bridge_tagged(bytes(plain_v4(28)), 4000)  # IP length 28, no shim: byte for byte
+        bad = self.malformed()
+        self.send(plain)
+        self.expect_frame(plain, what="tagged runt without a shim")
+        self.assertEqual(self.malformed(), bad)
+        # 64 bytes untagged (68 with FCS) claiming 48: never padded, 16 bytes beyond the claim
+        raw = bytes(plain_v4(34))[:48]
+        lie = raw + bytes(64 - len(raw))
+        bad = self.malformed()
+        self.send(lie)
+        self.expect_nothing()
+        self.assertEqual(self.malformed() - bad, 1, "untagged 64 bytes claiming 48")
 
 
 # Payload bytes that read as a valid shim (version 1, flag R, rf = 2.0, rri = infinity): what 1 in

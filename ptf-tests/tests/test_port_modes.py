@@ -143,6 +143,38 @@ class InsertRespectsTheEgressMtu(FfsTest):
         self.expect_nothing(timeout=0.2)
 
 
+def bridge_tagged(frame: bytes, vid: int = 12) -> Ether:
+    """An untagged frame as the MAC sent it, padded to 60 bytes, then tagged by an 802.1Q bridge."""
+    padded = frame + bytes(max(0, constants.MIN_FRAME - len(frame)))
+    return Ether(padded[:12] + (0x8100).to_bytes(2, "big") + vid.to_bytes(2, "big") + padded[12:])
+
+
+class InsertSkipsWhatMayBePadded(FfsTest):
+    """spec §6, §7.6: an insert port puts no shim in front of Ethernet padding, which would stay
+    behind the grown IP packet and read as a lie at the next FFS hop. Padding can be there when
+    the claim is below the 60-byte minimum (64 with FCS) untagged, or below 64 (68) tagged: a frame
+    padded to 60 and then tagged by a bridge is 64 bytes. Those leave as they came; a tagged claim
+    of 64 bytes carries no padding and gets its shim."""
+
+    def runTest(self):
+        self.set_port(IN, trust=1, insert=1)
+        self.set_egress(expect.Egress())
+        untagged = Ether(bytes(plain_v4(28)) + bytes(constants.MIN_FRAME - 42))
+        for ip_len in (42, 45):
+            tagged = bridge_tagged(bytes(plain_v4(ip_len)))
+            self.assertEqual(len(tagged), constants.MIN_FRAME + constants.VLAN_TAG_LEN)
+            for pkt in (untagged, tagged):
+                self.send(pkt)
+                self.expect_frame(pkt, what=f"{len(pkt)} bytes, IP length {ip_len}: no shim before padding")
+        fits = bridge_tagged(bytes(plain_v4(46)))
+        self.send(fits)
+        got = self.recv(OUT)
+        self.assertIsNotNone(got)
+        self.assertEqual(len(got), len(fits) + constants.SHIM_LEN, "tagged claim of 64 bytes: its shim")
+        self.assertEqual(Ether(got)[FFS].version, constants.SHIM_VERSION)
+        self.expect_nothing(timeout=0.2)
+
+
 class StripShim(FfsTest):
     """strip_shim on the egress: the shim leaves the FFS domain (IPv4 and IPv6, checksum and
     lengths restored); insert at ingress plus strip at egress gives back the original bytes."""

@@ -87,7 +87,7 @@ static const char *TABLE_NAMES[NT] = {
     "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports",
     "FfsIngress.pair_map.shim_room"};
 static const char *TABLE_ACTIONS[NT_ALL] = {
-    "route drop", "route drop", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
+    "route no_route", "route no_route", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
     "set_weight weight_max", "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
     "set_room room_max",
     "use_label use_label_ri reset_label", "short_shim shim_fits",
@@ -637,10 +637,10 @@ static void strip_shim(uint8_t *f, size_t *len, parsed_t *p) {
 /* --- pipeline.py: the ingress metadata and one function per P4 action ------------------------- */
 typedef struct {
     uint32_t ifindex, trust, insert;
-    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, rf_hdr;
-    uint32_t rf, rri_n, lw, llen, runt, routed, egress_port;
-    uint32_t managed, pid, k, ltau, ltau_p, congested, lcr, room, w;
-    uint32_t cc, rnd, f, rf_norm, c_cong, margin, c_ri;
+    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, runt, routed, egress_port;
+    uint32_t rf_hdr, rf, rri_n, lw, llen;
+    uint32_t managed, pid, rf_over_m, ltau, ltau_p, congested, lcr, room, tau_over_k;
+    uint32_t pkt_weight, f_rate, rf_norm, c_cong, rnd, margin, c_ri;
 } meta_t;
 
 static inline uint32_t clamp_label(uint32_t rf) {
@@ -694,7 +694,7 @@ static void forwarding_apply(Engine *e, const parsed_t *p, meta_t *md) {
 /* PairMap */
 static inline void set_pair(meta_t *md, uint32_t pid, uint32_t nlm) {
     md->pid = pid;
-    md->k = (nlm + md->rf) & U16;
+    md->rf_over_m = (nlm + md->rf) & U16;
     md->managed = 1;
 }
 static inline void no_pair(meta_t *md) { md->managed = 0; }
@@ -713,6 +713,8 @@ static inline void egress_unmanaged(meta_t *md) {
 
 /* shim_room: 0 where no shim fits under the egress's MTU (spec §2) */
 static inline void set_room(meta_t *md, uint32_t thr) { md->room = sat_sub(thr, md->l3_len); }
+/* cc = code(tau / k), before the estimator's f_log reads it (PairMap.norm_cc in the P4) */
+static inline void norm_cc(meta_t *md) { md->tau_over_k = (md->ltau_p - md->rf_over_m) & U16; }
 
 static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv6) {
     const tres *r = table_lookup(&e->tables[T_PAIRS], ((u128)ingress_port << 9) | md->egress_port);
@@ -727,6 +729,7 @@ static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv
         egress_unmanaged(md);
     r = table_lookup(&e->tables[T_SHIM_ROOM], ((u128)md->egress_port << 1) | (u128)(ipv6 != 0));
     set_room(md, r->act == A_SET_ROOM ? r->p[0] : SHIM_ROOM_MAX); /* set_room / room_max */
+    norm_cc(md);
 }
 
 /* RateEstimation */
@@ -742,10 +745,10 @@ static inline void lw_zero(meta_t *md) {
     md->lw = 0;
     md->llen = 0;
 }
-static inline void set_weight(meta_t *md, uint32_t w) { md->w = w; }
-static inline void weight_max(meta_t *md) { md->w = U32; }
+static inline void set_weight(meta_t *md, uint32_t w) { md->pkt_weight = w; }
+static inline void weight_max(meta_t *md) { md->pkt_weight = U32; }
 static inline void estimate(Engine *e, meta_t *md, int64_t t_ns, uint32_t pipe) {
-    md->f = lpf_execute(e, md->w, md->pid, t_ns, pipe);
+    md->f_rate = lpf_execute(e, md->pkt_weight, md->pid, t_ns, pipe);
 }
 static inline void count_pair(Engine *e, meta_t *md, size_t frame_len, uint32_t pipe) {
     counter_count(e->pair_bytes_pk, e->pair_bytes_by, pipe * NUM_PAIRS + md->pid, frame_len);
@@ -753,14 +756,14 @@ static inline void count_pair(Engine *e, meta_t *md, size_t frame_len, uint32_t 
     counter_count(e->offered_pk, e->offered_by, pipe * NUM_PORTS + md->egress_port, frame_len);
 }
 static inline void set_lf(meta_t *md, uint32_t lf, uint32_t nlf) {
-    md->rf_norm = (lf + md->k) & U16;
-    md->c_cong = (nlf + md->cc) & U16;
+    md->rf_norm = (lf + md->rf_over_m) & U16;
+    md->c_cong = (nlf + md->tau_over_k) & U16;
 }
 static inline void lf_zero(meta_t *md) {
-    md->rf_norm = md->k;
-    md->c_cong = md->cc;
+    md->rf_norm = md->rf_over_m;
+    md->c_cong = md->tau_over_k;
 }
-static inline void store_f(Engine *e, meta_t *md, uint32_t pipe) { e->f_est[pipe * NUM_PAIRS + md->pid] = md->f; }
+static inline void store_f(Engine *e, meta_t *md, uint32_t pipe) { e->f_est[pipe * NUM_PAIRS + md->pid] = md->f_rate; }
 
 /* the frame as its headers claim it, FCS included (ffs.tables.claimed_frame_len), saturating */
 static inline uint32_t claimed_len(const parsed_t *p, uint32_t l3_len, int fcs) {
@@ -788,7 +791,7 @@ static void rate_est_weigh(Engine *e, const parsed_t *p, meta_t *md) {
 static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns, uint32_t pipe) {
     estimate(e, md, t_ns, pipe);
     count_pair(e, md, frame_len, pipe);
-    const tres *r = table_lookup(&e->tables[T_F_LOG], md->f);
+    const tres *r = table_lookup(&e->tables[T_F_LOG], md->f_rate);
     if (r->act == A_SET_LF)
         set_lf(md, r->p[0], r->p[1]);
     else
@@ -798,9 +801,9 @@ static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns
 
 /* Normalize */
 static inline void draw(Engine *e, meta_t *md) { md->rnd = mt_next(&e->rng) >> 16; }
-static inline void norm_cc(meta_t *md) { md->cc = (md->ltau_p - md->k) & U16; }
 
 static void normalize_apply(Engine *e, meta_t *md) {
+    draw(e, md);
     const tres *r = table_lookup(&e->tables[T_GAMMA], ((u128)md->congested << 16) | md->c_cong);
     if (r->act == A_GAMMA_ONE)
         md->margin = 1;
@@ -833,6 +836,8 @@ static int frame_lies(const uint8_t *buf, size_t len, uint32_t pkt_length, int g
     if (excess == 0 || excess == FCS_LEN) return 0;
     if (n == MIN_FRAME && excess >= 1 && excess <= pad) return 0;
     if (n == MIN_FRAME + FCS_LEN && excess >= FCS_LEN + 1 && excess <= pad + FCS_LEN) return 0;
+    /* padded to 60, then tagged by a bridge: 68 bytes with FCS, tagged frames only */
+    if (p.vlan && n == MIN_FRAME + VLAN_LEN + FCS_LEN && excess >= FCS_LEN + 1 && excess <= pad + FCS_LEN) return 0;
     return 1;
 }
 
@@ -915,8 +920,6 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     rate_est_weigh(e, &p, &md);
     if (md.routed) pair_map_apply(e, ingress_port, &md, p.ip_version == 6);
     if (md.managed) {
-        draw(e, &md);
-        norm_cc(&md);
         rate_est_apply(e, &md, frame_len, t_ns, pipe);
         normalize_apply(e, &md);
         ri_candidate_apply(&md);

@@ -67,38 +67,42 @@ class Meta:
     ifindex: int = 0
     trust: int = 0
     insert: int = 0
-    # set by the parser's terminal states
+    # the parser's reading of the packet
+    frag: int = 0
     ffs_state: int = constants.FFS_STATE_NONE
     ri_req: int = 0
     rri_ge_one: int = 0
+    # the claim
     l3_len: int = 0
-    rf_hdr: int = constants.CODE_ONE
-    frag: int = 0
-    # stage 0
-    rf: int = 0
-    rri_n: int = 0
-    lw: int = 0
-    llen: int = 0
     runt: int = 0
+    # forwarding
     routed: int = 0
     egress_port: int = 0
-    # stage 1
+    # the label
+    rf_hdr: int = constants.CODE_ONE
+    rf: int = 0
+    rri_n: int = 0
+    # the pair and its egress (PairMap)
     managed: int = 0
     pid: int = 0
-    k: int = 0
+    rf_over_m: int = 0
     ltau: int = 0
     ltau_p: int = 0
     congested: int = 0
     lcr: int = 0
     room: int = 0
-    w: int = 0
-    # stages 2-4
-    cc: int = 0
-    rnd: int = 0
-    f: int = 0
+    tau_over_k: int = 0
+    # the estimator (RateEstimation)
+    lw: int = 0
+    llen: int = 0
+    pkt_weight: int = 0
+    f_rate: int = 0
     rf_norm: int = 0
     c_cong: int = 0
+    # gamma (Normalize)
+    rnd: int = 0
     margin: int = 0
+    # RI (RiUpdate)
     c_ri: int = 0
 
 
@@ -173,7 +177,7 @@ class Forwarding:
         md.routed = 1
 
     @staticmethod
-    def drop(md: Meta) -> None:  # the miss action: FfsIngress drops and counts
+    def no_route(md: Meta) -> None:  # the miss action: marks it; FfsIngress.fate drops and counts
         md.routed = 0
 
     def apply(self, p: Parsed, md: Meta) -> None:
@@ -186,12 +190,12 @@ class Forwarding:
         if action == "route":
             self.route(md, params["port"])
         else:
-            self.drop(md)
+            self.no_route(md)
 
 
 class PairMap:
     """`FfsIngress.pair_map`: (ingress, egress) -> pair index and k = rf - lm; egress -> τ and
-    friends, and the room an inserted shim has under the egress's MTU."""
+    friends, and the room an inserted shim has under the egress's MTU; cc = code(τ/k)."""
 
     def __init__(self) -> None:
         self.pairs = MatchTable(p4names.PAIRS)
@@ -200,7 +204,7 @@ class PairMap:
 
     @staticmethod
     def set_pair(md: Meta, pid: int, nlm: int) -> None:  # stage 1: k = nlm + rf never wraps (§7.2)
-        md.pid, md.k, md.managed = pid, (nlm + md.rf) & U16, 1
+        md.pid, md.rf_over_m, md.managed = pid, (nlm + md.rf) & U16, 1
 
     @staticmethod
     def no_pair(md: Meta) -> None:
@@ -238,6 +242,11 @@ class PairMap:
             self.set_room(md, params["thr"])
         else:
             self.room_max(md)
+        self.norm_cc(md)
+
+    @staticmethod
+    def norm_cc(md: Meta) -> None:  # stage 2: 16-bit wrap; never wraps below 0 (§7.2)
+        md.tau_over_k = (md.ltau_p - md.rf_over_m) & U16
 
 
 class RateEstimation:
@@ -272,14 +281,14 @@ class RateEstimation:
 
     @staticmethod
     def set_weight(md: Meta, w: int) -> None:  # stage 1
-        md.w = w
+        md.pkt_weight = w
 
     @staticmethod
     def weight_max(md: Meta) -> None:
-        md.w = U32
+        md.pkt_weight = U32
 
     def estimate(self, md: Meta, t_ns: int, pipe: int) -> None:  # stage 2
-        md.f = self.f_lpf.execute(md.w, md.pid, t_ns, pipe)
+        md.f_rate = self.f_lpf.execute(md.pkt_weight, md.pid, t_ns, pipe)
 
     def count_pair(self, md: Meta, frame_len: int, pipe: int) -> None:  # stage 2: R_(i,j)
         self.pair_bytes.count(md.pid, frame_len, pipe)
@@ -289,15 +298,15 @@ class RateEstimation:
 
     @staticmethod
     def set_lf(md: Meta, lf: int, nlf: int) -> None:  # stage 3: rf_norm = k + lf, c_cong = cc - lf
-        md.rf_norm = (lf + md.k) & U16
-        md.c_cong = (nlf + md.cc) & U16
+        md.rf_norm = (lf + md.rf_over_m) & U16
+        md.c_cong = (nlf + md.tau_over_k) & U16
 
     @staticmethod
     def lf_zero(md: Meta) -> None:
-        md.rf_norm, md.c_cong = md.k, md.cc
+        md.rf_norm, md.c_cong = md.rf_over_m, md.tau_over_k
 
     def store_f(self, md: Meta, pipe: int) -> None:  # stage 3: f_est[pid] for the agent
-        self.f_est.write(md.pid, md.f, pipe)
+        self.f_est.write(md.pid, md.f_rate, pipe)
 
     def weigh(self, p: Parsed, md: Meta) -> None:
         """len_log and weight (weight_reset on a resetting port): every packet, stages 0-1."""
@@ -322,7 +331,7 @@ class RateEstimation:
         self.estimate(md, t_ns, pipe)
         self.count_pair(md, frame_len, pipe)
         self.count_offered(md, frame_len, pipe)
-        action, params = self.f_log.lookup(md.f)
+        action, params = self.f_log.lookup(md.f_rate)
         if action == "set_lf":
             self.set_lf(md, params["lf"], params["nlf"])
         else:
@@ -331,7 +340,7 @@ class RateEstimation:
 
 
 class Normalize:
-    """`FfsIngress.normalize`: cc = code(τ/k), the random draw, and γ by (congested, c_cong)."""
+    """`FfsIngress.normalize`: the random draw, and γ by (congested, c_cong)."""
 
     def __init__(self, seed: int) -> None:
         self.gamma = MatchTable(p4names.GAMMA)
@@ -339,10 +348,6 @@ class Normalize:
 
     def draw(self, md: Meta) -> None:  # stage 3 (managed packets only draw)
         md.rnd = self.rng.get()
-
-    @staticmethod
-    def norm_cc(md: Meta) -> None:  # stage 2: 16-bit wrap; never wraps below 0 (§7.2)
-        md.cc = (md.ltau_p - md.k) & U16
 
     @staticmethod
     def gamma_one(md: Meta) -> None:  # stage 4: d <= 0 or uncongested, γ = 1, no random compare
@@ -356,11 +361,8 @@ class Normalize:
     def gamma_zero(md: Meta) -> None:  # stage 4: γ < 2^-16, always drop
         md.margin = 0
 
-    def prepare(self, md: Meta) -> None:
-        self.draw(md)
-        self.norm_cc(md)
-
     def apply(self, md: Meta) -> None:
+        self.draw(md)
         action, params = self.gamma.lookup(md.congested, md.c_cong)
         if action == "gamma_one":
             self.gamma_one(md)
@@ -430,7 +432,7 @@ class EgressAccounting:
             return False
         pkt_len = pkt_length + (constants.SHIM_LEN if grown else 0)
         excess = (pkt_len - claimed_frame_len(p.l3_len, p.ip_version == 6, p.vlan, fcs=False)) & 0xFFFF
-        action, _ = self.frame_check.lookup(excess, pkt_length)
+        action, _ = self.frame_check.lookup(excess, pkt_length, int(p.vlan))
         return action == "frame_lies"
 
     @staticmethod
@@ -618,11 +620,10 @@ class Pipeline:
         self.forwarding.apply(p, md)
         self.rate_est.weigh(p, md)  # stages 0-1
         if md.routed:
-            self.pair_map.apply(ingress_port, md, int(p.ip_version == 6))  # stage 1
+            self.pair_map.apply(ingress_port, md, int(p.ip_version == 6))  # stages 1-2
         if md.managed:
-            self.normalize.prepare(md)  # stages 2-3
             self.rate_est.apply(md, frame_len, t_ns, pipe)  # stages 2-3
-            self.normalize.apply(md)  # stage 4
+            self.normalize.apply(md)  # stages 3-4
             self.ri_update.apply(md)
         action = self.fate.apply(buf, p, md, frame_len, pipe)  # stage 5
         if action == "miss_drop":

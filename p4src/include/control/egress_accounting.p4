@@ -7,7 +7,8 @@
  * is dropped before it leaves: a lying length delivers nothing. The ingress already counted it in
  * A_j (admitted), so the agent learns of it here, from malformed (docs/security.md). Allowed:
  * exact agreement, 4 bytes more (pkt_length counts the FCS: tofino-model does; hardware is still to
- * be measured, docs/hardware.md), and Ethernet padding of a claim below 60 bytes. */
+ * be measured, docs/hardware.md), and Ethernet padding of a claim below 60 bytes, also where a
+ * bridge tagged the padded frame afterwards (802.1Q: 64 bytes, 68 with FCS). */
 #ifndef _FFS_EGRESS_ACCOUNTING_P4_
 #define _FFS_EGRESS_ACCOUNTING_P4_
 
@@ -49,15 +50,19 @@ control EgressAccounting(inout headers_t hdr,
         key = {
             md.excess:              range @name("excess");
             eg_intr_md.pkt_length:  ternary @name("pkt_length");
+            hdr.vlan.isValid():     ternary @name("vlan");
         }
         actions = { frame_ok; frame_lies; }
         default_action = frame_lies();
-        size = 4;
+        size = 5;
         const entries = {
-            (0 .. 0, _): frame_ok();
-            (FCS_LEN .. FCS_LEN, _): frame_ok();
-            (1 .. MIN_FRAME - ETH_HDR_LEN, MIN_FRAME): frame_ok();
-            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + FCS_LEN): frame_ok();
+            (0 .. 0, _, _): frame_ok();
+            (FCS_LEN .. FCS_LEN, _, _): frame_ok();
+            (1 .. MIN_FRAME - ETH_HDR_LEN, MIN_FRAME, _): frame_ok();
+            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + FCS_LEN, _): frame_ok();
+            /* a claim below 60 bytes untagged, padded to 60 and then tagged by a bridge (802.1Q):
+             * 68 bytes with FCS. Only a tagged frame: an untagged one of 68 bytes needs no padding. */
+            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + VLAN_TAG_LEN + FCS_LEN, true): frame_ok();
         }
     }
 
@@ -78,28 +83,28 @@ control EgressAccounting(inout headers_t hdr,
 
     action strip_v4() {
         hdr.ipv4.protocol = hdr.ffs.next_hdr;
-        hdr.ipv4.total_len = hdr.ipv4.total_len - 8;
+        hdr.ipv4.total_len = hdr.ipv4.total_len - SHIM_LEN;
         hdr.ffs.setInvalid();
         md.csum_update = 1;
     }
 
     action strip_v6() {
         hdr.ipv6.next_hdr = hdr.ffs.next_hdr;
-        hdr.ipv6.payload_len = hdr.ipv6.payload_len - 8;
+        hdr.ipv6.payload_len = hdr.ipv6.payload_len - SHIM_LEN;
         hdr.ffs.setInvalid();
     }
 
     apply {
         if (hdr.ipv6.isValid()) {
             if (hdr.vlan.isValid()) {
-                md.claimed = hdr.ipv6.payload_len |+| (bit<16>)(ETH_HDR_LEN + VLAN_TAG_LEN + IPV6_HDR_LEN);
+                md.claimed = hdr.ipv6.payload_len |+| (len_t)(ETH_HDR_LEN + VLAN_TAG_LEN + IPV6_HDR_LEN);
             } else {
-                md.claimed = hdr.ipv6.payload_len |+| (bit<16>)(ETH_HDR_LEN + IPV6_HDR_LEN);
+                md.claimed = hdr.ipv6.payload_len |+| (len_t)(ETH_HDR_LEN + IPV6_HDR_LEN);
             }
         } else if (hdr.vlan.isValid()) {
-            md.claimed = hdr.ipv4.total_len |+| (bit<16>)(ETH_HDR_LEN + VLAN_TAG_LEN);
+            md.claimed = hdr.ipv4.total_len |+| (len_t)(ETH_HDR_LEN + VLAN_TAG_LEN);
         } else {
-            md.claimed = hdr.ipv4.total_len |+| (bit<16>)ETH_HDR_LEN;
+            md.claimed = hdr.ipv4.total_len |+| (len_t)ETH_HDR_LEN;
         }
         /* pkt_length is the length the packet arrived with (tofino-model; docs/pipeline.md): a shim
          * the ingress inserted is taken off the claim instead */
@@ -124,7 +129,7 @@ control EgressAccounting(inout headers_t hdr,
         }
         egress_ports.apply();
         /* only a shim this program understands is removed: another version passes untouched */
-        if (md.strip == 1 && hdr.ffs.isValid() && hdr.ffs.version == SHIM_VERSION && hdr.ffs.flags[0:0] == 0) {
+        if (md.strip == 1 && hdr.ffs.isValid() && hdr.ffs.version == SHIM_VERSION && hdr.ffs.flags[FLAG_RESERVED_BIT:FLAG_RESERVED_BIT] == 0) {
             if (hdr.ipv4.isValid()) {
                 strip_v4();
             } else if (hdr.ipv6.isValid()) {

@@ -52,7 +52,7 @@ control FfsCore(inout headers_t hdr,
     RiUpdate() ri_update;
 
     /* Why packets did not take the normal path (spec §7.6); at most one cell per packet. */
-    Counter<bit<32>, bit<3>>(EVENT_COUNTER_SIZE, CounterType_t.PACKETS) events;
+    Counter<bit<32>, event_t>(EVENT_COUNTER_SIZE, CounterType_t.PACKETS) events;
     Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS_AND_BYTES) pair_drops;
     /* A_j (spec §9): the managed packets γ let through toward each egress port, counted here,
      * before the traffic manager. Counted after the TM (in egress) it could never exceed what a
@@ -202,7 +202,7 @@ control FfsCore(inout headers_t hdr,
         hdr.ffs.rri = CODE_MAX;
         hdr.ffs.rri_echo = 0;
         hdr.ipv6.next_hdr = IP_PROTO_FFS;
-        hdr.ipv6.payload_len = hdr.ipv6.payload_len + 8;
+        hdr.ipv6.payload_len = hdr.ipv6.payload_len + SHIM_LEN;
         hdr.bridge.grown = 1;
     }
 
@@ -252,7 +252,7 @@ control FfsCore(inout headers_t hdr,
             (0, 0, 1, 1, _, FFS_STATE_OPAQUE, _, _, _, _, _, _, _, _): note_opaque();
             /* a fragment: spec §2 */
             (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, _, 1, _): note_not_inserted();
-            /* a runt (a claim below 64 bytes with FCS, len_log) reached us padded to the Ethernet minimum:
+            /* a runt (a claim below 64 bytes with FCS, 68 if tagged, len_log) may have reached us padded:
              * a shim in front of its padding would leave the padding behind the IP packet, which
              * the next FFS hop's frame check cannot tell from a lie (spec §6) */
             (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, 1, _, _): forward();

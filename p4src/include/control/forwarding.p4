@@ -11,22 +11,23 @@ control Forwarding(in headers_t hdr,
         md.routed = 1;
     }
 
-    /* The default miss action. The drop itself happens in FfsIngress, which counts why. */
-    action drop() {
+    /* The default miss action: it only marks the packet unrouted (routed = 0). The drop itself
+     * happens in FfsIngress.fate, which counts why (miss_drop). */
+    action no_route() {
         md.routed = 0;
     }
 
     table ipv4_routes {
         key = { hdr.ipv4.dst_addr: lpm @name("dst_addr"); }
-        actions = { route; drop; }
-        default_action = drop();
+        actions = { route; no_route; }
+        default_action = no_route();
         size = IPV4_ROUTES;
     }
 
     table ipv6_routes {
         key = { hdr.ipv6.dst_addr: lpm @name("dst_addr"); }
-        actions = { route; drop; }
-        default_action = drop();
+        actions = { route; no_route; }
+        default_action = no_route();
         size = IPV6_ROUTES;
     }
 

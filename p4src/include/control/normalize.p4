@@ -2,9 +2,9 @@
 /* ffs-tofino: Algorithm 3 in the log domain (spec §7.2): normalize, gamma, drop, rewrite.
  * Every value is a 16-bit code; the comments give what each one stands for.
  *
- *   stage 1  k = rf - lm (PairMap.set_pair)
- *   stage 2  PairMap.norm_cc: cc = ltau_p - k (= code(tau/k); the agent sets ltau_p = 0, tau = 1,
- *            while not congested, so that cc = code(1/k) then). It runs before RateEstimation,
+ *   stage 1  k = rf - lm (PairMap.set_pair: md.rf_over_m)
+ *   stage 2  PairMap.norm_cc: cc = ltau_p - k (md.tau_over_k = code(tau/k); the agent sets
+ *            ltau_p = 0, tau = 1, while not congested, so that cc = code(1/k) then). It runs before RateEstimation,
  *            whose f_log reads it: P4 executes in program order, whatever the stages.
  *   stage 3  RateEstimation.f_log: rf_norm = k + lf;  c_cong = cc - lf = code(tau/rf_norm)
  *            = CODE_ONE - d with d = rf_norm - ltau while congested, code(1/rf_norm) while not
@@ -17,7 +17,7 @@
 
 control Normalize(inout headers_t hdr,
                   inout ffs_metadata_t md) {
-    Random<bit<16>>() rng;
+    Random<rnd_t>() rng;
 
     action draw() {
         md.rnd = rng.get();
@@ -27,7 +27,7 @@ control Normalize(inout headers_t hdr,
         md.margin = 1;
     }
 
-    action gamma_frac(bit<16> thr) {
+    action gamma_frac(rnd_t thr) {
         md.margin = thr |-| md.rnd;
     }
 

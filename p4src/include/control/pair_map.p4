@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ffs-tofino: (ingress, egress) -> pair index and k = rf - log M; egress -> tau and friends, and
- * the room an inserted shim has under its MTU (stage 1); cc = code(tau / k) (stage 2). Both tables follow forwarding because they key on the chosen egress port (spec §7.2). */
+/* ffs-tofino: (ingress, egress) -> pair index and k = rf - log M (rf_over_m); egress -> tau and
+ * friends, and the room an inserted shim has under its MTU (stage 1); cc = code(tau / k)
+ * (tau_over_k, stage 2). The tables follow forwarding because they key on the chosen egress port
+ * (spec §7.2). */
 #ifndef _FFS_PAIR_MAP_P4_
 #define _FFS_PAIR_MAP_P4_
 
@@ -10,9 +12,9 @@ control PairMap(inout ffs_metadata_t md,
     /* k = code(rf / M) = rf - lm: Algorithm 3 line 1 starts here. The agent pushes nlm = -lm
      * (mod 2^16) because action data cannot be subtracted; with rf >= RF_CODE_MIN and
      * lm <= D_OFFSET the sum never wraps (k >= 0x6C00, spec §7.2). */
-    action set_pair(pid_t pid, bit<16> nlm) {
+    action set_pair(pid_t pid, code_t nlm) {
         md.pid = pid;
-        md.k = nlm + md.rf;
+        md.rf_over_m = nlm + md.rf;
         md.managed = 1;
     }
 
@@ -34,7 +36,7 @@ control PairMap(inout ffs_metadata_t md,
 
     /* ltau_p = ltau - CODE_ONE (128 log2 tau) while congested and 0 (tau = 1) while not: derived
      * by the agent, because an action cannot subtract two immediates (spec §5.3). */
-    action set_egress(bit<16> ltau, bit<16> ltau_p, bit<1> congested, bit<16> lcr) {
+    action set_egress(code_t ltau, code_t ltau_p, bit<1> congested, code_t lcr) {
         md.ltau = ltau;
         md.ltau_p = ltau_p;
         md.congested = congested;
@@ -59,7 +61,7 @@ control PairMap(inout ffs_metadata_t md,
     /* room = thr |-| l3_len: 0 where a shim would take the packet beyond the egress's MTU (thr =
      * MTU - 7 for IPv4 total_len, MTU - 47 for IPv6 payload_len, pushed by the agent per port) or
      * wrap the IP length field (SHIM_ROOM_MAX, any port): fate then inserts nothing (spec §2) */
-    action set_room(bit<16> thr) {
+    action set_room(len_t thr) {
         md.room = thr |-| md.l3_len;
     }
 
@@ -80,7 +82,7 @@ control PairMap(inout ffs_metadata_t md,
     /* cc = ltau_p - k = code(tau / k) (tau = 1 while not congested): RateEstimation.f_log reads
      * it, so it is computed here, before the estimator, in P4's program order (spec §7.2). */
     action norm_cc() {
-        md.cc = md.ltau_p - md.k;
+        md.tau_over_k = md.ltau_p - md.rf_over_m;
     }
 
     apply {

@@ -3,12 +3,12 @@
  *
  *   stage 0  len_log  (IPv6, VLAN, IP length) -> llen = log of L2 header + IP length + FCS
  *                     (spec §4), lw = llen |-| rf_hdr, and whether the claim is a runt
- *   stage 1  weight   lw -> w = 2^(lw/128) on a trusting port, weight_reset llen -> w on a
+ *   stage 1  weight   lw -> pkt_weight w = 2^(lw/128) on a trusting port, weight_reset llen -> w on a
  *                     resetting one (rf = 1)             (exact tables: no multiply on Tofino)
- *   stage 2  f_lpf    F <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive,
+ *   stage 2  f_lpf    F (f_rate) <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive,
  *                     offered[egress port] their sum R*_j
  *   stage 3  f_log    lf = log F (disjoint ternary buckets), applied at once (Algorithm 3 line 1):
- *                     rf_norm = k + lf, c_cong = cc - lf; f_est[pid] <- F for the agent
+ *                     rf_norm = k + lf, c_cong = cc - lf (k: rf_over_m, cc: tau_over_k); f_est[pid] <- F for the agent
  * Neither sum saturates or wraps: k, cc lie in [0x6C00, 0x9C00] and lf <= D_OFFSET (spec §7.2),
  * so plain adds do it; nlf = -lf (mod 2^16) comes with lf because action data cannot be
  * subtracted.
@@ -18,15 +18,15 @@
 
 control RateEstimation(inout ffs_metadata_t md,
                        in ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    Lpf<bit<32>, pid_t>(size=NUM_PAIRS) f_lpf;
+    Lpf<weight_t, pid_t>(size=NUM_PAIRS) f_lpf;
     Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS_AND_BYTES) pair_bytes;
     /* R*_j = the sum over i of R_(i,j), per egress port: the agent's tau step reads one cell per
      * egress instead of one per pair (spec §9) */
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) offered;
-    Register<bit<32>, pid_t>(NUM_PAIRS) f_est;
-    RegisterAction<bit<32>, pid_t, bit<32>>(f_est) f_est_store = {
-        void apply(inout bit<32> value) {
-            value = md.f;
+    Register<weight_t, pid_t>(NUM_PAIRS) f_est;
+    RegisterAction<weight_t, pid_t, weight_t>(f_est) f_est_store = {
+        void apply(inout weight_t value) {
+            value = md.f_rate;
         }
     };
 
@@ -34,13 +34,13 @@ control RateEstimation(inout ffs_metadata_t md,
      * on the IP length and the header class, so that no stage adds the L2 overhead first: the
      * generator adds it to each bucket. lw divides by the clamped arriving label; a resetting
      * port weighs by llen alone (rf = 1.0), through weight_reset. */
-    action set_lw(bit<16> llen) {
+    action set_lw(code_t llen) {
         md.lw = llen |-| md.rf_hdr;
         md.llen = llen;
     }
 
-    /* the same for a claim below 64 bytes: fate inserts no shim in front of its padding */
-    action set_lw_runt(bit<16> llen) {
+    /* the same for a claim below 64 bytes (68 if tagged): fate inserts no shim in front of padding */
+    action set_lw_runt(code_t llen) {
         md.lw = llen |-| md.rf_hdr;
         md.llen = llen;
         md.runt = 1;
@@ -62,12 +62,12 @@ control RateEstimation(inout ffs_metadata_t md,
         size = LEN_LOG_SIZE;
     }
 
-    action set_weight(bit<32> w) {
-        md.w = w;
+    action set_weight(weight_t w) {
+        md.pkt_weight = w;
     }
 
     action weight_max() {
-        md.w = 0xFFFFFFFF;
+        md.pkt_weight = WEIGHT_MAX;
     }
 
     table weight {
@@ -86,7 +86,7 @@ control RateEstimation(inout ffs_metadata_t md,
     }
 
     action estimate() {
-        md.f = f_lpf.execute(md.w, md.pid);
+        md.f_rate = f_lpf.execute(md.pkt_weight, md.pid);
     }
 
     action count_pair() {
@@ -97,18 +97,18 @@ control RateEstimation(inout ffs_metadata_t md,
         offered.count(ig_tm_md.ucast_egress_port);
     }
 
-    action set_lf(bit<16> lf, bit<16> nlf) {
-        md.rf_norm = lf + md.k;
-        md.c_cong = nlf + md.cc;
+    action set_lf(code_t lf, code_t nlf) {
+        md.rf_norm = lf + md.rf_over_m;
+        md.c_cong = nlf + md.tau_over_k;
     }
 
     action lf_zero() {
-        md.rf_norm = md.k;
-        md.c_cong = md.cc;
+        md.rf_norm = md.rf_over_m;
+        md.c_cong = md.tau_over_k;
     }
 
     table f_log {
-        key = { md.f: ternary @name("f"); }
+        key = { md.f_rate: ternary @name("f"); }
         actions = { set_lf; lf_zero; }
         default_action = lf_zero();
         size = F_LOG_SIZE;
