@@ -228,8 +228,12 @@ class TaggedRuntsPass(ShimRewriteCase):
 
     def runTest(self):
         for ip_len in (34, 32):
-            small = Ether(src=MAC_SRC, dst=MAC_DST) / IP(src=SRC4, dst=DST4, id=7, ttl=64) / \
-                FFS(flags="R", rf=encode(2.0), rri=constants.CODE_MAX, rri_echo=0x1234, nh=6) / bytes(ip_len - 28)
+            small = (
+                Ether(src=MAC_SRC, dst=MAC_DST)
+                / IP(src=SRC4, dst=DST4, id=7, ttl=64)
+                / FFS(flags="R", rf=encode(2.0), rri=constants.CODE_MAX, rri_echo=0x1234, nh=6)
+                / bytes(ip_len - 28)
+            )
             pkt = bridge_tagged(bytes(small), 12)
             self.assertEqual(len(pkt), constants.MIN_FRAME + 4)
             bad = self.malformed()
