@@ -380,3 +380,94 @@ def test_one_liar_behind_a_neighbour_costs_its_honest_senders_only_its_part(hone
     assert got["honest"] >= 0.95 * min(honest * rate, share * (1 - lam)), got
     assert got["victim"] >= 0.95 * share, got
     assert got["liar"] == 0 and malformed > 0, (got, malformed)
+
+
+def held_liar(claim: int, co_sender: float = 0.0, duration: float = 8.5, seed: int = 1):
+    """The live dumbbell (topologies/dumbbell.yaml, tests/test_live_attacks.py) in virtual time, the
+    agent as live (every 100 ms, its telemetry every second), the software switch in Tofino's order:
+    h1 sends 8 Mb/s of its 10 Mb/s share on p1; from 0.5 s h2 floods 20 Mb/s of 1250-byte frames
+    whose IPv4 length says `claim` on p2, beside an honest sender of `co_sender` on the same port;
+    p3 drains 20 Mb/s. Returns the result, the agent, the (time, pushed τ) of each period and the
+    lies the frame check counted by then."""
+    from conftest import TOPOLOGIES
+    from ffs.agent.core import Agent
+    from ffs.frames import ipv4_frame, lie_ip_len
+    from ffs.switch import fast
+    from ffs.switch.driver import LocalDriver
+    from ffs.switch.tm import configure_node
+    from ffs.switch.trace import merge, replay, stream_arrivals
+    from ffs.topology import load
+
+    topo = load(TOPOLOGIES / "dumbbell.yaml")
+    pipe = fast.new_pipeline(seed)
+    configure_node(pipe.tm, topo.node("s1"))
+    agent = Agent(LocalDriver(pipe), topo, "s1")
+    agent.install()
+    p3 = topo.node("s1").interfaces["p3"].port
+    arrivals = [
+        stream_arrivals(
+            1, ipv4_frame("10.0.1.1", "10.0.3.1", 1250), 8 * M, 0, duration, stream="victim", seed=seed, poisson=True
+        ),
+        stream_arrivals(
+            2,
+            lie_ip_len(ipv4_frame("10.0.2.1", "10.0.3.1", 1250), claim),
+            20 * M,
+            0.5,
+            duration,
+            stream="liar",
+            seed=seed + 1,
+            poisson=True,
+        ),
+    ]
+    if co_sender:
+        arrivals.append(
+            stream_arrivals(
+                2,
+                ipv4_frame("10.0.2.2", "10.0.3.1", 1250),
+                co_sender,
+                0.5,
+                duration,
+                stream="co",
+                seed=seed + 2,
+                poisson=True,
+            )
+        )
+    trace: list[tuple[float, float, int]] = []
+
+    def period(now_ns: int, driver) -> None:
+        snap = agent.step(now_ns / 1e9)
+        (e,) = [e for e in snap.egresses if e.egress == "p3"]
+        trace.append((now_ns / 1e9, e.tau if e.congested else float("inf"), pipe.egress_acct.malformed.packets[p3]))
+
+    res = replay(pipe, merge(*arrivals), duration, period_s=0.1, on_period=period)
+    return res, agent, trace
+
+
+def lies_between(trace, t0: float, t1: float) -> int:
+    (a,), (b,) = [[x[2] for x in trace if x[0] >= t][:1] for t in (t0, t1)]
+    return b - a
+
+
+@pytest.mark.parametrize("claim", [20, 0xFFFF], ids=["light", "heavy"])
+def test_a_held_liar_does_not_raise_tau_into_its_lies(claim):
+    """Spec §9: a pair held in quarantine is charged for its lies, not served, so τ rises only as far
+    as the other pairs need. Here h1 asks 8 Mb/s of a 10 Mb/s share: γ = min(1, τM/F) passes it
+    whole at τ ≥ 0.8, so τ_min = 1 (Lemma 1) is enough and τ stays there. Above it a rise serves the
+    held pair alone: at lm = 0 its share is M_F = 1 LPF unit, M_0 = 8·2^s/(2^8·τ_F) bit/s (spec §4),
+    and claims that weigh w of their bytes are admitted at τ·M_0/w. The light claim, 20 bytes,
+    weighs w = wire(64)/wire(1268) = 84/1288 (spec §4: a claim below 64 bytes is charged as 64):
+    at τ = 1 that is M_0/w, under a frame in the whole run; at τ_max = 65536, where τ went
+    before (the rule's rise, (T + δ)/(A + δ) = 20.2/8.2 per update, had nothing to stop it),
+    65536·M_0/w ≈ 3 Mb/s of lies through p3's queue."""
+    res, agent, trace = held_liar(claim)
+    tau_f, s = agent.lpf.time_constant_ns / 1e9, agent.lpf.scale_down
+    m0 = 8 * 2**s / (2**8 * tau_f)
+    w = 84 / 1288 if claim == 20 else 1.0  # a heavy claim weighs more than its bytes: at most M_0 of them
+    assert agent.quarantine.level, "the flood's pair is held"
+    taus = [tau for t, tau, _ in trace if t >= 2.0]
+    assert max(taus) == 1.0, max(taus)
+    frame = 1250 + 8 + 14 + 4 + 20  # the flood's frames on the wire, with the shim p2 inserts
+    allowed = 1.05 * max(taus) * m0 / w * 6.0 / (8 * frame)
+    assert lies_between(trace, 2.0, 8.0) <= allowed + 1, (lies_between(trace, 2.0, 8.0), allowed)
+    assert res.rate_bps("victim", 4, 8) >= 0.95 * 8 * M
+    assert res.rate_bps("liar", 1, 8) == 0

@@ -18,7 +18,9 @@ import time
 import pytest
 
 from conftest import requires_root
+from ffs.agent.program import LpfConfig
 from ffs.lab.liverun import live_node
+from ffs.topology import load
 
 pytestmark = [requires_root]
 
@@ -60,20 +62,32 @@ def test_a_saturated_port_keeps_every_guarantee_live(tmp_path, size, speed, frac
     topo_file.write_text(topology(name, size, speed, fraction))
     share = fraction * speed
     demand = 0.8 * share  # the sender, below its share
+    # the estimators start at 0 and close in on F as 1 - exp(-t/τ_F): within 2 % after 4 τ_F, and
+    # the node sizes τ_F for its smallest share (64 frames of its MTU, spec §10): ~2 s at 2 % here
+    tau_f = LpfConfig().for_node(load(topo_file).node("s1")).time_constant_ns * 1e-9
+    start = max(3.0, 4 * tau_f)
     with live_node(topo_file, tmp_path) as live:
         exe = [sys.executable, "-m", "ffs.lab.traffic"]
-        rx = live.spawn(live.exec_args("h3", *exe, "recv", "--duration=8"), stdout=subprocess.PIPE, text=True)
+        rx = live.spawn(
+            live.exec_args("h3", *exe, "recv", f"--duration={start + 5:.1f}"), stdout=subprocess.PIPE, text=True
+        )
         time.sleep(0.3)
         for host, rate in (("h1", demand), ("h2", 6 * speed)):
             live.spawn(
                 live.exec_args(
-                    host, *exe, "send", "--dst=10.0.3.1", f"--rate={rate:.0f}", f"--size={size}", "--duration=7.5"
+                    host,
+                    *exe,
+                    "send",
+                    "--dst=10.0.3.1",
+                    f"--rate={rate:.0f}",
+                    f"--size={size}",
+                    f"--duration={start + 4.5:.1f}",
                 ),
                 stdout=subprocess.DEVNULL,
             )
         lines = [json.loads(x) for x in rx.stdout]
         rx.wait()
-    steady = [x["rates_bps"] for x in lines if 3 <= x["t"] <= 7]
+    steady = [x["rates_bps"] for x in lines if start <= x["t"] <= start + 4]
     sender = sum(r.get("10.0.1.1", 0) for r in steady) / len(steady)
     flood = sum(r.get("10.0.2.1", 0) for r in steady) / len(steady)
     per_second = [

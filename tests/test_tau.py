@@ -229,3 +229,27 @@ def test_level_dips_below_tau_min_once_congestion_settled():
 def test_level_bounds_are_validated():
     with pytest.raises(ValueError, match="excursion"):
         TauParams(excursion=1.0)
+
+
+def test_a_held_pair_gets_no_rise_the_free_pairs_do_not_need():
+    """spec §9: where a pair is held in quarantine, τ rises only as far as the other (free) pairs
+    need: the rule's rise with their own A and R*, (R*_f + δ)/(A_f + δ), never more than the
+    egress's (T + δ)/(A + δ). The live dumbbell: T = 20 Mb/s, the liar's 20 Mb/s held (γ drops it
+    all), h1's 8 Mb/s passing whole: A = 8, R* = 28."""
+    p = TauParams(max_increase=1e9)  # δ = 0.2 Mb/s; the rise limit out of the way
+    held = EgressTau(1.0, True, 1.0, 10)
+    # no pair held: the rule raises τ by (20 + 0.2)/(8 + 0.2), into whatever asks more
+    assert tau_step(held, 8.0, 28.0, 20.0, p).tau == pytest.approx(20.2 / 8.2, rel=1e-12)
+    # h1 passes whole: nothing to rise for
+    assert tau_step(held, 8.0, 28.0, 20.0, p, free=(8.0, 8.0)).tau == 1.0
+    # h1 asking 12 of its 10 Mb/s share gets 10 at τ = 1: the rise it needs, 12.2/10.2, no more
+    assert tau_step(held, 10.0, 32.0, 20.0, p, free=(10.0, 12.0)).tau == pytest.approx(12.2 / 10.2, rel=1e-12)
+    # ... and never more than the egress's own rise: 20 Mb/s of free demand at A = 16 (T = 20)
+    assert tau_step(held, 16.0, 40.0, 20.0, p, free=(10.0, 30.0)).tau == pytest.approx(20.2 / 16.2, rel=1e-12)
+    # a cut is the egress's: the held pair admitted beyond T is cut by (T + δ)/(A + δ) as before
+    cut = tau_step(EgressTau(4.0, True, 4.0, 10), 24.0, 40.0, 20.0, p, free=(8.0, 8.0))
+    assert cut.tau == pytest.approx(4.0 * 20.2 / 24.2, rel=1e-12)
+    # no free pair, or none with a reading yet: no rise
+    assert tau_step(held, 0.5, 20.0, 20.0, p, free=(0.0, 0.0)).tau == 1.0
+    with pytest.raises(ValueError):
+        tau_step(held, 8.0, 28.0, 20.0, p, free=(math.nan, 8.0))

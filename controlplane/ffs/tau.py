@@ -71,10 +71,18 @@ def tau_update(tau: float, target_bps: float, accepted_bps: float, delta_bps: fl
 
 
 def tau_step(
-    state: EgressTau, a_bps: float, r_star_bps: float, target_bps: float, params: TauParams = TauParams()
+    state: EgressTau,
+    a_bps: float,
+    r_star_bps: float,
+    target_bps: float,
+    params: TauParams = TauParams(),
+    free: tuple[float, float] | None = None,
 ) -> EgressTau:
-    """One control period of one egress."""
-    for name, v in (("A", a_bps), ("R*", r_star_bps), ("T", target_bps)):
+    """One control period of one egress. `free`: where a pair at the egress is held in quarantine
+    (spec §9), (A, R*) of the pairs that are not, which bound the rise: see below."""
+    for name, v in (("A", a_bps), ("R*", r_star_bps), ("T", target_bps)) + (
+        () if free is None else (("A of the free pairs", free[0]), ("R* of the free pairs", free[1]))
+    ):
         if not (v >= 0 and math.isfinite(v)):
             raise ValueError(f"{name} must be a finite non-negative rate, got {v!r}")
     congested = r_star_bps > target_bps
@@ -88,6 +96,15 @@ def tau_step(
         state = EgressTau()
     level = state.tau if state.level is None else state.level
     new = tau_update(level, target_bps, a_bps, params.delta(target_bps))
+    if free is not None:
+        # A pair held in quarantine is charged for its lies, not served: τ rises only as far as the
+        # pairs that are not held need, the rule's rise with their own A and, as the target, their
+        # own R* (1 once γ drops none of them), never more than the egress's. Above that a rise
+        # would only admit the held pair, up to the target: lies that fill the queue (at lm = 0 a
+        # pair still gets τ·M_F = 1 of F, its light claims 1/w times that in bytes; docs/security.md).
+        new = min(
+            new, max(level, tau_update(level, free[1], free[0], params.delta(target_bps)) if free[1] > 0 else level)
+        )
     # One reading moves τ by bounded factors (a counter read late is not the load), except down
     # while γ drops nothing: then every pair passes whole, and τ·T/A cannot undershoot the exact τ
     # (Σ_i min(R_i, τ'·M_i) ≥ T at τ' = τ·T/R*), so a τ left high by an earlier episode or a

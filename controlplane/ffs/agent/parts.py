@@ -53,7 +53,9 @@ class AgentParts:
     min_interval_s: float
     min_packets: int
     max_interval_s: float
-    _tau_acc: dict[str, tuple[CounterValue, CounterValue, float, float]]
+    _tau_acc: dict[
+        str, tuple[CounterValue, CounterValue, float, float, tuple[CounterValue, CounterValue, float, bool] | None]
+    ]
     # the telemetry's cadence and what it last read
     telemetry_period_s: float
     _last_telemetry: float

@@ -26,6 +26,11 @@ def add_counts(a: CounterValue, b: CounterValue) -> CounterValue:
     return CounterValue(a.packets + b.packets, a.bytes + b.bytes)
 
 
+def sub_counts(a: CounterValue, b: CounterValue) -> CounterValue:
+    """a − b, at least 0 (two counters read a moment apart)."""
+    return CounterValue(max(0, a.packets - b.packets), max(0, a.bytes - b.bytes))
+
+
 class Reading(str, enum.Enum):
     """A counter as the agent reads it, each with its own baseline (the value names it in logs and
     in the baselines; a subclass may add readings of its own under other strings)."""
@@ -37,6 +42,8 @@ class Reading(str, enum.Enum):
     PAIR_BYTES = "R"  # per pair: its arrivals R
     PAIR_DROPS = "D"  # per pair: what FFS dropped of it
     PAIR_MALFORMED = "M"  # per pair: its frames the egress dropped for a lying length
+    FREE_BYTES = "FR"  # while a pair is held in quarantine, every period, per other pair at its egress: R
+    FREE_DROPS = "FD"  # ... and its drops: τ rises there only as far as these pairs need (spec §9)
 
 
 # the P4 counter each reading reads
@@ -48,6 +55,8 @@ COUNTER_OF: dict[Reading, str] = {
     Reading.PAIR_BYTES: p4names.PAIR_BYTES.name,
     Reading.PAIR_DROPS: p4names.PAIR_DROPS.name,
     Reading.PAIR_MALFORMED: p4names.PAIR_MALFORMED.name,
+    Reading.FREE_BYTES: p4names.PAIR_BYTES.name,
+    Reading.FREE_DROPS: p4names.PAIR_DROPS.name,
 }
 EGRESS_READINGS = (Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED, Reading.ACCEPTED)
 PAIR_READINGS = (Reading.PAIR_BYTES, Reading.PAIR_DROPS, Reading.PAIR_MALFORMED)

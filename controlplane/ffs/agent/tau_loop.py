@@ -7,23 +7,39 @@ entries pushed in one atomic batch (docs/control-plane.md).
   cleared by another client, is re-baselined and decides nothing that period)
   -> tau_step per managed egress -> one atomic batch of set_egress modifications, with the
   quarantine's set_pair modifications of the same period.
+
+While a pair is held in quarantine, the other pairs at its egress (the free pairs) have their
+pair_bytes and pair_drops read every period too: τ rises there only as far as they need (spec §9),
+not into the held pair's lies.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from typing import Tuple
 
 from ffs import p4names
 from ffs.agent.program import egress_entry
-from ffs.agent.readings import ZERO, CounterReadings, Reading, add_counts
+from ffs.agent.readings import ZERO, CounterReadings, Reading, add_counts, sub_counts
 from ffs.agent.snapshot import EgressStatus, Snapshot
 from ffs.driver.base import Driver
-from ffs.entries import Update, exact_value
+from ffs.entries import CounterValue, Update, exact_value
 from ffs.ports import pipe_of
 from ffs.tau import EgressTau, egress_action_params, tau_step
 
 log = logging.getLogger("ffs.agent")
+
+# per egress with a pair held in quarantine, its free pairs since the last period: what arrived,
+# what γ admitted, over how many seconds, and whether each of them had a reading (False: a
+# quarantine that just began, a counter that jumped; τ then does not rise)
+Free = Tuple[CounterValue, CounterValue, float, bool]
+
+
+def add_free(a: Free | None, b: Free | None) -> Free | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return add_counts(a[0], b[0]), add_counts(a[1], b[1]), a[2] + b[2], a[3] and b[3]
 
 
 class TauLoop(CounterReadings):
@@ -38,6 +54,7 @@ class TauLoop(CounterReadings):
         offered, dt = self._read(Reading.OFFERED, ports, virtual)
         a, dt_a = self._read(Reading.ADMITTED, ports, virtual)
         bad, _ = self._read(Reading.MALFORMED, ports, virtual)
+        free = self._free(virtual)
         # an egress whose counters went backwards decides nothing this period (its τ stays)
         jumped = self._jumped_in(Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED)
         for port in ports:
@@ -89,15 +106,23 @@ class TauLoop(CounterReadings):
                 )
                 continue
             if dt > self.min_interval_s and dt_a > self.min_interval_s:
-                o0, a0, t_o, t_a = self._tau_acc.get(e, (ZERO, ZERO, 0.0, 0.0))
+                o0, a0, t_o, t_a, f0 = self._tau_acc.get(e, (ZERO, ZERO, 0.0, 0.0, None))
                 o1, a1 = add_counts(o0, offered.get(port, ZERO)), add_counts(a0, a.get(port, ZERO))
-                t_o, t_a = t_o + dt, t_a + dt_a
+                t_o, t_a, f1 = t_o + dt, t_a + dt_a, add_free(f0, free.get(e))
                 if a1.packets >= self.min_packets or t_a >= self.max_interval_s:
-                    state = tau_step(state, self._bps(a1, t_a), self._bps(o1, t_o), target, self.tau_params)
+                    # a pair held: (A, R*) of the free pairs bound the rise (no reading: no rise)
+                    bound = (
+                        None
+                        if f1 is None
+                        else (self._bps(f1[1], f1[2]), self._bps(f1[0], f1[2]))
+                        if f1[3]
+                        else (0.0, 0.0)
+                    )
+                    state = tau_step(state, self._bps(a1, t_a), self._bps(o1, t_o), target, self.tau_params, bound)
                     self.taus[e] = state
                     self._tau_acc.pop(e, None)
                 else:
-                    self._tau_acc[e] = (o1, a1, t_o, t_a)
+                    self._tau_acc[e] = (o1, a1, t_o, t_a, f1)
             params = egress_action_params(state, r_star, target)  # C/R* for RI: this period's
             if self._pushed.get(port) != params:  # the switch holds the rest as pushed (the slow check repairs)
                 batch.append(egress_entry(port, params, "modify"))
@@ -134,6 +159,34 @@ class TauLoop(CounterReadings):
             self._jump_notes = []
         self.snapshot = snap
         return snap
+
+    def _free(self, virtual: float | None) -> dict[str, Free]:
+        """Per egress with a pair held in quarantine: its free pairs' arrivals and admitted bytes
+        (pair_bytes, and it less pair_drops) since the last period, read every period while a pair
+        is held (two reads of the free pairs' cells). Read from their own counters, not as the
+        egress's less the held pair's: the free pairs pass whole where τ need not rise, so their
+        drops read exactly 0 however far apart the reads are, where a difference of the egress's
+        and the held pair's counters would carry the held pair's bytes in the gap between reads,
+        and τ would creep up on its positive part."""
+        held = {p.egress for p in self.pairs() if p.pid in self.quarantine}
+        free = [p for p in self.pairs() if p.egress in held and p.pid not in self.quarantine]
+        readings = (Reading.FREE_BYTES, Reading.FREE_DROPS)
+        if not held:  # none: no read, and a quarantine that begins later starts from a fresh baseline
+            for reading in readings:
+                self._last.pop(reading, None)
+                self._last_t.pop(reading, None)
+            return {}
+        pids = sorted(p.pid for p in free)
+        known = set(self._last.get(Reading.FREE_BYTES, {})) & set(self._last.get(Reading.FREE_DROPS, {}))
+        r, dt = self._read(Reading.FREE_BYTES, pids, virtual)
+        d, _ = self._read(Reading.FREE_DROPS, pids, virtual)
+        out: dict[str, Free] = {e: (ZERO, ZERO, dt, dt > 0) for e in held}
+        for p in free:
+            ok = p.pid in known and p.pid in r and p.pid in d
+            rp, dp = (r[p.pid], d[p.pid]) if ok else (ZERO, ZERO)
+            f0 = out[p.egress]
+            out[p.egress] = add_counts(f0[0], rp), add_counts(f0[1], sub_counts(rp, dp)), f0[2], f0[3] and ok
+        return out
 
     def on_period(self, now_ns: int, driver: Driver | None = None) -> Snapshot:
         """The software switch's virtual-time hook (`on_period(now_ns)` or `on_period(now_ns, driver)`):
