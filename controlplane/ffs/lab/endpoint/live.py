@@ -110,24 +110,8 @@ def send_transfer(
                 raise TransferError(f"timed out after {timeout_s:g} s with {snd.cum}/{snd.npkts} packets acknowledged")
             _drain_acks(sock, snd, dst, port, sport)
             snd.on_timer(now)
-            for _ in range(64):  # what is due now, a few at a time
-                now = time.monotonic()
-                due = snd.due(now)
-                if due is None or due > now:
-                    break
-                seq = snd.send(now)
-                chunk = data[seq * payload : (seq + 1) * payload]
-                try:
-                    sock.send(data_datagram(Data(xfer, seq, len(data), payload, chunk), sport, port))
-                    sent_bytes += OVERHEAD + len(chunk)
-                except BlockingIOError:
-                    pass  # the host's queue is full: lost as on a wire, the transport retransmits
-                except OSError as e:
-                    if e.errno == errno.EMSGSIZE:
-                        raise TransferError(
-                            f"--size {ip_size} exceeds the path MTU toward {dst}: use a smaller --size"
-                        ) from None
-                    raise
+            now, n = _send_due(sock, snd, data, xfer, dst, port, sport, ip_size, now)
+            sent_bytes += n
             if progress is not None:
                 progress(snd.cum, snd.npkts)
             if log is not None and now - last_log >= log_interval_s:
@@ -148,6 +132,36 @@ def send_transfer(
                 select.select([sock], [], [], wait)
     finally:
         sock.close()
+    return _transfer_report(controller, data, snd, t0)
+
+
+def _send_due(
+    sock: socket.socket, snd: Sender, data: bytes, xfer: int, dst: str, port: int, sport: int, ip_size: int, now: float
+) -> tuple[float, int]:
+    """Sends what is due now, up to 64 packets; (the time last looked at, IP bytes handed to the host)."""
+    payload, sent_bytes = ip_size - OVERHEAD, 0
+    for _ in range(64):  # what is due now, a few at a time
+        now = time.monotonic()
+        due = snd.due(now)
+        if due is None or due > now:
+            break
+        seq = snd.send(now)
+        chunk = data[seq * payload : (seq + 1) * payload]
+        try:
+            sock.send(data_datagram(Data(xfer, seq, len(data), payload, chunk), sport, port))
+            sent_bytes += OVERHEAD + len(chunk)
+        except BlockingIOError:
+            pass  # the host's queue is full: lost as on a wire, the transport retransmits
+        except OSError as e:
+            if e.errno == errno.EMSGSIZE:
+                raise TransferError(
+                    f"--size {ip_size} exceeds the path MTU toward {dst}: use a smaller --size"
+                ) from None
+            raise
+    return now, sent_bytes
+
+
+def _transfer_report(controller: Controller, data: bytes, snd: Sender, t0: float) -> TransferReport:
     end = snd.stats.finish or time.monotonic()
     dur = max(end - (snd.stats.first_send or t0), 1e-9)
     st = snd.stats
