@@ -92,19 +92,7 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
     with live_node(topo_file, work, agent=False, switch_args=["--stats-interval=0.5"]) as node:
         switch = node.procs[0]
         if config in ("io", "ffs-python"):  # replace the switch by the bare packet loop / the Python engine
-            switch.terminate()
-            switch.wait()
-            (work / "switch.log").unlink()
-            args = (
-                [IO_SWITCH, str(work / "alt.ready")]
-                if config == "io"
-                else [PY_SWITCH, node.switch_address, str(work / "alt.ready")]
-            )
-            switch = node.spawn(
-                ["ip", "netns", "exec", node.plan.switch_ns, sys.executable, "-c", *args], log="switch.log"
-            )
-            while not (work / "alt.ready").exists():
-                time.sleep(0.1)
+            switch = replace_switch(node, switch, config, work)
         if config != "io":
             drv = ModelDriver(node.switch_address)
             drv.connect(timeout_s=10)
@@ -143,29 +131,49 @@ def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) 
             cpu = cpu_seconds(switch.pid) - c0
             for p in senders:
                 p.wait()
-            dt = t1 - t0
-            d = {port: [b - a for a, b in zip(s0[port], s1[port], strict=False)] for port in s1}
-            rx = (d[1][0] + d[2][0]) / dt
-            kdrop = (d[1][4] + d[2][4]) / dt
-            arrived = rx + kdrop  # what reached the switch's ports (a starved sender may offer less)
-            row = {
-                "offered_pps": round(pps),
-                "arrived_pps": round(arrived),
-                "received_pps": round(rx),
-                "forwarded_pps": round(d[3][1] / dt),
-                "kernel_ring_drops_pps": round(kdrop),
-                "pipeline_drops_pps": round((d[1][2] + d[2][2]) / dt),
-                "forwarded_mbps": round(d[3][1] * SIZE * 8 / dt / 1e6, 1),
-                "loss": round(1 - d[3][1] / dt / arrived, 4) if arrived else 0.0,
-                # the switch process's own CPU time: packets per CPU second hardly depends on what
-                # else the machine runs, unlike packets per second
-                "switch_cpu_share": round(cpu / seconds, 2),
-                "packets_per_switch_cpu_s": round(d[3][1] / dt * seconds / cpu) if cpu > 0 else None,
-            }
+            row = measured_row(pps, seconds, t1 - t0, s0, s1, cpu)
             print(json.dumps({"config": config, **row}), file=sys.stderr)
             rows.append(row)
             time.sleep(1.0)  # drain
     return rows
+
+
+def replace_switch(node, switch, config: str, work: Path):
+    """The node's switch replaced by the bare packet loop (io) or the Python engine (ffs-python)."""
+    switch.terminate()
+    switch.wait()
+    (work / "switch.log").unlink()
+    args = (
+        [IO_SWITCH, str(work / "alt.ready")]
+        if config == "io"
+        else [PY_SWITCH, node.switch_address, str(work / "alt.ready")]
+    )
+    switch = node.spawn(["ip", "netns", "exec", node.plan.switch_ns, sys.executable, "-c", *args], log="switch.log")
+    while not (work / "alt.ready").exists():
+        time.sleep(0.1)
+    return switch
+
+
+def measured_row(pps: float, seconds: float, dt: float, s0: dict, s1: dict, cpu: float) -> dict:
+    """One rate's row from the switch's counters at the window's two ends (dt apart) and its CPU time."""
+    d = {port: [b - a for a, b in zip(s0[port], s1[port], strict=False)] for port in s1}
+    rx = (d[1][0] + d[2][0]) / dt
+    kdrop = (d[1][4] + d[2][4]) / dt
+    arrived = rx + kdrop  # what reached the switch's ports (a starved sender may offer less)
+    return {
+        "offered_pps": round(pps),
+        "arrived_pps": round(arrived),
+        "received_pps": round(rx),
+        "forwarded_pps": round(d[3][1] / dt),
+        "kernel_ring_drops_pps": round(kdrop),
+        "pipeline_drops_pps": round((d[1][2] + d[2][2]) / dt),
+        "forwarded_mbps": round(d[3][1] * SIZE * 8 / dt / 1e6, 1),
+        "loss": round(1 - d[3][1] / dt / arrived, 4) if arrived else 0.0,
+        # the switch process's own CPU time: packets per CPU second hardly depends on what
+        # else the machine runs, unlike packets per second
+        "switch_cpu_share": round(cpu / seconds, 2),
+        "packets_per_switch_cpu_s": round(d[3][1] / dt * seconds / cpu) if cpu > 0 else None,
+    }
 
 
 def main() -> int:

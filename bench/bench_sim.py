@@ -114,6 +114,63 @@ def one_file(streams: int, seed: int) -> dict:
     }
 
 
+def time_sizes(a: argparse.Namespace, env: dict[str, str]) -> list[dict]:
+    """One child process per graph size (--nodes), each timed alone."""
+    runs = []
+    for n in (int(x) for x in a.nodes.split(",")):
+        load_before = os.getloadavg()
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", str(n), "--pairs", str(a.pairs), "--seed", str(a.seed)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        r["loadavg_1m_before"] = round(load_before[0], 2)
+        runs.append(r)
+        print(
+            f"{n} nodes: {r['streams']} streams, {r['stream_hops']} stream-hops, {r['wall_s']} s ({r['cpu_s']} s CPU), "
+            f"{r['peak_rss_mib']} MiB peak",
+            file=sys.stderr,
+        )
+    return runs
+
+
+def time_files(a: argparse.Namespace, env: dict[str, str]) -> list[dict]:
+    """One child process per topology file size (--files): load + allocate."""
+    files = []
+    for n in (int(x) for x in a.files.split(",") if x.strip()):
+        out = subprocess.run(
+            [sys.executable, __file__, "--one-file", str(n), "--seed", str(a.seed)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        files.append(json.loads(out.strip().splitlines()[-1]))
+        print(
+            f"file with {n} streams: load {files[-1]['load_s']} s, allocate {files[-1]['allocate_s']} s",
+            file=sys.stderr,
+        )
+    return files
+
+
+def cpu_name() -> str:
+    return (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", default="200,500,1000,2000")
@@ -135,50 +192,9 @@ def main() -> None:
         print(json.dumps(one_file(a.one_file, a.seed)))
         return
     env = dict(os.environ, PYTHONPATH=str(ROOT / "controlplane") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    runs = []
-    for n in (int(x) for x in a.nodes.split(",")):
-        load_before = os.getloadavg()
-        out = subprocess.run(
-            [sys.executable, __file__, "--one", str(n), "--pairs", str(a.pairs), "--seed", str(a.seed)],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        r = json.loads(out.strip().splitlines()[-1])
-        r["loadavg_1m_before"] = round(load_before[0], 2)
-        runs.append(r)
-        print(
-            f"{n} nodes: {r['streams']} streams, {r['stream_hops']} stream-hops, {r['wall_s']} s ({r['cpu_s']} s CPU), "
-            f"{r['peak_rss_mib']} MiB peak",
-            file=sys.stderr,
-        )
-    files = []
-    for n in (int(x) for x in a.files.split(",") if x.strip()):
-        out = subprocess.run(
-            [sys.executable, __file__, "--one-file", str(n), "--seed", str(a.seed)],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        files.append(json.loads(out.strip().splitlines()[-1]))
-        print(
-            f"file with {n} streams: load {files[-1]['load_s']} s, allocate {files[-1]['allocate_s']} s",
-            file=sys.stderr,
-        )
-    cpu = (
-        next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            platform.processor(),
-        )
-        if Path("/proc/cpuinfo").exists()
-        else platform.processor()
-    )
+    runs = time_sizes(a, env)
+    files = time_files(a, env)
+    cpu = cpu_name()
     print(
         json.dumps(
             {

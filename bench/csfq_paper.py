@@ -68,6 +68,15 @@ def main() -> int:
         )
         + "\n"
     )
+    print_fig4a(fig4a, fig4a_ffs, fig4a_fifo, mean_err)
+    print(f"\n(binomial sd of one flow's 10 s throughput: {sd:.1%}, {n:.0f} packets of its share)\n")
+    print_table4_and_liar(table4, liar)
+    print(f"\n{len(runs)} runs in {wall:.0f} s", file=sys.stderr)
+    return 0
+
+
+def print_fig4a(fig4a: dict, fig4a_ffs, fig4a_fifo, mean_err: dict[str, float]) -> None:
+    """Figure 4a's markdown table: each run's band of errors against the paper's."""
     print("Figure 4a: each flow's 10 s throughput against its fair share of 0.3125 Mb/s\n")
     print("| run | lowest | highest | mean | flows outside the paper's −11 % / +5 % |")
     print("|---|---|---|---|---|")
@@ -90,7 +99,10 @@ def main() -> int:
             f"| {name} | {lo:+.1%} | {hi:+.1%} | {statistics.mean(errs):+.1%} | "
             f"{sum(not PAPER_4A[0] <= e <= PAPER_4A[1] for e in errs)} |"
         )
-    print(f"\n(binomial sd of one flow's 10 s throughput: {sd:.1%}, {n:.0f} packets of its share)\n")
+
+
+def print_table4_and_liar(table4: dict, liar: dict) -> None:
+    """Table 4's and the lie's markdown tables."""
     print("Table 4: throughput on link 2 (Mb/s), fair 3.33\n")
     print("| run | flow 1 | flow 2 | flow 3 |")
     print("|---|---|---|---|")
@@ -115,8 +127,6 @@ def main() -> int:
             f"| {s.upper() if s != 'ffs' else 'FFS'} | {r.measured['liar'] / 1e6:.2f} | "
             f"{min(honest) / 1e6:.2f}–{max(honest) / 1e6:.2f} | {r.measured['liar'] / r.exact['liar']:.2f} |"
         )
-    print(f"\n{len(runs)} runs in {wall:.0f} s", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

@@ -169,12 +169,7 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
     recvs, sends = [], []
     for k, _ in enumerate(plan):
         port = 5301 + k
-        if scheme in ("minloss", "mintime"):
-            args = [PY, "-m", "ffs.cli.transfer", "recv", "--port", str(port), "--timeout", "40", "--json"]
-        elif scheme == "partial":
-            args = [PY, "-m", "ffs.cli.transfer", "recv", "--tcp", "--port", str(port), "--timeout", "40", "--json"]
-        else:
-            args = [PY, str(Path(__file__).resolve()), "tcp-recv", "--port", str(port)]
+        args = _recv_args(scheme, port)
         recvs.append(subprocess.Popen(ex("h3") + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     wait_listening(node.plan.host("h3").netns, scheme, len(plan))
     before = router.counters()
@@ -196,66 +191,102 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
         if wait > 0:
             time.sleep(wait)
         port = 5301 + k
-        if scheme in ("minloss", "mintime"):
-            args = [
-                PY,
-                "-m",
-                "ffs.cli.transfer",
-                "send",
-                "--dst",
-                DST,
-                "--port",
-                str(port),
-                "--bytes",
-                str(nbytes),
-                "--scheme",
-                scheme,
-                *EXTRA.get(scheme, []),
-                "--capacity",
-                f"{CAPACITY_MBIT}Mbps",
-                "--timeout",
-                "40",
-                "--json",
-            ]
-        elif scheme == "partial":
-            args = [
-                PY,
-                "-m",
-                "ffs.cli.transfer",
-                "send",
-                "--dst",
-                DST,
-                "--port",
-                str(port),
-                "--bytes",
-                str(nbytes),
-                "--scheme",
-                "partial",
-                "--cca",
-                "cubic",
-                "--settle",
-                "0.25",
-                "--measure",
-                str(PERIOD_MS / 1000),
-                "--timeout",
-                "40",
-                "--json",
-            ]
-        else:
-            args = [
-                PY,
-                str(Path(__file__).resolve()),
-                "tcp-send",
-                "--port",
-                str(port),
-                "--bytes",
-                str(nbytes),
-                "--cca",
-                scheme,
-            ]
+        args = _send_args(scheme, port, nbytes)
         sends.append(
             (h, delay, subprocess.Popen(ex(h) + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         )
+    results, received = _collect(scheme, sends, recvs)
+    time.sleep(0.3)
+    stop.set()
+    if series:
+        poller.join()
+    after = router.counters()
+    fifo, drops, arrivals = _router_losses(results, received, before, after)
+    return {
+        "scheme": scheme,
+        "streams": len(plan),
+        "bytes": plan[0][1],
+        "transfers": results,
+        "fifo_drops": fifo,
+        "router_drops": drops,
+        "loss": drops / arrivals if arrivals else 0.0,
+        "series": rates_over_time(samples) if series else None,
+    }
+
+
+def _recv_args(scheme: str, port: int) -> list[str]:
+    """The receiver's command for `scheme` on `port`."""
+    if scheme in ("minloss", "mintime"):
+        return [PY, "-m", "ffs.cli.transfer", "recv", "--port", str(port), "--timeout", "40", "--json"]
+    if scheme == "partial":
+        return [PY, "-m", "ffs.cli.transfer", "recv", "--tcp", "--port", str(port), "--timeout", "40", "--json"]
+    return [PY, str(Path(__file__).resolve()), "tcp-recv", "--port", str(port)]
+
+
+def _send_args(scheme: str, port: int, nbytes: int) -> list[str]:
+    """The sender's command for `scheme` to `port`."""
+    if scheme in ("minloss", "mintime"):
+        args = [
+            PY,
+            "-m",
+            "ffs.cli.transfer",
+            "send",
+            "--dst",
+            DST,
+            "--port",
+            str(port),
+            "--bytes",
+            str(nbytes),
+            "--scheme",
+            scheme,
+            *EXTRA.get(scheme, []),
+            "--capacity",
+            f"{CAPACITY_MBIT}Mbps",
+            "--timeout",
+            "40",
+            "--json",
+        ]
+    elif scheme == "partial":
+        args = [
+            PY,
+            "-m",
+            "ffs.cli.transfer",
+            "send",
+            "--dst",
+            DST,
+            "--port",
+            str(port),
+            "--bytes",
+            str(nbytes),
+            "--scheme",
+            "partial",
+            "--cca",
+            "cubic",
+            "--settle",
+            "0.25",
+            "--measure",
+            str(PERIOD_MS / 1000),
+            "--timeout",
+            "40",
+            "--json",
+        ]
+    else:
+        args = [
+            PY,
+            str(Path(__file__).resolve()),
+            "tcp-send",
+            "--port",
+            str(port),
+            "--bytes",
+            str(nbytes),
+            "--cca",
+            scheme,
+        ]
+    return args
+
+
+def _collect(scheme: str, sends: list, recvs: list) -> tuple[list[dict], list]:
+    """Each sender's JSON report (a failed sender fails the run) and each receiver's, or None."""
     results = []
     for h, delay, p in sends:
         out, err = p.communicate(timeout=60)
@@ -268,11 +299,11 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
     for p in recvs:
         out, _ = p.communicate(timeout=60)
         received.append(json.loads(out) if out.strip().startswith("{") else None)
-    time.sleep(0.3)
-    stop.set()
-    if series:
-        poller.join()
-    after = router.counters()
+    return results, received
+
+
+def _router_losses(results: list[dict], received: list, before: dict, after: dict) -> tuple[int, int, int]:
+    """Counts each transfer's packets and drops at the router; (FIFO drops, all drops, arrivals)."""
     for r, got in zip(results, received, strict=False):
         r["receiver"] = got
         h = r["host"]
@@ -283,16 +314,7 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
     fifo = after["fifo_drops"] - before["fifo_drops"]
     arrivals = sum(r["router_packets"] for r in results)
     drops = sum(r["router_drops"] for r in results) + fifo
-    return {
-        "scheme": scheme,
-        "streams": len(plan),
-        "bytes": plan[0][1],
-        "transfers": results,
-        "fifo_drops": fifo,
-        "router_drops": drops,
-        "loss": drops / arrivals if arrivals else 0.0,
-        "series": rates_over_time(samples) if series else None,
-    }
+    return fifo, drops, arrivals
 
 
 def rates_over_time(samples: list[dict]) -> dict:
@@ -342,6 +364,71 @@ def plot(summary: dict, out: Path) -> None:
     plt.close(fig)
 
 
+def bottleneck(plan) -> None:
+    """The 20 Mb/s token bucket on p3 with a 64 kB FIFO, set before the switch starts."""
+    sh(
+        "ip",
+        "netns",
+        "exec",
+        plan.switch_ns,
+        "tc",
+        "qdisc",
+        "add",
+        "dev",
+        "p3",
+        "root",
+        "tbf",
+        "rate",
+        f"{CAPACITY_MBIT}mbit",
+        "burst",
+        "16kb",
+        "limit",
+        "64kb",
+    )
+
+
+def run_all(node, router: Router, schemes: list[str]) -> list[dict]:
+    """Every scheme on 1 and 2 streams of 1 and 10 MB, then 2 staggered 10 MB transfers with series."""
+    runs: list[dict] = []
+    for scheme in schemes:
+        for plan in (
+            [("h1", 10**6, 0.0)],
+            [("h1", 10**7, 0.0)],
+            [("h1", 10**6, 0.0), ("h2", 10**6, 0.0)],
+            [("h1", 10**7, 0.0), ("h2", 10**7, 0.0)],
+        ):
+            r = run_transfers(node, router, scheme, plan)
+            print(json.dumps({k: v for k, v in r.items() if k != "series"}), flush=True)
+            runs.append(r)
+            time.sleep(1.0)  # the egress goes idle: τ's next congestion starts from a quiet node
+    for scheme in schemes:
+        r = run_transfers(node, router, scheme, [("h1", 10**7, 0.0), ("h2", 10**7, 2.0)], series=True)
+        print(json.dumps({k: v for k, v in r.items() if k != "series"}), flush=True)
+        runs.append(r)
+        time.sleep(1.0)
+    return runs
+
+
+def summarize(runs: list[dict], avail: list[str], delay_s: float, started: float) -> dict:
+    stag = {r["scheme"]: r["router_drops"] for r in runs if r["series"] is not None}
+    return {
+        "capacity_mbit": CAPACITY_MBIT,
+        "target_factor": 0.85,
+        "one_way_delay_ms": delay_s * 1e3,
+        "delay_where": "switch ports, after the queue",
+        "available_ccas": avail,
+        "fifo_bytes": 65536,
+        "agent_period_ms": PERIOD_MS,
+        "minloss_args": EXTRA["minloss"],
+        "elapsed_s": round(time.monotonic() - started, 1),
+        "staggered_drops": stag,
+        "staggered_drops_vs_minloss": {
+            k: (v / stag["minloss"] if stag.get("minloss") else None) for k, v in stag.items()
+        },
+        "runs": runs,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd")
@@ -373,69 +460,16 @@ def main() -> int:
     ]
     delay_s = parse_delay(args.delay)
 
-    def bottleneck(plan) -> None:
-        sh(
-            "ip",
-            "netns",
-            "exec",
-            plan.switch_ns,
-            "tc",
-            "qdisc",
-            "add",
-            "dev",
-            "p3",
-            "root",
-            "tbf",
-            "rate",
-            f"{CAPACITY_MBIT}mbit",
-            "burst",
-            "16kb",
-            "limit",
-            "64kb",
-        )
-
     # every port's wire delays what its queue sent: a data packet crosses p3's, its ACK or echo p1's or p2's
     delays = [f"--delay={p}={delay_s * 1e3:g}ms" for p in (1, 2, 3) if delay_s]
     work = Path(tempfile.mkdtemp(prefix="ffs-endpoint-"))
-    runs = []
     started = time.monotonic()
     with live_node(TOPO, work, agent=True, period_ms=PERIOD_MS, switch_args=delays, before_switch=bottleneck) as node:
-        router = Router(node)
-        for scheme in schemes:
-            for plan in (
-                [("h1", 10**6, 0.0)],
-                [("h1", 10**7, 0.0)],
-                [("h1", 10**6, 0.0), ("h2", 10**6, 0.0)],
-                [("h1", 10**7, 0.0), ("h2", 10**7, 0.0)],
-            ):
-                r = run_transfers(node, router, scheme, plan)
-                print(json.dumps({k: v for k, v in r.items() if k != "series"}), flush=True)
-                runs.append(r)
-                time.sleep(1.0)  # the egress goes idle: τ's next congestion starts from a quiet node
-        for scheme in schemes:
-            r = run_transfers(node, router, scheme, [("h1", 10**7, 0.0), ("h2", 10**7, 2.0)], series=True)
-            print(json.dumps({k: v for k, v in r.items() if k != "series"}), flush=True)
-            runs.append(r)
-            time.sleep(1.0)
+        runs = run_all(node, Router(node), schemes)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stag = {r["scheme"]: r["router_drops"] for r in runs if r["series"] is not None}
-    summary = {
-        "capacity_mbit": CAPACITY_MBIT,
-        "target_factor": 0.85,
-        "one_way_delay_ms": delay_s * 1e3,
-        "delay_where": "switch ports, after the queue",
-        "available_ccas": avail,
-        "fifo_bytes": 65536,
-        "agent_period_ms": PERIOD_MS,
-        "minloss_args": EXTRA["minloss"],
-        "elapsed_s": round(time.monotonic() - started, 1),
-        "staggered_drops": stag,
-        "staggered_drops_vs_minloss": {
-            k: (v / stag["minloss"] if stag.get("minloss") else None) for k, v in stag.items()
-        },
-        "runs": runs,
-    }
+    summary = summarize(runs, avail, delay_s, started)
+    stag = summary["staggered_drops"]
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     plot(summary, out)
     print(json.dumps({"staggered_drops": stag, "elapsed_s": summary["elapsed_s"]}))

@@ -66,20 +66,49 @@ def _block(text: str, start: int) -> tuple[str, int]:
 def read(p4dir: Path) -> P4Program:
     # the program and its library; p4src/examples/ holds other programs built on the library
     files = sorted(f for f in p4dir.rglob("*.p4") if "examples" not in f.relative_to(p4dir).parts)
-    text = "\n".join(_strip_comments(f.read_text()) for f in files)
-    prog = P4Program()
-    for m in re.finditer(r"^[ \t]*#define[ \t]+(\w+)[ \t]+(\S+)", text, flags=re.M):
-        prog.defines.setdefault(m.group(1), m.group(2))
-    for m in re.finditer(r"^[ \t]*const[ \t]+\w+[ \t]+(\w+)[ \t]*=[ \t]*(\w+)[ \t]*;", text, flags=re.M):
-        prog.defines.setdefault(m.group(1), m.group(2))  # typed constants: `const event_t EVENT_NO_PAIR = 3;`
-    typedefs = {m.group(2): int(m.group(1)) for m in re.finditer(r"typedef\s+bit<(\d+)>\s+(\w+);", text)}
-    typedefs.update({"PortId_t": 9, "pid_t": int(prog.defines.get("PID_BITS", "12"))})
+    reader = _Reader("\n".join(_strip_comments(f.read_text()) for f in files))
+    for top in ("FfsIngress", "FfsEgress"):
+        reader.walk(top, top)
+    return reader.prog
 
-    def num(expr: str) -> int:
+
+class _Reader:
+    """One pass over the program's text: its #defines, typedefs, header and struct fields and
+    controls are read up front; `walk` then fills `prog` control by control."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.prog = prog = P4Program()
+        for m in re.finditer(r"^[ \t]*#define[ \t]+(\w+)[ \t]+(\S+)", text, flags=re.M):
+            prog.defines.setdefault(m.group(1), m.group(2))
+        for m in re.finditer(r"^[ \t]*const[ \t]+\w+[ \t]+(\w+)[ \t]*=[ \t]*(\w+)[ \t]*;", text, flags=re.M):
+            prog.defines.setdefault(m.group(1), m.group(2))  # typed constants: `const event_t EVENT_NO_PAIR = 3;`
+        self.typedefs = {m.group(2): int(m.group(1)) for m in re.finditer(r"typedef\s+bit<(\d+)>\s+(\w+);", text)}
+        self.typedefs.update({"PortId_t": 9, "pid_t": int(prog.defines.get("PID_BITS", "12"))})
+        # header and struct fields, for key widths
+        self.fields: dict[str, dict[str, str]] = {}
+        for m in re.finditer(r"\b(header|struct)\s+(\w+)\s*{", text):
+            body, _ = _block(text, m.start())
+            self.fields[m.group(2)] = {
+                f.group(3): f.group(2)
+                for f in re.finditer(r"(@\w+\s+)?([\w<>\[\]]+(?:<\w+>)?(?:\[\w+\])?)\s+(\w+)\s*;", body)
+            }
+        prog.port_metadata = [
+            (n, self.width(t))
+            for n, t in self.fields["port_metadata_t"].items()
+            if not re.search(rf"@padding\s+[^;]*?\b{n}\s*;", text)
+        ]
+        self.controls: dict[str, tuple[str, str]] = {}  # name -> (params, body)
+        for m in re.finditer(r"\bcontrol\s+(\w+)\s*\(", text):
+            params_end = text.index(")", m.end())
+            body, _ = _block(text, params_end)
+            self.controls[m.group(1)] = (text[m.end() : params_end], body)
+
+    def num(self, expr: str) -> int:
         """A literal, a #define, or a sum and difference of them (`MIN_FRAME + FCS_LEN - 14`)."""
         expr = expr.strip()
-        while expr in prog.defines:
-            expr = prog.defines[expr]
+        while expr in self.prog.defines:
+            expr = self.prog.defines[expr]
         terms = re.split(r"\s*([+-])\s*", expr)
         if len(terms) > 1:
             total, sign = 0, 1
@@ -87,34 +116,20 @@ def read(p4dir: Path) -> P4Program:
                 if t in "+-":
                     sign = 1 if t == "+" else -1
                 elif t:
-                    total += sign * num(t)
+                    total += sign * self.num(t)
             return total
         return int(expr, 0)
 
-    def width(t: str) -> int:
+    def width(self, t: str) -> int:
         t = t.strip()
         m = re.fullmatch(r"bit<(\w+)>", t)
         if m:
-            return num(m.group(1))
-        if t in typedefs:
-            return typedefs[t]
+            return self.num(m.group(1))
+        if t in self.typedefs:
+            return self.typedefs[t]
         raise ValueError(f"unknown type {t}")
 
-    # header and struct fields, for key widths
-    fields: dict[str, dict[str, str]] = {}
-    for m in re.finditer(r"\b(header|struct)\s+(\w+)\s*{", text):
-        body, _ = _block(text, m.start())
-        fields[m.group(2)] = {
-            f.group(3): f.group(2)
-            for f in re.finditer(r"(@\w+\s+)?([\w<>\[\]]+(?:<\w+>)?(?:\[\w+\])?)\s+(\w+)\s*;", body)
-        }
-    prog.port_metadata = [
-        (n, width(t))
-        for n, t in fields["port_metadata_t"].items()
-        if not re.search(rf"@padding\s+[^;]*?\b{n}\s*;", text)
-    ]
-
-    def key_width(expr: str, md_struct: str) -> int:
+    def key_width(self, expr: str, md_struct: str) -> int:
         sl = re.fullmatch(r"(.*)\[(\d+):(\d+)\]", expr)  # a slice: md.port_md.trust[0:0]
         if sl:
             return int(sl.group(2)) - int(sl.group(3)) + 1
@@ -127,10 +142,10 @@ def read(p4dir: Path) -> P4Program:
         if struct is None:
             raise ValueError(f"cannot size key {expr}")
         for name in parts[1:-1]:  # nested structs and headers: md.port_md.trust
-            struct = fields[struct][name]
-        return width(fields[struct][parts[-1]])
+            struct = self.fields[struct][name]
+        return self.width(self.fields[struct][parts[-1]])
 
-    def entry_value(x: str) -> int | None | tuple[int, int]:
+    def entry_value(self, x: str) -> int | None | tuple[int, int]:
         x = x.strip()
         if x == "_":
             return None
@@ -138,66 +153,61 @@ def read(p4dir: Path) -> P4Program:
             return int(x == "true")
         if "&&&" in x:
             v, m = x.split("&&&")
-            return ("&&&", num(v), num(m))
+            return ("&&&", self.num(v), self.num(m))
         if ".." in x:
             lo, hi = x.split("..")
-            return (num(lo), num(hi))
-        return num(x)
+            return (self.num(lo), self.num(hi))
+        return self.num(x)
 
-    controls: dict[str, tuple[str, str]] = {}  # name -> (params, body)
-    for m in re.finditer(r"\bcontrol\s+(\w+)\s*\(", text):
-        params_end = text.index(")", m.end())
-        body, _ = _block(text, params_end)
-        controls[m.group(1)] = (text[m.end() : params_end], body)
-
-    def walk(control: str, prefix: str) -> None:
-        params, body = controls[control]
+    def walk(self, control: str, prefix: str) -> None:
+        params, body = self.controls[control]
         md_struct = "egress_metadata_t" if "egress_metadata_t" in params else "ffs_metadata_t"
         # a control instance; `@name(".X")` gives it the absolute name X (the library's controls
         # keep the names ffs-agent drives whatever the host's control is called)
         for m in re.finditer(r"(?:@name\(\"(\.?[\w.]+)\"\)\s+)?\b(\w+)\(\)\s+(\w+)\s*;", body):
-            if m.group(2) in controls:
+            if m.group(2) in self.controls:
                 name = m.group(1)
                 inner = name[1:] if name and name.startswith(".") else f"{prefix}.{name or m.group(3)}"
-                walk(m.group(2), inner)
+                self.walk(m.group(2), inner)
+        self.actions(body, prefix)
+        for m in re.finditer(r"\btable\s+(\w+)\s*{", body):
+            tb, _ = _block(body, m.start())
+            name = f"{prefix}.{m.group(1)}"
+            self.prog.tables[name] = self.table(name, tb, md_struct)
+        self.externs(body, prefix)
+
+    def actions(self, body: str, prefix: str) -> None:
         for m in re.finditer(r"\baction\s+(\w+)\s*\(([^)]*)\)", body):
             ps = []
             for p in filter(None, (x.strip() for x in m.group(2).split(","))):
                 t, n = p.rsplit(None, 1)
-                ps.append((n, width(t)))
-            prog.actions[f"{prefix}.{m.group(1)}"] = ps
-        for m in re.finditer(r"\btable\s+(\w+)\s*{", body):
-            tb, _ = _block(body, m.start())
-            keys = []
-            kb = re.search(r"key\s*=\s*{(.*?)}", tb, flags=re.S)
-            for k in re.finditer(
-                r"([\w.]+(?:\(\)|\[\d+:\d+\])?)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb.group(1) if kb else ""
-            ):
-                keys.append((k.group(3), k.group(2), key_width(k.group(1), md_struct)))
-            acts = re.search(r"actions\s*=\s*{([^}]*)}", tb).group(1)
-            default = re.search(r"default_action\s*=\s*(\w+)", tb).group(1)
-            size = num(re.search(r"size\s*=\s*(\w+)\s*;", tb).group(1))
-            const = []
-            ce = re.search(r"const\s+entries\s*=\s*{", tb)
-            if ce:
-                cb, _ = _block(tb, ce.start())
-                for e in re.finditer(r"\(([^)]*)\)\s*:\s*(\w+)\s*\(\s*\)\s*;", cb):
-                    const.append((tuple(entry_value(x) for x in e.group(1).split(",")), e.group(2)))
-            prog.tables[f"{prefix}.{m.group(1)}"] = P4Table(
-                f"{prefix}.{m.group(1)}",
-                keys,
-                [a.strip() for a in acts.split(";") if a.strip()],
-                default,
-                size,
-                const,
-            )
+                ps.append((n, self.width(t)))
+            self.prog.actions[f"{prefix}.{m.group(1)}"] = ps
+
+    def table(self, name: str, tb: str, md_struct: str) -> P4Table:
+        keys = []
+        kb = re.search(r"key\s*=\s*{(.*?)}", tb, flags=re.S)
+        for k in re.finditer(
+            r"([\w.]+(?:\(\)|\[\d+:\d+\])?)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb.group(1) if kb else ""
+        ):
+            keys.append((k.group(3), k.group(2), self.key_width(k.group(1), md_struct)))
+        acts = re.search(r"actions\s*=\s*{([^}]*)}", tb).group(1)
+        default = re.search(r"default_action\s*=\s*(\w+)", tb).group(1)
+        size = self.num(re.search(r"size\s*=\s*(\w+)\s*;", tb).group(1))
+        const = []
+        ce = re.search(r"const\s+entries\s*=\s*{", tb)
+        if ce:
+            cb, _ = _block(tb, ce.start())
+            for e in re.finditer(r"\(([^)]*)\)\s*:\s*(\w+)\s*\(\s*\)\s*;", cb):
+                const.append((tuple(self.entry_value(x) for x in e.group(1).split(",")), e.group(2)))
+        return P4Table(name, keys, [a.strip() for a in acts.split(";") if a.strip()], default, size, const)
+
+    def externs(self, body: str, prefix: str) -> None:
+        """The control's Counters, Registers and Lpfs."""
+        prog, num, width = self.prog, self.num, self.width
         for m in re.finditer(r"\bCounter<.*?>\s*\(\s*(\w+)\s*,\s*CounterType_t\.(\w+)\s*\)\s*(\w+)\s*;", body):
             prog.counters[f"{prefix}.{m.group(3)}"] = (num(m.group(1)), m.group(2))
         for m in re.finditer(r"\bRegister<\s*([\w<>]+?)\s*,\s*\w+\s*>\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;", body):
             prog.registers[f"{prefix}.{m.group(3)}"] = (width(m.group(1)), num(m.group(2)))
         for m in re.finditer(r"\bLpf<\s*([\w<>]+?)\s*,\s*\w+\s*>\s*\(\s*(?:size\s*=\s*)?(\w+)\s*\)\s*(\w+)\s*;", body):
             prog.lpfs[f"{prefix}.{m.group(3)}"] = (width(m.group(1)), num(m.group(2)))
-
-    for top in ("FfsIngress", "FfsEgress"):
-        walk(top, top)
-    return prog

@@ -341,48 +341,16 @@ def run(
 
 @pytest.mark.parametrize("version", PYTHONS)
 def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
-    from ffs import p4names, tables
-    from ffs.agent.program import LpfConfig
-    from ffs.driver.model import ModelDriver
     from ffs.frames import ipv4_frame
     from ffs.switch.control import SwitchControl
     from ffs.switch.pipeline import Pipeline
     from ffs.switch.server import serve
-    from ffs.topology import load
 
     venv = venvs[version]
     if isinstance(venv, str):
         pytest.skip(venv)
     env = clean_env(FFS_RUN_DIR=str(tmp_path / "run"))
-    py = str(venv / "bin" / "python")
-    # only the agent's dependencies, and the package from the wheel, not from this checkout
-    probe = subprocess.run(
-        [
-            py,
-            "-c",
-            "import json, ffs, importlib.metadata as m; "
-            "print(json.dumps([ffs.__file__, sorted(d.metadata['Name'].lower() for d in m.distributions())]))",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert probe.returncode == 0, probe.stderr
-    where, dists = json.loads(probe.stdout)
-    assert where.startswith(str(venv)), where
-    assert not {"scipy", "matplotlib", "networkx", "tqdm", "scapy", "protobuf"} & set(dists), dists
-    # the laboratory's commands, installed too, say in one line what they need
-    sim = run(
-        venv, "ffs-sim", "network", "--nodes=10", f"--out={tmp_path}/net", env=env, cwd=tmp_path
-    )  # tqdm, networkx
-    want = "needs Python 3.11 or later" if version in ("3.8", "3.10") else "pip install 'ffs-tofino[lab]'"
-    assert (
-        sim.returncode == 1
-        and sim.stderr.count("\n") == 1
-        and sim.stderr.startswith("ffs-sim: error: ")
-        and want in sim.stderr
-    ), sim.stderr
+    _check_the_wheel_alone(venv, version, env, tmp_path)
 
     switch = f"unix:{tmp_path}/switch.sock"
     control = SwitchControl(Pipeline(1))
@@ -401,69 +369,14 @@ def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
     agent = None
     try:
         sock = str(tmp_path / "agent.sock")
-        agent = subprocess.Popen(
-            [
-                str(venv / "bin" / "ffs-agent"),
-                f"--topology={DUMBBELL}",
-                "--node=s1",
-                f"--switch={switch}",
-                f"--socket={sock}",
-                f"--state-dir={tmp_path}/state",
-                "--period-ms=50",
-                "--lpf-time-constant-us=1000",
-                "--telemetry-period-s=0.2",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=open(tmp_path / "agent.log", "w"),
-            env=env,
-            cwd=tmp_path,
-        )
+        agent = _start_agent(venv, switch, sock, env, tmp_path)
         end = time.monotonic() + 60
         while run(venv, "ffsctl", f"--socket={sock}", "status", env=env, cwd=tmp_path).returncode != 0:
             assert agent.poll() is None and time.monotonic() < end, (tmp_path / "agent.log").read_text()[-2000:]
             time.sleep(0.2)
         (tmp_path / "m.yaml").write_text("p3: {p1: 12Mbps, p2: 8Mbps}\np1: {p3: 20Mbps}\np2: {p3: 20Mbps}\n")
-        diff = run(venv, "ffsctl", f"--socket={sock}", "matrix", "diff", "m.yaml", env=env, cwd=tmp_path)
-        assert diff.returncode == 0 and "M(p1,p3): 10 Mbps -> 12 Mbps" in diff.stdout, diff.stdout + diff.stderr
-        while True:  # the allocator (numpy) on the measured demands, once the agent has measured them
-            plan = run(venv, "ffsctl", "--json", f"--socket={sock}", "matrix", "plan", "m.yaml", env=env, cwd=tmp_path)
-            assert plan.returncode == 0, plan.stderr
-            planned = json.loads(plan.stdout)
-            pairs = {p["pair"]: p for p in planned["pairs"]}
-            if "p1->p3" in pairs or time.monotonic() > end:
-                break
-            time.sleep(0.2)
-        assert 0 < pairs["p1->p3"]["rate"] <= pairs["p1->p3"]["demand"] * 1.001, pairs
-        assert {e["egress"]: e["target"] for e in planned["egresses"]}["p3"] == 20e6
-        load_ = run(venv, "ffsctl", f"--socket={sock}", "matrix", "load", "m.yaml", env=env, cwd=tmp_path)
-        assert load_.returncode == 0, load_.stderr
-        drv = ModelDriver(switch)
-        drv.connect(timeout_s=10)
-        lpf = LpfConfig(1e6).for_node(load(DUMBBELL).node("s1"))
-        lm = {
-            (e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params)
-            for e in drv.read_table(p4names.PAIRS.name)
-        }
-        drv.close()
-        assert lm[(1, 3)] == tables.lm_code(12e6, lpf.time_constant_ns, lpf.scale_down)  # in the switch
-        status = run(venv, "ffsctl", "--json", f"--socket={sock}", "status", env=env, cwd=tmp_path)
-        assert status.returncode == 0 and json.loads(status.stdout)["node"] == "s1", status.stderr
-        log = run(venv, "ffsctl", f"--socket={sock}", "log", env=env, cwd=tmp_path)
-        assert "M(p1,p3): 10 Mbps -> 12 Mbps" in log.stdout, log.stdout + log.stderr
-        # both ends of `ffsctl --host ssh://...` on this interpreter (the far end runs on the switch's)
-        ssh = dict(env, FFS_REMOTE_FFSCTL=str(venv / "bin" / "ffsctl"), **fake_ssh(tmp_path))
-        shown = run(
-            venv,
-            "ffsctl",
-            "--json",
-            "--host=ssh://ops@switch",
-            f"--socket={sock}",
-            "matrix",
-            "show",
-            env=ssh,
-            cwd=tmp_path,
-        )
-        assert shown.returncode == 0 and json.loads(shown.stdout)["fairness"]["p3"]["p1"] == 12e6, shown.stderr
+        _check_diff_plan_and_load(venv, sock, switch, env, tmp_path, end)
+        _check_status_log_and_ssh(venv, sock, env, tmp_path)
         agent.send_signal(signal.SIGTERM)
         assert agent.wait(timeout=20) == 0, (tmp_path / "agent.log").read_text()[-2000:]
         assert not os.path.exists(sock)
@@ -474,3 +387,113 @@ def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
             agent.kill()
             agent.wait()
         server.stop(0)
+
+
+def _check_the_wheel_alone(venv: Path, version: str, env: dict[str, str], tmp_path: Path) -> None:
+    """The venv imports ffs from the wheel with the agent's dependencies only, and the laboratory's
+    commands, installed too, say in one line what they need."""
+    py = str(venv / "bin" / "python")
+    # only the agent's dependencies, and the package from the wheel, not from this checkout
+    probe = subprocess.run(
+        [
+            py,
+            "-c",
+            "import json, ffs, importlib.metadata as m; "
+            "print(json.dumps([ffs.__file__, sorted(d.metadata['Name'].lower() for d in m.distributions())]))",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert probe.returncode == 0, probe.stderr
+    where, dists = json.loads(probe.stdout)
+    assert where.startswith(str(venv)), where
+    assert not {"scipy", "matplotlib", "networkx", "tqdm", "scapy", "protobuf"} & set(dists), dists
+    sim = run(
+        venv, "ffs-sim", "network", "--nodes=10", f"--out={tmp_path}/net", env=env, cwd=tmp_path
+    )  # tqdm, networkx
+    want = "needs Python 3.11 or later" if version in ("3.8", "3.10") else "pip install 'ffs-tofino[lab]'"
+    assert (
+        sim.returncode == 1
+        and sim.stderr.count("\n") == 1
+        and sim.stderr.startswith("ffs-sim: error: ")
+        and want in sim.stderr
+    ), sim.stderr
+
+
+def _start_agent(venv: Path, switch: str, sock: str, env: dict[str, str], tmp_path: Path) -> subprocess.Popen:
+    """The wheel's ffs-agent for s1 of the dumbbell on the software switch at `switch`."""
+    return subprocess.Popen(
+        [
+            str(venv / "bin" / "ffs-agent"),
+            f"--topology={DUMBBELL}",
+            "--node=s1",
+            f"--switch={switch}",
+            f"--socket={sock}",
+            f"--state-dir={tmp_path}/state",
+            "--period-ms=50",
+            "--lpf-time-constant-us=1000",
+            "--telemetry-period-s=0.2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "agent.log", "w"),
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+def _check_diff_plan_and_load(
+    venv: Path, sock: str, switch: str, env: dict[str, str], tmp_path: Path, end: float
+) -> None:
+    """ffsctl matrix diff, plan (numpy's allocator on measured demands) and load, which reaches the switch."""
+    from ffs import p4names, tables
+    from ffs.agent.program import LpfConfig
+    from ffs.driver.model import ModelDriver
+    from ffs.topology import load
+
+    diff = run(venv, "ffsctl", f"--socket={sock}", "matrix", "diff", "m.yaml", env=env, cwd=tmp_path)
+    assert diff.returncode == 0 and "M(p1,p3): 10 Mbps -> 12 Mbps" in diff.stdout, diff.stdout + diff.stderr
+    while True:  # the allocator (numpy) on the measured demands, once the agent has measured them
+        plan = run(venv, "ffsctl", "--json", f"--socket={sock}", "matrix", "plan", "m.yaml", env=env, cwd=tmp_path)
+        assert plan.returncode == 0, plan.stderr
+        planned = json.loads(plan.stdout)
+        pairs = {p["pair"]: p for p in planned["pairs"]}
+        if "p1->p3" in pairs or time.monotonic() > end:
+            break
+        time.sleep(0.2)
+    assert 0 < pairs["p1->p3"]["rate"] <= pairs["p1->p3"]["demand"] * 1.001, pairs
+    assert {e["egress"]: e["target"] for e in planned["egresses"]}["p3"] == 20e6
+    load_ = run(venv, "ffsctl", f"--socket={sock}", "matrix", "load", "m.yaml", env=env, cwd=tmp_path)
+    assert load_.returncode == 0, load_.stderr
+    drv = ModelDriver(switch)
+    drv.connect(timeout_s=10)
+    lpf = LpfConfig(1e6).for_node(load(DUMBBELL).node("s1"))
+    lm = {
+        (e.key["ingress_port"].value, e.key["egress_port"].value): tables.lm_of(e.params)
+        for e in drv.read_table(p4names.PAIRS.name)
+    }
+    drv.close()
+    assert lm[(1, 3)] == tables.lm_code(12e6, lpf.time_constant_ns, lpf.scale_down)  # in the switch
+
+
+def _check_status_log_and_ssh(venv: Path, sock: str, env: dict[str, str], tmp_path: Path) -> None:
+    """ffsctl status and log, and both ends of `ffsctl --host ssh://...` on this interpreter."""
+    status = run(venv, "ffsctl", "--json", f"--socket={sock}", "status", env=env, cwd=tmp_path)
+    assert status.returncode == 0 and json.loads(status.stdout)["node"] == "s1", status.stderr
+    log = run(venv, "ffsctl", f"--socket={sock}", "log", env=env, cwd=tmp_path)
+    assert "M(p1,p3): 10 Mbps -> 12 Mbps" in log.stdout, log.stdout + log.stderr
+    # both ends of `ffsctl --host ssh://...` on this interpreter (the far end runs on the switch's)
+    ssh = dict(env, FFS_REMOTE_FFSCTL=str(venv / "bin" / "ffsctl"), **fake_ssh(tmp_path))
+    shown = run(
+        venv,
+        "ffsctl",
+        "--json",
+        "--host=ssh://ops@switch",
+        f"--socket={sock}",
+        "matrix",
+        "show",
+        env=ssh,
+        cwd=tmp_path,
+    )
+    assert shown.returncode == 0 and json.loads(shown.stdout)["fairness"]["p3"]["p1"] == 12e6, shown.stderr

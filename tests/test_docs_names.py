@@ -151,42 +151,47 @@ def stale_names(docs: list[Path]) -> list[str]:
         where = doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc
         for n, line in enumerate(doc.read_text().splitlines(), 1):
             for token in TICKED.findall(line):
-                m = re.fullmatch(r"md\.(\w+)", token)
-                h = re.fullmatch(r"hdr\.(\w+)(?:\.(\w+))?", token)
-                if m:
-                    why = None if m.group(1) in md else f"`{token}`: no metadata field {m.group(1)} in header.p4"
-                elif h:
-                    inst, fld = h.groups()
-                    why = (
-                        None
-                        if inst in hdr and (fld is None or fld in hdr[inst])
-                        else f"`{token}`: headers_t has no {token[4:]}"
-                    )
-                else:
-                    why = check_path(token)
+                why = _field_problem(token, md, hdr, check_path)
                 if why:
                     bad.append(f"{where}:{n}: {why}")
             for name, said, said_before, name_after in CALLED.findall(line):
-                name, said = (name, said) if name else (name_after, said_before)
-                kinds = paths.get(
-                    name.split(".", 1)[1]
-                    if name.startswith(("FfsIngress.", "FfsEgress.")) and name not in paths
-                    else name
-                )
-                if name.startswith("$"):
-                    continue  # BF-RT's own tables ($PORT_METADATA, $PORT)
-                if said == "(const)":
-                    ok = kinds is not None and "const table" in kinds
-                elif said.startswith("table"):
-                    ok = kinds is not None and bool({"table", "const table"} & kinds)
-                else:
-                    ok = kinds is not None and "counter" in kinds
-                if not ok:
-                    bad.append(
-                        f"{where}:{n}: `{name}` is called {said.strip('()')} but p4src has "
-                        + (" and ".join(sorted(kinds)) if kinds else "no such name")
-                    )
+                why = _called_problem(name, said, said_before, name_after, paths)
+                if why:
+                    bad.append(f"{where}:{n}: {why}")
     return bad
+
+
+def _field_problem(token: str, md, hdr, check_path) -> str | None:
+    """What is wrong with a ticked metadata field, header field or path (None: nothing)."""
+    m = re.fullmatch(r"md\.(\w+)", token)
+    h = re.fullmatch(r"hdr\.(\w+)(?:\.(\w+))?", token)
+    if m:
+        return None if m.group(1) in md else f"`{token}`: no metadata field {m.group(1)} in header.p4"
+    if h:
+        inst, fld = h.groups()
+        return None if inst in hdr and (fld is None or fld in hdr[inst]) else f"`{token}`: headers_t has no {token[4:]}"
+    return check_path(token)
+
+
+def _called_problem(name: str, said: str, said_before: str, name_after: str, paths) -> str | None:
+    """What is wrong with a name the docs call a table, const table or counter (None: nothing)."""
+    name, said = (name, said) if name else (name_after, said_before)
+    kinds = paths.get(
+        name.split(".", 1)[1] if name.startswith(("FfsIngress.", "FfsEgress.")) and name not in paths else name
+    )
+    if name.startswith("$"):
+        return None  # BF-RT's own tables ($PORT_METADATA, $PORT)
+    if said == "(const)":
+        ok = kinds is not None and "const table" in kinds
+    elif said.startswith("table"):
+        ok = kinds is not None and bool({"table", "const table"} & kinds)
+    else:
+        ok = kinds is not None and "counter" in kinds
+    if not ok:
+        return f"`{name}` is called {said.strip('()')} but p4src has " + (
+            " and ".join(sorted(kinds)) if kinds else "no such name"
+        )
+    return None
 
 
 def test_tables_counters_and_fields_named_in_the_docs_exist():

@@ -22,25 +22,8 @@ def mismatches(prog) -> list[str]:
         out.append(f"table {name}: only in {'p4names' if name in want_tables else 'p4src'}")
     for name, t in want_tables.items():
         p = prog.tables.get(name)
-        if p is None:
-            continue
-        keys = [(k.name, k.match, k.width) for k in t.keys]
-        if keys != p.keys:
-            out.append(f"table {name}: keys {keys} != p4src {p.keys}")
-        if sorted(a.short for a in t.actions) != sorted(p.actions):
-            out.append(f"table {name}: actions {[a.short for a in t.actions]} != p4src {p.actions}")
-        if action_name(t.default_action) != p.default:
-            out.append(f"table {name}: default {t.default_action} != p4src {p.default}")
-        if t.size != p.size:
-            out.append(f"table {name}: size {t.size} != p4src {p.size}")
-        if t.const_entries != bool(p.const_entries):
-            out.append(f"table {name}: const entries differ")
-        for a in t.actions:
-            params = prog.actions.get(a.name)
-            if params is None:
-                out.append(f"action {a.name}: not declared in p4src")
-            elif list(a.params) != params:
-                out.append(f"action {a.name}: params {list(a.params)} != p4src {params}")
+        if p is not None:
+            out += _table_mismatches(name, t, p, prog.actions)
     for kind, want, got in (
         ("counter", {c.name: (c.size, c.kind) for c in p4names.COUNTERS}, prog.counters),
         ("register", {r.name: (r.width, r.size) for r in p4names.REGISTERS}, prog.registers),
@@ -51,6 +34,30 @@ def mismatches(prog) -> list[str]:
                 out.append(f"{kind} {name}: p4names {want.get(name)} != p4src {got.get(name)}")
     if list(p4names.PORT_METADATA.fields) != prog.port_metadata:
         out.append(f"port metadata {list(p4names.PORT_METADATA.fields)} != p4src {prog.port_metadata}")
+    return out
+
+
+def _table_mismatches(name, t, p, actions) -> list[str]:
+    """Where p4names' table `t` and p4src's `p` differ: keys, actions, default, size, const entries
+    and the parameters of its actions."""
+    out = []
+    keys = [(k.name, k.match, k.width) for k in t.keys]
+    if keys != p.keys:
+        out.append(f"table {name}: keys {keys} != p4src {p.keys}")
+    if sorted(a.short for a in t.actions) != sorted(p.actions):
+        out.append(f"table {name}: actions {[a.short for a in t.actions]} != p4src {p.actions}")
+    if action_name(t.default_action) != p.default:
+        out.append(f"table {name}: default {t.default_action} != p4src {p.default}")
+    if t.size != p.size:
+        out.append(f"table {name}: size {t.size} != p4src {p.size}")
+    if t.const_entries != bool(p.const_entries):
+        out.append(f"table {name}: const entries differ")
+    for a in t.actions:
+        params = actions.get(a.name)
+        if params is None:
+            out.append(f"action {a.name}: not declared in p4src")
+        elif list(a.params) != params:
+            out.append(f"action {a.name}: params {list(a.params)} != p4src {params}")
     return out
 
 

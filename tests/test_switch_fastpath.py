@@ -38,6 +38,20 @@ def _updates_initial(rng: random.Random) -> list[Update]:
         Update(u.kind, dataclasses.replace(u.entry, priority=10)) if u.entry.table == p4names.F_LOG.name else u
         for u in tables.static_updates()
     ]
+    ups += _port_and_route_updates(rng)
+    ups += _pair_updates(rng)
+    ups += _egress_updates(rng)
+    ups += _f_log_overlaps(rng, ups)
+    if rng.random() < 0.5:
+        ups.append(
+            Update("set_default", TableEntry(p4names.IPV6_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)}))
+        )
+    return ups
+
+
+def _port_and_route_updates(rng: random.Random) -> list[Update]:
+    """Each port's metadata, and IPv4 and IPv6 routes (sometimes no IPv4 default route)."""
+    ups: list[Update] = []
     for port in PORTS:
         ups.append(
             Update(
@@ -70,6 +84,12 @@ def _updates_initial(rng: random.Random) -> list[Update]:
                 ),
             )
         )
+    return ups
+
+
+def _pair_updates(rng: random.Random) -> list[Update]:
+    """About 60 % of the (ingress, egress) pairs, pids spaced at random."""
+    ups: list[Update] = []
     pid = 0
     for i in PORTS:
         for j in PORTS:
@@ -86,6 +106,12 @@ def _updates_initial(rng: random.Random) -> list[Update]:
                     )
                 )
                 pid += rng.randint(1, 300)
+    return ups
+
+
+def _egress_updates(rng: random.Random) -> list[Update]:
+    """Per egress port: its LPF entry, shim stripping and the MTU entries, each at random."""
+    ups: list[Update] = []
     for j in PORTS:
         if rng.random() < 0.8:
             ups.append(_egress(rng, j, "insert"))
@@ -93,6 +119,12 @@ def _updates_initial(rng: random.Random) -> list[Update]:
             ups.append(Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(j)}, "strip_shim")))
         if rng.random() < 0.7:  # MTUs the frames reach: packets a shim would not fit (spec §2)
             ups += [Update("insert", e) for e in tables.shim_room_entries(j, rng.choice([576, 1000, 1500, 9000]))]
+    return ups
+
+
+def _f_log_overlaps(rng: random.Random, ups: list[Update]) -> list[Update]:
+    """Overlapping ternary f_log entries, none a duplicate of one in `ups`."""
+    new: list[Update] = []
     # overlapping ternary entries of equal and different priorities: BF-RT's tie rules
     extra = {
         (rng.getrandbits(32) & m & 0x00FFFFFF, m, rng.choice([0, 10, 10, 20]))
@@ -105,7 +137,7 @@ def _updates_initial(rng: random.Random) -> list[Update]:
     }
     for value, mask, prio in sorted(extra - taken):
         lf = rng.randint(0, constants.D_OFFSET)
-        ups.append(
+        new.append(
             Update(
                 "insert",
                 TableEntry(
@@ -117,11 +149,7 @@ def _updates_initial(rng: random.Random) -> list[Update]:
                 ),
             )
         )
-    if rng.random() < 0.5:
-        ups.append(
-            Update("set_default", TableEntry(p4names.IPV6_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)}))
-        )
-    return ups
+    return new
 
 
 def _lm(rng: random.Random) -> int:

@@ -128,26 +128,7 @@ def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde
         t_first = st["time_s"]
         wait_for(lambda: status(tmp_path)["time_s"] > t_first + 0.5, 30, "the τ loop runs")
 
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ffs.cli.ctl",
-                f"--socket={tmp_path}/agent.sock",
-                "matrix",
-                "set",
-                "--ingress",
-                "p1",
-                "--egress",
-                "p3",
-                "--rate",
-                "2Mbps",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert r.returncode == 0, r.stderr
+        _ffsctl_sets_p1_p3_to_2mbps(tmp_path)
         shown = call(tmp_path / "agent.sock", {"op": "matrix_show"})
         assert shown["fairness"]["p3"]["p1"] == pytest.approx(2e6)
 
@@ -168,6 +149,34 @@ def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde
     assert lines and all(json.loads(line)["level"] for line in lines)  # JSON only: no raw lines of the client
     assert not any("Traceback" in line for line in lines)
 
+    _the_switch_holds_the_changed_matrix(node, pairs, port)
+
+
+def _ffsctl_sets_p1_p3_to_2mbps(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ffs.cli.ctl",
+            f"--socket={tmp_path}/agent.sock",
+            "matrix",
+            "set",
+            "--ingress",
+            "p1",
+            "--egress",
+            "p3",
+            "--rate",
+            "2Mbps",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+
+
+def _the_switch_holds_the_changed_matrix(node, pairs, port: dict[str, int]) -> None:
+    """Read straight from switchd once the agent stopped: the pairs, LPF specs, counters and registers."""
     d = driver()  # the agent released client id 1
     try:
         # the pairs as the agent's own generator writes them for the changed matrix (p1 -> p3 at

@@ -92,70 +92,90 @@ def compose_yaml(text: str, source: str = "input") -> yaml.Node | None:
     recursion and refused beyond the limits above; None for an empty document."""
     if len(text) > MAX_BYTES:
         raise LoadError(f"{source}: more than the limit of {_size(MAX_BYTES)}")
-    anchors: dict[str, yaml.Node] = {}
-    sizes: dict[int, int] = {}  # id(node) -> nodes after expansion
-    stack: list[tuple[yaml.Node, Any, int]] = []  # (collection node, its start event, its size so far)
-    root: yaml.Node | None = None
-    documents = 0
-
-    def fail(mark: Any, problem: str) -> None:
-        raise LoadError(f"{source}:{mark.line + 1 if mark else 0}: invalid YAML: {problem}")
-
-    def attach(node: yaml.Node, size: int, mark: Any) -> None:
-        nonlocal root
-        if stack:
-            parent, ev, n = stack[-1]
-            parent.value.append(node)
-            n += size
-            if n > MAX_NODES:
-                fail(mark, f"expands to more than {MAX_NODES} nodes (an alias bomb?)")
-            stack[-1] = (parent, ev, n)
-        else:
-            root = node
-
+    composer = _Composer(source)
     try:
         for ev in yaml.parse(text, Loader=_LOADER):
-            if isinstance(ev, yaml.DocumentStartEvent):
-                documents += 1
-                if documents > 1:
-                    fail(ev.start_mark, "expected a single document")
-            elif isinstance(ev, yaml.AliasEvent):
-                if ev.anchor not in anchors:
-                    fail(ev.start_mark, f"unknown or recursive alias *{ev.anchor}")
-                node = anchors[ev.anchor]
-                attach(node, sizes[id(node)], ev.start_mark)
-            elif isinstance(ev, yaml.ScalarEvent):
-                tag = ev.tag if ev.tag not in (None, "!") else _RESOLVER.resolve(yaml.ScalarNode, ev.value, ev.implicit)
-                node = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
-                sizes[id(node)] = 1
-                if ev.anchor is not None:
-                    anchors[ev.anchor] = node
-                attach(node, 1, ev.start_mark)
-            elif isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                if len(stack) >= MAX_DEPTH:
-                    fail(ev.start_mark, f"nested deeper than {MAX_DEPTH} levels")
-                seq = isinstance(ev, yaml.SequenceStartEvent)
-                kind = yaml.SequenceNode if seq else yaml.MappingNode
-                tag = ev.tag if ev.tag not in (None, "!") else _RESOLVER.resolve(kind, None, ev.implicit)
-                stack.append((kind(tag, [], ev.start_mark, None, flow_style=ev.flow_style), ev, 1))
-            elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                node, start, n = stack.pop()
-                node.end_mark = ev.end_mark
-                if isinstance(node, yaml.MappingNode):
-                    it = iter(node.value)
-                    node.value = list(zip(it, it))
-                    _check_keys(node, source)
-                sizes[id(node)] = n
-                if start.anchor is not None:
-                    anchors[start.anchor] = node  # only now: an alias inside its own anchor is refused
-                attach(node, n, ev.start_mark)
+            composer.feed(ev)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         if "nesting depth" in problem:  # PyYAML >= 6.0.3's own limit on flow collections, met first
             problem = f"nested deeper than {MAX_DEPTH} levels"
-        fail(mark, problem)
-    return root
+        composer.fail(mark, problem)
+    return composer.root
+
+
+class _Composer:
+    """compose_yaml's state between two parser events: the open collections, the anchors and each
+    node's size once its aliases are expanded."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.anchors: dict[str, yaml.Node] = {}
+        self.sizes: dict[int, int] = {}  # id(node) -> nodes after expansion
+        self.stack: list[tuple[yaml.Node, Any, int]] = []  # (collection node, its start event, its size so far)
+        self.root: yaml.Node | None = None
+        self.documents = 0
+
+    def fail(self, mark: Any, problem: str) -> NoReturn:
+        raise LoadError(f"{self.source}:{mark.line + 1 if mark else 0}: invalid YAML: {problem}")
+
+    def attach(self, node: yaml.Node, size: int, mark: Any) -> None:
+        stack = self.stack
+        if stack:
+            parent, ev, n = stack[-1]
+            parent.value.append(node)
+            n += size
+            if n > MAX_NODES:
+                self.fail(mark, f"expands to more than {MAX_NODES} nodes (an alias bomb?)")
+            stack[-1] = (parent, ev, n)
+        else:
+            self.root = node
+
+    def feed(self, ev: Any) -> None:
+        if isinstance(ev, yaml.DocumentStartEvent):
+            self.documents += 1
+            if self.documents > 1:
+                self.fail(ev.start_mark, "expected a single document")
+        elif isinstance(ev, yaml.AliasEvent):
+            if ev.anchor not in self.anchors:
+                self.fail(ev.start_mark, f"unknown or recursive alias *{ev.anchor}")
+            node = self.anchors[ev.anchor]
+            self.attach(node, self.sizes[id(node)], ev.start_mark)
+        elif isinstance(ev, yaml.ScalarEvent):
+            self.scalar(ev)
+        elif isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            self.start(ev)
+        elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            self.end(ev)
+
+    def scalar(self, ev: Any) -> None:
+        tag = ev.tag if ev.tag not in (None, "!") else _RESOLVER.resolve(yaml.ScalarNode, ev.value, ev.implicit)
+        node = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
+        self.sizes[id(node)] = 1
+        if ev.anchor is not None:
+            self.anchors[ev.anchor] = node
+        self.attach(node, 1, ev.start_mark)
+
+    def start(self, ev: Any) -> None:
+        if len(self.stack) >= MAX_DEPTH:
+            self.fail(ev.start_mark, f"nested deeper than {MAX_DEPTH} levels")
+        seq = isinstance(ev, yaml.SequenceStartEvent)
+        kind = yaml.SequenceNode if seq else yaml.MappingNode
+        tag = ev.tag if ev.tag not in (None, "!") else _RESOLVER.resolve(kind, None, ev.implicit)
+        self.stack.append((kind(tag, [], ev.start_mark, None, flow_style=ev.flow_style), ev, 1))
+
+    def end(self, ev: Any) -> None:
+        node, start, n = self.stack.pop()
+        node.end_mark = ev.end_mark
+        if isinstance(node, yaml.MappingNode):
+            it = iter(node.value)
+            node.value = list(zip(it, it))
+            _check_keys(node, self.source)
+        self.sizes[id(node)] = n
+        if start.anchor is not None:
+            self.anchors[start.anchor] = node  # only now: an alias inside its own anchor is refused
+        self.attach(node, n, ev.start_mark)
 
 
 def _check_keys(node: yaml.MappingNode, source: str) -> None:

@@ -258,95 +258,10 @@ class _Loader:
         ifs: dict[str, Interface] = {}
         ports: dict[int, str] = {}
         for iname, iraw in self.mapping(m["interfaces"], f"{path}.interfaces").items():
-            ip = f"{path}.interfaces.{iname}"
-            im = self.mapping(iraw, ip)
-            self.check_keys(
-                im,
-                ip,
-                {
-                    "capacity",
-                    "speed",
-                    "buffer",
-                    "delay",
-                    "mtu",
-                    "port",
-                    "trust",
-                    "insert",
-                    "strip",
-                    "peer",
-                    "fp",
-                    "fec",
-                    "autoneg",
-                },
-                {"capacity", "port"},
-            )
-            if isinstance(im["port"], bool) or not isinstance(im["port"], int):
-                self.fail(f"{ip}.port", f"expected an integer device port, got {im['port']!r}")
-            port = int(self.number(im["port"], f"{ip}.port", 0, 511))
-            if port in ports:
-                self.fail(f"{ip}.port", f"port {port} already used by interface {ports[port]!r}")
-            ports[port] = iname
-            peer = im.get("peer")
-            if peer is not None and (not isinstance(peer, str) or peer.count(".") != 1):
-                self.fail(f"{ip}.peer", f"expected 'node.interface', got {peer!r}")
-            capacity = self.positive_rate(im["capacity"], f"{ip}.capacity")
-            speed = self.positive_rate(im["speed"], f"{ip}.speed") if "speed" in im else None
-            if speed is not None and capacity > speed * (1 + 1e-9):
-                self.fail(f"{ip}.capacity", f"{capacity:.6g} bit/s is above the port's speed {speed:.6g} bit/s")
-            mtu = 1500
-            if "mtu" in im:
-                if isinstance(im["mtu"], bool) or not isinstance(im["mtu"], int):
-                    self.fail(f"{ip}.mtu", f"expected an IP MTU in bytes as an integer, got {im['mtu']!r}")
-                mtu = int(self.number(im["mtu"], f"{ip}.mtu", 68, 65535))
-            buffer = None
-            if "buffer" in im:
-                if isinstance(im["buffer"], bool) or not isinstance(im["buffer"], int):
-                    self.fail(f"{ip}.buffer", f"expected bytes as an integer, got {im['buffer']!r}")
-                buffer = int(self.number(im["buffer"], f"{ip}.buffer", 1, 1 << 32))
-            delay = 0.0
-            if "delay" in im:
-                try:
-                    delay = parse_delay(im["delay"])
-                except ValueError as e:
-                    self.fail(f"{ip}.delay", str(e))
-            fp, fec, autoneg = im.get("fp"), im.get("fec"), im.get("autoneg")
-            if fp is not None:
-                if not isinstance(fp, str) or not ports_mod.valid_fp(fp):
-                    self.fail(f"{ip}.fp", f"expected a front-panel port such as 1/0, got {fp!r}")
-                try:
-                    ports_mod.spec(port, capacity if speed is None else speed, fec, autoneg)
-                except ports_mod.PortError as e:
-                    self.fail(ip, str(e))
-            elif fec is not None or autoneg is not None:
-                self.fail(ip, "fec and autoneg configure a front-panel port: give its name too (fp: 1/0)")
-            ifs[iname] = Interface(
-                iname,
-                capacity,
-                port,
-                self.boolean(im.get("trust", peer is not None), f"{ip}.trust"),
-                self.boolean(im.get("insert", False), f"{ip}.insert"),
-                self.boolean(im.get("strip", False), f"{ip}.strip"),
-                peer,
-                fp,
-                fec,
-                autoneg,
-                speed,
-                buffer,
-                mtu,
-                delay,
-            )
+            ifs[iname] = self.interface(iname, iraw, f"{path}.interfaces.{iname}", ports)
         if not ifs:
             self.fail(f"{path}.interfaces", "no interfaces")
-        fairness: dict[str, dict[str, float]] = {}
-        for ename, col in self.mapping(m.get("fairness", {}) or {}, f"{path}.fairness").items():
-            ep = f"{path}.fairness.{ename}"
-            if ename not in ifs:
-                self.fail(ep, f"unknown interface {ename!r}")
-            fairness[ename] = {}
-            for iname, rate in self.mapping(col, ep).items():
-                if iname not in ifs:
-                    self.fail(f"{ep}.{iname}", f"unknown interface {iname!r}")
-                fairness[ename][iname] = self.rate(rate, f"{ep}.{iname}")
+        fairness = self.fairness(m, path, ifs)
         target_factor = self.number(m.get("target_factor", 1.0), f"{path}.target_factor", 0.0, 1.0)
         if target_factor <= 0:
             self.fail(f"{path}.target_factor", "must be above 0 (T_j = factor · Σ_i M(i, j))")
@@ -357,6 +272,107 @@ class _Loader:
             targets[ename] = self.positive_rate(rate, f"{path}.targets.{ename}")
             if targets[ename] > ifs[ename].capacity:
                 self.fail(f"{path}.targets.{ename}", "target above the interface capacity")
+        self.check_fairness_sums(fairness, path, ifs, targets)
+        return Node(name, ifs, fairness, target_factor, targets, self.routes(m, path, ifs))
+
+    def interface(self, iname: str, iraw: Any, ip: str, ports: dict[int, str]) -> Interface:
+        """One interface of a node; `ports` (device port -> interface) catches a port used twice."""
+        im = self.mapping(iraw, ip)
+        self.check_keys(
+            im,
+            ip,
+            {
+                "capacity",
+                "speed",
+                "buffer",
+                "delay",
+                "mtu",
+                "port",
+                "trust",
+                "insert",
+                "strip",
+                "peer",
+                "fp",
+                "fec",
+                "autoneg",
+            },
+            {"capacity", "port"},
+        )
+        if isinstance(im["port"], bool) or not isinstance(im["port"], int):
+            self.fail(f"{ip}.port", f"expected an integer device port, got {im['port']!r}")
+        port = int(self.number(im["port"], f"{ip}.port", 0, 511))
+        if port in ports:
+            self.fail(f"{ip}.port", f"port {port} already used by interface {ports[port]!r}")
+        ports[port] = iname
+        peer = im.get("peer")
+        if peer is not None and (not isinstance(peer, str) or peer.count(".") != 1):
+            self.fail(f"{ip}.peer", f"expected 'node.interface', got {peer!r}")
+        capacity = self.positive_rate(im["capacity"], f"{ip}.capacity")
+        speed = self.positive_rate(im["speed"], f"{ip}.speed") if "speed" in im else None
+        if speed is not None and capacity > speed * (1 + 1e-9):
+            self.fail(f"{ip}.capacity", f"{capacity:.6g} bit/s is above the port's speed {speed:.6g} bit/s")
+        mtu = 1500
+        if "mtu" in im:
+            if isinstance(im["mtu"], bool) or not isinstance(im["mtu"], int):
+                self.fail(f"{ip}.mtu", f"expected an IP MTU in bytes as an integer, got {im['mtu']!r}")
+            mtu = int(self.number(im["mtu"], f"{ip}.mtu", 68, 65535))
+        buffer = None
+        if "buffer" in im:
+            if isinstance(im["buffer"], bool) or not isinstance(im["buffer"], int):
+                self.fail(f"{ip}.buffer", f"expected bytes as an integer, got {im['buffer']!r}")
+            buffer = int(self.number(im["buffer"], f"{ip}.buffer", 1, 1 << 32))
+        delay = 0.0
+        if "delay" in im:
+            try:
+                delay = parse_delay(im["delay"])
+            except ValueError as e:
+                self.fail(f"{ip}.delay", str(e))
+        fp, fec, autoneg = im.get("fp"), im.get("fec"), im.get("autoneg")
+        self.check_front_panel(ip, port, capacity if speed is None else speed, fp, fec, autoneg)
+        return Interface(
+            iname,
+            capacity,
+            port,
+            self.boolean(im.get("trust", peer is not None), f"{ip}.trust"),
+            self.boolean(im.get("insert", False), f"{ip}.insert"),
+            self.boolean(im.get("strip", False), f"{ip}.strip"),
+            peer,
+            fp,
+            fec,
+            autoneg,
+            speed,
+            buffer,
+            mtu,
+            delay,
+        )
+
+    def check_front_panel(self, ip: str, port: int, speed: float, fp: Any, fec: Any, autoneg: Any) -> None:
+        if fp is not None:
+            if not isinstance(fp, str) or not ports_mod.valid_fp(fp):
+                self.fail(f"{ip}.fp", f"expected a front-panel port such as 1/0, got {fp!r}")
+            try:
+                ports_mod.spec(port, speed, fec, autoneg)
+            except ports_mod.PortError as e:
+                self.fail(ip, str(e))
+        elif fec is not None or autoneg is not None:
+            self.fail(ip, "fec and autoneg configure a front-panel port: give its name too (fp: 1/0)")
+
+    def fairness(self, m: dict[str, Any], path: str, ifs: dict[str, Interface]) -> dict[str, dict[str, float]]:
+        fairness: dict[str, dict[str, float]] = {}
+        for ename, col in self.mapping(m.get("fairness", {}) or {}, f"{path}.fairness").items():
+            ep = f"{path}.fairness.{ename}"
+            if ename not in ifs:
+                self.fail(ep, f"unknown interface {ename!r}")
+            fairness[ename] = {}
+            for iname, rate in self.mapping(col, ep).items():
+                if iname not in ifs:
+                    self.fail(f"{ep}.{iname}", f"unknown interface {iname!r}")
+                fairness[ename][iname] = self.rate(rate, f"{ep}.{iname}")
+        return fairness
+
+    def check_fairness_sums(
+        self, fairness: dict[str, dict[str, float]], path: str, ifs: dict[str, Interface], targets: dict[str, float]
+    ) -> None:
         for ename, col in fairness.items():
             total = sum(col.values())
             for iname, rate in col.items():
@@ -372,6 +388,8 @@ class _Loader:
                     f"{path}.fairness.{ename}",
                     f"entries sum to {total:.6g} bit/s, above the egress {what} {limit:.6g} bit/s",
                 )
+
+    def routes(self, m: dict[str, Any], path: str, ifs: dict[str, Interface]) -> tuple[Route, ...]:
         routes = []
         raw_routes = m.get("routes", []) or []
         if not isinstance(raw_routes, list):
@@ -388,7 +406,7 @@ class _Loader:
             if iface not in ifs:
                 self.fail(f"{rp}.interface", f"unknown interface {iface!r}")
             routes.append(Route(str(rm["prefix"]), iface))
-        return Node(name, ifs, fairness, target_factor, targets, tuple(routes))
+        return tuple(routes)
 
     def check_peers(self, nodes: dict[str, Node]) -> None:
         for n in nodes.values():
@@ -436,29 +454,7 @@ class _Loader:
             {"name", "path", "demand", "r", "f", "rf", "start", "stop", "packet_size", "labelled", "ip_len"},
             {"name", "path", "demand"},
         )
-        hops = []
-        if not isinstance(m["path"], list) or not m["path"]:
-            self.fail(f"{path}.path", "expected a non-empty list of hops")
-        for k, h in enumerate(m["path"]):
-            hp = f"{path}.path[{k}]"
-            hm = self.mapping(h, hp)
-            self.check_keys(hm, hp, {"node", "ingress", "egress"}, {"node", "ingress", "egress"})
-            node = nodes.get(self.name(hm["node"], f"{hp}.node", "a node name"))
-            if node is None:
-                self.fail(f"{hp}.node", f"unknown node {hm['node']!r}")
-            ends = {}
-            for role in ("ingress", "egress"):
-                ends[role] = self.name(hm[role], f"{hp}.{role}")
-                if ends[role] not in node.interfaces:
-                    self.fail(f"{hp}.{role}", f"unknown interface {ends[role]!r} on node {node.name!r}")
-            if ends["egress"] not in node.fairness:
-                # the data plane bypasses FFS toward an egress without a column: no FFS allocation
-                self.fail(f"{hp}.egress", f"node {node.name!r} has no fairness column for egress {ends['egress']!r}")
-            hops.append(Hop(node.name, ends["ingress"], ends["egress"]))
-        for k in range(1, len(hops)):
-            prev = nodes[hops[k - 1].node].interfaces[hops[k - 1].egress]
-            if prev.peer != f"{hops[k].node}.{hops[k].ingress}":
-                self.fail(f"{path}.path[{k}]", f"does not follow hop {k - 1}: its egress links to {prev.peer!r}")
+        hops = self.hops(m["path"], path, nodes)
         demand = self.positive_rate(m["demand"], f"{path}.demand")
         r = self.positive_rate(m["r"], f"{path}.r") if "r" in m else demand
         if "rf" in m:
@@ -488,6 +484,33 @@ class _Loader:
                 self.fail(f"{path}.{given[0]}", "a stream with labelled: false carries no labels (drop r, f and rf)")
         name = self.name(m["name"], f"{path}.name", "a stream name")
         return Stream(name, tuple(hops), demand, r, f, start, stop, size, labelled, ip_len)
+
+    def hops(self, raw: Any, path: str, nodes: dict[str, Node]) -> list[Hop]:
+        """A stream's path: hops that exist, have a fairness column, and follow each other's links."""
+        hops = []
+        if not isinstance(raw, list) or not raw:
+            self.fail(f"{path}.path", "expected a non-empty list of hops")
+        for k, h in enumerate(raw):
+            hp = f"{path}.path[{k}]"
+            hm = self.mapping(h, hp)
+            self.check_keys(hm, hp, {"node", "ingress", "egress"}, {"node", "ingress", "egress"})
+            node = nodes.get(self.name(hm["node"], f"{hp}.node", "a node name"))
+            if node is None:
+                self.fail(f"{hp}.node", f"unknown node {hm['node']!r}")
+            ends = {}
+            for role in ("ingress", "egress"):
+                ends[role] = self.name(hm[role], f"{hp}.{role}")
+                if ends[role] not in node.interfaces:
+                    self.fail(f"{hp}.{role}", f"unknown interface {ends[role]!r} on node {node.name!r}")
+            if ends["egress"] not in node.fairness:
+                # the data plane bypasses FFS toward an egress without a column: no FFS allocation
+                self.fail(f"{hp}.egress", f"node {node.name!r} has no fairness column for egress {ends['egress']!r}")
+            hops.append(Hop(node.name, ends["ingress"], ends["egress"]))
+        for k in range(1, len(hops)):
+            prev = nodes[hops[k - 1].node].interfaces[hops[k - 1].egress]
+            if prev.peer != f"{hops[k].node}.{hops[k].ingress}":
+                self.fail(f"{path}.path[{k}]", f"does not follow hop {k - 1}: its egress links to {prev.peer!r}")
+        return hops
 
 
 def wide_text(ports: int, capacity: str = "100Mbps", share: str = "1Mbps") -> str:

@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Any, Callable, ClassVar, Dict
 
 from ffs.safeload import loads_json
 from ffs.unixsock import bind_private
@@ -117,67 +117,9 @@ class ControlServer:
     def start(self) -> None:
         outer = self
 
-        slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-
-        class Conn(socketserver.StreamRequestHandler):
-            def handle(self) -> None:
-                if not slots.acquire(blocking=False):
-                    self._refuse(f"the agent is busy ({MAX_CONNECTIONS} connections open); try again")
-                    return
-                try:
-                    self._serve()
-                finally:
-                    slots.release()
-
-            def _refuse(self, message: str) -> None:
-                # read (and ignore) the request first, so the client is not cut off mid-write
-                # and gets the reason instead of a broken pipe
-                self.request.settimeout(1.0)
-                try:
-                    self.rfile.readline(1 << 16)
-                    self._reply({"ok": False, "error": message})
-                except OSError:
-                    pass
-
-            def _serve(self) -> None:
-                pid, uid, gid = peer_credentials(self.request)
-                who = Peer(pid, uid, gid, user_name(uid))
-                if not outer.allowed(uid, gid, peer_groups(self.request)):
-                    log.warning("refused control client uid=%d pid=%d", uid, pid)
-                    self._refuse(f"permission denied for {who} (uid {uid})")
-                    return
-                self.request.settimeout(IDLE_TIMEOUT_S)
-                while True:
-                    try:
-                        line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
-                    except (socket.timeout, OSError):
-                        return
-                    if not line:
-                        return
-                    if len(line) > MAX_REQUEST_BYTES and not line.endswith(b"\n"):
-                        # the rest of the line cannot be told from the next request: answer and close
-                        self._reply({"ok": False, "error": f"request longer than {MAX_REQUEST_BYTES} bytes"})
-                        return
-                    if not line.strip():
-                        continue
-                    try:
-                        req = loads_json(line, "request", MAX_REQUEST_BYTES)
-                        if not isinstance(req, dict) or "op" not in req:
-                            raise ApiError("a request is a JSON object with an 'op'")
-                        resp = {"ok": True, "result": outer.handler(req, who)}
-                    except (ApiError, ValueError) as e:  # LoadError is a ValueError
-                        resp = {"ok": False, "error": str(e).splitlines()[0] if str(e) else type(e).__name__}
-                    except Exception as e:  # noqa: BLE001 - the agent must keep serving
-                        log.exception("control request failed")
-                        resp = {"ok": False, "error": f"internal error: {e}"}
-                    try:
-                        self._reply(resp)
-                    except OSError:
-                        return
-
-            def _reply(self, obj: dict[str, Any]) -> None:
-                self.wfile.write((json.dumps(obj, default=_json_default) + "\n").encode())
-                self.wfile.flush()
+        class Conn(_Conn):
+            api = outer
+            slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
 
         server = _Server(str(self.path), Conn, bind_and_activate=False)
         try:
@@ -205,6 +147,75 @@ class ControlServer:
             self.path.unlink()
         except FileNotFoundError:
             pass
+
+
+class _Conn(socketserver.StreamRequestHandler):
+    """One control client's connection: newline-delimited JSON requests, one reply each. A server's
+    subclass sets `api` (the ControlServer it answers for) and `slots` (its connections open)."""
+
+    api: ClassVar[ControlServer]
+    slots: ClassVar[threading.BoundedSemaphore]
+
+    def handle(self) -> None:
+        if not self.slots.acquire(blocking=False):
+            self._refuse(f"the agent is busy ({MAX_CONNECTIONS} connections open); try again")
+            return
+        try:
+            self._serve()
+        finally:
+            self.slots.release()
+
+    def _refuse(self, message: str) -> None:
+        # read (and ignore) the request first, so the client is not cut off mid-write
+        # and gets the reason instead of a broken pipe
+        self.request.settimeout(1.0)
+        try:
+            self.rfile.readline(1 << 16)
+            self._reply({"ok": False, "error": message})
+        except OSError:
+            pass
+
+    def _serve(self) -> None:
+        pid, uid, gid = peer_credentials(self.request)
+        who = Peer(pid, uid, gid, user_name(uid))
+        if not self.api.allowed(uid, gid, peer_groups(self.request)):
+            log.warning("refused control client uid=%d pid=%d", uid, pid)
+            self._refuse(f"permission denied for {who} (uid {uid})")
+            return
+        self.request.settimeout(IDLE_TIMEOUT_S)
+        while True:
+            try:
+                line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
+            except (socket.timeout, OSError):
+                return
+            if not line:
+                return
+            if len(line) > MAX_REQUEST_BYTES and not line.endswith(b"\n"):
+                # the rest of the line cannot be told from the next request: answer and close
+                self._reply({"ok": False, "error": f"request longer than {MAX_REQUEST_BYTES} bytes"})
+                return
+            if not line.strip():
+                continue
+            try:
+                self._reply(self._answer(line, who))
+            except OSError:
+                return
+
+    def _answer(self, line: bytes, who: Peer) -> dict[str, Any]:
+        try:
+            req = loads_json(line, "request", MAX_REQUEST_BYTES)
+            if not isinstance(req, dict) or "op" not in req:
+                raise ApiError("a request is a JSON object with an 'op'")
+            return {"ok": True, "result": self.api.handler(req, who)}
+        except (ApiError, ValueError) as e:  # LoadError is a ValueError
+            return {"ok": False, "error": str(e).splitlines()[0] if str(e) else type(e).__name__}
+        except Exception as e:  # noqa: BLE001 - the agent must keep serving
+            log.exception("control request failed")
+            return {"ok": False, "error": f"internal error: {e}"}
+
+    def _reply(self, obj: dict[str, Any]) -> None:
+        self.wfile.write((json.dumps(obj, default=_json_default) + "\n").encode())
+        self.wfile.flush()
 
 
 class _Server(socketserver.ThreadingUnixStreamServer):

@@ -229,39 +229,27 @@ def main(
     verbose,
 ) -> None:
     """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else KeyValueFormatter())
-    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, handlers=[handler])
+    _log_to_stderr(log_format, verbose)
     topo = load(topology)
     topo.node(node)
-    if (lpf_scale_down is not None and not 0 <= lpf_scale_down <= 31) or not period_ms > 0 or not check_period_s >= 0:
-        raise CliUsageError("--lpf-scale-down must be 0..31, --period-ms positive and --check-period-s >= 0")
-    if lpf_time_constant_us is not None and not 0 < lpf_time_constant_us < 1e7:
-        raise CliUsageError("--lpf-time-constant-us must be positive (and below 10 s)")
-    if not (0 <= quarantine_s < 1e6 and 0 <= quarantine_fraction < 1):
-        raise CliUsageError("--quarantine-s must be 0..1e6 and --quarantine-fraction in [0, 1)")
-    if not 0 <= telemetry_period_s <= 3600:
-        raise CliUsageError("--telemetry-period-s must be 0..3600 (0: every period)")
-    if metrics_port is not None and not 0 < metrics_port < 65536:
-        raise CliUsageError("--metrics-port must be 1..65535")
-    if group is not None:
-        try:
-            grp.getgrnam(group)
-        except KeyError:
-            raise CliUsageError(f"--group {group}: no such group") from None
-    if metrics_port is not None and not ipaddress.ip_address(metrics_address).is_loopback:
-        logging.getLogger("ffs.agent").warning("metrics served on a non-loopback address=%s, as asked", metrics_address)
+    _check_options(
+        lpf_scale_down,
+        period_ms,
+        check_period_s,
+        lpf_time_constant_us,
+        quarantine_s,
+        quarantine_fraction,
+        telemetry_period_s,
+        metrics_port,
+        metrics_address,
+        group,
+    )
     # everything that can be wrong with the options fails before the switch is touched
     tau_params = TauParams(delta_fraction=delta_fraction, max_decrease=max_decrease)
     log = logging.getLogger("ffs.agent")
     lpf = LpfConfig(lpf_time_constant_us * 1e3 if lpf_time_constant_us is not None else None, lpf_scale_down)
     store = StateStore(state_dir or default_state_dir(node), adopt=adopt)
-    if switch:
-        address = switch
-    elif target == "model":
-        address = default_control_address()  # where `ffs-switch run` listens by default
-    else:
-        address = "localhost:50052"
+    address = _switch_address(switch, target)
     owner = take_ownership(address, sock)  # before the switch or the socket is touched; held until exit
     driver = make_driver(target, address)
     connect_saying_so(driver, target, address, connect_timeout, logging.getLogger("ffs.agent"))
@@ -279,13 +267,23 @@ def main(
         use_saved_matrix=not from_topology,
         manage_ports=target == "tofino" and not no_ports,
     )
-    saved = store.matrix_path(node)
-    if saved.exists() and not from_topology:
-        source = f"{saved} (the last matrix applied wins over the topology's; --from-topology starts from the topology)"
-    elif saved.exists():
-        source = f"{topology} (node {node}; --from-topology: the saved {saved} is ignored, the next change replaces it)"
-    else:
-        source = f"{topology} (node {node})"
+    _log_matrix_source(log, agent, store, topology, node, from_topology, lpf_time_constant_us)
+    agent.install()
+    logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
+    AgentService(
+        agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address, check_period_s)
+    ).run()
+    owner.close()  # removed: a lock file left behind names an owner that was killed
+
+
+def _log_to_stderr(log_format, verbose) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else KeyValueFormatter())
+    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, handlers=[handler])
+
+
+def _log_matrix_source(log, agent, store, topology, node, from_topology, lpf_time_constant_us) -> None:
+    source = _matrix_source(store, topology, node, from_topology)
     log.info(
         "matrix loaded from %s; state and audit in %s; F estimator time constant %.3g ms%s, scale-down %s",
         source,
@@ -294,12 +292,56 @@ def main(
         "" if lpf_time_constant_us is not None else " (derived)",
         agent.lpf.scale_down,
     )
-    agent.install()
-    logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
-    AgentService(
-        agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address, check_period_s)
-    ).run()
-    owner.close()  # removed: a lock file left behind names an owner that was killed
+
+
+def _check_options(
+    lpf_scale_down,
+    period_ms,
+    check_period_s,
+    lpf_time_constant_us,
+    quarantine_s,
+    quarantine_fraction,
+    telemetry_period_s,
+    metrics_port,
+    metrics_address,
+    group,
+) -> None:
+    """The option values main cannot use, as usage errors (before the switch is touched)."""
+    if (lpf_scale_down is not None and not 0 <= lpf_scale_down <= 31) or not period_ms > 0 or not check_period_s >= 0:
+        raise CliUsageError("--lpf-scale-down must be 0..31, --period-ms positive and --check-period-s >= 0")
+    if lpf_time_constant_us is not None and not 0 < lpf_time_constant_us < 1e7:
+        raise CliUsageError("--lpf-time-constant-us must be positive (and below 10 s)")
+    if not (0 <= quarantine_s < 1e6 and 0 <= quarantine_fraction < 1):
+        raise CliUsageError("--quarantine-s must be 0..1e6 and --quarantine-fraction in [0, 1)")
+    if not 0 <= telemetry_period_s <= 3600:
+        raise CliUsageError("--telemetry-period-s must be 0..3600 (0: every period)")
+    if metrics_port is not None and not 0 < metrics_port < 65536:
+        raise CliUsageError("--metrics-port must be 1..65535")
+    if group is not None:
+        try:
+            grp.getgrnam(group)
+        except KeyError:
+            raise CliUsageError(f"--group {group}: no such group") from None
+    if metrics_port is not None and not ipaddress.ip_address(metrics_address).is_loopback:
+        logging.getLogger("ffs.agent").warning("metrics served on a non-loopback address=%s, as asked", metrics_address)
+
+
+def _switch_address(switch, target) -> str:
+    if switch:
+        return switch
+    if target == "model":
+        return default_control_address()  # where `ffs-switch run` listens by default
+    return "localhost:50052"
+
+
+def _matrix_source(store, topology, node, from_topology) -> str:
+    """Where the matrix the agent starts from comes from, for the log."""
+    saved = store.matrix_path(node)
+    if saved.exists() and not from_topology:
+        return f"{saved} (the last matrix applied wins over the topology's; --from-topology starts from the topology)"
+    if saved.exists():
+        return f"{topology} (node {node}; --from-topology: the saved {saved} is ignored, the next change replaces it)"
+    return f"{topology} (node {node})"
 
 
 if __name__ == "__main__":

@@ -213,12 +213,7 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, o
     from ffs.jsonsafe import finite
     from ffs.lab.network.report import Options, plot, run
 
-    try:
-        fractions = tuple(float(x) for x in deploy.split(",") if x.strip())
-    except ValueError:
-        raise ValueError(f"--deploy: expected comma-separated fractions, got {deploy!r}") from None
-    if not fractions or not all(0 <= f <= 1 for f in fractions):
-        raise ValueError(f"--deploy: fractions must be in [0, 1], got {deploy!r}")
+    fractions = _deploy_fractions(deploy)
     if caida and not Path(caida).is_file():
         raise ValueError(f"{caida}: no such file")
     bar = tqdm(
@@ -252,6 +247,21 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, o
     if as_json:
         dump_json(summary)
         return
+    _print_network(summary)
+
+
+def _deploy_fractions(deploy: str) -> tuple[float, ...]:
+    try:
+        fractions = tuple(float(x) for x in deploy.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--deploy: expected comma-separated fractions, got {deploy!r}") from None
+    if not fractions or not all(0 <= f <= 1 for f in fractions):
+        raise ValueError(f"--deploy: fractions must be in [0, 1], got {deploy!r}")
+    return fractions
+
+
+def _print_network(summary: dict) -> None:
+    """network_cmd's summary as tables: the allocation per stream and the security effectiveness."""
     console = Console()
     g = summary["graph"]
     console.print(

@@ -216,39 +216,9 @@ def replay_cmd(
             no_agent,
         )
     else:
-        if ingress or line_rate:
-            raise CliUsageError("--ingress and --line-rate go with --pcap")
-        if not topo.streams:
-            raise CliUsageError(f"{topology}: no streams to replay")
-        duration = duration or topo.duration or 1.0
-
-        def on_period(now_ns: int):
-            if no_agent:
-                return None
-            return {
-                n: [(e.egress, e.tau, e.congested) for e in a.step(now_ns / 1e9).egresses] for n, a in agents.items()
-            }
-
-        res = trace.run(
-            topo, pipes, duration, period_s=period_ms / 1e3, on_period=on_period, seed=seed, poisson=poisson
+        out = _replay_streams(
+            topo, topology, pipes, agents, duration, period_ms, seed, poisson, no_agent, ingress, line_rate
         )
-        window = (duration / 2, duration)
-        exact = allocate_window(topo, *window)  # honours the streams' start and stop
-        rows = []
-        for s in topo.streams:
-            got = res.rate_bps(s.name, *window)
-            x = exact[s.name]
-            # no relative error against an exact 0: the row shows the measured rate alone
-            rows.append(
-                {
-                    "stream": s.name,
-                    "demand": s.demand,
-                    "exact": x,
-                    "measured": got,
-                    "error": (got - x) / x if x else None,
-                }
-            )
-        out = {"duration_s": duration, "packets": res.packets, "window_s": list(window), "streams": rows}
     wall = time.monotonic() - t0
     out.update(
         {
@@ -260,16 +230,57 @@ def replay_cmd(
     )
     if as_json:
         return dump_json(out)
+    _print_replay(topo, out, pcap_file is None, wall, kind)
+
+
+def _replay_streams(
+    topo, topology, pipes, agents, duration, period_ms, seed, poisson, no_agent, ingress, line_rate
+) -> dict:
+    """The topology's streams through the switch; each stream's rate over the second half against
+    the exact allocation."""
+    if ingress or line_rate:
+        raise CliUsageError("--ingress and --line-rate go with --pcap")
+    if not topo.streams:
+        raise CliUsageError(f"{topology}: no streams to replay")
+    duration = duration or topo.duration or 1.0
+
+    def on_period(now_ns: int):
+        if no_agent:
+            return None
+        return {n: [(e.egress, e.tau, e.congested) for e in a.step(now_ns / 1e9).egresses] for n, a in agents.items()}
+
+    res = trace.run(topo, pipes, duration, period_s=period_ms / 1e3, on_period=on_period, seed=seed, poisson=poisson)
+    window = (duration / 2, duration)
+    exact = allocate_window(topo, *window)  # honours the streams' start and stop
+    rows = []
+    for s in topo.streams:
+        got = res.rate_bps(s.name, *window)
+        x = exact[s.name]
+        # no relative error against an exact 0: the row shows the measured rate alone
+        rows.append(
+            {
+                "stream": s.name,
+                "demand": s.demand,
+                "exact": x,
+                "measured": got,
+                "error": (got - x) / x if x else None,
+            }
+        )
+    return {"duration_s": duration, "packets": res.packets, "window_s": list(window), "streams": rows}
+
+
+def _print_replay(topo, out: dict, streams: bool, wall: float, kind: str) -> None:
+    """replay_cmd's table: per stream, against the exact allocation (`streams`) or a capture's counts."""
     t = Table(title=f"{topo.name}: delivered rates over [{out['window_s'][0]:g}, {out['window_s'][1]:g}) s (virtual)")
     cols = (
         ("stream", "demand", "exact FFS", "measured", "error")
-        if pcap_file is None
+        if streams
         else ("stream", "offered", "accepted", "dropped")
     )
     for col in cols:
         t.add_column(col, justify="left" if col == "stream" else "right")
     for r in out["streams"]:
-        if pcap_file is None:
+        if streams:
             err = "n/a (exact 0)" if r["error"] is None else f"{100 * r['error']:+.2f} %"
             t.add_row(r["stream"], format_rate(r["demand"]), format_rate(r["exact"]), format_rate(r["measured"]), err)
         else:

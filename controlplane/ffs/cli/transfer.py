@@ -161,49 +161,12 @@ def send_cmd(
     cap = parse_rate(capacity) if capacity is not None else 0.0
     if scheme != "partial" and not cap > 0:
         raise ValueError("--capacity must be positive")
-    if path is not None:
-        with open(path, "rb") as f:
-            data = f.read()
-        if not data:
-            raise ValueError(f"{path} is empty")
-    else:
-        data = os.urandom(parse_size(nbytes or ""))
+    data = _data_to_send(path, nbytes)
     now = time.monotonic()
     if scheme == "partial":
-        bar = _Bar(not as_json, "send")
-        try:
-            prep = send_partial(
-                dst, port, data, cca, settle_s=settle, measure_s=measure or 0.1, timeout_s=timeout, progress=bar
-            )
-        finally:
-            bar.close()
-        if as_json:
-            dump_json(prep.to_json())
-            return
-        capped = format_rate(prep.cap_bps) if prep.cap_bps else "never"
-        click.echo(
-            f"{prep.bytes} B in {prep.transfer_s:.3f} s over TCP ({prep.cca}): {format_rate(prep.goodput_bps)} "
-            "goodput, "
-            f"{prep.retransmitted} retransmitted; {prep.echoes}/{prep.probes} probes echoed, capped at {capped}"
-        )
+        _send_partial(dst, port, data, cca, settle, measure, timeout, as_json)
         return
-    if scheme == "mintime":
-        ctl: MinTime | MinLoss = MinTime(cap)
-    else:
-        start = parse_rate(start_rate) if start_rate else cap / 10
-        if not 0 < start <= cap:
-            raise ValueError("--start-rate must be positive and at most --capacity")
-        ctl = MinLoss(
-            MinLossParams(
-                start_bps=start,
-                capacity_bps=cap,
-                settle_s=settle,
-                headroom=headroom,
-                measure_s=measure or None,
-                confirm_s=confirm,
-            ),
-            now,
-        )
+    ctl = _controller(scheme, cap, start_rate, settle, headroom, measure, confirm, now)
     bar = _Bar(not as_json, "send")
     log: IO[str] | None = open(log_path, "w") if log_path else None
     try:
@@ -221,6 +184,70 @@ def send_cmd(
         f"{rep.retransmitted} retransmitted ({100 * rep.loss:.2f} % lost), final rate "
         f"{format_rate(rep.final_rate_bps)}{ind}"
     )
+
+
+def _data_to_send(path: str | None, nbytes: str | None) -> bytes:
+    """The bytes of --file, or --bytes random ones."""
+    if path is not None:
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data:
+            raise ValueError(f"{path} is empty")
+    else:
+        data = os.urandom(parse_size(nbytes or ""))
+    return data
+
+
+def _send_partial(
+    dst: str, port: int, data: bytes, cca: str, settle: float, measure: float, timeout: float, as_json: bool
+) -> None:
+    """send --scheme partial: TCP under `cca`, capped by the echoed indicator (App. C)."""
+    bar = _Bar(not as_json, "send")
+    try:
+        prep = send_partial(
+            dst, port, data, cca, settle_s=settle, measure_s=measure or 0.1, timeout_s=timeout, progress=bar
+        )
+    finally:
+        bar.close()
+    if as_json:
+        dump_json(prep.to_json())
+        return
+    capped = format_rate(prep.cap_bps) if prep.cap_bps else "never"
+    click.echo(
+        f"{prep.bytes} B in {prep.transfer_s:.3f} s over TCP ({prep.cca}): {format_rate(prep.goodput_bps)} "
+        "goodput, "
+        f"{prep.retransmitted} retransmitted; {prep.echoes}/{prep.probes} probes echoed, capped at {capped}"
+    )
+
+
+def _controller(
+    scheme: str,
+    cap: float,
+    start_rate: str | None,
+    settle: float,
+    headroom: float,
+    measure: float,
+    confirm: float,
+    now: float,
+) -> MinTime | MinLoss:
+    if scheme == "mintime":
+        ctl: MinTime | MinLoss = MinTime(cap)
+    else:
+        start = parse_rate(start_rate) if start_rate else cap / 10
+        if not 0 < start <= cap:
+            raise ValueError("--start-rate must be positive and at most --capacity")
+        ctl = MinLoss(
+            MinLossParams(
+                start_bps=start,
+                capacity_bps=cap,
+                settle_s=settle,
+                headroom=headroom,
+                measure_s=measure or None,
+                confirm_s=confirm,
+            ),
+            now,
+        )
+    return ctl
 
 
 @main.command("recv", short_help="Receive one transfer.")

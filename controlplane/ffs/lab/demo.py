@@ -173,6 +173,18 @@ def report(
         "   t  " + "".join(f"{s.stream[:14]:>15}" for s in tx) + f"{'total':>13}{'A (agent)':>13}{'R*':>13}{'tau':>8}"
     )
     console.print(f"[bold]{header}[/bold]")
+    series, totals = _live_rows(node, rx, tx, egress, duration_s)
+    _check_alive(node)
+    if not totals:
+        raise DemoError("the receiver reported nothing")
+    return _steady_state(tx, series, totals, egress, target)
+
+
+def _live_rows(
+    node: LiveNode, rx: subprocess.Popen, tx: list[Sender], egress: str, duration_s: float
+) -> tuple[dict[str, list[float]], list[float]]:
+    """One printed row a second from the receiver's report and the agent's status; each sender's
+    series of rates and the totals."""
     series: dict[str, list[float]] = {s.stream: [] for s in tx}
     totals: list[float] = []
     assert rx.stdout is not None  # started with stdout=PIPE
@@ -195,9 +207,13 @@ def report(
             tau = f"{eg['tau']:.3f}" if eg["congested"] and eg["tau"] is not None else "inf"
             row += f"{format_rate(eg['accepted_bps']):>13}{format_rate(eg['offered_bps']):>13}{tau:>8}"
         console.print(row)
-    _check_alive(node)
-    if not totals:
-        raise DemoError("the receiver reported nothing")
+    return series, totals
+
+
+def _steady_state(
+    tx: list[Sender], series: dict[str, list[float]], totals: list[float], egress: str, target: float
+) -> bool:
+    """The verdict over the second half: each well-behaved sender kept its share, the egress held."""
     half = len(totals) // 2  # steady state: the second half
 
     def mean(xs: list[float]) -> float:

@@ -142,11 +142,7 @@ def run(
     topo = load(topology)
     tx, egress_port, egress = streams(topo, node)
     veths = port_map_veths(port_map)
-    doc = json.loads(port_map.read_text())
-    n = 1 + max(max(int(p["veth1"]), int(p["veth2"])) for p in doc["PortToVeth"])
-    subprocess.run(
-        [str(Path(os.environ["SDE_INSTALL"], "bin", "veth_setup.sh")), str(n + n % 2)], check=True, capture_output=True
-    )
+    _veth_setup(port_map)
     sde = Sde("ffs", log_dir, chip, port_map=port_map.resolve())
     stop = threading.Event()
     agent = None
@@ -155,32 +151,8 @@ def run(
             print(f"starting tofino-model and bf_switchd (logs in {log_dir})", flush=True)
             sde.start()
             sock = Path(tmp) / "agent.sock"
-            agent = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "ffs.cli.agent",
-                    f"--topology={topology}",
-                    f"--node={node}",
-                    "--target=tofino",
-                    f"--socket={sock}",
-                    f"--state-dir={tmp}/state",
-                    f"--period-ms={period_ms}",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=open(log_dir / "agent.log", "w"),
-            )
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    call(sock, {"op": "status"}, timeout_s=1)
-                    break
-                except (ApiError, OSError, ValueError):
-                    if agent.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(
-                            f"ffs-agent did not start: {(log_dir / 'agent.log').read_text()[-400:]}"
-                        ) from None
-                    time.sleep(0.3)
+            agent = _start_agent(topology, node, sock, tmp, period_ms, log_dir)
+            _wait_for_agent(agent, sock, log_dir)
             rx = Receiver(veths[egress_port], stop)
             rx.start()
             senders = [Sender(s, veths[s.port], stop) for s in tx]
@@ -199,46 +171,98 @@ def run(
             for sec in range(int(duration_s)):
                 time.sleep(max(0.0, rx.t0 + sec + 1 - time.monotonic()))
                 if not changed and sec + 1 >= half:
-                    cmd = [
-                        sys.executable,
-                        "-m",
-                        "ffs.cli.ctl",
-                        f"--socket={sock}",
-                        "matrix",
-                        "set",
-                        "--ingress",
-                        topo.streams[0].path[0].ingress,
-                        "--egress",
-                        egress,
-                        "--rate",
-                        f"{share * CUT:.0f}bps",
-                    ]
-                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-                    print(
-                        f"-- ffsctl matrix set {first.name}'s share {format_rate(share)} -> "
-                        f"{format_rate(share * CUT)}: "
-                        f"{'applied' if r.returncode == 0 else r.stderr.strip()}",
-                        flush=True,
-                    )
+                    _cut_share(sock, topo, egress, first.name, share)
                     changed = True
                 got = {s.name: rx.bins.get(sec, {}).get(s.src, 0) * 8.0 for s in tx}
                 rows.append((sec, got))
-                e: dict[str, Any] = next(
-                    (x for x in call(sock, {"op": "status"})["egresses"] if x["egress"] == egress), {}
-                )
-                want = exact2 if changed else exact1
-                print(
-                    f"{sec + 1:>4} "
-                    + " ".join(f"{format_rate(got[s.name]):>10} (of {format_rate(want[s.name]):>8})" for s in tx)
-                    + f" {format_rate(e.get('accepted_bps', 0)):>10} {format_rate(e.get('offered_bps', 0)):>10}"
-                    f" {e.get('tau_display', '-'):>8}",
-                    flush=True,
-                )
+                _print_row(sock, egress, sec, tx, got, exact2 if changed else exact1)
             return verdict(rows, tx, (exact1, target1), (exact2, target2), half, duration_s)
         finally:
             stop.set()
             stop_process(agent)
             sde.stop()
+
+
+def _veth_setup(port_map: Path) -> None:
+    """The veth pairs the port map names (the SDE's script makes them in pairs)."""
+    doc = json.loads(port_map.read_text())
+    n = 1 + max(max(int(p["veth1"]), int(p["veth2"])) for p in doc["PortToVeth"])
+    subprocess.run(
+        [str(Path(os.environ["SDE_INSTALL"], "bin", "veth_setup.sh")), str(n + n % 2)], check=True, capture_output=True
+    )
+
+
+def _start_agent(
+    topology: Path, node: str, sock: Path, tmp: str, period_ms: float, log_dir: Path
+) -> subprocess.Popen[bytes]:
+    """ffs-agent on bf_switchd, serving on `sock`."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ffs.cli.agent",
+            f"--topology={topology}",
+            f"--node={node}",
+            "--target=tofino",
+            f"--socket={sock}",
+            f"--state-dir={tmp}/state",
+            f"--period-ms={period_ms}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(log_dir / "agent.log", "w"),
+    )
+
+
+def _wait_for_agent(agent: subprocess.Popen[bytes], sock: Path, log_dir: Path) -> None:
+    """Until the agent answers on `sock` (up to 180 s); its log's tail if it exits first."""
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            call(sock, {"op": "status"}, timeout_s=1)
+            break
+        except (ApiError, OSError, ValueError):
+            if agent.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"ffs-agent did not start: {(log_dir / 'agent.log').read_text()[-400:]}") from None
+            time.sleep(0.3)
+
+
+def _cut_share(sock: Path, topo: Topology, egress: str, first: str, share: float) -> None:
+    """ffsctl cuts the first stream's share to CUT of it, as an operator would."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "ffs.cli.ctl",
+        f"--socket={sock}",
+        "matrix",
+        "set",
+        "--ingress",
+        topo.streams[0].path[0].ingress,
+        "--egress",
+        egress,
+        "--rate",
+        f"{share * CUT:.0f}bps",
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    print(
+        f"-- ffsctl matrix set {first}'s share {format_rate(share)} -> "
+        f"{format_rate(share * CUT)}: "
+        f"{'applied' if r.returncode == 0 else r.stderr.strip()}",
+        flush=True,
+    )
+
+
+def _print_row(
+    sock: Path, egress: str, sec: int, tx: list[Stream], got: dict[str, float], want: dict[str, float]
+) -> None:
+    """One second: each stream's rate (of its exact share), and the egress's A, R* and tau."""
+    e: dict[str, Any] = next((x for x in call(sock, {"op": "status"})["egresses"] if x["egress"] == egress), {})
+    print(
+        f"{sec + 1:>4} "
+        + " ".join(f"{format_rate(got[s.name]):>10} (of {format_rate(want[s.name]):>8})" for s in tx)
+        + f" {format_rate(e.get('accepted_bps', 0)):>10} {format_rate(e.get('offered_bps', 0)):>10}"
+        f" {e.get('tau_display', '-'):>8}",
+        flush=True,
+    )
 
 
 def _exact_after_cut(

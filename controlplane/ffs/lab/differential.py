@@ -99,24 +99,34 @@ def generate(
     Destination Options, a shim behind them or not), payloads of random bytes, runts, destinations
     routed and not, non-IP frames; with `malformed`, also IP lengths that lie and shims cut short
     (whose fate the egress decides after γ)."""
-    rng = random.Random(seed)
-    out: list[Probe] = []
+    maker = _ProbeMaker(random.Random(seed), prefixes4, prefixes6, malformed)
+    return [maker.probe(seq, ports) for seq in range(n)]
 
-    def host4(routed: bool) -> str:
+
+class _ProbeMaker:
+    """generate's seeded draws, one method per part of a probe (the draws in the same order)."""
+
+    def __init__(self, rng: random.Random, prefixes4: list[str], prefixes6: list[str], malformed: bool) -> None:
+        self.rng, self.prefixes4, self.prefixes6, self.malformed = rng, prefixes4, prefixes6, malformed
+
+    def host4(self, routed: bool) -> str:
+        rng = self.rng
         return (
-            f"{rng.choice(prefixes4).rsplit('.', 1)[0]}.{rng.randint(1, 254)}"
+            f"{rng.choice(self.prefixes4).rsplit('.', 1)[0]}.{rng.randint(1, 254)}"
             if routed
             else f"192.0.2.{rng.randint(1, 254)}"
         )
 
-    def host6(routed: bool) -> str:
+    def host6(self, routed: bool) -> str:
+        rng = self.rng
         return (
-            f"{rng.choice(prefixes6).split('::')[0]}::{rng.randint(1, 0xFFFF):x}"
+            f"{rng.choice(self.prefixes6).split('::')[0]}::{rng.randint(1, 0xFFFF):x}"
             if routed
             else f"2001:db8::{rng.randint(1, 0xFFFF):x}"
         )
 
-    def label() -> int:
+    def label(self) -> int:
+        rng = self.rng
         r = rng.random()
         if r < 0.15:
             return rng.choice(
@@ -126,13 +136,36 @@ def generate(
             return rng.choice([constants.RF_CODE_MIN, constants.CODE_ONE, constants.RF_CODE_MAX])
         return rng.randint(constants.RF_CODE_MIN, constants.RF_CODE_MAX)
 
-    for seq in range(n):
+    def probe(self, seq: int, ports: tuple[int, ...]) -> Probe:
+        rng = self.rng
         port = rng.choice(ports)
         routed = rng.random() < 0.9
         v6 = rng.random() < 0.35
         payload = rng.choice([0, 6, 26, 100, 500, 1000, 1400]) if rng.random() < 0.8 else rng.randint(0, 1400)
+        kind, sh = self.shim()
+        random_bytes = rng.random() < 0.5  # the payload's bytes: random, or zeros
+        if v6:
+            f, body, kind, extra = self.ipv6(routed, payload, kind, sh)
+        else:
+            f, body, kind, extra = self.ipv4(routed, payload, kind, sh)
+        if random_bytes:
+            f = _payload(f, body, rng.randbytes(max(0, len(f) - body)))
+        vlan = rng.random() < 0.15
+        if vlan:
+            f = _vlan(f, rng.randint(1, 4094))
+            if rng.random() < 0.25:  # QinQ: two tags, 802.1ad or 802.1Q outside (not IP to the parser)
+                f = f[:12] + struct.pack("!HH", rng.choice([0x88A8, 0x8100]), rng.randint(1, 4094)) + f[12:]
+                extra += " qinq"
+        what = f"{'ipv6' if v6 else 'ipv4'}{' vlan' if vlan else ''} shim={kind}{extra}"
+        what += " random-payload" if random_bytes else ""
+        f, what = self.damage(f, constants.ETH_HDR_LEN + (constants.VLAN_TAG_LEN if vlan else 0), v6, kind, extra, what)
+        return Probe(seq, port, _tagged(f, seq), what)
+
+    def shim(self) -> tuple[str, bytes | None]:
+        """The shim's kind (none, valid, opaque or, with malformed, cut) and its bytes."""
+        rng = self.rng
         r = rng.random()
-        kind = "none" if r < 0.3 else "valid" if r < 0.75 else "opaque" if r < 0.85 or not malformed else "cut"
+        kind = "none" if r < 0.3 else "valid" if r < 0.75 else "opaque" if r < 0.85 or not self.malformed else "cut"
         flags = rng.choice(
             [
                 0,
@@ -148,68 +181,68 @@ def generate(
             version, flags = (
                 (2, flags) if rng.random() < 0.5 else (constants.SHIM_VERSION, flags | constants.FLAG_RESERVED)
             )
-        sh = shim(label(), flags, 17, rri, rng.randint(0, 0xFFFF), version) if kind != "none" else None
-        random_bytes = rng.random() < 0.5  # the payload's bytes: random, or zeros
+        sh = shim(self.label(), flags, 17, rri, rng.randint(0, 0xFFFF), version) if kind != "none" else None
+        return kind, sh
+
+    def ipv6(self, routed: bool, payload: int, kind: str, sh: bytes | None) -> tuple[bytes, int, str, str]:
+        """(frame, where its payload starts, the shim's kind as the parser sees it, notes)."""
+        rng = self.rng
         extra = ""
-        if v6:
-            ext = rng.choice(IPV6_EXTENSIONS) if rng.random() < 0.2 else None
-            if ext is None:
-                f = ipv6_frame("fd00:9::1", host6(routed), payload + (constants.SHIM_LEN if sh else 0), sh)
-                body = constants.ETH_HDR_LEN + 40 + (constants.SHIM_LEN if sh else 0)
-            else:  # an 8-byte extension header first; a shim behind it is not parsed (spec §2)
-                behind = constants.IP_PROTO_FFS if sh and kind == "valid" and rng.random() < 0.5 else 17
-                f = ipv6_frame("fd00:9::1", host6(routed), 8 + payload, None, proto=ext)
-                eh = bytes([behind, 0]) + (
-                    struct.pack("!HI", rng.choice([0, 1, 8 * 185, 8 * 185 + 1]), rng.getrandbits(32))
-                    if ext == 44
-                    else bytes([1, 4, 0, 0, 0, 0])
-                )
-                f = _payload(
-                    f, constants.ETH_HDR_LEN + 40, eh + (sh if behind == constants.IP_PROTO_FFS and sh else b"")
-                )
-                body = constants.ETH_HDR_LEN + 48 + (constants.SHIM_LEN if behind == constants.IP_PROTO_FFS else 0)
-                extra = f" ext={ext}{'+shim' if behind == constants.IP_PROTO_FFS else ''}"
-                kind = "none"
+        ext = rng.choice(IPV6_EXTENSIONS) if rng.random() < 0.2 else None
+        if ext is None:
+            f = ipv6_frame("fd00:9::1", self.host6(routed), payload + (constants.SHIM_LEN if sh else 0), sh)
+            body = constants.ETH_HDR_LEN + 40 + (constants.SHIM_LEN if sh else 0)
+        else:  # an 8-byte extension header first; a shim behind it is not parsed (spec §2)
+            behind = constants.IP_PROTO_FFS if sh and kind == "valid" and rng.random() < 0.5 else 17
+            f = ipv6_frame("fd00:9::1", self.host6(routed), 8 + payload, None, proto=ext)
+            eh = bytes([behind, 0]) + (
+                struct.pack("!HI", rng.choice([0, 1, 8 * 185, 8 * 185 + 1]), rng.getrandbits(32))
+                if ext == 44
+                else bytes([1, 4, 0, 0, 0, 0])
+            )
+            f = _payload(f, constants.ETH_HDR_LEN + 40, eh + (sh if behind == constants.IP_PROTO_FFS and sh else b""))
+            body = constants.ETH_HDR_LEN + 48 + (constants.SHIM_LEN if behind == constants.IP_PROTO_FFS else 0)
+            extra = f" ext={ext}{'+shim' if behind == constants.IP_PROTO_FFS else ''}"
+            kind = "none"
+        return f, body, kind, extra
+
+    def ipv4(self, routed: bool, payload: int, kind: str, sh: bytes | None) -> tuple[bytes, int, str, str]:
+        """(frame, where its payload starts, the shim's kind as the parser sees it, notes)."""
+        rng = self.rng
+        extra = ""
+        words = rng.choice([0, 0, 0, 1, 3, 10])
+        frag = 0
+        if rng.random() < 0.15:  # a fragment: first (MF), middle, last, last and short
+            frag = rng.choice([constants.IPV4_MF, constants.IPV4_MF | 185, 185, 370])
+            if frag & 0x1FFF:
+                payload = rng.choice([0, 1, 4, 7, payload])
+        ip_len = 20 + 4 * words + payload + (constants.SHIM_LEN if sh and not frag & 0x1FFF else 0)
+        if frag & 0x1FFF:  # a non-first fragment of a shim datagram or not; its data may read as a shim
+            proto = rng.choice([constants.IP_PROTO_FFS, 17])
+            f = ipv4_frame(
+                "10.0.9.1", self.host4(routed), ip_len, None, proto=proto, options=b"\x01" * (4 * words), frag=frag
+            )
+            body = constants.ETH_HDR_LEN + 20 + 4 * words
+            if sh is not None:
+                f = _payload(f, body, sh)
+                body += constants.SHIM_LEN
+            kind = "none"
         else:
-            words = rng.choice([0, 0, 0, 1, 3, 10])
-            frag = 0
-            if rng.random() < 0.15:  # a fragment: first (MF), middle, last, last and short
-                frag = rng.choice([constants.IPV4_MF, constants.IPV4_MF | 185, 185, 370])
-                if frag & 0x1FFF:
-                    payload = rng.choice([0, 1, 4, 7, payload])
-            ip_len = 20 + 4 * words + payload + (constants.SHIM_LEN if sh and not frag & 0x1FFF else 0)
-            if frag & 0x1FFF:  # a non-first fragment of a shim datagram or not; its data may read as a shim
-                proto = rng.choice([constants.IP_PROTO_FFS, 17])
-                f = ipv4_frame(
-                    "10.0.9.1", host4(routed), ip_len, None, proto=proto, options=b"\x01" * (4 * words), frag=frag
-                )
-                body = constants.ETH_HDR_LEN + 20 + 4 * words
-                if sh is not None:
-                    f = _payload(f, body, sh)
-                    body += constants.SHIM_LEN
-                kind = "none"
-            else:
-                f = ipv4_frame("10.0.9.1", host4(routed), ip_len, sh, options=b"\x01" * (4 * words), frag=frag)
-                body = constants.ETH_HDR_LEN + 20 + 4 * words + (constants.SHIM_LEN if sh else 0)
-            if frag:
-                extra = f" frag={frag:#06x}"
-        if random_bytes:
-            f = _payload(f, body, rng.randbytes(max(0, len(f) - body)))
-        vlan = rng.random() < 0.15
-        if vlan:
-            f = _vlan(f, rng.randint(1, 4094))
-            if rng.random() < 0.25:  # QinQ: two tags, 802.1ad or 802.1Q outside (not IP to the parser)
-                f = f[:12] + struct.pack("!HH", rng.choice([0x88A8, 0x8100]), rng.randint(1, 4094)) + f[12:]
-                extra += " qinq"
-        l3 = constants.ETH_HDR_LEN + (constants.VLAN_TAG_LEN if vlan else 0)
-        what = f"{'ipv6' if v6 else 'ipv4'}{' vlan' if vlan else ''} shim={kind}{extra}"
-        what += " random-payload" if random_bytes else ""
+            f = ipv4_frame("10.0.9.1", self.host4(routed), ip_len, sh, options=b"\x01" * (4 * words), frag=frag)
+            body = constants.ETH_HDR_LEN + 20 + 4 * words + (constants.SHIM_LEN if sh else 0)
+        if frag:
+            extra = f" frag={frag:#06x}"
+        return f, body, kind, extra
+
+    def damage(self, f: bytes, l3: int, v6: bool, kind: str, extra: str, what: str) -> tuple[bytes, str]:
+        """A cut shim, an IP length that lies (with malformed) or a frame that is not IP at all."""
+        rng = self.rng
         if "qinq" in extra:
             pass
         elif kind == "cut":  # the frame ends inside the shim
             shim_at = l3 + (40 if v6 else (f[l3] & 0xF) * 4)
             f = f[: shim_at + rng.randint(0, constants.SHIM_LEN - 1)]
-        elif malformed and rng.random() < 0.12:  # the IP length lies
+        elif self.malformed and rng.random() < 0.12:  # the IP length lies
             claim = rng.choice([0, 20, 65535, rng.randint(0, 65535)])
             lied = bytearray(f)
             lied[l3 + (4 if v6 else 2) : l3 + (6 if v6 else 4)] = struct.pack("!H", claim)
@@ -218,8 +251,7 @@ def generate(
         if rng.random() < 0.03:  # not IP
             f = f[:12] + b"\x08\x06" + bytes(28)
             what = "arp"
-        out.append(Probe(seq, port, _tagged(f, seq), what))
-    return out
+        return f, what
 
 
 def tag_of(frame: bytes) -> int | None:

@@ -106,22 +106,7 @@ def run_scenario(
         if scheme != "ffs":  # FFS off: forwarding only (every pair bypassed, gamma never applied)
             a.driver.clear_table(p4names.PAIRS.name)
     series: dict[str, dict[str, list[float]]] = {}
-
-    def on_period(now_ns: int):
-        if scheme != "ffs":
-            return None
-        for n, a in agents.items():
-            snap = a.step(now_ns / 1e9)
-            for e in snap.egresses:
-                if e.offered_bps == 0 and not e.congested and f"{n}.{e.egress}" not in series:
-                    continue
-                s = series.setdefault(f"{n}.{e.egress}", {"t": [], "tau": [], "accepted": [], "offered": []})
-                s["t"].append(now_ns / 1e9)
-                s["tau"].append(e.tau if e.congested else math.inf)
-                s["accepted"].append(e.accepted_bps)
-                s["offered"].append(e.offered_bps)
-        return None
-
+    on_period = _period_recorder(scheme, agents, series)
     if scheme != "csfq":
         csfq = None
     elif csfq is None:
@@ -152,6 +137,35 @@ def run_scenario(
         packets=res.packets,
         dropped=dict(res.dropped),
     )
+    _measure(out, topo, exact, res, series, pipes, w0, w1)
+    return out
+
+
+def _period_recorder(scheme: str, agents: dict, series: dict[str, dict[str, list[float]]]) -> Callable[[int], None]:
+    """The trace's on_period: with FFS, each agent's step and, per egress with traffic or congestion
+    (once listed, always), its tau, accepted and offered rates into `series`."""
+
+    def on_period(now_ns: int):
+        if scheme != "ffs":
+            return None
+        for n, a in agents.items():
+            snap = a.step(now_ns / 1e9)
+            for e in snap.egresses:
+                if e.offered_bps == 0 and not e.congested and f"{n}.{e.egress}" not in series:
+                    continue
+                s = series.setdefault(f"{n}.{e.egress}", {"t": [], "tau": [], "accepted": [], "offered": []})
+                s["t"].append(now_ns / 1e9)
+                s["tau"].append(e.tau if e.congested else math.inf)
+                s["accepted"].append(e.accepted_bps)
+                s["offered"].append(e.offered_bps)
+        return None
+
+    return on_period
+
+
+def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0: float, w1: float) -> None:
+    """Each stream's rate over [w0, w1) against its exact share, the settling of tau, and per
+    interface the queue's delay and drops and the malformed frames counted at egress."""
     for sr in exact.streams:
         got = res.rate_bps(sr.name, w0, w1)
         out.streams.append(
@@ -176,7 +190,6 @@ def run_scenario(
             bad = pipes[n].egress_acct.malformed.read(i.port, pipe_of(i.port)).packets  # the egress port's pipe
             if bad:
                 out.malformed[f"{n}.{name}"] = int(bad)
-    return out
 
 
 def fairness_index(rates: list[float]) -> float:

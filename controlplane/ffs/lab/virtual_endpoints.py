@@ -173,142 +173,202 @@ def run(
     pipe = new_pipeline(seed)
     agent = Agent(LocalDriver(pipe), topo, node, lpf=lpf)
     agent.install()
-    payload = ip_size - OVERHEAD
     nb = int(math.ceil(duration_s / bin_s)) + 1
-    st: list[_FlowState] = []
     paced: set[int] = set()  # the destinations' ports, paced at their capacity by the pipeline's TM
-    for k, f in enumerate(flows):
-        port, src_ip, cap = _host_port(topo, node, f.src)
-        dport, dst_ip, dcap = _host_port(topo, node, f.dst)
-        ctl = (
-            f.controller(cap, f.start_s)
-            if f.controller
-            else default_controller(f.scheme, cap, f.start_s, settle_s, period_s)
+    st = [
+        _flow_state(topo, node, k, f, pipe, paced, nb, settle_s, period_s, ip_size, queue_ms)
+        for k, f in enumerate(flows)
+    ]
+    sim = _Events(agent, pipe, flows, st, paced, period_s, one_way_s, bin_s, record)
+    sim.res.events = sim.loop(duration_s)
+    for f, s in zip(flows, st, strict=True):
+        sim.res.flows.append(_flow_result(f, s, bin_s))
+    return sim.res
+
+
+def _flow_state(
+    topo: Topology,
+    node: str,
+    k: int,
+    f: Flow,
+    pipe: Any,
+    paced: set[int],
+    nb: int,
+    settle_s: float,
+    period_s: float,
+    ip_size: int,
+    queue_ms: float,
+) -> _FlowState:
+    """Flow k's sender, receiver and frames; the first flow to a destination paces its port."""
+    port, src_ip, cap = _host_port(topo, node, f.src)
+    dport, dst_ip, dcap = _host_port(topo, node, f.dst)
+    ctl = (
+        f.controller(cap, f.start_s)
+        if f.controller
+        else default_controller(f.scheme, cap, f.start_s, settle_s, period_s)
+    )
+    snd = Sender(f.size_bytes, ip_size - OVERHEAD, ctl, xfer=k + 1)
+    frames = {
+        sz: ipv4_frame(src_ip, dst_ip, sz, shim(constants.CODE_ONE, constants.FLAG_RI, 17))
+        for sz in {snd.size_of(0), snd.size_of(snd.npkts - 1)}
+    }
+    if dport not in paced:
+        paced.add(dport)
+        pipe.tm.configure(dport, dcap, max(3 * (ip_size + 38), int(dcap * queue_ms / 8e3)))
+    return _FlowState(
+        f, port, snd, Receiver(), frames, cap, np.zeros(nb), np.zeros(nb), [(f.start_s, ctl.rate(f.start_s))]
+    )
+
+
+def _flow_result(f: Flow, s: _FlowState, bin_s: float) -> FlowResult:
+    snd = s.snd
+    return FlowResult(
+        f.name,
+        snd.ctl.name,
+        f.size_bytes,
+        f.start_s,
+        snd.stats.finish,
+        s.cap,
+        snd.stats.sent,
+        snd.stats.retransmitted,
+        snd.stats.lost,
+        s.drops,
+        s.delivered,
+        snd.stats.echoes,
+        s.send * 8 / bin_s,
+        s.drop * 8 / bin_s,
+        s.steps,
+    )
+
+
+SEND, ARRIVE, DELIVER, ACK, TIMER, PERIOD = range(6)
+
+
+class _Events:
+    """The event queue of a run: (time, order, kind, flow, data), one handler per kind."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        pipe: Any,
+        flows: list[Flow],
+        st: list[_FlowState],
+        paced: set[int],
+        period_s: float,
+        one_way_s: float,
+        bin_s: float,
+        record: bool,
+    ) -> None:
+        self.agent, self.pipe, self.flows, self.st, self.paced = agent, pipe, flows, st, paced
+        self.period_s, self.one_way_s, self.half = period_s, one_way_s, one_way_s / 2
+        self.bin_s, self.record = bin_s, record
+        self.heap: list[tuple[float, int, int, int, Any]] = []
+        self.order = 0
+        self.res = VirtualResult(bin_s, [])
+        self.handlers: tuple[Callable[[float, int, int, Any], None], ...] = (
+            self.on_send,
+            self.on_arrive,
+            self.on_deliver,
+            self.on_ack,
+            self.on_timer,
+            self.on_period,
         )
-        snd = Sender(f.size_bytes, payload, ctl, xfer=k + 1)
-        frames = {
-            sz: ipv4_frame(src_ip, dst_ip, sz, shim(constants.CODE_ONE, constants.FLAG_RI, 17))
-            for sz in {snd.size_of(0), snd.size_of(snd.npkts - 1)}
-        }
-        if dport not in paced:
-            paced.add(dport)
-            pipe.tm.configure(dport, dcap, max(3 * (ip_size + 38), int(dcap * queue_ms / 8e3)))
-        st.append(
-            _FlowState(
-                f, port, snd, Receiver(), frames, cap, np.zeros(nb), np.zeros(nb), [(f.start_s, ctl.rate(f.start_s))]
-            )
-        )
-    heap: list[tuple[float, int, int, int, Any]] = []
-    order = 0
 
-    def push(t: float, kind: int, k: int, data: Any = None) -> None:
-        nonlocal order
-        order += 1
-        heapq.heappush(heap, (t, order, kind, k, data))
+    def push(self, t: float, kind: int, k: int, data: Any = None) -> None:
+        self.order += 1
+        heapq.heappush(self.heap, (t, self.order, kind, k, data))
 
-    SEND, ARRIVE, DELIVER, ACK, TIMER, PERIOD = range(6)
-
-    def reschedule(k: int, now: float) -> None:
-        s = st[k]
+    def reschedule(self, k: int, now: float) -> None:
+        s = self.st[k]
         due = s.snd.due(now)
         if due is not None and due != s.wake:
             s.wake = due
-            push(due, SEND, k)
+            self.push(due, SEND, k)
         td = s.snd.timer_due()
         if td is not None and td < s.timer:
             s.timer = td
-            push(td, TIMER, k)
+            self.push(td, TIMER, k)
 
-    for k, f in enumerate(flows):
-        push(f.start_s, SEND, k)
-        st[k].wake = f.start_s
-    push(period_s, PERIOD, -1)
-    res = VirtualResult(bin_s, [])
-    half = one_way_s / 2
-    n_events = 0
-    while heap:
-        t, _, kind, k, data = heapq.heappop(heap)
-        if t >= duration_s:
-            break
-        n_events += 1
-        b = int(t / bin_s)
-        if kind == PERIOD:
-            snap = agent.step(t)
-            for e in snap.egresses:
-                if e.port in paced:
-                    res.tau.append((t, e.tau if e.congested else math.inf))
-            push(t + period_s, PERIOD, -1)
-            continue
-        s = st[k]
+    def loop(self, duration_s: float) -> int:
+        """Runs events until `duration_s` or none are left; returns how many ran."""
+        for k, f in enumerate(self.flows):
+            self.push(f.start_s, SEND, k)
+            self.st[k].wake = f.start_s
+        self.push(self.period_s, PERIOD, -1)
+        n_events = 0
+        heap, handlers, bin_s = self.heap, self.handlers, self.bin_s
+        while heap:
+            t, _, kind, k, data = heapq.heappop(heap)
+            if t >= duration_s:
+                break
+            n_events += 1
+            handlers[kind](t, k, int(t / bin_s), data)
+        return n_events
+
+    def on_period(self, t: float, k: int, b: int, data: Any) -> None:
+        snap = self.agent.step(t)
+        for e in snap.egresses:
+            if e.port in self.paced:
+                self.res.tau.append((t, e.tau if e.congested else math.inf))
+        self.push(t + self.period_s, PERIOD, -1)
+
+    def on_send(self, t: float, k: int, b: int, data: Any) -> None:
+        s = self.st[k]
         snd = s.snd
-        if kind == SEND:
-            if t != s.wake:
-                continue  # superseded
-            s.wake = math.inf
-            due = snd.due(t)
-            if snd.done or due is None:
-                continue
-            if due > t:
-                reschedule(k, t)
-                continue
-            seq = snd.send(t)
-            size = snd.size_of(seq)
-            s.send[b] += size
-            push(t + half, ARRIVE, k, seq)
-            reschedule(k, t)
-        elif kind == ARRIVE:
-            seq = data
-            size = snd.size_of(seq)
-            r = pipe.process(s.frames[size], s.port, int(t * 1e9))
-            if r.egress_port is None or r.frame is None:  # γ, or the destination port's queue
-                s.drops += 1
-                s.drop[b] += size
-                continue
-            sh = parse_shim(r.frame[ETH + IP_HDR :])
-            push(r.depart_ns / 1e9 + half, DELIVER, k, (seq, sh.rri))
-            if record:
-                res.deliveries.append((f"{flows[k].name}", seq, float(snd.sent_at[seq]), sh.rri))
-        elif kind == DELIVER:
-            seq, rri = data
-            s.delivered += 1
-            ack = s.rcv.on_data(t, snd.xfer, seq, snd.total, b"", snd.payload, rri)
-            if ack is not None:
-                push(t + one_way_s, ACK, k, (ack, s.rcv.latest_rri))
-        elif kind == ACK:
-            ack, echo = data
-            before = snd.ctl.rate(t)
-            snd.on_ack(t, ack, echo)
-            after = snd.ctl.rate(t)
-            if after != before:
-                s.steps.append((t, after))
-            reschedule(k, t)
-        elif kind == TIMER:
-            if t != s.timer:
-                continue
-            s.timer = math.inf
-            snd.on_timer(t)
-            reschedule(k, t)
-    res.events = n_events
-    for k, f in enumerate(flows):
-        s = st[k]
+        if t != s.wake:
+            return  # superseded
+        s.wake = math.inf
+        due = snd.due(t)
+        if snd.done or due is None:
+            return
+        if due > t:
+            self.reschedule(k, t)
+            return
+        seq = snd.send(t)
+        size = snd.size_of(seq)
+        s.send[b] += size
+        self.push(t + self.half, ARRIVE, k, seq)
+        self.reschedule(k, t)
+
+    def on_arrive(self, t: float, k: int, b: int, data: Any) -> None:
+        s = self.st[k]
         snd = s.snd
-        res.flows.append(
-            FlowResult(
-                f.name,
-                snd.ctl.name,
-                f.size_bytes,
-                f.start_s,
-                snd.stats.finish,
-                s.cap,
-                snd.stats.sent,
-                snd.stats.retransmitted,
-                snd.stats.lost,
-                s.drops,
-                s.delivered,
-                snd.stats.echoes,
-                s.send * 8 / bin_s,
-                s.drop * 8 / bin_s,
-                s.steps,
-            )
-        )
-    return res
+        seq = data
+        size = snd.size_of(seq)
+        r = self.pipe.process(s.frames[size], s.port, int(t * 1e9))
+        if r.egress_port is None or r.frame is None:  # γ, or the destination port's queue
+            s.drops += 1
+            s.drop[b] += size
+            return
+        sh = parse_shim(r.frame[ETH + IP_HDR :])
+        self.push(r.depart_ns / 1e9 + self.half, DELIVER, k, (seq, sh.rri))
+        if self.record:
+            self.res.deliveries.append((f"{self.flows[k].name}", seq, float(snd.sent_at[seq]), sh.rri))
+
+    def on_deliver(self, t: float, k: int, b: int, data: Any) -> None:
+        s = self.st[k]
+        snd = s.snd
+        seq, rri = data
+        s.delivered += 1
+        ack = s.rcv.on_data(t, snd.xfer, seq, snd.total, b"", snd.payload, rri)
+        if ack is not None:
+            self.push(t + self.one_way_s, ACK, k, (ack, s.rcv.latest_rri))
+
+    def on_ack(self, t: float, k: int, b: int, data: Any) -> None:
+        s = self.st[k]
+        snd = s.snd
+        ack, echo = data
+        before = snd.ctl.rate(t)
+        snd.on_ack(t, ack, echo)
+        after = snd.ctl.rate(t)
+        if after != before:
+            s.steps.append((t, after))
+        self.reschedule(k, t)
+
+    def on_timer(self, t: float, k: int, b: int, data: Any) -> None:
+        s = self.st[k]
+        if t != s.timer:
+            return
+        s.timer = math.inf
+        s.snd.on_timer(t)
+        self.reschedule(k, t)

@@ -154,13 +154,7 @@ def run(
     res = TraceResult(
         bin_s, {s.name: np.zeros(nbins) for s in streams}, {s.name: 0 for s in streams}, {s.name: 0 for s in streams}
     )
-    # links: (node, egress port) -> (next node, its ingress port)
-    links: dict[tuple[str, int], tuple[str, int]] = {}
-    for n in topo.nodes.values():
-        for i in n.interfaces.values():
-            if i.peer:
-                pn, pi = i.peer.split(".")
-                links[(n.name, i.port)] = (pn, topo.nodes[pn].interfaces[pi].port)
+    links = _links(topo)
     stream_rngs = [random.Random(rng.random()) for _ in streams]
     if csfq is None and all(isinstance(p, FastPipeline) for p in pipelines.values()):
         return _run_compiled(
@@ -180,20 +174,60 @@ def run(
         )
     if csfq is not None:
         csfq.attach(pipelines, start_s)
+    return _run_interpreted(
+        streams,
+        stream_rngs,
+        pipelines,
+        links,
+        res,
+        duration_s,
+        period_s,
+        on_period,
+        poisson,
+        jitter,
+        bin_s,
+        progress,
+        start_s,
+        csfq,
+    )
+
+
+def _links(topo: Topology) -> dict[tuple[str, int], tuple[str, int]]:
+    """The links between nodes: (node, egress port) -> (next node, its ingress port)."""
+    links: dict[tuple[str, int], tuple[str, int]] = {}
+    for n in topo.nodes.values():
+        for i in n.interfaces.values():
+            if i.peer:
+                pn, pi = i.peer.split(".")
+                links[(n.name, i.port)] = (pn, topo.nodes[pn].interfaces[pi].port)
+    return links
+
+
+# per packet: each branch is one arrival's path through a node, inline (a helper would cost a call a packet)
+def _run_interpreted(  # noqa: C901
+    streams: list[TraceStream],
+    stream_rngs: list[random.Random],
+    pipelines: dict[str, Pipeline],
+    links: dict[tuple[str, int], tuple[str, int]],
+    res: TraceResult,
+    duration_s: float,
+    period_s: float,
+    on_period: Callable[[int], object] | None,
+    poisson: bool,
+    jitter: bool,
+    bin_s: float,
+    progress: Callable[[float], None] | None,
+    start_s: float,
+    csfq,
+) -> TraceResult:
+    """The event loop in Python, for pipelines the C loop cannot run (or with CSFQ's labels)."""
     gens = [_arrivals(s, r, poisson, jitter) for s, r in zip(streams, stream_rngs, strict=False)]
     wires = [s.wire for s in streams]
     # events (t, k): k < len(streams) is a stream's next arrival at its first node, else a frame in
     # flight between nodes (the slot k - len(streams), reused last-freed-first as in the C loop)
     ns = len(streams)
-    heap: list[tuple[float, int]] = []
-    for k, g in enumerate(gens):
-        t = next(g, None)
-        if t is not None:
-            heap.append((t, k))
-    heapq.heapify(heap)
-    flights: list[
-        tuple[int, str, int, int, bytes, float, float]
-    ] = []  # (stream, node, port, hops, frame, sent, CSFQ label)
+    heap = _first_arrivals(gens)
+    flights: list[tuple[int, str, int, int, bytes, float, float]] = []  # (stream, node, port, hops, frame, sent, label)
     free: list[int] = []
     next_period = period_s
     next_progress = 0.0
@@ -250,6 +284,17 @@ def run(
             res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
         next_period += period_s
     return res
+
+
+def _first_arrivals(gens: list[Iterator[float]]) -> list[tuple[float, int]]:
+    """The event heap with each stream's first arrival (t, stream index); a stream with none is left out."""
+    heap: list[tuple[float, int]] = []
+    for k, g in enumerate(gens):
+        t = next(g, None)
+        if t is not None:
+            heap.append((t, k))
+    heapq.heapify(heap)
+    return heap
 
 
 def _run_compiled(

@@ -110,24 +110,8 @@ def send_transfer(
                 raise TransferError(f"timed out after {timeout_s:g} s with {snd.cum}/{snd.npkts} packets acknowledged")
             _drain_acks(sock, snd, dst, port, sport)
             snd.on_timer(now)
-            for _ in range(64):  # what is due now, a few at a time
-                now = time.monotonic()
-                due = snd.due(now)
-                if due is None or due > now:
-                    break
-                seq = snd.send(now)
-                chunk = data[seq * payload : (seq + 1) * payload]
-                try:
-                    sock.send(data_datagram(Data(xfer, seq, len(data), payload, chunk), sport, port))
-                    sent_bytes += OVERHEAD + len(chunk)
-                except BlockingIOError:
-                    pass  # the host's queue is full: lost as on a wire, the transport retransmits
-                except OSError as e:
-                    if e.errno == errno.EMSGSIZE:
-                        raise TransferError(
-                            f"--size {ip_size} exceeds the path MTU toward {dst}: use a smaller --size"
-                        ) from None
-                    raise
+            now, n = _send_due(sock, snd, data, xfer, dst, port, sport, ip_size, now)
+            sent_bytes += n
             if progress is not None:
                 progress(snd.cum, snd.npkts)
             if log is not None and now - last_log >= log_interval_s:
@@ -148,6 +132,36 @@ def send_transfer(
                 select.select([sock], [], [], wait)
     finally:
         sock.close()
+    return _transfer_report(controller, data, snd, t0)
+
+
+def _send_due(
+    sock: socket.socket, snd: Sender, data: bytes, xfer: int, dst: str, port: int, sport: int, ip_size: int, now: float
+) -> tuple[float, int]:
+    """Sends what is due now, up to 64 packets; (the time last looked at, IP bytes handed to the host)."""
+    payload, sent_bytes = ip_size - OVERHEAD, 0
+    for _ in range(64):  # what is due now, a few at a time
+        now = time.monotonic()
+        due = snd.due(now)
+        if due is None or due > now:
+            break
+        seq = snd.send(now)
+        chunk = data[seq * payload : (seq + 1) * payload]
+        try:
+            sock.send(data_datagram(Data(xfer, seq, len(data), payload, chunk), sport, port))
+            sent_bytes += OVERHEAD + len(chunk)
+        except BlockingIOError:
+            pass  # the host's queue is full: lost as on a wire, the transport retransmits
+        except OSError as e:
+            if e.errno == errno.EMSGSIZE:
+                raise TransferError(
+                    f"--size {ip_size} exceeds the path MTU toward {dst}: use a smaller --size"
+                ) from None
+            raise
+    return now, sent_bytes
+
+
+def _transfer_report(controller: Controller, data: bytes, snd: Sender, t0: float) -> TransferReport:
     end = snd.stats.finish or time.monotonic()
     dur = max(end - (snd.stats.first_send or t0), 1e-9)
     st = snd.stats
@@ -315,6 +329,50 @@ def send_partial(
     host), so it is applied to what this host sent over `measure_s` before the probe."""
     if not data:
         raise TransferError("nothing to send (0 bytes)")
+    raw, tcp, t0 = _partial_connect(dst, port, cca)
+    tcp.setblocking(False)
+    sender = _PartialSender(raw, tcp, dst, port, data, t0, settle_s, measure_s)
+    try:
+        while True:
+            now = time.monotonic()
+            if now - t0 > timeout_s:
+                raise TransferError(
+                    f"timed out after {timeout_s:g} s with {sender.off}/{len(data)} bytes handed to TCP"
+                )
+            if sender.pump_tcp():
+                break
+            sender.account(now)
+            sender.probe(now)
+            sender.read_echoes(now)
+            if progress is not None:
+                progress(min(sender.off, len(data)), len(data))
+            select.select(
+                [raw, tcp],
+                [tcp] if sender.off < len(data) else [],
+                [],
+                max(0.0, min(0.005, sender.next_probe - time.monotonic())),
+            )
+        dur = time.monotonic() - t0
+        _, retx = _tcp_info(tcp)
+    finally:
+        tcp.close()
+        raw.close()
+    return PartialReport(
+        "partial",
+        cca,
+        len(data),
+        dur,
+        len(data) * 8 / dur,
+        retx,
+        sender.probes,
+        sender.echoes,
+        sender.cap_set,
+        sender.changes,
+    )
+
+
+def _partial_connect(dst: str, port: int, cca: str) -> tuple[socket.socket, socket.socket, float]:
+    """The raw socket of the probes and the TCP connection under `cca`; (raw, tcp, the time connect began)."""
     raw = open_raw()
     tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -333,79 +391,98 @@ def send_partial(
         raw.close()
         tcp.close()
         raise TransferError(f"cannot connect to {dst}:{port}: {e.strerror or e}") from None
-    tcp.setblocking(False)
-    sport = 40000 + os.getpid() % 20000
-    xfer = int.from_bytes(os.urandom(4), "big") or 1
-    log = SendLog(measure_s)
-    cap = IndicatorCap(RateHistory(t0, 0.0), settle_s=settle_s, sent=log)
-    probe_sent: dict[int, float] = {}
-    probes = echoes = changes = 0
-    cap_set: float | None = None
-    off = 0
-    last_sent = 0
-    next_probe = t0
-    probe_body = bytes(PROBE_SIZE - OVERHEAD)
-    try:
-        while True:
-            now = time.monotonic()
-            if now - t0 > timeout_s:
-                raise TransferError(f"timed out after {timeout_s:g} s with {off}/{len(data)} bytes handed to TCP")
-            if off < len(data):
-                try:
-                    off += tcp.send(data[off : off + (1 << 16)])
-                    if off >= len(data):
-                        tcp.shutdown(socket.SHUT_WR)
-                except BlockingIOError:
-                    pass
-            else:
-                try:
-                    if tcp.recv(1):  # the receiver's "all arrived"
-                        break
-                except BlockingIOError:
-                    pass
-            sent, _ = _tcp_info(tcp)
-            if sent is not None and sent > last_sent:
-                log.sent(now, int((sent - last_sent) * (1 + TCP_IP_OVERHEAD)))
-                last_sent = sent
-            if now >= next_probe:
-                try:
-                    raw.sendto(data_datagram(Data(xfer, probes, 0, 0, probe_body), sport, port), (dst, 0))
-                    probe_sent[probes] = now
-                    log.sent(now, PROBE_SIZE)
-                    probes += 1
-                except BlockingIOError:
-                    pass
-                next_probe = now + PROBE_INTERVAL_S
-            for src, d in _datagrams(raw, 64):
-                if (
-                    not isinstance(d.msg, Ack)
-                    or d.msg.xfer != xfer
-                    or src != dst
-                    or not d.shim.flags & constants.FLAG_ECHO
-                ):
-                    continue
-                at = probe_sent.pop(d.msg.echo_seq, None)
-                if at is None:
-                    continue
-                echoes += 1
-                cap.on_echo(Echo(d.shim.rri_echo, at))
-                c = cap.cap()
-                if c is not None and (cap_set is None or abs(c - cap_set) > 0.02 * cap_set):
-                    # bytes/s of TCP payload; the kernel paces every segment of the connection under it
-                    tcp.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, max(1, int(c / 8 / (1 + TCP_IP_OVERHEAD))))
-                    cap_set, changes = c, changes + 1
-                    cap.tracker.history.set(now, c)  # echoes judged before the change settles are stale
-            if progress is not None:
-                progress(min(off, len(data)), len(data))
-            select.select(
-                [raw, tcp], [tcp] if off < len(data) else [], [], max(0.0, min(0.005, next_probe - time.monotonic()))
+    return raw, tcp, t0
+
+
+class _PartialSender:
+    """send_partial's state between two turns of its loop: the bytes handed to TCP, what the host
+    sent (TCP and probes), the probes in flight and the pacing cap set from their echoes."""
+
+    def __init__(
+        self,
+        raw: socket.socket,
+        tcp: socket.socket,
+        dst: str,
+        port: int,
+        data: bytes,
+        t0: float,
+        settle_s: float,
+        measure_s: float,
+    ) -> None:
+        self.raw, self.tcp, self.dst, self.port, self.data = raw, tcp, dst, port, data
+        self.sport = 40000 + os.getpid() % 20000
+        self.xfer = int.from_bytes(os.urandom(4), "big") or 1
+        self.log = SendLog(measure_s)
+        self.cap = IndicatorCap(RateHistory(t0, 0.0), settle_s=settle_s, sent=self.log)
+        self.probe_sent: dict[int, float] = {}
+        self.probes = self.echoes = self.changes = 0
+        self.cap_set: float | None = None
+        self.off = 0
+        self.last_sent = 0
+        self.next_probe = t0
+        self.probe_body = bytes(PROBE_SIZE - OVERHEAD)
+
+    def pump_tcp(self) -> bool:
+        """Hands TCP what it takes (then shuts the write side); True once the receiver says all arrived."""
+        data, tcp = self.data, self.tcp
+        if self.off < len(data):
+            try:
+                self.off += tcp.send(data[self.off : self.off + (1 << 16)])
+                if self.off >= len(data):
+                    tcp.shutdown(socket.SHUT_WR)
+            except BlockingIOError:
+                pass
+        else:
+            try:
+                if tcp.recv(1):  # the receiver's "all arrived"
+                    return True
+            except BlockingIOError:
+                pass
+        return False
+
+    def account(self, now: float) -> None:
+        """Logs the bytes TCP sent since the last turn, with their headers."""
+        sent, _ = _tcp_info(self.tcp)
+        if sent is not None and sent > self.last_sent:
+            self.log.sent(now, int((sent - self.last_sent) * (1 + TCP_IP_OVERHEAD)))
+            self.last_sent = sent
+
+    def probe(self, now: float) -> None:
+        if now < self.next_probe:
+            return
+        try:
+            self.raw.sendto(
+                data_datagram(Data(self.xfer, self.probes, 0, 0, self.probe_body), self.sport, self.port), (self.dst, 0)
             )
-        dur = time.monotonic() - t0
-        _, retx = _tcp_info(tcp)
-    finally:
-        tcp.close()
-        raw.close()
-    return PartialReport("partial", cca, len(data), dur, len(data) * 8 / dur, retx, probes, echoes, cap_set, changes)
+            self.probe_sent[self.probes] = now
+            self.log.sent(now, PROBE_SIZE)
+            self.probes += 1
+        except BlockingIOError:
+            pass
+        self.next_probe = now + PROBE_INTERVAL_S
+
+    def read_echoes(self, now: float) -> None:
+        """Takes the echoes of this transfer's probes; a cap that moved by over 2 % is set on the connection."""
+        cap = self.cap
+        for src, d in _datagrams(self.raw, 64):
+            if (
+                not isinstance(d.msg, Ack)
+                or d.msg.xfer != self.xfer
+                or src != self.dst
+                or not d.shim.flags & constants.FLAG_ECHO
+            ):
+                continue
+            at = self.probe_sent.pop(d.msg.echo_seq, None)
+            if at is None:
+                continue
+            self.echoes += 1
+            cap.on_echo(Echo(d.shim.rri_echo, at))
+            c = cap.cap()
+            if c is not None and (self.cap_set is None or abs(c - self.cap_set) > 0.02 * self.cap_set):
+                # bytes/s of TCP payload; the kernel paces every segment of the connection under it
+                self.tcp.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, max(1, int(c / 8 / (1 + TCP_IP_OVERHEAD))))
+                self.cap_set, self.changes = c, self.changes + 1
+                cap.tracker.history.set(now, c)  # echoes judged before the change settles are stale
 
 
 def receive_partial(port: int, *, timeout_s: float = 60.0, keep: bool = True) -> tuple[ReceiveReport, bytes]:
