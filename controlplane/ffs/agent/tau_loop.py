@@ -57,26 +57,8 @@ class TauLoop(CounterReadings):
         free = self._free(virtual)
         # an egress whose counters went backwards decides nothing this period (its τ stays)
         jumped = self._jumped_in(Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED)
-        for port in ports:
-            acc = self._since_telemetry.get(port, (ZERO, ZERO))
-            self._since_telemetry[port] = (
-                None
-                if acc is None or port in jumped
-                else (add_counts(acc[0], a.get(port, ZERO)), add_counts(acc[1], bad.get(port, ZERO)))
-            )
-        quarantine = self._release_quarantine(now_s)
-        lied = any(v.packets for v in bad.values())
-        brought_forward = lied and now_s - self._last_lie_telemetry >= self.telemetry_period_s
-        # a clear is rarely of one counter alone: re-baseline the pairs' now too, one event, one line
-        if (
-            jumped
-            or brought_forward
-            or now_s - self._last_telemetry >= self.telemetry_period_s
-            or not self._pair_status
-        ):
-            if lied:
-                self._last_lie_telemetry = now_s
-            quarantine += self.telemetry(virtual, now_s)
+        self._count_since_telemetry(ports, a, bad, jumped)
+        quarantine = self._release_quarantine(now_s) + self._telemetry_if_due(virtual, now_s, bad, jumped)
         snap = Snapshot(now_s, pairs=self._pair_status, pairs_time_s=self._last_telemetry, ports=self._port_status)
         batch: list[Update] = []
         node = self.current_node()
@@ -89,67 +71,17 @@ class TauLoop(CounterReadings):
             state = self.taus.get(e, EgressTau())
             a_bps, r_star = self._bps(a.get(port, ZERO), dt_a), self._bps(offered.get(port, ZERO), dt)
             if port in jumped:  # no rate this period: τ, the accumulation and the pushed entry stay
-                snap.egresses.append(
-                    EgressStatus(
-                        e,
-                        port,
-                        self.node.interfaces[e].capacity,
-                        target,
-                        0.0,
-                        0.0,
-                        state.tau,
-                        state.congested,
-                        *self._drops_by_egress.get(e, (0.0, 0)),
-                        0,
-                        pipe=pipe_of(port),
-                    )
-                )
+                snap.egresses.append(self._egress_status(e, port, target, 0.0, 0.0, state, 0))
                 continue
             if dt > self.min_interval_s and dt_a > self.min_interval_s:
-                o0, a0, t_o, t_a, f0 = self._tau_acc.get(e, (ZERO, ZERO, 0.0, 0.0, None))
-                o1, a1 = add_counts(o0, offered.get(port, ZERO)), add_counts(a0, a.get(port, ZERO))
-                t_o, t_a, f1 = t_o + dt, t_a + dt_a, add_free(f0, free.get(e))
-                if a1.packets >= self.min_packets or t_a >= self.max_interval_s:
-                    # a pair held: (A, R*) of the free pairs bound the rise (no reading: no rise)
-                    bound = (
-                        None
-                        if f1 is None
-                        else (self._bps(f1[1], f1[2]), self._bps(f1[0], f1[2]))
-                        if f1[3]
-                        else (0.0, 0.0)
-                    )
-                    state = tau_step(state, self._bps(a1, t_a), self._bps(o1, t_o), target, self.tau_params, bound)
-                    self.taus[e] = state
-                    self._tau_acc.pop(e, None)
-                else:
-                    self._tau_acc[e] = (o1, a1, t_o, t_a, f1)
+                state = self._advance_tau(e, target, state, offered.get(port, ZERO), a.get(port, ZERO), dt, dt_a, free)
             params = egress_action_params(state, r_star, target)  # C/R* for RI: this period's
             if self._pushed.get(port) != params:  # the switch holds the rest as pushed (the slow check repairs)
                 batch.append(egress_entry(port, params, "modify"))
             snap.egresses.append(
-                EgressStatus(
-                    e,
-                    port,
-                    self.node.interfaces[e].capacity,
-                    target,
-                    a_bps,
-                    r_star,
-                    state.tau,
-                    state.congested,
-                    *self._drops_by_egress.get(e, (0.0, 0)),
-                    bad.get(port, ZERO).packets,
-                    pipe=pipe_of(port),
-                )
+                self._egress_status(e, port, target, a_bps, r_star, state, bad.get(port, ZERO).packets)
             )
-        if not dt > self.min_interval_s:
-            batch = []
-        if quarantine or batch:
-            self.driver.write(quarantine + batch)
-            self._pushed.update(
-                {exact_value(u.entry.key[p4names.EGRESS_PARAMS.keys[0].name]): u.entry.params for u in batch}
-            )
-            if self.store is not None:
-                self.store.save_taus(self.node.name, self.taus, self.quarantine.level)
+        self._push(quarantine, batch if dt > self.min_interval_s else [])
         if self._jump_notes:
             log.warning(
                 "counters went backwards (cleared by another client?): %s indices; re-baselined, no decision "
@@ -159,6 +91,90 @@ class TauLoop(CounterReadings):
             self._jump_notes = []
         self.snapshot = snap
         return snap
+
+    def _count_since_telemetry(
+        self, ports: list[int], a: dict[int, CounterValue], bad: dict[int, CounterValue], jumped: set[int]
+    ) -> None:
+        """What each egress admitted and counted as lies since the last telemetry (None after a jump)."""
+        for port in ports:
+            acc = self._since_telemetry.get(port, (ZERO, ZERO))
+            self._since_telemetry[port] = (
+                None
+                if acc is None or port in jumped
+                else (add_counts(acc[0], a.get(port, ZERO)), add_counts(acc[1], bad.get(port, ZERO)))
+            )
+
+    def _telemetry_if_due(
+        self, virtual: float | None, now_s: float, bad: dict[int, CounterValue], jumped: set[int]
+    ) -> list[Update]:
+        """The pairs' telemetry on its cadence, at once after a lie (at most once a telemetry period),
+        and after a jump; the quarantine's updates it decides."""
+        lied = any(v.packets for v in bad.values())
+        brought_forward = lied and now_s - self._last_lie_telemetry >= self.telemetry_period_s
+        # a clear is rarely of one counter alone: re-baseline the pairs' now too, one event, one line
+        if not (
+            jumped
+            or brought_forward
+            or now_s - self._last_telemetry >= self.telemetry_period_s
+            or not self._pair_status
+        ):
+            return []
+        if lied:
+            self._last_lie_telemetry = now_s
+        return self.telemetry(virtual, now_s)
+
+    def _advance_tau(
+        self,
+        e: str,
+        target: float,
+        state: EgressTau,
+        offered: CounterValue,
+        admitted: CounterValue,
+        dt: float,
+        dt_a: float,
+        free: dict[str, Free],
+    ) -> EgressTau:
+        """τ's step once enough was admitted (min_packets) or enough time passed; until then the
+        period's counts accumulate."""
+        o0, a0, t_o, t_a, f0 = self._tau_acc.get(e, (ZERO, ZERO, 0.0, 0.0, None))
+        o1, a1 = add_counts(o0, offered), add_counts(a0, admitted)
+        t_o, t_a, f1 = t_o + dt, t_a + dt_a, add_free(f0, free.get(e))
+        if not (a1.packets >= self.min_packets or t_a >= self.max_interval_s):
+            self._tau_acc[e] = (o1, a1, t_o, t_a, f1)
+            return state
+        # a pair held: (A, R*) of the free pairs bound the rise (no reading: no rise)
+        bound = None if f1 is None else (self._bps(f1[1], f1[2]), self._bps(f1[0], f1[2])) if f1[3] else (0.0, 0.0)
+        state = tau_step(state, self._bps(a1, t_a), self._bps(o1, t_o), target, self.tau_params, bound)
+        self.taus[e] = state
+        self._tau_acc.pop(e, None)
+        return state
+
+    def _egress_status(
+        self, e: str, port: int, target: float, a_bps: float, r_star: float, state: EgressTau, lies: int
+    ) -> EgressStatus:
+        return EgressStatus(
+            e,
+            port,
+            self.node.interfaces[e].capacity,
+            target,
+            a_bps,
+            r_star,
+            state.tau,
+            state.congested,
+            *self._drops_by_egress.get(e, (0.0, 0)),
+            lies,
+            pipe=pipe_of(port),
+        )
+
+    def _push(self, quarantine: list[Update], batch: list[Update]) -> None:
+        """The quarantine's and the egresses' entries in one write; τ saved with them."""
+        if quarantine or batch:
+            self.driver.write(quarantine + batch)
+            self._pushed.update(
+                {exact_value(u.entry.key[p4names.EGRESS_PARAMS.keys[0].name]): u.entry.params for u in batch}
+            )
+            if self.store is not None:
+                self.store.save_taus(self.node.name, self.taus, self.quarantine.level)
 
     def _free(self, virtual: float | None) -> dict[str, Free]:
         """Per egress with a pair held in quarantine: its free pairs' arrivals and admitted bytes
