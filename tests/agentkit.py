@@ -101,6 +101,16 @@ def wide_topology(tmp: Path, ports: int) -> Path:
     return path
 
 
+def ffsctl(sock: Path | str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """ffsctl as an operator runs it, against the agent listening on `sock`."""
+    return subprocess.run(
+        [sys.executable, "-m", "ffs.cli.ctl", f"--socket={sock}", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
     p = subprocess.Popen(
         [

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from agentkit import DUMBBELL, start_agent
+from agentkit import DUMBBELL, ffsctl, start_agent
 from ffs import p4names
 from ffs.agent.api import call
 from ffs.agent.owner import OwnerError, OwnerLock
@@ -105,24 +105,7 @@ def test_second_agent_is_refused_and_the_first_keeps_working(tmp_path, switch):
         )
         assert (tmp_path / "agent.sock").exists() and not (tmp_path / "other.sock").exists()
         assert call(tmp_path / "agent.sock", {"op": "status"})["node"] == "s1"
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ffs.cli.ctl",
-                f"--socket={tmp_path}/agent.sock",
-                "matrix",
-                "set",
-                "--ingress",
-                "p1",
-                "--egress",
-                "p3",
-                "--rate",
-                "4Mbps",
-            ],
-            capture_output=True,
-            text=True,
-        )
+        r = ffsctl(tmp_path / "agent.sock", "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "4Mbps")
         assert r.returncode == 0, r.stderr
         assert ctl.read_table(p4names.PAIRS.name) != before  # the first agent still writes the switch
     finally:

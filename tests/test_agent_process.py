@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agentkit import DUMBBELL, start_agent
+from agentkit import DUMBBELL, ffsctl, start_agent
 from ffs import p4names, tables
 from ffs.agent.api import call
 from ffs.agent.program import LpfConfig
@@ -37,24 +37,7 @@ def test_killed_agent_restores_the_applied_matrix(tmp_path):
         drv = ModelDriver(switch)
         drv.connect(timeout_s=10)
         agent = start_agent(tmp_path, switch)
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ffs.cli.ctl",
-                f"--socket={tmp_path}/agent.sock",
-                "matrix",
-                "set",
-                "--ingress",
-                "p1",
-                "--egress",
-                "p3",
-                "--rate",
-                "2Mbps",
-            ],
-            capture_output=True,
-            text=True,
-        )
+        r = ffsctl(tmp_path / "agent.sock", "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "2Mbps")
         assert r.returncode == 0, r.stderr
         lpf = LpfConfig(1e6).for_node(load(DUMBBELL).node("s1"))  # as the agent sizes it with start_agent's 1 ms
         assert pair_lm(drv)[(1, 3)] == tables.lm_code(2e6, lpf.time_constant_ns, lpf.scale_down)

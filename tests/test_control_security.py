@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkit import DUMBBELL, dump, make_agent
+from agentkit import DUMBBELL, dump, ffsctl, make_agent
 from ffs.agent import api
 from ffs.agent.api import ApiError, ControlServer, call
 from ffs.agent.matrix import MatrixError, validate_matrix
@@ -43,12 +43,6 @@ def snapshot(agent, state: Path) -> tuple[str, dict[str, bytes]]:
     return dump(agent.driver), {p.name: p.read_bytes() for p in sorted(state.iterdir())}
 
 
-def ctl(sock, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "ffs.cli.ctl", "--socket", str(sock), *args], capture_output=True, text=True
-    )
-
-
 BAD_FILES = {
     "5000-deep YAML": ("p3: " + "{a: " * 5000 + "1" + "}" * 5000, "nested deeper than 64 levels"),
     "billion laughs": (laughs(), "expands to more than 1000000 nodes"),
@@ -69,7 +63,7 @@ def test_bad_matrix_file_changes_nothing(running, tmp_path, name):
     before = snapshot(agent, state)
     f = tmp_path / "m.yaml"
     f.write_text(content + "\n")
-    p = ctl(sock, "matrix", "load", str(f))
+    p = ffsctl(sock, "matrix", "load", str(f))
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
     assert fragment in p.stderr, p.stderr
     assert snapshot(agent, state) == before
@@ -78,7 +72,7 @@ def test_bad_matrix_file_changes_nothing(running, tmp_path, name):
 def test_dev_zero_as_matrix_file(running):
     agent, sock, state = running
     before = snapshot(agent, state)
-    p = ctl(sock, "matrix", "load", "/dev/zero")
+    p = ffsctl(sock, "matrix", "load", "/dev/zero")
     assert p.returncode == 1 and p.stderr.strip() == "ffsctl: error: /dev/zero: more than the limit of 4 MiB", p.stderr
     assert snapshot(agent, state) == before
 

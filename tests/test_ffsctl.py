@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkit import LPF, Clock, dump, make_agent
+from agentkit import LPF, Clock, dump, ffsctl, make_agent
 from conftest import is_root
 from ffs import p4names, tables
 from ffs.agent.api import ApiError, ControlServer, call
@@ -34,18 +34,12 @@ def running(tmp_path):
     server.stop()
 
 
-def ctl(sock, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "ffs.cli.ctl", "--socket", str(sock), *args], capture_output=True, text=True
-    )
-
-
 def test_matrix_set_changes_what_the_data_plane_drops(running):
     agent, svc, sock = running
     clock = Clock(agent)
     before = clock.run(1.0, svc.lock)
     assert before.rate_bps("well-behaved", 0.5, 1.0) == pytest.approx(8 * M, rel=0.05)
-    p = ctl(sock, "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "3Mbps")
+    p = ffsctl(sock, "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "3Mbps")
     assert p.returncode == 0, p.stderr
     assert "M(p1,p3): 10 Mbps -> 3 Mbps" in p.stdout
     lm = {
@@ -57,12 +51,12 @@ def test_matrix_set_changes_what_the_data_plane_drops(running):
     # p1 is now constrained at its 3 Mbps share; the flood takes the rest of the 13 Mbps target
     assert after.rate_bps("well-behaved", 0.75, 1.5) == pytest.approx(3 * M, rel=0.1)
     assert after.rate_bps("flood", 0.75, 1.5) == pytest.approx(10 * M, rel=0.1)
-    shown = json.loads(ctl(sock, "--json", "matrix", "show").stdout)
+    shown = json.loads(ffsctl(sock, "--json", "matrix", "show").stdout)
     assert shown["fairness"]["p3"]["p1"] == 3 * M
-    log = json.loads(ctl(sock, "--json", "log").stdout)
+    log = json.loads(ffsctl(sock, "--json", "log").stdout)
     assert log[-1]["who"] == pwd.getpwuid(os.geteuid()).pw_name  # the peer's user, from SO_PEERCRED
     assert log[-1]["changes"] == [{"ingress": "p1", "egress": "p3", "old": 10 * M, "new": 3 * M}]
-    status = json.loads(ctl(sock, "--json", "status").stdout)
+    status = json.loads(ffsctl(sock, "--json", "status").stdout)
     p3 = next(e for e in status["egresses"] if e["egress"] == "p3")
     assert p3["congested"] and p3["tau"] >= 1.0
 
@@ -85,7 +79,7 @@ def test_invalid_matrix_file_rejected_whole(running, tmp_path, content, fragment
     before = dump(agent.driver)
     f = tmp_path / "m.yaml"
     f.write_text(content + "\n")
-    p = ctl(sock, "matrix", "load", str(f))
+    p = ffsctl(sock, "matrix", "load", str(f))
     assert p.returncode == 1
     assert p.stderr.count("\n") == 1 and fragment in p.stderr and "Traceback" not in p.stderr
     assert dump(agent.driver) == before
@@ -96,14 +90,14 @@ def test_plan_and_diff(running, tmp_path):
     Clock(agent).run(1.0, svc.lock)
     f = tmp_path / "m.yaml"
     f.write_text("fairness:\n  p3: {p1: 4Mbps, p2: 16Mbps}\n  p1: {p3: 20Mbps}\n  p2: {p3: 20Mbps}\n")
-    d = ctl(sock, "matrix", "diff", str(f))
+    d = ffsctl(sock, "matrix", "diff", str(f))
     assert "M(p1,p3): 10 Mbps -> 4 Mbps" in d.stdout and "M(p2,p3): 10 Mbps -> 16 Mbps" in d.stdout
-    plan = json.loads(ctl(sock, "--json", "matrix", "plan", str(f)).stdout)
+    plan = json.loads(ffsctl(sock, "--json", "matrix", "plan", str(f)).stdout)
     pred = {p["pair"]: p["rate"] for p in plan["pairs"]}
     assert pred["p1->p3"] == pytest.approx(4 * M, rel=0.05)  # exact FFS: 4 and 16 under the new shares
     assert pred["p2->p3"] == pytest.approx(16 * M, rel=0.05)
     assert agent.fairness["p3"]["p1"] == 10 * M  # planning changes nothing
-    load = ctl(sock, "--json", "matrix", "load", str(f))
+    load = ffsctl(sock, "--json", "matrix", "load", str(f))
     assert load.returncode == 0, load.stderr
     assert {(c["ingress"], c["egress"], c["new"]) for c in json.loads(load.stdout)["changes"]} == {
         ("p1", "p3", 4 * M),
@@ -115,8 +109,8 @@ def test_plan_and_diff(running, tmp_path):
         saved["fairness"] == agent.fairness
         and oct((tmp_path / "state" / "matrix-s1.json").stat().st_mode & 0o777) == "0o600"
     )
-    assert "no change" in ctl(sock, "matrix", "diff", str(f)).stdout
-    lines = ctl(sock, "log").stdout.splitlines()
+    assert "no change" in ffsctl(sock, "matrix", "diff", str(f)).stdout
+    lines = ffsctl(sock, "log").stdout.splitlines()
     assert len(lines) == 2 and all("M(p" in x and "-> " in x for x in lines)
 
 
@@ -126,15 +120,15 @@ def test_log_marks_an_aborted_change(running):
     rec = agent.store.record("mallory", "matrix", [{"ingress": "p1", "egress": "p3", "old": 10 * M, "new": 1 * M}])
     agent.store.begin(rec)
     agent.store.settle(rec["id"], "abort", "the switch refused it")
-    assert ctl(sock, "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "3Mbps").returncode == 0
-    lines = ctl(sock, "log").stdout.splitlines()
+    assert ffsctl(sock, "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "3Mbps").returncode == 0
+    lines = ffsctl(sock, "log").stdout.splitlines()
     assert len(lines) == 2 and lines[0].endswith("[aborted: the switch refused it]") and "mallory" in lines[0]
     assert not lines[1].endswith("]") and "-> 3" in lines[1]
-    assert [r["status"] for r in json.loads(ctl(sock, "--json", "log").stdout)] == ["aborted", "committed"]
+    assert [r["status"] for r in json.loads(ffsctl(sock, "--json", "log").stdout)] == ["aborted", "committed"]
 
 
 def test_unreachable_agent_is_one_line(tmp_path):
-    p = ctl(tmp_path / "none.sock", "status")
+    p = ffsctl(tmp_path / "none.sock", "status")
     assert p.returncode == 1 and "no agent socket" in p.stderr and p.stderr.count("\n") == 1
 
 
@@ -259,17 +253,17 @@ def test_bad_rate_and_env_socket(running, monkeypatch):
 def test_human_output(running):
     agent, svc, sock = running
     Clock(agent).run(0.5, svc.lock)
-    st = ctl(sock, "status")
+    st = ffsctl(sock, "status")
     assert st.returncode == 0 and "node s1: egresses" in st.stdout and "p3" in st.stdout
     egress_table = st.stdout.split("pairs")[0]
     rows = {ln.split("│")[1].strip(): ln for ln in egress_table.splitlines() if ln.startswith("│ p")}
-    tau = ctl(sock, "tau", "show")
+    tau = ffsctl(sock, "tau", "show")
     # one display everywhere: the value the metrics and --json carry, and the state beside it
     p1 = next(e for e in agent.snapshot.egresses if e.egress == "p1")
     assert tau.returncode == 0 and f"p1: {p1.tau:.4f} (uncongested)" in tau.stdout
     p3 = next(e for e in agent.snapshot.egresses if e.egress == "p3")
     assert p3.congested and f"p3: {p3.tau:.4f}\n" in tau.stdout
-    j = json.loads(ctl(sock, "tau", "show", "--json").stdout)  # --json after the subcommand too
+    j = json.loads(ffsctl(sock, "tau", "show", "--json").stdout)  # --json after the subcommand too
     assert {e["egress"]: (e["tau"], e["state"]) for e in j}["p1"] == (p1.tau, "uncongested")
     assert {e["egress"]: e["tau_display"] for e in j}["p3"] == f"{p3.tau:.4f}"
     assert (
@@ -278,7 +272,7 @@ def test_human_output(running):
         and f"{p1.tau:.4f}" in rows["p1"]
         and "uncongested" in rows["p1"]
     )
-    show = ctl(sock, "matrix", "show")
+    show = ffsctl(sock, "matrix", "show")
     assert show.returncode == 0 and "10 Mbps" in show.stdout
 
 
@@ -311,10 +305,10 @@ def test_plan_says_why_it_is_empty(running, tmp_path):
     agent, svc, sock = running
     f = tmp_path / "m.yaml"
     f.write_text("p3: {p1: 4Mbps, p2: 16Mbps}\n")
-    before = ctl(sock, "matrix", "plan", str(f))  # no period measured yet
+    before = ffsctl(sock, "matrix", "plan", str(f))  # no period measured yet
     assert before.returncode == 0 and "nothing to predict: no measurement yet" in before.stdout, before.stdout
     agent.step(0.0)
     agent.step(0.1)  # measured: no traffic anywhere
-    idle = json.loads(ctl(sock, "matrix", "plan", str(f), "--json").stdout)
+    idle = json.loads(ffsctl(sock, "matrix", "plan", str(f), "--json").stdout)
     assert idle["pairs"] == [] and "carries traffic" in idle["why_empty"]
     assert idle["egresses"] == [] or all(e["state"] == "uncongested" for e in idle["egresses"])

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkit import wide_topology
+from agentkit import ffsctl, wide_topology
 from ffs import p4names
 from ffs.agent.api import ApiError, call
 from ffs.agent.program import LpfConfig, node_updates, pairs_of
@@ -153,25 +153,7 @@ def test_agent_on_switchd_installs_changes_the_matrix_and_survives_a_restart(sde
 
 
 def _ffsctl_sets_p1_p3_to_2mbps(tmp_path: Path) -> None:
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ffs.cli.ctl",
-            f"--socket={tmp_path}/agent.sock",
-            "matrix",
-            "set",
-            "--ingress",
-            "p1",
-            "--egress",
-            "p3",
-            "--rate",
-            "2Mbps",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = ffsctl(tmp_path / "agent.sock", "matrix", "set", "--ingress", "p1", "--egress", "p3", "--rate", "2Mbps")
     assert r.returncode == 0, r.stderr
 
 
