@@ -206,25 +206,9 @@ def live(ip_len: int) -> dict:
             (ROOT / "topologies" / "dumbbell.yaml").read_text().replace("name: dumbbell", f"name: {name}")
         )
         with live_node(topo_file, work) as node:
-            rx = node.spawn(
-                node.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=7"),
-                stdout=subprocess.PIPE,
-                text=True,
-            )
+            rx = node.receive("h3", 7)
             time.sleep(0.3)
-            node.spawn(
-                node.exec_args(
-                    "h1",
-                    sys.executable,
-                    "-m",
-                    "ffs.lab.traffic",
-                    "send",
-                    "--dst=10.0.3.1",
-                    "--rate=8Mbps",
-                    "--duration=6.5",
-                ),
-                stdout=subprocess.DEVNULL,
-            )
+            node.send("h1", "10.0.3.1", "8Mbps", 6.5)
             liar = node.spawn(
                 node.exec_args(
                     "h2",

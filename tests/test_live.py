@@ -45,26 +45,10 @@ def live(tmp_path):
 
 def test_live_isolation_and_shim_on_the_wire(live):
     topo, plan = live.topology, live.plan
-    rx = live.spawn(
-        live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=5"),
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    rx = live.receive("h3", 5)
     time.sleep(0.3)
     for host, rate in (("h1", "8Mbps"), ("h2", "60Mbps")):
-        live.spawn(
-            live.exec_args(
-                host,
-                sys.executable,
-                "-m",
-                "ffs.lab.traffic",
-                "send",
-                "--dst=10.0.3.1",
-                f"--rate={rate}",
-                "--duration=4.5",
-            ),
-            stdout=subprocess.DEVNULL,
-        )
+        live.send(host, "10.0.3.1", rate, 4.5)
     lines = [json.loads(x) for x in rx.stdout]
     rx.wait()
     steady = [x["rates_bps"] for x in lines if 2 <= x["t"] <= 4]

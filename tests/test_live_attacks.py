@@ -39,25 +39,9 @@ def dumbbell(tmp_path, stem: str, trusted_p2: bool = False):
 def attack(live, *flood_args: str, seconds: float = 6.5):
     """h3 receives for `seconds` + 0.5 s, h1 sends its 8 Mb/s, h2 floods at its port's 20 Mb/s line
     rate with `flood_args`, both for `seconds`; h3's per-second lines and the flood's process."""
-    rx = live.spawn(
-        live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={seconds + 0.5}"),
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    rx = live.receive("h3", seconds + 0.5)
     time.sleep(0.3)
-    live.spawn(
-        live.exec_args(
-            "h1",
-            sys.executable,
-            "-m",
-            "ffs.lab.traffic",
-            "send",
-            "--dst=10.0.3.1",
-            "--rate=8Mbps",
-            f"--duration={seconds}",
-        ),
-        stdout=subprocess.DEVNULL,
-    )
+    live.send("h1", "10.0.3.1", "8Mbps", seconds)
     flood = live.spawn(
         live.exec_args(
             "h2",
@@ -221,25 +205,9 @@ def test_a_lying_ipv6_length_delivers_nothing_live(tmp_path, claim):
             stdout=subprocess.PIPE,
             text=True,
         )
-        rx = live.spawn(
-            live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={LIE_SECONDS + 0.5}"),
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        rx = live.receive("h3", LIE_SECONDS + 0.5)
         time.sleep(0.3)
-        live.spawn(
-            live.exec_args(
-                "h1",
-                sys.executable,
-                "-m",
-                "ffs.lab.traffic",
-                "send",
-                "--dst=10.0.3.1",
-                "--rate=8Mbps",
-                f"--duration={LIE_SECONDS}",
-            ),
-            stdout=subprocess.DEVNULL,
-        )
+        live.send("h1", "10.0.3.1", "8Mbps", LIE_SECONDS)
         liar = live.spawn(
             live.exec_args("h2", sys.executable, "-c", INJECT_V6, str(claim), "20e6", str(LIE_SECONDS)),
             stdout=subprocess.PIPE,

@@ -109,25 +109,9 @@ def test_frames_on_the_wire_are_not_in_the_queue(tmp_path):
     more than the buffer; a queue that counted them would drop about a seventh of the frames."""
     rate = 15e6
     with run(tmp_path, 0.0, 0.010, ["--buffer=3=16384"]) as live:
-        rx = live.spawn(
-            live.exec_args("h3", sys.executable, "-m", "ffs.lab.traffic", "recv", "--duration=5"),
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        rx = live.receive("h3", 5)
         time.sleep(0.3)
-        live.spawn(
-            live.exec_args(
-                "h1",
-                sys.executable,
-                "-m",
-                "ffs.lab.traffic",
-                "send",
-                "--dst=10.0.3.1",
-                f"--rate={rate:.0f}",
-                "--duration=4.5",
-            ),
-            stdout=subprocess.DEVNULL,
-        )
+        live.send("h1", "10.0.3.1", rate, 4.5)
         lines = [json.loads(x) for x in rx.stdout]
         rx.wait()
     steady = [x["rates_bps"].get("10.0.1.1", 0.0) for x in lines if 1.5 <= x["t"] <= 4]

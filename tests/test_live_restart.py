@@ -15,7 +15,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -36,18 +35,10 @@ TOPO = TOPOLOGIES / "dumbbell.yaml"
 def _run(work: Path, restart: signal.Signals | None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     with live_node(TOPO, work) as node:
-        exe = [sys.executable, "-m", "ffs.lab.traffic"]
-        rx = node.spawn(
-            node.exec_args("h3", *exe, "recv", f"--duration={DURATION + 1}"), stdout=subprocess.PIPE, text=True
-        )
+        rx = node.receive("h3", DURATION + 1)
         time.sleep(0.3)
         for host, rate in (("h1", "8Mbps"), ("h2", "60Mbps")):
-            node.spawn(
-                node.exec_args(
-                    host, *exe, "send", "--dst=10.0.3.1", f"--rate={rate}", "--size=1250", f"--duration={DURATION}"
-                ),
-                stdout=subprocess.DEVNULL,
-            )
+            node.send(host, "10.0.3.1", rate, DURATION, "--size=1250")
         if restart is not None:
             time.sleep(DURATION / 2)
             agent = node.procs[1]

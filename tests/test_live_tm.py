@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -67,24 +65,10 @@ def test_a_saturated_port_keeps_every_guarantee_live(tmp_path, size, speed, frac
     tau_f = LpfConfig().for_node(load(topo_file).node("s1")).time_constant_ns * 1e-9
     start = max(3.0, 4 * tau_f)
     with live_node(topo_file, tmp_path) as live:
-        exe = [sys.executable, "-m", "ffs.lab.traffic"]
-        rx = live.spawn(
-            live.exec_args("h3", *exe, "recv", f"--duration={start + 5:.1f}"), stdout=subprocess.PIPE, text=True
-        )
+        rx = live.receive("h3", start + 5)
         time.sleep(0.3)
         for host, rate in (("h1", demand), ("h2", 6 * speed)):
-            live.spawn(
-                live.exec_args(
-                    host,
-                    *exe,
-                    "send",
-                    "--dst=10.0.3.1",
-                    f"--rate={rate:.0f}",
-                    f"--size={size}",
-                    f"--duration={start + 4.5:.1f}",
-                ),
-                stdout=subprocess.DEVNULL,
-            )
+            live.send(host, "10.0.3.1", rate, start + 4.5, f"--size={size}")
         lines = [json.loads(x) for x in rx.stdout]
         rx.wait()
     steady = [x["rates_bps"] for x in lines if start <= x["t"] <= start + 4]

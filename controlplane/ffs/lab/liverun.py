@@ -52,6 +52,17 @@ class LiveNode:
         self.procs.append(p)
         return p
 
+    def receive(self, host: str, seconds: float) -> subprocess.Popen:
+        """`ffs.lab.traffic recv` on `host` for `seconds`: a JSON line a second on its stdout (text)."""
+        argv = self.exec_args(host, sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={seconds:g}")
+        return self.spawn(argv, stdout=subprocess.PIPE, text=True)
+
+    def send(self, host: str, dst: str, rate: str | float, seconds: float, *extra: str) -> subprocess.Popen:
+        """`ffs.lab.traffic send` from `host` to `dst` at `rate` (bit/s, or "8Mbps") for `seconds`."""
+        rate_arg = rate if isinstance(rate, str) else f"{rate:.0f}"
+        argv = [sys.executable, "-m", "ffs.lab.traffic", "send", f"--dst={dst}", f"--rate={rate_arg}", *extra]
+        return self.spawn(self.exec_args(host, *argv, f"--duration={seconds:g}"), stdout=subprocess.DEVNULL)
+
 
 def _wait(cond: Callable[[], bool], timeout_s: float, what: str, proc: subprocess.Popen, log: Path) -> None:
     end = time.monotonic() + timeout_s
