@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures
-import glob
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from pythons import find_python
 from test_bfrt_scripts_py38 import runtime_typing_uses
 from test_ffsctl_fleet import fake_ssh
 
@@ -242,28 +241,6 @@ def test_the_checker_catches_what_38_lacks():
 
 
 # --- the wheel under each interpreter --------------------------------------------------------------
-
-
-def find_python(version: str) -> str | None:
-    """pythonX.Y on PATH, else under pyenv's root: one that runs and is that version."""
-    cands = [shutil.which(f"python{version}")]
-    if shutil.which("pyenv"):
-        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip()
-        if root:
-            cands += sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
-    for exe in filter(None, cands):
-        try:
-            out = subprocess.run(
-                [exe, "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"],
-                capture_output=True,
-                text=True,
-                timeout=30,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if out.returncode == 0 and out.stdout.strip() == version:
-            return exe
-    return None
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from pythons import old_python
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "bfrt-scripts"
 PKG = ROOT / "controlplane"
@@ -115,26 +117,6 @@ def test_the_checker_catches_runtime_unions():
     assert runtime_typing_uses(ast.parse("M = dict[str, float]\nflags = A | B\n")) == [(1, "dict[...]")]
 
 
-def old_python() -> str | None:
-    """A Python 3.8 or 3.9 interpreter, if one is installed (as an SDE's switchd embeds)."""
-    for name in ("python3.8", "python3.9"):
-        exe = shutil.which(name)
-        if not exe:
-            continue
-        try:
-            out = subprocess.run(
-                [exe, "-c", "import sys; print(sys.version_info[:2] < (3, 10))"],
-                capture_output=True,
-                text=True,
-                timeout=20,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if out.returncode == 0 and out.stdout.strip() == "True":
-            return exe
-    return None
-
-
 RUNNER = """
 import json, runpy, sys
 class Recorder:
@@ -152,7 +134,9 @@ print(json.dumps(bfrt._calls))
 """
 
 
-@pytest.mark.skipif(old_python() is None, reason="no python3.8/python3.9 on PATH to run the bfshell scripts with")
+@pytest.mark.skipif(
+    old_python() is None, reason="no Python 3.8 or 3.9 (on PATH or under pyenv) to run the bfshell scripts with"
+)
 @pytest.mark.parametrize("script", ["setup_node.py", "load_matrix.py", "show_state.py"])
 def test_the_scripts_run_on_python38_or_39_as_on_this_python(tmp_path, script):
     exe = old_python()
