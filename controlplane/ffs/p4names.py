@@ -244,7 +244,7 @@ FATE = Table(
             ("parser_err", 16),
             ("routed", 1),
             ("managed", 1),
-            ("margin", 16),
+            ("admit_margin", 16),
             ("ffs_state", 2),
             ("trust", 1),
             ("insert", 1),

@@ -300,7 +300,7 @@ FATE_KEYS = (
     "parser_err",
     "routed",
     "managed",
-    "margin",
+    "admit_margin",
     "ffs_state",
     "trust",
     "insert",

@@ -143,7 +143,7 @@ struct ffs_metadata_t {
 
     /* --- gamma (Normalize, spec §5.4) --- */
     rnd_t       rnd;          /* the packet's uniform draw */
-    bit<16>     margin;       /* gamma's verdict, thr |-| rnd: 0 drops before the queue (fate), anything else admits */
+    bit<16>     admit_margin; /* gamma's verdict, thr |-| rnd: 0 drops before the queue (fate), anything else admits */
 
     /* --- RI (RiUpdate, Algorithm 4) --- */
     code_t      c_ri;         /* the RRI candidate */

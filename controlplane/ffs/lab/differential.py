@@ -426,7 +426,7 @@ def software_run(
         drawn[0] = True
         frac(md, thr)
         if replay is not None:
-            md.margin = 1 if replay.get(current[0], False) else 0
+            md.admit_margin = 1 if replay.get(current[0], False) else 0
 
     pipeline.normalize.gamma_frac = gamma_frac  # type: ignore[method-assign]
     out = []

@@ -640,7 +640,7 @@ typedef struct {
     uint32_t ffs_state, ri_req, rri_ge_one, l3_len, runt, routed, egress_port;
     uint32_t rf_hdr, rf, rri_n, lw, llen;
     uint32_t managed, pid, rf_over_m, ltau, ltau_p, congested, lcr, room, tau_over_k;
-    uint32_t pkt_weight, f_rate, rf_norm, c_cong, rnd, margin, c_ri;
+    uint32_t pkt_weight, f_rate, rf_norm, c_cong, rnd, admit_margin, c_ri;
 } meta_t;
 
 static inline uint32_t clamp_label(uint32_t rf) {
@@ -806,11 +806,11 @@ static void normalize_apply(Engine *e, meta_t *md) {
     draw(e, md);
     const tres *r = table_lookup(&e->tables[T_GAMMA], ((u128)md->congested << 16) | md->c_cong);
     if (r->act == A_GAMMA_ONE)
-        md->margin = 1;
+        md->admit_margin = 1;
     else if (r->act == A_GAMMA_FRAC)
-        md->margin = sat_sub(r->p[0], md->rnd);
+        md->admit_margin = sat_sub(r->p[0], md->rnd);
     else
-        md->margin = 0;
+        md->admit_margin = 0;
 }
 
 /* RiUpdate.ri_candidate: the const entries of ffs.tables.ri_candidate_entries */
@@ -927,7 +927,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     /* FfsIngress.fate: the const entries of ffs.tables.fate_entries, in order; beside it
      * count_pair_drop and count_admitted (A_j, before the TM) */
     if (md.managed) {
-        if (md.margin == 0)
+        if (md.admit_margin == 0)
             counter_count(e->pair_drops_pk, e->pair_drops_by, pipe * NUM_PAIRS + md.pid, frame_len);
         else
             counter_count(e->admitted_pk, e->admitted_by, pipe * NUM_PORTS + md.egress_port, frame_len);
@@ -941,7 +941,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
         return tm_and_egress(e, buf, len, md.egress_port, -1, (uint32_t)frame_len, 0, t_ns, depart);
     }
     *pid_out = (int)md.pid;
-    if (md.margin == 0) { /* ffs_drop */
+    if (md.admit_margin == 0) { /* ffs_drop */
         event_count(e, pipe, EVENT_FFS_DROP);
         return -1 - R_FFS_DROP;
     }

@@ -101,7 +101,7 @@ class Meta:
     c_cong: int = 0
     # gamma (Normalize)
     rnd: int = 0
-    margin: int = 0
+    admit_margin: int = 0
     # RI (RiUpdate)
     c_ri: int = 0
 
@@ -351,15 +351,15 @@ class Normalize:
 
     @staticmethod
     def gamma_one(md: Meta) -> None:  # stage 4: d <= 0 or uncongested, γ = 1, no random compare
-        md.margin = 1
+        md.admit_margin = 1
 
     @staticmethod
     def gamma_frac(md: Meta, thr: int) -> None:  # stage 4: accept iff rnd < thr
-        md.margin = sat_sub(thr, md.rnd)
+        md.admit_margin = sat_sub(thr, md.rnd)
 
     @staticmethod
     def gamma_zero(md: Meta) -> None:  # stage 4: γ < 2^-16, always drop
-        md.margin = 0
+        md.admit_margin = 0
 
     def apply(self, md: Meta) -> None:
         self.draw(md)
@@ -491,7 +491,7 @@ class Fate:
             0,
             md.routed,
             md.managed,
-            md.margin,
+            md.admit_margin,
             md.ffs_state,
             md.trust,
             md.insert,
@@ -503,7 +503,7 @@ class Fate:
             md.room,
         )
         if md.managed:
-            if md.margin == 0:  # count_pair_drop
+            if md.admit_margin == 0:  # count_pair_drop
                 self.pair_drops.count(md.pid, frame_len, pipe)
             else:  # count_admitted: what γ let through toward the egress, before the TM (spec §9)
                 self.admitted.count(md.egress_port, frame_len, pipe)

@@ -228,7 +228,7 @@ control FfsCore(inout headers_t hdr,
             ig_prsr_md.parser_err:    ternary @name("parser_err");
             md.routed:                ternary @name("routed");
             md.managed:               ternary @name("managed");
-            md.margin:                ternary @name("margin");
+            md.admit_margin:                ternary @name("admit_margin");
             md.ffs_state:             ternary @name("ffs_state");
             md.port_md.trust[0:0]:         ternary @name("trust");
             md.port_md.insert[0:0]:        ternary @name("insert");
@@ -286,7 +286,7 @@ control FfsCore(inout headers_t hdr,
         /* stage 5: the packet's fate */
         fate.apply();
         if (md.managed == 1) {
-            if (md.margin == 0) {
+            if (md.admit_margin == 0) {
                 count_pair_drop();
             } else {
                 count_admitted();
