@@ -154,31 +154,12 @@ def run(
     res = TraceResult(
         bin_s, {s.name: np.zeros(nbins) for s in streams}, {s.name: 0 for s in streams}, {s.name: 0 for s in streams}
     )
-    links = _links(topo)
     stream_rngs = [random.Random(rng.random()) for _ in streams]
-    if csfq is None and all(isinstance(p, FastPipeline) for p in pipelines.values()):
-        return _run_compiled(
-            streams,
-            stream_rngs,
-            pipelines,
-            links,
-            res,
-            duration_s,
-            period_s,
-            on_period,
-            poisson,
-            jitter,
-            bin_s,
-            progress,
-            start_s,
-        )
-    if csfq is not None:
-        csfq.attach(pipelines, start_s)
-    return _run_interpreted(
+    run_ = _Run(
         streams,
         stream_rngs,
         pipelines,
-        links,
+        _links(topo),
         res,
         duration_s,
         period_s,
@@ -188,8 +169,54 @@ def run(
         bin_s,
         progress,
         start_s,
-        csfq,
     )
+    if csfq is None and all(isinstance(p, FastPipeline) for p in pipelines.values()):
+        return _run_compiled(run_)
+    if csfq is not None:
+        csfq.attach(pipelines, start_s)
+    return _run_interpreted(run_, csfq)
+
+
+@dataclass
+class _Run:
+    """One call of `run`, for either loop: what runs, what it fills, and the period clock that
+    calls `on_period` at each boundary of virtual time up to the end."""
+
+    streams: list[TraceStream]
+    stream_rngs: list[random.Random]
+    pipelines: dict[str, Pipeline]
+    links: dict[tuple[str, int], tuple[str, int]]
+    res: TraceResult
+    duration_s: float
+    period_s: float
+    on_period: Callable[[int], object] | None
+    poisson: bool
+    jitter: bool
+    bin_s: float
+    progress: Callable[[float], None] | None
+    start_s: float
+    next_period: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.next_period = self.period_s
+
+    def periods_until(self, t: float) -> float:
+        """Run `on_period` at every boundary up to t (none after the end); the next boundary."""
+        while t >= self.next_period and self.next_period <= self.duration_s:
+            self._period()
+        return self.next_period
+
+    def finish(self) -> TraceResult:
+        """The boundaries left once no packet is (the run ends at duration_s, packets or not)."""
+        while self.next_period <= self.duration_s + 1e-12:
+            self._period()
+        return self.res
+
+    def _period(self) -> None:
+        if self.on_period is not None:
+            now_ns = int((self.start_s + self.next_period) * 1e9)
+            self.res.periods.append({"t": self.next_period, "value": self.on_period(now_ns)})
+        self.next_period += self.period_s
 
 
 def _links(topo: Topology) -> dict[tuple[str, int], tuple[str, int]]:
@@ -204,24 +231,18 @@ def _links(topo: Topology) -> dict[tuple[str, int], tuple[str, int]]:
 
 
 # per packet: each branch is one arrival's path through a node, inline (a helper would cost a call a packet)
-def _run_interpreted(  # noqa: C901
-    streams: list[TraceStream],
-    stream_rngs: list[random.Random],
-    pipelines: dict[str, Pipeline],
-    links: dict[tuple[str, int], tuple[str, int]],
-    res: TraceResult,
-    duration_s: float,
-    period_s: float,
-    on_period: Callable[[int], object] | None,
-    poisson: bool,
-    jitter: bool,
-    bin_s: float,
-    progress: Callable[[float], None] | None,
-    start_s: float,
-    csfq,
-) -> TraceResult:
+def _run_interpreted(run: _Run, csfq) -> TraceResult:  # noqa: C901
     """The event loop in Python, for pipelines the C loop cannot run (or with CSFQ's labels)."""
-    gens = [_arrivals(s, r, poisson, jitter) for s, r in zip(streams, stream_rngs, strict=False)]
+    streams, pipelines, links, res, bin_s, start_s = (
+        run.streams,
+        run.pipelines,
+        run.links,
+        run.res,
+        run.bin_s,
+        run.start_s,
+    )
+    duration_s, progress = run.duration_s, run.progress
+    gens = [_arrivals(s, r, run.poisson, run.jitter) for s, r in zip(streams, run.stream_rngs, strict=False)]
     wires = [s.wire for s in streams]
     # events (t, k): k < len(streams) is a stream's next arrival at its first node, else a frame in
     # flight between nodes (the slot k - len(streams), reused last-freed-first as in the C loop)
@@ -229,15 +250,13 @@ def _run_interpreted(  # noqa: C901
     heap = _first_arrivals(gens)
     flights: list[tuple[int, str, int, int, bytes, float, float]] = []  # (stream, node, port, hops, frame, sent, label)
     free: list[int] = []
-    next_period = period_s
+    next_period = run.next_period
     next_progress = 0.0
     hop_limit = 4 * len(pipelines) + 4
     while heap:
         t, k = heapq.heappop(heap)
-        while t >= next_period and next_period <= duration_s:
-            if on_period is not None:
-                res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
-            next_period += period_s
+        if t >= next_period:
+            next_period = run.periods_until(t)
         if progress is not None and t >= next_progress:
             progress(t)
             next_progress = t + duration_s / 100
@@ -279,11 +298,7 @@ def _run_interpreted(  # noqa: C901
         else:
             flights[slot] = entry
         heapq.heappush(heap, (td, ns + slot))
-    while next_period <= duration_s + 1e-12:
-        if on_period is not None:
-            res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
-        next_period += period_s
-    return res
+    return run.finish()
 
 
 def _first_arrivals(gens: list[Iterator[float]]) -> list[tuple[float, int]]:
@@ -297,24 +312,11 @@ def _first_arrivals(gens: list[Iterator[float]]) -> list[tuple[float, int]]:
     return heap
 
 
-def _run_compiled(
-    streams: list[TraceStream],
-    stream_rngs: list[random.Random],
-    pipelines: dict[str, Pipeline],
-    links: dict[tuple[str, int], tuple[str, int]],
-    res: TraceResult,
-    duration_s: float,
-    period_s: float,
-    on_period,
-    poisson: bool,
-    jitter: bool,
-    bin_s: float,
-    progress,
-    start_s: float,
-) -> TraceResult:
+def _run_compiled(run: _Run) -> TraceResult:
     """The loop of `run` in C (`_fastpath.Trace`), packet for packet the same: the same arrival
     times from the same generators, the same order, the same pipelines (and their TMs) and links.
     Control returns here at every period boundary for `on_period`."""
+    streams, pipelines, res = run.streams, run.pipelines, run.res
     names = list(pipelines)
     index = {n: i for i, n in enumerate(names)}
     pipes = [pipelines[n] for n in names]
@@ -332,12 +334,12 @@ def _run_compiled(
                 r.getstate()[1],
                 res.delivered[s.name],
             )
-            for s, r in zip(streams, stream_rngs, strict=False)
+            for s, r in zip(streams, run.stream_rngs, strict=False)
         ],
-        [(index[a], ap, index[b], bp) for (a, ap), (b, bp) in links.items() if a in index and b in index],
-        1 if poisson else 2 if jitter else 0,
-        start_s,
-        bin_s,
+        [(index[a], ap, index[b], bp) for (a, ap), (b, bp) in run.links.items() if a in index and b in index],
+        1 if run.poisson else 2 if run.jitter else 0,
+        run.start_s,
+        run.bin_s,
     )
 
     def sync_out() -> None:
@@ -346,26 +348,18 @@ def _run_compiled(
         for s, a, b in zip(streams, sent, dropped, strict=False):
             res.sent[s.name], res.dropped[s.name] = a, b
 
-    next_period = period_s
     while True:
         for p in pipes:
             p.sync()  # type: ignore[attr-defined]  # control writes since the last period
-        top = tr.run_until(next_period if next_period <= duration_s else math.inf)
+        top = tr.run_until(run.next_period if run.next_period <= run.duration_s else math.inf)
         if top is None:
             break
         sync_out()
-        while top >= next_period and next_period <= duration_s:
-            if on_period is not None:
-                res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
-            next_period += period_s
-        if progress is not None:
-            progress(top)
+        run.periods_until(top)
+        if run.progress is not None:
+            run.progress(top)
     sync_out()
-    while next_period <= duration_s + 1e-12:
-        if on_period is not None:
-            res.periods.append({"t": next_period, "value": on_period(int((start_s + next_period) * 1e9))})
-        next_period += period_s
-    return res
+    return run.finish()
 
 
 # --- one pipeline, any frames: synthetic arrivals or a pcap ---------------------------------------
