@@ -52,16 +52,10 @@ def _iface(
     return f"      {name}: {{capacity: {cap:.0f}, port: {port}{extra}}}"
 
 
-def fig4a_topology(duration: float) -> str:
-    ins = "\n".join(_iface(f"p{i}", i + 1, 2 * LINK) for i in range(FLOWS_4A))
-    shares = ", ".join(f"p{i}: {FAIR_4A:.0f}" for i in range(FLOWS_4A))
-    streams = "\n".join(
-        f"  - {{name: flow{i}, path: [{{node: r, ingress: p{i}, egress: j}}], "
-        f"demand: {(i + 1) * FAIR_4A:.0f}, packet_size: {SIZE}}}"
-        for i in range(FLOWS_4A)
-    )
+def _one_link(name: str, duration: float, ins: str, shares: str, streams: str) -> str:
+    """One router whose ingresses `ins` share the link j by `shares`."""
     return f"""
-name: csfq-fig4a
+name: {name}
 duration: {duration}
 nodes:
   r:
@@ -75,6 +69,17 @@ nodes:
 streams:
 {streams}
 """
+
+
+def fig4a_topology(duration: float) -> str:
+    ins = "\n".join(_iface(f"p{i}", i + 1, 2 * LINK) for i in range(FLOWS_4A))
+    shares = ", ".join(f"p{i}: {FAIR_4A:.0f}" for i in range(FLOWS_4A))
+    streams = "\n".join(
+        f"  - {{name: flow{i}, path: [{{node: r, ingress: p{i}, egress: j}}], "
+        f"demand: {(i + 1) * FAIR_4A:.0f}, packet_size: {SIZE}}}"
+        for i in range(FLOWS_4A)
+    )
+    return _one_link("csfq-fig4a", duration, ins, shares, streams)
 
 
 def fig10_topology(duration: float) -> str:
@@ -120,21 +125,7 @@ def liar_topology(duration: float) -> str:
         f"demand: {LIAR_RATE:.0f}, packet_size: {SIZE}{f', rf: {LIE}' if i == 0 else ''}}}"
         for i in range(LIAR_FLOWS)
     )
-    return f"""
-name: csfq-liar
-duration: {duration}
-nodes:
-  r:
-    interfaces:
-{ins}
-{_iface("j", 40, LINK, buffer=BUFFER)}
-    fairness:
-      j: {{{shares}}}
-    routes:
-      - {{prefix: 10.0.3.0/24, interface: j}}
-streams:
-{streams}
-"""
+    return _one_link("csfq-liar", duration, ins, shares, streams)
 
 
 @dataclass(frozen=True)
