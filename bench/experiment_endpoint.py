@@ -225,53 +225,8 @@ def _recv_args(scheme: str, port: int) -> list[str]:
 
 def _send_args(scheme: str, port: int, nbytes: int) -> list[str]:
     """The sender's command for `scheme` to `port`."""
-    if scheme in ("minloss", "mintime"):
-        args = [
-            PY,
-            "-m",
-            "ffs.cli.transfer",
-            "send",
-            "--dst",
-            DST,
-            "--port",
-            str(port),
-            "--bytes",
-            str(nbytes),
-            "--scheme",
-            scheme,
-            *EXTRA.get(scheme, []),
-            "--capacity",
-            f"{CAPACITY_MBIT}Mbps",
-            "--timeout",
-            "40",
-            "--json",
-        ]
-    elif scheme == "partial":
-        args = [
-            PY,
-            "-m",
-            "ffs.cli.transfer",
-            "send",
-            "--dst",
-            DST,
-            "--port",
-            str(port),
-            "--bytes",
-            str(nbytes),
-            "--scheme",
-            "partial",
-            "--cca",
-            "cubic",
-            "--settle",
-            "0.25",
-            "--measure",
-            str(PERIOD_MS / 1000),
-            "--timeout",
-            "40",
-            "--json",
-        ]
-    else:
-        args = [
+    if scheme not in ("minloss", "mintime", "partial"):  # a kernel CCA
+        return [
             PY,
             str(Path(__file__).resolve()),
             "tcp-send",
@@ -282,7 +237,12 @@ def _send_args(scheme: str, port: int, nbytes: int) -> list[str]:
             "--cca",
             scheme,
         ]
-    return args
+    send = [PY, "-m", "ffs.cli.transfer", "send", "--dst", DST, "--port", str(port), "--bytes", str(nbytes)]
+    if scheme == "partial":
+        how = ["--scheme", "partial", "--cca", "cubic", "--settle", "0.25", "--measure", str(PERIOD_MS / 1000)]
+    else:
+        how = ["--scheme", scheme, *EXTRA.get(scheme, []), "--capacity", f"{CAPACITY_MBIT}Mbps"]
+    return [*send, *how, "--timeout", "40", "--json"]
 
 
 def _collect(scheme: str, sends: list, recvs: list) -> tuple[list[dict], list]:
