@@ -26,9 +26,10 @@ STEPS = 1.04  # 1 - h + h^2/2 for e^-h: high by at most 3 % per step of h <= 1/2
 TICK_NS = 1e6  # the model's clock advances per millisecond
 MEAN_LOW, MEAN_HIGH = 0.99, 1.05
 TRAINS = 5  # trains tried for one without a stall (a gap or latency above tau/4)
-# readings after the first that the bounds leave out: tofino-model decays its first packets after a
-# spec write by up to 2 % (Tofino 1) and 8 % (Tofino 2) more than the exponential, as if the time
-# since the index's last update before the write were carried into their steps
+# the packets after the first that precede the check: tofino-model decays its first packets after a
+# spec write by up to a quarter tau more than the exponential, as if the time since the index's last
+# update before the write were carried into their steps; the check restarts the filter from the
+# state read at packet SETTLE, so what the transient left in it is measured, not predicted
 SETTLE = 4
 
 
@@ -41,13 +42,16 @@ class Tolerance:
     high: list[float]
 
     @classmethod
-    def of(cls, tofino: bool, times_ns: list[int], latency_ns: list[int], w: int, tc_ns: float) -> "Tolerance":
-        """The target runs packet i at its own time T_i = t_i + e_i, t_i when PTF sent it. e_i lies
-        in [0, latency_i] (it ran before PTF received it), on tofino-model in [-(r_i + tick),
-        latency_i]: the clock ticks per ms, and one decay step per packet carries the rest of the
-        gap, r_i < (gap_i + latency_i + tick + r_(i-1)) / 2, or all of it below tau/128. Packet i's
-        part of reading k has an age off by e_k - e_i: the sum over the train with the worst
-        differences bounds each reading."""
+    def of(
+        cls, tofino: bool, times_ns: list[int], latency_ns: list[int], weights: list[int], tc_ns: float, start: int = 0
+    ) -> "Tolerance":
+        """Bounds for the readings from packet `start` on, of a filter that finds the state
+        weights[start] there. The target runs packet i at its own time T_i = t_i + e_i, t_i when
+        PTF sent it. e_i lies in [0, latency_i] (it ran before PTF received it), on tofino-model in
+        [-(r_i + tick), latency_i]: the clock ticks per ms, and one decay step per packet carries
+        the rest of the gap, r_i < (gap_i + latency_i + tick + r_(i-1)) / 2, or all of it below
+        tau/128 (from the train's first packet on). Packet i's part of reading k has an age off by
+        e_k - e_i: the sum over the train with the worst differences bounds each reading."""
         lag = [0.0] * len(times_ns)
         for i in range(1, len(times_ns)) if tofino else ():
             lag[i] = max(
@@ -56,14 +60,15 @@ class Tolerance:
         early = [-(r + TICK_NS) if tofino else 0.0 for r in lag]
         model = CLOCK * STEPS if tofino else 1.0
         low, high = [], []
-        for k, tk in enumerate(times_ns):
+        for k in range(start, len(times_ns)):
             base = lo = hi = 0.0
-            for i in range(k):
-                age = tk - times_ns[i]
+            for i in range(start, k):
+                age, w = times_ns[k] - times_ns[i], weights[i]
                 base += w * math.exp(-age / tc_ns)
                 lo += w * math.exp(-(age + latency_ns[k] - early[i]) / tc_ns)
                 hi += w * math.exp(-max(age + early[k] - latency_ns[i], 0) / tc_ns)
-            base, lo, hi = base + w, lo + w, hi + w  # the packet's own weight, exact
+            w = weights[k]  # the packet's own weight (or the state read at start), exact
+            base, lo, hi = base + w, lo + w, hi + w
             low.append(0.999 * lo / base)
             high.append(model * hi / base)
         return cls(low, high)
@@ -94,13 +99,18 @@ class EstimatorMatchesTheFilter(FfsTest):
     """A train of one pair's packets (label 1.0, 538 bytes on the wire) through the pair's LPF at
     the time constant ffs-agent gives the dumbbell's s1 when p1's share of p3 is 2.5 Mb/s (316 ms:
     64 frames of its MTU at that share; scale-down 0), sent as fast as PTF sends and receives,
-    f_est read after each packet: every reading is spec §8's filter
-    y <- min(y·e^(-dt/tau) + w, 2^32 - 1) of the same weights at the times PTF sent them.
+    f_est read after each packet: every reading from packet SETTLE on is spec §8's filter
+    y <- min(y·e^(-dt/tau) + w, 2^32 - 1) of the same weights at the times PTF sent them, started
+    from the state read at packet SETTLE.
 
     Writing the spec clears the index's state on both targets, so the first packet reads its own
-    weight exactly. The train lasts at least 4 tau, so the filter is in its decaying regime: a plain sum reads about 4
-    times as much, a filter of 2 tau or tau/2 about 1.6 times more or less, and each of them fails
-    the same check on the measured times (asserted).
+    weight exactly (asserted). tofino-model's next few packets decay by up to a quarter tau more
+    than the exponential (as if the time since the index's last update before the write were
+    carried into their steps; seen on both chips, most often on Tofino 2): the check starts once
+    that time is repaid, from the state it left, so the transient neither hides in nor fails the
+    readings after it. The train lasts at least 4 tau, so the filter is in its decaying regime: a
+    plain sum reads about 4 times as much, a filter of 2 tau or tau/2 about 1.6 times more or less,
+    and each of them fails the same check on the measured times (asserted).
 
     The bounds are tofino-model's, each reading's from the times measured (Tolerance.of). Its filter
     (MauLpfMeter) departs from the exponential in bounded ways: its clock counts 1.25 GHz where the
@@ -143,10 +153,17 @@ class EstimatorMatchesTheFilter(FfsTest):
                 self.driver.set_lpf_spec(p4names.F_LPF.name, [PID], LpfSpec("RATE", tc, tc, 0))
         times = [t - sent[0] for t in sent]
         gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-        want = filtered([w] * len(sent), times, tc)
-        full = Tolerance.of(target() == "tofino", times, latency, w, tc)
-        tol = Tolerance(full.low[SETTLE:], full.high[SETTLE:])
-        ratios = [r / x for r, x in zip(readings[SETTLE:], want[SETTLE:], strict=False)]
+        # from packet SETTLE on, spec §8's filter of the same weights, restarted from the state read there
+        weights = [w] * len(sent)
+        weights[SETTLE] = readings[SETTLE]
+        checked = readings[SETTLE:]
+
+        def spec(tau: float) -> list[int]:
+            return filtered(weights[SETTLE:], [t - times[SETTLE] for t in times[SETTLE:]], tau)
+
+        want = spec(tc)
+        tol = Tolerance.of(target() == "tofino", times, latency, weights, tc, SETTLE)
+        ratios = [r / x for r, x in zip(checked, want, strict=False)]
         print(
             f"\n{type(self).__name__}: {len(sent)} packets in {times[-1] / 1e6:.0f} ms (tau {tc / 1e6:.2f} ms, "
             f"gaps median {sorted(gaps)[len(gaps) // 2] / 1e6:.1f} max {max(gaps) / 1e6:.1f} ms, latency <= "
@@ -159,16 +176,12 @@ class EstimatorMatchesTheFilter(FfsTest):
 
         self.assertEqual(readings[0], w, "the first packet after the spec was written reads its own weight")
         self.assertLessEqual(sorted(gaps)[len(gaps) // 2], tc / 4, "PTF sent too slowly for the mean's bounds")
-        plain_sum = [w * (k + 1) for k in range(len(sent))]
+        plain_sum = [readings[SETTLE] + w * k for k in range(len(checked))]
         self.assertLess(want[-1], plain_sum[-1] / 2, "the train never reached the filter's decaying regime")
-        self.assertEqual(tol.misfits(readings[SETTLE:], want[SETTLE:]), [], "the target's F against spec §8's filter")
+        self.assertEqual(tol.misfits(checked, want), [], "the target's F against spec §8's filter")
         # the same check with the wrong filter must fail, or it could not tell
-        for what, other in (
-            ("a plain sum", plain_sum),
-            ("2 tau", filtered([w] * len(sent), times, 2 * tc)),
-            ("tau / 2", filtered([w] * len(sent), times, tc / 2)),
-        ):
-            self.assertNotEqual(tol.misfits(readings[SETTLE:], other[SETTLE:]), [], f"the readings also fit {what}")
+        for what, other in (("a plain sum", plain_sum), ("2 tau", spec(2 * tc)), ("tau / 2", spec(tc / 2))):
+            self.assertNotEqual(tol.misfits(checked, other), [], f"the readings also fit {what}")
 
     def train(self, pkt, tc: float) -> tuple[list[int], list[int], list[int]]:
         """One train of at least 40 packets and 4 tau: send times, latencies (send to receive) and
