@@ -58,9 +58,6 @@
 #define ETHERTYPE_IPV4      0x0800
 #define ETHERTYPE_IPV6      0x86DD
 #define ETHERTYPE_VLAN      0x8100
-/* IPv4 flags and fragment offset, below the reserved and DF bits: a first fragment has MF set
- * and offset 0 (spec §2) */
-#define IPV4_MF             0x2000
 
 /* Frame lengths (spec §4): what a packet's headers claim against the bytes it occupies */
 #define ETH_HDR_LEN         14

@@ -59,6 +59,24 @@ header ffs_h {
     code_t  rri_echo;     /* the destination's feedback: never changed by a node */
 }
 
+/* What the parsers look at before they extract (pkt.lookahead), so that each state selects on what
+ * it extracts itself: the IPv4 header up to its fragment fields, and the shim's first word. */
+header ipv4_frag_peek_h {
+    bit<48> before;       /* version to identification */
+    bit<1>  reserved;
+    bit<1>  df;
+    bit<1>  mf;           /* more fragments */
+    bit<13> frag_offset;
+}
+
+header ffs_peek_h {
+    bit<4>  version;
+    bit<3>  flags;        /* R, E, D */
+    bit<1>  reserved;     /* flags 0x1: set, the shim is not one this version reads */
+    bit<8>  next_hdr;
+    code_t  rf;
+}
+
 /* Ingress to egress, in front of the frame (spec §7.3): the pair, so that the egress's frame
  * check can say which pair a lying frame came from. Never leaves the switch. */
 header bridge_h {

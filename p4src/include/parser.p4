@@ -100,9 +100,9 @@ parser FfsIngressParser(packet_in pkt,
      * flags and offset are looked at before the header is extracted, so that each state selects
      * on what it extracts itself. */
     state parse_ipv4 {
-        transition select(pkt.lookahead<bit<64>>()[13:0]) {   /* MF and fragment offset */
-            0: parse_ipv4_header;
-            IPV4_MF: ipv4_first_fragment;
+        transition select(pkt.lookahead<ipv4_frag_peek_h>().mf, pkt.lookahead<ipv4_frag_peek_h>().frag_offset) {
+            (0, 0): parse_ipv4_header;
+            (1, 0): ipv4_first_fragment;
             default: ipv4_later_fragment;
         }
     }
@@ -163,8 +163,8 @@ parser FfsIngressParser(packet_in pkt,
      * [RF_MIN, RF_MAX] before any use (spec §3.1). A frame that ends inside the shim fails the
      * extract: the ingress control sees ig_prsr_md.parser_err and drops it like a short one. */
     state parse_ffs {
-        transition select(pkt.lookahead<bit<32>>()[31:28], pkt.lookahead<bit<32>>()[24:24],
-                          pkt.lookahead<bit<32>>()[15:0]) {
+        transition select(pkt.lookahead<ffs_peek_h>().version, pkt.lookahead<ffs_peek_h>().reserved,
+                          pkt.lookahead<ffs_peek_h>().rf) {
             (SHIM_VERSION, 0, 0 .. RF_CODE_BELOW_MIN): ffs_below_min;
             (SHIM_VERSION, 0, RF_CODE_ABOVE_MAX .. 0xFFFF): ffs_above_max;
             (SHIM_VERSION, 0, _): ffs_valid;
@@ -261,8 +261,8 @@ parser FfsEgressParser(packet_in pkt,
     }
     /* a fragment's shim is never stripped (spec §2): it is not extracted */
     state parse_ipv4 {
-        transition select(pkt.lookahead<bit<64>>()[13:0]) {
-            0: parse_ipv4_header;
+        transition select(pkt.lookahead<ipv4_frag_peek_h>().mf, pkt.lookahead<ipv4_frag_peek_h>().frag_offset) {
+            (0, 0): parse_ipv4_header;
             default: ipv4_fragment;
         }
     }
