@@ -239,6 +239,8 @@ def live(ip_len: int) -> dict:
         "case": f"live dumbbell, h2 20 Mb/s of 1250 B claiming {ip_len}",
         "victim_bps": round(well),
         "victim_of_min_demand_share": round(well / 8e6, 4),
+        # the worst of those seconds: where the attack's onset shows
+        "victim_worst_second_bps": round(min(x["rates_bps"].get("10.0.1.1", 0) for x in lines if 2 <= x["t"] <= 6)),
         "flood_bps": round(flood),
         "egress_of_target": round((well + flood) / 20e6, 4),
         "malformed": malformed,

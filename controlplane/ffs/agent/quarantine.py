@@ -10,8 +10,8 @@ set_pair carrying lm for `M · (1 − λ)` (λ: the lying fraction of its admitt
 the latest period's: a frame still queued when the counters are read counts as admitted and not
 yet as a lie, and a λ read low hands back a share that light claims multiply (a lie of weight 1/k
 takes k times its share's bytes). Over the quarantine that error is at most a queue's bytes, and
-once the share is withheld the queue holds few of the pair's frames; in the first period, which
-is mostly the attack's onset in flight, the whole share is withheld until the next reading.
+once the share is withheld the queue holds few of the pair's frames; the first reading, mostly
+the attack's onset in flight, is taken again at the next lie (`ffs.agent.tau_loop`).
 A pair whose claims are light (its bytes weigh w = F/R < 1 of what they cost, from the
 estimator and the counters) has at least `1 − w` withheld, so it admits at most τM of its bytes
 however low λ reads; the larger of the two, since at an attack's onset w reads high (F is the
@@ -115,6 +115,7 @@ class Quarantine:
         survived: dict[int, float],
         now_s: float,
         weight: dict[int, float] | None = None,
+        recheck: bool = False,
     ) -> set[int]:
         """Judge the pairs' lies since the last telemetry: `lies` (pair_malformed, the bytes the
         frame check dropped) against the bytes γ admitted (`arrived` − `dropped`: pair_bytes −
@@ -124,7 +125,10 @@ class Quarantine:
         pair whose lying fraction λ exceeds `fraction` has λ of its share withheld for `seconds`
         (renewed, at the new λ, while it lies). A pair left out of any of these (a counter that
         jumped) is not judged. The fraction withheld is λ over the bytes since the pair's
-        quarantine began: a period decides whether it lies, the whole quarantine how much.
+        quarantine began: a period decides whether it lies, the whole quarantine how much. A
+        `recheck` (the read after one that began a quarantine) counts the lies that were queued at
+        that first reading; its weight may not raise the fraction past what that reading withheld,
+        since F may still be rising from the attack's start (a cold estimator reads light).
         Returns the pairs whose withheld fraction changed."""
         changed: set[int] = set()
         if self.seconds <= 0:
@@ -146,12 +150,13 @@ class Quarantine:
             m_sum, c_sum = self.tally[p.pid]
             lam = min(1.0, m_sum / max(c_sum, m_sum))
             w = (weight or {}).get(p.pid)
+            old = self.level.get(p.pid)
             if w is not None and w < 1.0:
                 # light claims: the pair's bytes weigh w of what they cost, so a share M·(1 − level)
                 # admits M·(1 − level)/w of them; at least 1 − w withheld keeps that within M when
                 # λ reads low (frames still queued), λ itself when it does not (honest co-senders)
-                lam = max(lam, 1.0 - max(0.0, w))
-            old = self.level.get(p.pid)
+                floor = 1.0 - max(0.0, w)
+                lam = max(lam, min(floor, old) if recheck and old is not None else floor)
             if old is None:
                 log.warning(
                     "quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their length this "

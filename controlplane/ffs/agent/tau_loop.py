@@ -107,10 +107,11 @@ class TauLoop(CounterReadings):
     def _telemetry_if_due(
         self, virtual: float | None, now_s: float, bad: dict[int, CounterValue], jumped: set[int]
     ) -> list[Update]:
-        """The pairs' telemetry on its cadence, at once after a lie (at most once a telemetry period),
-        and after a jump; the quarantine's updates it decides."""
+        """The pairs' telemetry on its cadence, at once after a lie (at most once a telemetry period,
+        and once more at the next lie after a quarantine began), and after a jump; the quarantine's
+        updates it decides."""
         lied = any(v.packets for v in bad.values())
-        brought_forward = lied and now_s - self._last_lie_telemetry >= self.telemetry_period_s
+        brought_forward = lied and (self._recheck_lies or now_s - self._last_lie_telemetry >= self.telemetry_period_s)
         # a clear is rarely of one counter alone: re-baseline the pairs' now too, one event, one line
         if not (
             jumped
@@ -121,7 +122,12 @@ class TauLoop(CounterReadings):
             return []
         if lied:
             self._last_lie_telemetry = now_s
-        return self.telemetry(virtual, now_s)
+        held = set(self.quarantine.until)
+        updates = self.telemetry(virtual, now_s, recheck=self._recheck_lies and lied)
+        # a quarantine's first λ is read while the onset's lies are still queued (admitted, not yet
+        # counted as lies): the next lie reads it again, not a telemetry period later
+        self._recheck_lies = not held.issuperset(self.quarantine.until)
+        return updates
 
     def _advance_tau(
         self,
