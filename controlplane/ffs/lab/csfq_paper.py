@@ -52,8 +52,18 @@ def _iface(
     return f"      {name}: {{capacity: {cap:.0f}, port: {port}{extra}}}"
 
 
-def _one_link(name: str, duration: float, ins: str, shares: str, streams: str) -> str:
-    """One router whose ingresses `ins` share the link j by `shares`."""
+def _one_link(
+    name: str, duration: float, flows: list[tuple[str, float, str]], share: float, trust: bool = False
+) -> str:
+    """One router whose ingresses p0, p1, ... each carry one flow (name, demand, extra stream
+    fields) and share the link j equally at `share` each."""
+    ins = "\n".join(_iface(f"p{i}", i + 1, 2 * LINK, trust=trust) for i in range(len(flows)))
+    shares = ", ".join(f"p{i}: {share:.0f}" for i in range(len(flows)))
+    streams = "\n".join(
+        f"  - {{name: {flow}, path: [{{node: r, ingress: p{i}, egress: j}}], demand: {demand:.0f}, "
+        f"packet_size: {SIZE}{extra}}}"
+        for i, (flow, demand, extra) in enumerate(flows)
+    )
     return f"""
 name: {name}
 duration: {duration}
@@ -72,14 +82,8 @@ streams:
 
 
 def fig4a_topology(duration: float) -> str:
-    ins = "\n".join(_iface(f"p{i}", i + 1, 2 * LINK) for i in range(FLOWS_4A))
-    shares = ", ".join(f"p{i}: {FAIR_4A:.0f}" for i in range(FLOWS_4A))
-    streams = "\n".join(
-        f"  - {{name: flow{i}, path: [{{node: r, ingress: p{i}, egress: j}}], "
-        f"demand: {(i + 1) * FAIR_4A:.0f}, packet_size: {SIZE}}}"
-        for i in range(FLOWS_4A)
-    )
-    return _one_link("csfq-fig4a", duration, ins, shares, streams)
+    flows = [(f"flow{i}", (i + 1) * FAIR_4A, "") for i in range(FLOWS_4A)]
+    return _one_link("csfq-fig4a", duration, flows, FAIR_4A)
 
 
 def fig10_topology(duration: float) -> str:
@@ -118,14 +122,8 @@ streams:
 def liar_topology(duration: float) -> str:
     """Five ingresses with equal shares; `liar`'s labels claim a tenth of its rate. Every port
     trusts its labels (links from upstream nodes): FFS's defence is normalization, not a reset."""
-    ins = "\n".join(_iface(f"p{i}", i + 1, 2 * LINK, trust=True) for i in range(LIAR_FLOWS))
-    shares = ", ".join(f"p{i}: {LINK / LIAR_FLOWS:.0f}" for i in range(LIAR_FLOWS))
-    streams = "\n".join(
-        f"  - {{name: {'liar' if i == 0 else f'honest{i}'}, path: [{{node: r, ingress: p{i}, egress: j}}], "
-        f"demand: {LIAR_RATE:.0f}, packet_size: {SIZE}{f', rf: {LIE}' if i == 0 else ''}}}"
-        for i in range(LIAR_FLOWS)
-    )
-    return _one_link("csfq-liar", duration, ins, shares, streams)
+    flows = [("liar", LIAR_RATE, f", rf: {LIE}")] + [(f"honest{i}", LIAR_RATE, "") for i in range(1, LIAR_FLOWS)]
+    return _one_link("csfq-liar", duration, flows, LINK / LIAR_FLOWS, trust=True)
 
 
 @dataclass(frozen=True)
