@@ -129,7 +129,6 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
         self.telemetry_period_s = telemetry_period_s
         self._last_telemetry = float("-inf")
         self._last_lie_telemetry = float("-inf")
-        self._recheck_lies = False  # the last read began a quarantine: the next lie reads λ again
         self._jumped = {}  # counter -> the indices that went backwards at its last read
         self._jump_notes = []  # those of this step, for its one log line
         # per egress port since the last telemetry: A_j and the lies at j (bytes), to tell what the

@@ -60,7 +60,6 @@ class AgentParts:
     telemetry_period_s: float
     _last_telemetry: float
     _last_lie_telemetry: float
-    _recheck_lies: bool
     _since_telemetry: dict[int, tuple[CounterValue, CounterValue] | None]
     _pair_status: list[PairStatus]
     _drops_by_egress: dict[str, tuple[float, int]]
@@ -81,7 +80,7 @@ class AgentParts:
         return sorted({self.node.interfaces[e].port for e in self.fairness})
 
     # -- what one part asks of another (each is defined by the part named) --------------------
-    def telemetry(self, virtual: float | None, now_s: float, recheck: bool = False) -> list[Update]:
+    def telemetry(self, virtual: float | None, now_s: float) -> list[Update]:
         """ffs.agent.telemetry.Telemetry"""
         raise NotImplementedError
 
@@ -101,7 +100,6 @@ class AgentParts:
         drops: dict[int, CounterValue],
         survived: dict[int, float],
         now_s: float,
-        recheck: bool = False,
     ) -> list[Update]:
         """ffs.agent.quarantine_entries.QuarantineEntries"""
         raise NotImplementedError

@@ -59,6 +59,9 @@ class Quarantine:
         self.until: dict[int, float] = {}  # pid -> when its share comes back whole
         self.level: dict[int, float] = {}  # pid -> the fraction of its share withheld (1: all of it)
         self.tally: dict[int, tuple[float, float]] = {}  # pid -> (lying, checked) bytes since it began
+        # the pids whose quarantine the last judgement began: their first λ counted the lies still
+        # queued then as admitted, so the next lie is judged at once (the agent reads it then)
+        self.begun: set[int] = set()
 
     def __contains__(self, pid: object) -> bool:
         return pid in self.until
@@ -115,7 +118,6 @@ class Quarantine:
         survived: dict[int, float],
         now_s: float,
         weight: dict[int, float] | None = None,
-        recheck: bool = False,
     ) -> set[int]:
         """Judge the pairs' lies since the last telemetry: `lies` (pair_malformed, the bytes the
         frame check dropped) against the bytes γ admitted (`arrived` − `dropped`: pair_bytes −
@@ -125,12 +127,13 @@ class Quarantine:
         pair whose lying fraction λ exceeds `fraction` has λ of its share withheld for `seconds`
         (renewed, at the new λ, while it lies). A pair left out of any of these (a counter that
         jumped) is not judged. The fraction withheld is λ over the bytes since the pair's
-        quarantine began: a period decides whether it lies, the whole quarantine how much. A
-        `recheck` (the read after one that began a quarantine) counts the lies that were queued at
-        that first reading; its weight may not raise the fraction past what that reading withheld,
+        quarantine began: a period decides whether it lies, the whole quarantine how much. The
+        judgement after the one that began a quarantine (`begun`) counts the lies that were queued
+        at that first one; its weight may not raise the fraction past what the first withheld,
         since F may still be rising from the attack's start (a cold estimator reads light).
         Returns the pairs whose withheld fraction changed."""
         changed: set[int] = set()
+        rechecked, self.begun = self.begun, set()
         if self.seconds <= 0:
             return changed
         for p in pairs:
@@ -156,8 +159,9 @@ class Quarantine:
                 # admits M·(1 − level)/w of them; at least 1 − w withheld keeps that within M when
                 # λ reads low (frames still queued), λ itself when it does not (honest co-senders)
                 floor = 1.0 - max(0.0, w)
-                lam = max(lam, min(floor, old) if recheck and old is not None else floor)
+                lam = max(lam, min(floor, old) if p.pid in rechecked and old is not None else floor)
             if old is None:
+                self.begun.add(p.pid)
                 log.warning(
                     "quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their length this "
                     "period, %.0f %% of its admitted bytes; %.0f %% of its share is withheld",

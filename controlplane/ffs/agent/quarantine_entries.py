@@ -56,14 +56,13 @@ class QuarantineEntries(AgentParts):
         drops: dict[int, CounterValue],
         survived: dict[int, float],
         now_s: float,
-        recheck: bool = False,
     ) -> list[Update]:
         """The pairs' lies since the last telemetry judged (ffs.agent.quarantine); the set_pair
-        modifications of every pair whose withheld fraction changed (`recheck`: Quarantine.judge)."""
+        modifications of every pair whose withheld fraction changed."""
         # what the pair's bytes weigh in its estimator against what they cost the port (F / R, both
         # line rates): 1 for honest frames on a resetting port, 1/k for lies claiming 1/k of their bytes
         weight = {st.pid: st.f_bps / st.rate_bps for st in pairs if st.rate_bps > 0}
-        changed = self.quarantine.judge(self.pairs(), lies, r, drops, survived, now_s, weight, recheck)
+        changed = self.quarantine.judge(self.pairs(), lies, r, drops, survived, now_s, weight)
         self._mark_quarantine(pairs)
         if not changed:
             return []

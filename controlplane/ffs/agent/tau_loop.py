@@ -111,7 +111,11 @@ class TauLoop(CounterReadings):
         and once more at the next lie after a quarantine began), and after a jump; the quarantine's
         updates it decides."""
         lied = any(v.packets for v in bad.values())
-        brought_forward = lied and (self._recheck_lies or now_s - self._last_lie_telemetry >= self.telemetry_period_s)
+        # a quarantine's first λ is read while the onset's lies are still queued (admitted, not yet
+        # counted as lies): the next lie reads it again (Quarantine.begun), not a telemetry period later
+        brought_forward = lied and (
+            bool(self.quarantine.begun) or now_s - self._last_lie_telemetry >= self.telemetry_period_s
+        )
         # a clear is rarely of one counter alone: re-baseline the pairs' now too, one event, one line
         if not (
             jumped
@@ -122,12 +126,7 @@ class TauLoop(CounterReadings):
             return []
         if lied:
             self._last_lie_telemetry = now_s
-        held = set(self.quarantine.until)
-        updates = self.telemetry(virtual, now_s, recheck=self._recheck_lies and lied)
-        # a quarantine's first λ is read while the onset's lies are still queued (admitted, not yet
-        # counted as lies): the next lie reads it again, not a telemetry period later
-        self._recheck_lies = not held.issuperset(self.quarantine.until)
-        return updates
+        return self.telemetry(virtual, now_s)
 
     def _advance_tau(
         self,

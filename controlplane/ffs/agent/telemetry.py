@@ -15,10 +15,9 @@ from ffs.tables import f_from_lpf
 
 
 class Telemetry(CounterReadings):
-    def telemetry(self, virtual: float | None, now_s: float, recheck: bool = False) -> list[Update]:
+    def telemetry(self, virtual: float | None, now_s: float) -> list[Update]:
         """The pairs' counters since the last telemetry (R, drops, lies) and their F: status,
-        metrics and the quarantine, whose set_pair changes it returns (`recheck`: the read after
-        one that began a quarantine, ffs.agent.quarantine_entries)."""
+        metrics and the quarantine, whose set_pair changes it returns."""
         pairs = self.pairs()
         pids = [p.pid for p in pairs]
         r, dt = self._read(Reading.PAIR_BYTES, pids, virtual)
@@ -57,8 +56,7 @@ class Telemetry(CounterReadings):
         egress_of = {p.pid: self.node.interfaces[p.egress].port for p in pairs}
         judged = [i for i in pids if i not in skip and egress_of[i] in survived]
         r, drops, lies = ({i: c.get(i, ZERO) for i in judged} for c in (r, drops, lies))
-        survived_by_pid = {i: survived[egress_of[i]] for i in judged}
-        quarantine = self._update_quarantine(status, lies, r, drops, survived_by_pid, now_s, recheck)
+        quarantine = self._update_quarantine(status, lies, r, drops, {i: survived[egress_of[i]] for i in judged}, now_s)
         self._pair_status, self._drops_by_egress, self._last_telemetry = status, drops_by_egress, now_s
         if self.front_panel is not None:
             self._port_status = self.front_panel.status()
