@@ -84,6 +84,7 @@ EVENT_FFS_DROP = 4  # dropped by the gamma decision
 EVENT_NOT_INSERTED = (
     5  # an insert port forwarded a packet without a shim: a fragment, or no room under the egress MTU (spec §2)
 )
+EVENT_GUARD_DROP = 6  # dropped by the queue guard (spec §7.7)
 
 # parser outcome for the FFS shim (metadata ffs_state)
 FFS_STATE_NONE = 0
@@ -99,3 +100,19 @@ TAU_MIN = 1.0  # Lemma 1
 TAU_MAX = 65536.0
 TAU_MAX_DECREASE = 0.25  # a period lowers tau by at most 25 % (CSFQ)
 TAU_DELTA_FRACTION = 0.01  # delta = 1 % of the target capacity
+
+# --- the queue guard and its timer (spec §7.7) ----------------------------------------------
+# While an egress's virtual queue stands above its threshold, a packet whose pair reads above
+# GUARD_RF_CODE of its share is dropped before the queue: code(1.25) = 0x8000 + round(128 log2 1.25),
+# far enough above 1 that a pair sending at its share rarely reads over it on its estimator's noise
+GUARD_RF_CODE = CODE_BIAS + 41
+GUARD_QUEUE_FRACTION = 0.5  # the threshold: this fraction of the egress port's buffer
+QHI_OFF = 0xFFFFFFFF  # no_queue's threshold: the queue is never above it (the guard is off)
+MIN_WIRE = MIN_FRAME + FCS_LEN + WIRE_OVERHEAD  # 84: the line-rate bytes of the shortest frame
+# The packet generator's timer packets drain the virtual queues: one application, one packet per
+# managed egress each period, entering the ingress on the generator's port of each pipe
+TIMER_APP_ID = 1
+PKTGEN_PORT = 68  # Tofino 1 (pipe-local; Tofino 2's is 6): the device port is pipe << 7 | this
+PKTGEN_PORT_TOFINO2 = 6
+TIMER_HEADER_LEN = 6  # pktgen_timer_header_t: pipe, app, batch_id, packet_id
+GUARD_TIMER_NS = 100_000  # the timer's period on hardware and in virtual time

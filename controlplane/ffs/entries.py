@@ -105,6 +105,29 @@ def counter_delta(now: CounterValue, before: CounterValue) -> CounterValue:
 
 
 @dataclass(frozen=True)
+class TimerSpec:
+    """The packet generator's timer application that drains the queue guard's virtual queues
+    (spec §7.7): every `period_ns`, one batch of `packets` timer packets (packet_id 0 .. packets-1,
+    each the `pktgen_timer_header_t` of `app_id` followed by zeros to `packet_len` bytes), entering
+    the ingress on the generator's port of every pipe."""
+
+    period_ns: int
+    packets: int
+    app_id: int = 1
+    packet_len: int = 64
+
+    def __post_init__(self) -> None:
+        if not 0 < self.period_ns < 1 << 32:
+            raise ValueError(f"timer period must be 1 ns .. 4.29 s, got {self.period_ns!r} ns")
+        if not 0 < self.packets <= 4096:
+            raise ValueError(f"timer packets per batch must be 1 .. 4096, got {self.packets!r}")
+        if not 0 <= self.app_id < 8:
+            raise ValueError(f"timer application must be 0 .. 7, got {self.app_id!r}")
+        if not 64 <= self.packet_len <= 1024 or self.packet_len % 16:
+            raise ValueError(f"timer packet length must be a multiple of 16 in 64 .. 1024, got {self.packet_len!r}")
+
+
+@dataclass(frozen=True)
 class LpfSpec:
     kind: Literal["RATE", "SAMPLE"] = "RATE"
     gain_time_constant_ns: float = 1e6

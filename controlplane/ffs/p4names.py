@@ -141,8 +141,10 @@ SHIM_ROOM = Table(
     constants.SHIM_ROOM_SIZE,
 )
 
-_SET_LW = Action(f"{ING}.rate_est.set_lw", (("llen", 16),))
-_SET_LW_RUNT = Action(f"{ING}.rate_est.set_lw_runt", (("llen", 16),))
+# wadd: what the claim's IP length lacks of its line-rate bytes (L2 header, FCS, preamble and gap);
+# a runt's wlen is its padded frame's (spec §4, §7.7)
+_SET_LW = Action(f"{ING}.rate_est.set_lw", (("llen", 16), ("wadd", 16)))
+_SET_LW_RUNT = Action(f"{ING}.rate_est.set_lw_runt", (("llen", 16), ("wlen", 16)))
 _LW_ZERO = Action(f"{ING}.rate_est.lw_zero")
 # keyed on the IP length and the header class: the L2 overhead is added by the generator (spec §4)
 LEN_LOG = Table(
@@ -191,6 +193,27 @@ GAMMA = Table(
     (_GAMMA_ONE, _GAMMA_FRAC, _GAMMA_ZERO),
     _GAMMA_ZERO.name,
     constants.GAMMA_D_MAX + 2,
+)
+
+# the queue guard (spec §7.7): each egress's virtual-queue threshold, and which port each of the
+# packet generator's timer packets drains by how many line-rate bytes
+_SET_QUEUE = Action(f"{ING}.guard.set_queue", (("qhi", 32),))
+_NO_QUEUE = Action(f"{ING}.guard.no_queue")
+EGRESS_QUEUE = Table(
+    f"{ING}.guard.egress_queue",
+    (Key("egress_port", "exact", constants.PORT_BITS),),
+    (_SET_QUEUE, _NO_QUEUE),
+    _NO_QUEUE.name,
+    constants.NUM_PORTS,
+)
+_SET_DRAIN = Action(f"{ING}.guard.set_drain", (("port", constants.PORT_BITS), ("drain", 32)))
+_NO_DRAIN = Action(f"{ING}.guard.no_drain")
+TIMER_PORTS = Table(
+    f"{ING}.guard.timer_ports",
+    (Key("packet_id", "exact", 16),),
+    (_SET_DRAIN, _NO_DRAIN),
+    _NO_DRAIN.name,
+    constants.NUM_PORTS,
 )
 
 # --- tables whose entries are fixed in the P4 source (const entries, spec §5.5) ---------------
@@ -245,6 +268,7 @@ FATE = Table(
             ("routed", 1),
             ("managed", 1),
             ("admit_margin", 16),
+            ("guard", 1),
             ("ffs_state", 2),
             ("trust", 1),
             ("insert", 1),
@@ -263,6 +287,7 @@ FATE = Table(
             "miss_drop",
             "note_no_pair",
             "ffs_drop",
+            "guard_drop",
             "note_opaque",
             "rewrite_label",
             "rewrite_reset_label",
@@ -314,6 +339,8 @@ TABLES: tuple[Table, ...] = (
     RI_CANDIDATE,
     FATE,
     FRAME_CHECK,
+    EGRESS_QUEUE,
+    TIMER_PORTS,
 )
 CONST_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.const_entries)
 
@@ -328,10 +355,24 @@ MALFORMED = Counter(
     f"{EGR}.egress_acct.malformed", constants.NUM_PORTS
 )  # frames whose bytes disagree with their IP length
 PAIR_MALFORMED = Counter(f"{EGR}.egress_acct.pair_malformed", constants.NUM_PAIRS)  # the same, by the (bridged) pair
-COUNTERS: tuple[Counter, ...] = (PAIR_BYTES, OFFERED, PAIR_DROPS, ADMITTED, EVENTS, ACCEPTED, MALFORMED, PAIR_MALFORMED)
+# timer packets of the packet generator, by the port each drained (spec §7.7)
+GUARD_TIMERS = Counter(f"{ING}.guard.timers", constants.NUM_PORTS, "PACKETS")
+COUNTERS: tuple[Counter, ...] = (
+    PAIR_BYTES,
+    OFFERED,
+    PAIR_DROPS,
+    ADMITTED,
+    EVENTS,
+    ACCEPTED,
+    MALFORMED,
+    PAIR_MALFORMED,
+    GUARD_TIMERS,
+)
 
 F_EST = Register(f"{ING}.rate_est.f_est", 32, constants.NUM_PAIRS)  # copy of the F LPF output
-REGISTERS: tuple[Register, ...] = (F_EST,)
+# each egress's virtual queue in line-rate bytes, per ingress pipe (spec §7.7)
+GUARD_QUEUE = Register(f"{ING}.guard.queue", 32, constants.NUM_PORTS)
+REGISTERS: tuple[Register, ...] = (F_EST, GUARD_QUEUE)
 
 F_LPF = Lpf(f"{ING}.rate_est.f_lpf", 32, constants.NUM_PAIRS)
 LPFS: tuple[Lpf, ...] = (F_LPF,)

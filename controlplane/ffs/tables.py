@@ -144,11 +144,28 @@ def len_log_entries() -> list[TableEntry]:
             t.name,
             {"ipv6": Exact(ipv6), "vlan": Exact(vlan), "l3_len": Ternary(value, mask)},
             t.action("set_lw_runt" if runt else "set_lw").name,
-            {"llen": llen},
+            {"llen": llen, "wlen": wire_len(claimed_frame_len(value, bool(ipv6), bool(vlan)))}
+            if runt
+            else {"llen": llen, "wadd": wire_add(bool(ipv6), bool(vlan))},
         )
         for ipv6, vlan in LEN_CLASSES
         for value, mask, llen, runt in len_log_buckets(ipv6, vlan)
     ]
+
+
+def wire_add(ipv6: bool, vlan: bool) -> int:
+    """What a claim's IP length lacks of its line-rate bytes in one header class: L2 header (and the
+    IPv6 header), FCS, preamble and gap; len_log's set_lw adds it (wlen, spec §5.1, §7.7)."""
+    return claimed_frame_len(0, ipv6, vlan) + constants.WIRE_OVERHEAD
+
+
+def claim_wire_len(l3_len: int, ipv6: bool, vlan: bool) -> int:
+    """wlen as len_log gives it for one IP length (spec §5.1): a runt's padded frame, any other
+    claim's `l3_len |+| wadd` (saturating at 2^16 - 1, the width of the field)."""
+    _, runt = len_log_lookup(l3_len, ipv6, vlan)
+    if runt:
+        return wire_len(claimed_frame_len(l3_len, ipv6, vlan))
+    return min(l3_len + wire_add(ipv6, vlan), 0xFFFF)
 
 
 def claimed_frame_len(l3_len: int, ipv6: bool, vlan: bool, fcs: bool = True) -> int:
@@ -301,6 +318,7 @@ FATE_KEYS = (
     "routed",
     "managed",
     "admit_margin",
+    "guard",
     "ffs_state",
     "trust",
     "insert",
@@ -317,29 +335,31 @@ def fate_entries() -> list[TableEntry]:
     """FfsIngress.fate in priority order (first match wins; a miss, a parse error, drops)."""
     t = p4names.FATE
     rows: list[tuple[tuple[int | tuple[int, int] | None, ...], str]] = [
-        ((0, 0, 0, None, None, None, None, None, None, None, None, None, None, None), "miss_drop"),
-        ((0, 0, 1, 0, None, None, None, None, None, None, None, None, None, None), "note_no_pair"),
-        ((0, 0, 1, 1, 0, None, None, None, None, None, None, None, None, None), "ffs_drop"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None, None), "rewrite_label"),
+        ((0, 0, 0, None, None, None, None, None, None, None, None, None, None, None, None), "miss_drop"),
+        ((0, 0, 1, 0, None, None, None, None, None, None, None, None, None, None, None), "note_no_pair"),
+        ((0, 0, 1, 1, 0, None, None, None, None, None, None, None, None, None, None), "ffs_drop"),
+        # the queue guard (spec §7.7): an admitted packet of a pair over its share while the queue stands
+        ((0, 0, 1, 1, None, 1, None, None, None, None, None, None, None, None, None), "guard_drop"),
+        ((0, 0, 1, 1, None, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None, None), "rewrite_label"),
         (
-            (0, 0, 1, 1, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None, None, None),
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None, None, None),
             "rewrite_reset_label",
         ),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None, None), "note_opaque"),
+        ((0, 0, 1, 1, None, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None, None), "note_opaque"),
         # a fragment: a shim in one fragment alone would keep the datagram from being reassembled
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1, None), "note_not_inserted"),
+        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1, None), "note_not_inserted"),
         # a runt arrived padded: a shim in front of the padding would leave it behind the IP packet
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1, None, None), "forward"),
+        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1, None, None), "forward"),
         # no room: the shim would take it beyond the egress's MTU, or wrap its IP length (spec §2)
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, None, 0), "note_not_inserted"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None, None), "insert_shim_v4"),
+        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, None, 0), "note_not_inserted"),
+        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None, None), "insert_shim_v4"),
         # RFC 8200: a Hop-by-Hop header stays right after the IPv6 header; no shim in front of it
         (
-            (0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None, None, None),
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None, None, None),
             "forward",
         ),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None, None, None), "insert_shim_v6"),
-        ((0, 0, 1, 1, None, constants.FFS_STATE_NONE, None, None, None, None, None, None, None, None), "forward"),
+        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None, None, None), "insert_shim_v6"),
+        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, None, None, None, None, None, None, None), "forward"),
     ]
     widths = {k.name: k.width for k in t.keys}
 

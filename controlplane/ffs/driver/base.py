@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 from typing import Any, Iterable, Sequence
 
-from ffs.entries import COUNTER_WRAP, CounterValue, LpfSpec, TableEntry, Update
+from ffs.entries import COUNTER_WRAP, CounterValue, LpfSpec, TableEntry, TimerSpec, Update
 from ffs.ports import PortSpec, PortState
 
 
@@ -100,6 +100,18 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     def read_lpf_spec(self, name: str, index: int) -> LpfSpec: ...
+
+    # -- the packet generator's timer (BF-Runtime's tf1/tf2.pktgen tables; spec §7.7) -----------
+    has_pktgen = False
+
+    def set_timer(self, timer: TimerSpec | None) -> None:
+        """Run the timer application on the generator's port of every pipe (None: stop it). The
+        queue guard's virtual queues drain only while it runs."""
+        raise DriverError("this target has no packet generator: the queue guard stays off")
+
+    def read_timer(self) -> TimerSpec | None:
+        """The timer application as the target runs it; None when it is not running."""
+        raise DriverError("this target has no packet generator")
 
     # -- front-panel ports (BF-Runtime's $PORT; a target without it has ports that are always up) --
     has_ports = False
