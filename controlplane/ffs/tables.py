@@ -340,22 +340,53 @@ def fate_entries() -> list[TableEntry]:
         ((0, 0, 1, 1, 0, None, None, None, None, None, None, None, None, None, None), "ffs_drop"),
         # the queue guard (spec §7.7): an admitted packet of a pair over its share while the queue stands
         ((0, 0, 1, 1, None, 1, None, None, None, None, None, None, None, None, None), "guard_drop"),
-        ((0, 0, 1, 1, None, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None, None), "rewrite_label"),
+        (
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None, None),
+            "rewrite_label",
+        ),
         (
             (0, 0, 1, 1, None, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None, None, None),
             "rewrite_reset_label",
         ),
-        ((0, 0, 1, 1, None, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None, None), "note_opaque"),
+        (
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None, None),
+            "note_opaque",
+        ),
         # a fragment: a shim in one fragment alone would keep the datagram from being reassembled
-        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1, None), "note_not_inserted"),
+        (
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1, None),
+            "note_not_inserted",
+        ),
         # a runt arrived padded: a shim in front of the padding would leave it behind the IP packet
         ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1, None, None), "forward"),
         # no room: the shim would take it beyond the egress's MTU, or wrap its IP length (spec §2)
-        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, None, 0), "note_not_inserted"),
-        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None, None), "insert_shim_v4"),
+        (
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, None, 0),
+            "note_not_inserted",
+        ),
+        (
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None, None),
+            "insert_shim_v4",
+        ),
         # RFC 8200: a Hop-by-Hop header stays right after the IPv6 header; no shim in front of it
         (
-            (0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None, None, None),
+            (
+                0,
+                0,
+                1,
+                1,
+                None,
+                None,
+                constants.FFS_STATE_NONE,
+                None,
+                1,
+                0,
+                1,
+                constants.IP_PROTO_HOPOPT,
+                None,
+                None,
+                None,
+            ),
             "forward",
         ),
         ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None, None, None), "insert_shim_v6"),

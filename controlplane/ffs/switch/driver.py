@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
 from ffs.driver.model import ModelDriver
-from ffs.entries import CounterValue, LpfSpec, TableEntry, Update
+from ffs.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError
@@ -71,6 +71,14 @@ class LocalDriver(Driver):
 
     def read_lpf_spec(self, name: str, index: int) -> LpfSpec:
         return self._call(self.control.read_lpf_spec, name, index)
+
+    has_pktgen = True
+
+    def set_timer(self, timer: TimerSpec | None) -> None:
+        self._call(self.control.set_timer, timer)
+
+    def read_timer(self) -> TimerSpec | None:
+        return self._call(self.control.read_timer)
 
 
 __all__ = ["LocalDriver", "ModelDriver"]

@@ -84,6 +84,8 @@ def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
         "WriteRegister": lambda r: ctl.write_register(r["name"], r["index"], r["value"]) or {},
         "SetLpfSpec": lambda r: ctl.set_lpf_spec(r["name"], r["indices"], wire.lpf_from_json(r["spec"])) or {},
         "ReadLpfSpec": lambda r: {"spec": wire.lpf_to_json(ctl.read_lpf_spec(r["name"], r["index"]))},
+        "SetTimer": lambda r: ctl.set_timer(wire.timer_from_json(r["timer"])) or {},
+        "ReadTimer": lambda r: {"timer": wire.timer_to_json(ctl.read_timer())},
     }
 
 
