@@ -67,7 +67,8 @@ def test_a_tau_step_reads_one_cell_per_egress_at_4096_pairs(tmp_path):
 
 def dumbbell(telemetry_s: float) -> tuple[Agent, Pipeline]:
     p = Pipeline(3)
-    agent = Agent(LocalDriver(p), load(DUMBBELL), "s1", lpf=LPF, telemetry_period_s=telemetry_s)
+    # no traffic manager here (ports unpaced): the queue guard's queues would stand where none does
+    agent = Agent(LocalDriver(p), load(DUMBBELL), "s1", lpf=LPF, telemetry_period_s=telemetry_s, guard_timer_ns=None)
     agent.install(now_s=0.0)
     agent.step(0.0)
     return agent, p

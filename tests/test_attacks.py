@@ -357,7 +357,7 @@ def test_the_estimators_scale_down_is_in_the_weights_not_after_its_32_bit_state(
     monkeypatch.setattr(
         program.LpfConfig,
         "spec",
-        lambda self: LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns, self.scale_down),
+        lambda self, pid=None: LpfSpec("RATE", self.tc(pid), self.tc(pid), self.scale_down),
     )
     monkeypatch.setattr(program.tables, "static_updates", lambda shift=0: static(0))
     got = {s["stream"]: s["measured"] for s in run_scenario(loads(text), "ffs").streams}

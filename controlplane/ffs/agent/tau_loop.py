@@ -20,15 +20,19 @@ import time
 from typing import Tuple
 
 from ffs import p4names
-from ffs.agent.program import egress_entry
+from ffs.agent.program import egress_entry, guard_threshold_of
 from ffs.agent.readings import ZERO, CounterReadings, Reading, add_counts, sub_counts
 from ffs.agent.snapshot import EgressStatus, Snapshot
-from ffs.driver.base import Driver
+from ffs.driver.base import Driver, DriverError
 from ffs.entries import CounterValue, Update, exact_value
 from ffs.ports import pipe_of
 from ffs.tau import EgressTau, egress_action_params, tau_step
 
 log = logging.getLogger("ffs.agent")
+
+# how far below its target τ aims while an egress's queue stands (spec §9): the queue drains at this
+# fraction of the port's speed, and no longer sits at the guard's threshold
+STANDING_MARGIN = 1 / 32
 
 # per egress with a pair held in quarantine, its free pairs since the last period: what arrived,
 # what γ admitted, over how many seconds, and whether each of them had a reading (False: a
@@ -62,9 +66,12 @@ class TauLoop(CounterReadings):
         snap = Snapshot(now_s, pairs=self._pair_status, pairs_time_s=self._last_telemetry, ports=self._port_status)
         batch: list[Update] = []
         node = self.current_node()
+        standing = self._standing_queues(ports)
         for e in sorted(self.fairness):
             port = self.node.interfaces[e].port
-            target = node.target(e)
+            # while the egress's queue stands, τ aims a little below the target so that it drains:
+            # at the target itself the queue would sit at the guard's threshold (spec §9)
+            target = node.target(e) * (1.0 - STANDING_MARGIN if port in standing else 1.0)
             # A_j: what γ admitted toward j, counted before the traffic manager, so that it exceeds
             # T_j whenever FFS over-admits even on a port that is its own bottleneck; a lying frame
             # is among it (the egress drops it only after it queued, docs/security.md)
@@ -91,6 +98,22 @@ class TauLoop(CounterReadings):
             self._jump_notes = []
         self.snapshot = snap
         return snap
+
+    def _standing_queues(self, ports: list[int]) -> set[int]:
+        """The egress ports whose virtual queue (the guard's, spec §7.7) stands above half its
+        threshold in some pipe: one register cell per egress, read with the counters."""
+        if self.guard_timer_ns is None:
+            return set()
+        try:
+            cells = self.driver.read_register_pipes(p4names.GUARD_QUEUE.name, ports)
+        except DriverError:
+            return set()
+        standing = set()
+        for p, v in cells.items():
+            qhi = guard_threshold_of(self.node, p)
+            if qhi is not None and max(v, default=0) > qhi / 2:
+                standing.add(p)
+        return standing
 
     def _count_since_telemetry(
         self, ports: list[int], a: dict[int, CounterValue], bad: dict[int, CounterValue], jumped: set[int]

@@ -285,11 +285,11 @@ def _log_to_stderr(log_format, verbose) -> None:
 def _log_matrix_source(log, agent, store, topology, node, from_topology, lpf_time_constant_us) -> None:
     source = _matrix_source(store, topology, node, from_topology)
     log.info(
-        "matrix loaded from %s; state and audit in %s; F estimator time constant %.3g ms%s, scale-down %s",
+        "matrix loaded from %s; state and audit in %s; F estimator time constant %s%.3g ms, scale-down %s",
         source,
         store.dir,
+        "" if lpf_time_constant_us is not None else "per pair, at most ",
         (agent.lpf.time_constant_ns or 0) / 1e6,
-        "" if lpf_time_constant_us is not None else " (derived)",
         agent.lpf.scale_down,
     )
 
