@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ffs import constants, p4names
+from ffs import p4names
 from ffs.agent.api import ApiError, call
 from ffs.agent.core import Agent
 from ffs.agent.program import LpfConfig
@@ -55,7 +55,7 @@ def make_agent(state_dir: Path | None = None, seed: int = 3, driver=None, guard:
         lpf=LPF,
         store=StateStore(state_dir) if state_dir else None,
         telemetry_period_s=0.1,
-        guard_timer_ns=constants.GUARD_TIMER_NS if guard else None,
+        guard_timer_ns="auto" if guard else None,
     )
     agent.install()
     return agent

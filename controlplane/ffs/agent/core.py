@@ -17,12 +17,13 @@ live each in a module of its own (ffs.agent.parts lists them):
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 from ffs import constants
 from ffs.agent.frontpanel import FrontPanel
 from ffs.agent.matrix import MatrixError
 from ffs.agent.matrix_transaction import MatrixTransaction
-from ffs.agent.program import LpfConfig
+from ffs.agent.program import LpfConfig, guard_timer_period_ns
 from ffs.agent.quarantine import Quarantine
 from ffs.agent.quarantine_entries import QuarantineEntries
 from ffs.agent.snapshot import EgressStatus, PairStatus, Snapshot, tau_display
@@ -78,7 +79,7 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
         manage_ports: bool = False,
         min_packets: int = 100,
         max_interval_s: float = 1.0,
-        guard_timer_ns: int | None = constants.GUARD_TIMER_NS,
+        guard_timer_ns: int | Literal["auto"] | None = "auto",
     ) -> None:
         self.driver = driver
         self.topology = topology
@@ -128,9 +129,11 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
         self._drops_by_egress = {}
         self._pushed = {}  # egress port -> the set_egress data last written
         # the queue guard (spec §7.7): its virtual queues drain by the packet generator's timer
-        # packets, one per managed egress every guard_timer_ns; off (None) without a generator
-        self.guard_timer_ns = guard_timer_ns if driver.has_pktgen else None
-        if guard_timer_ns is not None and not driver.has_pktgen:
+        # packets, one per managed egress every guard_timer_ns ("auto": sized for the node's
+        # ports); off (None), and without a generator
+        timer = guard_timer_period_ns(self.node) if guard_timer_ns == "auto" else guard_timer_ns
+        self.guard_timer_ns = timer if driver.has_pktgen else None
+        if timer is not None and not driver.has_pktgen:
             log.warning("the queue guard is off: this target has no packet generator (docs/spec.md §7.7)")
         # Tofino's front-panel ports, brought up from the topology (ffs.agent.frontpanel)
         self.front_panel = FrontPanel(driver, self.node) if manage_ports else None

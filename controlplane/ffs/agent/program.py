@@ -258,6 +258,19 @@ def guard_threshold_of(node: Node, port: int) -> int | None:
     return None
 
 
+def guard_timer_period_ns(node: Node) -> int:
+    """The guard's timer period for a node (spec §7.7): short enough that one drain step is at most
+    1/GUARD_TIMER_STEPS of every managed egress's threshold (a port with a small queue for its
+    speed needs it often: 2 MiB at 100 Gb/s is 168 µs), at most GUARD_TIMER_NS, at least 1 µs."""
+    period = float(constants.GUARD_TIMER_NS)
+    for e in node.fairness:
+        i = node.interfaces[e]
+        if i.speed > 0:
+            qhi = tables.guard_threshold(i.speed, i.buffer_bytes, i.mtu)
+            period = min(period, qhi * 8 / i.speed * 1e9 / constants.GUARD_TIMER_STEPS)
+    return max(1_000, int(period))
+
+
 def guard_timer(node: Node, timer_ns: int | None) -> TimerSpec | None:
     """The packet generator's timer for the guard: one packet per managed egress every period."""
     n = sum(1 for e in node.fairness if node.interfaces[e].speed > 0)

@@ -9,6 +9,7 @@ import json
 import logging
 import sys
 import time
+from typing import Literal
 
 import click
 
@@ -148,6 +149,14 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
     default=None,
     help="F estimator output scale-down (0..31); default: sized for the node's fastest port (spec §4).",
 )
+@click.option(
+    "--guard-timer-us",
+    default=None,
+    type=float,
+    help="The queue guard's timer period (the packet generator drains each egress's virtual queue this "
+    "often, docs/spec.md §7.7); default: sized for the node's ports, at most 100 us; 0 turns the guard "
+    "off. tofino-model generates a few hundred packets a second: give it 100000 or more there.",
+)
 @click.option("--delta-fraction", default=0.01, show_default=True, help="tau damping: delta = this * target.")
 @click.option("--max-decrease", default=0.25, show_default=True, help="Largest tau decrease per period.")
 @click.option(
@@ -215,6 +224,7 @@ def main(
     period_ms,
     lpf_time_constant_us,
     lpf_scale_down,
+    guard_timer_us,
     delta_fraction,
     max_decrease,
     wire_overhead,
@@ -244,6 +254,7 @@ def main(
         metrics_address,
         group,
     )
+    guard_timer_ns = _guard_timer_ns(guard_timer_us)
     # everything that can be wrong with the options fails before the switch is touched
     tau_params = TauParams(delta_fraction=delta_fraction, max_decrease=max_decrease)
     log = logging.getLogger("ffs.agent")
@@ -266,6 +277,7 @@ def main(
         telemetry_period_s=telemetry_period_s,
         use_saved_matrix=not from_topology,
         manage_ports=target == "tofino" and not no_ports,
+        guard_timer_ns=guard_timer_ns,
     )
     _log_matrix_source(log, agent, store, topology, node, from_topology, lpf_time_constant_us)
     agent.install()
@@ -324,6 +336,16 @@ def _check_options(
             raise CliUsageError(f"--group {group}: no such group") from None
     if metrics_port is not None and not ipaddress.ip_address(metrics_address).is_loopback:
         logging.getLogger("ffs.agent").warning("metrics served on a non-loopback address=%s, as asked", metrics_address)
+
+
+def _guard_timer_ns(us: float | None) -> int | Literal["auto"] | None:
+    """--guard-timer-us as the agent takes it: sized for the node when not given, None (off) for 0,
+    else whole nanoseconds."""
+    if us is None:
+        return "auto"
+    if not 0 <= us <= 4e6:
+        raise CliUsageError("--guard-timer-us must be 0 (off) .. 4000000 (the generator's timer holds 4.29 s)")
+    return None if us == 0 else max(1, round(us * 1e3))
 
 
 def _switch_address(switch, target) -> str:

@@ -264,11 +264,15 @@ def send(
     flags: int = 0,
     sport: int = 0,
     ip_len: int | None = None,
+    pulse: tuple[float, float] | None = None,
 ) -> SendReport:
     """Offer `size`-byte IP packets to `dst` at the line rate `rate_bps` for `duration_s`; with
-    `ip_len`, their IPv4 total length field says ip_len instead of size."""
+    `ip_len`, their IPv4 total length field says ip_len instead of size; with `pulse` (on, every),
+    only in the first `on` seconds of every `every` (an on-off flood, the rate while on)."""
     if rate_bps <= 0:
         raise TrafficError("--rate must be positive")
+    if pulse is not None and not 0 < pulse[0] <= pulse[1]:
+        raise TrafficError("--pulse ON,EVERY needs 0 < ON <= EVERY seconds")
     if ip_len is None:
         sock, datagram = open_sender(dst, port, size, rf_code, flags, sport)
     else:
@@ -276,14 +280,14 @@ def send(
     batcher = _Batcher(sock, datagram)
     gap = wire_bytes(size) * 8 / rate_bps
     start = time.perf_counter()
-    due_total = int(duration_s / gap)
+    due_total = _owed(duration_s, gap, pulse)
     offered = sent = 0
     try:
         while offered < due_total:
             now = time.perf_counter()
-            due = min(int((now - start) / gap) + 1, due_total) - offered  # packets owed by now
+            due = min(_owed(now - start, gap, pulse) + 1, due_total) - offered  # packets owed by now
             if due <= 0:
-                time.sleep(min(start + offered * gap - now, 0.01))
+                time.sleep(0.0005 if pulse is not None else min(start + offered * gap - now, 0.01))
                 continue
             n = min(due, BATCH)
             sent += batcher.send(n)
@@ -291,6 +295,26 @@ def send(
     finally:
         sock.close()
     return SendReport(offered, sent, duration_s)
+
+
+def _pulse(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        on, every = (float(x) for x in text.split(","))
+    except ValueError:
+        raise TrafficError(f"--pulse {text}: want ON,EVERY in seconds, e.g. 0.02,0.25") from None
+    return on, every
+
+
+def _owed(t: float, gap: float, pulse: tuple[float, float] | None) -> int:
+    """Packets a sender at one per `gap` seconds owes `t` seconds after it started, sending only in
+    the first `on` of every `every` seconds with `pulse` = (on, every)."""
+    if pulse is None:
+        return int(t / gap)
+    on, every = pulse
+    k, into = divmod(t, every)
+    return int(k) * int(on / gap) + int(min(into, on) / gap)
 
 
 # --- receiver -------------------------------------------------------------------------------
@@ -393,6 +417,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="an attack: the IPv4 total length field says N (0..65535) whatever --size (packet socket)",
     )
+    a.add_argument(
+        "--pulse",
+        default=None,
+        metavar="ON,EVERY",
+        help="an on-off flood: send only in the first ON seconds of every EVERY seconds (at --rate while on)",
+    )
     b = sub.add_parser("recv", help="per-source rates, one JSON line per interval")
     b.add_argument("--port", type=int, default=5001)
     b.add_argument("--interval", type=float, default=1.0)
@@ -417,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
                 flags=constants.FLAG_RI if args.ri else 0,
                 sport=args.sport,
                 ip_len=args.ip_len,
+                pulse=_pulse(args.pulse),
             )
             print(json.dumps(rep.to_json(args.size)))
         else:
