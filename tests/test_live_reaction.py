@@ -62,12 +62,14 @@ def test_every_pulse_leaves_the_sender_its_share_live(tmp_path):
     topo_file = tmp_path / f"{name}.yaml"
     topo_file.write_text(topology(name))
     with live_node(topo_file, tmp_path) as live:
-        rx = live.receive("h3", 9.0, BIN)
-        rx_args = ("--size", str(SIZE))
+        # bins of the time the packets were sent: the flood's burst queues the sender's packets for
+        # up to a queue's time (20 ms), which moves their arrivals, not what gets through
+        rx = live.receive("h3", 9.0, f"--interval={BIN}", "--by-send-time")
+        args = ("--size", str(SIZE), "--stamp")
         time.sleep(0.3)
-        live.send("h1", "10.0.3.1", SHARE, 8.5, *rx_args)
+        live.send("h1", "10.0.3.1", SHARE, 8.5, *args)
         time.sleep(1.0)  # the sender's estimator settles (τ_F: 64 frames at 20 Mb/s, 40 ms)
-        live.send("h2", "10.0.3.1", 10 * SPEED, 6.0, *rx_args, f"--pulse={PULSE},{EVERY}")
+        live.send("h2", "10.0.3.1", 10 * SPEED, 6.0, *args, f"--pulse={PULSE},{EVERY}")
         lines = [json.loads(x) for x in rx.stdout]
         rx.wait()
     assert lines, "the receiver reported nothing"

@@ -27,6 +27,13 @@ class Metrics:
             e,
             registry=r,
         )
+        self.queue = Gauge(
+            "ffs_guard_queue_bytes",
+            "the queue guard's virtual queue toward this egress, line-rate bytes",
+            e,
+            registry=r,
+        )
+        self.draining = Gauge("ffs_draining", "1 while the queue stands and tau aims below the target", e, registry=r)
         self.pair_rate = Gauge("ffs_pair_rate_bps", "arrival rate R_ij, bit/s", p, registry=r)
         self.pair_share = Gauge(
             "ffs_pair_share_bps", "enforced share M_ij (scaled to the target), bit/s", p, registry=r
@@ -72,6 +79,8 @@ class Metrics:
             if fresh:
                 self.egress_drops.labels(x.egress).inc(x.drops)
             self.egress_malformed.labels(x.egress).inc(x.malformed)
+            self.queue.labels(x.egress).set(x.queue_bytes)
+            self.draining.labels(x.egress).set(int(x.draining))
         for p in snap.pairs if fresh else ():
             self.pair_rate.labels(p.ingress, p.egress).set(p.rate_bps)
             self.pair_share.labels(p.ingress, p.egress).set(p.share_bps)

@@ -15,6 +15,7 @@ not into the held pair's lies.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Tuple
@@ -66,12 +67,14 @@ class TauLoop(CounterReadings):
         snap = Snapshot(now_s, pairs=self._pair_status, pairs_time_s=self._last_telemetry, ports=self._port_status)
         batch: list[Update] = []
         node = self.current_node()
-        standing = self._standing_queues(ports)
+        queues = self._guard_queues(ports)
         for e in sorted(self.fairness):
             port = self.node.interfaces[e].port
             # while the egress's queue stands, τ aims a little below the target so that it drains:
             # at the target itself the queue would sit at the guard's threshold (spec §9)
-            target = node.target(e) * (1.0 - STANDING_MARGIN if port in standing else 1.0)
+            qhi = guard_threshold_of(self.node, port) if port in queues else None
+            draining = qhi is not None and queues[port] > qhi / 2
+            target = node.target(e) * (1.0 - STANDING_MARGIN if draining else 1.0)
             # A_j: what γ admitted toward j, counted before the traffic manager, so that it exceeds
             # T_j whenever FFS over-admits even on a port that is its own bottleneck; a lying frame
             # is among it (the egress drops it only after it queued, docs/security.md)
@@ -85,8 +88,9 @@ class TauLoop(CounterReadings):
             params = egress_action_params(state, r_star, target)  # C/R* for RI: this period's
             if self._pushed.get(port) != params:  # the switch holds the rest as pushed (the slow check repairs)
                 batch.append(egress_entry(port, params, "modify"))
+            status = self._egress_status(e, port, target, a_bps, r_star, state, bad.get(port, ZERO).packets)
             snap.egresses.append(
-                self._egress_status(e, port, target, a_bps, r_star, state, bad.get(port, ZERO).packets)
+                dataclasses.replace(status, queue_bytes=queues.get(port, 0), queue_threshold=qhi, draining=draining)
             )
         self._push(quarantine, batch if dt > self.min_interval_s else [])
         if self._jump_notes:
@@ -99,21 +103,16 @@ class TauLoop(CounterReadings):
         self.snapshot = snap
         return snap
 
-    def _standing_queues(self, ports: list[int]) -> set[int]:
-        """The egress ports whose virtual queue (the guard's, spec §7.7) stands above half its
-        threshold in some pipe: one register cell per egress, read with the counters."""
+    def _guard_queues(self, ports: list[int]) -> dict[int, int]:
+        """Each egress port's virtual queue (the guard's, spec §7.7), the fullest pipe's: one
+        register cell per egress, read with the counters; none while the guard is off."""
         if self.guard_timer_ns is None:
-            return set()
+            return {}
         try:
             cells = self.driver.read_register_pipes(p4names.GUARD_QUEUE.name, ports)
         except DriverError:
-            return set()
-        standing = set()
-        for p, v in cells.items():
-            qhi = guard_threshold_of(self.node, p)
-            if qhi is not None and max(v, default=0) > qhi / 2:
-                standing.add(p)
-        return standing
+            return {}
+        return {p: max(v, default=0) for p, v in cells.items()}
 
     def _count_since_telemetry(
         self, ports: list[int], a: dict[int, CounterValue], bad: dict[int, CounterValue], jumped: set[int]

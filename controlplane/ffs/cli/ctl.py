@@ -74,6 +74,15 @@ def _call(ctx: click.Context, req: dict):
 errors = one_line_errors(ApiError, MatrixError, OSError, ValueError, error=CliError)
 
 
+def _queue(e: dict) -> str:
+    """The queue guard's column: the virtual queue against its threshold, and whether τ aims
+    below the target to drain it (spec §7.7, §9); "off" without the guard."""
+    if e.get("queue_threshold") is None:
+        return "off"
+    q = f"{e['queue_bytes'] / 1e3:.1f} of {e['queue_threshold'] / 1e3:.1f} kB"
+    return q + (" (draining)" if e.get("draining") else "")
+
+
 @main.command()
 @click.pass_context
 @errors
@@ -84,7 +93,7 @@ def status(ctx) -> None:
         return dump_json(s)
     c = Console()
     t = Table(title=f"node {s['node']}: egresses")
-    for col in ("egress", "capacity", "target", "accepted A", "offered R*", "tau", "state"):
+    for col in ("egress", "capacity", "target", "accepted A", "offered R*", "tau", "state", "guard queue"):
         t.add_column(col, justify="left" if col == "egress" else "right")
     for e in s["egresses"]:
         t.add_row(
@@ -95,6 +104,7 @@ def status(ctx) -> None:
             _rate(e["offered_bps"]),
             f"{e['tau']:.4f}",
             "congested" if e["congested"] else "uncongested",
+            _queue(e),
         )
     c.print(t)
     p = Table(title="pairs")

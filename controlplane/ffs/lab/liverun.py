@@ -52,18 +52,10 @@ class LiveNode:
         self.procs.append(p)
         return p
 
-    def receive(self, host: str, seconds: float, interval_s: float = 1.0) -> subprocess.Popen:
-        """`ffs.lab.traffic recv` on `host` for `seconds`: a JSON line an interval (default a
-        second) on its stdout (text)."""
-        argv = self.exec_args(
-            host,
-            sys.executable,
-            "-m",
-            "ffs.lab.traffic",
-            "recv",
-            f"--duration={seconds:g}",
-            f"--interval={interval_s:g}",
-        )
+    def receive(self, host: str, seconds: float, *extra: str) -> subprocess.Popen:
+        """`ffs.lab.traffic recv` on `host` for `seconds`: a JSON line a second (or an --interval)
+        on its stdout (text)."""
+        argv = self.exec_args(host, sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={seconds:g}", *extra)
         return self.spawn(argv, stdout=subprocess.PIPE, text=True)
 
     def send(self, host: str, dst: str, rate: str | float, seconds: float, *extra: str) -> subprocess.Popen:
