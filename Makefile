@@ -85,11 +85,12 @@ setup: system-deps
 	$(PIP) install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e '.[dev,lab]'
 	@mkdir -p build && touch $(SETUP_STAMP)
 
-# The wheel for a switch (docs/hardware.md): pure Python, without the software switch's C fast path,
-# so it installs on any Python >= 3.8; its dependencies are the agent's and ffsctl's alone ([lab] adds the rest)
+# The wheel for a switch (docs/hardware.md): the ordinary build, pure Python (setup.py builds the
+# software switch's C fast path for the editable install alone), so it installs on any Python >= 3.8;
+# its dependencies are the agent's and ffsctl's alone ([lab] adds the rest)
 wheel:
 	rm -f dist/ffs_tofino-*.whl
-	FFS_BUILD_FASTPATH=0 $(PIP) wheel -q --no-deps -w dist .
+	$(PIP) wheel -q --no-deps -w dist .
 	@ls dist/ffs_tofino-*-py3-none-any.whl
 
 # `make demo` installs only when nothing is installed yet or the packaging or the C fast path changed
