@@ -216,7 +216,6 @@ class AgentService:
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_address, self.config.metrics_port)
         self._identify()
         self.agent.min_interval_s = self.config.period_s / 2
-        self.agent.on_step = lambda _snap: self.notifier.watchdog()  # a hung step stops the pings
         snap = self.agent.step()  # the first reading (a baseline): status and metrics have rows from the start
         if self.metrics is not None:
             self.metrics.update(snap)
@@ -226,6 +225,7 @@ class AgentService:
         self.notifier.ready(
             f"node {self.agent.node.name}: {len(snap.egresses)} egresses, every {self.config.period_s * 1e3:g} ms"
         )
+        self.agent.on_step = lambda _snap: self.notifier.watchdog()  # a hung step stops the pings
         next_t = time.monotonic()
         next_check = next_t + self.config.check_period_s
         try:
