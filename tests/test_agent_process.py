@@ -235,3 +235,28 @@ def test_the_watchdog_is_fed_by_the_tau_loop_and_starves_when_it_hangs(tmp_path)
             agent.wait(timeout=5)
         notify.close()
         server.stop(0)
+
+
+def test_notifications_follow_sd_notify_conventions():
+    from ffs.agent.notify import Notifier
+
+    name = f"ffs-test-notify-{os.getpid()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        s.bind("\0" + name)  # an abstract address, which $NOTIFY_SOCKET spells with '@'
+        s.settimeout(5)
+        n = Notifier({"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "1000000", "WATCHDOG_PID": str(os.getpid())})
+        n.ready("node s1: 3 egresses")
+        assert s.recv(4096) == b"READY=1\nSTATUS=node s1: 3 egresses"
+        n.watchdog()
+        n.watchdog()  # within a quarter of the interval: not sent again
+        n.stopping()
+        assert [s.recv(4096), s.recv(4096)] == [b"WATCHDOG=1", b"STOPPING=1\nSTATUS=stopping"]
+        # a watchdog meant for another process (WATCHDOG_PID), or none at all, is not fed
+        other = Notifier({"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "1000000", "WATCHDOG_PID": "1"})
+        assert other.watchdog_s == 0 and Notifier({"WATCHDOG_USEC": "1000000"}).watchdog_s == 0
+        other.watchdog()
+        with pytest.raises(TimeoutError):
+            s.settimeout(0.2)
+            s.recv(4096)
+    Notifier({}).ready("nothing listens")  # outside systemd: nothing, no error
+    Notifier({"NOTIFY_SOCKET": "/nonexistent/notify"}).ready("gone")  # a failure is logged, never raised
