@@ -362,6 +362,7 @@ def test_the_unit_runs_as_its_own_user_notified_and_watched(opt_ffs):
         out, err = pre.communicate(timeout=60)
         assert pre.returncode == 0 and out.startswith("ffs-agent: configuration of node s1 is usable"), out + err
         assert out.count("\n") == 1, out
+        _check_group_handover(base, pre_argv, env)
         argv, env = unit_command(base, "ExecStart", f"127.0.0.1:{port}")
         env.update(NOTIFY_SOCKET=str(base / "notify"), WATCHDOG_USEC=str(int(watchdog_s * 1e6)))
         log = open(base / "agent.log", "w")
@@ -394,3 +395,31 @@ def test_the_unit_runs_as_its_own_user_notified_and_watched(opt_ffs):
             agent.wait()
         notify.close()
         server.stop(0)
+
+
+def _check_group_handover(base: Path, pre_argv: list[str], env: dict[str, str]) -> None:
+    """--group: the unit's user hands the socket to a group it is in (SupplementaryGroups=), with no
+    capability; outside the group --check refuses in one line, exit 2 (not restarted)."""
+    import grp
+
+    try:
+        group = grp.getgrgid(100).gr_name  # "users" on Debian
+    except KeyError:
+        return  # no group to try with on this machine
+    argv = [*pre_argv, "--group", group]
+    out = as_the_unit(base, argv, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = out.communicate(timeout=60)
+    assert out.returncode == EXIT_USAGE and err.count("\n") == 1, err
+    assert err.startswith(f"ffs-agent: error: --group {group}: ") and f"SupplementaryGroups={group}" in err, err
+    member = subprocess.run(
+        [str(base / "opt" / "bin" / "python"), "-c", UNIT_EXEC, *argv],
+        env=env,
+        user=DYNAMIC_UID,
+        group=DYNAMIC_UID,
+        extra_groups=[100],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert member.returncode == 0, member.stderr
