@@ -20,7 +20,7 @@ import logging
 
 from ffs import constants
 from ffs.agent.frontpanel import FrontPanel
-from ffs.agent.matrix import MatrixError
+from ffs.agent.matrix import MatrixError, validate_saved
 from ffs.agent.matrix_transaction import MatrixTransaction
 from ffs.agent.program import LpfConfig
 from ffs.agent.quarantine import Quarantine
@@ -98,12 +98,7 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
             for line in store.recover(self.node.name):
                 log.warning("%s", line)
             if saved is not None:
-                try:
-                    self.fairness = self.validate(saved)
-                except MatrixError as e:
-                    raise MatrixError(
-                        f"{store.matrix_path(self.node.name)}: the saved matrix no longer fits the topology: {e}"
-                    ) from None
+                self.fairness = validate_saved(self.node, saved, store.matrix_path(self.node.name))
         self._check_estimator(self.fairness)
         self.taus = {}
         self._last = {}

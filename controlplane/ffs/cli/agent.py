@@ -17,7 +17,7 @@ import click
 
 from ffs import __version__
 from ffs.agent.core import Agent
-from ffs.agent.matrix import MatrixError, validate_matrix
+from ffs.agent.matrix import MatrixError, validate_saved
 from ffs.agent.notify import Notifier
 from ffs.agent.owner import OwnerError, run_dir, take_ownership
 from ffs.agent.program import LpfConfig
@@ -275,12 +275,7 @@ def check_configuration(o: dict[str, Any], topo: Topology, lpf: LpfConfig, store
     node = topo.node(o["node"])
     saved = None if o["from_topology"] else store.load_matrix(node.name)
     if saved is not None:
-        try:
-            validate_matrix(node, saved)
-        except MatrixError as e:
-            raise MatrixError(
-                f"{store.matrix_path(node.name)}: the saved matrix no longer fits the topology: {e}"
-            ) from None
+        validate_saved(node, saved, store.matrix_path(node.name))
     make_driver(o["target"], address)  # imports the SDE's bfrt_grpc for tofino; connects nowhere
     dirs = [run_dir()] + ([Path(o["sock"]).parent] if o["sock"] else [])
     for d in dirs:
