@@ -391,7 +391,7 @@ class BfrtDriver(Driver):
             return f"{self.program} (no p4src.sha256 under $SDE_INSTALL/share/*pd/{self.program})"
         if len(set(hashes.values())) == 1:
             return f"{self.program} p4src {next(iter(hashes.values()))}"
-        return f"{self.program} p4src " + ", ".join(f"{h} ({chip})" for chip, h in hashes.items())
+        return f"{self.program} p4src " + ", ".join(f"{h} ({chip})" for chip, h in sorted(hashes.items()))
 
     def _require(self) -> None:
         if self.iface is None or self.info is None:
