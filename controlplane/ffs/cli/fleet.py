@@ -120,7 +120,7 @@ def plan(fleet: list[Switch], default_socket: str, say: Callable[[Switch], None]
                 shown = s.call({"op": "status"})
                 if shown.get("node") != sw.node:
                     raise ApiError(f"the agent at {sw.where} is node {shown.get('node')}, not {sw.node}")
-                sw.agent_version = shown.get("agent_version") or "unknown (an agent before 0.1.0)"
+                sw.agent_version = shown.get("agent_version") or "unknown (the agent does not say)"
                 sw.program = shown.get("program") or "unknown"
                 sw.changes = s.call({"op": "matrix_diff", **req})["changes"]
                 sw.plan = s.call({"op": "matrix_plan", **req})

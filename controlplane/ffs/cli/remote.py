@@ -45,9 +45,15 @@ def parse_host(url: str) -> tuple[str, int | None]:
     return (f"{u.username}@{host}" if u.username else host), port
 
 
+def far_ffsctl(remote_ffsctl: str | None = None) -> str:
+    """ffsctl on the far end: as named (a fleet file's `ffsctl:`), else FFS_REMOTE_FFSCTL, else the
+    one on the PATH of an SSH session there."""
+    return remote_ffsctl or os.environ.get("FFS_REMOTE_FFSCTL") or "ffsctl"
+
+
 def ssh_argv(url: str, socket_path: str, remote_ffsctl: str | None = None) -> list[str]:
     dest, port = parse_host(url)
-    ffsctl = remote_ffsctl or os.environ.get("FFS_REMOTE_FFSCTL") or "ffsctl"
+    ffsctl = far_ffsctl(remote_ffsctl)
     remote = " ".join(shlex.quote(a) for a in [ffsctl, "dial-stdio", "--socket", socket_path])
     return [
         *shlex.split(os.environ.get("FFS_SSH_COMMAND") or "ssh"),
@@ -66,7 +72,7 @@ class Remote:
         self.url = url
         self.timeout_s = timeout_s
         self.argv = ssh_argv(url, socket_path, remote_ffsctl)
-        self.remote_ffsctl = remote_ffsctl or os.environ.get("FFS_REMOTE_FFSCTL") or "ffsctl"
+        self.remote_ffsctl = far_ffsctl(remote_ffsctl)
         try:
             self.proc = subprocess.Popen(
                 self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
