@@ -120,7 +120,7 @@ def ffsctl(sock: Path | str, *args: str, timeout: float = 60) -> subprocess.Comp
     )
 
 
-def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
+def start_agent(tmp: Path, switch: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     p = subprocess.Popen(
         [
             sys.executable,
@@ -137,6 +137,7 @@ def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
         ],
         stdout=subprocess.DEVNULL,
         stderr=open(tmp / "agent.log", "a"),
+        env=env,
     )
     end = time.monotonic() + 30
     while time.monotonic() < end:

@@ -21,7 +21,7 @@ from typing import Literal
 
 from ffs import constants
 from ffs.agent.frontpanel import FrontPanel
-from ffs.agent.matrix import MatrixError
+from ffs.agent.matrix import MatrixError, validate_saved
 from ffs.agent.matrix_transaction import MatrixTransaction
 from ffs.agent.program import LpfConfig, guard_timer_period_ns
 from ffs.agent.quarantine import Quarantine
@@ -150,9 +150,4 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
             log.warning("%s", line)
         if saved is None:
             return fairness
-        try:
-            return self.validate(saved)
-        except MatrixError as e:
-            raise MatrixError(
-                f"{store.matrix_path(self.node.name)}: the saved matrix no longer fits the topology: {e}"
-            ) from None
+        return validate_saved(self.node, saved, store.matrix_path(self.node.name))

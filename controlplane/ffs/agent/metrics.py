@@ -56,12 +56,23 @@ class Metrics:
         self.port_up = Gauge(
             "ffs_port_up", "1 while the front-panel port's link is up ($PORT_UP)", ("interface", "fp"), registry=r
         )
+        self.build = Gauge(
+            "ffs_build_info",
+            "1, labelled with the agent's version, its Python and the program the switch runs",
+            ("version", "python", "program"),
+            registry=r,
+        )
         self._pairs_seen = float("-inf")
         self.server = self.thread = None
         if port is not None:
             started = start_http_server(port, address, registry=self.registry)
             if isinstance(started, tuple):  # prometheus_client >= 0.16 returns (server, thread)
                 self.server, self.thread = started
+
+    def set_build(self, build: dict[str, str]) -> None:
+        """ffs_build_info: one series, replaced when the switch's program changes (ffs.agent.service.build_info)."""
+        self.build.clear()
+        self.build.labels(build["agent_version"], build["python"], build["program"]).set(1)
 
     def update(self, snap: Snapshot) -> None:
         # the pairs (and the egresses' drops) come from the last telemetry: count each one once

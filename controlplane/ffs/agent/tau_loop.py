@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Tuple
+from typing import Callable, Tuple
 
 from ffs import p4names
 from ffs.agent.program import egress_entry, guard_threshold_of
@@ -48,6 +48,10 @@ def add_free(a: Free | None, b: Free | None) -> Free | None:
 
 
 class TauLoop(CounterReadings):
+    # called after every completed step: the service feeds systemd's watchdog from it, so a step
+    # that hangs stops the pings (ffs.agent.notify)
+    on_step: Callable[[Snapshot], None] | None = None
+
     def step(self, now_s: float | None = None) -> Snapshot:
         """One control period: R*_j, A_j and the lies at j per egress (three reads of one cell per
         egress, whatever the number of pairs), τ per egress, every egress pushed in one batch. The
@@ -101,6 +105,8 @@ class TauLoop(CounterReadings):
             )
             self._jump_notes = []
         self.snapshot = snap
+        if self.on_step is not None:
+            self.on_step(snap)
         return snap
 
     def _guard_queues(self, ports: list[int]) -> dict[int, int]:

@@ -65,6 +65,13 @@ class ModelDriver(Driver):
     def program_id(self) -> str:
         return str(self._rpc("ProgramId", {})["program_id"])
 
+    def program_identity(self) -> str:
+        """The software switch runs the pipeline of its own package: its version names it."""
+        try:
+            return f"ffs software switch {self._rpc('Version', {})['version']}"
+        except (DriverError, KeyError, TypeError):
+            return "ffs software switch (a version that does not say which)"
+
     def write(self, updates: Sequence[Update]) -> None:
         self._rpc("Write", {"updates": [wire.update_to_json(u) for u in updates]})
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import ffs
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
 from ffs.driver.model import ModelDriver
 from ffs.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
@@ -38,6 +39,9 @@ class LocalDriver(Driver):
 
     def program_id(self) -> str:
         return self.control.program_id
+
+    def program_identity(self) -> str:
+        return f"ffs software switch {ffs.__version__} (in process)"
 
     def write(self, updates: Sequence[Update]) -> None:
         self._call(self.control.write, list(updates))

@@ -27,6 +27,7 @@ from typing import Any
 
 import grpc
 
+import ffs
 from ffs.driver import wire
 from ffs.safeload import LoadError, loads_json
 from ffs.switch.control import SwitchControl
@@ -70,6 +71,7 @@ def _encode(obj: Any, chunk: int = 256) -> bytes:
 def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
     return {
         "ProgramId": lambda r: {"program_id": ctl.program_id},
+        "Version": lambda r: {"version": ffs.__version__},
         "Write": lambda r: ctl.write([wire.update_from_json(u) for u in r["updates"]]) or {},
         "ReadTable": lambda r: {"entries": _yielding(wire.entry_to_json, ctl.read_table(r["table"]))},
         "ReadDefault": lambda r: {"entry": wire.entry_to_json(ctl.read_default(r["table"]))},
