@@ -142,7 +142,9 @@ class TauLoop(CounterReadings):
         # a quarantine's first λ is read while the onset's lies are still queued (admitted, not yet
         # counted as lies): the next lie reads it again (Quarantine.begun), not a telemetry period later
         brought_forward = lied and (
-            bool(self.quarantine.begun) or now_s - self._last_lie_telemetry >= self.telemetry_period_s
+            bool(self.quarantine.begun)
+            or bool(self.quarantine.suspects)  # a pair with some evidence: its next lie is judged at once
+            or now_s - self._last_lie_telemetry >= self.telemetry_period_s
         )
         # a clear is rarely of one counter alone: re-baseline the pairs' now too, one event, one line
         if not (
