@@ -354,11 +354,13 @@ class Chain:
             time.sleep(0.5)
         self.started_s = time.monotonic() - t0
 
-    def start_agents(self, period_ms: float, timeout_s: float = 180.0) -> None:
+    def start_agents(self, period_ms: float, install_only: bool = False, timeout_s: float = 180.0) -> None:
         """ffs-agent --target tofino on every node (in its namespace, on its own bf_switchd),
         each programming its node from the topology; returns once every one serves. Each reaches
         its switch at the node's own management address: the agent's ownership lock is named
-        after the address, and `localhost` would be the same name on every node."""
+        after the address, and `localhost` would be the same name on every node. `install_only`: no τ
+        step or table check before they are stopped (the tests take the tables over; two nodes'
+        τ loops at once slow both models past the agents' RPC deadline)."""
         env = dict(os.environ, FFS_RUN_DIR=str(self.log_dir / "run"))  # its switch locks, not the machine's
         for r in self.runs:  # one at a time: two first installs at once slow both models past the RPC deadline
             r.agent = _spawn(
@@ -366,7 +368,8 @@ class Chain:
                 [
                     sys.executable, "-m", "ffs.cli.agent", f"--topology={self.topology}", f"--node={r.plan.name}",
                     "--target=tofino", f"--switch={r.plan.grpc}", f"--socket={r.socket}",
-                    f"--state-dir={r.logs / 'state'}", f"--period-ms={period_ms}",
+                    f"--state-dir={r.logs / 'state'}",
+                    *(["--period-ms=100000", "--check-period-s=0"] if install_only else [f"--period-ms={period_ms}"]),
                 ],
                 r.logs / "agent.log",
                 ROOT,
@@ -379,8 +382,8 @@ class Chain:
                     break
                 except (ApiError, OSError, ValueError):
                     if r.agent.poll() is not None or time.monotonic() > deadline:
-                        tail = (r.logs / "agent.log").read_text()[-400:]
-                        raise ChainError(f"{r.plan.name}: ffs-agent did not start: {tail}") from None
+                        last = ((r.logs / "agent.log").read_text().strip().splitlines() or ["no log"])[-1]
+                        raise ChainError(f"{r.plan.name}: ffs-agent did not start: {last}") from None
                     time.sleep(0.3)
 
     def stop_agents(self) -> None:
@@ -505,7 +508,7 @@ def run(a: argparse.Namespace, say: Any = print) -> int:
         chain_json.write_text(json.dumps(p.to_json(), indent=1) + "\n")
         say(f"chain: bf_switchd serving on every node {chain.started_s:.0f} s after the start; {chain.memory()}")
         t0 = time.monotonic()
-        chain.start_agents(a.period_ms)
+        chain.start_agents(a.period_ms, install_only=a.cmd != "up")
         say(f"chain: ffs-agent programmed every node in {time.monotonic() - t0:.0f} s")
         return _command(a, chain, chain_json, say)
     except (ChainError, OSError, subprocess.SubprocessError) as e:
@@ -555,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topology", type=Path, help="default: topologies/chain-model.yaml (chain-model-tofino2.yaml)")
     ap.add_argument("--sha256", help="the p4src/ hash the installed program must have been compiled from")
     ap.add_argument("--log-dir", type=Path, default=Path("build/chain-model"))
-    ap.add_argument("--period-ms", type=float, default=500.0, help="the agents' period (tofino-model is slow)")
+    ap.add_argument("--period-ms", type=float, default=1000.0, help="up: the agents' period (tofino-model is slow)")
     ap.add_argument("--packets", type=int, default=400, help="test: the differential's probes per phase (0: none)")
     ap.add_argument("--seed", type=int, help="test: the differential's seed (default: a new one, printed)")
     ap.add_argument("--no-ptf", action="store_true", help="test: leave out PTF")
