@@ -130,7 +130,7 @@ class ShimInsertedAtS1StrippedAtS2(ChainTest):
                 self.assertEqual((ip.len if IP in got else ip.plen), want_len)
                 self.assertEqual((ip.proto if IP in got else ip.nh), constants.IP_PROTO_FFS)
                 sh = got[FFS]
-                self.assertEqual((sh.version, int(sh.flags), sh.next_header, sh.rri, sh.rri_echo),
+                self.assertEqual((sh.version, int(sh.flags), sh.nh, sh.rri, sh.rri_echo),
                                  (constants.SHIM_VERSION, D, 17, constants.CODE_MAX, 0))  # fmt: skip
                 hop1 = expect.paper(1.0, f1, m1, expect.Egress())
                 self.assertTrue(expect.close(sh.rf, hop1.rf_out, expect.LABEL_BUDGET), (decode(sh.rf), hop1))
@@ -138,7 +138,7 @@ class ShimInsertedAtS1StrippedAtS2(ChainTest):
                     self.assertEqual(out, bytes(pkt), "h4 gets the frame h1 sent, the shim stripped")
                 else:
                     self.assertEqual(len(out), len(link), "the shim stays toward h3")
-                    self.assertEqual(Ether(out)[FFS].next_header, 17)
+                    self.assertEqual(Ether(out)[FFS].nh, 17)
 
 
 class TrustOnlyOnTheLink(ChainTest):

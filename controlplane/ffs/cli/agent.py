@@ -53,10 +53,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(rec)
 
 
-def make_driver(target: str, switch: str) -> Driver:
+def make_driver(target: str, switch: str, rpc_timeout_s: float | None = None) -> Driver:
     if target == "model":
-        return ModelDriver(switch)
-    return BfrtDriver(switch)
+        return ModelDriver(switch) if rpc_timeout_s is None else ModelDriver(switch, rpc_timeout_s=rpc_timeout_s)
+    return BfrtDriver(switch) if rpc_timeout_s is None else BfrtDriver(switch, rpc_timeout_s=rpc_timeout_s)
 
 
 WAIT_NOTE_S = 5.0  # how often a start-up waiting for its switch says so
@@ -193,6 +193,13 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
 )
 @click.option("--connect-timeout", default=60.0, show_default=True, help="Seconds to wait for the switch.")
 @click.option(
+    "--rpc-timeout",
+    type=float,
+    default=None,
+    help="Seconds one call to the switch may take (default: the driver's, 10 on BF-Runtime); "
+    "tofino-models sharing a machine may need more.",
+)
+@click.option(
     "--log-format",
     type=click.Choice(["kv", "json"]),
     default="kv",
@@ -225,6 +232,7 @@ def main(
     quarantine_fraction,
     telemetry_period_s,
     connect_timeout,
+    rpc_timeout,
     log_format,
     verbose,
 ) -> None:
@@ -244,6 +252,8 @@ def main(
         metrics_address,
         group,
     )
+    if rpc_timeout is not None and not 0 < rpc_timeout <= 3600:
+        raise CliUsageError("--rpc-timeout must be positive (and at most 3600 s)")
     # everything that can be wrong with the options fails before the switch is touched
     tau_params = TauParams(delta_fraction=delta_fraction, max_decrease=max_decrease)
     log = logging.getLogger("ffs.agent")
@@ -251,7 +261,7 @@ def main(
     store = StateStore(state_dir or default_state_dir(node), adopt=adopt)
     address = _switch_address(switch, target)
     owner = take_ownership(address, sock)  # before the switch or the socket is touched; held until exit
-    driver = make_driver(target, address)
+    driver = make_driver(target, address, rpc_timeout)
     connect_saying_so(driver, target, address, connect_timeout, logging.getLogger("ffs.agent"))
     agent = Agent(
         driver,

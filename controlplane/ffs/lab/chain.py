@@ -44,8 +44,12 @@ from ffs.agent.api import ApiError, call
 from ffs.lab.sde import GRPC_PORT, chip_of, sde_missing, stop_process
 from ffs.topology import Topology, TopologyError, load
 
+STATUS_PORT = 7777  # bf_switchd's status server (run_switchd.sh's default)
 MGMT_IF = "mgmt"
 MGMT_NET = "169.254.45."  # a /30 per node k: .4k+1 the hosts' side, .4k+2 the node's
+# two models on two cores: the agent's first reads after its install took over 10 s (its BF-Runtime
+# default) while the other node idled; a read here may wait out such a stall (as ffs.lab.differential's)
+AGENT_RPC_TIMEOUT_S = 60.0
 NODE_MEMORY = 2560 << 20  # a model + bf_switchd hold about 2 GB resident (docs/testing.md)
 FIRST_FRONT_PANEL = {"tofino": 0, "tofino2": 8}
 CLONE_NEWNET = 0x40000000
@@ -344,7 +348,11 @@ class Chain:
         for r in self.runs:
             r.switchd = _spawn(r.plan.netns, [f"{sde}/run_switchd.sh", *arch], r.logs / "switchd.out", r.logs)
         deadline = time.monotonic() + timeout_s
-        while not all(r.switchd is not None and _listening(r.switchd.pid, GRPC_PORT) for r in self.runs):
+        # as the SDE's PTF runner waits: BF-Runtime and the status server, which answers once the device is up
+        while not all(
+            r.switchd is not None and _listening(r.switchd.pid, GRPC_PORT) and _listening(r.switchd.pid, STATUS_PORT)
+            for r in self.runs
+        ):
             for r in self.runs:
                 for what, p in (("tofino-model", r.model), ("bf_switchd", r.switchd)):
                     if p is not None and p.poll() is not None:
@@ -362,13 +370,13 @@ class Chain:
         step or table check before they are stopped (the tests take the tables over; two nodes'
         τ loops at once slow both models past the agents' RPC deadline)."""
         env = dict(os.environ, FFS_RUN_DIR=str(self.log_dir / "run"))  # its switch locks, not the machine's
-        for r in self.runs:  # one at a time: two first installs at once slow both models past the RPC deadline
+        for r in self.runs:  # one at a time: two first installs at once slow both models the more
             r.agent = _spawn(
                 r.plan.netns,
                 [
                     sys.executable, "-m", "ffs.cli.agent", f"--topology={self.topology}", f"--node={r.plan.name}",
                     "--target=tofino", f"--switch={r.plan.grpc}", f"--socket={r.socket}",
-                    f"--state-dir={r.logs / 'state'}",
+                    f"--state-dir={r.logs / 'state'}", f"--rpc-timeout={AGENT_RPC_TIMEOUT_S:g}",
                     *(["--period-ms=100000", "--check-period-s=0"] if install_only else [f"--period-ms={period_ms}"]),
                 ],
                 r.logs / "agent.log",
