@@ -449,9 +449,9 @@ def why_not(p: ChainPlan, sha256: str | None) -> str | None:
     """Why the chain cannot start here, in one line, or None."""
     if os.geteuid() != 0:
         return "the chain needs root (network namespaces, veths, hugepages for bf_switchd)"
-    for tool in ("ip", "ethtool"):
+    for tool in ("ip", "ethtool", "ptf"):
         if shutil.which(tool) is None:
-            return f"{tool} is missing: make setup (as root) installs iproute2 and ethtool"
+            return f"{tool} is missing: make setup (as root) installs iproute2, ethtool and ptf"
     why = sde_missing("ffs", p.chip, sha256, check_grpc_port=False)
     if why:
         return why
@@ -475,7 +475,7 @@ def ptf_command(p: ChainPlan, chain_json: Path, log_dir: Path, tests: list[str])
     """PTF across the chain, in the hosts' namespace: device k's port N is node k's host port N."""
     ifaces = [f"--interface={n.index}-{port}@{ifname}" for n in p.nodes for port, ifname in sorted(n.hosts.items())]
     return [
-        "ip", "netns", "exec", p.hosts_ns, sys.executable, "-m", "ptf", "--test-dir",
+        "ip", "netns", "exec", p.hosts_ns, shutil.which("ptf") or "ptf", "--test-dir",
         str(ROOT / "ptf-tests" / "chain"), *ifaces, "--log-file", str(log_dir / "ptf.log"),
         "--qlen", "100000", "--test-params", f"chain='{chain_json}'", *tests,
     ]  # fmt: skip
