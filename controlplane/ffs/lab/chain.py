@@ -399,12 +399,17 @@ class Chain:
             stop_process(r.agent)
             r.agent = None
 
-    def memory(self) -> str:
-        """Resident memory of each node's model and bf_switchd, and the hugepages in use."""
-        parts = []
-        for r in self.runs:
-            rss = {w: _rss_mib(p) for w, p in (("model", r.model), ("switchd", r.switchd))}
-            parts.append(f"{r.plan.name} model {rss['model']} MiB + bf_switchd {rss['switchd']} MiB")
+    def footprint(self, sample_s: float = 5.0) -> str:
+        """Resident memory and CPU (over `sample_s`) of each node's model and bf_switchd, and
+        the hugepages in use: what the chain costs the machine."""
+        procs = {(r.plan.name, w): p for r in self.runs for w, p in (("model", r.model), ("bf_switchd", r.switchd))}
+        cpu0 = {k: _cpu_ticks(p) for k, p in procs.items()}
+        time.sleep(sample_s)
+        hz = os.sysconf("SC_CLK_TCK")
+        parts = [
+            f"{node} {what} {_rss_mib(p)} MiB, {100 * (_cpu_ticks(p) - cpu0[(node, what)]) / hz / sample_s:.0f} % CPU"
+            for (node, what), p in procs.items()
+        ]
         mem = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
         used = int(mem["HugePages_Total"].split()[0]) - int(mem["HugePages_Free"].split()[0])
         return "; ".join(parts) + f"; hugepages in use: {used} of 2 MiB"
@@ -421,6 +426,15 @@ class Chain:
         unwire(self.plan)
         if self.hugepages_before is not None:
             _restore_hugepages(self.hugepages_before)
+
+
+def _cpu_ticks(p: subprocess.Popen[bytes] | None) -> int:
+    """User and system time of the process, all its threads, in clock ticks."""
+    try:
+        fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split() if p else []
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12]) if fields else 0
 
 
 def _rss_mib(p: subprocess.Popen[bytes] | None) -> int:
@@ -514,10 +528,11 @@ def run(a: argparse.Namespace, say: Any = print) -> int:
         say(f"chain: {len(p.nodes)} nodes of {a.topology} on {p.chip}'s model (logs in {a.log_dir})")
         chain.start()
         chain_json.write_text(json.dumps(p.to_json(), indent=1) + "\n")
-        say(f"chain: bf_switchd serving on every node {chain.started_s:.0f} s after the start; {chain.memory()}")
+        say(f"chain: bf_switchd serving on every node {chain.started_s:.0f} s after the start")
         t0 = time.monotonic()
         chain.start_agents(a.period_ms, install_only=a.cmd != "up")
         say(f"chain: ffs-agent programmed every node in {time.monotonic() - t0:.0f} s")
+        say(f"chain: {'with the agents running' if a.cmd == 'up' else 'idle'}: {chain.footprint()}")
         return _command(a, chain, chain_json, say)
     except (ChainError, OSError, subprocess.SubprocessError) as e:
         say(f"chain: {e}")
