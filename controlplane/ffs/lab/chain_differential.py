@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from ffs import p4names
+from ffs.constants import NUM_PAIRS, NUM_PORTS
+from ffs.driver.base import Driver
 from ffs.driver.bfrt import BfrtDriver
 from ffs.entries import Update
 from ffs.lab.chain import ChainPlan, socket_in
@@ -182,10 +184,39 @@ class Run:
     log: Callable[[str], None] = print
 
 
+class Cells:
+    """The counter cells a node's packets can move, read from the Tofino by index: its pairs' pids
+    for the per-pair counters (a packet is counted at the pid its pairs entry gives, or not at all),
+    its own device ports for the per-port ones (a packet leaves by a route, and routes name the
+    node's ports), every events cell. Reading these few cells from the device takes a fraction of a
+    second; a whole 4096-cell counter is a Sync of the table, seconds each on a loaded model. The
+    software switch's counters are read whole, so a cell it moves outside these shows as a
+    difference."""
+
+    def __init__(self, topo: Topology, states: dict[str, list[Update]]) -> None:
+        self.by_driver: dict[int, dict[str, list[int]]] = {}
+        self.topo, self.states = topo, states
+
+    def bind(self, name: str, driver: Driver) -> None:
+        pids = sorted({int(u.entry.params["pid"]) for u in self.states[name] if u.entry.table == p4names.PAIRS.name})
+        ports = sorted(i.port for i in self.topo.node(name).interfaces.values())
+        self.by_driver[id(driver)] = {
+            c.name: pids if c.size == NUM_PAIRS else ports if c.size == NUM_PORTS else list(range(c.size))
+            for c in p4names.COUNTERS
+        }
+
+    def read(self, driver: Driver) -> dict[str, dict[int, tuple[int, int]]]:
+        return {
+            name: {i: (v.packets, v.bytes) for i, v in driver.read_counters(name, idx).items()}
+            for name, idx in self.by_driver[id(driver)].items()
+        }
+
+
 def phase(
     r: Run,
     name: str,
     tofino: dict[str, BfrtDriver],
+    cells: Cells,
     wire: Wire,
     taps: Taps,
     soft: SoftChain,
@@ -195,7 +226,7 @@ def phase(
     """Send `probes` into the chain, replay them through `soft`, compare outputs and every node's counters."""
     r.log(f"chain differential: phase {name}: {len(probes)} probes, {r.gap_s * 1e3:g} ms apart")
     t0 = time.monotonic()
-    before = each_node(tofino, counters)
+    before = each_node(tofino, cells.read)
     t1 = time.monotonic()
     wire.got.clear()
     taps.clear()
@@ -203,7 +234,7 @@ def phase(
         wire.send(p.port, p.frame)
         time.sleep(r.gap_s)
     t2 = time.monotonic()
-    after = each_node(tofino, lambda d: drained(d, r.settle_s))
+    after = each_node(tofino, lambda d: drained(d, r.settle_s, read=cells.read))
     time.sleep(0.5)  # the taps' and the wire's threads take in the last frames
     r.log(
         f"chain differential: counters read in {t1 - t0:.0f} s, probes sent in {t2 - t1:.0f} s, "
@@ -249,6 +280,9 @@ def run(r: Run) -> list[Report]:
     taps = Taps(r.plan)
     try:
         states = {k: read_state(d) for k, d in tofino.items()}
+        cells = Cells(r.topo, states)
+        for k, d in tofino.items():
+            cells.bind(k, d)
         for d in tofino.values():
             d.set_lpf_spec(p4names.F_LPF.name, range(p4names.F_LPF.size), FORGETFUL)
         ports = tuple(endpoint(n.index, p) for n in r.plan.nodes for p in sorted(n.hosts))
@@ -265,7 +299,7 @@ def run(r: Run) -> list[Report]:
             probes = generate(r.seed * 1000 + len(reports), n, ports, prefixes4, prefixes6, malformed=not congested)
             if congested:
                 probes = _gamma_visible(r, states, probes)
-            reports.append(phase(r, name, tofino, wire, taps, soft, probes, replay=congested))
+            reports.append(phase(r, name, tofino, cells, wire, taps, soft, probes, replay=congested))
             r.log("chain differential: " + reports[-1].line())
         return reports
     finally:
