@@ -7,6 +7,7 @@ the software switch's replay of the chain that the differential compares the mod
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,7 @@ def test_what_the_chain_cannot_be_is_said_in_one_line(topology, chip, words):
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.skipif(shutil.which("ip") is None, reason="the ip command (iproute2) is missing: make setup")
 def test_the_runner_refuses_without_an_sde_in_one_line_and_makes_nothing():
     env = {k: v for k, v in os.environ.items() if k not in ("SDE", "SDE_INSTALL")}
     before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
