@@ -198,7 +198,13 @@ class Cells:
         self.topo, self.states = topo, states
 
     def bind(self, name: str, driver: Driver) -> None:
-        pids = sorted({int(u.entry.params["pid"]) for u in self.states[name] if u.entry.table == p4names.PAIRS.name})
+        pids = sorted(
+            {
+                int(u.entry.params["pid"])
+                for u in self.states[name]
+                if u.entry.table == p4names.PAIRS.name and u.kind == "insert"
+            }
+        )
         ports = sorted(i.port for i in self.topo.node(name).interfaces.values())
         self.by_driver[id(driver)] = {
             c.name: pids if c.size == NUM_PAIRS else ports if c.size == NUM_PORTS else list(range(c.size))
