@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Two compiled FFS nodes in a chain (python -m ffs.lab.chain test, make chain-model) in CI: each a
-tofino-model + bf_switchd + ffs-agent in a network namespace of its own, wired by veth from
-topologies/chain-model.yaml. PTF across the chain (ptf-tests/chain/: labels s1 writes are the
-labels s2 normalizes, RRI across two hops, the shim s1 inserts stripped at s2, trust only on the
-link) passes, and the differential across it (the same seeded probes through the two models and
-the software switch's replay of the chain) shows 0 mismatches and equal counters on both nodes,
-with γ drawn at both hops in its congested phase. Afterwards nothing of the chain is left."""
+"""Two compiled FFS nodes in a chain (python -m ffs.lab.chain test, make chain-model) in CI, on each
+chip's model: each node a tofino-model + bf_switchd + ffs-agent in a network namespace of its own,
+wired by veth from topologies/chain-model.yaml (Tofino 2: chain-model-tofino2.yaml). PTF across
+the chain (ptf-tests/chain/: labels s1 writes are the labels s2 normalizes, RRI across two hops,
+the shim s1 inserts stripped at s2, trust only on the link) passes, and the differential across
+it (the same seeded probes through the two models and the software switch's replay of the chain)
+shows 0 mismatches and equal counters on both nodes, with γ drawn at both hops in its congested
+phase. Afterwards nothing of the chain is left."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def p4src_sha256() -> str:
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("chip", ["tofino"])
+@pytest.mark.parametrize("chip", ["tofino", "tofino2"])
 def test_ptf_and_the_differential_across_two_nodes(tmp_path, chip):
     sha = p4src_sha256()
     why = sde_missing("ffs", chip, sha, check_grpc_port=False)
