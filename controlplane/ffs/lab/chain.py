@@ -541,6 +541,8 @@ def run(a: argparse.Namespace, say: Any = print) -> int:
         say(f"chain: stopped ({type(e).__name__} {e}), taking the chain down")
         return 130
     finally:
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # a second signal must not cut the cleanup short
+            signal.signal(sig, signal.SIG_IGN)
         chain.stop()
 
 
