@@ -6,7 +6,7 @@
  * before the queue, so a flood that its estimator has not caught yet cannot take the queue from
  * the pairs within their shares.
  *
- *   stage 1  egress_queue (egress port) -> qhi      timer_ports (packet_id) -> port, drain
+ *   (any stage from 1)  egress_queue (egress port) -> qhi; timer_ports (packet_id) -> port, drain
  *   stage 4  over_guard = rf_norm - (GUARD_RF_CODE + 1)   (beside gamma; rf_norm is stage 3's)
  *   stage 5  queue[port]: an admitted packet of a pair over 1.25 x its share fills it unless
  *            guard = queue > qhi, any other admitted packet fills it; a timer drains it
