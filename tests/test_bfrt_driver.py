@@ -562,8 +562,9 @@ def _mods(log, table):
 @pytest.mark.parametrize("chip, local", [("tf1", 68), ("tf2", 6)])
 def test_the_timer_runs_on_the_generators_port_of_every_pipe_and_reads_back(monkeypatch, chip, local):
     """Spec §7.1/§7.7: the generator's pipe-local port is 68 on Tofino 1 and 6 on Tofino 2, device
-    port pipe << 7 | that; a 64-byte timer packet is the 6-byte header the generator writes and 58
-    bytes from its buffer; packet_id runs 0 .. packets - 1 in one batch."""
+    port pipe << 7 | that; an 80-byte timer packet is the 6-byte header the generator writes and 74
+    bytes from its buffer; packet_id runs 0 .. packets - 1 in one batch. Tofino 2's SDE refuses
+    packets below 65 bytes."""
     log, _ = fake_bfrt_grpc.install(monkeypatch, chip=chip, pipes=2)
     monkeypatch.setattr("ffs.driver.bfrt.time.sleep", lambda s: None)
     from ffs.driver.bfrt import BfrtDriver
@@ -571,14 +572,18 @@ def test_the_timer_runs_on_the_generators_port_of_every_pipe_and_reads_back(monk
     d = BfrtDriver()
     d.connect(timeout_s=5)
     assert d.has_pktgen and d.read_timer() is None
-    d.set_timer(TimerSpec(period_ns=250_000_000, packets=3))
+    if chip == "tf2":  # Tofino 2's SDE generates 65 bytes or more: refused here, nothing sent
+        with pytest.raises(DriverError, match=r"^tf2.pktgen.app_cfg: this chip generates packets of 65 bytes or more"):
+            d.set_timer(TimerSpec(period_ns=250_000_000, packets=3, packet_len=64))
+        assert not [x for x in log if x[0] == "entry_mod"]
+    d.set_timer(TimerSpec(period_ns=250_000_000, packets=3, packet_len=80))
     app = _mods(log, f"{chip}.pktgen.app_cfg")
     assert [k for k, _ in app] == [[{"app_id": {"value": 1}}]] * 2
     config, enable = app[0][1][0], app[1][1][0]
     want = {
         "timer_nanosec": 250_000_000,
         "app_enable": False,
-        "pkt_len": 64 - 6,
+        "pkt_len": 80 - 6,
         "pkt_buffer_offset": 0,
         "pipe_local_source_port": local,
         "increment_source_port": False,
@@ -595,14 +600,14 @@ def test_the_timer_runs_on_the_generators_port_of_every_pipe_and_reads_back(monk
     assert config == want
     assert enable == {"app_enable": True, "action_name": "trigger_timer_periodic"}  # enabled last
     ((buf_key, buf),) = _mods(log, f"{chip}.pktgen.pkt_buffer")
-    assert buf_key == [{"pkt_buffer_offset": {"value": 0}, "pkt_buffer_size": {"value": 58}}]
-    assert buf == [{"buffer": bytearray(58)}]
+    assert buf_key == [{"pkt_buffer_offset": {"value": 0}, "pkt_buffer_size": {"value": 74}}]
+    assert buf == [{"buffer": bytearray(74)}]
     ((ports, on),) = _mods(log, f"{chip}.pktgen.port_cfg")
     assert ports == [{"dev_port": {"value": local}}, {"dev_port": {"value": 128 + local}}]
     assert on == [{"pktgen_enable": True}] * 2
     order = [x[1] for x in log if x[0] == "entry_mod"]
     assert order.index(f"{chip}.pktgen.port_cfg") < len(order) - 1 == order.index(f"{chip}.pktgen.app_cfg", 1)
-    assert d.read_timer() == TimerSpec(period_ns=250_000_000, packets=3)
+    assert d.read_timer() == TimerSpec(period_ns=250_000_000, packets=3, packet_len=80)
 
     d.set_timer(None)
     assert _mods(log, f"{chip}.pktgen.app_cfg")[-1] == ([{"app_id": {"value": 1}}], [{"app_enable": False}])

@@ -21,6 +21,7 @@ from ffs.labels import encode
 from ffs.ports import pipe_of
 
 PERIOD_NS = 100_000_000
+TIMER_LEN = 80  # bytes: Tofino 2's generator makes packets of 65 bytes or more
 DRAIN = 1000  # line-rate bytes per timer packet
 SETTLE_S = 0.5  # after the timer stops: its last packets through the model's pipeline
 QUEUE = p4names.GUARD_QUEUE.name
@@ -85,7 +86,7 @@ class TimerDrainsItsEgressQueue(GuardTest):
             d.write_register(QUEUE, port, full)
         pipes = len(self.queue_pipes(OUT))
         before = self.timer_counts()
-        shortest, longest = self.run_timer(TimerSpec(PERIOD_NS, packets=2), 1.0)
+        shortest, longest = self.run_timer(TimerSpec(PERIOD_NS, packets=2, packet_len=TIMER_LEN), 1.0)
         grew = self.timers_grew(before)
         self.assertEqual(set(grew), {OUT}, "timer packets are counted only by the port packet_id 0 names")
         drained = [full - q for q in self.queue_pipes(OUT)]
@@ -105,7 +106,7 @@ class TimerDrainsItsEgressQueue(GuardTest):
 
         d.write_register(QUEUE, OUT, 2 * DRAIN + DRAIN // 2)
         before = self.timer_counts()
-        self.run_timer(TimerSpec(PERIOD_NS, packets=1), 0.6)
+        self.run_timer(TimerSpec(PERIOD_NS, packets=1, packet_len=TIMER_LEN), 0.6)
         self.assertGreaterEqual(self.timers_grew(before).get(OUT, 0), 3 * pipes, "at least 3 drains in every pipe")
         self.assertEqual(self.queue_pipes(OUT), [0] * pipes, "2.5 drains drained 3 times or more: 0, not wrapped")
 

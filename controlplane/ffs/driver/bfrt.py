@@ -47,6 +47,9 @@ CLIENT_LOGGER = "bfruntime_grpc_client"  # the client module's own logger (it ad
 # the SDE's fixed packet-generator tables (share/bf_rt_shared/bf_rt_pktgen_tf{1,2}.json) per chip,
 # with the pipe-local port the generator's packets enter on
 PKTGEN_CHIPS = (("tf1", PKTGEN_PORT), ("tf2", PKTGEN_PORT_TOFINO2))
+# the shortest packet each chip's driver generates, the 6-byte header included (Tofino 2's refuses a
+# pkt_len below 59: "Packet length, 58, is too small. Must be at least 59.")
+PKTGEN_MIN_LEN = {"tf1": TIMER_HEADER_LEN + 1, "tf2": TIMER_HEADER_LEN + 59}
 TIMER_ACTION = "trigger_timer_periodic"
 TIMER_BUFFER_OFFSET = 0  # where the timer packet's bytes lie in the generator's buffer
 
@@ -639,6 +642,11 @@ class BfrtDriver(Driver):
             self._modify(app, [[kt("app_id", self._timer_app_id)]], [self.gc.DataTuple("app_enable", bool_val=False)])
             self._modify(f"{chip}.pktgen.port_cfg", ports, [self.gc.DataTuple("pktgen_enable", bool_val=False)])
             return
+        if timer.packet_len < PKTGEN_MIN_LEN[chip]:
+            raise DriverError(
+                f"{app}: this chip generates packets of {PKTGEN_MIN_LEN[chip]} bytes or more, "
+                f"not {timer.packet_len}: give the timer a longer packet_len"
+            )
         key = [[kt("app_id", timer.app_id)]]
         self._modify(app, key, self._timer_fields(chip, local, timer), TIMER_ACTION)
         size = timer.packet_len - TIMER_HEADER_LEN
