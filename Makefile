@@ -50,7 +50,7 @@ DURATION_MODEL ?= 60
 .PHONY: help setup wheel system-deps test test-minimum test-latest unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint experiments-rtt bench-sim greedy-node csfq-paper resources-compared
 help:
 	@echo "make setup        install the ffs package and its test dependencies, at the versions of constraints/dev.txt"
-	@echo "make wheel        dist/ffs_tofino-*-py3-none-any.whl: ffs-agent and ffsctl for a switch's Python (3.8+; docs/hardware.md)"
+	@echo "make wheel        dist/ffs_tofino-*-py38-none-any.whl: ffs-agent and ffsctl for a switch's Python (3.8+; docs/hardware.md)"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch), after make lint and make typecheck"
 	@echo "make lint         ruff over the tree; make typecheck: mypy (strict on the core packages)"
 	@echo "make test-minimum the unit tests with the lowest versions pyproject.toml allows (constraints/minimum.txt), in build/"
@@ -85,12 +85,13 @@ setup: system-deps
 	$(PIP) install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e '.[dev,lab]'
 	@mkdir -p build && touch $(SETUP_STAMP)
 
-# The wheel for a switch (docs/hardware.md): pure Python, without the software switch's C fast path,
-# so it installs on any Python >= 3.8; its dependencies are the agent's and ffsctl's alone ([lab] adds the rest)
+# The wheel for a switch (docs/hardware.md): the ordinary build, pure Python (setup.py builds the
+# software switch's C fast path for the editable install alone), so it installs on any Python >= 3.8;
+# its dependencies are the agent's and ffsctl's alone ([lab] adds the rest)
 wheel:
 	rm -f dist/ffs_tofino-*.whl
-	FFS_BUILD_FASTPATH=0 $(PIP) wheel -q --no-deps -w dist .
-	@ls dist/ffs_tofino-*-py3-none-any.whl
+	$(PIP) wheel -q --no-deps -w dist .
+	@ls dist/ffs_tofino-*-py38-none-any.whl
 
 # `make demo` installs only when nothing is installed yet or the packaging or the C fast path changed
 # (an editable install picks up Python changes by itself)

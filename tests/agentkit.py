@@ -41,12 +41,21 @@ DUMBBELL = Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yam
 LPF = LpfConfig(20e6, 4)  # 20 ms: many packets per time constant at these rates
 
 
-def make_agent(state_dir: Path | None = None, seed: int = 3, driver=None) -> Agent:
+def make_agent(state_dir: Path | None = None, seed: int = 3, driver=None, guard: bool = False) -> Agent:
+    """The agent of the dumbbell's s1 on a software switch without a traffic manager (its ports
+    send at once). The queue guard is off unless asked for: its virtual queues drain at the
+    topology's port speeds (spec §7.7), and would stand where this switch's queues never do."""
     topo = load(DUMBBELL)
     driver = driver or LocalDriver(Pipeline(seed))
     # pair telemetry every 0.1 s of virtual time: the tests read pair rates after a second or less
     agent = Agent(
-        driver, topo, "s1", lpf=LPF, store=StateStore(state_dir) if state_dir else None, telemetry_period_s=0.1
+        driver,
+        topo,
+        "s1",
+        lpf=LPF,
+        store=StateStore(state_dir) if state_dir else None,
+        telemetry_period_s=0.1,
+        guard_timer_ns="auto" if guard else None,
     )
     agent.install()
     return agent
@@ -111,7 +120,7 @@ def ffsctl(sock: Path | str, *args: str, timeout: float = 60) -> subprocess.Comp
     )
 
 
-def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
+def start_agent(tmp: Path, switch: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     p = subprocess.Popen(
         [
             sys.executable,
@@ -128,6 +137,7 @@ def start_agent(tmp: Path, switch: str, *extra: str) -> subprocess.Popen:
         ],
         stdout=subprocess.DEVNULL,
         stderr=open(tmp / "agent.log", "a"),
+        env=env,
     )
     end = time.monotonic() + 30
     while time.monotonic() < end:

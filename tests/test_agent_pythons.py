@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """ffs-agent and ffsctl as a switch runs them: on its own Python (3.8 on an Ubuntu 20.04 SDE, 3.10,
-3.11, 3.12), installed from the wheel with their own dependencies and nothing of the laboratory.
+3.11, 3.12, 3.13), installed from the wheel with their own dependencies and nothing of the laboratory;
+Python 3.7 is refused by pip with a line that names the Python the wheel needs.
 
 Statically, on this Python: the modules the two commands import (their closure) leave out the
 software switch and the laboratory, import no third-party package but the core dependencies of
 pyproject.toml, and use nothing that Python 3.8 cannot run. Then, for each interpreter found (on
-PATH or under pyenv's root), the wheel (`make wheel`) goes into a new virtual environment of that
+PATH or under pyenv's root), the wheel of the ordinary build (`pip wheel .`) goes into a new virtual environment of that
 interpreter, and its ffs-agent drives a software switch of this environment over the switch's gRPC
 service while its ffsctl pushes a matrix."""
 
@@ -90,7 +91,7 @@ NEWER_TYPING = {
     "reveal_type",
 }
 NEWER_KEYWORDS = {"zip": {"strict"}, "dataclass": {"slots", "kw_only", "match_args"}}
-PYTHONS = ("3.8", "3.10", "3.11", "3.12")
+PYTHONS = ("3.8", "3.10", "3.11", "3.12", "3.13")
 
 
 def module_file(name: str) -> Path | None:
@@ -245,10 +246,11 @@ def test_the_checker_catches_what_38_lacks():
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    """The ordinary build, as an operator makes it (no option, no variable): the pure wheel."""
     out = tmp_path_factory.mktemp("wheel")
-    env = dict(os.environ, FFS_BUILD_FASTPATH="0")
+    env = {k: v for k, v in os.environ.items() if k != "FFS_BUILD_FASTPATH"}
     r = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
         env=env,
         capture_output=True,
         text=True,
@@ -256,8 +258,25 @@ def wheel(tmp_path_factory) -> Path:
     )
     assert r.returncode == 0, r.stderr[-2000:]
     (whl,) = out.glob("ffs_tofino-*.whl")
-    assert whl.name.endswith("-py3-none-any.whl"), whl.name  # installs on every Python
+    assert whl.name.endswith("-py38-none-any.whl"), whl.name  # installs on every Python from 3.8 on
     return whl
+
+
+def test_python37_is_refused_with_the_python_the_wheel_needs(wheel, tmp_path):
+    exe = find_python("3.7")
+    if exe is None:
+        pytest.skip("no python3.7 on PATH or under pyenv's root")
+    subprocess.run([exe, "-m", "venv", str(tmp_path / "py37")], check=True, timeout=120)
+    r = subprocess.run(
+        [str(tmp_path / "py37" / "bin" / "pip"), "install", "--disable-pip-version-check", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=clean_env(),
+    )
+    # before any dependency (their refusal would name prometheus-client or numpy, not Python)
+    assert r.returncode != 0 and r.stderr.strip() == f"ERROR: {wheel.name} is not a supported wheel on this platform."
+    assert "py38" in wheel.name
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -387,6 +406,10 @@ def _check_the_wheel_alone(venv: Path, version: str, env: dict[str, str], tmp_pa
     where, dists = json.loads(probe.stdout)
     assert where.startswith(str(venv)), where
     assert not {"scipy", "matplotlib", "networkx", "tqdm", "scapy", "protobuf"} & set(dists), dists
+    import ffs
+
+    said = run(venv, "ffs-agent", "--version", env=env, cwd=tmp_path)
+    assert said.returncode == 0 and said.stdout.startswith(f"ffs-agent {ffs.__version__} (Python {version}."), said
     sim = run(
         venv, "ffs-sim", "network", "--nodes=10", f"--out={tmp_path}/net", env=env, cwd=tmp_path
     )  # tqdm, networkx

@@ -2,7 +2,10 @@
 """The agent's answer to lying lengths (spec §7.3, §9; docs/security.md): a pair whose frames the
 egress drops for disagreeing with their IP length loses its share (set_pair with lm = 0) for
 quarantine_s, in its desired state, so neither the slow check nor a matrix change lifts it early;
-an honest pair is never touched. The dumbbell node on an in-process software switch."""
+an honest pair is never touched. The dumbbell node on an in-process software switch, with the queue
+guard off (`make_agent`): these bursts run at 100 Mb/s into a 20 Mb/s port, where the guard (spec
+§7.7) would drop the liar's over-share frames before the frame check counts them, and the
+quarantine's arithmetic is what is tested here (tests/test_live_attacks.py runs both together)."""
 
 from __future__ import annotations
 
@@ -110,7 +113,7 @@ def test_a_restarted_agent_resumes_the_quarantine(tmp_path):
     driver = first.driver
     real_write = driver.write
     driver.write = lambda batch: (writes.append(batch), real_write(batch))[1]
-    second = Agent(driver, first.topology, "s1", lpf=first.lpf, quarantine_s=10.0)
+    second = Agent(driver, first.topology, "s1", lpf=first.lpf, quarantine_s=10.0, guard_timer_ns=None)
     second.install(now_s=0.2)
     assert second.quarantined == {pid: pytest.approx(10.2)}, second.quarantined
     assert writes == [], writes
@@ -147,11 +150,19 @@ def test_a_pair_whose_frames_partly_lie_keeps_the_rest_of_its_share(tmp_path):
     driver = agent.driver
     real_write = driver.write
     driver.write = lambda batch: (writes.append(batch), real_write(batch))[1]
-    second = Agent(driver, agent.topology, "s1", lpf=agent.lpf, store=StateStore(tmp_path), telemetry_period_s=0.1)
+    second = Agent(
+        driver,
+        agent.topology,
+        "s1",
+        lpf=agent.lpf,
+        store=StateStore(tmp_path),
+        telemetry_period_s=0.1,
+        guard_timer_ns=None,
+    )
     second.install(now_s=0.2)
     assert second.quarantine.level == {pid: pytest.approx(0.25)} and writes == [], (second.quarantine.level, writes)
     # without the saved fraction a code below the share is a matrix that changed: the share is written
-    third = Agent(driver, agent.topology, "s1", lpf=agent.lpf)
+    third = Agent(driver, agent.topology, "s1", lpf=agent.lpf, guard_timer_ns=None)
     third.install(now_s=0.3)
     assert not third.quarantined and tables.lm_of(pair_entry(third, "p2", "p3").params) == tables.lm_code(
         share, agent.lpf.time_constant_ns, agent.lpf.scale_down

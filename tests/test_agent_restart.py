@@ -49,7 +49,7 @@ def _run(tmp_path: Path, mode: str | None):
             tau_file.unlink()
             (tmp_path / "program-s1.json").unlink()
         before = agent.driver.control.pipeline.tables[p4names.PAIRS.name].entries.copy()
-        new = Agent(agent.driver, load(DUMBBELL), "s1", lpf=LPF, store=StateStore(tmp_path))
+        new = Agent(agent.driver, load(DUMBBELL), "s1", lpf=LPF, store=StateStore(tmp_path), guard_timer_ns=None)
         writes = []
         real_write = new.driver.write
         new.driver.write = lambda ups: (writes.append(len(ups)), real_write(ups))[1]

@@ -357,7 +357,7 @@ def test_the_estimators_scale_down_is_in_the_weights_not_after_its_32_bit_state(
     monkeypatch.setattr(
         program.LpfConfig,
         "spec",
-        lambda self: LpfSpec("RATE", self.time_constant_ns, self.time_constant_ns, self.scale_down),
+        lambda self, pid=None: LpfSpec("RATE", self.tc(pid), self.tc(pid), self.scale_down),
     )
     monkeypatch.setattr(program.tables, "static_updates", lambda shift=0: static(0))
     got = {s["stream"]: s["measured"] for s in run_scenario(loads(text), "ffs").streams}
@@ -471,3 +471,37 @@ def test_a_held_liar_does_not_raise_tau_into_its_lies(claim):
     assert lies_between(trace, 2.0, 8.0) <= allowed + 1, (lies_between(trace, 2.0, 8.0), allowed)
     assert res.rate_bps("victim", 4, 8) >= 0.95 * 8 * M
     assert res.rate_bps("liar", 1, 8) == 0
+
+
+def test_a_timer_packet_from_the_wire_drains_nothing():
+    """The queue guard's timer packets (spec §7.1, §7.7) enter on the packet generator's port, which
+    no wire reaches. A sender that writes the timer's header into its frame (application 1, every
+    packet_id the agent uses; the header's bytes are the frame's first, its destination MAC) on a
+    front-panel port sends a frame like any other: the egress's virtual queue only grows, no timer
+    is counted. The same bytes on the generator's port drain it (the check can fail)."""
+    from ffs import constants, p4names
+    from ffs.agent.core import Agent
+    from ffs.lab.reaction import Case
+    from ffs.switch import fast
+    from ffs.switch.driver import LocalDriver
+    from ffs.switch.pktgen import timer_frame
+    from ffs.switch.tm import configure_node
+
+    topo = loads(Case().topology())
+    pipe = fast.new_pipeline(1)
+    configure_node(pipe.tm, topo.node("s1"))
+    driver = LocalDriver(pipe)
+    Agent(driver, topo, "s1").install(now_s=0.0)
+    port = topo.node("s1").interfaces["p3"].port
+    driver.write_register(p4names.GUARD_QUEUE.name, port, 50_000)  # a queue standing in every pipe
+    t = pipe.pktgen.now_ns[0]  # the timer runs from here: forge within one period of it
+    for packet_id in range(4):
+        forged = timer_frame(0, constants.TIMER_APP_ID, 0, packet_id, 64)
+        forged = forged[:12] + b"\x08\x00" + forged[14:]  # an IPv4 ethertype: it parses as a frame
+        for ingress in (1, 2):
+            pipe.process(forged, ingress, t + 1)
+    assert driver.read_counters(p4names.GUARD_TIMERS.name, [port])[port].packets == 0
+    assert driver.read_register_pipes(p4names.GUARD_QUEUE.name, [port])[port][0] >= 50_000
+    pipe.process(timer_frame(0, constants.TIMER_APP_ID, 0, 0, 64), constants.PKTGEN_PORT, t + 2)
+    assert driver.read_counters(p4names.GUARD_TIMERS.name, [port])[port].packets == 1
+    assert driver.read_register_pipes(p4names.GUARD_QUEUE.name, [port])[port][0] < 50_000

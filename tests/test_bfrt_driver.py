@@ -641,3 +641,15 @@ def test_a_refused_timer_is_a_one_line_driver_error(fake_sde, monkeypatch):
     with pytest.raises(DriverError) as err:
         d.set_timer(TimerSpec(200_000, 2))
     assert str(err.value) == "tf1.pktgen.app_cfg: entry 0: UNAVAILABLE pktgen app busy"
+
+
+def test_the_program_is_named_by_the_p4src_hash_make_build_installed(fake_sde, monkeypatch, tmp_path):
+    drv, _, _ = fake_sde
+    monkeypatch.setenv("SDE_INSTALL", str(tmp_path))
+    assert drv.program_identity() == "ffs (no p4src.sha256 under $SDE_INSTALL/share/*pd/ffs)"
+    for chip, digest in (("tofino", "3f2a" * 16), ("tofino2", "3f2a" * 16)):  # install-conf's files
+        (tmp_path / "share" / f"{chip}pd" / "ffs").mkdir(parents=True)
+        (tmp_path / "share" / f"{chip}pd" / "ffs" / "p4src.sha256").write_text(digest + "\n")
+    assert drv.program_identity() == "ffs p4src 3f2a3f2a3f2a"  # both chips' builds from one source
+    (tmp_path / "share" / "tofino2pd" / "ffs" / "p4src.sha256").write_text("b" * 64 + "\n")
+    assert drv.program_identity() == "ffs p4src 3f2a3f2a3f2a (tofino), bbbbbbbbbbbb (tofino2)"

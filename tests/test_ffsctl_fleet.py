@@ -9,6 +9,7 @@ agent's own socket checks apply, and no listener is added."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import ffs
 from ffs import p4names
 from ffs.agent.api import ApiError, call
 from ffs.switch.control import SwitchControl
@@ -57,10 +59,21 @@ class RefusingControl(SwitchControl):
         return super().write(updates)
 
 
+def agent_argv(version: str | None) -> list[str]:
+    """ffs-agent of this environment; with `version`, one that says it is that version (an agent
+    of another release, as in a fleet half upgraded)."""
+    if version is None:
+        return [sys.executable, "-m", "ffs.cli.agent"]
+    run = f"import sys, ffs; ffs.__version__ = {version!r}; sys.argv[0] = 'ffs-agent'; "
+    run += "import ffs.cli.agent as a; a.main()"
+    return [sys.executable, "-c", run]
+
+
 @pytest.fixture
-def two_agents(tmp_path):
+def two_agents(tmp_path, request):
     topo = tmp_path / "fleet-topology.yaml"
     topo.write_text(TOPOLOGY)
+    versions = getattr(request, "param", {})
     servers, agents, nodes = [], [], {}
     try:
         for node in ("s1", "s2"):
@@ -71,9 +84,7 @@ def two_agents(tmp_path):
             agents.append(
                 subprocess.Popen(
                     [
-                        sys.executable,
-                        "-m",
-                        "ffs.cli.agent",
+                        *agent_argv(versions.get(node)),
                         f"--topology={topo}",
                         f"--node={node}",
                         f"--switch={switch}",
@@ -133,11 +144,15 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def sshd(tmp_path):
-    """sshd on a loopback port, for root with a key made here; the ssh command that uses it."""
+def sshd(tmp_path, request):
+    """sshd on a loopback port, for root with a key made here; the ssh command that uses it. Its
+    sessions see /usr/local/bin as the switch has it after docs/hardware.md's install (a private
+    mount namespace: ffsctl linked there from the environment that holds it, or, with the parameter
+    False, not): the login PATH, not an absolute path, finds the remote ffsctl."""
     exe = shutil.which("sshd") or ("/usr/sbin/sshd" if os.access("/usr/sbin/sshd", os.X_OK) else None)
-    if exe is None or os.geteuid() != 0:
-        pytest.skip("needs root and sshd (Debian: apt-get install openssh-server)")
+    if exe is None or os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root, unshare and sshd (Debian: apt-get install openssh-server)")
+    linked = getattr(request, "param", True)
     d = tmp_path / "ssh"
     d.mkdir(mode=0o700)
     for name in ("host_key", "user_key"):
@@ -150,7 +165,12 @@ def sshd(tmp_path):
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
     )
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
-    proc = subprocess.Popen([exe, "-D", "-e", "-f", str(d / "sshd_config")], stderr=open(d / "sshd.log", "w"))
+    setup = 'mount -t tmpfs -o mode=0755 tmpfs /usr/local/bin && { [ -z "$1" ] || ln -s "$1" /usr/local/bin/ffsctl; }'
+    proc = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", setup + ' && shift && exec "$@"', "sh"]
+        + [FFSCTL if linked else "", exe, "-D", "-e", "-f", str(d / "sshd_config")],
+        stderr=open(d / "sshd.log", "w"),
+    )
     try:
         end = time.monotonic() + 10
         while True:
@@ -186,14 +206,16 @@ def fleet_file(
     order=("s1", "s2"),
     name="fleet.yaml",
     claim: dict[str, str] | None = None,
+    remote_ffsctl: str | None = FFSCTL,
 ) -> Path:
     lines = ["switches:"]
     for node in order:
         matrix = f"{Path(name).stem}-{node}.yaml"  # relative to the fleet file
         (tmp_path / matrix).write_text(matrices[node])
+        named = f"ffsctl: '{remote_ffsctl}', " if remote_ffsctl else ""
         lines.append(
             f"  - {{node: {(claim or {}).get(node, node)}, host: '{url}', socket: '{nodes[node]['socket']}', "
-            f"ffsctl: '{FFSCTL}', matrix: {matrix}}}"
+            f"{named}matrix: {matrix}}}"
         )
     path = tmp_path / name
     path.write_text("\n".join(lines) + "\n")
@@ -204,25 +226,29 @@ def shares(nodes, node) -> dict:
     return call(nodes[node]["socket"], {"op": "matrix_show"})["fairness"]["p3"]
 
 
-def run_fleet_cases(tmp_path: Path, nodes: dict, url: str, env: dict[str, str]) -> None:
+def run_fleet_cases(tmp_path: Path, nodes: dict, url: str, env: dict[str, str], remote_ffsctl: str | None) -> None:
+    """The cases over one transport; `remote_ffsctl` None: the far end finds ffsctl on its PATH."""
+    fleet_file_ = functools.partial(fleet_file, remote_ffsctl=remote_ffsctl)
     # one agent, as --host
-    r = ffsctl(
-        "--host", url, "--socket", nodes["s2"]["socket"], "--json", "status", env={**env, "FFS_REMOTE_FFSCTL": FFSCTL}
-    )
+    named = {"FFS_REMOTE_FFSCTL": remote_ffsctl} if remote_ffsctl else {}
+    r = ffsctl("--host", url, "--socket", nodes["s2"]["socket"], "--json", "status", env={**env, **named})
     assert r.returncode == 0 and json.loads(r.stdout)["node"] == "s2", r.stderr
-    # plan: every node asked, nothing changed
-    f = fleet_file(tmp_path, url, nodes, {"s1": NEW, "s2": NEW})
+    # plan: every node asked, nothing changed; what each runs, the same everywhere
+    f = fleet_file_(tmp_path, url, nodes, {"s1": NEW, "s2": NEW})
     r = ffsctl("fleet", "plan", str(f), env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "s1 (" in r.stdout and "s2 (" in r.stdout and "M(p1,p3): 10 Mbps -> 12 Mbps" in r.stdout, r.stdout
+    runs = f"agent {ffs.__version__}, program ffs software switch {ffs.__version__}: 2 changes"
+    assert f"s1 ({url}): {runs}" in r.stdout and f"s2 ({url}): {runs}" in r.stdout, r.stdout
+    assert "warning" not in r.stdout
     assert shares(nodes, "s1")["p1"] == 10e6 and shares(nodes, "s2")["p1"] == 10e6
     # a matrix an agent refuses in the plan: nothing is pushed anywhere
-    bad = fleet_file(tmp_path, url, nodes, {"s1": NEW, "s2": "p3: {p9: 1Mbps}\n"}, name="bad.yaml")
+    bad = fleet_file_(tmp_path, url, nodes, {"s1": NEW, "s2": "p3: {p9: 1Mbps}\n"}, name="bad.yaml")
     r = ffsctl("fleet", "apply", str(bad), env=env)
     assert r.returncode == 1 and "nothing was pushed" in r.stderr and "p9" in r.stdout, r.stdout + r.stderr
     assert shares(nodes, "s1")["p1"] == 10e6
     # the agent at an address is another node than the file says: refused in the plan
-    wrong = fleet_file(tmp_path, url, nodes, {"s1": NEW, "s2": NEW}, name="wrong.yaml", claim={"s2": "s9"})
+    wrong = fleet_file_(tmp_path, url, nodes, {"s1": NEW, "s2": NEW}, name="wrong.yaml", claim={"s2": "s9"})
     r = ffsctl("fleet", "apply", str(wrong), env=env)
     assert r.returncode == 1 and "is node s2, not s9" in r.stdout, r.stdout + r.stderr
     # s2's switch refuses the push after its plan: s1 keeps its new matrix, and the run says so
@@ -242,7 +268,7 @@ def run_fleet_cases(tmp_path: Path, nodes: dict, url: str, env: dict[str, str]) 
     ), r.stderr
     assert shares(nodes, "s1")["p1"] == 12e6 and shares(nodes, "s2")["p1"] == 10e6
     # again, refused first: the node after it is not pushed
-    first = fleet_file(
+    first = fleet_file_(
         tmp_path, url, nodes, {"s1": "p3: {p1: 14Mbps, p2: 6Mbps}\n", "s2": NEW}, order=("s2", "s1"), name="first.yaml"
     )
     nodes["s2"]["control"].refuse = True
@@ -261,13 +287,46 @@ def run_fleet_cases(tmp_path: Path, nodes: dict, url: str, env: dict[str, str]) 
 
 def test_fleet_over_the_ssh_transport(two_agents, tmp_path):
     env = fake_ssh(tmp_path)
-    run_fleet_cases(tmp_path, two_agents, "ssh://ops@switch-a:2222", env)
+    run_fleet_cases(tmp_path, two_agents, "ssh://ops@switch-a:2222", env, FFSCTL)
     dest, opts = eval((tmp_path / "ssh.log").read_text().splitlines()[0])
     assert dest == "ops@switch-a" and ("-p", "2222") in opts and ("-o", "BatchMode=yes") in opts
 
 
 def test_fleet_over_real_ssh_to_localhost(two_agents, sshd, tmp_path):
-    run_fleet_cases(tmp_path, two_agents, sshd["url"], {"FFS_SSH_COMMAND": sshd["FFS_SSH_COMMAND"]})
+    # as docs/hardware.md sets a switch up: ffsctl on the login PATH, the fleet file names no path
+    run_fleet_cases(tmp_path, two_agents, sshd["url"], {"FFS_SSH_COMMAND": sshd["FFS_SSH_COMMAND"]}, None)
+
+
+@pytest.mark.parametrize("sshd", [False], indirect=True)
+def test_a_switch_without_ffsctl_on_its_path_is_one_line(two_agents, sshd):
+    r = ffsctl("--host", sshd["url"], "--socket", two_agents["s1"]["socket"], "status", env=sshd)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"ffsctl: error: {sshd['url']}: ffsctl is not on the PATH of an SSH session there ("), (
+        r.stderr
+    )
+    assert "command not found" in r.stderr and "/usr/local/bin" in r.stderr
+
+
+@pytest.mark.parametrize("two_agents", [{"s2": "0.0.9"}], indirect=True)
+def test_fleet_plan_warns_where_the_nodes_run_different_versions(two_agents, tmp_path):
+    f = fleet_file(tmp_path, "ssh://ops@switch", two_agents, {"s1": NEW, "s2": NEW})
+    r = ffsctl("fleet", "plan", str(f), env=fake_ssh(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "s2 (ssh://ops@switch): agent 0.0.9, program" in r.stdout, r.stdout
+    assert f"warning: the nodes run different agent versions: {ffs.__version__} (s1); 0.0.9 (s2)" in r.stdout
+    assert "different programs" not in r.stdout  # the switches run the same one
+    r = ffsctl("--json", "fleet", "plan", str(f), env=fake_ssh(tmp_path))
+    report = json.loads(r.stdout)
+    assert [sw["agent_version"] for sw in report["switches"]] == [ffs.__version__, "0.0.9"]
+    assert report["warnings"] == [f"the nodes run different agent versions: {ffs.__version__} (s1); 0.0.9 (s2)"]
+
+
+def test_fleet_differences_name_programs_too():
+    from ffs.cli.fleet import Switch, differences
+
+    fleet = [Switch("s1", Path("m"), agent_version="1", program="ffs p4src aaa"), Switch("s2", Path("m"))]
+    fleet.append(Switch("s3", Path("m"), agent_version="1", program="ffs p4src bbb"))
+    assert differences(fleet) == ["the nodes run different programs: ffs p4src aaa (s1); ffs p4src bbb (s3)"]
 
 
 def test_unreachable_host_and_bad_urls_are_one_line(tmp_path):

@@ -135,8 +135,9 @@ def test_ingress_cells_live_in_the_ingress_pipe_and_egress_cells_in_the_egress_p
     assert got[p4names.OFFERED.name][1][port["a3"]][0] > 0 and got[p4names.OFFERED.name][0][port["a3"]] == (0, 0)
     assert got[p4names.ACCEPTED.name][1][port["b3"]][0] > 0 and got[p4names.ACCEPTED.name][0][port["b3"]] == (0, 0)
     assert got[p4names.ACCEPTED.name][0][port["a3"]][0] > 0 and got[p4names.ACCEPTED.name][1][port["a3"]] == (0, 0)
-    for name in got:  # pipes 2 and 3 have no port of this node
-        assert not any(any(v) if isinstance(v, tuple) else v for k in (2, 3) for v in got[name][k]), name
+    for name in got:  # pipes 2 and 3 have no port of this node (each pipe's packet generator runs the timer)
+        if name != p4names.GUARD_TIMERS.name:
+            assert not any(any(v) if isinstance(v, tuple) else v for k in (2, 3) for v in got[name][k]), name
 
 
 def test_a_pairs_estimate_reads_as_its_ingress_pipes_cell_because_the_others_hold_zero(runs):

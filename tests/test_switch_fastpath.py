@@ -13,12 +13,13 @@ import random
 import pytest
 
 from ffs import constants, p4names, tables
-from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, TimerSpec, Update
 from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.labels import encode
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.pktgen import timer_frame
 from switchkit import DST, labelled, lm_for, rig
 
 
@@ -42,6 +43,7 @@ def _updates_initial(rng: random.Random) -> list[Update]:
     ups += _pair_updates(rng)
     ups += _egress_updates(rng)
     ups += _f_log_overlaps(rng, ups)
+    ups += _guard_updates(rng)
     if rng.random() < 0.5:
         ups.append(
             Update("set_default", TableEntry(p4names.IPV6_ROUTES.name, {}, "route", {"port": rng.choice(PORTS)}))
@@ -122,6 +124,36 @@ def _egress_updates(rng: random.Random) -> list[Update]:
     return ups
 
 
+def _guard_updates(rng: random.Random) -> list[Update]:
+    """The queue guard (spec §7.7): thresholds from always-high to never, for most egresses, and
+    timer packets that drain some of them, some packet_ids without an entry."""
+    ups: list[Update] = []
+    for j in PORTS:
+        if rng.random() < 0.8:
+            qhi = rng.choice([0, 0, 1500, 1500, 20_000, 200_000, constants.QHI_OFF])
+            ups.append(
+                Update(
+                    "insert",
+                    TableEntry(p4names.EGRESS_QUEUE.name, {"egress_port": Exact(j)}, "set_queue", {"qhi": qhi}),
+                )
+            )
+    for packet_id in range(6):
+        if rng.random() < 0.7:
+            params = {"port": rng.choice(PORTS), "drain": rng.choice([0, 100, 1250, 12_500, rng.getrandbits(32)])}
+            ups.append(
+                Update(
+                    "insert", TableEntry(p4names.TIMER_PORTS.name, {"packet_id": Exact(packet_id)}, "set_drain", params)
+                )
+            )
+    return ups
+
+
+def _timer_frame(rng: random.Random) -> bytes:
+    """What may enter on the generator's port: a timer packet of the FFS application or another."""
+    app = rng.choice([constants.TIMER_APP_ID] * 3 + [0, 2, 7])
+    return timer_frame(rng.randint(0, 3), app, rng.getrandbits(16), rng.randint(0, 7), rng.choice([64, 80]))
+
+
 def _f_log_overlaps(rng: random.Random, ups: list[Update]) -> list[Update]:
     """Overlapping ternary f_log entries, none a duplicate of one in `ups`."""
     new: list[Update] = []
@@ -181,7 +213,9 @@ def _lpf_specs(rng: random.Random) -> list[tuple[list[int], LpfSpec]]:
     for _ in range(8):
         idx = rng.sample(range(0, 2000), 40)
         kind = rng.choice(["RATE", "SAMPLE"])
-        out.append((idx, LpfSpec(kind, rng.uniform(1e3, 1e7), rng.uniform(1e3, 1e7), rng.randint(0, 31))))
+        gain = rng.uniform(1e3, 1e7)
+        decay = gain if kind == "RATE" else rng.uniform(1e3, 1e7)  # a RATE filter has one constant (spec §4)
+        out.append((idx, LpfSpec(kind, gain, decay, rng.randint(0, 31))))
     return out
 
 
@@ -239,7 +273,8 @@ def _state(p: Pipeline):
     lpf = p.rate_est.f_lpf
     return (
         {n: (list(c.packets), list(c.bytes)) for n, c in p.counters.items()},
-        list(p.rate_est.f_est.cells),
+        {n: list(r.cells) for n, r in p.registers.items()},
+        (list(p.pktgen.cfg), list(p.pktgen.next_ns), list(p.pktgen.now_ns)),
         list(lpf.state),
         list(lpf.last),
         list(lpf.seen),
@@ -254,12 +289,22 @@ def test_random_packets_and_tables_identical(seed):
     drivers = (LocalDriver(ref), LocalDriver(fp))
     ups = _updates_initial(rng)
     specs = _lpf_specs(rng)
+    timer = TimerSpec(rng.choice([50_000, 400_000, 3_000_000]), rng.randint(1, 8))
     for d in drivers:
         d.write(ups)
         for idx, spec in specs:
             d.set_lpf_spec(p4names.F_LPF.name, idx, spec)
+        d.set_timer(timer)
     t = 10**9
-    outcomes = {"sent": 0, "parse_error": 0, "route_miss": 0, "ffs_drop": 0, "malformed": 0}
+    outcomes = {
+        "sent": 0,
+        "parse_error": 0,
+        "route_miss": 0,
+        "ffs_drop": 0,
+        "malformed": 0,
+        "guard_drop": 0,
+        "timer": 0,
+    }
     for n in range(3000):
         if n % 250 == 249:  # the agent's period: egress parameters change, sometimes a pair
             present = {e.key["egress_port"].value for e in drivers[0].read_table(p4names.EGRESS_PARAMS.name)}
@@ -289,6 +334,8 @@ def test_random_packets_and_tables_identical(seed):
                 )
         t += rng.choice([0, 1, 800, 6_000, 60_000, 2_000_000, -500])  # equal and (rarely) earlier times too
         frame, port = _frame(rng, lies), rng.choice(PORTS + (9,))
+        if lies.random() < 0.03:  # the generator's port of pipe 0 or 1 (its own timer, or another application's)
+            frame, port = _timer_frame(lies), lies.choice([constants.PKTGEN_PORT, 128 | constants.PKTGEN_PORT])
         a, b = ref.process(frame, port, t), fp.process(frame, port, t)
         assert (a.egress_port, a.frame, a.drop_reason, a.pid) == (b.egress_port, b.frame, b.drop_reason, b.pid), (
             n,
@@ -298,7 +345,10 @@ def test_random_packets_and_tables_identical(seed):
     assert _state(ref) == _state(fp)
     assert ref.normalize.rng.getstate()[1] == fp.rng_state()
     # the run exercised every fate
-    assert all(v > 30 for v in outcomes.values()), outcomes
+    assert all(v > 30 for v in outcomes.values()), str(outcomes)
+    for d in drivers:  # a control-plane read runs what is due in every pipe, in both engines
+        d.read_registers(p4names.GUARD_QUEUE.name, [0])
+    assert _state(ref) == _state(fp)
 
 
 def test_gamma_fractions_draw_the_same_numbers():

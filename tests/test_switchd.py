@@ -202,7 +202,7 @@ def test_agent_period_on_switchd(sde, tmp_path, topology, node_name):
     topo = load(DUMBBELL if topology is None else wide_topology(tmp_path, topology))
     d = driver()
     try:
-        agent = Agent(d, topo, node_name)
+        agent = Agent(d, topo, node_name, guard_timer_ns=None)  # the model has no queue to guard
         t0 = time.monotonic()
         agent.install()
         install_s = time.monotonic() - t0
@@ -310,7 +310,7 @@ def test_an_estimate_left_in_another_pipe_is_cleared_at_take_over(sde, tmp_path,
             gc.Target(device_id=0, pipe_id=1), [key], [t.make_data([gc.DataTuple(f"{p4names.F_EST.name}.f1", 123456)])]
         )
         assert d.read_register_pipes(p4names.F_EST.name, [pid])[pid][1] == 123456
-        agent = Agent(d, topo, "s1", lpf=LpfConfig(1000 * 1e3, 4))
+        agent = Agent(d, topo, "s1", lpf=LpfConfig(1000 * 1e3, 4), guard_timer_ns=None)
         with caplog.at_level(logging.WARNING, logger="ffs.agent"):
             agent.install()
         cells = d.read_register_pipes(p4names.F_EST.name, [pid])[pid]
@@ -353,7 +353,7 @@ def test_counters_cleared_by_another_client_decide_nothing(sde, tmp_path, caplog
     try:
         for c in p4names.COUNTERS:
             d.reset_counters(c.name)
-        agent = Agent(d, topo, "s1", lpf=LpfConfig(1000 * 1e3, 4), telemetry_period_s=0.0)
+        agent = Agent(d, topo, "s1", lpf=LpfConfig(1000 * 1e3, 4), telemetry_period_s=0.0, guard_timer_ns=None)
         agent.install()
         agent.step()
         frame = 1268

@@ -54,6 +54,21 @@ streams:
 
 
 @pytest.mark.parametrize("size", [64, 576, 1500, 9000])
+def test_a_sender_at_its_share_keeps_it(size):
+    """The sender at exactly its share (no headroom: γ reads its every packet, and so does the
+    queue guard): ≥ 97 % of it, the flood the rest. Caught: an estimator with too few frames per time
+    constant (1 ms: 4 frames of the MTU at this share), whose self-inclusion makes the sender read
+    high: 92.6 % at 1500 bytes, where the 40 Mb/s case below still passes."""
+    topo = loads(saturated(size).replace(f"demand: {DEMAND:.0f}", f"demand: {SHARE:.0f}"))
+    exact = {s.name: s.rate for s in allocate(topo).streams}
+    assert exact == pytest.approx({"sender": SHARE, "flood": CAP - SHARE})  # Corollary 1, Eq. 2
+    res = run_scenario(topo, "ffs", duration_s=1.0)
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    assert got["sender"] >= 0.97 * SHARE, (size, got, res.tm_drops)
+    assert got["flood"] <= 1.03 * exact["flood"], (size, got, res.tm_drops)
+
+
+@pytest.mark.parametrize("size", [64, 576, 1500, 9000])
 def test_a_saturated_port_keeps_every_guarantee(size):
     """The sender keeps ≥ 95 % of min(demand, share) and the flood gets ≤ 105 % of its exact rate,
     the target minus the sender's, with the queue at the port's speed deciding nothing."""

@@ -340,22 +340,53 @@ def fate_entries() -> list[TableEntry]:
         ((0, 0, 1, 1, 0, None, None, None, None, None, None, None, None, None, None), "ffs_drop"),
         # the queue guard (spec §7.7): an admitted packet of a pair over its share while the queue stands
         ((0, 0, 1, 1, None, 1, None, None, None, None, None, None, None, None, None), "guard_drop"),
-        ((0, 0, 1, 1, None, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None, None), "rewrite_label"),
+        (
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_VALID, 1, None, None, None, None, None, None, None),
+            "rewrite_label",
+        ),
         (
             (0, 0, 1, 1, None, None, constants.FFS_STATE_VALID, 0, None, None, None, None, None, None, None),
             "rewrite_reset_label",
         ),
-        ((0, 0, 1, 1, None, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None, None), "note_opaque"),
+        (
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_OPAQUE, None, None, None, None, None, None, None, None),
+            "note_opaque",
+        ),
         # a fragment: a shim in one fragment alone would keep the datagram from being reassembled
-        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1, None), "note_not_inserted"),
+        (
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, 1, None),
+            "note_not_inserted",
+        ),
         # a runt arrived padded: a shim in front of the padding would leave it behind the IP packet
         ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, 1, None, None), "forward"),
         # no room: the shim would take it beyond the egress's MTU, or wrap its IP length (spec §2)
-        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, None, 0), "note_not_inserted"),
-        ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None, None), "insert_shim_v4"),
+        (
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, None, None, None, None, None, 0),
+            "note_not_inserted",
+        ),
+        (
+            (0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 1, None, None, None, None, None),
+            "insert_shim_v4",
+        ),
         # RFC 8200: a Hop-by-Hop header stays right after the IPv6 header; no shim in front of it
         (
-            (0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 0, 1, constants.IP_PROTO_HOPOPT, None, None, None),
+            (
+                0,
+                0,
+                1,
+                1,
+                None,
+                None,
+                constants.FFS_STATE_NONE,
+                None,
+                1,
+                0,
+                1,
+                constants.IP_PROTO_HOPOPT,
+                None,
+                None,
+                None,
+            ),
             "forward",
         ),
         ((0, 0, 1, 1, None, None, constants.FFS_STATE_NONE, None, 1, 0, 1, None, None, None, None), "insert_shim_v6"),
@@ -562,3 +593,56 @@ def egress_params_consistent(params: dict[str, int]) -> str | None:
     elif ltau_p != 0:
         return f"an uncongested egress needs ltau_p = 0, got {ltau_p:#x}"
     return None
+
+
+# --- the queue guard (§5.3, §7.7) --------------------------------------------------------------
+
+# a port's queue when its buffer is not configured: 10 ms of its line rate, and room for at least
+# 64 frames of its MTU, at most 2 MiB (a Tofino 1 shares 22 MB among its ports). At critical load
+# (FFS-C100 admits the port's speed) the queue's tail drops grow with the variance of the arrivals
+# over the buffer: a buffer of 14 jumbo frames lost 2 % of a 100 Mb/s port (docs/results.md)
+DEFAULT_BUFFER_S = 0.010
+MIN_BUFFER_FRAMES = 64
+MAX_BUFFER = 2 << 20
+
+
+def default_buffer(speed_bps: float, mtu: int = 1500) -> int:
+    frame = wire_len(constants.ETH_HDR_LEN + constants.VLAN_TAG_LEN + mtu + constants.FCS_LEN)
+    return int(min(max(speed_bps * DEFAULT_BUFFER_S / 8, MIN_BUFFER_FRAMES * frame), MAX_BUFFER))
+
+
+def guard_threshold(speed_bps: float, buffer_bytes: int | None, mtu: int = 1500) -> int:
+    """set_queue's qhi for a port (spec §5.3): GUARD_QUEUE_FRACTION of its queue, the topology's
+    `buffer` or `default_buffer`."""
+    queue = buffer_bytes if buffer_bytes is not None else default_buffer(speed_bps, mtu)
+    return min(round(constants.GUARD_QUEUE_FRACTION * queue), constants.QHI_OFF - 1)
+
+
+def timer_drain(speed_bps: float, period_ns: int) -> int:
+    """set_drain's drain for a port (spec §5.3): the line-rate bytes it sends in one timer period."""
+    return min(round(speed_bps * period_ns * 1e-9 / 8), 0xFFFFFFFF)
+
+
+def guard_entries(ports: list[tuple[int, float, int | None, int]], period_ns: int) -> list[TableEntry]:
+    """The guard's entries for the egress ports (port, speed, buffer, MTU) it watches: each one's
+    threshold, and timer packet k (packet_id k) draining the k-th port (spec §5.3, §7.7)."""
+    q, t = p4names.EGRESS_QUEUE, p4names.TIMER_PORTS
+    out = []
+    for k, (port, speed, buffer_bytes, mtu) in enumerate(sorted(ports)):
+        out.append(
+            TableEntry(
+                q.name,
+                {"egress_port": Exact(port)},
+                q.action("set_queue").name,
+                {"qhi": guard_threshold(speed, buffer_bytes, mtu)},
+            )
+        )
+        out.append(
+            TableEntry(
+                t.name,
+                {"packet_id": Exact(k)},
+                t.action("set_drain").name,
+                {"port": port, "drain": timer_drain(speed, period_ns)},
+            )
+        )
+    return out

@@ -76,3 +76,19 @@ def remove_stale(path: str | Path) -> None:
     finally:
         probe.close()
     raise OSError(f"{path}: another process is serving on it")
+
+
+CAP_CHOWN = 0  # its bit in the capability sets of /proc/self/status
+
+
+def can_give_to_group(gid: int) -> bool:
+    """Whether this process may hand a file it creates to group `gid`: as root, as a member of the
+    group (chown(2) lets an owner pick any group it is in), or holding CAP_CHOWN."""
+    if os.geteuid() == 0 or gid == os.getegid() or gid in os.getgroups():
+        return True
+    try:
+        with open("/proc/self/status") as f:
+            caps = next((line.split()[1] for line in f if line.startswith("CapEff:")), "0")
+    except OSError:
+        return False
+    return bool(int(caps, 16) >> CAP_CHOWN & 1)

@@ -17,12 +17,13 @@ live each in a module of its own (ffs.agent.parts lists them):
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 from ffs import constants
 from ffs.agent.frontpanel import FrontPanel
-from ffs.agent.matrix import MatrixError
+from ffs.agent.matrix import MatrixError, validate_saved
 from ffs.agent.matrix_transaction import MatrixTransaction
-from ffs.agent.program import LpfConfig
+from ffs.agent.program import LpfConfig, guard_timer_period_ns
 from ffs.agent.quarantine import Quarantine
 from ffs.agent.quarantine_entries import QuarantineEntries
 from ffs.agent.snapshot import EgressStatus, PairStatus, Snapshot, tau_display
@@ -78,11 +79,12 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
         manage_ports: bool = False,
         min_packets: int = 100,
         max_interval_s: float = 1.0,
+        guard_timer_ns: int | Literal["auto"] | None = "auto",
     ) -> None:
         self.driver = driver
         self.topology = topology
         self.node = topology.node(node)
-        self.lpf = lpf.for_node(self.node)  # spec §4: τ_F for the smallest share, F's range for the fastest port
+        self.lpf = lpf.for_node(self.node)  # spec §4: τ_F per pair, F's range for the fastest port
         self.tau_params = tau_params
         # counters count frames with their FCS; every rate is a line rate, these bytes more per frame
         self.wire_overhead = wire_overhead_bytes
@@ -91,19 +93,8 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
         # fraction of its share withheld for quarantine_s (0: never): on Tofino the egress drops a
         # lie only after it queued
         self.quarantine = Quarantine(quarantine_s, quarantine_fraction)
-        self.fairness = {e: dict(col) for e, col in self.node.fairness.items()}
-        if store is not None:
-            # a foreign or unreadable file stops here, settled later; --from-topology ignores it
-            saved = store.load_matrix(self.node.name) if use_saved_matrix else None
-            for line in store.recover(self.node.name):
-                log.warning("%s", line)
-            if saved is not None:
-                try:
-                    self.fairness = self.validate(saved)
-                except MatrixError as e:
-                    raise MatrixError(
-                        f"{store.matrix_path(self.node.name)}: the saved matrix no longer fits the topology: {e}"
-                    ) from None
+        self.fairness = self._starting_matrix(store, use_saved_matrix)
+        self.lpf = self.lpf.for_node(self.current_node())  # each pair's τ_F for the matrix it runs
         self._check_estimator(self.fairness)
         self.taus = {}
         self._last = {}
@@ -137,6 +128,26 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
         self._pair_status = []
         self._drops_by_egress = {}
         self._pushed = {}  # egress port -> the set_egress data last written
+        # the queue guard (spec §7.7): its virtual queues drain by the packet generator's timer
+        # packets, one per managed egress every guard_timer_ns ("auto": sized for the node's
+        # ports); off (None), and without a generator
+        timer = guard_timer_period_ns(self.node) if guard_timer_ns == "auto" else guard_timer_ns
+        self.guard_timer_ns = timer if driver.has_pktgen else None
+        if timer is not None and not driver.has_pktgen:
+            log.warning("the queue guard is off: this target has no packet generator (docs/spec.md §7.7)")
         # Tofino's front-panel ports, brought up from the topology (ffs.agent.frontpanel)
         self.front_panel = FrontPanel(driver, self.node) if manage_ports else None
         self._port_status = []
+
+    def _starting_matrix(self, store: StateStore | None, use_saved: bool) -> dict[str, dict[str, float]]:
+        """The topology's matrix, or the one the state directory saved (a foreign or unreadable file
+        stops here, settled later; --from-topology ignores it)."""
+        fairness = {e: dict(col) for e, col in self.node.fairness.items()}
+        if store is None:
+            return fairness
+        saved = store.load_matrix(self.node.name) if use_saved else None
+        for line in store.recover(self.node.name):
+            log.warning("%s", line)
+        if saved is None:
+            return fairness
+        return validate_saved(self.node, saved, store.matrix_path(self.node.name))

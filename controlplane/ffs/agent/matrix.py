@@ -104,6 +104,15 @@ def validate_matrix(node: Node, fairness: object) -> Matrix:
     return out
 
 
+def validate_saved(node: Node, saved: Matrix, path: Path) -> Matrix:
+    """A matrix saved in `path`, validated for the node it is loaded for (at start, and by
+    `ffs-agent --check`); one line naming the file when the topology no longer fits it."""
+    try:
+        return validate_matrix(node, saved)
+    except MatrixError as e:
+        raise MatrixError(f"{path}: the saved matrix no longer fits the topology: {e}") from None
+
+
 def diff_matrices(old: Matrix, new: Matrix) -> list[dict[str, Any]]:
     """Every entry that differs, as {"ingress", "egress", "old", "new"} (None where absent)."""
     out = []

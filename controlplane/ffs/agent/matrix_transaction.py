@@ -11,12 +11,16 @@ import dataclasses
 import logging
 from typing import Any
 
+from ffs import p4names
 from ffs.agent.matrix import diff_matrices, validate_matrix
 from ffs.agent.parts import AgentParts
 from ffs.agent.program import (
     LPF_PACKETS,
+    LPF_TIME_CONSTANT_MAX_NS,
+    LpfConfig,
     egress_entry,
     frames_per_time_constant,
+    guard_updates,
     largest_frame_bits,
     pair_entry,
     pairs_of,
@@ -32,32 +36,36 @@ class MatrixTransaction(AgentParts):
     def _check_estimator(self, fairness: dict[str, dict[str, float]]) -> None:
         """Warn when the smallest share carries too few frames per estimator time constant for
         the precision budget (spec §10): it reads high by about one frame in that many."""
-        n = frames_per_time_constant(self.node, self.lpf, fairness)
+        node = dataclasses.replace(self.node, fairness=fairness)
+        n = frames_per_time_constant(node, self.lpf.for_node(node))
         if n < LPF_PACKETS / 2:
             log.warning(
-                "the smallest share carries %.1f frames of %d bytes per estimator time constant (%.0f ms): an "
+                "the smallest share carries %.1f frames of %d bytes per estimator time constant (at most %.0f ms): an "
                 "overloaded pair at that share may lose about %.0f %% of it (docs/spec.md §10)",
                 n,
                 int(largest_frame_bits(self.node) / 8),
-                (self.lpf.time_constant_ns or 0) / 1e6,
+                LPF_TIME_CONSTANT_MAX_NS / 1e6,
                 100 / max(n, 1e-9),
             )
 
     def validate(self, fairness: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
         return validate_matrix(self.node, fairness)
 
-    def matrix_updates(self, new: dict[str, dict[str, float]]) -> list[Update]:
+    def matrix_updates(self, new: dict[str, dict[str, float]], lpf: LpfConfig | None = None) -> list[Update]:
+        """The batch that takes the switch to matrix `new`, its pairs' lm computed with the
+        estimators `lpf` sizes for it (default: the agent's, resized for `new`)."""
         old_pairs = {p.pid: p for p in self.pairs()}
         new_pairs = {p.pid: p for p in pairs_of(self.node, new)}
         ups: list[Update] = []
         old_node = self.current_node()
         new_node = dataclasses.replace(self.node, fairness=new)
+        lpf = self.lpf.for_node(new_node) if lpf is None else lpf
         for pid, p in sorted(new_pairs.items()):
             m = new_node.share(p.ingress, p.egress)
             if pid not in old_pairs:
-                ups.append(pair_entry(m, p, self.lpf, "insert"))
-            elif m != old_node.share(p.ingress, p.egress):
-                ups.append(pair_entry(m, p, self.lpf, "modify"))
+                ups.append(pair_entry(m, p, lpf, "insert"))
+            elif m != old_node.share(p.ingress, p.egress) or lpf.tc(pid) != self.lpf.tc(pid):
+                ups.append(pair_entry(m, p, lpf, "modify"))
         for pid, p in sorted(old_pairs.items()):
             if pid not in new_pairs:
                 ups.append(pair_entry(0.0, p, self.lpf, "delete"))
@@ -65,6 +73,7 @@ class MatrixTransaction(AgentParts):
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "insert"))
         for e in sorted(set(self.fairness) - set(new)):
             ups.append(egress_entry(self.node.interfaces[e].port, egress_params(None, False, None), "delete"))
+        ups += _entry_diff(guard_updates(old_node, self.guard_timer_ns), guard_updates(new_node, self.guard_timer_ns))
         return [self.quarantine.withhold(u) for u in ups]  # a new share does not lift a quarantine
 
     def apply_matrix(
@@ -80,7 +89,8 @@ class MatrixTransaction(AgentParts):
         new = self.validate(fairness)
         self._check_estimator(new)
         changes = diff_matrices(self.fairness, new)
-        ups = self.matrix_updates(new)
+        lpf = self.lpf.for_node(dataclasses.replace(self.node, fairness=new))  # each pair's τ_F for its new share
+        ups = self.matrix_updates(new, lpf)
         store = self.store if changes else None
         record = store.record(who, "matrix", changes, uid) if store is not None else None
         staged = None
@@ -104,6 +114,8 @@ class MatrixTransaction(AgentParts):
             store.settle(record["id"], "commit", "applied")
             store.reached("committed")
         self.fairness = new
+        self._resize_estimators(lpf)
+        self._reconcile_timer()  # one timer packet per managed egress
         for egress in new:
             self.taus.setdefault(egress, EgressTau())
         for egress in list(self.taus):
@@ -111,3 +123,26 @@ class MatrixTransaction(AgentParts):
                 del self.taus[egress]
         log.info("matrix applied by=%s uid=%s changes=%d", who, uid, len(changes))
         return changes
+
+    def _resize_estimators(self, lpf: LpfConfig) -> None:
+        """The pairs whose estimator time constant the new matrix moved get their new spec (which
+        restarts their F from 0, §8; the queue guard covers the rise), after the batch that gave
+        them the lm of it."""
+        moved = [p.pid for p in self.pairs() if lpf.tc(p.pid) != self.lpf.tc(p.pid)]
+        self.lpf = lpf
+        for tc, pids in lpf.by_spec(moved).items():
+            self.driver.set_lpf_spec(p4names.F_LPF.name, pids, lpf.spec(pids[0]))
+            log.info("estimator time constant %.3g ms for %d pairs (their shares changed)", tc / 1e6, len(pids))
+
+
+def _entry_diff(old: list[Update], new: list[Update]) -> list[Update]:
+    """The updates that take a table from the entries `old` inserts to those `new` inserts."""
+    was = {tuple(sorted(u.entry.key.items())): u.entry for u in old}
+    now = {tuple(sorted(u.entry.key.items())): u.entry for u in new}
+    out = [Update("delete", e) for k, e in was.items() if k not in now]
+    for k, e in now.items():
+        if k not in was:
+            out.append(Update("insert", e))
+        elif (was[k].action, was[k].params) != (e.action, e.params):
+            out.append(Update("modify", e))
+    return out

@@ -27,6 +27,13 @@ class Metrics:
             e,
             registry=r,
         )
+        self.queue = Gauge(
+            "ffs_guard_queue_bytes",
+            "the queue guard's virtual queue toward this egress, line-rate bytes",
+            e,
+            registry=r,
+        )
+        self.draining = Gauge("ffs_draining", "1 while the queue stands and tau aims below the target", e, registry=r)
         self.pair_rate = Gauge("ffs_pair_rate_bps", "arrival rate R_ij, bit/s", p, registry=r)
         self.pair_share = Gauge(
             "ffs_pair_share_bps", "enforced share M_ij (scaled to the target), bit/s", p, registry=r
@@ -49,12 +56,23 @@ class Metrics:
         self.port_up = Gauge(
             "ffs_port_up", "1 while the front-panel port's link is up ($PORT_UP)", ("interface", "fp"), registry=r
         )
+        self.build = Gauge(
+            "ffs_build_info",
+            "1, labelled with the agent's version, its Python and the program the switch runs",
+            ("version", "python", "program"),
+            registry=r,
+        )
         self._pairs_seen = float("-inf")
         self.server = self.thread = None
         if port is not None:
             started = start_http_server(port, address, registry=self.registry)
             if isinstance(started, tuple):  # prometheus_client >= 0.16 returns (server, thread)
                 self.server, self.thread = started
+
+    def set_build(self, build: dict[str, str]) -> None:
+        """ffs_build_info: one series, replaced when the switch's program changes (ffs.agent.service.build_info)."""
+        self.build.clear()
+        self.build.labels(build["agent_version"], build["python"], build["program"]).set(1)
 
     def update(self, snap: Snapshot) -> None:
         # the pairs (and the egresses' drops) come from the last telemetry: count each one once
@@ -72,6 +90,8 @@ class Metrics:
             if fresh:
                 self.egress_drops.labels(x.egress).inc(x.drops)
             self.egress_malformed.labels(x.egress).inc(x.malformed)
+            self.queue.labels(x.egress).set(x.queue_bytes)
+            self.draining.labels(x.egress).set(int(x.draining))
         for p in snap.pairs if fresh else ():
             self.pair_rate.labels(p.ingress, p.egress).set(p.rate_bps)
             self.pair_share.labels(p.ingress, p.egress).set(p.share_bps)

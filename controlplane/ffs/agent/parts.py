@@ -36,6 +36,7 @@ class AgentParts:
     wire_overhead: int
     store: StateStore | None
     front_panel: FrontPanel | None
+    guard_timer_ns: int | None
     # what the agent decided: the matrix, τ per egress, the quarantines, the egress data last written
     fairness: dict[str, dict[str, float]]
     taus: dict[str, EgressTau]
@@ -69,6 +70,9 @@ class AgentParts:
     # -- the static state ------------------------------------------------------------------
     def current_node(self) -> Node:
         return dataclasses.replace(self.node, fairness=self.fairness)
+
+    def _reconcile_timer(self) -> int:  # ffs.agent.takeover
+        raise NotImplementedError
 
     def pairs(self) -> list[Pair]:
         return pairs_of(self.node, self.fairness)

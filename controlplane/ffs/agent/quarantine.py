@@ -38,6 +38,17 @@ log = logging.getLogger("ffs.agent")
 
 ZERO = CounterValue(0, 0)
 CODE_STEPS = 128  # lm codes per octave of the share (spec §3)
+# The evidence a quarantine needs (spec §9): over the pair's last EVIDENCE_PERIODS judgements, at
+# least LYING_FRAMES frames lied and their bytes exceed `fraction` of its checked bytes. One odd
+# frame (a bit error the FCS missed upstream, a middlebox) is never enough, whatever the pair's rate;
+# while a pair has some evidence, its next lie is judged at once (`suspects`), so an attack that
+# gets few lies to the frame check (the guard drops most) is judged period by period.
+EVIDENCE_PERIODS = 3
+LYING_FRAMES = 3
+# A repeat offence doubles the quarantine, up to REPEAT_MAX times `seconds`; an offence is forgotten
+# FORGET_PERIODS quarantines (of `seconds`) after the last one, one at a time
+REPEAT_MAX = 64
+FORGET_PERIODS = 30
 
 
 def lm_of(nlm: int) -> int:
@@ -62,6 +73,24 @@ class Quarantine:
         # the pids whose quarantine the last judgement began: their first λ counted the lies still
         # queued then as admitted, so the next lie is judged at once (the agent reads it then)
         self.begun: set[int] = set()
+        # per pair not held: (lying bytes, checked bytes, lying frames) of its last periods
+        self.evidence: dict[int, list[tuple[float, float, int]]] = {}
+        # the pids with lies in their evidence but not enough yet: their next lie is judged at once
+        self.suspects: set[int] = set()
+        # per pair: its offences (a decaying record: a repeat liar's quarantine grows) and the last one's time
+        self.offences: dict[int, tuple[int, float]] = {}
+
+    def offence_count(self, pid: int, now_s: float) -> int:
+        """The pair's offences still remembered: one forgotten per FORGET_PERIODS · seconds since
+        its last."""
+        n, last = self.offences.get(pid, (0, now_s))
+        forget = FORGET_PERIODS * self.seconds
+        return max(0, n - int((now_s - last) / forget)) if forget > 0 else n
+
+    def duration(self, pid: int, now_s: float) -> float:
+        """How long the pair's current quarantine lasts: `seconds`, doubled for each offence it is
+        remembered for beyond the first, at most REPEAT_MAX times."""
+        return float(self.seconds * min(REPEAT_MAX, 2 ** max(0, self.offence_count(pid, now_s) - 1)))
 
     def __contains__(self, pid: object) -> bool:
         return pid in self.until
@@ -100,7 +129,8 @@ class Quarantine:
         return dataclasses.replace(u, entry=dataclasses.replace(e, params=pair_params(pid, lm)))
 
     def release(self, now_s: float) -> set[int]:
-        """The pairs whose quarantine time is up (their share comes back), no longer quarantined."""
+        """The pairs whose quarantine time is up (their share comes back), no longer quarantined;
+        their offences are remembered (`offence_count`)."""
         over = {pid for pid, until in self.until.items() if until <= now_s}
         for pid in sorted(over):
             del self.until[pid]
@@ -108,6 +138,19 @@ class Quarantine:
             self.tally.pop(pid, None)
             log.info("quarantine over: pair pid=%d gets its share back", pid)
         return over
+
+    def _enough(self, pid: int, m: float, checked: float, frames: int) -> bool:
+        """This period's lies added to the pair's evidence: do its last periods suffice to
+        quarantine it (LYING_FRAMES frames, over `fraction` of its bytes)?"""
+        window = (self.evidence.get(pid, []) + [(m, checked, frames)])[-EVIDENCE_PERIODS:]
+        self.evidence[pid] = window
+        lying, total, n = (sum(x[k] for x in window) for k in range(3))
+        enough = n >= LYING_FRAMES and lying > 0 and min(1.0, lying / max(total, lying)) > self.fraction
+        if n and not enough:
+            self.suspects.add(pid)
+        else:
+            self.suspects.discard(pid)
+        return enough
 
     def judge(
         self,
@@ -143,13 +186,20 @@ class Quarantine:
             m = lied.bytes
             checked = (arrived[p.pid].bytes - dropped[p.pid].bytes) * survived[p.pid]
             held = p.pid in self.until
-            if held:  # every period of a quarantine counts toward its λ, lying or not
+            if held:  # every period of a quarantine counts toward its λ, lying or not; lying renews it
                 m_sum, c_sum = self.tally.get(p.pid, (0.0, 0.0))
                 self.tally[p.pid] = (m_sum + m, c_sum + checked)
-            if m == 0 or min(1.0, m / max(checked, m)) <= self.fraction:
-                continue
-            if not (held and p.pid in self.tally):
+                if m == 0 or min(1.0, m / max(checked, m)) <= self.fraction:
+                    continue
+            else:
+                if not self._enough(p.pid, m, checked, lied.packets):
+                    continue
+                # the window decided that it lies; how much, λ counts from this period on, as the
+                # periods before may be the honest traffic an attack began in
                 self.tally[p.pid] = (m, checked)
+                self.evidence.pop(p.pid, None)
+                n = self.offence_count(p.pid, now_s)
+                self.offences[p.pid] = (n + 1, now_s)
             m_sum, c_sum = self.tally[p.pid]
             lam = min(1.0, m_sum / max(c_sum, m_sum))
             w = (weight or {}).get(p.pid)
@@ -162,19 +212,22 @@ class Quarantine:
                 lam = max(lam, min(floor, old) if p.pid in rechecked and old is not None else floor)
             if old is None:
                 self.begun.add(p.pid)
+                m_sum, c_sum = self.tally[p.pid]
                 log.warning(
-                    "quarantined pair %s->%s (pid=%d) for %gs: %d of its frames lied about their length this "
-                    "period, %.0f %% of its admitted bytes; %.0f %% of its share is withheld",
+                    "quarantined pair %s->%s (pid=%d) for %gs (offence %d): %d of its frames lied about their "
+                    "length this period, %.0f %% of its admitted bytes over its last periods; %.0f %% of its share "
+                    "is withheld",
                     p.ingress,
                     p.egress,
                     p.pid,
-                    self.seconds,
+                    self.duration(p.pid, now_s),
+                    self.offence_count(p.pid, now_s),
                     lied.packets,
-                    100 * min(1.0, m / max(checked, m)),
+                    100 * min(1.0, m_sum / max(c_sum, m_sum)),
                     100 * lam,
                 )
             if old != lam:
                 changed.add(p.pid)
             self.level[p.pid] = lam
-            self.until[p.pid] = now_s + self.seconds
+            self.until[p.pid] = now_s + self.duration(p.pid, now_s)
         return changed

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import platform
 import signal
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import ffs
 from ffs.agent.api import ApiError, ControlServer, Peer
 from ffs.agent.core import Agent, tau_display
 from ffs.agent.matrix import MatrixError, diff_matrices, parse_matrix, parse_matrix_text
 from ffs.agent.metrics import Metrics
+from ffs.agent.notify import Notifier
 from ffs.allocator import allocate
-from ffs.driver.base import DriverError
+from ffs.driver.base import Driver, DriverError
 from ffs.jsonsafe import finite
 from ffs.topology import Hop, Stream, Topology
 from ffs.units import parse_rate
@@ -47,6 +50,12 @@ def _proposed(req: dict[str, Any]) -> dict[str, dict[str, float]]:
     return parse_matrix(_field(req, "fairness"))
 
 
+def build_info(driver: Driver) -> dict[str, str]:
+    """What this agent and its switch run: `ffsctl status` and `ffsctl fleet plan` show it, the
+    metric ffs_build_info carries it."""
+    return {"agent_version": ffs.__version__, "python": platform.python_version(), "program": driver.program_identity()}
+
+
 @dataclass
 class ServiceConfig:
     period_s: float = 0.1
@@ -58,13 +67,16 @@ class ServiceConfig:
 
 
 class AgentService:
-    def __init__(self, agent: Agent, config: ServiceConfig) -> None:
+    def __init__(self, agent: Agent, config: ServiceConfig, notifier: Notifier | None = None) -> None:
         self.agent = agent
         self.config = config
         self.lock = threading.RLock()
         self.stop_event = threading.Event()
         self.api: ControlServer | None = None
         self.metrics: Metrics | None = None
+        # systemd's READY, STATUS, STOPPING and watchdog, when it runs the agent
+        self.notifier = notifier if notifier is not None else Notifier()
+        self.build: dict[str, str] = {}
         self.handlers: dict[str, Callable[[dict[str, Any], Peer | str], Any]] = {
             "status": self._status,
             "tau_show": self._tau_show,
@@ -91,7 +103,7 @@ class AgentService:
         for e in snap["egresses"]:
             e["state"] = "congested" if e["congested"] else "uncongested"
             e["tau_display"] = tau_display(e["tau"], e["congested"])
-        return finite({"node": a.node.name, **snap})
+        return finite({"node": a.node.name, **self.build, **snap})
 
     def _tau_show(self, req: dict[str, Any], who: Peer | str) -> Any:
         return finite(
@@ -196,12 +208,13 @@ class AgentService:
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> None:
         """Serve until SIGINT/SIGTERM. The control socket comes up last: once it answers, the switch
-        is programmed and the metrics are served (scripts wait for the socket)."""
+        is programmed and the metrics are served (scripts wait for the socket; systemd is told READY)."""
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: self.stop_event.set())
         if self.config.metrics_port:
             self.metrics = Metrics(self.config.metrics_port, self.config.metrics_address)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_address, self.config.metrics_port)
+        self._identify()
         self.agent.min_interval_s = self.config.period_s / 2
         snap = self.agent.step()  # the first reading (a baseline): status and metrics have rows from the start
         if self.metrics is not None:
@@ -209,6 +222,10 @@ class AgentService:
         if self.config.socket:
             self.api = ControlServer(self.config.socket, self.handle, self.config.group)
             self.api.start()
+        self.notifier.ready(
+            f"node {self.agent.node.name}: {len(snap.egresses)} egresses, every {self.config.period_s * 1e3:g} ms"
+        )
+        self.agent.on_step = lambda _snap: self.notifier.watchdog()  # a hung step stops the pings
         next_t = time.monotonic()
         next_check = next_t + self.config.check_period_s
         try:
@@ -243,16 +260,27 @@ class AgentService:
                     log.error("switch unreachable or refusing: %s (retrying)", e)
                     self._reconnect()
         finally:
+            self.notifier.stopping()
             if self.api is not None:
                 self.api.stop()
             if self.metrics is not None:
                 self.metrics.close()
             log.info("agent stopped")
 
+    def _identify(self) -> None:
+        """What runs here, again after each reconnect (the switch may have loaded another program)."""
+        self.build = build_info(self.agent.driver)
+        if self.metrics is not None:
+            self.metrics.set_build(self.build)
+
     def _reconnect(self) -> None:
+        # a loop that waits for its switch, each attempt bounded, is alive: it keeps the watchdog fed
+        self.notifier.watchdog()
         try:
             self.agent.driver.close()
             self.agent.driver.connect(timeout_s=5.0)
+            self._identify()
         except DriverError as e:
             log.error("reconnect failed: %s", e)
+            self.notifier.status(f"switch unreachable, retrying: {e}")
             self.stop_event.wait(1.0)

@@ -28,6 +28,11 @@ class EgressStatus:
     drops: int = 0  # packets dropped between the last two telemetries
     malformed: int = 0  # frames the egress dropped in the last period: bytes disagreeing with the IP length (spec §7.3)
     pipe: int = 0  # the pipe of the egress port, which counts A_j and the lies at j
+    # the queue guard (spec §7.7): its virtual queue (line-rate bytes, the fullest pipe's) and its
+    # threshold; while the queue stands above half of it, τ aims below the target (spec §9)
+    queue_bytes: int = 0
+    queue_threshold: int | None = None
+    draining: bool = False
 
 
 @dataclass

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from ffs import p4names
-from ffs.agent.program import node_updates
+from ffs.agent.program import guard_timer, node_updates
 from ffs.agent.readings import CounterReadings
 from ffs.driver.base import DriverError
 from ffs.entries import Exact, KeyValue, TableEntry, Ternary, Update, exact_value
@@ -148,7 +148,7 @@ class TakeOver(CounterReadings):
     def desired(self) -> dict[str, dict[tuple[Any, ...], TableEntry]]:
         """Every entry the agent owns, by table and canonical key."""
         out: dict[str, dict[tuple[Any, ...], TableEntry]] = {t: {} for t in OWNED_TABLES}
-        for u in node_updates(self.current_node(), self.lpf):
+        for u in node_updates(self.current_node(), self.lpf, self.guard_timer_ns):
             e = self.quarantine.withhold(u).entry
             out.setdefault(e.table, {})[canonical_key(e)] = e
         return out
@@ -196,23 +196,43 @@ class TakeOver(CounterReadings):
         lpf = self._reconcile_lpf()
         if lpf and why == "check":
             log.warning("reconciled (%s): LPF specs rewritten", why)
-        return len(batch) + lpf
+        timer = self._reconcile_timer()
+        if timer and why == "check":
+            log.warning("reconciled (%s): the packet generator's timer restarted", why)
+        return len(batch) + lpf + timer
+
+    def _reconcile_timer(self) -> int:
+        """The guard's timer as the node needs it (one packet per managed egress each period), or
+        none; written only if the target runs another (1) or cannot say (a target without a
+        generator has no guard, and nothing to reconcile)."""
+        if not self.driver.has_pktgen:
+            return 0
+        want = guard_timer(self.current_node(), self.guard_timer_ns)
+        try:
+            if self.driver.read_timer() == want:
+                return 0
+        except DriverError:
+            pass
+        self.driver.set_timer(want)
+        return 1
 
     def _egress_of_port(self, port: int) -> str:
         return next(e for e in self.fairness if self.node.interfaces[e].port == port)
 
     def _reconcile_lpf(self) -> int:
-        """Every LPF index gets the spec (so a matrix change that adds pairs needs no LPF write and
-        stays one atomic batch); rewritten only if an index in use holds another spec."""
-        spec = self.lpf.spec()
-        probe = sorted({0, p4names.F_LPF.size - 1, *(p.pid for p in self.pairs())})
-        try:
-            if all(spec.matches(self.driver.read_lpf_spec(p4names.F_LPF.name, i)) for i in probe):
-                return 0
-        except (DriverError, KeyError, ValueError):
-            pass  # a spec that cannot be read back (never written on this target) is written
-        self.driver.set_lpf_spec(p4names.F_LPF.name, range(p4names.F_LPF.size), spec)
-        return 1
+        """Each pair's estimator gets its own spec (spec §4), one write per time constant; a group
+        is rewritten only if one of its pairs holds another spec (a write restarts the pair's F)."""
+        n = 0
+        for pids in self.lpf.by_spec([p.pid for p in self.pairs()]).values():
+            spec = self.lpf.spec(pids[0])
+            try:
+                if all(spec.matches(self.driver.read_lpf_spec(p4names.F_LPF.name, i)) for i in pids):
+                    continue
+            except (DriverError, KeyError, ValueError):
+                pass  # a spec that cannot be read back (never written on this target) is written
+            self.driver.set_lpf_spec(p4names.F_LPF.name, pids, spec)
+            n += 1
+        return n
 
     def check(self) -> int:
         """The slow-period read-back: repair anything changed behind the agent's back (logged). Every

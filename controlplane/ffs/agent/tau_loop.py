@@ -15,20 +15,25 @@ not into the held pair's lies.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from typing import Tuple
+from typing import Callable, Tuple
 
 from ffs import p4names
-from ffs.agent.program import egress_entry
+from ffs.agent.program import egress_entry, guard_threshold_of
 from ffs.agent.readings import ZERO, CounterReadings, Reading, add_counts, sub_counts
 from ffs.agent.snapshot import EgressStatus, Snapshot
-from ffs.driver.base import Driver
+from ffs.driver.base import Driver, DriverError
 from ffs.entries import CounterValue, Update, exact_value
 from ffs.ports import pipe_of
 from ffs.tau import EgressTau, egress_action_params, tau_step
 
 log = logging.getLogger("ffs.agent")
+
+# how far below its target τ aims while an egress's queue stands (spec §9): the queue drains at this
+# fraction of the port's speed, and no longer sits at the guard's threshold
+STANDING_MARGIN = 1 / 32
 
 # per egress with a pair held in quarantine, its free pairs since the last period: what arrived,
 # what γ admitted, over how many seconds, and whether each of them had a reading (False: a
@@ -43,6 +48,10 @@ def add_free(a: Free | None, b: Free | None) -> Free | None:
 
 
 class TauLoop(CounterReadings):
+    # called after every completed step: the service feeds systemd's watchdog from it, so a step
+    # that hangs stops the pings (ffs.agent.notify)
+    on_step: Callable[[Snapshot], None] | None = None
+
     def step(self, now_s: float | None = None) -> Snapshot:
         """One control period: R*_j, A_j and the lies at j per egress (three reads of one cell per
         egress, whatever the number of pairs), τ per egress, every egress pushed in one batch. The
@@ -62,9 +71,14 @@ class TauLoop(CounterReadings):
         snap = Snapshot(now_s, pairs=self._pair_status, pairs_time_s=self._last_telemetry, ports=self._port_status)
         batch: list[Update] = []
         node = self.current_node()
+        queues = self._guard_queues(ports)
         for e in sorted(self.fairness):
             port = self.node.interfaces[e].port
-            target = node.target(e)
+            # while the egress's queue stands, τ aims a little below the target so that it drains:
+            # at the target itself the queue would sit at the guard's threshold (spec §9)
+            qhi = guard_threshold_of(self.node, port) if port in queues else None
+            draining = qhi is not None and queues[port] > qhi / 2
+            target = node.target(e) * (1.0 - STANDING_MARGIN if draining else 1.0)
             # A_j: what γ admitted toward j, counted before the traffic manager, so that it exceeds
             # T_j whenever FFS over-admits even on a port that is its own bottleneck; a lying frame
             # is among it (the egress drops it only after it queued, docs/security.md)
@@ -78,8 +92,9 @@ class TauLoop(CounterReadings):
             params = egress_action_params(state, r_star, target)  # C/R* for RI: this period's
             if self._pushed.get(port) != params:  # the switch holds the rest as pushed (the slow check repairs)
                 batch.append(egress_entry(port, params, "modify"))
+            status = self._egress_status(e, port, target, a_bps, r_star, state, bad.get(port, ZERO).packets)
             snap.egresses.append(
-                self._egress_status(e, port, target, a_bps, r_star, state, bad.get(port, ZERO).packets)
+                dataclasses.replace(status, queue_bytes=queues.get(port, 0), queue_threshold=qhi, draining=draining)
             )
         self._push(quarantine, batch if dt > self.min_interval_s else [])
         if self._jump_notes:
@@ -90,7 +105,20 @@ class TauLoop(CounterReadings):
             )
             self._jump_notes = []
         self.snapshot = snap
+        if self.on_step is not None:
+            self.on_step(snap)
         return snap
+
+    def _guard_queues(self, ports: list[int]) -> dict[int, int]:
+        """Each egress port's virtual queue (the guard's, spec §7.7), the fullest pipe's: one
+        register cell per egress, read with the counters; none while the guard is off."""
+        if self.guard_timer_ns is None:
+            return {}
+        try:
+            cells = self.driver.read_register_pipes(p4names.GUARD_QUEUE.name, ports)
+        except DriverError:
+            return {}
+        return {p: max(v, default=0) for p, v in cells.items()}
 
     def _count_since_telemetry(
         self, ports: list[int], a: dict[int, CounterValue], bad: dict[int, CounterValue], jumped: set[int]
@@ -114,7 +142,9 @@ class TauLoop(CounterReadings):
         # a quarantine's first λ is read while the onset's lies are still queued (admitted, not yet
         # counted as lies): the next lie reads it again (Quarantine.begun), not a telemetry period later
         brought_forward = lied and (
-            bool(self.quarantine.begun) or now_s - self._last_lie_telemetry >= self.telemetry_period_s
+            bool(self.quarantine.begun)
+            or bool(self.quarantine.suspects)  # a pair with some evidence: its next lie is judged at once
+            or now_s - self._last_lie_telemetry >= self.telemetry_period_s
         )
         # a clear is rarely of one counter alone: re-baseline the pairs' now too, one event, one line
         if not (

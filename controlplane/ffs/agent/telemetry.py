@@ -39,9 +39,7 @@ class Telemetry(CounterReadings):
                 p.egress,
                 node.share(p.ingress, p.egress),
                 self._bps(rd, dt),
-                f_from_lpf(
-                    f_est.get(p.pid, 0), self.lpf.time_constant_ns or constants.LPF_TIME_CONSTANT_NS, scale_down
-                ),
+                f_from_lpf(f_est.get(p.pid, 0), self.lpf.tc(p.pid), scale_down),
                 self._bps(dd, dt_d),
                 dd.packets,
                 lies.get(p.pid, ZERO).packets,

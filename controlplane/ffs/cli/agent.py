@@ -7,25 +7,31 @@ import grp
 import ipaddress
 import json
 import logging
+import os
 import sys
 import time
+from pathlib import Path
+from typing import Any, Literal
 
 import click
 
+from ffs import __version__
 from ffs.agent.core import Agent
-from ffs.agent.matrix import MatrixError
-from ffs.agent.owner import OwnerError, take_ownership
+from ffs.agent.matrix import MatrixError, validate_saved
+from ffs.agent.notify import Notifier
+from ffs.agent.owner import OwnerError, run_dir, take_ownership
 from ffs.agent.program import LpfConfig
 from ffs.agent.service import AgentService, ServiceConfig
 from ffs.agent.state import StateStore, default_state_dir
-from ffs.cli.common import CliError, CliUsageError, one_line_errors
+from ffs.cli.common import CliError, CliUsageError, one_line_errors, version_option
 from ffs.driver.base import Driver, DriverError
 from ffs.driver.bfrt import BfrtDriver
 from ffs.driver.model import ModelDriver
 from ffs.driver.wire import default_control_address
 from ffs.ports import PortError
 from ffs.tau import TauParams
-from ffs.topology import TopologyError, load
+from ffs.topology import Topology, TopologyError, load
+from ffs.unixsock import can_give_to_group
 
 
 class KeyValueFormatter(logging.Formatter):
@@ -62,9 +68,11 @@ def make_driver(target: str, switch: str) -> Driver:
 WAIT_NOTE_S = 5.0  # how often a start-up waiting for its switch says so
 
 
-def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: float, log: logging.Logger) -> None:
+def connect_saying_so(
+    driver: Driver, target: str, address: str, timeout_s: float, log: logging.Logger, notifier: Notifier | None = None
+) -> None:
     """Connect within `timeout_s`, saying every few seconds what the agent waits for (a silent
-    minute looks like a hang)."""
+    minute looks like a hang), in the log and to systemd (`systemctl status`)."""
     start = time.monotonic()
     what = "bf_switchd's BF-Runtime" if target == "tofino" else "the software switch's control service"
     while True:
@@ -77,13 +85,13 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
                 raise DriverError(
                     f"{what} at {address} did not answer within {timeout_s:g} s (--connect-timeout); last attempt: {e}"
                 ) from None
-            log.info(
-                "waiting for %s at %s (%.0f of %.0f s; --connect-timeout)",
-                what,
-                address,
-                time.monotonic() - start,
-                timeout_s,
+            waited = (
+                f"waiting for {what} at {address} ({time.monotonic() - start:.0f} of {timeout_s:.0f} s; "
+                "--connect-timeout)"
             )
+            log.info("%s", waited)
+            if notifier is not None:
+                notifier.status(waited)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -148,6 +156,14 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
     default=None,
     help="F estimator output scale-down (0..31); default: sized for the node's fastest port (spec §4).",
 )
+@click.option(
+    "--guard-timer-us",
+    default=None,
+    type=float,
+    help="The queue guard's timer period (the packet generator drains each egress's virtual queue this "
+    "often, docs/spec.md §7.7); default: sized for the node's ports, at most 100 us; 0 turns the guard "
+    "off. tofino-model generates a few hundred packets a second: give it 100000 or more there.",
+)
 @click.option("--delta-fraction", default=0.01, show_default=True, help="tau damping: delta = this * target.")
 @click.option("--max-decrease", default=0.25, show_default=True, help="Largest tau decrease per period.")
 @click.option(
@@ -200,80 +216,90 @@ def connect_saying_so(driver: Driver, target: str, address: str, timeout_s: floa
     help="Log lines on stderr as key=value or as JSON objects.",
 )
 @click.option("-v", "--verbose", count=True, help="-vv logs every period's tau per egress.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Check the configuration (options, topology, node, state directory and saved matrix, the SDE's "
+    "client for --target tofino, the directories of the locks and the socket), say so in one line, and exit "
+    "without touching the switch (the unit's ExecStartPre).",
+)
+@version_option("ffs-agent")
 @one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, PortError, ValueError, OSError, error=CliError)
-def main(
-    topology,
-    node,
-    target,
-    switch,
-    sock,
-    group,
-    state_dir,
-    adopt,
-    no_ports,
-    from_topology,
-    period_ms,
-    lpf_time_constant_us,
-    lpf_scale_down,
-    delta_fraction,
-    max_decrease,
-    wire_overhead,
-    metrics_port,
-    metrics_address,
-    check_period_s,
-    quarantine_s,
-    quarantine_fraction,
-    telemetry_period_s,
-    connect_timeout,
-    log_format,
-    verbose,
-) -> None:
+def main(**o: Any) -> None:
     """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
-    _log_to_stderr(log_format, verbose)
-    topo = load(topology)
-    topo.node(node)
-    _check_options(
-        lpf_scale_down,
-        period_ms,
-        check_period_s,
-        lpf_time_constant_us,
-        quarantine_s,
-        quarantine_fraction,
-        telemetry_period_s,
-        metrics_port,
-        metrics_address,
-        group,
-    )
+    _log_to_stderr(o["log_format"], o["verbose"])
+    topo = load(o["topology"])
+    topo.node(o["node"])
+    _check_options(o)
+    guard_timer_ns = _guard_timer_ns(o["guard_timer_us"])
     # everything that can be wrong with the options fails before the switch is touched
-    tau_params = TauParams(delta_fraction=delta_fraction, max_decrease=max_decrease)
-    log = logging.getLogger("ffs.agent")
-    lpf = LpfConfig(lpf_time_constant_us * 1e3 if lpf_time_constant_us is not None else None, lpf_scale_down)
-    store = StateStore(state_dir or default_state_dir(node), adopt=adopt)
-    address = _switch_address(switch, target)
-    owner = take_ownership(address, sock)  # before the switch or the socket is touched; held until exit
-    driver = make_driver(target, address)
-    connect_saying_so(driver, target, address, connect_timeout, logging.getLogger("ffs.agent"))
-    agent = Agent(
-        driver,
-        topo,
-        node,
-        lpf=lpf,
-        tau_params=tau_params,
-        wire_overhead_bytes=wire_overhead,
-        store=store,
-        quarantine_s=quarantine_s,
-        quarantine_fraction=quarantine_fraction,
-        telemetry_period_s=telemetry_period_s,
-        use_saved_matrix=not from_topology,
-        manage_ports=target == "tofino" and not no_ports,
+    tau_params = TauParams(delta_fraction=o["delta_fraction"], max_decrease=o["max_decrease"])
+    us = o["lpf_time_constant_us"]
+    lpf = LpfConfig(us * 1e3 if us is not None else None, o["lpf_scale_down"])
+    store = StateStore(o["state_dir"] or default_state_dir(o["node"]), adopt=o["adopt"])
+    address = _switch_address(o["switch"], o["target"])
+    if o["check"]:
+        click.echo(check_configuration(o, topo, lpf, store, address))
+        return
+    notifier = Notifier()
+    owner = take_ownership(address, o["sock"])  # before the switch or the socket is touched; held until exit
+    try:  # every refusal from here on, and a clean stop, removes the lock files again
+        driver = make_driver(o["target"], address)
+        connect_saying_so(driver, o["target"], address, o["connect_timeout"], logging.getLogger("ffs.agent"), notifier)
+        agent = Agent(
+            driver,
+            topo,
+            o["node"],
+            lpf=lpf,
+            tau_params=tau_params,
+            wire_overhead_bytes=o["wire_overhead"],
+            store=store,
+            quarantine_s=o["quarantine_s"],
+            quarantine_fraction=o["quarantine_fraction"],
+            telemetry_period_s=o["telemetry_period_s"],
+            use_saved_matrix=not o["from_topology"],
+            manage_ports=o["target"] == "tofino" and not o["no_ports"],
+            guard_timer_ns=guard_timer_ns,
+        )
+        _log_matrix_source(logging.getLogger("ffs.agent"), agent, store, o)
+        agent.install()
+        logging.getLogger("ffs.agent").info(
+            "agent running node=%s target=%s period_ms=%g version=%s",
+            o["node"],
+            o["target"],
+            o["period_ms"],
+            __version__,
+        )
+        config = ServiceConfig(
+            o["period_ms"] / 1e3, o["sock"], o["group"], o["metrics_port"], o["metrics_address"], o["check_period_s"]
+        )
+        AgentService(agent, config, notifier).run()
+    finally:
+        owner.close()  # a lock file left behind names an owner that was killed
+
+
+def check_configuration(o: dict[str, Any], topo: Topology, lpf: LpfConfig, store: StateStore, address: str) -> str:
+    """What `ffs-agent --check` verifies beyond the options main checks (the topology, the node, the
+    state directory): the saved matrix fits the topology, the SDE's client loads (--target tofino),
+    the lock and socket directories are writable, --group can be handed the socket. One line back."""
+    node = topo.node(o["node"])
+    saved = None if o["from_topology"] else store.load_matrix(node.name)
+    if saved is not None:
+        validate_saved(node, saved, store.matrix_path(node.name))
+    make_driver(o["target"], address)  # imports the SDE's bfrt_grpc for tofino; connects nowhere
+    dirs = [run_dir()] + ([Path(o["sock"]).parent] if o["sock"] else [])
+    for d in dirs:
+        probe = d if d.exists() else d.parent
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise OSError(
+                f"{d}: not writable by this agent's user (uid {os.geteuid()}): the locks and the socket live there"
+            )
+    matrix = f"the saved {store.matrix_path(node.name)}" if saved is not None else f"{o['topology']}'s"
+    tau_f_ms = (lpf.for_node(node).time_constant_ns or 0) / 1e6
+    return (
+        f"ffs-agent: configuration of node {node.name} is usable: {o['target']} switch at {address}, "
+        f"state in {store.dir}, {matrix} matrix, F time constants per pair, at most {tau_f_ms:.3g} ms"
     )
-    _log_matrix_source(log, agent, store, topology, node, from_topology, lpf_time_constant_us)
-    agent.install()
-    logging.getLogger("ffs.agent").info("agent running node=%s target=%s period_ms=%g", node, target, period_ms)
-    AgentService(
-        agent, ServiceConfig(period_ms / 1e3, sock, group, metrics_port, metrics_address, check_period_s)
-    ).run()
-    owner.close()  # removed: a lock file left behind names an owner that was killed
 
 
 def _log_to_stderr(log_format, verbose) -> None:
@@ -282,31 +308,32 @@ def _log_to_stderr(log_format, verbose) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, handlers=[handler])
 
 
-def _log_matrix_source(log, agent, store, topology, node, from_topology, lpf_time_constant_us) -> None:
-    source = _matrix_source(store, topology, node, from_topology)
+def _log_matrix_source(log: logging.Logger, agent: Agent, store: StateStore, o: dict[str, Any]) -> None:
+    source = _matrix_source(store, o["topology"], o["node"], o["from_topology"])
     log.info(
-        "matrix loaded from %s; state and audit in %s; F estimator time constant %.3g ms%s, scale-down %s",
+        "matrix loaded from %s; state and audit in %s; F estimator time constant %s%.3g ms, scale-down %s",
         source,
         store.dir,
+        "" if o["lpf_time_constant_us"] is not None else "per pair, at most ",
         (agent.lpf.time_constant_ns or 0) / 1e6,
-        "" if lpf_time_constant_us is not None else " (derived)",
         agent.lpf.scale_down,
     )
 
 
-def _check_options(
-    lpf_scale_down,
-    period_ms,
-    check_period_s,
-    lpf_time_constant_us,
-    quarantine_s,
-    quarantine_fraction,
-    telemetry_period_s,
-    metrics_port,
-    metrics_address,
-    group,
-) -> None:
+def _check_options(o: dict[str, Any]) -> None:
     """The option values main cannot use, as usage errors (before the switch is touched)."""
+    lpf_scale_down, period_ms, check_period_s = o["lpf_scale_down"], o["period_ms"], o["check_period_s"]
+    lpf_time_constant_us, quarantine_s, quarantine_fraction = (
+        o["lpf_time_constant_us"],
+        o["quarantine_s"],
+        o["quarantine_fraction"],
+    )
+    telemetry_period_s, metrics_port, metrics_address, group = (
+        o["telemetry_period_s"],
+        o["metrics_port"],
+        o["metrics_address"],
+        o["group"],
+    )
     if (lpf_scale_down is not None and not 0 <= lpf_scale_down <= 31) or not period_ms > 0 or not check_period_s >= 0:
         raise CliUsageError("--lpf-scale-down must be 0..31, --period-ms positive and --check-period-s >= 0")
     if lpf_time_constant_us is not None and not 0 < lpf_time_constant_us < 1e7:
@@ -319,11 +346,26 @@ def _check_options(
         raise CliUsageError("--metrics-port must be 1..65535")
     if group is not None:
         try:
-            grp.getgrnam(group)
+            gid = grp.getgrnam(group).gr_gid
         except KeyError:
             raise CliUsageError(f"--group {group}: no such group") from None
+        if not can_give_to_group(gid):
+            raise CliUsageError(
+                f"--group {group}: this agent's user (uid {os.geteuid()}) is not in the group and lacks CAP_CHOWN, "
+                f"so it cannot hand the socket to it (the unit: SupplementaryGroups={group})"
+            )
     if metrics_port is not None and not ipaddress.ip_address(metrics_address).is_loopback:
         logging.getLogger("ffs.agent").warning("metrics served on a non-loopback address=%s, as asked", metrics_address)
+
+
+def _guard_timer_ns(us: float | None) -> int | Literal["auto"] | None:
+    """--guard-timer-us as the agent takes it: sized for the node when not given, None (off) for 0,
+    else whole nanoseconds."""
+    if us is None:
+        return "auto"
+    if not 0 <= us <= 4e6:
+        raise CliUsageError("--guard-timer-us must be 0 (off) .. 4000000 (the generator's timer holds 4.29 s)")
+    return None if us == 0 else max(1, round(us * 1e3))
 
 
 def _switch_address(switch, target) -> str:

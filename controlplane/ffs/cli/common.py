@@ -6,11 +6,13 @@ from __future__ import annotations
 import functools
 import json
 import os
+import platform
 import sys
 from typing import Any, Callable, TypeVar
 
 import click
 
+from ffs import __version__
 from ffs.jsonsafe import finite
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,3 +58,10 @@ def dump_json(obj: Any) -> None:
 
     json.dump(finite(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")
+
+
+def version_option(prog: str) -> Callable[[F], F]:
+    """`--version`: the command, the package's version and the Python it runs on, one line."""
+    return click.version_option(
+        __version__, "--version", prog_name=prog, message=f"%(prog)s %(version)s (Python {platform.python_version()})"
+    )

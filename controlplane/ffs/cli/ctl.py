@@ -12,7 +12,7 @@ from ffs.agent.api import ApiError, call
 from ffs.agent.matrix import MatrixError, read_matrix_text
 from ffs.cli import fleet as fleet_mod
 from ffs.cli import remote
-from ffs.cli.common import CliError, dump_json, one_line_errors
+from ffs.cli.common import CliError, dump_json, one_line_errors, version_option
 from ffs.units import format_rate
 
 DEFAULT_SOCKET = "/run/ffs/agent.sock"
@@ -59,6 +59,7 @@ class JsonAnywhere(click.Group):
     help="An agent on another machine, reached over SSH (or FFS_AGENT_HOST); --socket is then its path there.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (anywhere on the command line).")
+@version_option("ffsctl")
 @click.pass_context
 def main(ctx: click.Context, sock: str, host: str | None, as_json: bool) -> None:
     """Inspect and change a running FFS agent."""
@@ -74,6 +75,15 @@ def _call(ctx: click.Context, req: dict):
 errors = one_line_errors(ApiError, MatrixError, OSError, ValueError, error=CliError)
 
 
+def _queue(e: dict) -> str:
+    """The queue guard's column: the virtual queue against its threshold in kB, and ↓ while τ aims
+    below the target to drain it (spec §7.7, §9); "off" without the guard."""
+    if e.get("queue_threshold") is None:
+        return "off"
+    q = f"{e['queue_bytes'] / 1e3:.0f}/{e['queue_threshold'] / 1e3:.0f}k"
+    return q + ("↓" if e.get("draining") else "")
+
+
 @main.command()
 @click.pass_context
 @errors
@@ -83,9 +93,12 @@ def status(ctx) -> None:
     if ctx.obj["json"]:
         return dump_json(s)
     c = Console()
+    if "agent_version" in s:  # an older agent does not say
+        c.print(f"node {s['node']}: agent {s['agent_version']} (Python {s['python']}), program {s['program']}")
     t = Table(title=f"node {s['node']}: egresses")
-    for col in ("egress", "capacity", "target", "accepted A", "offered R*", "tau", "state"):
-        t.add_column(col, justify="left" if col == "egress" else "right")
+    for col in ("egress", "capacity", "target", "accepted A", "offered R*", "tau", "state", "queue"):
+        # the state whole on an 80-column terminal: the rates give way first
+        t.add_column(col, justify="left" if col == "egress" else "right", min_width=11 if col == "state" else None)
     for e in s["egresses"]:
         t.add_row(
             e["egress"],
@@ -95,6 +108,7 @@ def status(ctx) -> None:
             _rate(e["offered_bps"]),
             f"{e['tau']:.4f}",
             "congested" if e["congested"] else "uncongested",
+            _queue(e),
         )
     c.print(t)
     p = Table(title="pairs")
@@ -280,7 +294,10 @@ def _say_planned(ctx, sw: fleet_mod.Switch) -> None:
     if sw.state == "failed":
         click.echo(f"{sw.node} ({sw.where}): error: {sw.error}")
         return
-    click.echo(f"{sw.node} ({sw.where}): {len(sw.changes) or 'no'} change{'' if len(sw.changes) == 1 else 's'}")
+    click.echo(
+        f"{sw.node} ({sw.where}): agent {sw.agent_version}, program {sw.program}: "
+        f"{len(sw.changes) or 'no'} change{'' if len(sw.changes) == 1 else 's'}"
+    )
     for c in sw.changes:
         old = "-" if c["old"] is None else format_rate(c["old"])
         new = "-" if c["new"] is None else format_rate(c["new"])
@@ -302,11 +319,14 @@ def _say_pushed(ctx, sw: fleet_mod.Switch) -> None:
 
 
 def _fleet_end(ctx, switches: list, ok: bool, failure: str) -> None:
+    warnings = fleet_mod.differences(switches)
     if ctx.obj["json"]:
-        dump_json({"ok": ok, "switches": [sw.report() for sw in switches]})
+        dump_json({"ok": ok, "warnings": warnings, "switches": [sw.report() for sw in switches]})
         if not ok:
             ctx.exit(1)
         return
+    for w in warnings:
+        click.echo(f"warning: {w}")
     click.echo(fleet_mod.summary(switches))
     if not ok:
         raise CliError(failure)

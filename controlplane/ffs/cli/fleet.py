@@ -11,9 +11,10 @@ A fleet file lists the switches in the order they are pushed:
 the remote PATH; matrix paths are relative to the fleet file. First every node is asked, without
 changing anything, which node its agent is (it must be the one named), what loading its matrix
 would change (diff) and what FFS would give its measured demands under it (plan); any failure there
-stops the run with nothing pushed. Then the nodes with a change are pushed one by one, and the
-first refusal stops the run: the nodes pushed before it keep their new matrix, and the result says
-which nodes changed.
+stops the run with nothing pushed. The plan also says which agent version and which program each
+node runs, and warns where the nodes differ (a fleet half upgraded). Then the nodes with a change
+are pushed one by one, and the first refusal stops the run: the nodes pushed before it keep their
+new matrix, and the result says which nodes changed.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Switch:
     plan: dict[str, Any] | None = None
     state: str = "not pushed"  # planned, changed, unchanged, refused, not pushed, failed
     error: str | None = None
+    agent_version: str | None = None  # what the node's agent said it runs (an older agent says nothing)
+    program: str | None = None
 
     @property
     def where(self) -> str:
@@ -58,6 +61,8 @@ class Switch:
             "error": self.error,
             "changes": self.changes,
             "plan": self.plan,
+            "agent_version": self.agent_version,
+            "program": self.program,
         }
 
 
@@ -112,9 +117,11 @@ def plan(fleet: list[Switch], default_socket: str, say: Callable[[Switch], None]
             sw.text = read_matrix_text(sw.matrix)
             req = {"text": sw.text, "source": str(sw.matrix)}
             with Session(sw, default_socket) as s:
-                shown = s.call({"op": "matrix_show"})
+                shown = s.call({"op": "status"})
                 if shown.get("node") != sw.node:
                     raise ApiError(f"the agent at {sw.where} is node {shown.get('node')}, not {sw.node}")
+                sw.agent_version = shown.get("agent_version") or "unknown (the agent does not say)"
+                sw.program = shown.get("program") or "unknown"
                 sw.changes = s.call({"op": "matrix_diff", **req})["changes"]
                 sw.plan = s.call({"op": "matrix_plan", **req})
             sw.state = "planned"
@@ -141,6 +148,22 @@ def apply(fleet: list[Switch], default_socket: str, say: Callable[[Switch], None
             say(sw)
             return False
     return True
+
+
+def differences(fleet: list[Switch]) -> list[str]:
+    """A warning per thing the planned nodes do not agree on: the agent's version, the program."""
+    out = []
+    for what, key in (("agent versions", "agent_version"), ("programs", "program")):
+        seen: dict[str, list[str]] = {}
+        for sw in fleet:
+            value = getattr(sw, key)
+            if value is not None:
+                seen.setdefault(value, []).append(sw.node)
+        if len(seen) > 1:
+            out.append(
+                f"the nodes run different {what}: " + "; ".join(f"{v} ({', '.join(n)})" for v, n in seen.items())
+            )
+    return out
 
 
 def summary(fleet: list[Switch]) -> str:

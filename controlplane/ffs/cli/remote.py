@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from ffs.agent.api import ApiError, answer, connect
 
 SSH_OPTIONS = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]  # never a password prompt in a fleet run
+COMMAND_NOT_FOUND = 127  # the remote shell's status for a command it cannot find, which ssh passes on
 
 
 def parse_host(url: str) -> tuple[str, int | None]:
@@ -44,9 +45,15 @@ def parse_host(url: str) -> tuple[str, int | None]:
     return (f"{u.username}@{host}" if u.username else host), port
 
 
+def far_ffsctl(remote_ffsctl: str | None = None) -> str:
+    """ffsctl on the far end: as named (a fleet file's `ffsctl:`), else FFS_REMOTE_FFSCTL, else the
+    one on the PATH of an SSH session there."""
+    return remote_ffsctl or os.environ.get("FFS_REMOTE_FFSCTL") or "ffsctl"
+
+
 def ssh_argv(url: str, socket_path: str, remote_ffsctl: str | None = None) -> list[str]:
     dest, port = parse_host(url)
-    ffsctl = remote_ffsctl or os.environ.get("FFS_REMOTE_FFSCTL") or "ffsctl"
+    ffsctl = far_ffsctl(remote_ffsctl)
     remote = " ".join(shlex.quote(a) for a in [ffsctl, "dial-stdio", "--socket", socket_path])
     return [
         *shlex.split(os.environ.get("FFS_SSH_COMMAND") or "ssh"),
@@ -65,6 +72,7 @@ class Remote:
         self.url = url
         self.timeout_s = timeout_s
         self.argv = ssh_argv(url, socket_path, remote_ffsctl)
+        self.remote_ffsctl = far_ffsctl(remote_ffsctl)
         try:
             self.proc = subprocess.Popen(
                 self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -100,7 +108,13 @@ class Remote:
             self.proc.kill()
         err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
         lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
-        return ApiError(f"{self.url}: {lines[-1] if lines else what}")
+        last = lines[-1] if lines else what
+        if self.proc.returncode == COMMAND_NOT_FOUND:
+            return ApiError(
+                f"{self.url}: {self.remote_ffsctl} is not on the PATH of an SSH session there ({last}): link it "
+                "into /usr/local/bin there (docs/hardware.md), or name it (ffsctl: in a fleet file, FFS_REMOTE_FFSCTL)"
+            )
+        return ApiError(f"{self.url}: {last}")
 
     def _readline(self) -> bytes:
         assert self.proc.stdout is not None

@@ -7,6 +7,7 @@ import logging
 import re
 import sys
 import time
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -16,6 +17,7 @@ from ffs.allocator import allocate_window
 from ffs.cli.common import CliError, CliUsageError, dump_json, one_line_errors
 from ffs.driver.base import DriverError
 from ffs.driver.wire import default_control_address
+from ffs.lab import timeline
 from ffs.lab.baselines import Csfq
 from ffs.lab.nodes import build_nodes
 from ffs.switch import trace
@@ -189,15 +191,46 @@ def run_cmd(
     show_default=True,
     help="Pipeline: compiled (c), the Python reference, or c when built.",
 )
+@click.option(
+    "--bin-ms",
+    type=float,
+    default=None,
+    help="Report every stream's delivered rate per bin of this many ms, and τ per period (--json: "
+    "'series'; the topology's streams only).",
+)
+@click.option(
+    "--plot",
+    "plot_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Draw the streams' delivered rates and τ over time to this PNG (bins of --bin-ms, default 1).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @one_line_errors(TopologyError, DriverError, ValueError, OSError, RuntimeError, error=CliUsageError)
 def replay_cmd(
-    topology, duration, period_ms, seed, poisson, no_agent, pcap_file, ingress, line_rate, speed, engine, as_json
+    topology,
+    duration,
+    period_ms,
+    seed,
+    poisson,
+    no_agent,
+    pcap_file,
+    ingress,
+    line_rate,
+    speed,
+    engine,
+    bin_ms,
+    plot_file,
+    as_json,
 ) -> None:
     """Run TOPOLOGY's streams (or a pcap) through the software switch in virtual time, agents in the
     loop, and compare the delivered rates with the exact FFS allocation."""
     topo = load(topology)
     seed = topo.seed if seed is None else seed
+    if plot_file is not None and bin_ms is None:
+        bin_ms = 1.0
+    if bin_ms is not None and (not 0 < bin_ms <= 60_000 or pcap_file is not None):
+        raise CliUsageError("--bin-ms must be in (0, 60000] ms, and goes with the topology's streams (not --pcap)")
     nodes = build_nodes(topo, seed, engine)
     pipes, agents = nodes.pipelines, nodes.agents
     kind = "c" if all(isinstance(p, FastPipeline) for p in pipes.values()) else "python"
@@ -217,7 +250,7 @@ def replay_cmd(
         )
     else:
         out = _replay_streams(
-            topo, topology, pipes, agents, duration, period_ms, seed, poisson, no_agent, ingress, line_rate
+            topo, topology, pipes, agents, duration, period_ms, seed, poisson, no_agent, ingress, line_rate, bin_ms
         )
     wall = time.monotonic() - t0
     out.update(
@@ -228,13 +261,17 @@ def replay_cmd(
             "tau": {f"{n}.{e}": a.taus[e].tau for n, a in agents.items() for e in a.taus},
         }
     )
+    if plot_file is not None:
+        out["plot"] = str(timeline.plot(out["series"], Path(plot_file), f"{topo.name}: delivered rates and τ"))
     if as_json:
         return dump_json(out)
     _print_replay(topo, out, pcap_file is None, wall, kind)
+    if plot_file is not None:
+        click.echo(f"plot: {out['plot']}")
 
 
 def _replay_streams(
-    topo, topology, pipes, agents, duration, period_ms, seed, poisson, no_agent, ingress, line_rate
+    topo, topology, pipes, agents, duration, period_ms, seed, poisson, no_agent, ingress, line_rate, bin_ms=None
 ) -> dict:
     """The topology's streams through the switch; each stream's rate over the second half against
     the exact allocation."""
@@ -249,7 +286,10 @@ def _replay_streams(
             return None
         return {n: [(e.egress, e.tau, e.congested) for e in a.step(now_ns / 1e9).egresses] for n, a in agents.items()}
 
-    res = trace.run(topo, pipes, duration, period_s=period_ms / 1e3, on_period=on_period, seed=seed, poisson=poisson)
+    bin_s = 0.01 if bin_ms is None else bin_ms / 1e3
+    res = trace.run(
+        topo, pipes, duration, period_s=period_ms / 1e3, on_period=on_period, seed=seed, poisson=poisson, bin_s=bin_s
+    )
     window = (duration / 2, duration)
     exact = allocate_window(topo, *window)  # honours the streams' start and stop
     rows = []
@@ -266,7 +306,15 @@ def _replay_streams(
                 "error": (got - x) / x if x else None,
             }
         )
-    return {"duration_s": duration, "packets": res.packets, "window_s": list(window), "streams": rows}
+    out = {"duration_s": duration, "packets": res.packets, "window_s": list(window), "streams": rows}
+    if bin_ms is not None:
+        taus = [
+            (p["t"], {f"{n}.{e}": (tau, congested) for n, rows_ in p["value"].items() for e, tau, congested in rows_})
+            for p in res.periods
+            if p["value"] is not None
+        ]
+        out["series"] = timeline.series(res, duration, taus)
+    return out
 
 
 def _print_replay(topo, out: dict, streams: bool, wall: float, kind: str) -> None:

@@ -57,6 +57,11 @@ class Driver(abc.ABC):
     def program_id(self) -> str:
         """An id of the loaded pipeline that changes when the program is reloaded (agent re-applies)."""
 
+    def program_identity(self) -> str:
+        """Which program the switch runs, for an operator comparing switches (ffsctl status, the
+        metric ffs_build_info, ffsctl fleet plan); empty where the target cannot tell."""
+        return ""
+
     # -- tables ------------------------------------------------------------------------------
     @abc.abstractmethod
     def write(self, updates: Sequence[Update]) -> None:

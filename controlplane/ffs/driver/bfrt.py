@@ -386,6 +386,23 @@ class BfrtDriver(Driver):
         self._require()
         return self._program_id
 
+    def program_identity(self) -> str:
+        """The bound program's name and the hash of the p4src/ it was compiled from, which `make
+        build` installs beside it (`$SDE_INSTALL/share/<chip>pd/<name>/p4src.sha256`, one per chip
+        installed): bf_switchd loads the program from there (`run_switchd.sh -p NAME`)."""
+        hashes = {}
+        for path in sorted(glob.glob(os.path.join(os.environ.get("SDE_INSTALL", "/nonexistent"), "share", "*pd"))):
+            try:
+                digest = Path(path, self.program, "p4src.sha256").read_text().split()[0][:12]
+            except (OSError, IndexError):
+                continue
+            hashes[os.path.basename(path)[: -len("pd")]] = digest
+        if not hashes:
+            return f"{self.program} (no p4src.sha256 under $SDE_INSTALL/share/*pd/{self.program})"
+        if len(set(hashes.values())) == 1:
+            return f"{self.program} p4src {next(iter(hashes.values()))}"
+        return f"{self.program} p4src " + ", ".join(f"{h} ({chip})" for chip, h in sorted(hashes.items()))
+
     def _require(self) -> None:
         if self.iface is None or self.info is None:
             raise DriverError("not connected to BF-Runtime")

@@ -13,7 +13,7 @@ import grpc
 
 from ffs.driver import wire
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
-from ffs.entries import CounterValue, LpfSpec, TableEntry, Update
+from ffs.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
 
 
 class ModelDriver(Driver):
@@ -65,6 +65,13 @@ class ModelDriver(Driver):
     def program_id(self) -> str:
         return str(self._rpc("ProgramId", {})["program_id"])
 
+    def program_identity(self) -> str:
+        """The software switch runs the pipeline of its own package: its version names it."""
+        try:
+            return f"ffs software switch {self._rpc('Version', {})['version']}"
+        except (DriverError, KeyError, TypeError):
+            return "ffs software switch (a version that does not say which)"
+
     def write(self, updates: Sequence[Update]) -> None:
         self._rpc("Write", {"updates": [wire.update_to_json(u) for u in updates]})
 
@@ -107,3 +114,11 @@ class ModelDriver(Driver):
 
     def read_lpf_spec(self, name: str, index: int) -> LpfSpec:
         return wire.lpf_from_json(self._rpc("ReadLpfSpec", {"name": name, "index": index})["spec"])
+
+    has_pktgen = True
+
+    def set_timer(self, timer: TimerSpec | None) -> None:
+        self._rpc("SetTimer", {"timer": wire.timer_to_json(timer)})
+
+    def read_timer(self) -> TimerSpec | None:
+        return wire.timer_from_json(self._rpc("ReadTimer", {}).get("timer"))

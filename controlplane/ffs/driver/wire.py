@@ -11,7 +11,7 @@ import os
 import tempfile
 from typing import Any
 
-from ffs.entries import Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
+from ffs.entries import Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, TimerSpec, Update
 
 SERVICE = "ffs.switch.Control"
 
@@ -96,3 +96,15 @@ def lpf_from_json(d: dict[str, Any]) -> LpfSpec:
     return LpfSpec(
         d["kind"], float(d["gain_time_constant_ns"]), float(d["decay_time_constant_ns"]), int(d["out_scale_down"])
     )
+
+
+def timer_to_json(t: TimerSpec | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {"period_ns": t.period_ns, "packets": t.packets, "app_id": t.app_id, "packet_len": t.packet_len}
+
+
+def timer_from_json(d: dict[str, Any] | None) -> TimerSpec | None:
+    if d is None:
+        return None
+    return TimerSpec(int(d["period_ns"]), int(d["packets"]), int(d["app_id"]), int(d["packet_len"]))

@@ -207,6 +207,9 @@ def _start_agent(
             f"--socket={sock}",
             f"--state-dir={tmp}/state",
             f"--period-ms={period_ms}",
+            # tofino-model forwards a few hundred packets a second and has no queues to guard
+            # (its TM empties as fast as its loop runs): the guard's timer would swamp it
+            "--guard-timer-us=0",
         ],
         stdout=subprocess.DEVNULL,
         stderr=open(log_dir / "agent.log", "w"),

@@ -527,6 +527,7 @@ def run_agent_install(setup: Setup, work: Path) -> None:
             f"--state-dir={work}/state",
             "--period-ms=100000",
             "--check-period-s=0",
+            "--guard-timer-us=0",  # no timer on either target: the model's would run on its own clock
         ],
         stdout=subprocess.DEVNULL,
         stderr=log,

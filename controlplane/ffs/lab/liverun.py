@@ -52,9 +52,10 @@ class LiveNode:
         self.procs.append(p)
         return p
 
-    def receive(self, host: str, seconds: float) -> subprocess.Popen:
-        """`ffs.lab.traffic recv` on `host` for `seconds`: a JSON line a second on its stdout (text)."""
-        argv = self.exec_args(host, sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={seconds:g}")
+    def receive(self, host: str, seconds: float, *extra: str) -> subprocess.Popen:
+        """`ffs.lab.traffic recv` on `host` for `seconds`: a JSON line a second (or an --interval)
+        on its stdout (text)."""
+        argv = self.exec_args(host, sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={seconds:g}", *extra)
         return self.spawn(argv, stdout=subprocess.PIPE, text=True)
 
     def send(self, host: str, dst: str, rate: str | float, seconds: float, *extra: str) -> subprocess.Popen:
@@ -93,6 +94,7 @@ def live_node(
     period_ms: float = 100.0,
     lpf_time_constant_us: float | None = None,
     switch_args: Sequence[str] = (),
+    agent_args: Sequence[str] = (),
     before_switch: Callable[[netns.Plan], None] | None = None,
 ) -> Iterator[LiveNode]:
     topo = load(topology_file)
@@ -143,6 +145,7 @@ def live_node(
                     f"--state-dir={work}/state",
                     f"--period-ms={period_ms}",
                     *([] if lpf_time_constant_us is None else [f"--lpf-time-constant-us={lpf_time_constant_us}"]),
+                    *agent_args,
                 ],
                 log="agent.log",
                 stdout=subprocess.DEVNULL,

@@ -87,11 +87,16 @@ def _libc_sendmmsg():
     return fn
 
 
-class _Batcher:
-    """Sends `n` copies of one datagram on a connected socket: sendmmsg, or send() in a loop."""
+STAMP = b"FFSt"  # a send time follows: 8 bytes of CLOCK_MONOTONIC ns, the clock every namespace shares
+STAMP_LEN = len(STAMP) + 8
 
-    def __init__(self, sock: socket.socket, datagram: bytes) -> None:
-        self.sock, self.datagram = sock, datagram
+
+class _Batcher:
+    """Sends `n` copies of one datagram on a connected socket: sendmmsg, or send() in a loop. With
+    `stamp_at`, each batch carries its send time at that offset (STAMP, then the ns)."""
+
+    def __init__(self, sock: socket.socket, datagram: bytes, stamp_at: int | None = None) -> None:
+        self.sock, self.datagram, self.stamp_at = sock, datagram, stamp_at
         self._sendmmsg = _libc_sendmmsg()
         if self._sendmmsg is not None:
             self._buf = ctypes.create_string_buffer(datagram, len(datagram))
@@ -103,6 +108,12 @@ class _Batcher:
 
     def send(self, n: int) -> int:
         """Hand up to `n` (≤ BATCH) datagrams to the kernel; returns how many it took."""
+        if self.stamp_at is not None:
+            stamp = STAMP + struct.pack("!Q", time.monotonic_ns())
+            at = self.stamp_at
+            self.datagram = self.datagram[:at] + stamp + self.datagram[at + STAMP_LEN :]
+            if self._sendmmsg is not None:
+                ctypes.memmove(ctypes.addressof(self._buf) + at, stamp, STAMP_LEN)
         if self._sendmmsg is not None:
             r = self._sendmmsg(self.sock.fileno(), self._vec, n, socket.MSG_DONTWAIT)
             return max(r, 0)  # -1: the queue is full right now (EAGAIN/ENOBUFS): nothing went out
@@ -264,26 +275,37 @@ def send(
     flags: int = 0,
     sport: int = 0,
     ip_len: int | None = None,
+    pulse: tuple[float, float] | None = None,
+    stamp: bool = False,
 ) -> SendReport:
     """Offer `size`-byte IP packets to `dst` at the line rate `rate_bps` for `duration_s`; with
-    `ip_len`, their IPv4 total length field says ip_len instead of size."""
+    `ip_len`, their IPv4 total length field says ip_len instead of size; with `pulse` (on, every),
+    only in the first `on` seconds of every `every` (an on-off flood, the rate while on); with
+    `stamp`, every packet carries its send time for a receiver that bins by it."""
     if rate_bps <= 0:
         raise TrafficError("--rate must be positive")
+    if pulse is not None and not 0 < pulse[0] <= pulse[1]:
+        raise TrafficError("--pulse ON,EVERY needs 0 < ON <= EVERY seconds")
     if ip_len is None:
         sock, datagram = open_sender(dst, port, size, rf_code, flags, sport)
     else:
         sock, datagram = open_liar(dst, port, size, ip_len, rf_code, flags, sport)
-    batcher = _Batcher(sock, datagram)
+    at = None
+    if stamp:  # the UDP payload's first bytes: after the shim and UDP header when the shim is ours
+        if ip_len is not None or size - IP_UDP - (0 if rf_code is None else constants.SHIM_LEN) < STAMP_LEN:
+            raise TrafficError(f"--stamp needs a plain UDP payload of at least {STAMP_LEN} bytes")
+        at = 0 if rf_code is None else constants.SHIM_LEN + UDP_HDR
+    batcher = _Batcher(sock, datagram, at)
     gap = wire_bytes(size) * 8 / rate_bps
     start = time.perf_counter()
-    due_total = int(duration_s / gap)
+    due_total = _owed(duration_s, gap, pulse)
     offered = sent = 0
     try:
         while offered < due_total:
             now = time.perf_counter()
-            due = min(int((now - start) / gap) + 1, due_total) - offered  # packets owed by now
+            due = min(_owed(now - start, gap, pulse) + 1, due_total) - offered  # packets owed by now
             if due <= 0:
-                time.sleep(min(start + offered * gap - now, 0.01))
+                time.sleep(0.0005 if pulse is not None else min(start + offered * gap - now, 0.01))
                 continue
             n = min(due, BATCH)
             sent += batcher.send(n)
@@ -293,12 +315,44 @@ def send(
     return SendReport(offered, sent, duration_s)
 
 
+def _pulse(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        on, every = (float(x) for x in text.split(","))
+    except ValueError:
+        raise TrafficError(f"--pulse {text}: want ON,EVERY in seconds, e.g. 0.02,0.25") from None
+    return on, every
+
+
+def _owed(t: float, gap: float, pulse: tuple[float, float] | None) -> int:
+    """Packets a sender at one per `gap` seconds owes `t` seconds after it started, sending only in
+    the first `on` of every `every` seconds with `pulse` = (on, every)."""
+    if pulse is None:
+        return int(t / gap)
+    on, every = pulse
+    k, into = divmod(t, every)
+    return int(k) * int(on / gap) + int(min(into, on) / gap)
+
+
 # --- receiver -------------------------------------------------------------------------------
 
 
-def recv(port: int, interval_s: float, duration_s: float, out: IO[str] = sys.stdout, ffs: bool = False) -> None:
+def recv(
+    port: int,
+    interval_s: float,
+    duration_s: float,
+    out: IO[str] = sys.stdout,
+    ffs: bool = False,
+    by_send_time: bool = False,
+) -> None:
     """Every `interval_s`, one JSON line: per source address, the line rate (bit/s) and packets received
-    (UDP to `port`; with `ffs`, also packets that still carry the shim, whatever follows it)."""
+    (UDP to `port`; with `ffs`, also packets that still carry the shim, whatever follows it). With
+    `by_send_time`, the packets a sender stamped (`send --stamp`) count in the interval they were
+    sent in, not the one they arrived in (a queue's delay moves arrivals, not what got through):
+    every line comes at the end, and unstamped packets are not counted."""
+    if by_send_time:
+        return _recv_by_send_time(port, interval_s, duration_s, out)
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     udp.bind(("0.0.0.0", port))
@@ -353,6 +407,41 @@ def recv(port: int, interval_s: float, duration_s: float, out: IO[str] = sys.std
             s.close()
 
 
+def _recv_by_send_time(port: int, interval_s: float, duration_s: float, out: IO[str]) -> None:
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    udp.bind(("0.0.0.0", port))
+    udp.settimeout(0.05)
+    start = time.monotonic_ns()
+    bins: dict[int, dict[str, list[int]]] = {}  # interval -> source -> [bytes, packets]
+    try:
+        while time.monotonic_ns() - start < duration_s * 1e9:
+            try:
+                data, (src, _) = udp.recvfrom(65535)
+            except TimeoutError:
+                continue
+            if len(data) < STAMP_LEN or data[: len(STAMP)] != STAMP:
+                continue
+            (sent,) = struct.unpack("!Q", data[len(STAMP) : STAMP_LEN])
+            k = int((sent - start) / (interval_s * 1e9))
+            if k < 0:
+                continue
+            cell = bins.setdefault(k, {}).setdefault(src, [0, 0])
+            cell[0] += wire_bytes(len(data) + IP_UDP)
+            cell[1] += 1
+    finally:
+        udp.close()
+    for k in range(int(duration_s / interval_s)):
+        row = bins.get(k, {})
+        rec = {
+            "t": round((k + 1) * interval_s, 6),
+            "rates_bps": {src: v[0] * 8 / interval_s for src, v in sorted(row.items())},
+            "packets": {src: v[1] for src, v in sorted(row.items())},
+        }
+        out.write(json.dumps(rec) + "\n")
+    out.flush()
+
+
 # --- command line ---------------------------------------------------------------------------
 
 
@@ -393,11 +482,23 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="an attack: the IPv4 total length field says N (0..65535) whatever --size (packet socket)",
     )
+    a.add_argument(
+        "--pulse",
+        default=None,
+        metavar="ON,EVERY",
+        help="an on-off flood: send only in the first ON seconds of every EVERY seconds (at --rate while on)",
+    )
+    a.add_argument("--stamp", action="store_true", help="carry each packet's send time (for recv --by-send-time)")
     b = sub.add_parser("recv", help="per-source rates, one JSON line per interval")
     b.add_argument("--port", type=int, default=5001)
     b.add_argument("--interval", type=float, default=1.0)
     b.add_argument("--duration", type=float, default=10.0)
     b.add_argument("--ffs", action="store_true", help="also count packets that still carry the shim")
+    b.add_argument(
+        "--by-send-time",
+        action="store_true",
+        help="count stamped packets (send --stamp) in the interval they were sent in; all lines at the end",
+    )
     args = ap.parse_args(argv)
     try:
         if args.cmd == "send":
@@ -417,12 +518,14 @@ def main(argv: list[str] | None = None) -> int:
                 flags=constants.FLAG_RI if args.ri else 0,
                 sport=args.sport,
                 ip_len=args.ip_len,
+                pulse=_pulse(args.pulse),
+                stamp=args.stamp,
             )
             print(json.dumps(rep.to_json(args.size)))
         else:
             if args.interval <= 0:
                 raise TrafficError("--interval must be positive")
-            recv(args.port, args.interval, args.duration, ffs=args.ffs)
+            recv(args.port, args.interval, args.duration, ffs=args.ffs, by_send_time=args.by_send_time)
     except (TrafficError, ValueError, OSError) as e:
         print(f"ffs.lab.traffic: error: {e}", file=sys.stderr)
         return 2

@@ -62,6 +62,11 @@ typedef unsigned __int128 u128;
 #define EVENT_NO_PAIR 3
 #define EVENT_FFS_DROP 4
 #define EVENT_NOT_INSERTED 5
+#define EVENT_GUARD_DROP 6
+#define GUARD_RF_CODE 0x8029u
+#define PKTGEN_PORT 68 /* Tofino 1's, pipe-local */
+#define TIMER_APP_ID 1
+#define TIMER_HEADER_LEN 6
 #define SHIM_ROOM_MAX 65528u
 #define IPV4_MF 0x2000u
 #define FFS_STATE_NONE 0
@@ -75,24 +80,29 @@ typedef unsigned __int128 u128;
 #define R_FFS_DROP 2
 #define R_MALFORMED 3
 #define R_TM_DROP 4
+#define R_GUARD_DROP 5
+#define R_TIMER 6
 
 /* the writable tables, in the order of ffs.p4names.TABLES; actions in the order of each table's
  * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate, frame_check) are code
  * below; their actions are listed for the contract check only. */
-enum { T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, T_F_LOG, T_GAMMA, T_EGRESS_PORTS, T_SHIM_ROOM, NT };
+enum {
+    T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, T_F_LOG, T_GAMMA, T_EGRESS_PORTS,
+    T_SHIM_ROOM, T_EGRESS_QUEUE, T_TIMER_PORTS, NT
+};
 #define NT_ALL (NT + 5)
 static const char *TABLE_NAMES[NT] = {
     "FfsIngress.forwarding.ipv4_routes", "FfsIngress.forwarding.ipv6_routes", "FfsIngress.pair_map.pairs",
     "FfsIngress.pair_map.egress_params", "FfsIngress.rate_est.len_log",       "FfsIngress.rate_est.weight",
     "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports",
-    "FfsIngress.pair_map.shim_room"};
+    "FfsIngress.pair_map.shim_room", "FfsIngress.guard.egress_queue", "FfsIngress.guard.timer_ports"};
 static const char *TABLE_ACTIONS[NT_ALL] = {
     "route no_route", "route no_route", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
     "set_weight weight_max", "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
-    "set_room room_max",
+    "set_room room_max", "set_queue no_queue", "set_drain no_drain",
     "use_label use_label_ri reset_label", "short_shim shim_fits",
     "candidate_upstream candidate_keep candidate_congested candidate_uncongested",
-    "parse_drop miss_drop note_no_pair ffs_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
+    "parse_drop miss_drop note_no_pair ffs_drop guard_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
     "insert_shim_v6 note_not_inserted forward",
     "frame_ok frame_lies"};
 enum { A_ROUTE = 0 };
@@ -104,6 +114,8 @@ enum { A_SET_LF = 0 };
 enum { A_GAMMA_ONE = 0, A_GAMMA_FRAC = 1, A_GAMMA_ZERO = 2 };
 enum { A_STRIP_SHIM = 0 };
 enum { A_SET_ROOM = 0 };
+enum { A_SET_QUEUE = 0 };
+enum { A_SET_DRAIN = 0 };
 
 static inline uint32_t sat_sub(uint32_t a, uint32_t b) { return a > b ? a - b : 0; }
 static inline uint32_t umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
@@ -428,7 +440,8 @@ enum {
     B_PAIR_BYTES_PK, B_PAIR_BYTES_BY, B_OFFERED_PK, B_OFFERED_BY, B_PAIR_DROPS_PK, B_PAIR_DROPS_BY, B_ADMITTED_PK, B_ADMITTED_BY,
     B_EVENTS_PK, B_EVENTS_BY, B_ACCEPTED_PK, B_ACCEPTED_BY, B_MALFORMED_PK, B_MALFORMED_BY, B_PAIR_MALFORMED_PK,
     B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN, B_LPF_DECAY, B_LPF_SHIFT,
-    B_TM_SPEED, B_TM_BUFFER, B_TM_BACKLOG, B_TM_LAST, B_TM_DROPS, B_TM_DROP_BYTES, B_TM_ENQUEUED, B_TM_DELAY_SUM, NB
+    B_TM_SPEED, B_TM_BUFFER, B_TM_BACKLOG, B_TM_LAST, B_TM_DROPS, B_TM_DROP_BYTES, B_TM_ENQUEUED, B_TM_DELAY_SUM,
+    B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG, B_PKTGEN_NEXT, B_PKTGEN_NOW, NB
 };
 static const struct {
     const char *name;
@@ -448,6 +461,9 @@ static const struct {
     {"tm.speed", 8, NUM_PORTS}, {"tm.buffer", 8, NUM_PORTS}, {"tm.backlog", 8, NUM_PORTS}, {"tm.last", 8, NUM_PORTS},
     {"tm.drops", 8, NUM_PORTS}, {"tm.drop_bytes", 8, NUM_PORTS}, {"tm.enqueued", 8, NUM_PORTS},
     {"tm.delay_sum", 8, NUM_PORTS},
+    {"guard.queue", 4, NUM_PIPES * NUM_PORTS}, {"guard.timers.packets", 8, NUM_PIPES * NUM_PORTS},
+    {"guard.timers.bytes", 8, NUM_PIPES * NUM_PORTS}, {"pktgen.cfg", 8, 4}, {"pktgen.next_ns", 8, NUM_PIPES},
+    {"pktgen.now_ns", 8, 1},
 };
 
 typedef struct {
@@ -470,6 +486,10 @@ typedef struct {
     double *tm_speed, *tm_buffer, *tm_backlog, *tm_delay_sum;
     int64_t *tm_last;
     uint64_t *tm_drops, *tm_drop_bytes, *tm_enqueued;
+    /* the queue guard and the packet generator's timer (ffs.switch.pktgen: period, packets, app, length) */
+    uint32_t *guard_queue;
+    uint64_t *guard_timers_pk;
+    int64_t *pktgen_cfg, *pktgen_next, *pktgen_now;
 } Engine;
 
 /* --- tna.py: Counter, Register, Lpf ----------------------------------------------------------- */
@@ -637,10 +657,11 @@ static void strip_shim(uint8_t *f, size_t *len, parsed_t *p) {
 /* --- pipeline.py: the ingress metadata and one function per P4 action ------------------------- */
 typedef struct {
     uint32_t ifindex, trust, insert;
-    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, runt, routed, egress_port;
+    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, runt, wlen, routed, egress_port;
     uint32_t rf_hdr, rf, rri_n, lw, llen;
     uint32_t managed, pid, rf_over_m, ltau, ltau_p, congested, lcr, room, tau_over_k;
     uint32_t pkt_weight, f_rate, rf_norm, c_cong, rnd, admit_margin, c_ri;
+    uint32_t qhi, guard;
 } meta_t;
 
 static inline uint32_t clamp_label(uint32_t rf) {
@@ -733,17 +754,21 @@ static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv
 }
 
 /* RateEstimation */
-static inline void set_lw(meta_t *md, uint32_t llen) {
+static inline void set_lw(meta_t *md, uint32_t llen, uint32_t wadd) {
     md->lw = sat_sub(llen, md->rf_hdr);
     md->llen = llen;
+    md->wlen = umin(md->l3_len + wadd, U16); /* |+| at 16 bits */
 }
-static inline void set_lw_runt(meta_t *md, uint32_t llen) {
-    set_lw(md, llen);
+static inline void set_lw_runt(meta_t *md, uint32_t llen, uint32_t wlen) {
+    md->lw = sat_sub(llen, md->rf_hdr);
+    md->llen = llen;
     md->runt = 1;
+    md->wlen = wlen;
 }
 static inline void lw_zero(meta_t *md) {
     md->lw = 0;
     md->llen = 0;
+    md->wlen = 0;
 }
 static inline void set_weight(meta_t *md, uint32_t w) { md->pkt_weight = w; }
 static inline void weight_max(meta_t *md) { md->pkt_weight = U32; }
@@ -776,9 +801,9 @@ static void rate_est_weigh(Engine *e, const parsed_t *p, meta_t *md) {
     u128 key = ((u128)(p->ip_version == 6) << 17) | ((u128)(p->vlan != 0) << 16) | md->l3_len;
     const tres *r = table_lookup(&e->tables[T_LEN_LOG], key);
     if (r->act == A_SET_LW)
-        set_lw(md, r->p[0]);
+        set_lw(md, r->p[0], r->p[1]);
     else if (r->act == A_SET_LW_RUNT)
-        set_lw_runt(md, r->p[0]);
+        set_lw_runt(md, r->p[0], r->p[1]);
     else
         lw_zero(md);
     r = md->trust ? table_lookup(&e->tables[T_WEIGHT], md->lw) : table_lookup(&e->tables[T_WEIGHT_RESET], md->llen);
@@ -821,6 +846,40 @@ static void ri_candidate_apply(meta_t *md) {
         md->c_ri = md->congested ? sat_sub(md->c_cong, md->rri_n) : CODE_MAX;
     else
         md->c_ri = md->congested ? md->c_cong : umax(md->c_cong, md->lcr);
+}
+
+/* QueueGuard (spec §7.7): the egress's threshold; for a managed packet gamma admitted, the
+ * virtual queue's verdict and its growth */
+static void guard_apply(Engine *e, meta_t *md, uint32_t pipe) {
+    const tres *r = table_lookup(&e->tables[T_EGRESS_QUEUE], md->egress_port);
+    md->qhi = r->act == A_SET_QUEUE ? r->p[0] : U32; /* set_queue / no_queue */
+    if (!(md->managed && md->admit_margin)) return;
+    uint32_t *q = &e->guard_queue[pipe * NUM_PORTS + md->egress_port]; /* enqueue */
+    md->guard = *q > md->qhi && md->rf_norm > GUARD_RF_CODE;
+    if (!md->guard) *q = (uint32_t)(*q + (uint64_t)md->wlen > U32 ? U32 : *q + md->wlen);
+}
+
+/* QueueGuard.timer: a timer packet (packet_id), or k alike: drain its port's queue k times */
+static void guard_timer(Engine *e, uint32_t packet_id, uint32_t pipe, int64_t k) {
+    const tres *r = table_lookup(&e->tables[T_TIMER_PORTS], packet_id);
+    if (r->act != A_SET_DRAIN) return; /* no_drain */
+    uint32_t port = r->p[0];
+    uint32_t *q = &e->guard_queue[pipe * NUM_PORTS + port];
+    uint64_t d = (uint64_t)r->p[1] * (uint64_t)k;
+    *q = d >= *q ? 0 : (uint32_t)(*q - d);
+    e->guard_timers_pk[pipe * NUM_PORTS + port] += (uint64_t)k;
+}
+
+/* Pipeline.run_timers: the generator's batches of `pipe` due by t_ns, each packet_id k times
+ * (ffs.switch.pktgen: the application's own packets, so their header names it) */
+static void run_timers(Engine *e, uint32_t pipe, int64_t t_ns) {
+    if (t_ns > e->pktgen_now[0]) e->pktgen_now[0] = t_ns;
+    int64_t period = e->pktgen_cfg[0];
+    if (period <= 0 || e->pktgen_next[pipe] > t_ns) return;
+    int64_t k = (t_ns - e->pktgen_next[pipe]) / period + 1;
+    e->pktgen_next[pipe] += k * period;
+    if (e->pktgen_cfg[2] != TIMER_APP_ID) return; /* the software switch runs the timer application only */
+    for (int64_t i = 0; i < e->pktgen_cfg[1]; i++) guard_timer(e, (uint32_t)i, pipe, k);
 }
 
 /* EgressAccounting.frame_check: the const entries of ffs.tables.frame_check_entries, in order.
@@ -902,6 +961,12 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
                               int64_t *depart) {
     size_t frame_len = *len;
     uint32_t pipe = ingress_port >> PIPE_SHIFT; /* the ingress controls' counters, register and LPF */
+    *pid_out = -1;
+    run_timers(e, pipe, t_ns);
+    if ((ingress_port & 0x7F) == PKTGEN_PORT && *len >= TIMER_HEADER_LEN && (buf[0] & 7) == TIMER_APP_ID) {
+        guard_timer(e, rd16(buf, 4), pipe, 1); /* FfsIngressParser's timer path (spec §7.1) */
+        return -1 - R_TIMER;
+    }
     meta_t md;
     memset(&md, 0, sizeof(md)); /* @pa_auto_init_metadata */
     md.ifindex = e->port_md[ingress_port][0];
@@ -924,10 +989,11 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
         normalize_apply(e, &md);
         ri_candidate_apply(&md);
     }
+    if (md.routed) guard_apply(e, &md, pipe);
     /* FfsIngress.fate: the const entries of ffs.tables.fate_entries, in order; beside it
      * count_pair_drop and count_admitted (A_j, before the TM) */
     if (md.managed) {
-        if (md.admit_margin == 0)
+        if (md.admit_margin == 0 || md.guard)
             counter_count(e->pair_drops_pk, e->pair_drops_by, pipe * NUM_PAIRS + md.pid, frame_len);
         else
             counter_count(e->admitted_pk, e->admitted_by, pipe * NUM_PORTS + md.egress_port, frame_len);
@@ -944,6 +1010,10 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     if (md.admit_margin == 0) { /* ffs_drop */
         event_count(e, pipe, EVENT_FFS_DROP);
         return -1 - R_FFS_DROP;
+    }
+    if (md.guard) { /* guard_drop */
+        event_count(e, pipe, EVENT_GUARD_DROP);
+        return -1 - R_GUARD_DROP;
     }
     uint32_t rf_out = umin(md.rf_norm, md.ltau);
     int grown = 0;
@@ -1055,6 +1125,11 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->tm_drop_bytes = b[B_TM_DROP_BYTES];
     self->tm_enqueued = b[B_TM_ENQUEUED];
     self->tm_delay_sum = b[B_TM_DELAY_SUM];
+    self->guard_queue = b[B_GUARD_QUEUE];
+    self->guard_timers_pk = b[B_GUARD_TIMERS_PK];
+    self->pktgen_cfg = b[B_PKTGEN_CFG];
+    self->pktgen_next = b[B_PKTGEN_NEXT];
+    self->pktgen_now = b[B_PKTGEN_NOW];
     self->rng.index = MT_N + 1; /* unusable until set_rng_state, like the tables until set_table */
     return 0;
 }
@@ -1106,7 +1181,8 @@ static int engine_ready(Engine *e) {
 #define STACK_FRAME 2048
 
 /* process(frame, ingress_port, t_ns) -> (egress_port | None, frame | None, reason | None, pid | None, depart_ns)
- * reason: 0 parse error, 1 route miss, 2 dropped by gamma, 3 malformed (egress frame check), 4 TM drop */
+ * reason: 0 parse error, 1 route miss, 2 dropped by gamma, 3 malformed (egress frame check), 4 TM drop,
+ * 5 dropped by the queue guard, 6 a timer packet (it ends in the ingress) */
 static PyObject *Engine_process(Engine *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "process(frame, ingress_port, t_ns)");
@@ -1574,7 +1650,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyModule_AddObject(m, "ACTIONS", actions);
     PyModule_AddObject(m, "BUFFERS", bufs);
     PyObject *c = Py_BuildValue(
-        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
         "IP_PROTO_FFS",
         IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
         FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "RF_CODE_MIN",
@@ -1583,7 +1659,8 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         EVENT_ROUTE_MISS, "EVENT_OPAQUE_SHIM", EVENT_OPAQUE_SHIM, "EVENT_NO_PAIR", EVENT_NO_PAIR, "EVENT_FFS_DROP",
         EVENT_FFS_DROP, "EVENT_NOT_INSERTED", EVENT_NOT_INSERTED, "IPV4_MF", IPV4_MF, "SHIM_ROOM_MAX", SHIM_ROOM_MAX, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
         FFS_STATE_OPAQUE, "ETH_HDR_LEN", ETH_LEN, "VLAN_TAG_LEN", VLAN_LEN, "IPV6_HDR_LEN", IPV6_LEN, "FCS_LEN", FCS_LEN,
-        "MIN_FRAME", MIN_FRAME, "WIRE_OVERHEAD", WIRE_OVERHEAD);
+        "MIN_FRAME", MIN_FRAME, "WIRE_OVERHEAD", WIRE_OVERHEAD, "EVENT_GUARD_DROP", EVENT_GUARD_DROP, "GUARD_RF_CODE",
+        GUARD_RF_CODE, "PKTGEN_PORT", PKTGEN_PORT, "TIMER_APP_ID", TIMER_APP_ID, "TIMER_HEADER_LEN", TIMER_HEADER_LEN);
     if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;
 #ifndef FFS_SOURCE_SHA256
 #define FFS_SOURCE_SHA256 ""

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 
 from ffs import constants, p4names
-from ffs.entries import Exact, LpfSpec, TableEntry, Update
+from ffs.entries import Exact, LpfSpec, TableEntry, TimerSpec, Update
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError, MatchTable
 from ffs.tables import egress_params_consistent
@@ -151,6 +151,7 @@ class SwitchControl:
         """index -> (packets, bytes), each with one value per pipe."""
         with self.lock:
             c = self._named(self.pipeline.counters, name, "counter")
+            self.pipeline.settle()  # the timer packets due by now have run (ffs.switch.pktgen)
         idx = self._indices(c.spec.size, indices, c.spec.name)
         out: dict[int, tuple[list[int], list[int]]] = {}
         for k in range(0, len(idx), READ_CHUNK):  # the lock per chunk: forwarding goes on between chunks
@@ -167,6 +168,7 @@ class SwitchControl:
         """index -> the cell's value in each pipe."""
         with self.lock:
             r = self._named(self.pipeline.registers, name, "register")
+            self.pipeline.settle()
         idx = self._indices(r.spec.size, indices, r.spec.name)
         out: dict[int, list[int]] = {}
         for k in range(0, len(idx), READ_CHUNK):
@@ -191,8 +193,25 @@ class SwitchControl:
                 raise ControlError(f"{f.spec.name}: bad LPF spec {spec!r}")
             if not (spec.gain_time_constant_ns > 0 and spec.decay_time_constant_ns > 0):
                 raise ControlError(f"{f.spec.name}: time constants must be positive")
+            if spec.kind == "RATE" and spec.gain_time_constant_ns != spec.decay_time_constant_ns:
+                # tofino-model asserts it: a rate filter has one time constant (spec §4)
+                raise ControlError(f"{f.spec.name}: a RATE filter's gain and decay time constants must be equal")
             for i in idx:
                 f.set_spec(i, spec)
+
+    def set_timer(self, timer: TimerSpec | None) -> None:
+        """Start (or stop, None) the packet generator's timer application (ffs.switch.pktgen)."""
+        if timer is not None and timer.app_id != constants.TIMER_APP_ID:
+            raise ControlError(
+                f"the software switch's packet generator runs the timer application ({constants.TIMER_APP_ID}) only"
+            )
+        with self.lock:
+            self.pipeline.settle()  # what was due under the old configuration has run
+            self.pipeline.pktgen.configure(timer)
+
+    def read_timer(self) -> TimerSpec | None:
+        with self.lock:
+            return self.pipeline.pktgen.spec()
 
     def read_lpf_spec(self, name: str, index: int) -> LpfSpec:
         with self.lock:

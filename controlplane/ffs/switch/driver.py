@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import ffs
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
 from ffs.driver.model import ModelDriver
-from ffs.entries import CounterValue, LpfSpec, TableEntry, Update
+from ffs.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
 from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError
@@ -38,6 +39,9 @@ class LocalDriver(Driver):
 
     def program_id(self) -> str:
         return self.control.program_id
+
+    def program_identity(self) -> str:
+        return f"ffs software switch {ffs.__version__} (in process)"
 
     def write(self, updates: Sequence[Update]) -> None:
         self._call(self.control.write, list(updates))
@@ -71,6 +75,14 @@ class LocalDriver(Driver):
 
     def read_lpf_spec(self, name: str, index: int) -> LpfSpec:
         return self._call(self.control.read_lpf_spec, name, index)
+
+    has_pktgen = True
+
+    def set_timer(self, timer: TimerSpec | None) -> None:
+        self._call(self.control.set_timer, timer)
+
+    def read_timer(self) -> TimerSpec | None:
+        return self._call(self.control.read_timer)
 
 
 __all__ = ["LocalDriver", "ModelDriver"]

@@ -19,7 +19,17 @@ from pathlib import Path
 
 from ffs import constants, p4names
 from ffs.entries import Exact, Lpm, Ternary
-from ffs.switch.pipeline import DROP_FFS, DROP_MALFORMED, DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_TM, Pipeline, Result
+from ffs.switch.pipeline import (
+    DROP_FFS,
+    DROP_GUARD,
+    DROP_MALFORMED,
+    DROP_PARSE_ERROR,
+    DROP_ROUTE_MISS,
+    DROP_TIMER,
+    DROP_TM,
+    Pipeline,
+    Result,
+)
 from ffs.switch.tna import MatchTable
 
 try:
@@ -30,7 +40,7 @@ except ImportError as e:  # not built: pip install -e . with a C compiler
 else:
     _IMPORT_ERROR = ""
 
-_REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS, DROP_MALFORMED, DROP_TM)
+_REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS, DROP_MALFORMED, DROP_TM, DROP_GUARD, DROP_TIMER)
 # the engine compiles the writable tables; the const-entry ones are code in _fastpath.c, checked
 # against ffs.tables' generators by tests/test_switch_fastpath.py
 WRITABLE = tuple(t for t in p4names.TABLES if not t.const_entries)
@@ -157,13 +167,19 @@ class FastPipeline(Pipeline):
             tm.drop_bytes,
             tm.enqueued,
             tm.delay_sum,
+            self.guard.queue.cells,
+            self.guard.timers.packets,
+            self.guard.timers.bytes,
+            self.pktgen.cfg,
+            self.pktgen.next_ns,
+            self.pktgen.now_ns,
         )  # the order of _fastpath.BUFFERS
         self.engine = _fastpath.Engine(buffers)
         self.engine.set_rng_state(norm.rng.getstate()[1])
+        # the engine's table ids are the writable tables' positions in p4names.TABLES (WRITABLE)
+        self._writable = [t for t in self.tables.values() if not t.spec.const_entries]
         self._table_ids = {}
-        for i, t in enumerate(self.tables.values()):
-            if t.spec.const_entries:
-                continue
+        for i, t in enumerate(self._writable):
             self._table_ids[t.spec.name] = i
             t.on_change = functools.partial(self._dirty.add, i)
             self._dirty.add(i)
@@ -182,9 +198,8 @@ class FastPipeline(Pipeline):
     def sync(self) -> None:
         """Recompile what changed since the last packet."""
         if self._dirty:
-            tables = list(self.tables.values())
             for i in sorted(self._dirty):
-                self.engine.set_table(i, *compile_table(tables[i]))
+                self.engine.set_table(i, *compile_table(self._writable[i]))
             self._dirty.clear()
         if self._port_md_dirty:
             md = bytearray(constants.NUM_PORTS * 3)

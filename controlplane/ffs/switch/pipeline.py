@@ -31,9 +31,11 @@ from ffs.switch.packet import (
     shim_set16,
     strip_shim,
 )
+from ffs.switch.pktgen import PacketGenerator, is_generator_port, parse_timer
 from ffs.switch.tm import TrafficManager
 from ffs.switch.tna import (
     PIPE_SHIFT,
+    PIPES,
     Counter,
     Lpf,
     MatchTable,
@@ -42,6 +44,7 @@ from ffs.switch.tna import (
     const_table,
     mac_frame,
     mac_output,
+    sat_add,
     sat_sub,
 )
 from ffs.tables import claimed_frame_len, wire_len
@@ -56,6 +59,8 @@ DROP_FFS = "ffs_drop"
 DROP_MALFORMED = "malformed"  # FfsEgress: the frame's bytes disagree with its IP length
 DROP_TM = "tm_drop"  # the traffic manager: the egress port's queue was full (tail drop)
 DROP_BASELINE = "baseline"  # an evaluation baseline's admission (Pipeline.admission) refused it
+DROP_GUARD = "guard_drop"  # the queue guard: a pair over its share while the egress's queue stands (spec §7.7)
+DROP_TIMER = "timer"  # a timer packet of the packet generator: it ends in the ingress, as on Tofino
 
 
 @dataclass(slots=True)
@@ -75,6 +80,10 @@ class Meta:
     # the claim
     l3_len: int = 0
     runt: int = 0
+    wlen: int = 0  # its line-rate bytes, for the queue guard
+    # a timer packet of the packet generator (spec §7.1, §7.7)
+    timer: int = 0
+    timer_id: int = 0
     # forwarding
     routed: int = 0
     egress_port: int = 0
@@ -104,6 +113,10 @@ class Meta:
     admit_margin: int = 0
     # RI (RiUpdate)
     c_ri: int = 0
+    # the queue guard (QueueGuard)
+    qhi: int = 0
+    drain: int = 0
+    guard: int = 0
 
 
 @dataclass(slots=True)
@@ -264,20 +277,23 @@ class RateEstimation:
         self.offered = Counter(p4names.OFFERED)
 
     @staticmethod
-    def set_lw(md: Meta, llen: int) -> None:  # stage 0: lw = log2(len · 2^8 / rf)
+    def set_lw(md: Meta, llen: int, wadd: int) -> None:  # stage 0: lw = log2(len · 2^8 / rf), wlen
         md.lw = sat_sub(llen, md.rf_hdr)
         md.llen = llen
+        md.wlen = sat_add(md.l3_len, wadd, U16)
 
     @staticmethod
-    def set_lw_runt(md: Meta, llen: int) -> None:  # stage 0: the same, for a claim below 64 bytes
+    def set_lw_runt(md: Meta, llen: int, wlen: int) -> None:  # stage 0: the same, for a claim below 64 bytes
         md.lw = sat_sub(llen, md.rf_hdr)
         md.llen = llen
         md.runt = 1
+        md.wlen = wlen
 
     @staticmethod
     def lw_zero(md: Meta) -> None:
         md.lw = 0
         md.llen = 0
+        md.wlen = 0
 
     @staticmethod
     def set_weight(md: Meta, w: int) -> None:  # stage 1
@@ -312,9 +328,9 @@ class RateEstimation:
         """len_log and weight (weight_reset on a resetting port): every packet, stages 0-1."""
         action, params = self.len_log.lookup(int(p.ip_version == 6), int(p.vlan), md.l3_len)
         if action == "set_lw":
-            self.set_lw(md, params["llen"])
+            self.set_lw(md, params["llen"], params["wadd"])
         elif action == "set_lw_runt":
-            self.set_lw_runt(md, params["llen"])
+            self.set_lw_runt(md, params["llen"], params["wlen"])
         else:
             self.lw_zero(md)
         if md.trust:
@@ -400,6 +416,63 @@ class RiUpdate:
     def apply(self, md: Meta) -> None:
         action, _ = self.ri_candidate.lookup(md.ri_req, md.rri_ge_one, md.congested)
         getattr(self, action)(md)
+
+
+class QueueGuard:
+    """`FfsIngress.guard` (spec §7.7): each egress's virtual queue, filled by what γ admits and
+    drained by the packet generator's timer packets; while it stands above `qhi`, a packet of a
+    pair reading over GUARD_RF_CODE of its share is dropped before the queue."""
+
+    def __init__(self) -> None:
+        self.egress_queue = MatchTable(p4names.EGRESS_QUEUE)
+        self.timer_ports = MatchTable(p4names.TIMER_PORTS)
+        self.queue = Register(p4names.GUARD_QUEUE)
+        self.timers = Counter(p4names.GUARD_TIMERS)
+
+    @staticmethod
+    def set_queue(md: Meta, qhi: int) -> None:  # stage 0-1
+        md.qhi = qhi
+
+    @staticmethod
+    def no_queue(md: Meta) -> None:
+        md.qhi = constants.QHI_OFF
+
+    @staticmethod
+    def set_drain(md: Meta, port: int, drain: int) -> None:  # a timer packet: the port it drains
+        md.egress_port, md.drain = port, drain
+
+    def enqueue(self, md: Meta, pipe: int) -> None:  # stage 5: a managed packet γ admitted
+        at = pipe * self.queue.size + md.egress_port
+        v = self.queue.cells[at]
+        md.guard = int(v > md.qhi and md.rf_norm > constants.GUARD_RF_CODE)
+        if not md.guard:
+            self.queue.cells[at] = min(v + md.wlen, U32)
+
+    def drain(self, md: Meta, pipe: int, k: int = 1) -> None:  # stage 5: a timer packet (k alike: k of them)
+        at = pipe * self.queue.size + md.egress_port
+        self.queue.cells[at] = sat_sub(self.queue.cells[at], k * md.drain)
+
+    def apply(self, md: Meta, pipe: int) -> None:
+        """A data packet: the threshold of its egress, then (managed and admitted by γ) the queue."""
+        action, params = self.egress_queue.lookup(md.egress_port)
+        if action == "set_queue":
+            self.set_queue(md, params["qhi"])
+        else:
+            self.no_queue(md)
+        if md.managed and md.admit_margin:
+            self.enqueue(md, pipe)
+
+    def timer(self, md: Meta, pipe: int, k: int = 1) -> None:
+        """A timer packet (`md.timer_id` its packet_id), or k alike: drains its port's queue and
+        counts it; a packet_id without a timer_ports entry (no_drain) does nothing. k saturating
+        subtractions of one drain are one subtraction of k drains, the counter counts k."""
+        action, params = self.timer_ports.lookup(md.timer_id)
+        if action != "set_drain":
+            return
+        self.set_drain(md, params["port"], params["drain"])
+        self.drain(md, pipe, k)
+        at = pipe * self.timers.size + md.egress_port
+        self.timers.packets[at] = (self.timers.packets[at] + k) & 0xFFFFFFFFFFFFFFFF
 
 
 class EgressAccounting:
@@ -492,6 +565,7 @@ class Fate:
             md.routed,
             md.managed,
             md.admit_margin,
+            md.guard,
             md.ffs_state,
             md.trust,
             md.insert,
@@ -503,7 +577,7 @@ class Fate:
             md.room,
         )
         if md.managed:
-            if md.admit_margin == 0:  # count_pair_drop
+            if md.admit_margin == 0 or md.guard:  # count_pair_drop: γ or the queue guard dropped it
                 self.pair_drops.count(md.pid, frame_len, pipe)
             else:  # count_admitted: what γ let through toward the egress, before the TM (spec §9)
                 self.admitted.count(md.egress_port, frame_len, pipe)
@@ -524,6 +598,7 @@ _EVENT_OF = {
     "miss_drop": constants.EVENT_ROUTE_MISS,
     "note_no_pair": constants.EVENT_NO_PAIR,
     "ffs_drop": constants.EVENT_FFS_DROP,
+    "guard_drop": constants.EVENT_GUARD_DROP,
     "note_opaque": constants.EVENT_OPAQUE_SHIM,
     "note_not_inserted": constants.EVENT_NOT_INSERTED,
 }
@@ -548,6 +623,8 @@ class Pipeline:
         self.egress_acct = EgressAccounting()
         self.events = Counter(p4names.EVENTS)
         self.fate = Fate(self.events)
+        self.guard = QueueGuard()
+        self.pktgen = PacketGenerator()
         from ffs.tables import ipv4_shim_len_entries
 
         # every table in the order of ffs.p4names.TABLES (the fast path compiles the writable ones
@@ -572,6 +649,8 @@ class Pipeline:
                 self.ri_update.ri_candidate,
                 self.fate.fate,
                 self.egress_acct.frame_check,
+                self.guard.egress_queue,
+                self.guard.timer_ports,
             )
         }
         assert tuple(self.tables) == tuple(t.name for t in p4names.TABLES)
@@ -586,9 +665,10 @@ class Pipeline:
                 self.egress_acct.accepted,
                 self.egress_acct.malformed,
                 self.egress_acct.pair_malformed,
+                self.guard.timers,
             )
         }
-        self.registers = {self.rate_est.f_est.spec.name: self.rate_est.f_est}
+        self.registers = {r.spec.name: r for r in (self.rate_est.f_est, self.guard.queue)}
         self.lpfs = {self.rate_est.f_lpf.spec.name: self.rate_est.f_lpf}
 
     def process(self, frame: bytes | bytearray, ingress_port: int, t_ns: int) -> Result:
@@ -598,6 +678,9 @@ class Pipeline:
         buf = mac_frame(frame)  # padded, with its FCS: what the parser, pkt_length and counters see
         frame_len = len(buf)
         pipe = ingress_port >> PIPE_SHIFT  # the ingress controls' counters, registers and LPF
+        self.run_timers(pipe, t_ns)
+        if is_generator_port(ingress_port) and self._timer_packet(buf, pipe):
+            return Result(None, None, DROP_TIMER)
         md = Meta()
         md.ifindex, trust, insert = self.port_metadata.get(ingress_port, (0, 0, 0))
         md.trust, md.insert = trust & 1, insert & 1  # byte-wide fields; p4src keys on bit 0 (spec §6)
@@ -625,15 +708,45 @@ class Pipeline:
             self.rate_est.apply(md, frame_len, t_ns, pipe)  # stages 2-3
             self.normalize.apply(md)  # stages 3-4
             self.ri_update.apply(md)
-        action = self.fate.apply(buf, p, md, frame_len, pipe)  # stage 5
+        if md.routed:
+            self.guard.apply(md, pipe)  # stage 5 (the threshold in stage 0-1)
+        action = self.fate.apply(buf, p, md, frame_len, pipe)  # stage 6
         if action == "miss_drop":
             return Result(None, None, DROP_ROUTE_MISS)
         if action == "ffs_drop":
             return Result(None, None, DROP_FFS, md.pid)
+        if action == "guard_drop":
+            return Result(None, None, DROP_GUARD, md.pid)
         if action == "parse_drop":
             return Result(None, None, DROP_PARSE_ERROR)
         grown = action in ("insert_shim_v4", "insert_shim_v6")
         return self._egress(buf, md.egress_port, frame_len, md.pid if md.managed else None, grown, t_ns)
+
+    def _timer_packet(self, buf: bytearray, pipe: int, k: int = 1) -> bool:
+        """FfsIngressParser's timer path and the guard's (spec §7.1, §7.7): a packet on the
+        generator's port whose header names the timer application; False: any other, a frame."""
+        head = parse_timer(buf)
+        if head is None or head[0] != constants.TIMER_APP_ID:
+            return False
+        md = Meta(timer=1, timer_id=head[1])
+        self.guard.timer(md, pipe, k)
+        return True
+
+    def run_timers(self, pipe: int, t_ns: int) -> None:
+        """The packet generator's batches of `pipe` due by t_ns, before anything at t_ns: each
+        packet through the parser and the guard, a packet_id due k times as k of them."""
+        if t_ns > self.pktgen.now_ns[0]:
+            self.pktgen.now_ns[0] = t_ns
+        k = self.pktgen.due(pipe, t_ns)
+        if k:
+            for frame in self.pktgen.frames(pipe):
+                self._timer_packet(mac_frame(frame), pipe, k)
+
+    def settle(self) -> None:
+        """Every pipe's due timer packets, up to the last packet's time: what a control-plane read
+        of the guard's state sees on a running switch."""
+        for pipe in range(PIPES):
+            self.run_timers(pipe, self.pktgen.now_ns[0])
 
     def _egress(self, buf: bytearray, port: int, pkt_length: int, pid: int | None, grown: bool, t_ns: int) -> Result:
         """The TM (`ffs.switch.tm`: the egress port's FIFO, at its line rate, tail drop), then

@@ -27,6 +27,7 @@ from typing import Any
 
 import grpc
 
+import ffs
 from ffs.driver import wire
 from ffs.safeload import LoadError, loads_json
 from ffs.switch.control import SwitchControl
@@ -70,6 +71,7 @@ def _encode(obj: Any, chunk: int = 256) -> bytes:
 def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
     return {
         "ProgramId": lambda r: {"program_id": ctl.program_id},
+        "Version": lambda r: {"version": ffs.__version__},
         "Write": lambda r: ctl.write([wire.update_from_json(u) for u in r["updates"]]) or {},
         "ReadTable": lambda r: {"entries": _yielding(wire.entry_to_json, ctl.read_table(r["table"]))},
         "ReadDefault": lambda r: {"entry": wire.entry_to_json(ctl.read_default(r["table"]))},
@@ -84,6 +86,8 @@ def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
         "WriteRegister": lambda r: ctl.write_register(r["name"], r["index"], r["value"]) or {},
         "SetLpfSpec": lambda r: ctl.set_lpf_spec(r["name"], r["indices"], wire.lpf_from_json(r["spec"])) or {},
         "ReadLpfSpec": lambda r: {"spec": wire.lpf_to_json(ctl.read_lpf_spec(r["name"], r["index"]))},
+        "SetTimer": lambda r: ctl.set_timer(wire.timer_from_json(r["timer"])) or {},
+        "ReadTimer": lambda r: {"timer": wire.timer_to_json(ctl.read_timer())},
     }
 
 

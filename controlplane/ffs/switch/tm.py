@@ -26,21 +26,8 @@ from array import array
 from dataclasses import dataclass
 
 from ffs import constants
-from ffs.tables import wire_len
+from ffs.tables import default_buffer
 from ffs.topology import Node
-
-# a port's queue when its buffer is not configured: 10 ms of its line rate, and room for at least
-# 64 frames of its MTU, at most 2 MiB (a Tofino 1 shares 22 MB among its ports). At critical load
-# (FFS-C100 admits the port's speed) the queue's tail drops grow with the variance of the arrivals
-# over the buffer: a buffer of 14 jumbo frames lost 2 % of a 100 Mb/s port (docs/results.md)
-DEFAULT_BUFFER_S = 0.010
-MIN_BUFFER_FRAMES = 64
-MAX_BUFFER = 2 << 20
-
-
-def default_buffer(speed_bps: float, mtu: int = 1500) -> int:
-    frame = wire_len(constants.ETH_HDR_LEN + constants.VLAN_TAG_LEN + mtu + constants.FCS_LEN)
-    return int(min(max(speed_bps * DEFAULT_BUFFER_S / 8, MIN_BUFFER_FRAMES * frame), MAX_BUFFER))
 
 
 @dataclass(frozen=True)
