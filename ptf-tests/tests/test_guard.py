@@ -24,6 +24,11 @@ PERIOD_NS = 100_000_000
 TIMER_LEN = 80  # bytes: Tofino 2's generator makes packets of 65 bytes or more
 DRAIN = 1000  # line-rate bytes per timer packet
 SETTLE_S = 0.5  # after the timer stops: its last packets through the model's pipeline
+# The generator runs on the target's clock, the bounds on the host's: tofino-model's Tofino 2 ran
+# its timer 5-7 % slow against the host (61 batches in 6.41 s at 100 ms, 26 in 6.95 s at 250 ms;
+# Tofino 1's: 81 in 7.99 s, 39 in 9.53 s), and a model's clock slows under load: the least count
+# allows the target's clock 20 %
+CLOCK_SLACK = 0.20
 QUEUE = p4names.GUARD_QUEUE.name
 
 
@@ -72,10 +77,10 @@ class GuardTest(FfsTest):
 
 class TimerDrainsItsEgressQueue(GuardTest):
     """The generator fires once a period on every pipe: over a measured run, each pipe's queue of
-    the egress that packet_id 0 names came down by `drain` once per period (bounds from the clock
-    and the period) and by exactly `drain` per timer packet counted; packet_id 1, without a
-    timer_ports entry, drains no queue and is counted nowhere. A queue then drained past 0 stays
-    at 0 (saturating), not wrapped to 2^32."""
+    the egress that packet_id 0 names came down by `drain` once per period (bounds from the host's
+    clock, the target's allowed 20 %, and the period) and by exactly `drain` per timer packet
+    counted; packet_id 1, without a timer_ports entry, drains no queue and is counted nowhere. A
+    queue then drained past 0 stays at 0 (saturating), not wrapped to 2^32."""
 
     def runTest(self):
         self.require_pktgen()
@@ -93,7 +98,7 @@ class TimerDrainsItsEgressQueue(GuardTest):
         self.assertEqual([x % DRAIN for x in drained], [0] * pipes, f"whole drains per pipe: {drained}")
         self.assertEqual(sum(drained), grew[OUT] * DRAIN, "one drain per timer packet counted")
         period_s = PERIOD_NS / 1e9
-        lo, hi = math.floor(shortest / period_s), math.ceil(longest / period_s) + 1
+        lo, hi = math.floor(shortest / period_s / (1 + CLOCK_SLACK)), math.ceil(longest / period_s) + 1
         for pipe, x in enumerate(drained):
             self.assertTrue(
                 lo <= x // DRAIN <= hi,
