@@ -79,8 +79,9 @@ class TimerDrainsItsEgressQueue(GuardTest):
     """The generator fires once a period on every pipe: over a measured run, each pipe's queue of
     the egress that packet_id 0 names came down by `drain` once per period (bounds from the host's
     clock, the target's allowed 20 %, and the period) and by exactly `drain` per timer packet
-    counted; packet_id 1, without a timer_ports entry, drains no queue and is counted nowhere. A
-    queue then drained past 0 stays at 0 (saturating), not wrapped to 2^32."""
+    counted; packet_id 1, without a timer_ports entry, drains no queue and is counted nowhere; no
+    timer packet takes the FFS path (no event, no R, R* or A). A queue then drained past 0 stays
+    at 0 (saturating), not wrapped to 2^32."""
 
     def runTest(self):
         self.require_pktgen()
@@ -90,10 +91,13 @@ class TimerDrainsItsEgressQueue(GuardTest):
         for port in (IN, OUT, OTHER):
             d.write_register(QUEUE, port, full)
         pipes = len(self.queue_pipes(OUT))
-        before = self.timer_counts()
+        before, counts = self.timer_counts(), self.counts()
         shortest, longest = self.run_timer(TimerSpec(PERIOD_NS, packets=2, packet_len=TIMER_LEN), 1.0)
         grew = self.timers_grew(before)
         self.assertEqual(set(grew), {OUT}, "timer packets are counted only by the port packet_id 0 names")
+        delta = self.since(counts)  # a timer packet skips the FFS path: no pair, no event, no A or R*
+        self.assert_events(delta)
+        self.assertEqual((delta.r.packets, delta.offered[OUT].packets, delta.admitted[OUT].packets), (0, 0, 0))
         drained = [full - q for q in self.queue_pipes(OUT)]
         self.assertEqual([x % DRAIN for x in drained], [0] * pipes, f"whole drains per pipe: {drained}")
         self.assertEqual(sum(drained), grew[OUT] * DRAIN, "one drain per timer packet counted")
