@@ -47,7 +47,7 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help setup wheel system-deps test test-minimum test-latest unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint experiments-rtt bench-sim greedy-node csfq-paper resources-compared
+.PHONY: help setup wheel system-deps test test-minimum test-latest unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model chain-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint experiments-rtt bench-sim greedy-node csfq-paper resources-compared
 help:
 	@echo "make setup        install the ffs package and its test dependencies, at the versions of constraints/dev.txt"
 	@echo "make wheel        dist/ffs_tofino-*-py38-none-any.whl: ffs-agent and ffsctl for a switch's Python (3.8+; docs/hardware.md)"
@@ -66,6 +66,8 @@ help:
 	@echo "make demo-tofino-model (root, SDE) the same on tofino-model + bf_switchd, with a matrix change halfway; CHIP=tofino2"
 	@echo "make netns-up     (root) namespaces and veths of TOPO=$(TOPO); make netns-down removes them"
 	@echo "make differential-model (root, SDE) the same probes through tofino-model and the software switch; PACKETS=3000, CHIP=tofino2"
+	@echo "make chain-model  (root, SDE) two nodes (model + bf_switchd + ffs-agent each, a namespace each) in a chain:"
+	@echo "                  PTF across them, and the differential across them; CHIP=tofino2, CHAIN_PACKETS=400"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
 	@echo "make bench-switchd the agent's period on bf_switchd + tofino-model (SDE, compiled ffs, root)"
 	@echo "make bench-sim    the exact allocator at Internet scale: time and memory of the network study, 200-2000 ASes"
@@ -174,6 +176,13 @@ PACKETS ?= 3000
 differential-model:
 	@[ -n "$$SDE_INSTALL" ] || { echo "make differential-model: set SDE and SDE_INSTALL (a Tofino SDE with tofino-model)" >&2; exit 2; }
 	$(PYTHON) -m ffs.lab.differential --chip $(CHIP) --start-sde --packets $(PACKETS)
+
+# Two FFS nodes in a chain (docs/testing.md, "Two nodes in a chain"): make build, then ffs.lab.chain
+# brings up topologies/chain-model.yaml (chain-model-tofino2.yaml), runs PTF across it
+# (ptf-tests/chain/) and the differential across it, and takes it down
+CHAIN_PACKETS ?= 400
+chain-model: build
+	$(PYTHON) -m ffs.lab.chain test --chip $(CHIP) --sha256 $$($(MAKE) -s p4src-sha256) --packets $(CHAIN_PACKETS)
 
 bench-switch:
 	$(PYTHON) bench/bench_switch.py

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import requires_root
-from ffs.agent.program import LpfConfig
+from ffs.agent.program import LpfConfig, pairs_of
 from ffs.lab.liverun import live_node
 from ffs.topology import load
 
@@ -84,3 +84,36 @@ def test_a_saturated_port_keeps_every_guarantee_live(tmp_path, size, speed, frac
     assert sender >= 0.95 * min(demand, share), why
     assert flood <= 1.05 * (speed - min(demand, share)), why
     assert flood >= 0.8 * (speed - min(demand, share)), why  # and the port was saturated
+
+
+SMALL = [(1500, 20e6, 0.05, 1.0), (1500, 20e6, 0.05, 1.5), (576, 20e6, 0.02, 1.0), (576, 20e6, 0.02, 1.5)]
+
+
+@pytest.mark.parametrize("size, speed, fraction, factor", SMALL, ids=[f"{s}B-{f:.0%}-x{k:g}" for s, _, f, k in SMALL])
+def test_a_small_share_at_and_above_it_keeps_it_from_the_onset_live(tmp_path, size, speed, fraction, factor):
+    """A sender with a small share (5 % or 2 % of the port) sending at it or 1.5 times it, so that γ
+    and the estimator's bias reach it (at 0.8 times its share neither would), settled before a 6x
+    flood starts on the other ingress: from the flood's onset on, every second keeps ≥ 90 % of its
+    share and the four together ≥ 95 % (Corollary 1, the queue guard's reaction, spec §7.7)."""
+    name = f"livess{size}x{os.getpid() % 10000}"
+    topo_file = tmp_path / f"{name}.yaml"
+    topo_file.write_text(topology(name, size, speed, fraction))
+    share = fraction * speed
+    node = load(topo_file).node("s1")
+    pid = next(p.pid for p in pairs_of(node) if (p.ingress, p.egress) == ("p1", "p3"))
+    # its estimator closes in on its rate within 2 % after 4 of its own time constants (spec §4)
+    settle = max(1.5, 4 * LpfConfig().for_node(node).tc(pid) * 1e-9)
+    with live_node(topo_file, tmp_path) as live:
+        rx = live.receive("h3", settle + 6)
+        time.sleep(0.3)
+        live.send("h1", "10.0.3.1", factor * share, settle + 5.5, f"--size={size}")
+        time.sleep(settle)
+        live.send("h2", "10.0.3.1", 6 * speed, 5.0, f"--size={size}")
+        lines = [json.loads(x) for x in rx.stdout]
+        rx.wait()
+    onset = settle + 0.3
+    seconds = [x["rates_bps"].get("10.0.1.1", 0) for x in lines if onset + 1 <= x["t"] <= onset + 4.5][:4]
+    kbps = [round(r / 1e3) for r in seconds]
+    why = f"{size} B, share {fraction:.0%} x{factor:g}: the sender's seconds from the onset (kb/s): {kbps}"
+    assert len(seconds) == 4, why
+    assert min(seconds) >= 0.90 * share and sum(seconds) / 4 >= 0.95 * share, why

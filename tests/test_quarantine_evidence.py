@@ -132,3 +132,37 @@ streams: []
     assert not quarantined, quarantined[:5]
     assert not any(r.get("malformed") for r in res.dropped.values()), res.dropped
     assert sum(res.sent.values()) > 1_000_000
+
+
+def test_honest_labels_above_one_on_a_trusting_port_are_not_taken_for_light_claims():
+    """A trusting port (an upstream FFS node's labels, here 2: the pair's bytes weigh 1/2 of what
+    they cost in F) whose pair has 2 % lying bytes: λ = 2 % of its share withheld, as spec §9
+    promises its honest senders (≈ 1 − λ of it), not the 1 − w = 50 % a light-claims floor read from
+    F / R would take. Caught: the floor on every port (50 %)."""
+    topo = loads(
+        """
+name: trusting
+nodes:
+  s1:
+    interfaces:
+      p1: {capacity: 20Mbps, port: 1}
+      p2: {capacity: 20Mbps, port: 2, trust: true}
+      p3: {capacity: 20Mbps, port: 3}
+    fairness:
+      p3: {p1: 10Mbps, p2: 10Mbps}
+    routes:
+      - {prefix: 10.0.3.0/24, interface: p3}
+streams: []
+"""
+    )
+    pipe, agent = dumbbell(topo)
+    labelled = ipv4_frame("10.0.2.1", "10.0.3.1", 1250, shim(encode(2.0)))
+    lying = lie_ip_len(labelled, 60)
+    arrivals = [
+        stream_arrivals(2, labelled, 9.8 * M, 0.0, 6.0, stream="honest", seed=1),
+        stream_arrivals(2, lying, 0.2 * M, 1.0, 6.0, stream="liar", seed=2),
+    ]
+    run(pipe, agent, arrivals, 6.0)
+    pid = next(p.pid for p in agent.pairs() if (p.ingress, p.egress) == ("p2", "p3"))
+    assert pid in agent.quarantine.level, "the pair is held"
+    assert agent.quarantine.level[pid] <= 0.05, agent.quarantine.level[pid]

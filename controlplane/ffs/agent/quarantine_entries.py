@@ -60,8 +60,12 @@ class QuarantineEntries(AgentParts):
         """The pairs' lies since the last telemetry judged (ffs.agent.quarantine); the set_pair
         modifications of every pair whose withheld fraction changed."""
         # what the pair's bytes weigh in its estimator against what they cost the port (F / R, both
-        # line rates): 1 for honest frames on a resetting port, 1/k for lies claiming 1/k of their bytes
-        weight = {st.pid: st.f_bps / st.rate_bps for st in pairs if st.rate_bps > 0}
+        # line rates): 1 for honest frames on a resetting port, 1/k for lies claiming 1/k of their
+        # bytes. Only where the port resets labels: on a trusting one F carries the upstream labels
+        # too (honest labels of 2 read as w = 1/2), and its frames passed the upstream node's own
+        # frame check, so λ alone judges a lie that reaches it (spec §9)
+        resetting = {name for name, i in self.node.interfaces.items() if not i.trust}
+        weight = {st.pid: st.f_bps / st.rate_bps for st in pairs if st.rate_bps > 0 and st.ingress in resetting}
         changed = self.quarantine.judge(self.pairs(), lies, r, drops, survived, now_s, weight)
         self._mark_quarantine(pairs)
         if not changed:

@@ -59,10 +59,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(rec)
 
 
-def make_driver(target: str, switch: str) -> Driver:
+def make_driver(target: str, switch: str, rpc_timeout_s: float | None = None) -> Driver:
     if target == "model":
-        return ModelDriver(switch)
-    return BfrtDriver(switch)
+        return ModelDriver(switch) if rpc_timeout_s is None else ModelDriver(switch, rpc_timeout_s=rpc_timeout_s)
+    return BfrtDriver(switch) if rpc_timeout_s is None else BfrtDriver(switch, rpc_timeout_s=rpc_timeout_s)
 
 
 WAIT_NOTE_S = 5.0  # how often a start-up waiting for its switch says so
@@ -209,6 +209,13 @@ def connect_saying_so(
 )
 @click.option("--connect-timeout", default=60.0, show_default=True, help="Seconds to wait for the switch.")
 @click.option(
+    "--rpc-timeout",
+    type=float,
+    default=None,
+    help="Seconds one call to the switch may take (default: the driver's, 10 on BF-Runtime); "
+    "tofino-models sharing a machine may need more.",
+)
+@click.option(
     "--log-format",
     type=click.Choice(["kv", "json"]),
     default="kv",
@@ -232,6 +239,9 @@ def main(**o: Any) -> None:
     topo.node(o["node"])
     _check_options(o)
     guard_timer_ns = _guard_timer_ns(o["guard_timer_us"])
+    rpc_timeout = o["rpc_timeout"]
+    if rpc_timeout is not None and not 0 < rpc_timeout <= 3600:
+        raise CliUsageError("--rpc-timeout must be positive (and at most 3600 s)")
     # everything that can be wrong with the options fails before the switch is touched
     tau_params = TauParams(delta_fraction=o["delta_fraction"], max_decrease=o["max_decrease"])
     us = o["lpf_time_constant_us"]
@@ -244,7 +254,7 @@ def main(**o: Any) -> None:
     notifier = Notifier()
     owner = take_ownership(address, o["sock"])  # before the switch or the socket is touched; held until exit
     try:  # every refusal from here on, and a clean stop, removes the lock files again
-        driver = make_driver(o["target"], address)
+        driver = make_driver(o["target"], address, rpc_timeout)
         connect_saying_so(driver, o["target"], address, o["connect_timeout"], logging.getLogger("ffs.agent"), notifier)
         agent = Agent(
             driver,

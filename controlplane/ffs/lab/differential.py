@@ -301,15 +301,20 @@ def counters(driver: Driver) -> dict[str, dict[int, tuple[int, int]]]:
     return {c.name: {i: (v.packets, v.bytes) for i, v in driver.read_counters(c.name).items()} for c in COUNTERS}
 
 
-def drained(driver: Driver, settle_s: float, limit_s: float = 60.0) -> dict[str, dict[int, tuple[int, int]]]:
-    """The counters once the target has worked off its backlog: tofino-model forwards a few hundred
-    packets a second and may still be processing probes when the last one is sent. Read again
-    every second after `settle_s` until two reads agree."""
+def drained(
+    driver: Driver,
+    settle_s: float,
+    limit_s: float = 60.0,
+    read: Callable[[Driver], dict[str, dict[int, tuple[int, int]]]] = counters,
+) -> dict[str, dict[int, tuple[int, int]]]:
+    """The counters (`read`) once the target has worked off its backlog: tofino-model forwards a
+    few hundred packets a second and may still be processing probes when the last one is sent.
+    Read again every second after `settle_s` until two reads agree."""
     time.sleep(settle_s)
-    last, end = counters(driver), time.monotonic() + limit_s
+    last, end = read(driver), time.monotonic() + limit_s
     while time.monotonic() < end:
         time.sleep(1.0)
-        now = counters(driver)
+        now = read(driver)
         if now == last:
             return now
         last = now

@@ -58,11 +58,17 @@ class LiveNode:
         argv = self.exec_args(host, sys.executable, "-m", "ffs.lab.traffic", "recv", f"--duration={seconds:g}", *extra)
         return self.spawn(argv, stdout=subprocess.PIPE, text=True)
 
-    def send(self, host: str, dst: str, rate: str | float, seconds: float, *extra: str) -> subprocess.Popen:
-        """`ffs.lab.traffic send` from `host` to `dst` at `rate` (bit/s, or "8Mbps") for `seconds`."""
+    def send(
+        self, host: str, dst: str, rate: str | float, seconds: float, *extra: str, report: bool = False
+    ) -> subprocess.Popen:
+        """`ffs.lab.traffic send` from `host` to `dst` at `rate` (bit/s, or "8Mbps") for `seconds`;
+        with `report`, its JSON report (what it sent) on its stdout (text)."""
         rate_arg = rate if isinstance(rate, str) else f"{rate:.0f}"
         argv = [sys.executable, "-m", "ffs.lab.traffic", "send", f"--dst={dst}", f"--rate={rate_arg}", *extra]
-        return self.spawn(self.exec_args(host, *argv, f"--duration={seconds:g}"), stdout=subprocess.DEVNULL)
+        argv = self.exec_args(host, *argv, f"--duration={seconds:g}")
+        if report:
+            return self.spawn(argv, stdout=subprocess.PIPE, text=True)
+        return self.spawn(argv, stdout=subprocess.DEVNULL)
 
 
 def _wait(cond: Callable[[], bool], timeout_s: float, what: str, proc: subprocess.Popen, log: Path) -> None:

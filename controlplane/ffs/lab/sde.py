@@ -102,8 +102,11 @@ def installed_dir(program: str, chip: str) -> Path:
     return Path(os.environ["SDE_INSTALL"], pipe["path"])
 
 
-def sde_missing(program: str, chip: str = "tofino", want_sha256: str | None = None) -> str | None:
-    """Why tofino-model + switchd cannot run here with `program` on `chip`, or None."""
+def sde_missing(
+    program: str, chip: str = "tofino", want_sha256: str | None = None, check_grpc_port: bool = True
+) -> str | None:
+    """Why tofino-model + switchd cannot run here with `program` on `chip`, or None. A node in a
+    network namespace of its own (ffs.lab.chain) has its own :50052: `check_grpc_port=False`."""
     sde, inst = os.environ.get("SDE"), os.environ.get("SDE_INSTALL")
     if not sde or not inst:
         return "needs a Tofino SDE: set SDE and SDE_INSTALL (docs/testing.md)"
@@ -123,7 +126,7 @@ def sde_missing(program: str, chip: str = "tofino", want_sha256: str | None = No
     why = installed_problem(program, chip, want_sha256)
     if why:
         return why
-    if _port_open(GRPC_PORT):
+    if check_grpc_port and _port_open(GRPC_PORT):
         return f"something already listens on :{GRPC_PORT} (another bf_switchd?)"
     return None
 

@@ -97,6 +97,7 @@ class _Batcher:
 
     def __init__(self, sock: socket.socket, datagram: bytes, stamp_at: int | None = None) -> None:
         self.sock, self.datagram, self.stamp_at = sock, datagram, stamp_at
+        self.stamped_ns: int | None = None  # the stamp of the last batch
         self._sendmmsg = _libc_sendmmsg()
         if self._sendmmsg is not None:
             self._buf = ctypes.create_string_buffer(datagram, len(datagram))
@@ -109,7 +110,8 @@ class _Batcher:
     def send(self, n: int) -> int:
         """Hand up to `n` (≤ BATCH) datagrams to the kernel; returns how many it took."""
         if self.stamp_at is not None:
-            stamp = STAMP + struct.pack("!Q", time.monotonic_ns())
+            self.stamped_ns = time.monotonic_ns()
+            stamp = STAMP + struct.pack("!Q", self.stamped_ns)
             at = self.stamp_at
             self.datagram = self.datagram[:at] + stamp + self.datagram[at + STAMP_LEN :]
             if self._sendmmsg is not None:
@@ -135,15 +137,21 @@ class SendReport:
     offered_packets: int  # packets due at the rate over the duration
     sent_packets: int  # packets the kernel accepted (the rest found its queue full: lost, as on a wire)
     duration_s: float
+    # with --stamp: packets sent per millisecond of CLOCK_MONOTONIC (the stamps' clock), for a
+    # receiver's --by-send-time lines: what was lost in a window, whatever the sender's own pace
+    sent_by_ms: dict[int, int] | None = None
 
     def to_json(self, size: int) -> dict:
-        return {
+        out: dict = {
             "offered_packets": self.offered_packets,
             "sent_packets": self.sent_packets,
             "sent_bps": round(self.sent_packets * wire_bytes(size) * 8 / self.duration_s, 1)
             if self.duration_s
             else 0.0,
         }
+        if self.sent_by_ms is not None:
+            out["sent_by_ms"] = {str(k): v for k, v in sorted(self.sent_by_ms.items())}
+        return out
 
 
 def ffs_datagram(size: int, rf_code: int, flags: int, sport: int, dport: int) -> bytes:
@@ -296,6 +304,7 @@ def send(
             raise TrafficError(f"--stamp needs a plain UDP payload of at least {STAMP_LEN} bytes")
         at = 0 if rf_code is None else constants.SHIM_LEN + UDP_HDR
     batcher = _Batcher(sock, datagram, at)
+    by_ms: dict[int, int] = {}
     gap = wire_bytes(size) * 8 / rate_bps
     start = time.perf_counter()
     due_total = _owed(duration_s, gap, pulse)
@@ -308,11 +317,15 @@ def send(
                 time.sleep(0.0005 if pulse is not None else min(start + offered * gap - now, 0.01))
                 continue
             n = min(due, BATCH)
-            sent += batcher.send(n)
+            took = batcher.send(n)
+            sent += took
             offered += n
+            if batcher.stamped_ns is not None and took:
+                ms = batcher.stamped_ns // 1_000_000
+                by_ms[ms] = by_ms.get(ms, 0) + took
     finally:
         sock.close()
-    return SendReport(offered, sent, duration_s)
+    return SendReport(offered, sent, duration_s, by_ms if stamp else None)
 
 
 def _pulse(text: str | None) -> tuple[float, float] | None:
@@ -408,12 +421,16 @@ def recv(
 
 
 def _recv_by_send_time(port: int, interval_s: float, duration_s: float, out: IO[str]) -> None:
+    """recv --by-send-time: bins of `interval_s` on the stamps' clock (CLOCK_MONOTONIC, whole
+    multiples of the interval, so that a sender's per-millisecond counts add up into them)."""
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     udp.bind(("0.0.0.0", port))
     udp.settimeout(0.05)
+    width = round(interval_s * 1e9)
     start = time.monotonic_ns()
-    bins: dict[int, dict[str, list[int]]] = {}  # interval -> source -> [bytes, packets]
+    first = start // width + 1
+    bins: dict[int, dict[str, list[int]]] = {}  # bin -> source -> [bytes, packets]
     try:
         while time.monotonic_ns() - start < duration_s * 1e9:
             try:
@@ -423,18 +440,16 @@ def _recv_by_send_time(port: int, interval_s: float, duration_s: float, out: IO[
             if len(data) < STAMP_LEN or data[: len(STAMP)] != STAMP:
                 continue
             (sent,) = struct.unpack("!Q", data[len(STAMP) : STAMP_LEN])
-            k = int((sent - start) / (interval_s * 1e9))
-            if k < 0:
-                continue
-            cell = bins.setdefault(k, {}).setdefault(src, [0, 0])
+            cell = bins.setdefault(sent // width, {}).setdefault(src, [0, 0])
             cell[0] += wire_bytes(len(data) + IP_UDP)
             cell[1] += 1
     finally:
         udp.close()
-    for k in range(int(duration_s / interval_s)):
+    for k in range(first, first + int(duration_s / interval_s)):
         row = bins.get(k, {})
         rec = {
-            "t": round((k + 1) * interval_s, 6),
+            "t": round((k - first + 1) * interval_s, 6),
+            "from_ms": k * width // 1_000_000,  # the bin's start on the stamps' clock, as senders count
             "rates_bps": {src: v[0] * 8 / interval_s for src, v in sorted(row.items())},
             "packets": {src: v[1] for src, v in sorted(row.items())},
         }

@@ -159,7 +159,7 @@ def run(
         streams,
         stream_rngs,
         pipelines,
-        _links(topo),
+        links(topo),
         res,
         duration_s,
         period_s,
@@ -219,7 +219,7 @@ class _Run:
         self.next_period += self.period_s
 
 
-def _links(topo: Topology) -> dict[tuple[str, int], tuple[str, int]]:
+def links(topo: Topology) -> dict[tuple[str, int], tuple[str, int]]:
     """The links between nodes: (node, egress port) -> (next node, its ingress port)."""
     links: dict[tuple[str, int], tuple[str, int]] = {}
     for n in topo.nodes.values():
