@@ -213,8 +213,15 @@ class FakeTable:
                     Data([*d.field_dict.values(), read_field("$PORT_UP", d.to_dict()["$PORT_ENABLE"])]),
                 )
 
-    def entry_mod(self, target, keys, datas):  # $PORT: enable
+    def entry_mod(self, target, keys, datas):  # $PORT: enable; the pktgen tables
         self.log.append(("entry_mod", self.name, [k.to_dict() for k in keys], [d.to_dict() for d in datas]))
+        if ".pktgen." in self.name:  # a fixed table: every key exists, a modify sets the fields it names
+            for k, d in zip(keys, datas, strict=False):
+                held = self.entries.get(k.frozen(), (k, Data([])))[1]
+                fields = held.to_dict() | d.to_dict()
+                action = fields.pop("action_name", None)
+                self.entries[k.frozen()] = (k, Data([read_field(n, v) for n, v in fields.items()], action))
+            return
         for k, d in zip(keys, datas, strict=False):
             held = self.entries[k.frozen()][1].to_dict() | d.to_dict()
             held["$PORT_UP"] = held["$PORT_ENABLE"]
@@ -241,6 +248,8 @@ class FakeTable:
     def default_entry_get(self, target, flags=None):
         stream = self.rw._read(("read-default", self.name))
         default = getattr(self, "default", None) or Data([], f"{self.name.rsplit('.', 1)[0]}.NoAction")
+        if self.name.endswith(".dev.device_configuration"):  # the device's one entry
+            default = Data([read_field("num_pipes", self.pipes)])
         return self._parse(stream, iter([(default, None)]))
 
     def _parse(self, stream, results):
@@ -355,10 +364,17 @@ class Server:
             raise
 
 
-def install(monkeypatch):
+def install(monkeypatch, chip="tf1", pipes=2):
     """Put the fake in sys.modules as `bfrt_grpc` and `bfrt_grpc.client` for one test; returns the
-    request log and the tables by name (created on first use by `bfrt_info_get(...).table_get`)."""
+    request log and the tables by name (created on first use by `bfrt_info_get(...).table_get`).
+    The device is a Tofino of `chip` ("tf1", "tf2", or None: no packet generator) with `pipes`
+    pipes: its fixed tables (pktgen, dev.device_configuration) are listed from the start."""
     log, tables, connects = [], {}, []
+    fixed = (
+        [f"{chip}.pktgen.{t}" for t in ("port_cfg", "app_cfg", "pkt_buffer")] + [f"{chip}.dev.device_configuration"]
+        if chip
+        else []
+    )
 
     server = Server(log)
 
@@ -369,9 +385,14 @@ def install(monkeypatch):
         def table_get(self, name):
             if name == "FfsIngress.nope":
                 raise KeyError(name)
+            if (".pktgen." in name or ".dev." in name) and name not in fixed:
+                raise KeyError(name)  # the client's table_dict: another chip's fixed tables are not there
             t = tables.setdefault(name, FakeTable(name, log, len(tables) + 1))
-            t.rw = self.rw
+            t.rw, t.pipes = self.rw, pipes
             return t
+
+        def table_name_list_get(self):
+            return sorted(set(tables) | set(fixed))
 
     class ClientInterface:
         def __init__(self, address, client_id, device_id):

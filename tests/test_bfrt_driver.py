@@ -16,7 +16,7 @@ from agentkit import TWO_PIPES_NODE
 from fake_bfrt_grpc import Data, FakeRpcError, FakeTable, Key, KeyTuple, WriteRequest, bfruntime_pb2, read_field
 from ffs import p4names
 from ffs.driver.base import DriverError
-from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
+from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, TimerSpec, Update
 
 
 @pytest.fixture
@@ -550,6 +550,97 @@ def test_agent_over_bfrt_on_two_pipes_sees_the_totals_of_one(fake_sde, tmp_path)
     assert {e.egress: e.pipe for e in split.egresses} == {"a": 0, "b": 1} and all(
         e.accepted_bps > 0 for e in split.egresses
     )
+
+
+# --- the packet generator's timer (spec §7.7): the SDE's fixed tf1/tf2.pktgen tables -------------
+
+
+def _mods(log, table):
+    return [(x[2], x[3]) for x in log if x[:2] == ("entry_mod", table)]
+
+
+@pytest.mark.parametrize("chip, local", [("tf1", 68), ("tf2", 6)])
+def test_the_timer_runs_on_the_generators_port_of_every_pipe_and_reads_back(monkeypatch, chip, local):
+    """Spec §7.1/§7.7: the generator's pipe-local port is 68 on Tofino 1 and 6 on Tofino 2, device
+    port pipe << 7 | that; an 80-byte timer packet is the 6-byte header the generator writes and 74
+    bytes from its buffer; packet_id runs 0 .. packets - 1 in one batch. Tofino 2's SDE refuses
+    packets below 65 bytes."""
+    log, _ = fake_bfrt_grpc.install(monkeypatch, chip=chip, pipes=2)
+    monkeypatch.setattr("ffs.driver.bfrt.time.sleep", lambda s: None)
+    from ffs.driver.bfrt import BfrtDriver
+
+    d = BfrtDriver()
+    d.connect(timeout_s=5)
+    assert d.has_pktgen and d.read_timer() is None
+    if chip == "tf2":  # Tofino 2's SDE generates 65 bytes or more: refused here, nothing sent
+        with pytest.raises(DriverError, match=r"^tf2.pktgen.app_cfg: this chip generates packets of 65 bytes or more"):
+            d.set_timer(TimerSpec(period_ns=250_000_000, packets=3, packet_len=64))
+        assert not [x for x in log if x[0] == "entry_mod"]
+    d.set_timer(TimerSpec(period_ns=250_000_000, packets=3, packet_len=80))
+    app = _mods(log, f"{chip}.pktgen.app_cfg")
+    assert [k for k, _ in app] == [[{"app_id": {"value": 1}}]] * 2
+    config, enable = app[0][1][0], app[1][1][0]
+    want = {
+        "timer_nanosec": 250_000_000,
+        "app_enable": False,
+        "pkt_len": 80 - 6,
+        "pkt_buffer_offset": 0,
+        "pipe_local_source_port": local,
+        "increment_source_port": False,
+        "batch_count_cfg": 0,
+        "packets_per_batch_cfg": 3 - 1,
+        "ibg": 0,
+        "ibg_jitter": 0,
+        "ipg": 0,
+        "ipg_jitter": 0,
+        "action_name": "trigger_timer_periodic",
+    }
+    if chip == "tf2":
+        want["assigned_chnl_id"] = local
+    assert config == want
+    assert enable == {"app_enable": True, "action_name": "trigger_timer_periodic"}  # enabled last
+    ((buf_key, buf),) = _mods(log, f"{chip}.pktgen.pkt_buffer")
+    assert buf_key == [{"pkt_buffer_offset": {"value": 0}, "pkt_buffer_size": {"value": 74}}]
+    assert buf == [{"buffer": bytearray(74)}]
+    ((ports, on),) = _mods(log, f"{chip}.pktgen.port_cfg")
+    assert ports == [{"dev_port": {"value": local}}, {"dev_port": {"value": 128 + local}}]
+    assert on == [{"pktgen_enable": True}] * 2
+    order = [x[1] for x in log if x[0] == "entry_mod"]
+    assert order.index(f"{chip}.pktgen.port_cfg") < len(order) - 1 == order.index(f"{chip}.pktgen.app_cfg", 1)
+    assert d.read_timer() == TimerSpec(period_ns=250_000_000, packets=3, packet_len=80)
+
+    d.set_timer(None)
+    assert _mods(log, f"{chip}.pktgen.app_cfg")[-1] == ([{"app_id": {"value": 1}}], [{"app_enable": False}])
+    assert _mods(log, f"{chip}.pktgen.port_cfg")[-1][1] == [{"pktgen_enable": False}] * 2
+    assert d.read_timer() is None
+
+
+def test_a_switch_without_a_packet_generator_says_so_in_one_line_and_sends_nothing(monkeypatch):
+    log, _ = fake_bfrt_grpc.install(monkeypatch, chip=None)
+    monkeypatch.setattr("ffs.driver.bfrt.time.sleep", lambda s: None)
+    from ffs.driver.bfrt import BfrtDriver
+
+    d = BfrtDriver()
+    d.connect(timeout_s=5)
+    for call in (lambda: d.set_timer(TimerSpec(100_000, 1)), d.read_timer):
+        with pytest.raises(DriverError, match=r"^this switch's BF-Runtime has no packet generator \(no tf1/tf2"):
+            call()
+    assert not [x for x in log if x[0] == "entry_mod"]
+
+
+def test_a_refused_timer_is_a_one_line_driver_error(fake_sde, monkeypatch):
+    d, log, tables = fake_sde
+    d.set_timer(TimerSpec(100_000, 2))
+
+    def refuse(*a, **kw):
+        raise fake_bfrt_grpc.BfruntimeReadWriteRpcException(
+            FakeRpcError("UNKNOWN", "Write Error Status", [("UNAVAILABLE", "pktgen app busy")])
+        )
+
+    monkeypatch.setattr(tables["tf1.pktgen.app_cfg"], "entry_mod", refuse)
+    with pytest.raises(DriverError) as err:
+        d.set_timer(TimerSpec(200_000, 2))
+    assert str(err.value) == "tf1.pktgen.app_cfg: entry 0: UNAVAILABLE pktgen app busy"
 
 
 def test_the_program_is_named_by_the_p4src_hash_make_build_installed(fake_sde, monkeypatch, tmp_path):

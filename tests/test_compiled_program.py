@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(
     reason="needs the SDE's compiler: set SDE and SDE_INSTALL (open-p4studio or Intel's SDE with bf-p4c)",
 )
 
-INGRESS_STAGE_BUDGET = 6  # docs/pipeline.md: at most 6 ingress stages on Tofino 1 (of 12) and Tofino 2 (of 20)
+INGRESS_STAGE_BUDGET = 7  # docs/pipeline.md: at most 7 ingress stages on Tofino 1 (of 12) and Tofino 2 (of 20)
 # warnings docs/pipeline.md explains: the frontend cannot see @pa_auto_init_metadata, and the
 # backend pads short packets with a loop it unrolls itself
 EXPLAINED = (

@@ -46,6 +46,12 @@ SHARED = [
     "SHIM_ROOM_MAX",
     "SHIM_ROOM_SIZE",
     "LTAU_MAX",
+    "EVENT_GUARD_DROP",
+    "GUARD_RF_CODE",
+    "QHI_OFF",
+    "TIMER_APP_ID",
+    "PKTGEN_PORT",
+    "PKTGEN_PORT_TOFINO2",
 ]
 
 

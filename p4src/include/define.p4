@@ -74,6 +74,21 @@
 
 #define WEIGHT_MAX          0xFFFFFFFF  /* the weight of a lw beyond the weight table */
 
+/* --- the queue guard and its timer (spec §7.7) --- */
+/* code(1.25): while its egress's virtual queue stands above qhi, a packet whose pair reads above
+ * this much of its share is dropped before the queue */
+#define GUARD_RF_CODE       0x8029
+#define QHI_OFF             0xFFFFFFFF  /* no_queue: no queue stands above it, the guard is off */
+/* The packet generator's timer application and the pipe-local port its packets enter on */
+#define TIMER_APP_ID        1
+#define PKTGEN_PORT         68      /* Tofino 1 */
+#define PKTGEN_PORT_TOFINO2 6
+#if __TARGET_TOFINO__ == 2 || defined(TOFINO2)
+#define PKTGEN_LOCAL_PORT   PKTGEN_PORT_TOFINO2
+#else
+#define PKTGEN_LOCAL_PORT   PKTGEN_PORT
+#endif
+
 /* --- domain types: what a value holds, not only how wide it is --- */
 typedef bit<PID_BITS> pid_t;    /* a pair's index: counters, the estimator, f_est */
 typedef bit<16> code_t;         /* a log code (spec §3): CODE_ONE is 1.0, 128 steps per octave */
@@ -82,6 +97,7 @@ typedef bit<32> weight_t;       /* a weighted byte count: the estimator's input 
 typedef bit<16> rnd_t;          /* a uniform draw, compared with gamma's threshold */
 typedef bit<2>  ffs_state_t;    /* FFS_STATE_*: what the parser made of the shim */
 typedef bit<3>  event_t;        /* EVENT_*: a cell of FfsIngress.events */
+typedef bit<32> qbytes_t;       /* line-rate bytes of a virtual queue (spec §7.7) */
 
 /* --- typed constants --- */
 /* the parser's outcome for the shim (md.ffs_state; spec §7.1) */
@@ -96,5 +112,6 @@ const event_t EVENT_OPAQUE_SHIM  = 2;
 const event_t EVENT_NO_PAIR      = 3;
 const event_t EVENT_FFS_DROP     = 4;
 const event_t EVENT_NOT_INSERTED = 5;
+const event_t EVENT_GUARD_DROP   = 6;
 
 #endif

@@ -13,6 +13,7 @@
 #include "control/rate_estimation.p4"
 #include "control/normalize.p4"
 #include "control/ri_update.p4"
+#include "control/queue_guard.p4"
 #include "control/egress_accounting.p4"
 #include "control/ffs_core.p4"
 

@@ -166,6 +166,17 @@ struct ffs_metadata_t {
     /* --- RI (RiUpdate, Algorithm 4) --- */
     code_t      c_ri;         /* the RRI candidate */
 
+    /* --- the queue guard (QueueGuard, spec §7.7) --- */
+    bit<1>      timer;        /* a timer packet of the packet generator: it drains, nothing else */
+    bit<16>     timer_id;     /* its packet_id: which egress it drains (guard.timer_ports) */
+    len_t       wlen;         /* the claim's line-rate bytes (len_log, spec §5.1) */
+    /* guard.queue's 32-bit operand: a packet's threshold qhi (QHI_OFF: the guard is off), a timer
+     * packet's drain. One field for both: a stateful ALU takes at most two PHV operands over all
+     * its actions, and wlen is the other. */
+    qbytes_t    qbytes;
+    code_t      over_guard;   /* rf_norm - (GUARD_RF_CODE + 1): bit 15 clear iff over 1.25 x the share */
+    bit<1>      guard;        /* the queue stands and the pair reads over 1.25 x its share: dropped */
+
     /* a program composing FFS with its own forwarding adds its ingress metadata here
      * (#define FFS_HOST_METADATA before including include/ffs_lib.p4) */
     FFS_HOST_METADATA

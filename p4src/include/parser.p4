@@ -65,10 +65,22 @@ parser FfsIngressParser(packet_in pkt,
                         out headers_t hdr,
                         out ffs_metadata_t md,
                         out ingress_intrinsic_metadata_t ig_intr_md) {
+    /* A packet of the generator's timer application enters on the generator's port of its pipe
+     * (no frame from the wire does): the queue guard's drain, its packet_id names the egress
+     * (spec §7.7). Another application's packets on that port parse as frames. */
     state start {
         pkt.extract(ig_intr_md);
         md.port_md = port_metadata_unpack<port_metadata_t>(pkt);
-        transition parse_ethernet;
+        transition select(ig_intr_md.ingress_port[6:0], pkt.lookahead<pktgen_timer_header_t>().app_id) {
+            (PKTGEN_LOCAL_PORT, TIMER_APP_ID): parse_timer;
+            default: parse_ethernet;
+        }
+    }
+
+    state parse_timer {
+        md.timer = 1;
+        md.timer_id = pkt.lookahead<pktgen_timer_header_t>().packet_id;
+        transition accept;
     }
 
     state parse_ethernet {

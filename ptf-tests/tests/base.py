@@ -116,6 +116,8 @@ TEST_TABLES = (
     p4names.EGRESS_PARAMS,
     p4names.EGRESS_PORTS,
     p4names.SHIM_ROOM,
+    p4names.EGRESS_QUEUE,  # cleared: no queue guard on any egress unless a test sets one
+    p4names.TIMER_PORTS,
 )
 STATIC_TABLES = (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA)
 
@@ -432,6 +434,7 @@ class FfsTest(BaseTest):
             "no_pair": constants.EVENT_NO_PAIR,
             "ffs_drop": constants.EVENT_FFS_DROP,
             "not_inserted": constants.EVENT_NOT_INSERTED,
+            "guard_drop": constants.EVENT_GUARD_DROP,
         }
         want = [0] * len(delta.events)
         for k, v in cells.items():
@@ -440,6 +443,40 @@ class FfsTest(BaseTest):
 
     def f_est(self) -> int:
         return self.driver.read_registers(p4names.F_EST.name, [PID])[PID]
+
+    # -- the queue guard (spec §7.7) -----------------------------------------------------------
+    def set_queue(self, port: int, qhi: int | None) -> None:
+        """The egress's virtual-queue threshold (set_queue), or none (None: no_queue, the guard off)."""
+        key = {"egress_port": Exact(port)}
+        self.driver.write(
+            [Update("delete", TableEntry(p4names.EGRESS_QUEUE.name, key))]
+            if qhi is None
+            else [Update("insert", TableEntry(p4names.EGRESS_QUEUE.name, key, "set_queue", {"qhi": qhi}))]
+        )
+
+    def set_drain(self, packet_id: int, port: int, drain: int) -> None:
+        """A timer packet's egress and the line-rate bytes it drains from its virtual queue."""
+        self.driver.write(
+            [
+                Update(
+                    "insert",
+                    TableEntry(
+                        p4names.TIMER_PORTS.name,
+                        {"packet_id": Exact(packet_id)},
+                        "set_drain",
+                        {"port": port, "drain": drain},
+                    ),
+                )
+            ]
+        )
+
+    def queue_pipes(self, port: int) -> list[int]:
+        """The egress's virtual queue in every pipe (each ingress pipe keeps its own, pipe 0 first)."""
+        return self.driver.read_register_pipes(p4names.GUARD_QUEUE.name, [port])[port]
+
+    def timer_counts(self) -> dict[int, int]:
+        """Timer packets counted by the egress each drained (guard.timers, summed over pipes)."""
+        return {i: v.packets for i, v in self.driver.read_counters(p4names.GUARD_TIMERS.name).items()}
 
     # -- packets -------------------------------------------------------------------------------
     def send(self, pkt: Packet | bytes, port: int = IN, count: int = 1) -> None:

@@ -36,13 +36,22 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ffs import p4names
+from ffs.constants import PKTGEN_PORT, PKTGEN_PORT_TOFINO2, TIMER_APP_ID, TIMER_HEADER_LEN
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
-from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, Update
+from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, TimerSpec, Update
 from ffs.ports import PortSpec, PortState
 
 PORT_MD_ALIASES = (p4names.PORT_METADATA.name, "$PORT_METADATA")
 PORT_MD_FIELDS = frozenset(name for name, _ in p4names.PORT_METADATA.fields)
 CLIENT_LOGGER = "bfruntime_grpc_client"  # the client module's own logger (it adds a raw StreamHandler)
+# the SDE's fixed packet-generator tables (share/bf_rt_shared/bf_rt_pktgen_tf{1,2}.json) per chip,
+# with the pipe-local port the generator's packets enter on
+PKTGEN_CHIPS = (("tf1", PKTGEN_PORT), ("tf2", PKTGEN_PORT_TOFINO2))
+# the shortest packet each chip's driver generates, the 6-byte header included (Tofino 2's refuses a
+# pkt_len below 59: "Packet length, 58, is too small. Must be at least 59.")
+PKTGEN_MIN_LEN = {"tf1": TIMER_HEADER_LEN + 1, "tf2": TIMER_HEADER_LEN + 59}
+TIMER_ACTION = "trigger_timer_periodic"
+TIMER_BUFFER_OFFSET = 0  # where the timer packet's bytes lie in the generator's buffer
 
 # google.rpc.Code, the canonical codes of a BF-RT sub-error (fixed by the gRPC spec)
 CANONICAL_CODES = (
@@ -326,6 +335,7 @@ class BfrtDriver(Driver):
         self.target = self.gc.Target(device_id=device_id, pipe_id=0xFFFF)
         self._program_id = ""
         self._binds = 0
+        self._timer_app_id = TIMER_APP_ID  # the application set_timer last ran, which read_timer reads
 
     # -- life cycle ----------------------------------------------------------------------------
     def connect(self, timeout_s: float = 120.0) -> None:
@@ -609,6 +619,99 @@ class BfrtDriver(Driver):
                 int(d["$LPF_SPEC_OUT_SCALE_DOWN_FACTOR"]),
             )
         raise DriverError(f"{name}: no LPF at index {index}")
+
+    # -- the packet generator's timer (spec §7.7) -----------------------------------------------
+    has_pktgen = True
+
+    def _pktgen(self) -> tuple[str, int]:
+        """The chip's fixed pktgen tables' prefix (tf1/tf2) and its generator's pipe-local port."""
+        self._require()
+        names = set(self._call("BF-Runtime tables", self.info.table_name_list_get))
+        for chip, port in PKTGEN_CHIPS:
+            if f"{chip}.pktgen.app_cfg" in names:
+                return chip, port
+        raise DriverError("this switch's BF-Runtime has no packet generator (no tf1/tf2.pktgen tables)")
+
+    def _pipes(self, chip: str) -> int:
+        name = f"{chip}.dev.device_configuration"
+        t = self._table(name)
+        for data, _ in self._read(name, t.default_entry_get, self.target, {"from_hw": False}):
+            return int(data.to_dict()["num_pipes"])
+        raise DriverError(f"{name}: no device configuration")
+
+    def _modify(self, name: str, keys: list[list[Any]], fields: list[Any], action: str | None = None) -> None:
+        """Modify entries of a fixed table (its keys always exist), one data for every key."""
+        t = self._table(name)
+        ks = [self._build(name, lambda k=k: t.make_key(k)) for k in keys]
+        data = self._build(name, lambda: t.make_data(fields, action))
+        self._call(name, t.entry_mod, self.target, ks, [data] * len(ks))
+
+    def set_timer(self, timer: TimerSpec | None) -> None:
+        """The timer application on the generator's port of every pipe (spec §7.7): configured
+        disabled (app_cfg, trigger_timer_periodic: one batch of `packets`, packet_id 0 ..
+        packets - 1, every period), the packet's bytes after the 6-byte header the generator
+        writes (pkt_buffer), the ports enabled (port_cfg), then the application enabled. None
+        disables the application and the ports."""
+        chip, local = self._pktgen()
+        app, kt = f"{chip}.pktgen.app_cfg", self.gc.KeyTuple
+        ports = [[kt("dev_port", pipe << 7 | local)] for pipe in range(self._pipes(chip))]
+        if timer is None:
+            self._modify(app, [[kt("app_id", self._timer_app_id)]], [self.gc.DataTuple("app_enable", bool_val=False)])
+            self._modify(f"{chip}.pktgen.port_cfg", ports, [self.gc.DataTuple("pktgen_enable", bool_val=False)])
+            return
+        if timer.packet_len < PKTGEN_MIN_LEN[chip]:
+            raise DriverError(
+                f"{app}: this chip generates packets of {PKTGEN_MIN_LEN[chip]} bytes or more, "
+                f"not {timer.packet_len}: give the timer a longer packet_len"
+            )
+        key = [[kt("app_id", timer.app_id)]]
+        self._modify(app, key, self._timer_fields(chip, local, timer), TIMER_ACTION)
+        size = timer.packet_len - TIMER_HEADER_LEN
+        self._modify(
+            f"{chip}.pktgen.pkt_buffer",
+            [[kt("pkt_buffer_offset", TIMER_BUFFER_OFFSET), kt("pkt_buffer_size", size)]],
+            [self.gc.DataTuple("buffer", bytearray(size))],
+        )
+        self._modify(f"{chip}.pktgen.port_cfg", ports, [self.gc.DataTuple("pktgen_enable", bool_val=True)])
+        self._modify(app, key, [self.gc.DataTuple("app_enable", bool_val=True)], TIMER_ACTION)
+        self._timer_app_id = timer.app_id
+
+    def _timer_fields(self, chip: str, local: int, timer: TimerSpec) -> list[Any]:
+        d = self.gc.DataTuple
+        fields = [
+            d("timer_nanosec", timer.period_ns),
+            d("app_enable", bool_val=False),
+            d("pkt_len", timer.packet_len - TIMER_HEADER_LEN),
+            d("pkt_buffer_offset", TIMER_BUFFER_OFFSET),
+            d("pipe_local_source_port", local),
+            d("increment_source_port", bool_val=False),
+            d("batch_count_cfg", 0),
+            d("packets_per_batch_cfg", timer.packets - 1),
+            d("ibg", 0),
+            d("ibg_jitter", 0),
+            d("ipg", 0),
+            d("ipg_jitter", 0),
+        ]
+        if chip == "tf2":  # Tofino 2 ties an application to one of the generator's channels (its port)
+            fields.append(d("assigned_chnl_id", local))
+        return fields
+
+    def read_timer(self) -> TimerSpec | None:
+        chip, _ = self._pktgen()
+        name = f"{chip}.pktgen.app_cfg"
+        t = self._table(name)
+        key = self._build(name, lambda: t.make_key([self.gc.KeyTuple("app_id", self._timer_app_id)]))
+        for data, _ in self._read(name, t.entry_get, self.target, [key], {"from_hw": False}):
+            d = data.to_dict()
+            if not d.get("app_enable") or d.get("action_name") != TIMER_ACTION:
+                return None
+            return TimerSpec(
+                int(d["timer_nanosec"]),
+                int(d["packets_per_batch_cfg"]) + 1,
+                self._timer_app_id,
+                int(d["pkt_len"]) + TIMER_HEADER_LEN,
+            )
+        return None
 
     # -- front-panel ports ---------------------------------------------------------------------
     has_ports = True

@@ -8,10 +8,15 @@
  *          (md.routed = 0: FFS drops it and counts a route miss, touching no FFS state); the
  *          host's ingress control named FfsIngress-style with parameters `hdr` and `md`, preceded
  *          by FFS_INGRESS_PRAGMAS.
- *   sets   ig_dprsr_md.drop_ctl (γ's drop before the queue, parse errors, route misses), the
- *          shim's rf/rri and flags, a shim inserted on an insert port, hdr.bridge (every packet:
- *          the egress needs its pair), and in the egress: a lying frame's drop, the shim
- *          stripped on a strip port, md.csum_update for the egress deparser's IPv4 checksum.
+ *   sets   ig_dprsr_md.drop_ctl (γ's drop before the queue, the queue guard's, parse errors,
+ *          route misses, every timer packet), the shim's rf/rri and flags, a shim inserted on an
+ *          insert port, hdr.bridge (every packet: the egress needs its pair), and in the egress: a
+ *          lying frame's drop, the shim stripped on a strip port, md.csum_update for the egress
+ *          deparser's IPv4 checksum.
+ *   owns   the packet generator's timer application (TIMER_APP_ID) and its packets on the
+ *          generator's port of each pipe (PKTGEN_LOCAL_PORT): they drain the queue guard's
+ *          virtual queues and are dropped. A host must not recirculate through that port, nor
+ *          run another timer application there (spec §7.7).
  *   names  instantiate as `@name(".FfsIngress") FfsCore() ffs;` and
  *          `@name(".FfsEgress") FfsEgressCore() ffs;` so that every table, counter, register and
  *          LPF keeps the BF-Runtime name ffs-agent drives (controlplane/ffs/p4names.py).
@@ -50,6 +55,7 @@ control FfsCore(inout headers_t hdr,
     RateEstimation() rate_est;
     Normalize() normalize;
     RiUpdate() ri_update;
+    QueueGuard() guard;
 
     /* Why packets did not take the normal path (spec §7.6); at most one cell per packet. */
     Counter<bit<32>, event_t>(EVENT_COUNTER_SIZE, CounterType_t.PACKETS) events;
@@ -144,6 +150,13 @@ control FfsCore(inout headers_t hdr,
         events.count(EVENT_FFS_DROP);
     }
 
+    /* γ admitted it, but the egress's virtual queue stands and its pair reads over 1.25 x its
+     * share (spec §7.7) */
+    action guard_drop() {
+        ig_dprsr_md.drop_ctl = 1;
+        events.count(EVENT_GUARD_DROP);
+    }
+
     /* Beside fate: an action addresses each indirect counter with one expression only. */
     action count_pair_drop() {
         pair_drops.count(md.pid);
@@ -228,7 +241,8 @@ control FfsCore(inout headers_t hdr,
             ig_prsr_md.parser_err:    ternary @name("parser_err");
             md.routed:                ternary @name("routed");
             md.managed:               ternary @name("managed");
-            md.admit_margin:                ternary @name("admit_margin");
+            md.admit_margin:          ternary @name("admit_margin");
+            md.guard:                 ternary @name("guard");
             md.ffs_state:             ternary @name("ffs_state");
             md.port_md.trust[0:0]:         ternary @name("trust");
             md.port_md.insert[0:0]:        ternary @name("insert");
@@ -239,57 +253,65 @@ control FfsCore(inout headers_t hdr,
             md.frag:                  ternary @name("frag");
             md.room:                  ternary @name("room");
         }
-        actions = { parse_drop; miss_drop; note_no_pair; ffs_drop; note_opaque; rewrite_label;
+        actions = { parse_drop; miss_drop; note_no_pair; ffs_drop; guard_drop; note_opaque; rewrite_label;
                     rewrite_reset_label; insert_shim_v4; insert_shim_v6; note_not_inserted; forward; }
         default_action = parse_drop();
         size = 16;
         const entries = {
-            (0, 0, 0, _, _, _, _, _, _, _, _, _, _, _): miss_drop();
-            (0, 0, 1, 0, _, _, _, _, _, _, _, _, _, _): note_no_pair();
-            (0, 0, 1, 1, 0, _, _, _, _, _, _, _, _, _): ffs_drop();
-            (0, 0, 1, 1, _, FFS_STATE_VALID, 1, _, _, _, _, _, _, _): rewrite_label();
-            (0, 0, 1, 1, _, FFS_STATE_VALID, 0, _, _, _, _, _, _, _): rewrite_reset_label();
-            (0, 0, 1, 1, _, FFS_STATE_OPAQUE, _, _, _, _, _, _, _, _): note_opaque();
+            (0, 0, 0, _, _, _, _, _, _, _, _, _, _, _, _): miss_drop();
+            (0, 0, 1, 0, _, _, _, _, _, _, _, _, _, _, _): note_no_pair();
+            (0, 0, 1, 1, 0, _, _, _, _, _, _, _, _, _, _): ffs_drop();
+            (0, 0, 1, 1, _, 1, _, _, _, _, _, _, _, _, _): guard_drop();
+            (0, 0, 1, 1, _, _, FFS_STATE_VALID, 1, _, _, _, _, _, _, _): rewrite_label();
+            (0, 0, 1, 1, _, _, FFS_STATE_VALID, 0, _, _, _, _, _, _, _): rewrite_reset_label();
+            (0, 0, 1, 1, _, _, FFS_STATE_OPAQUE, _, _, _, _, _, _, _, _): note_opaque();
             /* a fragment: spec §2 */
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, _, 1, _): note_not_inserted();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, _, _, _, _, 1, _): note_not_inserted();
             /* a runt (a claim below 64 bytes with FCS, 68 if tagged, len_log) may have reached us padded:
              * a shim in front of its padding would leave the padding behind the IP packet, which
              * the next FFS hop's frame check cannot tell from a lie (spec §6) */
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, 1, _, _): forward();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, _, _, _, 1, _, _): forward();
             /* a shim would take it beyond the egress's MTU, or wrap its IP length (spec §2) */
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, _, _, _, _, _, 0): note_not_inserted();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, true, _, _, _, _, _): insert_shim_v4();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, _, _, _, _, _, 0): note_not_inserted();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, true, _, _, _, _, _): insert_shim_v4();
             /* a Hop-by-Hop Options header must stay right after the IPv6 header (RFC 8200 §4.1):
              * no shim goes in front of it */
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, IP_PROTO_HOPOPT, _, _, _): forward();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, 1, false, true, _, _, _, _): insert_shim_v6();
-            (0, 0, 1, 1, _, FFS_STATE_NONE, _, _, _, _, _, _, _, _): forward();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, false, true, IP_PROTO_HOPOPT, _, _, _): forward();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, false, true, _, _, _, _): insert_shim_v6();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, _, _, _, _, _, _, _): forward();
         }
     }
 
     apply {
-        /* stage 0: nothing here depends on anything else (the host's forwarding runs beside it) */
-        port_label.apply();
-        if (hdr.ipv4.isValid() && hdr.ffs.isValid()) {
-            ipv4_shim_len.apply();
+        /* a timer packet of the packet generator only drains the queue guard's queues */
+        if (md.timer == 0) {
+            /* stage 0: nothing here depends on anything else (the host's forwarding runs beside it) */
+            port_label.apply();
+            if (hdr.ipv4.isValid() && hdr.ffs.isValid()) {
+                ipv4_shim_len.apply();
+            }
+            /* stages 1-4: FFS state is touched only by routed, well-formed packets of a managed pair */
+            if (md.routed == 1 && md.parse_error == 0 && ig_prsr_md.parser_err == 0) {
+                pair_map.apply(md, ig_intr_md, ig_tm_md);
+            }
+            rate_est.apply(md, ig_tm_md);
+            if (md.managed == 1) {
+                normalize.apply(hdr, md);
+                ri_update.apply(hdr, md);
+            }
         }
-        /* stages 1-4: FFS state is touched only by routed, well-formed packets of a managed pair */
-        if (md.routed == 1 && md.parse_error == 0 && ig_prsr_md.parser_err == 0) {
-            pair_map.apply(md, ig_intr_md, ig_tm_md);
-        }
-        rate_est.apply(md, ig_tm_md);
-        if (md.managed == 1) {
-            normalize.apply(hdr, md);
-            ri_update.apply(hdr, md);
-        }
-        bridge_pair();
-        /* stage 5: the packet's fate */
-        fate.apply();
-        if (md.managed == 1) {
-            if (md.admit_margin == 0) {
-                count_pair_drop();
-            } else {
-                count_admitted();
+        /* stage 5: an admitted packet fills its egress's virtual queue or is guarded; a timer drains */
+        guard.apply(md, ig_dprsr_md, ig_tm_md);
+        if (md.timer == 0) {
+            bridge_pair();
+            /* stage 6: the packet's fate */
+            fate.apply();
+            if (md.managed == 1) {
+                if (md.admit_margin == 0 || md.guard == 1) {
+                    count_pair_drop();
+                } else {
+                    count_admitted();
+                }
             }
         }
     }

@@ -2,7 +2,8 @@
 /* ffs-tofino: the weighted-bytes estimator F_(i,j) and the R_(i,j) counter (spec §4, §5.1, §5.2).
  *
  *   stage 0  len_log  (IPv6, VLAN, IP length) -> llen = log of L2 header + IP length + FCS
- *                     (spec §4), lw = llen |-| rf_hdr, and whether the claim is a runt
+ *                     (spec §4), lw = llen |-| rf_hdr, whether the claim is a runt, and its
+ *                     line-rate bytes wlen (the queue guard's, spec §7.7)
  *   stage 1  weight   lw -> pkt_weight w = 2^(lw/128) on a trusting port, weight_reset llen -> w on a
  *                     resetting one (rf = 1)             (exact tables: no multiply on Tofino)
  *   stage 2  f_lpf    F (f_rate) <- Lpf(w)[pid]; pair_bytes[pid] counts R_(i,j) with the labels as they arrive,
@@ -33,17 +34,22 @@ control RateEstimation(inout ffs_metadata_t md,
     /* llen = log of the frame the headers claim (L2 header + IP length + FCS, spec §4), looked up
      * on the IP length and the header class, so that no stage adds the L2 overhead first: the
      * generator adds it to each bucket. lw divides by the clamped arriving label; a resetting
-     * port weighs by llen alone (rf = 1.0), through weight_reset. */
-    action set_lw(code_t llen) {
+     * port weighs by llen alone (rf = 1.0), through weight_reset. wlen, the claim's line-rate
+     * bytes for the queue guard, adds the class's header, FCS, preamble and gap (wadd) to the IP
+     * length (spec §5.1). */
+    action set_lw(code_t llen, len_t wadd) {
         md.lw = llen |-| md.rf_hdr;
         md.llen = llen;
+        md.wlen = md.l3_len |+| wadd;
     }
 
-    /* the same for a claim below 64 bytes (68 if tagged): fate inserts no shim in front of padding */
-    action set_lw_runt(code_t llen) {
+    /* the same for a claim below 64 bytes (68 if tagged): fate inserts no shim in front of padding,
+     * and the wire carries the padded frame (wlen: one length per bucket, given whole) */
+    action set_lw_runt(code_t llen, len_t wlen) {
         md.lw = llen |-| md.rf_hdr;
         md.llen = llen;
         md.runt = 1;
+        md.wlen = wlen;
     }
 
     action lw_zero() {
