@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ffs import p4names
-from ffs.agent.program import LpfConfig
+from ffs.agent.program import LpfConfig, pairs_of
 from ffs.allocator import allocate
 from ffs.jsonsafe import finite
 from ffs.lab.baselines import Csfq
@@ -164,8 +164,10 @@ def _period_recorder(scheme: str, agents: dict, series: dict[str, dict[str, list
 
 
 def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0: float, w1: float) -> None:
-    """Each stream's rate over [w0, w1) against its exact share, the settling of tau, and per
-    interface the queue's delay and drops and the malformed frames counted at egress."""
+    """Each stream's rate over [w0, w1) against its exact share and the time constant of its first
+    hop's F estimator, the settling of tau, and per interface the queue's delay and drops and the
+    malformed frames counted at egress."""
+    paths = {s.name: s.path for s in topo.streams}
     for sr in exact.streams:
         got = res.rate_bps(sr.name, w0, w1)
         out.streams.append(
@@ -175,6 +177,7 @@ def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0:
                 "exact": sr.rate,
                 "measured": got,
                 "error": (got - sr.rate) / sr.rate if sr.rate else 0.0,
+                "tau_f_ns": _estimator_time_constant_ns(topo, pipes, paths[sr.name][0]) if paths[sr.name] else None,
             }
         )
     for e in exact.egresses:
@@ -190,6 +193,15 @@ def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0:
             bad = pipes[n].egress_acct.malformed.read(i.port, pipe_of(i.port)).packets  # the egress port's pipe
             if bad:
                 out.malformed[f"{n}.{name}"] = int(bad)
+
+
+def _estimator_time_constant_ns(topo: Topology, pipes, hop) -> float | None:
+    """The decay time constant of the F estimator of a hop's (ingress, egress) pair, as the node's
+    agent wrote it; None for a pair the node does not manage."""
+    pid = next(
+        (p.pid for p in pairs_of(topo.nodes[hop.node]) if (p.ingress, p.egress) == (hop.ingress, hop.egress)), None
+    )
+    return None if pid is None else pipes[hop.node].rate_est.f_lpf.specs[pid].decay_time_constant_ns
 
 
 def fairness_index(rates: list[float]) -> float:
