@@ -167,9 +167,11 @@ def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0:
     """Each stream's rate over [w0, w1) against its exact share and the time constant of its first
     hop's F estimator, the settling of tau, and per interface the queue's delay and drops and the
     malformed frames counted at egress."""
-    paths = {s.name: s.path for s in topo.streams}
+    first_hop = {s.name: s.path[0] for s in topo.streams}  # a path holds at least one hop
+    tau_f = _estimator_time_constants(topo, pipes)
     for sr in exact.streams:
         got = res.rate_bps(sr.name, w0, w1)
+        hop = first_hop[sr.name]
         out.streams.append(
             {
                 "stream": sr.name,
@@ -177,7 +179,7 @@ def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0:
                 "exact": sr.rate,
                 "measured": got,
                 "error": (got - sr.rate) / sr.rate if sr.rate else 0.0,
-                "tau_f_ns": _estimator_time_constant_ns(topo, pipes, paths[sr.name][0]) if paths[sr.name] else None,
+                "tau_f_ns": tau_f.get((hop.node, hop.ingress, hop.egress)),  # None: the pair is unmanaged
             }
         )
     for e in exact.egresses:
@@ -195,13 +197,14 @@ def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0:
                 out.malformed[f"{n}.{name}"] = int(bad)
 
 
-def _estimator_time_constant_ns(topo: Topology, pipes, hop) -> float | None:
-    """The decay time constant of the F estimator of a hop's (ingress, egress) pair, as the node's
-    agent wrote it; None for a pair the node does not manage."""
-    pid = next(
-        (p.pid for p in pairs_of(topo.nodes[hop.node]) if (p.ingress, p.egress) == (hop.ingress, hop.egress)), None
-    )
-    return None if pid is None else pipes[hop.node].rate_est.f_lpf.specs[pid].decay_time_constant_ns
+def _estimator_time_constants(topo: Topology, pipes) -> dict[tuple[str, str, str], float]:
+    """The decay time constant of each managed pair's F estimator, as its node's agent wrote it,
+    by (node, ingress, egress)."""
+    return {
+        (n, p.ingress, p.egress): pipes[n].rate_est.f_lpf.specs[p.pid].decay_time_constant_ns
+        for n, node in topo.nodes.items()
+        for p in pairs_of(node)
+    }
 
 
 def fairness_index(rates: list[float]) -> float:
