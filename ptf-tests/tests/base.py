@@ -682,9 +682,9 @@ def code_value(code: int) -> float:
 
 def label_in(pkt: Packet, trust: bool = True) -> float:
     """The label the node uses (spec §3.1, §6): a valid shim's rf, clamped to the admitted range
-    [2^-8, 2^8], on a trusted port, else the default 1.0."""
+    [2^-8, 2^16], on a trusted port, else the default 1.0."""
     if trust and shim_valid(pkt):
-        return min(max(decode(pkt[FFS].rf), 2.0**-8), 2.0**8)
+        return min(max(decode(pkt[FFS].rf), expect.LABEL_MIN), expect.LABEL_MAX)
     return 1.0
 
 

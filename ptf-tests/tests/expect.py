@@ -6,8 +6,9 @@ A test picks real quantities -- a label rf, a share M in the estimator's units (
 C/R* -- programs them with the control plane's encodings (lm = round(128 · log2 M_F) of spec §4,
 the egress parameters of `ffs.tables.egress_params`), reads F as the node measured it (f_est), and
 expects what Algorithm 3 (lines 1-3, Eq. 1-2) and Algorithm 4 make of those real numbers, within
-the tolerance spec §10 allows the 16-bit log code. Nothing here evaluates a table entry or a P4
-expression: the label codes the device writes are decoded and compared with real numbers.
+the tolerance spec §10 allows the 16-bit log code. Nothing here evaluates a table entry, a P4
+expression or a generator of `ffs.tables`: the encodings program the target and no expectation
+reads them back; the label codes the device writes are decoded and compared with real numbers.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ LABEL_BUDGET = 0.0093
 GAMMA_BUDGET = 0.0121
 DROP_BUDGET = 0.014
 LABEL_MAX = 2.0**16  # spec §3.1: no node emits a label above 2^16, and the next admits it whole
+LABEL_MIN = 2.0**-8  # spec §3.1: a label below is admitted as 2^-8
+# spec §10: the weight the node's tables give a packet, within len_log's bucket and rounding (0.0095
+# octave) of w = wire_len · 2^8 / rf, plus half a unit for the integer weight
+WEIGHT_BUDGET = 2.0**0.0095 - 1
 
 
 def lm_of(m_f: float) -> int:
@@ -60,8 +65,13 @@ class Egress:
 
     @property
     def tau_real(self) -> float:
-        """τ as the data plane holds it: its code (spec §3), ∞ while uncongested."""
-        return decode(self.params()["ltau"]) if self.congested else math.inf
+        """τ of Eq. 2 as the test chose it, ∞ while uncongested (γ = 1 whatever ltau holds, spec
+        §5.3); its code's rounding (1/256 octave) is within the budgets that carry τ (spec §10)."""
+        if not self.congested:
+            return math.inf
+        if self.tau is None:
+            raise ValueError("a congested egress needs a tau")
+        return self.tau
 
 
 @dataclass(frozen=True)
@@ -110,8 +120,18 @@ def packets_to_tell(gamma: float) -> int:
 Claim = tuple[int, bool, bool]  # (IP length, IPv6, 802.1Q): what len_log weighs (spec §4)
 
 
-def weight(claim: Claim, rf: int) -> int:
-    """The estimator's input for a packet, w = len · 2^8 / rf as the node's tables quantize it
-    (spec §5.1, §5.2): only for the estimator's dynamics (test_estimator), whose expectation is
-    spec §8's filter driven by the weights the node feeds it."""
-    return tables.packet_weight(*claim, rf)
+def weight(claim: Claim, rf: int) -> float:
+    """The estimator's input for a packet of label code `rf` in real numbers, w = wire_len · 2^8 / rf
+    (spec §4): the frame its headers claim (14 bytes of Ethernet header, 4 more with an 802.1Q tag,
+    the IPv6 header's 40 beside its payload length, the IP length, 4 of FCS; at most 65535), padded
+    to Ethernet's 64 bytes, plus 20 of preamble and inter-frame gap; the label admitted within
+    [2^-8, 2^16] (spec §3.1). The node's tables give it within `weighs`'s budget (spec §10)."""
+    l3_len, ipv6, vlan = claim
+    frame = min(14 + 4 * vlan + 40 * ipv6 + l3_len + 4, 0xFFFF)
+    return (max(frame, 64) + 20) * 2.0**8 / min(max(decode(rf), LABEL_MIN), LABEL_MAX)
+
+
+def weighs(got: int, w: float) -> bool:
+    """An estimator input (or a forgetful estimator's reading) `got` is the real weight w within
+    spec §10's budget: len_log's 0.66 % and half a unit of the integer weight."""
+    return abs(got / w - 1) <= WEIGHT_BUDGET + 0.5 / w

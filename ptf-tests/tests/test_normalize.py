@@ -63,7 +63,6 @@ class LabelIsMinOfNormalizedAndTau(FfsTest):
                 self.set_m(expect.m_for(rf, f, norm))
                 self.set_egress(egress)
                 got, p = self.first_survivor(pkt) if norm > tau else self.one(pkt)[:2]
-                self.assertLessEqual(abs(p.rf_out / min(norm, tau) - 1), 0.003, "rf out = min(rf', tau)")
                 out = self.expect_emitted(got, pkt, p, what=f"tau {tau:g}, rf' {norm:g}")
                 if norm > tau:  # every survivor carries tau
                     self.assertTrue(expect.close(Ether(out)[FFS].rf, tau, expect.GAMMA_BUDGET))
@@ -115,7 +114,6 @@ class DropFrequencyIsGamma(FfsTest):
         for gamma in (1 / 2, 0.7, 1 / 3):
             egress = expect.Egress(tau=8.0 * gamma, congested=True)
             p = expect.paper(rf, f, self.m, egress)
-            self.assertLessEqual(abs(p.gamma / gamma - 1), 0.003, "tau's code")
             n = expect.packets_to_tell(p.gamma)
             self.set_egress(egress)
             before = self.counts()

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ffs import p4names
-from ffs.agent.program import LpfConfig
+from ffs.agent.program import LpfConfig, pairs_of
 from ffs.allocator import allocate
 from ffs.jsonsafe import finite
 from ffs.lab.baselines import Csfq
@@ -164,10 +164,14 @@ def _period_recorder(scheme: str, agents: dict, series: dict[str, dict[str, list
 
 
 def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0: float, w1: float) -> None:
-    """Each stream's rate over [w0, w1) against its exact share, the settling of tau, and per
-    interface the queue's delay and drops and the malformed frames counted at egress."""
+    """Each stream's rate over [w0, w1) against its exact share and the time constant of its first
+    hop's F estimator, the settling of tau, and per interface the queue's delay and drops and the
+    malformed frames counted at egress."""
+    first_hop = {s.name: s.path[0] for s in topo.streams}  # a path holds at least one hop
+    tau_f = _estimator_time_constants(topo, pipes)
     for sr in exact.streams:
         got = res.rate_bps(sr.name, w0, w1)
+        hop = first_hop[sr.name]
         out.streams.append(
             {
                 "stream": sr.name,
@@ -175,6 +179,7 @@ def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0:
                 "exact": sr.rate,
                 "measured": got,
                 "error": (got - sr.rate) / sr.rate if sr.rate else 0.0,
+                "tau_f_ns": tau_f.get((hop.node, hop.ingress, hop.egress)),  # None: the pair is unmanaged
             }
         )
     for e in exact.egresses:
@@ -190,6 +195,16 @@ def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0:
             bad = pipes[n].egress_acct.malformed.read(i.port, pipe_of(i.port)).packets  # the egress port's pipe
             if bad:
                 out.malformed[f"{n}.{name}"] = int(bad)
+
+
+def _estimator_time_constants(topo: Topology, pipes) -> dict[tuple[str, str, str], float]:
+    """The decay time constant of each managed pair's F estimator, as its node's agent wrote it,
+    by (node, ingress, egress)."""
+    return {
+        (n, p.ingress, p.egress): pipes[n].rate_est.f_lpf.specs[p.pid].decay_time_constant_ns
+        for n, node in topo.nodes.items()
+        for p in pairs_of(node)
+    }
 
 
 def fairness_index(rates: list[float]) -> float:

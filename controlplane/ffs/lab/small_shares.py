@@ -10,6 +10,7 @@ packets; the ports' MTU fits them. Exact FFS (Eq. 1-2): p1 gets its share, p2 th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ffs.lab.attacks import loads
@@ -20,6 +21,8 @@ CAPACITY = 100e6
 FLOOD = 200e6
 OVERLOAD = 2.5  # the small pair sends this times its share
 MIN_PACKETS = 15_000  # of the small pair in the measured half: its admitted count's sampling error ~1 %
+LOOP_BIAS = 0.005  # spec §10.1: the τ update's bias, about 1/(2 · 100 admitted frames), either way
+SIGMAS = 3  # the sampling error allowed each cell, in standard deviations of its admitted count
 
 
 def topology(share_fraction: float, size: int, duration: float) -> str:
@@ -44,9 +47,15 @@ streams:
 """
 
 
+def frame_bits(size: int) -> int:
+    """What a packet of `size` IP bytes costs the wire, in bits (Ethernet header and FCS, preamble
+    and gap: spec §4)."""
+    return wire_len(size + 18) * 8
+
+
 def share_packets_per_s(share_fraction: float, size: int) -> float:
     """The packets per second the share carries (frames of `size` IP bytes at line rate)."""
-    return share_fraction * CAPACITY / (wire_len(size + 18) * 8)
+    return share_fraction * CAPACITY / frame_bits(size)
 
 
 def duration_for(share_fraction: float, size: int, packets: int = MIN_PACKETS) -> float:
@@ -66,10 +75,42 @@ class Cell:
     measured_bps: float
     flood_bps: float
     flood_exact_bps: float
+    tau_f_ns: float  # the time constant of the small pair's F estimator, as its agent wrote it
 
     @property
     def error(self) -> float:
         return (self.measured_bps - self.exact_bps) / self.exact_bps
+
+    @property
+    def frames_per_tau_f(self) -> float:
+        """The frames the small pair's share carries per time constant of its estimator."""
+        return share_packets_per_s(self.share_fraction, self.size) * self.tau_f_ns * 1e-9
+
+    @property
+    def sampling_error(self) -> float:
+        """The relative standard deviation of the small pair's admitted count in the measured half:
+        binomial, its arrivals each admitted with γ = 1/OVERLOAD."""
+        arrivals = OVERLOAD * share_packets_per_s(self.share_fraction, self.size) * self.duration_s / 2
+        return math.sqrt((OVERLOAD - 1) / arrivals)
+
+    @property
+    def bound(self) -> tuple[float, float]:
+        """The error docs/spec.md §10.1 allows the small pair: its estimator reads it high by at most
+        1/n (n frames per time constant, each packet reads F with itself in it), so it loses at most
+        that fraction of its share; the τ loop's bias either way; SIGMAS of its sampling error."""
+        spread = LOOP_BIAS + SIGMAS * self.sampling_error
+        return -(1 / self.frames_per_tau_f + spread), spread
+
+    @property
+    def flood_bound(self) -> float:
+        """The flood takes what the small pair leaves of the egress: its error is the small pair's
+        largest, weighed by the shares' ratio, plus the τ loop's bias and SIGMAS of its own
+        sampling error (binomial, like the small pair's)."""
+        share = self.share_fraction
+        gamma = (1 - share) * CAPACITY / FLOOD
+        arrivals = FLOOD / frame_bits(self.size) * self.duration_s / 2
+        sampling = math.sqrt((1 - gamma) / (gamma * arrivals))
+        return LOOP_BIAS + SIGMAS * sampling + max(map(abs, self.bound)) * share / (1 - share)
 
 
 def measure(
@@ -105,4 +146,5 @@ def measure(
         got["small"]["measured"],
         got["flood"]["measured"],
         got["flood"]["exact"],
+        got["small"]["tau_f_ns"],
     )
