@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from ffs.allocator import HopArrays, egress_taus, solve
 from ffs.cli.sim import main as sim_cli
 from ffs.lab.network import study
+from ffs.lab.network.fixedpoint import DAMPING, Driver
 from ffs.lab.network.graph import CAP_MAX, CAP_MIN, ASGraph, generate, load_caida
+from ffs.lab.network.pool import LocalPool
 
 G = 1e9
 
@@ -51,47 +54,135 @@ def test_degree_gravity_capacities_in_range():
     assert np.allclose(g.capacity[free] / prod[free], CAP_MAX / prod.max())
 
 
-def test_shortest_paths_are_shortest_and_connected():
-    g = generate(150, seed=5)
-    rng = np.random.default_rng(5)
-    src, dst = study.choose_pairs(g.n, 0.2, rng)
-    assert len(src) == 150 * round(0.2 * 149) and not np.any(src == dst)
-    p = study.shortest_paths(g, src, dst)
+def built(n: int, fraction: float, seed: int, aggregate: bool = True, parts: int = 1) -> tuple[ASGraph, LocalPool]:
+    g = generate(n, seed=seed)
+    pool = LocalPool(g, fraction, seed, aggregate, parts)
+    study.build(pool, g, chunk=37)  # chunks that do not divide the partitions
+    return g, pool
+
+
+def test_pairs_and_shortest_paths_are_shortest_and_connected():
+    g, pool = built(150, 0.2, 5, parts=2)
+    k = round(0.2 * 149)
     ref = nx.Graph(list(zip(g.u.tolist(), g.v.tolist(), strict=False)))
-    for k in range(0, len(p.src), 97):
-        path = p.nodes[k, : p.length[k] + 1].tolist()
-        assert path[0] == p.src[k] and path[-1] == p.dst[k]
-        assert all(ref.has_edge(a, b) for a, b in zip(path, path[1:], strict=False))
-        assert p.length[k] == nx.shortest_path_length(ref, p.src[k], p.dst[k])
+    rng = np.random.default_rng(5)
+    keys = rng.random((150, 150))  # §VII-B: each AS sends to 20 % of the others, chosen at random
+    np.fill_diagonal(keys, np.inf)
+    streams = 0
+    for part, (lo, hi) in zip(pool.parts, pool.ranges, strict=True):
+        fo = part.forest
+        assert len(fo.stream_edge) == (hi - lo) * k
+        for s, e in enumerate(fo.stream_edge):
+            src = lo + s // k
+            path = []
+            while e >= 0:
+                assert fo.src[e] == src
+                path.append(int(fo.head[e]))
+                e = fo.parent[e]
+            path = [src, *path[::-1]]
+            assert path[-1] in np.argsort(keys[src])[:k]  # one of the source's k lowest keys
+            assert all(ref.has_edge(a, b) for a, b in zip(path, path[1:], strict=False))
+            assert len(path) - 1 == fo.stream_len[s] == nx.shortest_path_length(ref, src, path[-1])
+            streams += 1
+    assert streams == 150 * k
+
+
+def oracle_rates(g: ASGraph, pool: LocalPool) -> np.ndarray:
+    """The exact allocator of ffs.allocator (stream by stream, hop by hop) on the pool's paths."""
+    stream, pair, egress, demand = [], [], [], []
+    s = 0
+    for part in pool.parts:
+        fo = part.forest
+        for e in fo.stream_edge:
+            hops = []
+            while e >= 0:
+                hops.append(e)
+                e = fo.parent[e]
+            for h in hops[::-1]:
+                stream.append(s)
+                pair.append(part.pair[h])
+                egress.append(fo.out_link[h])
+            demand.append(g.capacity[fo.out_link[hops[-1]] % len(g.u)])
+            s += 1
+    n_dir = 2 * len(g.u)
+    keys = np.unique(np.concatenate([p.forest.pair_key for p in pool.parts]))
+    cap = np.r_[g.capacity, g.capacity]
+    share = study.fairness_share(g, keys // n_dir, keys % n_dir, cap)
+    hop = HopArrays(np.array(stream), np.array(pair), np.array(egress), share, cap)
+    d = np.array(demand)
+    st = solve(hop, d, d, max_rounds=500, rel_tol=1e-9, damping=DAMPING)
+    last = np.r_[hop.first[1:], len(hop.stream)] - 1
+    return st.rate_out[last]
+
+
+@pytest.mark.parametrize("aggregate, parts", [(True, 1), (True, 3), (False, 2)])
+def test_trees_give_the_exact_allocation_stream_by_stream(aggregate, parts):
+    # the streams of a source sharing a path prefix carry the same values along it: one tree edge
+    # weighed by its streams gives each of them what the allocator gives it hop by hop
+    g, pool = built(120, 0.3, 2, aggregate, parts)
+    ffs = study.ffs_allocation(pool, g)
+    ref = oracle_rates(g, pool)
+    assert ffs.rate == pytest.approx(ref, rel=1e-9)
+    sizes = pool.call("sizes")
+    hops = sum(x["stream_hops"] for x in sizes)
+    if aggregate:  # shared prefixes: fewer edges than stream-hops
+        assert sum(x["edges"] for x in sizes) < hops / 1.5
+    else:
+        assert sum(x["edges"] for x in sizes) == hops
+
+
+@pytest.mark.parametrize("start", ["cold", "above", "below"])
+def test_newton_tau_is_the_root_of_eq2(start):
+    # τ_j by Newton steps over the partitions' sums against ffs.allocator.egress_taus's root from
+    # the sorted breakpoints, every tree edge repeated once per stream over it; from no guess,
+    # from 3 times the root and from a third of it
+    g, pool = built(120, 0.3, 2, parts=2)
+    cap = np.r_[g.capacity, g.capacity]
+    got = pool.call("begin")
+    big_f, offered = sum(x[0] for x in got), sum(x[1] for x in got)
+    congested = offered > cap
+    driver = Driver(pool, cap)
+    pool.call("shares", big_f, congested, np.zeros(len(cap)))  # each partition's f (Eq. 1)
+    parts = [p.forest for p in pool.parts]
+    w = [fo.weight.astype(int) for fo in parts]
+    e = np.concatenate([np.repeat(fo.out_link, k) for fo, k in zip(parts, w, strict=True)])
+    r = np.concatenate([np.repeat(p.rate_in, k) for p, k in zip(pool.parts, w, strict=True)])
+    f = np.concatenate([np.repeat(p.f, k) for p, k in zip(pool.parts, w, strict=True)])
+    ref, _, ref_congested = egress_taus(e, r, f, cap)
+    assert np.array_equal(congested, ref_congested) and np.isfinite(ref).sum() > 20
+    if start != "cold":
+        driver.state.guess = np.where(np.isfinite(ref), ref * (3 if start == "above" else 1 / 3), 0)
+    tau = driver.taus(big_f, congested)
+    assert np.array_equal(np.isfinite(tau), np.isfinite(ref))
+    assert tau[np.isfinite(ref)] == pytest.approx(ref[np.isfinite(ref)], rel=1e-12)
+    assert max(driver.state.newton_steps) > 1  # not a one-step case
 
 
 def test_ffs_gets_at_least_the_static_share_and_fills_congested_links():
-    g = generate(120, seed=2)
-    rng = np.random.default_rng(2)
-    p = study.shortest_paths(g, *study.choose_pairs(g.n, 0.3, rng))
-    net = study.build(g, p)
-    ffs = study.ffs_allocation(net, max_rounds=2)
+    g, pool = built(120, 0.3, 2, aggregate=False)
+    ffs = study.ffs_allocation(pool, g, max_rounds=2)
     assert ffs.residual < 1e-6  # sources reduced to what arrived: the allocation holds
-    gma = study.gma_static(ffs)
+    gma = ffs.static
     # Lemma 1 (τ ≥ 1 at every congested egress): FFS gives every stream at least min over its hops
     # of f, the share GMA reserves for the worst case
     assert np.all(ffs.rate >= gma * (1 - 1e-9))
     assert np.median(ffs.rate) > np.median(gma)
-    helia = study.helia_per_as(net)
-    assert np.all(helia <= net.max_rate) and np.all(helia > 0)
+    helia = study.helia_per_as(pool)
+    max_rate = np.concatenate([p.max_rate[p.forest.stream_edge] for p in pool.parts])
+    assert np.all(helia <= max_rate) and np.all(helia > 0)
 
 
 def test_deployment_effectiveness():
-    g = generate(200, seed=4)
+    g, pool = built(200, 0.2, 4)
     rng = np.random.default_rng(4)
-    p = study.shortest_paths(g, *study.choose_pairs(g.n, 0.2, rng))
-    eff = study.deployment(p, g.n, [0.0, 0.4, 1.0], rng)
+    eff = study.deployment(pool, g.n, [0.0, 0.4, 1.0], rng)
     assert np.all(eff[0.0] == 0) and np.all(eff[1.0] == 1)
     # every AS is deployed with probability 0.4, so a path's expected effectiveness is 0.4 (hubs
     # on many paths make one sample's mean vary: average over samples)
-    means = [study.deployment(p, g.n, [0.4], rng)[0.4].mean() for _ in range(30)]
+    means = [study.deployment(pool, g.n, [0.4], rng)[0.4].mean() for _ in range(30)]
     assert np.mean(means) == pytest.approx(0.4, abs=0.03)
-    assert set(np.round(eff[0.4] * (p.length + 1), 9)) <= set(range(0, 10))  # whole ASes per path
+    lengths = pool.parts[0].forest.stream_len
+    assert set(np.round(eff[0.4] * (lengths + 1), 9)) <= set(range(0, 10))  # whole ASes per path
 
 
 def test_cli_generated_graph(tmp_path):

@@ -198,9 +198,26 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
     show_default=True,
     help="Where the JSON and plots go.",
 )
+@click.option(
+    "--cluster",
+    envvar="DASK_SCHEDULER_ADDRESS",
+    default=None,
+    help="Run the partitions on the Dask cluster at this scheduler address (tcp://HOST:PORT), one per "
+    "worker; local:N starts N worker processes here. Default: $DASK_SCHEDULER_ADDRESS, else this process.",
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.FloatRange(0),
+    default=120.0,
+    show_default=True,
+    help="Seconds between checkpoints of the rounds in OUT/checkpoint (0: none); a rerun of the same "
+    "command resumes from it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @one_line_errors(ValueError, OSError)
-def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, out_dir, as_json) -> None:
+def network_cmd(
+    caida, top, nodes, attach, pairs, deploy, source_rounds, seed, out_dir, cluster, checkpoint_every, as_json
+) -> None:
     """FFS §VII-B and Appendix C: AS graph with degree-gravity capacities (40-400 Gb/s), each AS's
     fairness matrix as the paper builds it, a fraction of pairs on shortest paths; the exact FFS
     allocation from sources at their maximum rate against Helia-style per-AS and GLWP/GMA static
@@ -211,13 +228,14 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, o
     from tqdm import tqdm
 
     from ffs.jsonsafe import finite
+    from ffs.lab.network.fixedpoint import Checkpoint
     from ffs.lab.network.report import Options, plot, run
 
     fractions = _deploy_fractions(deploy)
     if caida and not Path(caida).is_file():
         raise ValueError(f"{caida}: no such file")
     bar = tqdm(
-        total=7,
+        total=5,
         desc="network",
         file=sys.stderr,
         leave=False,
@@ -229,12 +247,18 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, o
         if bar.n or name != "graph":
             bar.update(1)
         bar.set_description(name)
+        bar.set_postfix_str("")
+
+    def built(done: int, total: int) -> None:
+        bar.set_postfix_str(f"{done}/{total} ASes")
 
     def rounds(what: str) -> None:
         bar.set_postfix_str(what)
 
-    opt = Options(caida, top, nodes, attach, pairs, seed, fractions, source_rounds)
-    summary, rates, eff = run(opt, stage, rounds)
+    opt = Options(caida, top, nodes, attach, pairs, seed, fractions, source_rounds, cluster)
+    if checkpoint_every > 0:
+        opt.checkpoint = Checkpoint(Path(out_dir) / "checkpoint", opt.key(), checkpoint_every)
+    summary, rates, eff = run(opt, stage, rounds, built)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     title = f"{summary['graph']['source']}; {summary['streams']} streams"

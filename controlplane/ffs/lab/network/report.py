@@ -11,7 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from ffs.lab.network import study
+from ffs.lab.network.fixedpoint import Checkpoint
 from ffs.lab.network.graph import ASGraph, generate, load_caida
+from ffs.lab.network.pool import open_pool
+from ffs.lab.network.trees import destinations_per_source, rng_after_pairs
 
 PAPER = {  # FFS §VII-B (Figure 4, CAIDA top 2000) and Appendix C (Figure 10, 40 % deployed)
     "median_gbps": {"ffs": 5.97, "helia": 5.62, "glwp": 0.64},
@@ -30,6 +33,20 @@ class Options:
     seed: int = 1
     deploy: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
     source_rounds: int = 1
+    cluster: str | None = None  # a Dask scheduler's address, or local:N (`ffs.lab.network.pool`)
+    checkpoint: Checkpoint | None = None
+
+    def key(self) -> dict[str, object]:
+        """What decides the rounds' state: a checkpoint of another key is not resumed."""
+        return {
+            "caida": self.caida,
+            "top": self.top,
+            "nodes": self.nodes,
+            "attach": self.attach,
+            "pairs": self.pairs,
+            "seed": self.seed,
+            "source_rounds": self.source_rounds,
+        }
 
 
 def _stats(x: np.ndarray) -> dict[str, float]:
@@ -51,23 +68,33 @@ def _masses(eff: np.ndarray) -> dict[str, float]:
 
 
 def run(
-    opt: Options, stage: Callable[[str], None] = lambda s: None, rounds: Callable[[str], None] | None = None
+    opt: Options,
+    stage: Callable[[str], None] = lambda s: None,
+    rounds: Callable[[str], None] | None = None,
+    built: Callable[[int, int], None] = lambda done, total: None,
 ) -> tuple[dict, dict[str, np.ndarray], dict[float, np.ndarray]]:
+    """The study end to end: `stage` names each stage as it starts, `built` gets the sources whose
+    trees are built, `rounds` the allocator's rounds."""
     t0 = time.perf_counter()
     stage("graph")
     g: ASGraph = load_caida(opt.caida, opt.top) if opt.caida else generate(opt.nodes, opt.seed, opt.attach)
-    rng = np.random.default_rng(opt.seed)
-    stage("shortest paths")
-    src, dst = study.choose_pairs(g.n, opt.pairs, rng)
-    paths = study.shortest_paths(g, src, dst)
-    stage("hops and fairness matrices")
-    net = study.build(g, paths)
-    stage("FFS rounds")
-    ffs = study.ffs_allocation(net, max_rounds=opt.source_rounds, progress=rounds)
-    stage("baselines")
-    rates = {"ffs": ffs.rate, "helia": study.helia_per_as(net), "glwp": study.gma_static(ffs)}
-    stage("deployment")
-    eff = study.deployment(paths, g.n, list(opt.deploy), rng)
+    destinations_per_source(g.n, opt.pairs)  # a bad fraction fails before any work
+    pool = open_pool(opt.cluster, g, opt.pairs, opt.seed, aggregate=opt.source_rounds == 1)
+    try:
+        stage("shortest paths and trees")
+        sizes = study.build(pool, g, progress=lambda done: built(done, g.n))
+        stage("FFS rounds")
+        ffs = study.ffs_allocation(pool, g, max_rounds=opt.source_rounds, progress=rounds, checkpoint=opt.checkpoint)
+        stage("baselines")
+        rates = {"ffs": ffs.rate, "helia": study.helia_per_as(pool), "glwp": ffs.static}
+        stage("deployment")
+        eff = study.deployment(pool, g.n, list(opt.deploy), rng_after_pairs(g.n, opt.seed))
+    finally:
+        where = pool.where
+        pool.close()
+    if opt.checkpoint:
+        opt.checkpoint.clear()
+    lengths = sizes["stream_hops"] / sizes["streams"]
     summary = {
         "graph": {
             "source": f"CAIDA {opt.caida} (top {opt.top} by degree, largest connected part)"
@@ -83,11 +110,18 @@ def run(
         },
         "pairs_fraction": opt.pairs,
         "seed": opt.seed,
-        "streams": len(paths.src),
-        "stream_hops": len(net.hops.stream),
-        "path_links": {"mean": float(paths.length.mean()), "max": int(paths.length.max())},
+        "streams": sizes["streams"],
+        "stream_hops": sizes["stream_hops"],
+        "tree_hops": sizes["tree_hops"],
+        "path_links": {"mean": lengths, "max": sizes["len_max"]},
         "allocation": {k: _stats(v) for k, v in rates.items()},
-        "ffs_rounds": {"source_rounds": ffs.rounds, "allocator_rounds": ffs.hop_rounds, "residual": ffs.residual},
+        "ffs_rounds": {
+            "source_rounds": ffs.rounds,
+            "allocator_rounds": ffs.hop_rounds,
+            "residual": ffs.residual,
+            "resumed_at_round": ffs.resumed_at,
+        },
+        "computed_in": where,
         "cdf_gbps": {
             "quantile": QUANTILES.tolist(),
             **{k: (np.quantile(v, QUANTILES) / 1e9).tolist() for k, v in rates.items()},
