@@ -14,9 +14,10 @@ from click.testing import CliRunner
 from ffs.allocator import HopArrays, egress_taus, solve
 from ffs.cli.sim import main as sim_cli
 from ffs.lab.network import study
-from ffs.lab.network.fixedpoint import DAMPING, Driver
+from ffs.lab.network.fixedpoint import DAMPING, Checkpoint, Driver
 from ffs.lab.network.graph import CAP_MAX, CAP_MIN, ASGraph, generate, load_caida
 from ffs.lab.network.pool import LocalPool
+from ffs.lab.network.report import Options, run
 
 G = 1e9
 
@@ -240,3 +241,42 @@ def test_caida_bad_files_one_line(tmp_path, text, message):
     assert res.exit_code != 0
     assert message in res.output and "Traceback" not in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_progress_names_the_stages_the_ases_done_and_the_rounds():
+    stages, built_at, rounds = [], [], []
+    summary, _, _ = run(
+        Options(nodes=150, seed=4), stages.append, rounds.append, lambda done, total: built_at.append((done, total))
+    )
+    assert stages == ["graph", "shortest paths and trees", "FFS rounds", "baselines", "deployment"]
+    assert built_at[-1] == (150, 150) and all(a[0] < b[0] for a, b in zip(built_at, built_at[1:], strict=False))
+    n = summary["ffs_rounds"]["allocator_rounds"]
+    assert [r.split(",")[0] for r in rounds] == [f"round {k}" for k in range(1, n + 1)]
+
+
+class Stop(Exception):
+    pass
+
+
+def test_checkpoint_resumes_an_interrupted_run(tmp_path):
+    opt = Options(nodes=200, seed=3)
+    full, rates, _ = run(opt)
+    assert full["ffs_rounds"]["allocator_rounds"] > 12
+
+    def stop_at_12(what: str) -> None:
+        if what.startswith("round 12,"):
+            raise Stop
+
+    cp = tmp_path / "cp"
+    with pytest.raises(Stop):
+        run(Options(nodes=200, seed=3, checkpoint=Checkpoint(cp, opt.key(), every_s=0)), rounds=stop_at_12)
+    assert json.loads((cp / "state.json").read_text())["rounds"] == 11  # saved after every round
+    # another seed's run does not take it
+    other = run(Options(nodes=200, seed=4, checkpoint=Checkpoint(cp, Options(nodes=200, seed=4).key(), 3600)))[0]
+    assert other["ffs_rounds"]["resumed_at_round"] == 0 and (cp / "state.json").exists()
+    again, rates2, _ = run(Options(nodes=200, seed=3, checkpoint=Checkpoint(cp, opt.key(), every_s=3600)))
+    assert again["ffs_rounds"]["resumed_at_round"] == 11
+    assert again["ffs_rounds"]["allocator_rounds"] == full["ffs_rounds"]["allocator_rounds"]
+    for k in rates:
+        assert np.array_equal(rates[k], rates2[k])
+    assert not cp.exists()  # a finished run removes its checkpoint

@@ -129,6 +129,7 @@ class Checkpoint:
     key: dict[str, Any]
     every_s: float
     last: float = 0.0
+    mine: bool = False  # this run loaded or wrote the files (another run's are left alone)
 
     def _manifest(self) -> Path:
         return self.directory / "state.json"
@@ -144,6 +145,7 @@ class Checkpoint:
         with np.load(self.directory / "driver.npz") as z:
             tau, guess = z["tau"], z["guess"]
         pool.call_each("load", [(str(self.directory / f"part-{k}.npz"),) for k in range(len(pool.ranges))])
+        self.mine = True
         return Rounds(
             tau=tau,
             guess=guess,
@@ -155,6 +157,7 @@ class Checkpoint:
 
     def save(self, pool: Pool, st: Rounds) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.mine = True
         pool.call_each("save", [(str(self.directory / f"part-{k}.npz"),) for k in range(len(pool.ranges))])
         assert st.tau is not None and st.guess is not None
         np.savez(self.directory / "driver.tmp.npz", tau=st.tau, guess=st.guess)
@@ -172,6 +175,8 @@ class Checkpoint:
         tmp.replace(self._manifest())
 
     def clear(self) -> None:
+        if not self.mine:
+            return
         for f in ("state.json", "driver.npz", *(p.name for p in self.directory.glob("part-*.npz"))):
             (self.directory / f).unlink(missing_ok=True)
         if self.directory.is_dir() and not any(self.directory.iterdir()):
