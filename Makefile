@@ -68,7 +68,7 @@ help:
 	@echo "make differential-model (root, SDE) the same probes through tofino-model and the software switch; PACKETS=3000, CHIP=tofino2"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
 	@echo "make bench-switchd the agent's period on bf_switchd + tofino-model (SDE, compiled ffs, root)"
-	@echo "make bench-sim    the exact allocator at Internet scale: time and memory of the network study, 200-2000 ASes"
+	@echo "make bench-sim    the exact allocator at Internet scale: time and memory of the network study, 500-10,000 ASes (under the heavy lock: long)"
 	@echo "make results      every scenario of scenarios/ in virtual time (FFS, FIFO, CSFQ) -> docs/results/"
 	@echo "make greedy-node  FFS §XI Figure 7: two interfaces, distributions of p.r/p.f, exact and packet by packet -> docs/results/greedy-node.json"
 	@echo "make csfq-paper   the CSFQ baseline against the CSFQ paper (Fig. 4a, Table 4) and the label lie of FFS §VII-A -> docs/results/csfq-paper.json"

@@ -15,7 +15,7 @@ from ffs.allocator import HopArrays, egress_taus, solve
 from ffs.cli.sim import main as sim_cli
 from ffs.lab.network import study
 from ffs.lab.network.fixedpoint import DAMPING, Checkpoint, Driver
-from ffs.lab.network.graph import CAP_MAX, CAP_MIN, ASGraph, generate, load_caida
+from ffs.lab.network.graph import CAP_MAX, CAP_MIN, ASGraph, generate, internet, load_caida
 from ffs.lab.network.pool import LocalPool
 from ffs.lab.network.report import Options, run
 
@@ -105,11 +105,8 @@ def oracle_rates(g: ASGraph, pool: LocalPool) -> np.ndarray:
                 egress.append(fo.out_link[h])
             demand.append(g.capacity[fo.out_link[hops[-1]] % len(g.u)])
             s += 1
-    n_dir = 2 * len(g.u)
-    keys = np.unique(np.concatenate([p.forest.pair_key for p in pool.parts]))
     cap = np.r_[g.capacity, g.capacity]
-    share = study.fairness_share(g, keys // n_dir, keys % n_dir, cap)
-    hop = HopArrays(np.array(stream), np.array(pair), np.array(egress), share, cap)
+    hop = HopArrays(np.array(stream), np.array(pair), np.array(egress), pool.parts[0].share, cap)
     d = np.array(demand)
     st = solve(hop, d, d, max_rounds=500, rel_tol=1e-9, damping=DAMPING)
     last = np.r_[hop.first[1:], len(hop.stream)] - 1
@@ -198,6 +195,22 @@ def test_cli_generated_graph(tmp_path):
     assert set(out["deployment"]) == {"0.2", "0.4", "0.6", "0.8"}
     for f in ("network-utilization.png", "deployment.png", "network.json"):
         assert (tmp_path / f).stat().st_size > 0
+
+
+def test_internet_like_graph(tmp_path):
+    g = internet(400, seed=3)
+    ref = nx.Graph(list(zip(g.u.tolist(), g.v.tolist(), strict=False)))
+    assert g.n == 400 == ref.number_of_nodes() and nx.is_connected(ref)
+    deg = g.degrees()
+    assert deg.max() > 10 * np.median(deg)  # tier-1 and transit hubs above a mass of stubs
+    assert g.capacity.min() >= CAP_MIN and g.capacity.max() == pytest.approx(CAP_MAX)
+    res = CliRunner().invoke(
+        sim_cli,
+        ["network", "--graph", "internet", "--nodes", "200", "--pairs", "0.1", "--out", str(tmp_path), "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["graph"]["source"].startswith("Internet-like") and out["streams"] == 200 * round(0.1 * 199)
 
 
 CAIDA = """# a CAIDA-style AS-relationship file

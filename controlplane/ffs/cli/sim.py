@@ -163,6 +163,14 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
     "--nodes", type=click.IntRange(3), default=2000, show_default=True, help="Generated graph: number of ASes."
 )
 @click.option(
+    "--graph",
+    type=click.Choice(["ba", "internet"]),
+    default="ba",
+    show_default=True,
+    help="Generated graph: ba (Barabasi-Albert power law) or internet (tiers with customer-provider and peer "
+    "links, networkx's random_internet_as_graph; the whole Internet is about 75000 ASes).",
+)
+@click.option(
     "--attach",
     type=click.IntRange(1),
     default=3,
@@ -216,7 +224,7 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @one_line_errors(ValueError, OSError)
 def network_cmd(
-    caida, top, nodes, attach, pairs, deploy, source_rounds, seed, out_dir, cluster, checkpoint_every, as_json
+    caida, top, nodes, graph, attach, pairs, deploy, source_rounds, seed, out_dir, cluster, checkpoint_every, as_json
 ) -> None:
     """FFS §VII-B and Appendix C: AS graph with degree-gravity capacities (40-400 Gb/s), each AS's
     fairness matrix as the paper builds it, a fraction of pairs on shortest paths; the exact FFS
@@ -255,7 +263,7 @@ def network_cmd(
     def rounds(what: str) -> None:
         bar.set_postfix_str(what)
 
-    opt = Options(caida, top, nodes, attach, pairs, seed, fractions, source_rounds, cluster)
+    opt = Options(caida, top, nodes, attach, pairs, seed, fractions, source_rounds, graph, cluster)
     if checkpoint_every > 0:
         opt.checkpoint = Checkpoint(Path(out_dir) / "checkpoint", opt.key(), checkpoint_every)
     summary, rates, eff = run(opt, stage, rounds, built)

@@ -56,7 +56,6 @@ class Part:
         self.max_rate = self.down(self.link_cap[fo.out_link], lambda above, here: above)
         self.demand = self.max_rate.copy()  # what the sources send: their maximum rate, then what arrived
         self.stream_demand = self.demand[fo.stream_edge]
-        self.root = self.down(np.arange(fo.edges), lambda above, here: above)  # each edge's first edge
         self.rate_in = self.demand.copy()
         self.f_pre = self.demand.copy()
         keys: np.ndarray = np.unique(fo.pair_key)
@@ -66,8 +65,10 @@ class Part:
         """The study's pairs (sorted keys) and their M: each edge's share."""
         fo = self.forest
         assert fo is not None
-        self.pair = np.searchsorted(keys, fo.pair_key)
+        self.pair = np.searchsorted(keys, fo.pair_key).astype(np.int32)
+        fo.pair_key = fo.pair_key[:0]  # not needed any more
         self.n_pairs = len(keys)
+        self.share = share
         self.share_h = share[self.pair]
 
     def down(self, first: np.ndarray, step) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -156,9 +157,10 @@ class Part:
                 new == self.stream_demand, 0.0, np.abs(new - self.stream_demand) / np.maximum(new, self.stream_demand)
             )
         self.stream_demand = new
+        root = self.down(np.arange(fo.edges), lambda above, here: above)  # each edge's first edge
         at_root = np.zeros(fo.edges)
-        at_root[self.root[fo.stream_edge]] = new
-        self.demand = at_root[self.root]
+        at_root[root[fo.stream_edge]] = new
+        self.demand = at_root[root]
         s0 = self.lv[0]
         self.rate_in[s0] = self.demand[s0]
         self.f_pre[s0] = self.demand[s0]

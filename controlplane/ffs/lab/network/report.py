@@ -12,7 +12,7 @@ import numpy as np
 
 from ffs.lab.network import study
 from ffs.lab.network.fixedpoint import Checkpoint
-from ffs.lab.network.graph import ASGraph, generate, load_caida
+from ffs.lab.network.graph import ASGraph, generate, internet, load_caida
 from ffs.lab.network.pool import open_pool
 from ffs.lab.network.trees import destinations_per_source, rng_after_pairs
 
@@ -21,6 +21,7 @@ PAPER = {  # FFS §VII-B (Figure 4, CAIDA top 2000) and Appendix C (Figure 10, 4
     "deployment_40pct": {"0.33": 0.30, "0.5": 0.10, "0.66": 0.28, "0.75": 0.03},
 }
 QUANTILES = np.linspace(0, 1, 201)
+PLOT_POINTS = 1_000_000  # a CDF of more values is drawn through this many of its order statistics
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Options:
     seed: int = 1
     deploy: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
     source_rounds: int = 1
+    graph: str = "ba"  # generated graph: "ba" (Barabási–Albert) or "internet" (`graph.internet`)
     cluster: str | None = None  # a Dask scheduler's address, or local:N (`ffs.lab.network.pool`)
     checkpoint: Checkpoint | None = None
 
@@ -46,6 +48,7 @@ class Options:
             "pairs": self.pairs,
             "seed": self.seed,
             "source_rounds": self.source_rounds,
+            "graph": self.graph,
         }
 
 
@@ -67,6 +70,22 @@ def _masses(eff: np.ndarray) -> dict[str, float]:
     return {f"{v:.4g}": float(c) / len(eff) for v, c in zip(vals, counts, strict=False)}
 
 
+def _graph(opt: Options) -> ASGraph:
+    if opt.caida:
+        return load_caida(opt.caida, opt.top)
+    if opt.graph == "internet":
+        return internet(opt.nodes, opt.seed)
+    return generate(opt.nodes, opt.seed, opt.attach)
+
+
+def _source(opt: Options) -> str:
+    if opt.caida:
+        return f"CAIDA {opt.caida} (top {opt.top} by degree, largest connected part)"
+    if opt.graph == "internet":
+        return f"Internet-like (networkx random_internet_as_graph), {opt.nodes} nodes, seed {opt.seed}"
+    return f"Barabasi-Albert, {opt.nodes} nodes, attach {opt.attach}, seed {opt.seed}"
+
+
 def run(
     opt: Options,
     stage: Callable[[str], None] = lambda s: None,
@@ -77,7 +96,7 @@ def run(
     trees are built, `rounds` the allocator's rounds."""
     t0 = time.perf_counter()
     stage("graph")
-    g: ASGraph = load_caida(opt.caida, opt.top) if opt.caida else generate(opt.nodes, opt.seed, opt.attach)
+    g = _graph(opt)
     destinations_per_source(g.n, opt.pairs)  # a bad fraction fails before any work
     pool = open_pool(opt.cluster, g, opt.pairs, opt.seed, aggregate=opt.source_rounds == 1)
     try:
@@ -97,9 +116,7 @@ def run(
     lengths = sizes["stream_hops"] / sizes["streams"]
     summary = {
         "graph": {
-            "source": f"CAIDA {opt.caida} (top {opt.top} by degree, largest connected part)"
-            if opt.caida
-            else f"Barabasi-Albert, {opt.nodes} nodes, attach {opt.attach}, seed {opt.seed}",
+            "source": _source(opt),
             "nodes": g.n,
             "links": len(g.u),
             "capacity_gbps": {
@@ -152,7 +169,10 @@ def _cdf_png(
     fig, ax = plt.subplots(figsize=(6, 4))
     for values, label in series:
         x = np.sort(values)
-        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=label)
+        rank = np.arange(len(x))
+        if len(x) > PLOT_POINTS:  # evenly spaced ranks, the last included: the same curve at any dpi
+            rank = np.linspace(0, len(x) - 1, PLOT_POINTS).astype(np.intp)
+        ax.step(x[rank], (rank + 1) / len(x), where="post", label=label)
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)

@@ -118,13 +118,13 @@ class Builder:
         self.parts.append(
             {
                 "parent": np.where(parent >= 0, parent + self.n_edges, -1),
-                "depth": depth,
-                "src": src,
-                "head": head,
-                "out_link": out_link,
+                "depth": depth.astype(np.int16),
+                "src": src.astype(np.int32),
+                "head": head.astype(np.int32),
+                "out_link": out_link.astype(np.int32),
                 "weight": weight.astype(float),
                 "stream_edge": np.searchsorted(uk, tree * n + d) + self.n_edges,
-                "stream_len": length,
+                "stream_len": length.astype(np.int16),
             }
         )
         self.n_edges += len(uk)
@@ -152,8 +152,8 @@ class Builder:
         order = np.argsort(cat["depth"], kind="stable")
         where = np.empty_like(order)
         where[order] = np.arange(len(order))
-        parent = cat["parent"][order]
-        parent = np.where(parent >= 0, where[np.maximum(parent, 0)], -1)
+        parent = cat.pop("parent")[order]
+        parent = np.where(parent >= 0, where[np.maximum(parent, 0)], -1).astype(np.int32)
         depth = cat["depth"][order]
         level = np.searchsorted(depth, np.arange(1, int(depth.max()) + 2))
         out_link = cat["out_link"][order]
@@ -168,6 +168,6 @@ class Builder:
             out_link=out_link,
             pair_key=ingress.astype(np.int64) * n_dir + out_link,
             weight=cat["weight"][order],
-            stream_edge=where[cat["stream_edge"]],
+            stream_edge=where[cat["stream_edge"]].astype(np.int32),
             stream_len=cat["stream_len"],
         )
