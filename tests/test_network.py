@@ -5,6 +5,7 @@ shortest paths, FFS against the static GMA shares (Lemma 1), the deployment stud
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import networkx as nx
 import numpy as np
@@ -14,8 +15,10 @@ from click.testing import CliRunner
 from ffs.allocator import HopArrays, egress_taus, solve
 from ffs.cli.sim import main as sim_cli
 from ffs.lab.network import study
+from ffs.lab.network.distribution import Distribution, describe
 from ffs.lab.network.fixedpoint import DAMPING, Checkpoint, Driver
 from ffs.lab.network.graph import CAP_MAX, CAP_MIN, ASGraph, generate, internet, load_caida
+from ffs.lab.network.part import Part
 from ffs.lab.network.pool import LocalPool
 from ffs.lab.network.report import Options, run
 
@@ -165,19 +168,18 @@ def test_ffs_gets_at_least_the_static_share_and_fills_congested_links():
     # of f, the share GMA reserves for the worst case
     assert np.all(ffs.rate >= gma * (1 - 1e-9))
     assert np.median(ffs.rate) > np.median(gma)
-    helia = study.helia_per_as(pool)
+    helia = np.concatenate(pool.call("helia", study.helia_sources(pool)))
     max_rate = np.concatenate([p.max_rate[p.forest.stream_edge] for p in pool.parts])
     assert np.all(helia <= max_rate) and np.all(helia > 0)
 
 
 def test_deployment_effectiveness():
     g, pool = built(200, 0.2, 4)
-    rng = np.random.default_rng(4)
-    eff = study.deployment(pool, g.n, [0.0, 0.4, 1.0], rng)
+    eff = {f: np.concatenate(pool.call("deployment", on)) for f, on in study.deployed(g.n, [0.0, 0.4, 1.0], 4)}
     assert np.all(eff[0.0] == 0) and np.all(eff[1.0] == 1)
     # every AS is deployed with probability 0.4, so a path's expected effectiveness is 0.4 (hubs
     # on many paths make one sample's mean vary: average over samples)
-    means = [study.deployment(pool, g.n, [0.4], rng)[0.4].mean() for _ in range(30)]
+    means = [np.concatenate(pool.call("deployment", study.deployed(g.n, [0.4], k)[0][1])).mean() for k in range(30)]
     assert np.mean(means) == pytest.approx(0.4, abs=0.03)
     lengths = pool.parts[0].forest.stream_len
     assert set(np.round(eff[0.4] * (lengths + 1), 9)) <= set(range(0, 10))  # whole ASes per path
@@ -273,7 +275,7 @@ class Stop(Exception):
 
 def test_checkpoint_resumes_an_interrupted_run(tmp_path):
     opt = Options(nodes=200, seed=3)
-    full, rates, _ = run(opt)
+    full, _, rates = run(opt, per_stream=True)
     assert full["ffs_rounds"]["allocator_rounds"] > 12
 
     def stop_at_12(what: str) -> None:
@@ -287,9 +289,43 @@ def test_checkpoint_resumes_an_interrupted_run(tmp_path):
     # another seed's run does not take it
     other = run(Options(nodes=200, seed=4, checkpoint=Checkpoint(cp, Options(nodes=200, seed=4).key(), 3600)))[0]
     assert other["ffs_rounds"]["resumed_at_round"] == 0 and (cp / "state.json").exists()
-    again, rates2, _ = run(Options(nodes=200, seed=3, checkpoint=Checkpoint(cp, opt.key(), every_s=3600)))
+    again, _, rates2 = run(
+        Options(nodes=200, seed=3, checkpoint=Checkpoint(cp, opt.key(), every_s=3600)), per_stream=True
+    )
     assert again["ffs_rounds"]["resumed_at_round"] == 11
     assert again["ffs_rounds"]["allocator_rounds"] == full["ffs_rounds"]["allocator_rounds"]
     for k in rates:
         assert np.array_equal(rates[k], rates2[k])
     assert not cp.exists()  # a finished run removes its checkpoint
+
+
+class HeldPool:
+    """Partitions holding given values (Part's own methods on them): a pool without the study."""
+
+    def __init__(self, chunks: list[np.ndarray]) -> None:
+        self.parts = [SimpleNamespace(held={}, values=lambda c: c) for _ in chunks]
+        self.stats = [Part.hold(p, "x", "values", c) for p, c in zip(self.parts, chunks, strict=True)]
+
+    def call(self, method: str, *args):
+        return [getattr(Part, method)(p, *args) for p in self.parts]
+
+
+def test_distribution_order_statistics_and_quantiles_as_numpy():
+    # results stay in the partitions: their quantiles, CDF points and point masses come from
+    # counts per partition, and must be numpy's on the whole
+    rng = np.random.default_rng(7)
+    x = np.r_[rng.lognormal(20, 3, 5000), np.zeros(40), np.full(300, 1e9), rng.integers(0, 5, 700) / 4]
+    rng.shuffle(x)
+    chunks = np.split(x, [17, 3000, 3001])  # uneven, one of a single value
+    pool = HeldPool(chunks)
+    d = Distribution(pool, "x", pool.stats)
+    q = np.r_[0.5, 0.1, 0.9, np.linspace(0, 1, 201)]
+    ((quantiles, (cx, cy)),) = describe(pool, [d], q, points=101)
+    ((_, (all_x, all_y)),) = describe(pool, [d], q, points=len(x))
+    assert d.n == len(x) and d.min == x.min() and d.max == x.max() and d.mean == pytest.approx(x.mean(), rel=1e-12)
+    assert quantiles == pytest.approx(np.quantile(x, q), rel=1e-15, abs=0)
+    ranks = np.linspace(0, len(x) - 1, 101).astype(int)
+    assert np.array_equal(cx, np.sort(x)[ranks]) and np.array_equal(cy, (ranks + 1) / len(x))
+    assert np.array_equal(all_x, np.sort(x)) and all_y[-1] == 1
+    values, counts = np.unique(np.round(x, 4), return_counts=True)
+    assert d.masses(4) == dict(zip(values.tolist(), counts.tolist(), strict=True))

@@ -26,15 +26,19 @@ def cluster():
 
 @pytest.mark.parametrize("nodes", [500, pytest.param(2000, marks=pytest.mark.slow)])
 def test_two_workers_give_the_single_process_allocation(cluster, nodes):
-    one, rates, eff = run(Options(nodes=nodes, seed=1))
-    two, rates2, eff2 = run(Options(nodes=nodes, seed=1, cluster=cluster))
+    one, _, streams = run(Options(nodes=nodes, seed=1), per_stream=True)
+    two, _, streams2 = run(Options(nodes=nodes, seed=1, cluster=cluster), per_stream=True)
     assert one["computed_in"] == "this process" and two["computed_in"].startswith("2 Dask workers")
     assert two["streams"] == one["streams"] == nodes * round(0.2 * (nodes - 1))
     assert two["ffs_rounds"] == one["ffs_rounds"]
     for k in ("ffs", "helia", "glwp"):
-        assert rates2[k] == pytest.approx(rates[k], rel=1e-9, abs=0)
-    for f in eff:
-        assert np.array_equal(eff2[f], eff[f])  # whole ASes counted along each path
+        assert streams2[k] == pytest.approx(streams[k], rel=1e-9, abs=0)
+    for f in ("0.2", "0.4", "0.6", "0.8"):
+        assert np.array_equal(streams2[f"deployed {f}"], streams[f"deployed {f}"])  # whole ASes along each path
+    for k in ("ffs", "helia", "glwp"):
+        assert two["allocation"][k] == pytest.approx(one["allocation"][k], rel=1e-9)
+        assert two["cdf_gbps"][k] == pytest.approx(one["cdf_gbps"][k], rel=1e-9)
+    assert two["deployment"] == one["deployment"]
 
 
 def test_cli_cluster_option(cluster, tmp_path):

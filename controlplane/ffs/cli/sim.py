@@ -266,11 +266,11 @@ def network_cmd(
     opt = Options(caida, top, nodes, attach, pairs, seed, fractions, source_rounds, graph, cluster)
     if checkpoint_every > 0:
         opt.checkpoint = Checkpoint(Path(out_dir) / "checkpoint", opt.key(), checkpoint_every)
-    summary, rates, eff = run(opt, stage, rounds, built)
+    summary, curves, _ = run(opt, stage, rounds, built)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     title = f"{summary['graph']['source']}; {summary['streams']} streams"
-    files = plot(out, rates, eff, title)
+    files = plot(out, summary, curves, title)
     files.append(out / "network.json")
     summary["files"] = [str(f) for f in files]
     files[-1].write_text(json.dumps(finite(summary), indent=1, allow_nan=False) + "\n")

@@ -37,6 +37,7 @@ class Part:
         self.link_cap = np.r_[g.capacity, g.capacity]
         self.builder: Builder | None = Builder(g, fraction, seed, aggregate)
         self.forest: Forest | None = None
+        self.held: dict[str, np.ndarray] = {}  # per-stream results kept here (`distribution`)
 
     # building ------------------------------------------------------------------------------
     def build(self, lo: int, hi: int) -> int:
@@ -195,7 +196,7 @@ class Part:
         return np.bincount(uniq // self.n_as, minlength=self.n_dir)
 
     def helia(self, n_src: np.ndarray) -> np.ndarray:
-        """Per stream: `study.helia_per_as` with the whole count of sources per egress."""
+        """Per stream: Helia's allocation (`study.helia_sources`) with the whole count of sources per egress."""
         fo = self.forest
         assert fo is not None
         alloc = self.link_cap[fo.out_link] / n_src[fo.out_link] / self.per_src
@@ -211,6 +212,23 @@ class Part:
         count = self.down(np.where(np.arange(fo.edges) < fo.level[1], first, on[fo.head]), lambda a, h: a + h)
         out: np.ndarray = count[fo.stream_edge] / (fo.stream_len + 1)
         return out
+
+    def hold(self, name: str, method: str, *args: object) -> tuple[int, float, float, float]:
+        """Keeps `method(*args)`'s per-stream values, sorted, as `name`; their count, sum, min, max."""
+        values = np.sort(getattr(self, method)(*args))
+        self.held[name] = values
+        if not len(values):
+            return 0, 0.0, 0.0, 0.0
+        return len(values), float(values.sum()), float(values[0]), float(values[-1])
+
+    def count_at_most(self, names: list[str], xs: list[np.ndarray]) -> list[np.ndarray]:
+        """For each held result and its candidates: how many of its values are at or below each."""
+        return [np.searchsorted(self.held[n], x, side="right") for n, x in zip(names, xs, strict=True)]
+
+    def masses(self, name: str, decimals: int) -> tuple[np.ndarray, np.ndarray]:
+        """`name`'s values rounded to `decimals`, each with its count."""
+        values, counts = np.unique(np.round(self.held[name], decimals), return_counts=True)
+        return values, counts
 
     # checkpoints ---------------------------------------------------------------------------
     def save(self, path: str) -> None:

@@ -11,17 +11,18 @@ from pathlib import Path
 import numpy as np
 
 from ffs.lab.network import study
+from ffs.lab.network.distribution import Distribution, describe
 from ffs.lab.network.fixedpoint import Checkpoint
 from ffs.lab.network.graph import ASGraph, generate, internet, load_caida
 from ffs.lab.network.pool import open_pool
-from ffs.lab.network.trees import destinations_per_source, rng_after_pairs
+from ffs.lab.network.trees import destinations_per_source
 
 PAPER = {  # FFS §VII-B (Figure 4, CAIDA top 2000) and Appendix C (Figure 10, 40 % deployed)
     "median_gbps": {"ffs": 5.97, "helia": 5.62, "glwp": 0.64},
     "deployment_40pct": {"0.33": 0.30, "0.5": 0.10, "0.66": 0.28, "0.75": 0.03},
 }
 QUANTILES = np.linspace(0, 1, 201)
-PLOT_POINTS = 1_000_000  # a CDF of more values is drawn through this many of its order statistics
+PLOT_POINTS = 20_001  # a CDF is drawn through this many order statistics (every value when fewer)
 
 
 @dataclass
@@ -52,22 +53,24 @@ class Options:
         }
 
 
-def _stats(x: np.ndarray) -> dict[str, float]:
-    g = x / 1e9
+STATS_Q = np.r_[0.5, 0.1, 0.9, QUANTILES]  # the median, p10 and p90, then the CDF's quantiles
+
+
+def _stats(d: Distribution, q: np.ndarray) -> dict[str, float]:
+    """`d`'s figures in Gb/s, `q` its quantiles at STATS_Q."""
     return {
-        "median_gbps": float(np.median(g)),
-        "mean_gbps": float(g.mean()),
-        "p10_gbps": float(np.quantile(g, 0.1)),
-        "p90_gbps": float(np.quantile(g, 0.9)),
-        "min_gbps": float(g.min()),
-        "max_gbps": float(g.max()),
+        "median_gbps": float(q[0] / 1e9),
+        "mean_gbps": d.mean / 1e9,
+        "p10_gbps": float(q[1] / 1e9),
+        "p90_gbps": float(q[2] / 1e9),
+        "min_gbps": d.min / 1e9,
+        "max_gbps": d.max / 1e9,
     }
 
 
-def _masses(eff: np.ndarray) -> dict[str, float]:
+def _masses(d: Distribution) -> dict[str, float]:
     """Share of paths at each effectiveness value (Appendix C reports them as point masses)."""
-    vals, counts = np.unique(np.round(eff, 4), return_counts=True)
-    return {f"{v:.4g}": float(c) / len(eff) for v, c in zip(vals, counts, strict=False)}
+    return {f"{v:.4g}": c / d.n for v, c in sorted(d.masses(4).items())}
 
 
 def _graph(opt: Options) -> ASGraph:
@@ -86,35 +89,73 @@ def _source(opt: Options) -> str:
     return f"Barabasi-Albert, {opt.nodes} nodes, attach {opt.attach}, seed {opt.seed}"
 
 
+SYSTEMS = ("ffs", "helia", "glwp")
+
+
 def run(
     opt: Options,
     stage: Callable[[str], None] = lambda s: None,
     rounds: Callable[[str], None] | None = None,
     built: Callable[[int, int], None] = lambda done, total: None,
-) -> tuple[dict, dict[str, np.ndarray], dict[float, np.ndarray]]:
-    """The study end to end: `stage` names each stage as it starts, `built` gets the sources whose
-    trees are built, `rounds` the allocator's rounds."""
+    per_stream: bool = False,
+) -> tuple[dict, dict[str, tuple[np.ndarray, np.ndarray]], dict[str, np.ndarray]]:
+    """The study end to end: the summary, a CDF to draw per result (`Distribution.cdf`: "ffs",
+    "helia", "glwp", and "deployed F" per deployed fraction) and, with `per_stream`, every
+    stream's results gathered here (the same names). `stage` names each stage as it starts,
+    `built` gets the sources whose trees are built, `rounds` the allocator's rounds."""
     t0 = time.perf_counter()
     stage("graph")
     g = _graph(opt)
     destinations_per_source(g.n, opt.pairs)  # a bad fraction fails before any work
     pool = open_pool(opt.cluster, g, opt.pairs, opt.seed, aggregate=opt.source_rounds == 1)
+    streams: dict[str, np.ndarray] = {}
+
+    def hold(name: str, method: str, *args: object) -> Distribution:
+        if per_stream:
+            streams[name] = np.concatenate(pool.call(method, *args))
+        return Distribution(pool, name, pool.call("hold", name, method, *args))
+
     try:
         stage("shortest paths and trees")
         sizes = study.build(pool, g, progress=lambda done: built(done, g.n))
         stage("FFS rounds")
         ffs = study.ffs_allocation(pool, g, max_rounds=opt.source_rounds, progress=rounds, checkpoint=opt.checkpoint)
         stage("baselines")
-        rates = {"ffs": ffs.rate, "helia": study.helia_per_as(pool), "glwp": ffs.static}
+        rates = {
+            "ffs": hold("ffs", "rates"),
+            "helia": hold("helia", "helia", study.helia_sources(pool)),
+            "glwp": hold("glwp", "static_share_kept"),
+        }
         stage("deployment")
-        eff = study.deployment(pool, g.n, list(opt.deploy), rng_after_pairs(g.n, opt.seed))
+        eff = {
+            f: hold(f"deployed {f:g}", "deployment", on) for f, on in study.deployed(g.n, list(opt.deploy), opt.seed)
+        }
+        dists = [*rates.values(), *eff.values()]
+        described = dict(zip([d.name for d in dists], describe(pool, dists, STATS_Q, PLOT_POINTS), strict=True))
+        quantiles = {name: q for name, (q, _) in described.items()}
+        summary = _summary(opt, g, sizes, ffs, rates, eff, quantiles, pool.where)
+        curves = {name: cdf for name, (_, cdf) in described.items()}
     finally:
-        where = pool.where
         pool.close()
     if opt.checkpoint:
         opt.checkpoint.clear()
-    lengths = sizes["stream_hops"] / sizes["streams"]
-    summary = {
+    summary["elapsed_s"] = time.perf_counter() - t0
+    return summary, curves, streams
+
+
+def _summary(
+    opt: Options,
+    g: ASGraph,
+    sizes: dict[str, float],
+    ffs: study.FFSResult,
+    rates: dict[str, Distribution],
+    eff: dict[float, Distribution],
+    q: dict[str, np.ndarray],
+    where: str,
+) -> dict:
+    """The JSON summary; `q[name]`: the quantiles of each result at STATS_Q."""
+    n = len(QUANTILES)
+    return {
         "graph": {
             "source": _source(opt),
             "nodes": g.n,
@@ -130,8 +171,8 @@ def run(
         "streams": sizes["streams"],
         "stream_hops": sizes["stream_hops"],
         "tree_hops": sizes["tree_hops"],
-        "path_links": {"mean": lengths, "max": sizes["len_max"]},
-        "allocation": {k: _stats(v) for k, v in rates.items()},
+        "path_links": {"mean": sizes["stream_hops"] / sizes["streams"], "max": sizes["len_max"]},
+        "allocation": {k: _stats(d, q[k]) for k, d in rates.items()},
         "ffs_rounds": {
             "source_rounds": ffs.rounds,
             "allocator_rounds": ffs.hop_rounds,
@@ -141,42 +182,36 @@ def run(
         "computed_in": where,
         "cdf_gbps": {
             "quantile": QUANTILES.tolist(),
-            **{k: (np.quantile(v, QUANTILES) / 1e9).tolist() for k, v in rates.items()},
+            **{k: (q[k][-n:] / 1e9).tolist() for k in rates},
         },
         "deployment": {
             f"{f:g}": {
-                "mean": float(e.mean()),
-                "share_at": _masses(e),
-                "cdf": {"quantile": QUANTILES.tolist(), "effectiveness": np.quantile(e, QUANTILES).tolist()},
+                "mean": d.mean,
+                "share_at": _masses(d),
+                "cdf": {"quantile": QUANTILES.tolist(), "effectiveness": q[d.name][-n:].tolist()},
             }
-            for f, e in eff.items()
+            for f, d in eff.items()
         },
         "paper": PAPER,
-        "elapsed_s": time.perf_counter() - t0,
     }
-    return summary, rates, eff
 
 
 def _cdf_png(
-    path: Path, series: list[tuple[np.ndarray, str]], xlabel: str, ylabel: str, title: str, logx: bool = False
+    path: Path, series: list[tuple[tuple[np.ndarray, np.ndarray], str]], xlabel: str, title: str, logx: bool = False
 ) -> Path:
-    """One figure of empirical CDFs (a step per sorted value), saved as `path`."""
+    """One figure of empirical CDFs (a step at each order statistic drawn), saved as `path`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for values, label in series:
-        x = np.sort(values)
-        rank = np.arange(len(x))
-        if len(x) > PLOT_POINTS:  # evenly spaced ranks, the last included: the same curve at any dpi
-            rank = np.linspace(0, len(x) - 1, PLOT_POINTS).astype(np.intp)
-        ax.step(x[rank], (rank + 1) / len(x), where="post", label=label)
+    for (x, y), label in series:
+        ax.step(x, y, where="post", label=label)
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel("CDF of streams (paths)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -186,24 +221,14 @@ def _cdf_png(
     return path
 
 
-def plot(out: Path, rates: dict[str, np.ndarray], eff: dict[float, np.ndarray], title: str) -> list[Path]:
+def plot(out: Path, summary: dict, curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str) -> list[Path]:
     labels = {"ffs": "FFS", "helia": "Helia (per-AS)", "glwp": "GLWP (GMA, static)"}
-    per_stream = [(v / 1e9, f"{labels[k]}: median {np.median(v / 1e9):.3g} Gb/s") for k, v in rates.items()]
-    deployed = [(e, f"{100 * f:g} % of ASes deploy FFS") for f, e in eff.items()]
+    per_stream = [
+        ((curves[k][0] / 1e9, curves[k][1]), f"{labels[k]}: median {summary['allocation'][k]['median_gbps']:.3g} Gb/s")
+        for k in SYSTEMS
+    ]
+    deployed = [(curves[f"deployed {f}"], f"{100 * float(f):g} % of ASes deploy FFS") for f in summary["deployment"]]
     return [
-        _cdf_png(
-            out / "network-utilization.png",
-            per_stream,
-            "allocation per stream (Gb/s)",
-            "CDF of streams",
-            title,
-            logx=True,
-        ),
-        _cdf_png(
-            out / "deployment.png",
-            deployed,
-            "security effectiveness (share of on-path ASes running FFS)",
-            "CDF of paths",
-            title,
-        ),
+        _cdf_png(out / "network-utilization.png", per_stream, "allocation per stream (Gb/s)", title, logx=True),
+        _cdf_png(out / "deployment.png", deployed, "security effectiveness (share of on-path ASes running FFS)", title),
     ]

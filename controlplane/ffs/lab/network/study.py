@@ -13,8 +13,8 @@ start at their maximum rate (the capacity of their first link) and the exact all
 Eq. 2 with τ per egress, to a fixed point: `ffs.lab.network.fixedpoint`) cuts them at congested
 egresses; optionally sources then reduce their rate to what arrived and the allocation is
 recomputed (`ffs_allocation`). The two reservation baselines of Figure 4 are computed on the same
-paths (`FFSResult.static`: GMA, `helia_per_as`), and the deployment study on the same paths
-(`deployment`).
+paths (`FFSResult.static`: GMA, `helia_sources`), and the deployment study on the same paths
+(`deployed`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import numpy as np
 from ffs.lab.network.fixedpoint import Checkpoint, Driver, Rounds
 from ffs.lab.network.graph import ASGraph
 from ffs.lab.network.pool import Pool
+from ffs.lab.network.trees import rng_after_pairs
 
 LOCAL_SHARE = 0.10  # §VII-B: M(local, j) = 10 % of the egress capacity
 
@@ -133,24 +134,27 @@ def ffs_allocation(
     return FFSResult(rate, static, st.source_round, st.rounds, st.residual, resumed_at)
 
 
-def helia_per_as(pool: Pool) -> np.ndarray:
+def helia_sources(pool: Pool) -> np.ndarray:
     """Helia's per-AS allocation (Flyovers; FFS Table I: fairness "per active AS"): every AS divides
     each egress link's capacity equally among the source ASes with a reservation through it, and a
     source AS divides its part equally among its own paths through that egress. Unused allocations
-    are not passed to others. The path gets min(max rate, its smallest per-hop allocation). (Our
-    reading: the paper gives the model's name and its citation, not the formula.)"""
-    n_src = np.sum(pool.call("helia_sources"), axis=0)
-    return np.concatenate(pool.call("helia", n_src))
+    are not passed to others. The path gets min(max rate, its smallest per-hop allocation)
+    (`Part.helia`). (Our reading: the paper gives the model's name and its citation, not the
+    formula.) Here: the count of source ASes per egress, over all partitions."""
+    out: np.ndarray = np.sum(pool.call("helia_sources"), axis=0)
+    return out
 
 
-def deployment(pool: Pool, n: int, fractions: list[float], rng: np.random.Generator) -> dict[float, np.ndarray]:
-    """Appendix C: the security effectiveness of each path, the fraction of its on-path ASes
-    (source and destination included) that run FFS, with `fraction` of all ASes sampled at random."""
-    out = {}
+def deployed(n: int, fractions: list[float], seed: int) -> list[tuple[float, np.ndarray]]:
+    """Appendix C: per deployed fraction, the ASes that run FFS, sampled at random (the generator
+    as the pairs left it); a path's security effectiveness is the fraction of its on-path ASes,
+    source and destination included, among them (`Part.deployment`)."""
+    rng = rng_after_pairs(n, seed)
+    out = []
     for frac in fractions:
         if not 0 <= frac <= 1:
             raise ValueError(f"deployed fraction must be in [0, 1], got {frac}")
         on = np.zeros(n, dtype=bool)
         on[rng.choice(n, size=round(frac * n), replace=False)] = True
-        out[frac] = np.concatenate(pool.call("deployment", on))
+        out.append((frac, on))
     return out
