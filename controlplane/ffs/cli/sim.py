@@ -265,7 +265,8 @@ def network_cmd(
 
     opt = Options(caida, top, nodes, attach, pairs, seed, fractions, source_rounds, graph, cluster)
     if checkpoint_every > 0:
-        opt.checkpoint = Checkpoint(Path(out_dir) / "checkpoint", opt.key(), checkpoint_every)
+        # absolute: on a cluster each worker writes its partition's file there
+        opt.checkpoint = Checkpoint(Path(out_dir).resolve() / "checkpoint", opt.key(), checkpoint_every)
     summary, curves, _ = run(opt, stage, rounds, built)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -326,9 +327,11 @@ def _print_network(summary: dict) -> None:
             ", ".join(f"{float(v):.0%}: {100 * s:.1f} %" for v, s in top if s >= 0.005),
         )
     console.print(d)
+    if summary["ffs_rounds"]["resumed_at_round"]:
+        console.print(f"resumed from the checkpoint at round {summary['ffs_rounds']['resumed_at_round']}")
     console.print(
-        f"FFS median {summary['allocation']['ffs']['median_gbps']:.3g} Gb/s; {summary['elapsed_s']:.1f} s; wrote "
-        + ", ".join(summary["files"])
+        f"FFS median {summary['allocation']['ffs']['median_gbps']:.3g} Gb/s; {summary['elapsed_s']:.1f} s in "
+        f"{summary['computed_in']}; wrote " + ", ".join(summary["files"])
     )
 
 

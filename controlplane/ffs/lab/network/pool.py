@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Where the study's partitions (`ffs.lab.network.part.Part`) live: one in this process, or one per
 worker of a Dask cluster, each a Dask actor that keeps its edges between the rounds' calls (only
-the per-pair and per-egress sums and τ cross the network). docs/results.md says why Dask."""
+the per-pair and per-egress sums and τ cross the network). docs/benchmarks.md says why Dask."""
 
 from __future__ import annotations
 
