@@ -183,7 +183,7 @@ bench-switch:
 bench-switchd:
 	$(PYTHON) -m pytest -q -s -rs -p no:cacheprovider tests/test_switchd.py -k period
 bench-sim:
-	$(PYTHON) bench/bench_sim.py --files 5000,40000
+	$(PYTHON) bench/bench_sim.py --files 5000,30000
 
 # Evaluation (docs/results.md): scenarios in virtual time; the live CCA experiment (root)
 results:

@@ -8,7 +8,7 @@ cluster and the memory is the driver's and the workers' peaks (`ffs.lab.network.
 JSON report; docs/benchmarks.md records the numbers with the command that made them.
 
     python bench/bench_sim.py [--nodes 500,1000,2000,5000,10000] [--pairs 0.2] [--seed 1]
-        [--graph ba|internet] [--cluster local:2] [--files 5000,40000]
+        [--graph ba|internet] [--cluster local:2] [--files 5000,30000]
 
 With `--files`, also `ffs-sim allocate`'s own path (loading and validating a topology file, then
 the allocation) on generated 4-node chain files of the given stream counts.
@@ -156,7 +156,7 @@ def time_sizes(a: argparse.Namespace, env: dict[str, str]) -> list[dict]:
         runs.append(r)
         print(
             f"{n} nodes: {r['streams']} streams, {r['stream_hops']} stream-hops ({r['tree_hops']} in trees), "
-            f"{r['wall_s']} s ({r['cpu_s']} s CPU), {r['peak_rss_mib']} MiB peak",
+            f"{r['wall_s']} s ({r['cpu_s']} s CPU), {r['peak_rss_mib']} MiB peak\n{json.dumps(r)}",
             file=sys.stderr,
         )
     return runs
