@@ -56,6 +56,7 @@ class Driver:
     def __init__(self, pool: Pool, target: np.ndarray, progress: Callable[[str], None] | None = None) -> None:
         self.pool, self.target, self.progress = pool, target, progress
         self.state = Rounds()
+        self.sums: tuple[np.ndarray, np.ndarray] | None = None  # F^pre and R_*j of the rounds' state
 
     def taus(self, big_f: np.ndarray, congested: np.ndarray) -> np.ndarray:
         """τ_j of every egress (Eq. 2), by Newton steps over the partitions' piece sums."""
@@ -91,8 +92,10 @@ class Driver:
 
     def round(self) -> float:
         """One round of Eq. 1 and Eq. 2 at every edge of every partition; the largest move."""
-        got = self.pool.call("begin")
-        big_f, offered = _sum(got, 0), _sum(got, 1)
+        if self.sums is None:
+            got = self.pool.call("begin")
+            self.sums = _sum(got, 0), _sum(got, 1)
+        big_f, offered = self.sums
         congested = offered > self.target
         tau = self.taus(big_f, congested)
         prev = self.state.tau
@@ -100,7 +103,9 @@ class Driver:
             both = np.isfinite(tau) & np.isfinite(prev) & (tau > 0) & (prev > 0)
             with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
                 tau = np.where(both, prev ** (1 - DAMPING) * tau**DAMPING, tau)
-        worst = max(self.pool.call("advance", tau, congested))
+        got = self.pool.call("advance", tau, congested)  # and the next round's sums: one call fewer
+        worst = max(g[0] for g in got)
+        self.sums = _sum(got, 1), _sum(got, 2)
         self.state.tau = tau
         self.state.rounds += 1
         return float(worst)

@@ -126,8 +126,9 @@ class Part:
         above = np.bincount(e, weights=np.where(le, 0.0, wf), minlength=self.n_dir)
         return below, above
 
-    def advance(self, tau: np.ndarray, congested: np.ndarray) -> float:
-        """Eq. 2 at every edge, the rates and labels down the trees; the round's largest move."""
+    def advance(self, tau: np.ndarray, congested: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Eq. 2 at every edge, the rates and labels down the trees; the round's largest move and
+        the next round's sums (`begin`)."""
         fo = self.forest
         assert fo is not None
         self.live = ()  # type: ignore[assignment]
@@ -144,7 +145,7 @@ class Part:
             new_f_pre[s] = self.f_pre[s] if k == 0 else f[up]
         worst = max(rel_change(self.rate_in, new_in), rel_change(self.f_pre, new_f_pre))
         self.rate_in, self.f_pre = new_in, new_f_pre
-        return worst
+        return (worst, *self.begin())
 
     # the sources' rounds and the results ------------------------------------------------------
     def reduce_demand(self) -> float:

@@ -120,6 +120,7 @@ def ffs_allocation(
         if max_rounds == 1:
             break
         moved = max(pool.call("reduce_demand"))
+        driver.sums = None  # the sources' rates moved
         if k > 1:
             st.residual = moved
             if progress:
