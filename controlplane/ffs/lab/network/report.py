@@ -197,7 +197,12 @@ def _summary(
 
 
 def _cdf_png(
-    path: Path, series: list[tuple[tuple[np.ndarray, np.ndarray], str]], xlabel: str, title: str, logx: bool = False
+    path: Path,
+    series: list[tuple[tuple[np.ndarray, np.ndarray], str]],
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    logx: bool = False,
 ) -> Path:
     """One figure of empirical CDFs (a step at each order statistic drawn), saved as `path`."""
     import matplotlib
@@ -211,7 +216,7 @@ def _cdf_png(
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("CDF of streams (paths)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -229,6 +234,19 @@ def plot(out: Path, summary: dict, curves: dict[str, tuple[np.ndarray, np.ndarra
     ]
     deployed = [(curves[f"deployed {f}"], f"{100 * float(f):g} % of ASes deploy FFS") for f in summary["deployment"]]
     return [
-        _cdf_png(out / "network-utilization.png", per_stream, "allocation per stream (Gb/s)", title, logx=True),
-        _cdf_png(out / "deployment.png", deployed, "security effectiveness (share of on-path ASes running FFS)", title),
+        _cdf_png(
+            out / "network-utilization.png",
+            per_stream,
+            "allocation per stream (Gb/s)",
+            "CDF of streams",
+            title,
+            logx=True,
+        ),
+        _cdf_png(
+            out / "deployment.png",
+            deployed,
+            "security effectiveness (share of on-path ASes running FFS)",
+            "CDF of paths",
+            title,
+        ),
     ]
