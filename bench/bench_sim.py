@@ -51,6 +51,7 @@ def one(nodes: int, pairs: float, seed: int, graph: str, cluster: str | None) ->
         "streams": summary["streams"],
         "stream_hops": summary["stream_hops"],
         "tree_hops": summary["tree_hops"],
+        "matrix_pairs": summary["matrix_pairs"],
         "computed_in": summary["computed_in"],
         "wall_s": round(end - t0, 2),
         "stages_s": stages,

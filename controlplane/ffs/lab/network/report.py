@@ -171,6 +171,7 @@ def _summary(
         "streams": sizes["streams"],
         "stream_hops": sizes["stream_hops"],
         "tree_hops": sizes["tree_hops"],
+        "matrix_pairs": sizes["pairs"],  # (ingress, egress) pairs on some path: F^pre's length
         "path_links": {"mean": sizes["stream_hops"] / sizes["streams"], "max": sizes["len_max"]},
         "allocation": {k: _stats(d, q[k]) for k, d in rates.items()},
         "ffs_rounds": {
