@@ -18,6 +18,7 @@ from ffs.lab.network import study
 from ffs.lab.network.distribution import Distribution, describe
 from ffs.lab.network.fixedpoint import DAMPING, Checkpoint, Driver
 from ffs.lab.network.graph import CAP_MAX, CAP_MIN, ASGraph, generate, internet, load_caida
+from ffs.lab.network.matrices import fairness_share
 from ffs.lab.network.part import Part
 from ffs.lab.network.pool import LocalPool
 from ffs.lab.network.report import Options, run
@@ -40,7 +41,7 @@ def test_fairness_matrix_as_section_vii_b():
     link_cap = np.r_[g.capacity, g.capacity]
     local = 2 * len(g.u)
     to1, to3, from2, from3, from1 = 0, 2, 1 + 3, 2 + 3, 0 + 3
-    m = study.fairness_share(
+    m = fairness_share(
         g, np.array([local, from2, from3, local, from1, from2]), np.array([to1, to1, to1, to3, to3, to3]), link_cap
     )
     s = 100 / 450
@@ -94,8 +95,10 @@ def test_pairs_and_shortest_paths_are_shortest_and_connected():
 def oracle_rates(g: ASGraph, pool: LocalPool) -> np.ndarray:
     """The exact allocator of ffs.allocator (stream by stream, hop by hop) on the pool's paths."""
     stream, pair, egress, demand = [], [], [], []
+    share = np.zeros(1 + max(int(own.max()) for own in pool.pairs))
     s = 0
-    for part in pool.parts:
+    for part, own in zip(pool.parts, pool.pairs, strict=True):
+        share[own] = part.share  # M of the study's pairs (test_fairness_matrix_as_section_vii_b)
         fo = part.forest
         for e in fo.stream_edge:
             hops = []
@@ -104,12 +107,12 @@ def oracle_rates(g: ASGraph, pool: LocalPool) -> np.ndarray:
                 e = fo.parent[e]
             for h in hops[::-1]:
                 stream.append(s)
-                pair.append(part.pair[h])
+                pair.append(own[part.pair[h]])
                 egress.append(fo.out_link[h])
             demand.append(g.capacity[fo.out_link[hops[-1]] % len(g.u)])
             s += 1
     cap = np.r_[g.capacity, g.capacity]
-    hop = HopArrays(np.array(stream), np.array(pair), np.array(egress), pool.parts[0].share, cap)
+    hop = HopArrays(np.array(stream), np.array(pair), np.array(egress), share, cap)
     d = np.array(demand)
     st = solve(hop, d, d, max_rounds=500, rel_tol=1e-9, damping=DAMPING)
     last = np.r_[hop.first[1:], len(hop.stream)] - 1
@@ -139,11 +142,10 @@ def test_newton_tau_is_the_root_of_eq2(start):
     # from 3 times the root and from a third of it
     g, pool = built(120, 0.3, 2, parts=2)
     cap = np.r_[g.capacity, g.capacity]
-    got = pool.call("begin")
-    big_f, offered = sum(x[0] for x in got), sum(x[1] for x in got)
-    congested = offered > cap
     driver = Driver(pool, cap)
-    pool.call("shares", big_f, congested, np.zeros(len(cap)))  # each partition's f (Eq. 1)
+    big_f, offered = driver.pair_sums(pool.call("begin"))
+    congested = offered > cap
+    tau = driver.taus(big_f, congested)  # from no guess; each partition's f (Eq. 1) on the way
     parts = [p.forest for p in pool.parts]
     w = [fo.weight.astype(int) for fo in parts]
     e = np.concatenate([np.repeat(fo.out_link, k) for fo, k in zip(parts, w, strict=True)])
@@ -153,10 +155,10 @@ def test_newton_tau_is_the_root_of_eq2(start):
     assert np.array_equal(congested, ref_congested) and np.isfinite(ref).sum() > 20
     if start != "cold":
         driver.state.guess = np.where(np.isfinite(ref), ref * (3 if start == "above" else 1 / 3), 0)
-    tau = driver.taus(big_f, congested)
+        tau = driver.taus(big_f, congested)
     assert np.array_equal(np.isfinite(tau), np.isfinite(ref))
     assert tau[np.isfinite(ref)] == pytest.approx(ref[np.isfinite(ref)], rel=1e-12)
-    assert max(driver.state.newton_steps) > 1  # not a one-step case
+    assert driver.state.newton_steps[-1] > 1  # not a one-step case
 
 
 def test_ffs_gets_at_least_the_static_share_and_fills_congested_links():

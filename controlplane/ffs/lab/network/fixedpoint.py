@@ -58,6 +58,14 @@ class Driver:
         self.state = Rounds()
         self.sums: tuple[np.ndarray, np.ndarray] | None = None  # F^pre and R_*j of the rounds' state
 
+    def pair_sums(self, got: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """F^pre per pair of the study and R_*j per egress from the partitions' parts (each
+        partition's F^pre over its own pairs, `pool.pairs`)."""
+        big_f = np.zeros(max((int(own[-1]) + 1 for own in self.pool.pairs if len(own)), default=0))
+        for own, (part_f, _) in zip(self.pool.pairs, got, strict=True):
+            big_f[own] += part_f
+        return big_f, _sum(got, 1)
+
     def taus(self, big_f: np.ndarray, congested: np.ndarray) -> np.ndarray:
         """τ_j of every egress (Eq. 2), by Newton steps over the partitions' piece sums."""
         target = self.target
@@ -66,7 +74,7 @@ class Driver:
         live = congested & (target > 0)
         guess = self.state.guess if self.state.guess is not None else np.zeros(len(target))
         t = np.where(live & np.isfinite(guess) & (guess > 0), guess, 0.0)
-        got = self.pool.call("shares", big_f, live, t)
+        got = self.pool.call_each("shares", [(big_f[own], live, t) for own in self.pool.pairs])
         live &= _sum(got, 0) > target  # the streams with a share cannot fill T_j: τ_j = ∞
         below, above = _sum(got, 1), _sum(got, 2)
         active, stepped = live.copy(), np.zeros(len(target), dtype=bool)
@@ -93,8 +101,7 @@ class Driver:
     def round(self) -> float:
         """One round of Eq. 1 and Eq. 2 at every edge of every partition; the largest move."""
         if self.sums is None:
-            got = self.pool.call("begin")
-            self.sums = _sum(got, 0), _sum(got, 1)
+            self.sums = self.pair_sums(self.pool.call("begin"))
         big_f, offered = self.sums
         congested = offered > self.target
         tau = self.taus(big_f, congested)
@@ -105,7 +112,7 @@ class Driver:
                 tau = np.where(both, prev ** (1 - DAMPING) * tau**DAMPING, tau)
         got = self.pool.call("advance", tau, congested)  # and the next round's sums: one call fewer
         worst = max(g[0] for g in got)
-        self.sums = _sum(got, 1), _sum(got, 2)
+        self.sums = self.pair_sums([g[1:] for g in got])
         self.state.tau = tau
         self.state.rounds += 1
         return float(worst)

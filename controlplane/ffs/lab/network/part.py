@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ffs.lab.network.graph import ASGraph
+from ffs.lab.network.matrices import fairness_share
 from ffs.lab.network.trees import Builder, Forest
 
 INF = np.inf
@@ -33,7 +34,7 @@ class Part:
     """A partition: its forest, the per-edge state of the rounds, and the steps."""
 
     def __init__(self, g: ASGraph, fraction: float, seed: int, aggregate: bool) -> None:
-        self.n_as, self.n_dir = g.n, 2 * len(g.u)
+        self.g, self.n_as, self.n_dir = g, g.n, 2 * len(g.u)
         self.link_cap = np.r_[g.capacity, g.capacity]
         self.builder: Builder | None = Builder(g, fraction, seed, aggregate)
         self.forest: Forest | None = None
@@ -62,15 +63,17 @@ class Part:
         keys: np.ndarray = np.unique(fo.pair_key)
         return keys
 
-    def set_pairs(self, keys: np.ndarray, share: np.ndarray) -> None:
-        """The study's pairs (sorted keys) and their M: each edge's share."""
+    def set_pairs(self) -> None:
+        """Numbers this partition's own pairs (sorted keys, as `finish` returned them) and gives each
+        edge its M (§VII-B): sums per pair cross the network only for the pairs a partition has."""
         fo = self.forest
         assert fo is not None
+        keys = np.unique(fo.pair_key)
         self.pair = np.searchsorted(keys, fo.pair_key).astype(np.int32)
         fo.pair_key = fo.pair_key[:0]  # not needed any more
         self.n_pairs = len(keys)
-        self.share = share
-        self.share_h = share[self.pair]
+        self.share = fairness_share(self.g, keys // self.n_dir, keys % self.n_dir, self.link_cap)
+        self.share_h = self.share[self.pair]
 
     def down(self, first: np.ndarray, step) -> np.ndarray:  # type: ignore[no-untyped-def]
         """A value run down every tree: `first` at depth 1, then step(parent's value, edge's) per level."""
@@ -91,7 +94,7 @@ class Part:
 
     # a round -------------------------------------------------------------------------------
     def begin(self) -> tuple[np.ndarray, np.ndarray]:
-        """Σ w·f^pre per pair (F^pre) and Σ w·r_in per egress (R_*j), this partition's part."""
+        """Σ w·f^pre per own pair (F^pre) and Σ w·r_in per egress (R_*j), this partition's part."""
         fo = self.forest
         assert fo is not None
         big_f = np.bincount(self.pair, weights=fo.weight * self.f_pre, minlength=self.n_pairs)
@@ -99,7 +102,7 @@ class Part:
         return big_f, offered
 
     def shares(self, big_f: np.ndarray, live: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Eq. 1 with the whole F^pre; then the edges at the `live` (congested) egresses with a share
+        """Eq. 1 with the whole F^pre of the own pairs; then the edges at the `live` (congested) egresses with a share
         and a rate: Σ w·r per egress (can they fill T_j?) and the piece sums at `tau`."""
         fo = self.forest
         assert fo is not None

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ffs.lab.network.graph import ASGraph
 from ffs.lab.network.part import Part
 
@@ -25,6 +27,7 @@ class LocalPool:
     def __init__(self, g: ASGraph, fraction: float, seed: int, aggregate: bool, parts: int = 1) -> None:
         self.parts = [Part(g, fraction, seed, aggregate) for _ in range(parts)]
         self.ranges = split(g.n, parts)
+        self.pairs: list[np.ndarray] = []  # per partition: its pairs' places among the study's
         self.where = "this process"
 
     def call(self, method: str, *args: Any) -> list[Any]:
@@ -72,6 +75,7 @@ class DaskPool:
         ]
         self.parts = [f.result() for f in futures]
         self.ranges = split(g.n, len(self.parts))
+        self.pairs: list[np.ndarray] = []
         self.where = f"{len(self.parts)} Dask workers at {address}"
 
     def call(self, method: str, *args: Any) -> list[Any]:

@@ -30,8 +30,6 @@ from ffs.lab.network.graph import ASGraph
 from ffs.lab.network.pool import Pool
 from ffs.lab.network.trees import rng_after_pairs
 
-LOCAL_SHARE = 0.10  # §VII-B: M(local, j) = 10 % of the egress capacity
-
 
 def build(
     pool: Pool, g: ASGraph, chunk: int | None = None, progress: Callable[[int], None] = lambda done: None
@@ -46,10 +44,10 @@ def build(
         pool.call_each("build", spans)
         done += sum(b - a for a, b in spans)
         progress(done)
-    keys = np.unique(np.concatenate(pool.call("finish")))
-    n_dir = 2 * len(g.u)
-    link_cap = np.r_[g.capacity, g.capacity]
-    pool.call("set_pairs", keys, fairness_share(g, keys // n_dir, keys % n_dir, link_cap))
+    own = pool.call("finish")
+    keys = np.unique(np.concatenate(own))
+    pool.pairs = [np.searchsorted(keys, k) for k in own]  # each partition's pairs among all
+    pool.call("set_pairs")
     sizes = pool.call("sizes")
     return {
         "streams": sum(s["streams"] for s in sizes),
@@ -58,20 +56,6 @@ def build(
         "pairs": len(keys),
         "len_max": max(s["len_max"] for s in sizes),
     }
-
-
-def fairness_share(g: ASGraph, p_in: np.ndarray, p_out: np.ndarray, link_cap: np.ndarray) -> np.ndarray:
-    """M(i, j) for the pairs (ingress code, egress link) as §VII-B builds each AS's matrix."""
-    n_e = len(g.u)
-    tails = np.r_[g.u, g.v]
-    cap_sum = np.bincount(tails, weights=link_cap, minlength=g.n)  # Σ C over an AS's links
-    c_j = link_cap[p_out]
-    others = cap_sum[tails[p_out]] - c_j  # Σ C_i over the other links (no U-turn entry)
-    total = LOCAL_SHARE * c_j + others
-    scale = np.where(total > c_j, c_j / total, 1.0)
-    local = np.where(total > c_j, LOCAL_SHARE * c_j * scale, c_j - others)
-    is_local = p_in >= 2 * n_e
-    return np.where(is_local, local, link_cap[np.minimum(p_in, 2 * n_e - 1)] * scale)
 
 
 @dataclass
