@@ -6,11 +6,12 @@ worker of a cluster, `ffs.lab.network.pool`).
 The steps are those of `ffs.allocator.solve` with every stream-hop replaced by a tree edge weighed
 by its streams (`ffs.lab.network.trees`): the partial sums a round needs from every partition
 (F^pre per pair, R_*j and Eq. 2's piece sums per egress), then the rates and labels run down the
-trees. Sums over a partition's edges are returned whole-size (per pair or egress) and added up by
-the driver."""
+trees. Sums over a partition's edges come back per egress (whole-size) and per pair for the
+partition's own pairs; the driver adds them up."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -60,22 +61,23 @@ class Part:
         self.stream_demand = self.demand[fo.stream_edge]
         self.rate_in = self.demand.copy()
         self.f_pre = self.demand.copy()
-        keys: np.ndarray = np.unique(fo.pair_key)
-        return keys
+        self.keys: np.ndarray = np.unique(fo.pair_key)
+        return self.keys
 
     def set_pairs(self) -> None:
         """Numbers this partition's own pairs (sorted keys, as `finish` returned them) and gives each
         edge its M (§VII-B): sums per pair cross the network only for the pairs a partition has."""
         fo = self.forest
         assert fo is not None
-        keys = np.unique(fo.pair_key)
+        keys = self.keys
         self.pair = np.searchsorted(keys, fo.pair_key).astype(np.int32)
         fo.pair_key = fo.pair_key[:0]  # not needed any more
         self.n_pairs = len(keys)
         self.share = fairness_share(self.g, keys // self.n_dir, keys % self.n_dir, self.link_cap)
         self.share_h = self.share[self.pair]
+        del self.keys
 
-    def down(self, first: np.ndarray, step) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def down(self, first: np.ndarray, step: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
         """A value run down every tree: `first` at depth 1, then step(parent's value, edge's) per level."""
         out = np.empty(len(first), dtype=first.dtype)
         for k, (s, up) in enumerate(zip(self.lv, self.up, strict=False)):
