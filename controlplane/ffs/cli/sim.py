@@ -168,7 +168,8 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
     default="ba",
     show_default=True,
     help="Generated graph: ba (Barabasi-Albert power law) or internet (tiers with customer-provider and peer "
-    "links, networkx's random_internet_as_graph; the whole Internet is about 75000 ASes).",
+    "links, networkx's random_internet_as_graph, whose memory grows about as the square of --nodes; the "
+    "whole Internet, about 75000 ASes, is best read from a CAIDA file with --top 100000).",
 )
 @click.option(
     "--attach",

@@ -61,9 +61,10 @@ def generate(n: int, seed: int, attach: int = 3) -> ASGraph:
 def internet(n: int, seed: int) -> ASGraph:
     """An Internet-like AS graph of `n` ASes with customer–provider and peer relations (networkx's
     `random_internet_as_graph`: tier-1 clique, transit providers, content providers and stub
-    customers, after Elmokashfi et al.), for the whole Internet's size (about 75,000 ASes) where no
-    CAIDA file is at hand. The relations shape the graph; routing stays on shortest paths, as the
-    paper's study routes."""
+    customers, after Elmokashfi et al.), for Internet-like graphs where no CAIDA file is at hand.
+    The relations shape the graph; routing stays on shortest paths, as the paper's study routes.
+    networkx keeps each provider's transitive customer set, so its memory grows as n²
+    (docs/benchmarks.md)."""
     import networkx as nx
 
     if n < 3:
