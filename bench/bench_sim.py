@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def one(nodes: int, pairs: float, seed: int, graph: str, cluster: str | None) -> dict:
     """The study in this process (its partitions here or on the cluster): stage times, sizes and
-    peak RSS (with a cluster, also the workers')."""
+    peak RSS (with a cluster, also each worker's)."""
     from ffs.lab.network.report import Options, run
 
     marks: list[tuple[str, float]] = []
@@ -43,7 +43,7 @@ def one(nodes: int, pairs: float, seed: int, graph: str, cluster: str | None) ->
     end = time.perf_counter()
     stages = {name: round(t1 - t, 3) for (name, t), (_n, t1) in zip(marks, marks[1:] + [("end", end)], strict=False)}
     u = resource.getrusage(resource.RUSAGE_SELF)
-    c = resource.getrusage(resource.RUSAGE_CHILDREN)  # local:N workers, once they have exited
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)  # local:N workers' CPU, once they have exited
     return {
         "nodes": summary["graph"]["nodes"],
         "links": summary["graph"]["links"],
@@ -59,7 +59,7 @@ def one(nodes: int, pairs: float, seed: int, graph: str, cluster: str | None) ->
         "cpu_s": round(u.ru_utime + u.ru_stime, 2),
         "workers_cpu_s": round(c.ru_utime + c.ru_stime, 2),
         "peak_rss_mib": round(u.ru_maxrss / 1024, 1),
-        "workers_peak_rss_mib": round(c.ru_maxrss / 1024, 1),
+        "partition_peak_rss_mib": summary["partition_peak_mib"],  # each worker's own (VmHWM)
         "ffs_median_gbps": summary["allocation"]["ffs"]["median_gbps"],
     }
 

@@ -236,6 +236,16 @@ class Part:
         values, counts = np.unique(np.round(self.held[name], decimals), return_counts=True)
         return values, counts
 
+    @staticmethod
+    def peak_rss_mib() -> float | None:
+        """This process's peak resident memory (VmHWM: its own, not a forking parent's), MiB."""
+        try:
+            status = Path("/proc/self/status").read_text()
+        except OSError:
+            return None
+        kib = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), None)
+        return None if kib is None else kib / 1024
+
     # checkpoints ---------------------------------------------------------------------------
     def save(self, path: str) -> None:
         """The round state, to `path` (written whole, then renamed)."""

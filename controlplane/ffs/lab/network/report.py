@@ -134,6 +134,7 @@ def run(
         described = dict(zip([d.name for d in dists], describe(pool, dists, STATS_Q, PLOT_POINTS), strict=True))
         quantiles = {name: q for name, (q, _) in described.items()}
         summary = _summary(opt, g, sizes, ffs, rates, eff, quantiles, pool.where)
+        summary["partition_peak_mib"] = pool.call("peak_rss_mib")  # where each partition ran
         curves = {name: cdf for name, (_, cdf) in described.items()}
     finally:
         pool.close()
