@@ -70,7 +70,7 @@ help:
 	@echo "                  PTF across them, and the differential across them; CHIP=tofino2, CHAIN_PACKETS=400"
 	@echo "make bench-switch packets/s of the software switch (trace mode and live over veth)"
 	@echo "make bench-switchd the agent's period on bf_switchd + tofino-model (SDE, compiled ffs, root)"
-	@echo "make bench-sim    the exact allocator at Internet scale: time and memory of the network study, 200-2000 ASes"
+	@echo "make bench-sim    the exact allocator at Internet scale: time and memory of the network study, 500-10,000 ASes (under the heavy lock: long)"
 	@echo "make results      every scenario of scenarios/ in virtual time (FFS, FIFO, CSFQ) -> docs/results/"
 	@echo "make greedy-node  FFS §XI Figure 7: two interfaces, distributions of p.r/p.f, exact and packet by packet -> docs/results/greedy-node.json"
 	@echo "make csfq-paper   the CSFQ baseline against the CSFQ paper (Fig. 4a, Table 4) and the label lie of FFS §VII-A -> docs/results/csfq-paper.json"
@@ -193,7 +193,7 @@ bench-switch:
 bench-switchd:
 	$(PYTHON) -m pytest -q -s -rs -p no:cacheprovider tests/test_switchd.py -k period
 bench-sim:
-	$(PYTHON) bench/bench_sim.py --files 5000,40000
+	$(PYTHON) bench/bench_sim.py --files 5000,30000
 
 # Evaluation (docs/results.md): scenarios in virtual time; the live CCA experiment (root)
 results:

@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """Benchmark of the exact allocator at Internet scale: `ffs-sim network`'s study (FFS §VII-B) on
-generated power-law graphs of 200, 500, 1,000 and 2,000 ASes, each sending to 20 % of the others,
-one fresh process per size. Reports wall time per stage, the allocator's rounds and the peak
-resident memory of the process, its CPU time (the machine may be shared: wall time alone would
-hide the load), plus the machine and its load. Prints a JSON report;
-docs/benchmarks.md records the numbers with the command that made them.
+generated power-law graphs of 500 to 10,000 ASes, each sending to 20 % of the others, one fresh
+process per size. Reports wall time per stage, the allocator's rounds and the peak resident memory
+of the process, its CPU time (the machine may be shared: wall time alone would hide the load),
+plus the machine and its load. With `--cluster ADDRESS` (or local:N) the partitions run on a Dask
+cluster and the memory is the driver's and the workers' peaks (`ffs.lab.network.pool`). Prints a
+JSON report; docs/benchmarks.md records the numbers with the command that made them.
 
-    python bench/bench_sim.py [--nodes 200,500,1000,2000] [--pairs 0.2] [--seed 1] [--files 5000,40000]
+    python bench/bench_sim.py [--nodes 500,1000,2000,5000,10000] [--pairs 0.2] [--seed 1]
+        [--graph ba|internet] [--cluster local:2] [--files 5000,30000]
 
 With `--files`, also `ffs-sim allocate`'s own path (loading and validating a topology file, then
 the allocation) on generated 4-node chain files of the given stream counts.
@@ -27,26 +29,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def one(nodes: int, pairs: float, seed: int) -> dict:
-    """The study in this process: stage times, sizes and this process's peak RSS."""
+def one(nodes: int, pairs: float, seed: int, graph: str, cluster: str | None) -> dict:
+    """The study in this process (its partitions here or on the cluster): stage times, sizes and
+    peak RSS (with a cluster, also each worker's)."""
     from ffs.lab.network.report import Options, run
 
     marks: list[tuple[str, float]] = []
     t0 = time.perf_counter()
     summary, _rates, _eff = run(
-        Options(nodes=nodes, pairs=pairs, seed=seed), lambda s: marks.append((s, time.perf_counter()))
+        Options(nodes=nodes, pairs=pairs, seed=seed, graph=graph, cluster=cluster),
+        lambda s: marks.append((s, time.perf_counter())),
     )
     end = time.perf_counter()
     stages = {name: round(t1 - t, 3) for (name, t), (_n, t1) in zip(marks, marks[1:] + [("end", end)], strict=False)}
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)  # local:N workers' CPU, once they have exited
     return {
-        "nodes": nodes,
+        "nodes": summary["graph"]["nodes"],
+        "links": summary["graph"]["links"],
+        "pairs": pairs,
         "streams": summary["streams"],
         "stream_hops": summary["stream_hops"],
+        "tree_hops": summary["tree_hops"],
+        "matrix_pairs": summary["matrix_pairs"],
+        "computed_in": summary["computed_in"],
         "wall_s": round(end - t0, 2),
         "stages_s": stages,
         "allocator_rounds": summary["ffs_rounds"]["allocator_rounds"],
-        "cpu_s": round((lambda u: u.ru_utime + u.ru_stime)(resource.getrusage(resource.RUSAGE_SELF)), 2),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "cpu_s": round(u.ru_utime + u.ru_stime, 2),
+        "workers_cpu_s": round(c.ru_utime + c.ru_stime, 2),
+        "peak_rss_mib": round(u.ru_maxrss / 1024, 1),
+        "partition_peak_rss_mib": summary["partition_peak_mib"],  # each worker's own (VmHWM)
         "ffs_median_gbps": summary["allocation"]["ffs"]["median_gbps"],
     }
 
@@ -119,8 +132,21 @@ def time_sizes(a: argparse.Namespace, env: dict[str, str]) -> list[dict]:
     runs = []
     for n in (int(x) for x in a.nodes.split(",")):
         load_before = os.getloadavg()
+        cluster = ["--cluster", a.cluster] if a.cluster else []
         out = subprocess.run(
-            [sys.executable, __file__, "--one", str(n), "--pairs", str(a.pairs), "--seed", str(a.seed)],
+            [
+                sys.executable,
+                __file__,
+                "--one",
+                str(n),
+                "--pairs",
+                str(a.pairs),
+                "--seed",
+                str(a.seed),
+                "--graph",
+                a.graph,
+            ]
+            + cluster,
             env=env,
             check=True,
             capture_output=True,
@@ -130,8 +156,8 @@ def time_sizes(a: argparse.Namespace, env: dict[str, str]) -> list[dict]:
         r["loadavg_1m_before"] = round(load_before[0], 2)
         runs.append(r)
         print(
-            f"{n} nodes: {r['streams']} streams, {r['stream_hops']} stream-hops, {r['wall_s']} s ({r['cpu_s']} s CPU), "
-            f"{r['peak_rss_mib']} MiB peak",
+            f"{n} nodes: {r['streams']} streams, {r['stream_hops']} stream-hops ({r['tree_hops']} in trees), "
+            f"{r['wall_s']} s ({r['cpu_s']} s CPU), {r['peak_rss_mib']} MiB peak\n{json.dumps(r)}",
             file=sys.stderr,
         )
     return runs
@@ -173,7 +199,9 @@ def cpu_name() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", default="200,500,1000,2000")
+    ap.add_argument("--nodes", default="500,1000,2000,5000,10000")
+    ap.add_argument("--graph", choices=["ba", "internet"], default="ba")
+    ap.add_argument("--cluster", default=None, help="A Dask scheduler's address, or local:N.")
     ap.add_argument("--pairs", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
@@ -186,7 +214,7 @@ def main() -> None:
     ap.add_argument("--one-file", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        print(json.dumps(one(a.one, a.pairs, a.seed)))
+        print(json.dumps(one(a.one, a.pairs, a.seed, a.graph, a.cluster)))
         return
     if a.one_file:
         print(json.dumps(one_file(a.one_file, a.seed)))

@@ -163,6 +163,15 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
     "--nodes", type=click.IntRange(3), default=2000, show_default=True, help="Generated graph: number of ASes."
 )
 @click.option(
+    "--graph",
+    type=click.Choice(["ba", "internet"]),
+    default="ba",
+    show_default=True,
+    help="Generated graph: ba (Barabasi-Albert power law) or internet (tiers with customer-provider and peer "
+    "links, networkx's random_internet_as_graph, whose memory grows about as the square of --nodes; the "
+    "whole Internet, about 75000 ASes, is best read from a CAIDA file with --top 100000).",
+)
+@click.option(
     "--attach",
     type=click.IntRange(1),
     default=3,
@@ -198,9 +207,26 @@ def run_cmd(scenario, out_dir, scheme, duration, seed, target_factor, period_ms,
     show_default=True,
     help="Where the JSON and plots go.",
 )
+@click.option(
+    "--cluster",
+    envvar="DASK_SCHEDULER_ADDRESS",
+    default=None,
+    help="Run the partitions on the Dask cluster at this scheduler address (tcp://HOST:PORT), one per "
+    "worker; local:N starts N worker processes here. Default: $DASK_SCHEDULER_ADDRESS, else this process.",
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.FloatRange(0),
+    default=120.0,
+    show_default=True,
+    help="Seconds between checkpoints of the rounds in OUT/checkpoint (0: none); a rerun of the same "
+    "command resumes from it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @one_line_errors(ValueError, OSError)
-def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, out_dir, as_json) -> None:
+def network_cmd(
+    caida, top, nodes, graph, attach, pairs, deploy, source_rounds, seed, out_dir, cluster, checkpoint_every, as_json
+) -> None:
     """FFS §VII-B and Appendix C: AS graph with degree-gravity capacities (40-400 Gb/s), each AS's
     fairness matrix as the paper builds it, a fraction of pairs on shortest paths; the exact FFS
     allocation from sources at their maximum rate against Helia-style per-AS and GLWP/GMA static
@@ -211,13 +237,14 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, o
     from tqdm import tqdm
 
     from ffs.jsonsafe import finite
+    from ffs.lab.network.fixedpoint import Checkpoint
     from ffs.lab.network.report import Options, plot, run
 
     fractions = _deploy_fractions(deploy)
     if caida and not Path(caida).is_file():
         raise ValueError(f"{caida}: no such file")
     bar = tqdm(
-        total=7,
+        total=5,
         desc="network",
         file=sys.stderr,
         leave=False,
@@ -229,16 +256,23 @@ def network_cmd(caida, top, nodes, attach, pairs, deploy, source_rounds, seed, o
         if bar.n or name != "graph":
             bar.update(1)
         bar.set_description(name)
+        bar.set_postfix_str("")
+
+    def built(done: int, total: int) -> None:
+        bar.set_postfix_str(f"{done}/{total} ASes")
 
     def rounds(what: str) -> None:
         bar.set_postfix_str(what)
 
-    opt = Options(caida, top, nodes, attach, pairs, seed, fractions, source_rounds)
-    summary, rates, eff = run(opt, stage, rounds)
+    opt = Options(caida, top, nodes, attach, pairs, seed, fractions, source_rounds, graph, cluster)
+    if checkpoint_every > 0:
+        # absolute: on a cluster each worker writes its partition's file there
+        opt.checkpoint = Checkpoint(Path(out_dir).resolve() / "checkpoint", opt.key(), checkpoint_every)
+    summary, curves, _ = run(opt, stage, rounds, built)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     title = f"{summary['graph']['source']}; {summary['streams']} streams"
-    files = plot(out, rates, eff, title)
+    files = plot(out, summary, curves, title)
     files.append(out / "network.json")
     summary["files"] = [str(f) for f in files]
     files[-1].write_text(json.dumps(finite(summary), indent=1, allow_nan=False) + "\n")
@@ -294,9 +328,11 @@ def _print_network(summary: dict) -> None:
             ", ".join(f"{float(v):.0%}: {100 * s:.1f} %" for v, s in top if s >= 0.005),
         )
     console.print(d)
+    if summary["ffs_rounds"]["resumed_at_round"]:
+        console.print(f"resumed from the checkpoint at round {summary['ffs_rounds']['resumed_at_round']}")
     console.print(
-        f"FFS median {summary['allocation']['ffs']['median_gbps']:.3g} Gb/s; {summary['elapsed_s']:.1f} s; wrote "
-        + ", ".join(summary["files"])
+        f"FFS median {summary['allocation']['ffs']['median_gbps']:.3g} Gb/s; {summary['elapsed_s']:.1f} s in "
+        f"{summary['computed_in']}; wrote " + ", ".join(summary["files"])
     )
 
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""AS-level graphs for the network study (FFS §VII-B): from a CAIDA AS-relationship file or a
-generated power-law graph, with degree-gravity link capacities."""
+"""AS-level graphs for the network study (FFS §VII-B): from a CAIDA AS-relationship file, a
+generated power-law graph or a generated Internet-like graph, with degree-gravity link capacities."""
 
 from __future__ import annotations
 
@@ -56,6 +56,24 @@ def generate(n: int, seed: int, attach: int = 3) -> ASGraph:
     g = nx.barabasi_albert_graph(n, attach, seed=seed)
     e = np.array(g.edges(), dtype=np.intp).reshape(-1, 2)
     return _build([str(k) for k in range(n)], e[:, 0], e[:, 1])
+
+
+def internet(n: int, seed: int) -> ASGraph:
+    """An Internet-like AS graph of `n` ASes with customer–provider and peer relations (networkx's
+    `random_internet_as_graph`: tier-1 clique, transit providers, content providers and stub
+    customers, after Elmokashfi et al.), for Internet-like graphs where no CAIDA file is at hand.
+    The relations shape the graph; routing stays on shortest paths, as the paper's study routes.
+    networkx keeps each provider's transitive customer set, so its memory grows as n²
+    (docs/benchmarks.md)."""
+    import networkx as nx
+
+    if n < 3:
+        raise ValueError(f"need at least 3 nodes (got {n})")
+    g = nx.random_internet_as_graph(n, seed=seed)
+    g = g.subgraph(max(nx.connected_components(g), key=len))
+    index = {a: k for k, a in enumerate(sorted(g.nodes))}
+    e = np.array([(index[a], index[b]) for a, b in g.edges()], dtype=np.intp).reshape(-1, 2)
+    return _build([str(a) for a in sorted(g.nodes)], e[:, 0], e[:, 1])
 
 
 def load_caida(path: str | Path, top: int | None = None) -> ASGraph:
