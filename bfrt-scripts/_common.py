@@ -78,15 +78,21 @@ def write(bfrt, updates, upsert=False):
     bfrt.complete_operations()
 
 
-def set_lpf_specs(bfrt, lpf):
-    """The F estimator's spec on every LPF index (spec §4), as the agent sets it."""
+def set_lpf_specs(bfrt, lpf, pids=None, upsert=False):
+    """Each pair's F estimator spec on its LPF index (spec §4), as the agent writes it (`LpfConfig.spec`):
+    `pids` None is every index; `upsert` modifies what is installed."""
     t = table_obj(bfrt, p4names.F_LPF.name)
-    for i in range(p4names.F_LPF.size):
-        t.add(
+    for i in range(p4names.F_LPF.size) if pids is None else pids:
+        spec = lpf.spec(i)
+        fields = dict(
             LPF_INDEX=i,
-            LPF_SPEC_TYPE="RATE",
-            LPF_SPEC_GAIN_TIME_CONSTANT_NS=lpf.time_constant_ns,
-            LPF_SPEC_DECAY_TIME_CONSTANT_NS=lpf.time_constant_ns,
-            LPF_SPEC_OUT_SCALE_DOWN_FACTOR=lpf.scale_down,
+            LPF_SPEC_TYPE=spec.kind,
+            LPF_SPEC_GAIN_TIME_CONSTANT_NS=spec.gain_time_constant_ns,
+            LPF_SPEC_DECAY_TIME_CONSTANT_NS=spec.decay_time_constant_ns,
+            LPF_SPEC_OUT_SCALE_DOWN_FACTOR=spec.out_scale_down,
         )
+        if upsert:
+            t.entry(**fields).push()
+        else:
+            t.add(**fields)
     bfrt.complete_operations()

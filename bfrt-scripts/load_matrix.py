@@ -10,7 +10,7 @@ is written; the pushed shares are the column scaled to the egress target (spec �
 import dataclasses
 import os
 
-from _common import node, write  # noqa: E402
+from _common import node, set_lpf_specs, write  # noqa: E402
 
 from ffs.agent.matrix import MatrixError, load_matrix_file, validate_matrix  # noqa: E402
 from ffs.agent.program import LpfConfig, egress_entry, pair_entry, pairs_of  # noqa: E402
@@ -24,11 +24,14 @@ try:
 except MatrixError as e:
     raise SystemExit(f"ffs: {e}; nothing written") from None
 new = dataclasses.replace(n, fairness=fairness)
-lpf = LpfConfig().for_node(n)  # sized as the agent sizes it (spec §4)
+was = LpfConfig().for_node(n)  # as setup_node.py sized it
+lpf = was.for_node(new)  # each pair re-sized for its new share as the agent re-sizes it (spec §4)
 ups = [pair_entry(new.share(p.ingress, p.egress), p, lpf, "insert") for p in pairs_of(new)]
 ups += [
     egress_entry(new.interfaces[e].port, egress_params(None, False, None), "insert")
     for e in sorted(set(fairness) - set(n.fairness))
 ]
+resized = [pid for pid, tc in lpf.pairs or () if tc != was.tc(pid)]
+set_lpf_specs(bfrt, lpf, resized, upsert=True)  # noqa: F821 - before the shares that assume them
 write(bfrt, ups, upsert=True)  # noqa: F821 - bfrt is the bfshell's global
 print(f"ffs: matrix applied to {len(ups)} entries")

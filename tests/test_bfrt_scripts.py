@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ffs import p4names, tables
-from ffs.agent.program import LpfConfig, node_updates
+from ffs.agent.program import LpfConfig, node_updates, pair_time_constant_ns, pairs_of
 from ffs.topology import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,7 +69,10 @@ def test_setup_node_writes_what_the_agent_writes(env):
     lpf = [c[1] for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.rate_est.f_lpf.add"]
     assert [x["LPF_INDEX"] for x in lpf] == list(range(p4names.F_LPF.size))  # every index, as the agent does
     sized = LpfConfig().for_node(load(ROOT / "topologies" / "dumbbell.yaml").node("s1"))  # as the agent sizes it
-    assert lpf[0]["LPF_SPEC_TYPE"] == "RATE" and lpf[0]["LPF_SPEC_OUT_SCALE_DOWN_FACTOR"] == sized.scale_down
+    # each pair its own time constant (spec §4); no output shift: the weights carry the scale-down
+    assert all(x["LPF_SPEC_TYPE"] == "RATE" and x["LPF_SPEC_OUT_SCALE_DOWN_FACTOR"] == 0 for x in lpf)
+    assert {(x["LPF_INDEX"], x["LPF_SPEC_GAIN_TIME_CONSTANT_NS"]) for x in lpf} >= set(sized.pairs)
+    assert len({x["LPF_SPEC_DECAY_TIME_CONSTANT_NS"] for x in lpf}) > 1
     assert calls[-1][0] == "bfrt.complete_operations"
 
 
@@ -80,10 +83,21 @@ def test_load_matrix_pushes_scaled_shares(env, tmp_path, monkeypatch):
     calls = run("load_matrix.py")
     pairs = [c[1] for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.pair_map.pairs.entry_with_set_pair"]
     lm = {(p["ingress_port"], p["egress_port"]): tables.lm_of(p) for p in pairs}
-    lpf = LpfConfig().for_node(load(ROOT / "topologies" / "dumbbell.yaml").node("s1"))  # as the agent sizes it
-    code = lambda m: tables.lm_code(m, lpf.time_constant_ns, lpf.scale_down)  # noqa: E731
+    n = load(ROOT / "topologies" / "dumbbell.yaml").node("s1")
+    pid = {(p.ingress_port, p.egress_port): p.pid for p in pairs_of(n)}
+    # spec §4: each pair's time constant holds 64 of the node MTU's line-rate frames at its share,
+    # the scale-down as setup sized it from the node's longest
+    sd = LpfConfig().for_node(n).scale_down
+    code = lambda m: tables.lm_code(m, pair_time_constant_ns(n, m, sd), sd)  # noqa: E731
     assert lm[(1, 3)] == code(4 * M) and lm[(2, 3)] == code(16 * M)
     assert lm[(3, 1)] == code(20 * M)  # the topology's other columns are kept
+    resized = {c[1]["LPF_INDEX"]: c[1] for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.rate_est.f_lpf.entry"}
+    # the shares that moved by more than an eighth, and the pairs without a share, which take the
+    # smallest share's time constant (it fell from 10 to 4 Mb/s)
+    assert set(resized) == {pid[(1, 3)], pid[(2, 3)]} | {
+        i for k, i in pid.items() if k not in [(1, 3), (2, 3), (3, 1), (3, 2)]
+    }
+    assert resized[pid[(1, 3)]]["LPF_SPEC_DECAY_TIME_CONSTANT_NS"] == pair_time_constant_ns(n, 4 * M, sd)
     pushes = [c for c in calls if c[0].endswith("entry_with_set_pair().push")]
     assert len(pushes) == len(pairs) == 9  # add-or-modify: the script does not know what is installed
     assert calls[-1][0] == "bfrt.complete_operations"
