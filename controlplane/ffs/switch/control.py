@@ -15,7 +15,7 @@ import copy
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ffs import constants, p4names
 from ffs.entries import Exact, LpfSpec, TableEntry, TimerSpec, Update
@@ -29,8 +29,11 @@ READ_CHUNK = 256
 
 
 class SwitchControl:
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, pipeline: Pipeline, clock: Callable[[], int] | None = None) -> None:
+        """`clock`: the time in ns the pipeline's packets are stamped with (a live switch's
+        monotonic clock); None in virtual time, where the last packet's time is now."""
         self.pipeline = pipeline
+        self.clock = clock
         self.lock = threading.RLock()  # packet processing and control operations interleave safely
         self.program_id = uuid.uuid4().hex
 
@@ -139,6 +142,9 @@ class SwitchControl:
                 raise ControlError(f"{what}: index {i!r} out of range 0..{size - 1}")
         return idx
 
+    def _settle(self) -> None:
+        self.pipeline.settle(None if self.clock is None else self.clock())
+
     def _named(self, group: dict, name: str, what: str):
         if name in group:
             return group[name]
@@ -151,7 +157,7 @@ class SwitchControl:
         """index -> (packets, bytes), each with one value per pipe."""
         with self.lock:
             c = self._named(self.pipeline.counters, name, "counter")
-            self.pipeline.settle()  # the timer packets due by now have run (ffs.switch.pktgen)
+            self._settle()  # the timer packets due by now have run (ffs.switch.pktgen)
         idx = self._indices(c.spec.size, indices, c.spec.name)
         out: dict[int, tuple[list[int], list[int]]] = {}
         for k in range(0, len(idx), READ_CHUNK):  # the lock per chunk: forwarding goes on between chunks
@@ -168,7 +174,7 @@ class SwitchControl:
         """index -> the cell's value in each pipe."""
         with self.lock:
             r = self._named(self.pipeline.registers, name, "register")
-            self.pipeline.settle()
+            self._settle()
         idx = self._indices(r.spec.size, indices, r.spec.name)
         out: dict[int, list[int]] = {}
         for k in range(0, len(idx), READ_CHUNK):
@@ -206,7 +212,7 @@ class SwitchControl:
                 f"the software switch's packet generator runs the timer application ({constants.TIMER_APP_ID}) only"
             )
         with self.lock:
-            self.pipeline.settle()  # what was due under the old configuration has run
+            self._settle()  # what was due under the old configuration has run; the new starts now
             self.pipeline.pktgen.configure(timer)
 
     def read_timer(self) -> TimerSpec | None:

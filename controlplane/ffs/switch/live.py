@@ -211,7 +211,7 @@ class LiveSwitch:
             poller.register(s.fileno(), select.EPOLLIN)
         pipeline = self.control.pipeline
         lock = self.control.lock
-        clock = time.monotonic_ns
+        clock = self.control.clock or time.monotonic_ns
         socks, stats = self.socks, self.stats
         rings = sorted(self.rings.items())
         # per egress port, the frames the TM has released and the wire still carries, due at their
@@ -340,7 +340,7 @@ def run_live(
         log.info("port %d paced at %.6g bit/s, buffer %d bytes", port, speed, int(pipeline.tm.buffer[port]))
     if csfq is not None:
         csfq.attach({"live": pipeline}, live=True)
-    ctl = SwitchControl(pipeline)
+    ctl = SwitchControl(pipeline, clock=time.monotonic_ns)  # the clock run() stamps packets with
     for port, delay in sorted((delays or {}).items()):
         if port not in ports:
             raise ValueError(f"delay for port {port}, which has no interface")

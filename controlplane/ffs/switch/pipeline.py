@@ -742,11 +742,13 @@ class Pipeline:
             for frame in self.pktgen.frames(pipe):
                 self._timer_packet(mac_frame(frame), pipe, k)
 
-    def settle(self) -> None:
-        """Every pipe's due timer packets, up to the last packet's time: what a control-plane read
-        of the guard's state sees on a running switch."""
+    def settle(self, t_ns: int | None = None) -> None:
+        """Every pipe's due timer packets, up to t_ns (a live switch's clock) or else the last
+        packet's time (virtual time): what a control-plane read of the guard's state sees on a
+        running switch."""
+        t = self.pktgen.now_ns[0] if t_ns is None else max(t_ns, self.pktgen.now_ns[0])
         for pipe in range(PIPES):
-            self.run_timers(pipe, self.pktgen.now_ns[0])
+            self.run_timers(pipe, t)
 
     def _egress(self, buf: bytearray, port: int, pkt_length: int, pid: int | None, grown: bool, t_ns: int) -> Result:
         """The TM (`ffs.switch.tm`: the egress port's FIFO, at its line rate, tail drop), then
