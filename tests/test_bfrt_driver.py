@@ -559,6 +559,28 @@ def _mods(log, table):
     return [(x[2], x[3]) for x in log if x[:2] == ("entry_mod", table)]
 
 
+@pytest.mark.parametrize("chip", ["tf1", "tf2"])
+def test_the_agents_timer_is_one_every_chip_generates(monkeypatch, chip):
+    """The guard's timer as the agent asks for it (one packet per managed egress) is written on
+    either chip: Tofino 2's SDE refuses packets below 65 bytes."""
+    from pathlib import Path
+
+    from ffs.agent.program import guard_timer
+    from ffs.driver.bfrt import BfrtDriver
+    from ffs.topology import load
+
+    fake_bfrt_grpc.install(monkeypatch, chip=chip, pipes=2)
+    monkeypatch.setattr("ffs.driver.bfrt.time.sleep", lambda s: None)
+    d = BfrtDriver()
+    d.connect(timeout_s=5)
+    timer = guard_timer(
+        load(Path(__file__).resolve().parent.parent / "topologies" / "dumbbell.yaml").node("s1"), 100_000
+    )
+    assert timer is not None
+    d.set_timer(timer)
+    assert d.read_timer() == timer
+
+
 @pytest.mark.parametrize("chip, local", [("tf1", 68), ("tf2", 6)])
 def test_the_timer_runs_on_the_generators_port_of_every_pipe_and_reads_back(monkeypatch, chip, local):
     """Spec §7.1/§7.7: the generator's pipe-local port is 68 on Tofino 1 and 6 on Tofino 2, device

@@ -115,6 +115,9 @@ TIMER_APP_ID = 1
 PKTGEN_PORT = 68  # Tofino 1 (pipe-local; Tofino 2's is 6): the device port is pipe << 7 | this
 PKTGEN_PORT_TOFINO2 = 6
 TIMER_HEADER_LEN = 6  # pktgen_timer_header_t: pipe, app, batch_id, packet_id
+# a timer packet's length, header included: one that every chip's generator makes (Tofino 2's
+# makes 65 bytes or more)
+TIMER_PACKET_LEN = 80
 GUARD_TIMER_NS = 100_000  # the timer's longest period (the agent sizes it per node, spec §7.7)
 # the timer drains a queue in steps of drain_j = C_j · Δ_t: at most this fraction of its threshold
 GUARD_TIMER_STEPS = 8

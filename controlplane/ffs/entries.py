@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Mapping, Union
 
+from ffs import constants
+
 
 @dataclass(frozen=True)
 class Exact:
@@ -114,7 +116,7 @@ class TimerSpec:
     period_ns: int
     packets: int
     app_id: int = 1
-    packet_len: int = 64
+    packet_len: int = constants.TIMER_PACKET_LEN
 
     def __post_init__(self) -> None:
         if not 0 < self.period_ns < 1 << 32:

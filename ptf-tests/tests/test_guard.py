@@ -15,13 +15,13 @@ import time
 
 import expect
 from base import IN, MAC_SRC, OTHER, OUT, FfsTest, byte_adjust, ffs_v4
-from ffs import p4names
+from ffs import constants, p4names
 from ffs.entries import TimerSpec
 from ffs.labels import encode
 from ffs.ports import pipe_of
 
 PERIOD_NS = 100_000_000
-TIMER_LEN = 80  # bytes: Tofino 2's generator makes packets of 65 bytes or more
+TIMER_LEN = constants.TIMER_PACKET_LEN  # what every chip's generator makes
 DRAIN = 1000  # line-rate bytes per timer packet
 SETTLE_S = 0.5  # after the timer stops: its last packets through the model's pipeline
 # The generator runs on the target's clock, the bounds on the host's: tofino-model's Tofino 2 ran
