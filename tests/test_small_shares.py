@@ -27,6 +27,10 @@ CASES = [  # share of the egress, IP packet size, arrivals, agent period, small-
 ]
 SIZING_FRAMES = 64  # spec §4: the smallest share carries at least 64 frames per time constant
 SIZING_CEILING_S = 2.0  # spec §4: ... unless that takes more than 2 s
+# spec §5.3 step 7: while the guard's queue stands, τ aims 1/32 below the egress's target, so the
+# flood may also fall short by up to that much of the target (the port runs below line rate), never over
+STANDING_MARGIN = 1 / 32
+CAPACITY = 100e6  # the egress of ffs.lab.small_shares' node
 
 
 @pytest.mark.parametrize("share, size, arrivals, period, packets", CASES, ids=lambda v: str(v))
@@ -36,7 +40,11 @@ def test_a_small_share_is_kept_within_its_bound(share, size, arrivals, period, p
     assert c.frames_per_tau_f >= spec_frames * (1 - 1e-9), c
     low, high = c.bound
     assert low <= c.error <= high, (c, c.bound)
-    assert abs(c.flood_bps / c.flood_exact_bps - 1) <= c.flood_bound, (c, c.flood_bound)
+    flood = c.flood_bps / c.flood_exact_bps - 1
+    assert -(c.flood_bound + STANDING_MARGIN * CAPACITY / c.flood_exact_bps) <= flood <= c.flood_bound, (
+        c,
+        c.flood_bound,
+    )
 
 
 def test_a_one_millisecond_estimator_loses_most_of_a_small_share():
