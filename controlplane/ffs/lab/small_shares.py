@@ -27,6 +27,8 @@ OVERLOAD = 2.5  # the small pair sends this times its share
 MIN_PACKETS = 15_000  # of the small pair in the measured half: its admitted count's sampling error ~1 %
 LOOP_BIAS = 0.005  # spec §10.1: the τ update's bias, about 1/(2 · 100 admitted frames), either way
 SIGMAS = 3  # the sampling error allowed each cell, in standard deviations of its admitted count
+SETTLE = 5  # time constants after which an estimator is taken as settled (e^-5: 0.7 %)
+DRAIN_AIM = 1 / 32  # spec §9: τ aims this far below the target while the queue stands
 
 
 MTU = 1500  # the interfaces' default MTU (IP bytes)
@@ -84,10 +86,18 @@ def share_packets_per_s(share_fraction: float, size: int) -> float:
     return share_fraction * CAPACITY / frame_bits(size)
 
 
-def duration_for(share_fraction: float, size: int, packets: int = MIN_PACKETS) -> float:
-    """Long enough for `packets` of the small pair in the measured second half, at least 4 s."""
+def duration_for(share_fraction: float, size: int, packets: int = MIN_PACKETS, mtu: int = MTU) -> float:
+    """Long enough for `packets` of the small pair in the measured second half, at least 4 s, and
+    the half starting once its estimator has settled (SETTLE time constants)."""
     arrivals = OVERLOAD * share_packets_per_s(share_fraction, size)
-    return max(4.0, 2 * packets / arrivals)
+    return max(4.0, 2 * packets / arrivals, 2 * SETTLE * small_tau_f_s(share_fraction, size, mtu))
+
+
+def small_tau_f_s(share_fraction: float, size: int, mtu: int = MTU) -> float:
+    """The small pair's estimator time constant as ffs-agent sizes it for the node (spec §4)."""
+    node = loads(topology(share_fraction, size, 1.0, mtu)).node("s1")
+    small = next(p.pid for p in pairs_of(node) if p.ingress == "p1")
+    return LpfConfig().for_node(node).tc(small) * 1e-9
 
 
 @dataclass(frozen=True)
@@ -153,7 +163,7 @@ def measure(
     """One cell; the run lasts `duration_s`, or long enough for `packets` of the small pair's
     arrivals in the measured half (the sampling error of its admitted count is about
     sqrt(0.6 / (0.4 · packets)): 1 % at 15,000, 0.5 % at 60,000)."""
-    d = duration_s or duration_for(share_fraction, size, packets)
+    d = duration_s or duration_for(share_fraction, size, packets, mtu)
     res = run_scenario(
         loads(topology(share_fraction, size, d, mtu)),
         "ffs",
@@ -201,6 +211,22 @@ class Onset:
         pps = OVERLOAD * share_packets_per_s(self.share_fraction, self.size)
         return tuple(pps * (b - a) * len(self.onsets) for a, b in self.windows)
 
+    @property
+    def bounds(self) -> tuple[float, ...]:
+        """The least share each window may keep: the flood's estimator reads r(t) = 1 - e^(-t/τ_F)
+        of its arrivals t after the onset, and while the queue stands what enters it of the two
+        pairs (both above their shares) is in proportion to what γ admits of each, τ·M and
+        τ·M_f/r(t), so the small pair keeps at least r(t), averaged over the window; less the 1/32
+        τ aims below the target while the queue drains (spec §9), the small pair's 1/n, the loop's
+        bias and SIGMAS of its admitted count's sampling error (spec §10.1)."""
+        tau = self.flood_tau_f_ns * 1e-9
+        n = share_packets_per_s(self.share_fraction, self.size) * self.tau_f_ns * 1e-9
+        out = []
+        for (a, b), arrivals in zip(self.windows, self.small_arrivals, strict=True):
+            rise = 1 - tau / (b - a) * (math.exp(-a / tau) - math.exp(-b / tau))
+            out.append(rise - DRAIN_AIM - 1 / n - LOOP_BIAS - SIGMAS * math.sqrt((OVERLOAD - 1) / arrivals))
+        return tuple(out)
+
 
 def onset_times(settle_s: float, count: int) -> tuple[float, ...]:
     """`count` floods, the first after `settle_s` (on a bin), one every FLOOD_ON_S + FLOOD_OFF_S."""
@@ -220,10 +246,8 @@ def measure_onset(
 ) -> Onset:
     """The small pair sends from 0; the flood starts `count` times (FLOOD_ON_S on, FLOOD_OFF_S
     off), the first once the small pair's estimator has settled (5 of its time constants, as
-    ffs-agent sizes it for this MTU: LpfConfig().for_node)."""
-    node = loads(topology(share_fraction, size, 1.0, mtu)).node("s1")
-    small = next(p.pid for p in pairs_of(node) if p.ingress == "p1")
-    onsets = onset_times(5 * LpfConfig().for_node(node).tc(small) * 1e-9, count)
+    ffs-agent sizes it for this MTU)."""
+    onsets = onset_times(SETTLE * small_tau_f_s(share_fraction, size, mtu), count)
     d = onsets[-1] + FLOOD_ON_S
     topo = loads(topology(share_fraction, size, d, mtu, tuple((t, t + FLOOD_ON_S) for t in onsets)))
     res = run_scenario(
