@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: (ingress, egress) -> pair index and k = rf - log M (rf_over_m); egress -> tau and
  * friends, and the room an inserted shim has under its MTU (stage 1); cc = code(tau / k)
- * (tau_over_k, stage 2). The tables follow forwarding because they key on the chosen egress port
+ * (tau_over_k, stage 2), with tau = 1 for a pair held in quarantine (spec §9). The tables follow forwarding because they key on the chosen egress port
  * (spec §7.2). */
 #ifndef _FFS_PAIR_MAP_P4_
 #define _FFS_PAIR_MAP_P4_
