@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The agent's answer to lying lengths (spec §7.3, §9; docs/security.md): a pair whose frames the
-egress drops for disagreeing with their IP length loses its share (set_pair with lm = 0) for
+egress drops for disagreeing with their IP length loses its share (set_held_pair with lm = 0) for
 quarantine_s, in its desired state, so neither the slow check nor a matrix change lifts it early;
 an honest pair is never touched. The dumbbell node on an in-process software switch, with the queue
 guard off (`make_agent`): these bursts run at 100 Mb/s into a 20 Mb/s port, where the guard (spec
@@ -128,7 +128,8 @@ def test_a_pair_whose_frames_partly_lie_keeps_the_rest_of_its_share(tmp_path):
     of the same size, all admitted (p3 uncongested). λ = 1/4 of the pair's bytes lied, so the pair
     keeps 3/4 of its share (spec §9): lm is the code of 0.75·M (±1 for the code's rounding, spec
     §3), not 0. A restarted agent with the state directory resumes exactly that; the state's
-    τ file carries the fraction, since a code below the share could also be a changed matrix."""
+    τ file carries the fraction; without it the entry's action (set_held_pair) marks the quarantine
+    and its code gives the fraction."""
     from ffs.agent.core import Agent
     from ffs.agent.state import StateStore
 
@@ -145,6 +146,7 @@ def test_a_pair_whose_frames_partly_lie_keeps_the_rest_of_its_share(tmp_path):
     want = tables.lm_code(0.75 * share, agent.lpf.time_constant_ns, agent.lpf.scale_down)
     held = tables.lm_of(pair_entry(agent, "p2", "p3").params)
     assert abs(held - want) <= 1 and held > 0, (held, want)
+    assert pair_entry(agent, "p2", "p3").action_name == "set_held_pair"  # τ = 1 for it (spec §9)
     assert agent.check() == 0  # the withheld share is the desired state
     writes = []
     driver = agent.driver
@@ -161,12 +163,12 @@ def test_a_pair_whose_frames_partly_lie_keeps_the_rest_of_its_share(tmp_path):
     )
     second.install(now_s=0.2)
     assert second.quarantine.level == {pid: pytest.approx(0.25)} and writes == [], (second.quarantine.level, writes)
-    # without the saved fraction a code below the share is a matrix that changed: the share is written
+    # without the saved fraction the entry's action (set_held_pair) still says it is a quarantine,
+    # not a changed matrix: resumed at the fraction its code stands for (one code step: 0.55 %)
     third = Agent(driver, agent.topology, "s1", lpf=agent.lpf, guard_timer_ns=None)
     third.install(now_s=0.3)
-    assert not third.quarantined and tables.lm_of(pair_entry(third, "p2", "p3").params) == tables.lm_code(
-        share, agent.lpf.time_constant_ns, agent.lpf.scale_down
-    )
+    assert third.quarantined and third.quarantine.level[pid] == pytest.approx(0.25, abs=0.006)
+    assert pair_entry(third, "p2", "p3").action_name == "set_held_pair"
 
 
 def test_a_share_raised_across_a_restart_is_not_a_quarantine(tmp_path):

@@ -108,11 +108,13 @@ IPV6_ROUTES = Table(
 
 # nlm = -lm (mod 2^16): an action cannot subtract action data (spec §5.3)
 _SET_PAIR = Action(f"{ING}.pair_map.set_pair", (("pid", constants.PID_BITS), ("nlm", 16)))
+# a pair held in quarantine: the same data, and its packets face τ = 1 (spec §9)
+_SET_HELD_PAIR = Action(f"{ING}.pair_map.set_held_pair", (("pid", constants.PID_BITS), ("nlm", 16)))
 _NO_PAIR = Action(f"{ING}.pair_map.no_pair")
 PAIRS = Table(
     f"{ING}.pair_map.pairs",
     (Key("ingress_port", "exact", constants.PORT_BITS), Key("egress_port", "exact", constants.PORT_BITS)),
-    (_SET_PAIR, _NO_PAIR),
+    (_SET_PAIR, _SET_HELD_PAIR, _NO_PAIR),
     _NO_PAIR.name,
     constants.PAIRS_TABLE_SIZE,
 )

@@ -143,6 +143,7 @@ struct ffs_metadata_t {
     /* --- the pair and its egress (PairMap, spec §5.3) --- */
     bit<1>      managed;      /* (ingress, egress) is a pair the agent manages */
     pid_t       pid;
+    bit<1>      held;         /* the pair is held in quarantine: its packets face tau = 1 (spec §9) */
     code_t      rf_over_m;    /* code(rf / M) = rf - lm: the label over the pair's share (k in spec §7.2) */
     code_t      ltau;         /* code(tau) of the egress */
     code_t      ltau_p;       /* ltau - CODE_ONE (= 128 log2 tau) while congested, 0 (tau = 1) while not */

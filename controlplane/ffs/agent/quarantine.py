@@ -19,7 +19,9 @@ rate now, R the period's mean, part of it before the attack).
 Whatever the claim, the pair then costs the egress at most its share; its honest senders keep
 about `(1 − λ)` of it; a pair of heavy liars alone (λ = 1) gets lm = 0, no share. The state is, per pid, the fraction
 withheld and when it ends, on
-the agent's clock; the agent turns what changes into set_pair modifications of its batches.
+the agent's clock; the agent turns what changes into set_pair modifications of its batches: a
+held pair's entry is a set_held_pair, whose packets face τ = 1 whatever the egress's τ (at most
+its share's worth however high the free pairs need τ).
 """
 
 from __future__ import annotations
@@ -54,6 +56,16 @@ FORGET_PERIODS = 30
 def lm_of(nlm: int) -> int:
     """lm from a set_pair's nlm (= −lm mod 2^16, spec §5.3)."""
     return (-nlm) & 0xFFFF
+
+
+# a held pair's set_pair: the same action data, and its packets face τ = 1 whatever the egress's τ,
+# so it is admitted at most at its (withheld) share (spec §9)
+HELD_ACTION = "set_held_pair"
+
+
+def level_of(lm: int, held_lm: int) -> float:
+    """The fraction withheld that a held code stands for (the inverse of withheld_lm)."""
+    return max(0.0, min(1.0, 1.0 - math.pow(2.0, (held_lm - lm) / CODE_STEPS)))
 
 
 def withheld_lm(lm: int, level: float) -> int:
@@ -97,19 +109,21 @@ class Quarantine:
 
     def resume(self, held: Iterable[TableEntry], shared: dict[int, int], saved: dict[int, float], now_s: float) -> None:
         """A quarantine a predecessor left on the switch runs again for a full `seconds` (a
-        restarted agent must not hand a liar its share back): a set_pair entry with lm = 0 where
-        the pair has a share (`shared`: pid -> lm of its share; no matrix gives a share code 0),
-        or one holding exactly the code of the fraction the predecessor saved (`saved`). Any other
-        code below the share is a matrix that changed meanwhile, not a quarantine."""
+        restarted agent must not hand a liar its share back): a set_held_pair entry, or a set_pair
+        entry (an older agent's) with lm = 0 where the pair has a share (`shared`: pid -> lm of its
+        share; no matrix gives a share code 0) or holding exactly the code of the fraction the
+        predecessor saved (`saved`). Any other set_pair code below the share is a matrix that
+        changed meanwhile, not a quarantine."""
         if self.seconds <= 0:
             return
         for entry in held:
             pid = entry.params.get("pid")
-            if entry.action_name != "set_pair" or pid is None or not shared.get(pid):
+            if entry.action_name not in ("set_pair", HELD_ACTION) or pid is None or not shared.get(pid):
                 continue
             held_lm, lm = lm_of(entry.params.get("nlm", 0)), shared[pid]
-            if held_lm == 0 or (pid in saved and withheld_lm(lm, saved[pid]) == held_lm < lm):
-                self.level[pid] = 1.0 if held_lm == 0 else saved[pid]
+            is_saved = pid in saved and withheld_lm(lm, saved[pid]) == held_lm < lm
+            if held_lm == 0 or is_saved or entry.action_name == HELD_ACTION:
+                self.level[pid] = 1.0 if held_lm == 0 else saved[pid] if is_saved else level_of(lm, held_lm)
                 self.until[pid] = now_s + self.seconds
                 log.warning(
                     "quarantine resumed: pair pid=%d held %.0f %% of its share on the switch; %gs more",
@@ -119,14 +133,14 @@ class Quarantine:
                 )
 
     def withhold(self, u: Update) -> Update:
-        """A set_pair entry of a quarantined pair carries its share less the fraction withheld;
-        everything else passes unchanged."""
+        """A quarantined pair's entry is a set_held_pair with its share less the fraction withheld
+        (its packets face τ = 1, spec §9); everything else passes unchanged."""
         e = u.entry
         pid = e.params.get("pid")
         if e.table != p4names.PAIRS.name or u.kind == "delete" or pid not in self.until:
             return u
         lm = withheld_lm(lm_of(e.params["nlm"]), self.level.get(pid, 1.0))
-        return dataclasses.replace(u, entry=dataclasses.replace(e, params=pair_params(pid, lm)))
+        return dataclasses.replace(u, entry=dataclasses.replace(e, action=HELD_ACTION, params=pair_params(pid, lm)))
 
     def release(self, now_s: float) -> set[int]:
         """The pairs whose quarantine time is up (their share comes back), no longer quarantined;

@@ -97,7 +97,7 @@ static const char *TABLE_NAMES[NT] = {
     "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports",
     "FfsIngress.pair_map.shim_room", "FfsIngress.guard.egress_queue", "FfsIngress.guard.timer_ports"};
 static const char *TABLE_ACTIONS[NT_ALL] = {
-    "route no_route", "route no_route", "set_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
+    "route no_route", "route no_route", "set_pair set_held_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
     "set_weight weight_max", "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
     "set_room room_max", "set_queue no_queue", "set_drain no_drain",
     "use_label use_label_ri reset_label", "short_shim shim_fits",
@@ -106,7 +106,7 @@ static const char *TABLE_ACTIONS[NT_ALL] = {
     "insert_shim_v6 note_not_inserted forward",
     "frame_ok frame_lies"};
 enum { A_ROUTE = 0 };
-enum { A_SET_PAIR = 0 };
+enum { A_SET_PAIR = 0, A_SET_HELD_PAIR = 1 };
 enum { A_SET_EGRESS = 0 };
 enum { A_SET_LW = 0, A_SET_LW_RUNT = 1 };
 enum { A_SET_WEIGHT = 0 };
@@ -659,7 +659,7 @@ typedef struct {
     uint32_t ifindex, trust, insert;
     uint32_t ffs_state, ri_req, rri_ge_one, l3_len, runt, wlen, routed, egress_port;
     uint32_t rf_hdr, rf, rri_n, lw, llen;
-    uint32_t managed, pid, rf_over_m, ltau, ltau_p, congested, lcr, room, tau_over_k;
+    uint32_t managed, pid, held, rf_over_m, ltau, ltau_p, congested, lcr, room, tau_over_k;
     uint32_t pkt_weight, f_rate, rf_norm, c_cong, rnd, admit_margin, c_ri;
     uint32_t qhi, guard;
 } meta_t;
@@ -718,6 +718,11 @@ static inline void set_pair(meta_t *md, uint32_t pid, uint32_t nlm) {
     md->rf_over_m = (nlm + md->rf) & U16;
     md->managed = 1;
 }
+/* a pair held in quarantine (spec §9): its packets face tau = 1 (norm_cc_held) */
+static inline void set_held_pair(meta_t *md, uint32_t pid, uint32_t nlm) {
+    set_pair(md, pid, nlm);
+    md->held = 1;
+}
 static inline void no_pair(meta_t *md) { md->managed = 0; }
 static inline void set_egress(meta_t *md, uint32_t ltau, uint32_t ltau_p, uint32_t congested, uint32_t lcr) {
     md->ltau = ltau;
@@ -736,11 +741,14 @@ static inline void egress_unmanaged(meta_t *md) {
 static inline void set_room(meta_t *md, uint32_t thr) { md->room = sat_sub(thr, md->l3_len); }
 /* cc = code(tau / k), before the estimator's f_log reads it (PairMap.norm_cc in the P4) */
 static inline void norm_cc(meta_t *md) { md->tau_over_k = (md->ltau_p - md->rf_over_m) & U16; }
+static inline void norm_cc_held(meta_t *md) { md->tau_over_k = (0 - md->rf_over_m) & U16; }
 
 static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv6) {
     const tres *r = table_lookup(&e->tables[T_PAIRS], ((u128)ingress_port << 9) | md->egress_port);
     if (r->act == A_SET_PAIR)
         set_pair(md, r->p[0], r->p[1]);
+    else if (r->act == A_SET_HELD_PAIR)
+        set_held_pair(md, r->p[0], r->p[1]);
     else
         no_pair(md);
     r = table_lookup(&e->tables[T_EGRESS_PARAMS], md->egress_port);
@@ -750,7 +758,10 @@ static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv
         egress_unmanaged(md);
     r = table_lookup(&e->tables[T_SHIM_ROOM], ((u128)md->egress_port << 1) | (u128)(ipv6 != 0));
     set_room(md, r->act == A_SET_ROOM ? r->p[0] : SHIM_ROOM_MAX); /* set_room / room_max */
-    norm_cc(md);
+    if (md->held)
+        norm_cc_held(md);
+    else
+        norm_cc(md);
 }
 
 /* RateEstimation */

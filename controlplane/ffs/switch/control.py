@@ -241,11 +241,11 @@ def _check_derived(t: MatchTable, action: str, params: dict[str, int]) -> None:
             raise ControlError(f"{t.spec.name}: set_egress: {why}")
     if (
         t.spec is p4names.PAIRS
-        and action == "set_pair"
+        and action in ("set_pair", "set_held_pair")
         and not (-params["nlm"]) & constants.CODE_MAX <= constants.LM_MAX
     ):
         raise ControlError(
-            f"{t.spec.name}: set_pair needs nlm = -lm with lm <= {constants.LM_MAX:#x}, got nlm {params['nlm']:#x}"
+            f"{t.spec.name}: {action} needs nlm = -lm with lm <= {constants.LM_MAX:#x}, got nlm {params['nlm']:#x}"
         )
 
 

@@ -94,6 +94,7 @@ class Meta:
     # the pair and its egress (PairMap)
     managed: int = 0
     pid: int = 0
+    held: int = 0
     rf_over_m: int = 0
     ltau: int = 0
     ltau_p: int = 0
@@ -220,6 +221,10 @@ class PairMap:
         md.pid, md.rf_over_m, md.managed = pid, (nlm + md.rf) & U16, 1
 
     @staticmethod
+    def set_held_pair(md: Meta, pid: int, nlm: int) -> None:  # stage 1: a pair held in quarantine (§9)
+        md.pid, md.rf_over_m, md.managed, md.held = pid, (nlm + md.rf) & U16, 1, 1
+
+    @staticmethod
     def no_pair(md: Meta) -> None:
         md.managed = 0
 
@@ -243,6 +248,8 @@ class PairMap:
         action, params = self.pairs.lookup(ingress_port, md.egress_port)
         if action == "set_pair":
             self.set_pair(md, params["pid"], params["nlm"])
+        elif action == "set_held_pair":
+            self.set_held_pair(md, params["pid"], params["nlm"])
         else:
             self.no_pair(md)
         action, params = self.egress_params.lookup(md.egress_port)
@@ -255,11 +262,18 @@ class PairMap:
             self.set_room(md, params["thr"])
         else:
             self.room_max(md)
-        self.norm_cc(md)
+        if md.held == 1:
+            self.norm_cc_held(md)
+        else:
+            self.norm_cc(md)
 
     @staticmethod
     def norm_cc(md: Meta) -> None:  # stage 2: 16-bit wrap; never wraps below 0 (§7.2)
         md.tau_over_k = (md.ltau_p - md.rf_over_m) & U16
+
+    @staticmethod
+    def norm_cc_held(md: Meta) -> None:  # stage 2: τ = 1 for a held pair, whatever the egress's τ (§9)
+        md.tau_over_k = (0 - md.rf_over_m) & U16
 
 
 class RateEstimation:

@@ -42,7 +42,8 @@
     @pa_solitary("ingress", "md.routed") \
     @pa_solitary("ingress", "md.runt") \
     @pa_solitary("ingress", "md.parse_error") \
-    @pa_solitary("ingress", "md.managed")
+    @pa_solitary("ingress", "md.managed") \
+    @pa_solitary("ingress", "md.held")
 
 control FfsCore(inout headers_t hdr,
                 inout ffs_metadata_t md,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: (ingress, egress) -> pair index and k = rf - log M (rf_over_m); egress -> tau and
  * friends, and the room an inserted shim has under its MTU (stage 1); cc = code(tau / k)
- * (tau_over_k, stage 2). The tables follow forwarding because they key on the chosen egress port
+ * (tau_over_k, stage 2), with tau = 1 for a pair held in quarantine (spec §9). The tables follow forwarding because they key on the chosen egress port
  * (spec §7.2). */
 #ifndef _FFS_PAIR_MAP_P4_
 #define _FFS_PAIR_MAP_P4_
@@ -18,6 +18,15 @@ control PairMap(inout ffs_metadata_t md,
         md.managed = 1;
     }
 
+    /* a pair held in quarantine (spec §9): the same, and its packets face tau = 1 whatever the
+     * egress's tau, so it is admitted at most at its (withheld) share */
+    action set_held_pair(pid_t pid, code_t nlm) {
+        md.pid = pid;
+        md.rf_over_m = nlm + md.rf;
+        md.managed = 1;
+        md.held = 1;
+    }
+
     action no_pair() {
         md.managed = 0;
     }
@@ -27,7 +36,7 @@ control PairMap(inout ffs_metadata_t md,
             ig_intr_md.ingress_port:     exact @name("ingress_port");
             ig_tm_md.ucast_egress_port:  exact @name("egress_port");
         }
-        actions = { set_pair; no_pair; }
+        actions = { set_pair; set_held_pair; no_pair; }
         default_action = no_pair();
         /* a hash table does not fill to its last slot: bf_switchd refused the 3366th of 4096
          * pairs in a table of 4096 (RESOURCE_EXHAUSTED); a quarter more room takes them all */
@@ -85,11 +94,20 @@ control PairMap(inout ffs_metadata_t md,
         md.tau_over_k = md.ltau_p - md.rf_over_m;
     }
 
+    /* a held pair: cc = code(1 / k), tau = 1 however high the free pairs need it (spec §9) */
+    action norm_cc_held() {
+        md.tau_over_k = 0 - md.rf_over_m;
+    }
+
     apply {
         pairs.apply();
         egress_params.apply();
         shim_room.apply();
-        norm_cc();
+        if (md.held == 1) {
+            norm_cc_held();
+        } else {
+            norm_cc();
+        }
     }
 }
 
