@@ -281,6 +281,19 @@ class TauRaisesDropsOnSustainedOverload(AgentTest):
         )
         return forwarded, tau
 
+    def setUp(self):
+        # the frames forwarded in a phase are counted after it: PTF's queue (100 frames by
+        # default, the oldest dropped) must hold them all
+        self.qlen = self.dataplane.qlen
+        self.dataplane.set_qlen(1 << 20)
+        super().setUp()
+
+    def tearDown(self):
+        try:
+            super().tearDown()
+        finally:
+            self.dataplane.set_qlen(self.qlen)
+
     def runTest(self):
         t = self.capacity
         grace = 2.0 if target() == "tofino" else 1.0  # an agent step on tofino-model takes up to a second
