@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import ptf
 from scapy.layers.l2 import Ether
 
 import expect
@@ -284,15 +285,15 @@ class TauRaisesDropsOnSustainedOverload(AgentTest):
     def setUp(self):
         # the frames forwarded in a phase are counted after it: PTF's queue (100 frames by
         # default, the oldest dropped) must hold them all
-        self.qlen = self.dataplane.qlen
-        self.dataplane.set_qlen(1 << 20)
+        self.qlen = ptf.dataplane_instance.qlen  # self.dataplane is set in setUp, after the calibration
+        ptf.dataplane_instance.set_qlen(1 << 20)
         super().setUp()
 
     def tearDown(self):
         try:
             super().tearDown()
         finally:
-            self.dataplane.set_qlen(self.qlen)
+            ptf.dataplane_instance.set_qlen(self.qlen)
 
     def runTest(self):
         t = self.capacity
