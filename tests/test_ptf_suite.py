@@ -293,7 +293,9 @@ TOFINO_MODEL_LEDGER: dict[str, str] = {}
 
 # The tests allowed to skip on tofino-model, each with the words its skip reason must contain:
 # any other skip fails, as does a listed test that runs there (take it off).
-TOFINO_MODEL_SKIPS: dict[str, str] = {}
+TOFINO_MODEL_SKIPS: dict[str, str] = {
+    "test_agent.TauRaisesDropsOnSustainedOverload": "tofino-model is too slow for a closed tau loop",
+}
 
 
 def results(out: str) -> dict[str, str]:
@@ -347,8 +349,8 @@ def _run_output(verdicts: dict[str, str]) -> str:
 def test_verdicts_name_every_skip_and_fail_a_refused_build():
     """The checks of the tofino-model run, on made-up runner outputs and a made-up allowance: a
     clean run passes; exit 3 fails; an unnamed skip fails even alone; a named test skipping for
-    another reason fails; the named test running fails (the allowance is stale); with the project's
-    allowance (empty) any skip fails."""
+    another reason fails; the named test running fails (the allowance is stale); a skip the
+    project's allowance does not name fails."""
     expected = ["test_a.One", "test_b.Slow"]
     skips = {"test_b.Slow": "too slow here"}
     clean = {"test_a.One": "ok", "test_b.Slow": "skipped 'too slow here: ...'"}
