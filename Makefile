@@ -124,7 +124,7 @@ test:
 	$(MAKE) --no-print-directory unit-tests
 
 unit-tests: lint typecheck
-	$(PYTHON) -m pytest -q -rs tests
+	$(PYTHON) -m pytest -q -rs --durations=30 tests
 
 # Other versions than make setup's, each in a new virtual environment under build/ (.ci/try-versions):
 # the lower bounds of the dependencies (CI runs it), and the newest of everything (a report)
