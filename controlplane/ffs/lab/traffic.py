@@ -140,9 +140,11 @@ class SendReport:
     # with --stamp: packets sent per millisecond of CLOCK_MONOTONIC (the stamps' clock), for a
     # receiver's --by-send-time lines: what was lost in a window, whatever the sender's own pace
     sent_by_ms: dict[int, int] | None = None
+    started_ms: int = 0  # its first packet's time on CLOCK_MONOTONIC (an attack's onset, for a receiver's bins)
 
     def to_json(self, size: int) -> dict:
         out: dict = {
+            "started_ms": self.started_ms,
             "offered_packets": self.offered_packets,
             "sent_packets": self.sent_packets,
             "sent_bps": round(self.sent_packets * wire_bytes(size) * 8 / self.duration_s, 1)
@@ -306,7 +308,7 @@ def send(
     batcher = _Batcher(sock, datagram, at)
     by_ms: dict[int, int] = {}
     gap = wire_bytes(size) * 8 / rate_bps
-    start = time.perf_counter()
+    start, started_ms = time.perf_counter(), time.monotonic_ns() // 1_000_000
     due_total = _owed(duration_s, gap, pulse)
     offered = sent = 0
     try:
@@ -325,7 +327,7 @@ def send(
                 by_ms[ms] = by_ms.get(ms, 0) + took
     finally:
         sock.close()
-    return SendReport(offered, sent, duration_s, by_ms if stamp else None)
+    return SendReport(offered, sent, duration_s, by_ms if stamp else None, started_ms)
 
 
 def _pulse(text: str | None) -> tuple[float, float] | None:
