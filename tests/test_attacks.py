@@ -364,10 +364,20 @@ def test_the_estimators_scale_down_is_in_the_weights_not_after_its_32_bit_state(
     assert got["victim"] < 0.5 * victim, got
 
 
+# The strict ledger of this test: a heavy claim (65535) weighs the liar's frames ~52 times their
+# bytes in the pair's estimator at ingress (the claim is all the ingress has, spec §4), so γ drops
+# the honest co-senders' frames with the lies before the queue and few lies reach the frame check
+# to be judged: 9 honest senders keep 4.9 of the 45 Mb/s spec §9 promises them (1: 0.7 of 20).
+HEAVY_CLAIM = pytest.mark.xfail(
+    strict=True, reason="a heavy liar's weight in the pair's estimator costs its honest co-senders their share"
+)
+
+
+@pytest.mark.parametrize("claim", [20, pytest.param(65535, marks=HEAVY_CLAIM)])
 @pytest.mark.parametrize("honest", [1, 4, 9])
-def test_one_liar_behind_a_neighbour_costs_its_honest_senders_only_its_part(honest):
+def test_one_liar_behind_a_neighbour_costs_its_honest_senders_only_its_part(honest, claim):
     """`honest` senders and one liar behind the neighbour on p2, 20 Mb/s each; the liar's frames
-    claim 20 bytes. The data plane sees one pair for all of them (no per-sender state, FFS §IV), so
+    claim `claim` bytes (light; heavy in the ledger above). The data plane sees one pair for all of them (no per-sender state, FFS §IV), so
     the agent charges the lies to the pair: λ = 1 / (honest + 1) of its bytes lie, λ of its share
     is withheld (spec §9). Its honest senders keep min(their demand, M·(1 − λ)); the victim on p1
     keeps its share (Corollary 1; it asks 60 of a 50 share); the liar delivers nothing. Withdrawing
@@ -379,7 +389,7 @@ def test_one_liar_behind_a_neighbour_costs_its_honest_senders_only_its_part(hone
 
     rate, share = 20 * M, 50 * M
     lam = 1 / (honest + 1)
-    res, got, malformed = replay_one_liar(honest, rate=rate, share=share, victim=60 * M, duration=2.2)
+    res, got, malformed = replay_one_liar(honest, rate=rate, share=share, victim=60 * M, duration=2.2, claim=claim)
     assert got["honest"] >= 0.95 * min(honest * rate, share * (1 - lam)), got
     assert got["victim"] >= 0.95 * share, got
     assert got["liar"] == 0 and malformed > 0, (got, malformed)
