@@ -376,15 +376,14 @@ HEAVY_CLAIM = pytest.mark.xfail(
 @pytest.mark.parametrize("claim", [20, pytest.param(65535, marks=HEAVY_CLAIM)])
 @pytest.mark.parametrize("honest", [1, 4, 9])
 def test_one_liar_behind_a_neighbour_costs_its_honest_senders_only_its_part(honest, claim):
-    """`honest` senders and one liar behind the neighbour on p2, 20 Mb/s each; the liar's frames
-    claim `claim` bytes (light; heavy in the ledger above). The data plane sees one pair for all of them (no per-sender state, FFS §IV), so
-    the agent charges the lies to the pair: λ = 1 / (honest + 1) of its bytes lie, λ of its share
-    is withheld (spec §9). Its honest senders keep min(their demand, M·(1 − λ)); the victim on p1
-    keeps its share (Corollary 1; it asks 60 of a 50 share); the liar delivers nothing. Withdrawing
-    the pair's whole share instead left its honest senders 0.8 to 7 Mb/s (docs/security.md).
-    Measured over 1.1-2.2 s, after the first telemetry (1 s): until then λ is the first 10 ms'
-    (some 90 frames, ±4 % binomial), and a held pair faces τ = 1 (spec §9), so its honest senders
-    get (1 − λ read) of the share with no τ above 1 to make up a λ read high."""
+    """`honest` senders and one liar behind the neighbour on p2, 20 Mb/s each; the liar's frames claim `claim`
+    bytes (light; heavy in the ledger above). The data plane sees one pair for all of them (no per-sender state,
+    FFS §IV), so the agent charges the lies to the pair: λ = 1 / (honest + 1) of its bytes lie, λ of its share
+    is withheld (spec §9). Its honest senders keep min(their demand, M·(1 − λ)); the victim on p1 keeps its
+    share (Corollary 1; it asks 60 of a 50 share); the liar delivers nothing. Withdrawing the pair's whole share
+    instead left its honest senders 0.8 to 7 Mb/s (docs/security.md). Measured over 1.1-2.2 s, after the first
+    telemetry (1 s): until then λ is the first 10 ms' (some 90 frames, ±4 % binomial), and a held pair faces τ =
+    1 (spec §9), so its honest senders get (1 − λ read) of the share with no τ above 1 to make up a λ read high."""
     from ffs.lab.attacks import replay_one_liar
 
     rate, share = 20 * M, 50 * M
