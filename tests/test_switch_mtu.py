@@ -15,6 +15,8 @@ import pytest
 from ffs import constants, p4names
 from ffs.entries import Exact, TableEntry, Update
 from ffs.frames import ipv4_frame, shim
+from ffs.lab.attacks import loads
+from ffs.lab.experiments import run_scenario
 from ffs.switch import fast
 from ffs.switch.pipeline import DROP_OVERSIZE, Pipeline
 from ffs.switch.tm import TrafficManager
@@ -104,3 +106,32 @@ def test_a_bad_mtu_is_refused_and_changes_nothing():
         with pytest.raises(ValueError, match="MTU|out of range"):
             tm.set_mtu(port, mtu)
     assert tm.frame_max[3] == 14 + 4 + 1500 + 4
+
+
+def test_a_node_counts_what_its_ports_refused():
+    """Virtual time, a node of default MTU (1500): a source of 9000-byte IP packets at 4 Mb/s for
+    0.5 s, evenly spaced, sends 4e6 · 0.5 / (8 · (9000 + 14 + 4 + 20)) = 27.7 frames; each one is refused by the
+    ingress port and counted there, none delivered, and the estimator it was not sized for never
+    sees one (spec §4)."""
+    topo = loads(
+        """
+name: jumbo
+duration: 0.5
+nodes:
+  s1:
+    interfaces:
+      p1: {capacity: 100Mbps, port: 1}
+      p3: {capacity: 100Mbps, port: 3}
+    fairness:
+      p3: {p1: 100Mbps}
+    routes:
+      - {prefix: 10.0.3.0/24, interface: p3}
+streams:
+  - {name: jumbo, path: [{node: s1, ingress: p1, egress: p3}], demand: 4Mbps, packet_size: 9000}
+"""
+    )
+    res = run_scenario(topo, "ffs", duration_s=0.5, arrivals="constant")
+    sent = 4e6 * 0.5 / (8 * (9000 + 14 + 4 + GAP))
+    assert abs(res.oversize["s1.p1"] - sent) <= 1, res.oversize
+    assert "s1.p3" not in res.oversize
+    assert [s["measured"] for s in res.streams] == [0.0]
