@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SIZE = 1250
 STATS = re.compile(r"ts=(\S+ \S+) .*msg=\"stats (.*)\"")
-PORT = re.compile(r"port(\d+):rx=(\d+),tx=(\d+),drop=(\d+),txerr=(\d+),kdrop=(\d+)")
+PORT = re.compile(r"port(\d+):rx=(\d+),tx=(\d+),drop=(\d+),tmdrop=\d+,oversize=\d+,txerr=(\d+),kdrop=(\d+)")
 SINK = "import socket, time, sys; s = socket.socket(2, 2); s.bind(('0.0.0.0', 5001)); time.sleep(float(sys.argv[1]))"
 # config "io": the live packet loop with a pipeline that only picks the egress port (p1, p2 -> p3):
 # the ceiling of the AF_PACKET path itself, what a faster pipeline could reach

@@ -20,9 +20,9 @@ duration: 2.0
 nodes:
   n:
     interfaces:
-      i1: {{capacity: 10Gbps, port: 1}}
-      i2: {{capacity: 10Gbps, port: 2}}
-      j:  {{capacity: 1.104Gbps, port: 3}}
+      i1: {{capacity: 10Gbps, port: 1, mtu: 9000}}
+      i2: {{capacity: 10Gbps, port: 2, mtu: 9000}}
+      j:  {{capacity: 1.104Gbps, port: 3, mtu: 9000}}
     fairness:
       j: {fairness}
     routes: [{{prefix: 10.0.3.0/24, interface: j}}]

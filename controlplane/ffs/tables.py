@@ -84,6 +84,15 @@ def wire_len(frame_len: int) -> int:
     return max(frame_len, MIN_CHARGE) + constants.WIRE_OVERHEAD
 
 
+def max_frame_len(mtu: int) -> int:
+    """The longest frame, FCS included, a port of IP MTU `mtu` receives or sends: the IP MTU with
+    an Ethernet header, one 802.1Q tag and the FCS. A Tofino MAC truncates and flags as an error
+    every frame above its port's frame limit (the SDE's `bf_pal_port_mtu_set(tx_mtu, rx_mtu)`,
+    BF-Runtime `$PORT` `$TX_MTU`/`$RX_MTU`, in frame bytes, default 10240); a topology's `mtu` is
+    the IP MTU, so the switch's ports are configured with this limit (spec §4)."""
+    return constants.ETH_HDR_LEN + constants.VLAN_TAG_LEN + mtu + constants.FCS_LEN
+
+
 def charged_llen(lo: int, hi: int) -> int:
     """llen of a frame_len bucket: the frame is weighed by what it costs the port (`wire_len`), so
     F is a line rate like the shares it is compared with (spec §4), and a frame shorter than the
@@ -607,7 +616,7 @@ MAX_BUFFER = 2 << 20
 
 
 def default_buffer(speed_bps: float, mtu: int = 1500) -> int:
-    frame = wire_len(constants.ETH_HDR_LEN + constants.VLAN_TAG_LEN + mtu + constants.FCS_LEN)
+    frame = wire_len(max_frame_len(mtu))
     return int(min(max(speed_bps * DEFAULT_BUFFER_S / 8, MIN_BUFFER_FRAMES * frame), MAX_BUFFER))
 
 

@@ -96,10 +96,10 @@ LPF_TIME_CONSTANT_MAX_NS = 2e9
 
 
 def largest_frame_bits(node: Node) -> float:
-    """The line-rate bits of the largest frame the node's ports carry: its largest IP MTU with an
-    802.1Q tag, Ethernet header, FCS, preamble and gap (spec §4)."""
+    """The line-rate bits of the largest frame the node's ports carry (`tables.max_frame_len` of
+    its largest IP MTU: its ports drop any longer frame, spec §4), with preamble and gap."""
     mtu = max((i.mtu for i in node.interfaces.values()), default=1500)
-    return tables.wire_len(constants.ETH_HDR_LEN + constants.VLAN_TAG_LEN + mtu + constants.FCS_LEN) * 8.0
+    return tables.wire_len(tables.max_frame_len(mtu)) * 8.0
 
 
 def smallest_share(node: Node, fairness: dict[str, dict[str, float]] | None = None) -> float | None:

@@ -34,8 +34,10 @@ def topology(
 ) -> str:
     """s1: victim on p1 (share `share`), flood on p2 (the rest of p3's capacity) at up to p2's line
     rate, both ports trusted. rf None: the flood sends no shim (labelled: false); ip_len: the flood's
-    IPv4 total length field lies (says ip_len whatever its flood_size bytes)."""
+    IPv4 total length field lies (says ip_len whatever its flood_size bytes). The ports' MTU fits
+    the largest packet (a port drops longer frames, spec §4)."""
     per = flood / streams
+    mtu = max(1500, packet_size, flood_size or 0)
     label = "labelled: false" if rf is None else f"rf: {rf!r}"
     lie = "" if ip_len is None else f", ip_len: {ip_len}"
     flows = "\n".join(
@@ -49,9 +51,9 @@ duration: 0.3
 nodes:
   s1:
     interfaces:
-      p1: {{capacity: {capacity:.0f}, port: 1, trust: true}}
-      p2: {{capacity: {flood:.0f}, port: 2, trust: true}}
-      p3: {{capacity: {capacity:.0f}, port: 3}}
+      p1: {{capacity: {capacity:.0f}, port: 1, trust: true, mtu: {mtu}}}
+      p2: {{capacity: {flood:.0f}, port: 2, trust: true, mtu: {mtu}}}
+      p3: {{capacity: {capacity:.0f}, port: 3, mtu: {mtu}}}
     fairness:
       p3: {{p1: {share:.0f}, p2: {capacity - share:.0f}}}
     routes:

@@ -51,6 +51,7 @@ class ScenarioResult:
     # "node.egress" -> frames FfsEgress dropped because their bytes disagree with their IP length
     malformed: dict[str, int] = field(default_factory=dict)
     tm_drops: dict[str, int] = field(default_factory=dict)  # "node.egress" -> frames its queue dropped
+    oversize: dict[str, int] = field(default_factory=dict)  # "node.port" -> frames above its frame limit (spec §4)
 
     def summary(self) -> dict:
         d = dataclasses.asdict(self)
@@ -192,6 +193,8 @@ def _measure(out: ScenarioResult, topo: Topology, exact, res, series, pipes, w0:
             if q.enqueued or q.drops:
                 out.queue_delay_ms[f"{n}.{name}"] = 1e3 * q.mean_delay_s
                 out.tm_drops[f"{n}.{name}"] = q.drops
+            if q.oversize:
+                out.oversize[f"{n}.{name}"] = q.oversize
             bad = pipes[n].egress_acct.malformed.read(i.port, pipe_of(i.port)).packets  # the egress port's pipe
             if bad:
                 out.malformed[f"{n}.{name}"] = int(bad)

@@ -82,6 +82,7 @@ typedef unsigned __int128 u128;
 #define R_TM_DROP 4
 #define R_GUARD_DROP 5
 #define R_TIMER 6
+#define R_OVERSIZE 7
 
 /* the writable tables, in the order of ffs.p4names.TABLES; actions in the order of each table's
  * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate, frame_check) are code
@@ -441,7 +442,7 @@ enum {
     B_EVENTS_PK, B_EVENTS_BY, B_ACCEPTED_PK, B_ACCEPTED_BY, B_MALFORMED_PK, B_MALFORMED_BY, B_PAIR_MALFORMED_PK,
     B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN, B_LPF_DECAY, B_LPF_SHIFT,
     B_TM_SPEED, B_TM_BUFFER, B_TM_BACKLOG, B_TM_LAST, B_TM_DROPS, B_TM_DROP_BYTES, B_TM_ENQUEUED, B_TM_DELAY_SUM,
-    B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG, B_PKTGEN_NEXT, B_PKTGEN_NOW, NB
+    B_TM_FRAME_MAX, B_TM_OVERSIZE, B_TM_OVERSIZE_BYTES, B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG, B_PKTGEN_NEXT, B_PKTGEN_NOW, NB
 };
 static const struct {
     const char *name;
@@ -460,7 +461,8 @@ static const struct {
     {"f_lpf.decay", 8, NUM_PAIRS}, {"f_lpf.shift", 1, NUM_PAIRS},
     {"tm.speed", 8, NUM_PORTS}, {"tm.buffer", 8, NUM_PORTS}, {"tm.backlog", 8, NUM_PORTS}, {"tm.last", 8, NUM_PORTS},
     {"tm.drops", 8, NUM_PORTS}, {"tm.drop_bytes", 8, NUM_PORTS}, {"tm.enqueued", 8, NUM_PORTS},
-    {"tm.delay_sum", 8, NUM_PORTS},
+    {"tm.delay_sum", 8, NUM_PORTS}, {"tm.frame_max", 8, NUM_PORTS}, {"tm.oversize", 8, NUM_PORTS},
+    {"tm.oversize_bytes", 8, NUM_PORTS},
     {"guard.queue", 4, NUM_PIPES * NUM_PORTS}, {"guard.timers.packets", 8, NUM_PIPES * NUM_PORTS},
     {"guard.timers.bytes", 8, NUM_PIPES * NUM_PORTS}, {"pktgen.cfg", 8, 4}, {"pktgen.next_ns", 8, NUM_PIPES},
     {"pktgen.now_ns", 8, 1},
@@ -484,8 +486,8 @@ typedef struct {
     uint8_t *lpf_seen, *lpf_kind, *lpf_shift;
     /* the traffic manager (ffs.switch.tm), per device port */
     double *tm_speed, *tm_buffer, *tm_backlog, *tm_delay_sum;
-    int64_t *tm_last;
-    uint64_t *tm_drops, *tm_drop_bytes, *tm_enqueued;
+    int64_t *tm_last, *tm_frame_max; /* frame_max: a port's frame limit with FCS, 0 none */
+    uint64_t *tm_drops, *tm_drop_bytes, *tm_enqueued, *tm_oversize, *tm_oversize_bytes;
     /* the queue guard and the packet generator's timer (ffs.switch.pktgen: period, packets, app, length) */
     uint32_t *guard_queue;
     uint64_t *guard_timers_pk;
@@ -958,13 +960,36 @@ static int64_t tm_enqueue(Engine *e, uint32_t port, int64_t t_ns, size_t wire) {
     return t_ns + (int64_t)(delay * 1e9);
 }
 
-/* Pipeline._egress: the TM, then FfsEgress (egress_acct_apply); the egress port or -1 - reason */
+/* TrafficManager.oversize_drop: 1, and counted, if a frame of len bytes (FCS included) exceeds
+ * the port's frame limit */
+static int tm_oversize_drop(Engine *e, uint32_t port, size_t len) {
+    int64_t limit = e->tm_frame_max[port];
+    if (limit <= 0 || (int64_t)len <= limit) return 0;
+    e->tm_oversize[port] += 1;
+    e->tm_oversize_bytes[port] += len;
+    return 1;
+}
+
+/* EgressAccounting.emitted_len: the frame egress_acct_apply lets leave, without a shim it strips */
+static size_t emitted_len(Engine *e, const uint8_t *buf, size_t len, uint32_t port) {
+    if (table_lookup(&e->tables[T_EGRESS_PORTS], port)->act != A_STRIP_SHIM) return len;
+    parsed_t p;
+    if (parse_x(buf, len, &p, 0) < 0) return len;
+    return p.shim && p.ffs_state == FFS_STATE_VALID ? len - SHIM_LEN : len;
+}
+
+/* Pipeline._egress: the TM with the frame the egress emits (cut at the port's frame limit), then
+ * FfsEgress (egress_acct_apply), then the port's MAC; the egress port or -1 - reason */
 static int tm_and_egress(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length, int grown,
                          int64_t t_ns, int64_t *depart) {
-    size_t wire = (*len < MIN_FRAME + FCS_LEN ? MIN_FRAME + FCS_LEN : *len) + WIRE_OVERHEAD;
+    size_t sent = emitted_len(e, buf, *len, port);
+    int64_t limit = e->tm_frame_max[port];
+    if (limit > 0 && (int64_t)sent > limit) sent = (size_t)limit; /* TrafficManager.sent_len */
+    size_t wire = (sent < MIN_FRAME + FCS_LEN ? MIN_FRAME + FCS_LEN : sent) + WIRE_OVERHEAD;
     *depart = tm_enqueue(e, port, t_ns, wire);
     if (*depart < 0) return -1 - R_TM_DROP;
-    return egress_acct_apply(e, buf, len, port, pid, pkt_length, grown) ? (int)port : -1 - R_MALFORMED;
+    if (!egress_acct_apply(e, buf, len, port, pid, pkt_length, grown)) return -1 - R_MALFORMED;
+    return tm_oversize_drop(e, port, *len) ? -1 - R_OVERSIZE : (int)port;
 }
 
 /* Pipeline.process on the frame as the MAC hands it over (mac_frame): *len counts the FCS. */
@@ -974,6 +999,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     uint32_t pipe = ingress_port >> PIPE_SHIFT; /* the ingress controls' counters, register and LPF */
     *pid_out = -1;
     run_timers(e, pipe, t_ns);
+    if (tm_oversize_drop(e, ingress_port, *len)) return -1 - R_OVERSIZE; /* the receiving MAC */
     if ((ingress_port & 0x7F) == PKTGEN_PORT && *len >= TIMER_HEADER_LEN && (buf[0] & 7) == TIMER_APP_ID) {
         guard_timer(e, rd16(buf, 4), pipe, 1); /* FfsIngressParser's timer path (spec §7.1) */
         return -1 - R_TIMER;
@@ -1136,6 +1162,9 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->tm_drop_bytes = b[B_TM_DROP_BYTES];
     self->tm_enqueued = b[B_TM_ENQUEUED];
     self->tm_delay_sum = b[B_TM_DELAY_SUM];
+    self->tm_frame_max = b[B_TM_FRAME_MAX];
+    self->tm_oversize = b[B_TM_OVERSIZE];
+    self->tm_oversize_bytes = b[B_TM_OVERSIZE_BYTES];
     self->guard_queue = b[B_GUARD_QUEUE];
     self->guard_timers_pk = b[B_GUARD_TIMERS_PK];
     self->pktgen_cfg = b[B_PKTGEN_CFG];
@@ -1193,7 +1222,7 @@ static int engine_ready(Engine *e) {
 
 /* process(frame, ingress_port, t_ns) -> (egress_port | None, frame | None, reason | None, pid | None, depart_ns)
  * reason: 0 parse error, 1 route miss, 2 dropped by gamma, 3 malformed (egress frame check), 4 TM drop,
- * 5 dropped by the queue guard, 6 a timer packet (it ends in the ingress) */
+ * 5 dropped by the queue guard, 6 a timer packet (it ends in the ingress), 7 above a port's frame limit */
 static PyObject *Engine_process(Engine *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "process(frame, ingress_port, t_ns)");

@@ -23,6 +23,7 @@ from ffs.switch.pipeline import (
     DROP_FFS,
     DROP_GUARD,
     DROP_MALFORMED,
+    DROP_OVERSIZE,
     DROP_PARSE_ERROR,
     DROP_ROUTE_MISS,
     DROP_TIMER,
@@ -40,7 +41,7 @@ except ImportError as e:  # not built: pip install -e . with a C compiler
 else:
     _IMPORT_ERROR = ""
 
-_REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS, DROP_MALFORMED, DROP_TM, DROP_GUARD, DROP_TIMER)
+_REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS, DROP_MALFORMED, DROP_TM, DROP_GUARD, DROP_TIMER, DROP_OVERSIZE)
 # the engine compiles the writable tables; the const-entry ones are code in _fastpath.c, checked
 # against ffs.tables' generators by tests/test_switch_fastpath.py
 WRITABLE = tuple(t for t in p4names.TABLES if not t.const_entries)
@@ -167,6 +168,9 @@ class FastPipeline(Pipeline):
             tm.drop_bytes,
             tm.enqueued,
             tm.delay_sum,
+            tm.frame_max,
+            tm.oversize,
+            tm.oversize_bytes,
             self.guard.queue.cells,
             self.guard.timers.packets,
             self.guard.timers.bytes,

@@ -75,11 +75,12 @@ class PortStats:
     kernel_drops: int = 0  # frames the kernel dropped because the receive ring was full
     truncated: int = 0  # frames longer than a ring slot (only with an MTU raised after start)
     tm_drops: int = 0  # frames toward this port its queue dropped (a port with a speed)
+    oversize: int = 0  # frames above the port's frame limit (its interface MTU), received or sent
 
     def line(self, port: int) -> str:
         return (
-            f"port{port}:rx={self.rx},tx={self.tx},drop={self.dropped},tmdrop={self.tm_drops},txerr={self.tx_errors},"
-            f"kdrop={self.kernel_drops},trunc={self.truncated}"
+            f"port{port}:rx={self.rx},tx={self.tx},drop={self.dropped},tmdrop={self.tm_drops},oversize={self.oversize},"
+            f"txerr={self.tx_errors},kdrop={self.kernel_drops},trunc={self.truncated}"
         )
 
 
@@ -200,6 +201,7 @@ class LiveSwitch:
             st.kernel_drops += drops
             st.truncated = self.rings[port].truncated
             st.tm_drops = tm.drops[port]
+            st.oversize = tm.oversize[port]
 
     def stats_line(self) -> str:
         self._kernel_counts()
@@ -335,6 +337,8 @@ def run_live(
     if ready_file:
         _remove_stale_ready(Path(ready_file))
     pipeline = new_pipeline(seed, engine)
+    for port, ifname in sorted(ports.items()):  # the frame limit of the interface's MTU, as a Tofino port's
+        pipeline.tm.set_mtu(port, _mtu_of(ifname))
     for port, speed in sorted((speeds or {}).items()):
         pipeline.tm.configure(port, speed, (buffers or {}).get(port), _mtu_of(ports[port]))
         log.info("port %d paced at %.6g bit/s, buffer %d bytes", port, speed, int(pipeline.tm.buffer[port]))

@@ -61,6 +61,7 @@ DROP_TM = "tm_drop"  # the traffic manager: the egress port's queue was full (ta
 DROP_BASELINE = "baseline"  # an evaluation baseline's admission (Pipeline.admission) refused it
 DROP_GUARD = "guard_drop"  # the queue guard: a pair over its share while the egress's queue stands (spec §7.7)
 DROP_TIMER = "timer"  # a timer packet of the packet generator: it ends in the ingress, as on Tofino
+DROP_OVERSIZE = "oversize"  # a port's MAC: the frame exceeds its frame limit (received or sent, spec §4)
 
 
 @dataclass(slots=True)
@@ -522,6 +523,17 @@ class EgressAccounting:
         action, _ = self.frame_check.lookup(excess, pkt_length, int(p.vlan))
         return action == "frame_lies"
 
+    def emitted_len(self, buf: bytearray, port: int) -> int:
+        """The length of the frame `apply` lets leave `port`: without the shim where the port strips
+        it, what the port drains (spec §4). `apply` is the one that strips and counts."""
+        if self.egress_ports.lookup(port)[0] != "strip_shim":
+            return len(buf)
+        try:
+            p = parse(buf, ingress=False)
+        except ParseError:
+            return len(buf)
+        return len(buf) - constants.SHIM_LEN if p.shim and p.ffs_state == constants.FFS_STATE_VALID else len(buf)
+
     @staticmethod
     def strip(buf: bytearray) -> None:  # strip_v4 / strip_v6 after the egress parser
         try:
@@ -693,6 +705,8 @@ class Pipeline:
         frame_len = len(buf)
         pipe = ingress_port >> PIPE_SHIFT  # the ingress controls' counters, registers and LPF
         self.run_timers(pipe, t_ns)
+        if self.tm.oversize_drop(ingress_port, frame_len):  # the receiving MAC: never reaches the parser
+            return Result(None, None, DROP_OVERSIZE)
         if is_generator_port(ingress_port) and self._timer_packet(buf, pipe):
             return Result(None, None, DROP_TIMER)
         md = Meta()
@@ -766,13 +780,17 @@ class Pipeline:
 
     def _egress(self, buf: bytearray, port: int, pkt_length: int, pid: int | None, grown: bool, t_ns: int) -> Result:
         """The TM (`ffs.switch.tm`: the egress port's FIFO, at its line rate, tail drop), then
-        `FfsEgress.apply` with the bridge. FfsEgress runs when the TM admits the frame rather than
-        when it leaves: its counters lead the hardware's by the frame's queueing delay."""
+        `FfsEgress.apply` with the bridge, then the port's MAC (its frame limit). The TM drains the
+        frame the egress emits (a shim it strips never reaches the wire; a frame above the limit
+        leaves truncated to it). FfsEgress runs when the TM admits the frame rather than when it
+        leaves: its counters lead the hardware's by the frame's queueing delay."""
         if self.admission is not None and not self.admission(port, t_ns, buf):
             return Result(None, None, DROP_BASELINE, pid)
-        depart = self.tm.enqueue(port, t_ns, wire_len(len(buf)))
+        depart = self.tm.enqueue(port, t_ns, wire_len(self.tm.sent_len(port, self.egress_acct.emitted_len(buf, port))))
         if depart < 0:
             return Result(None, None, DROP_TM, pid)
         if not self.egress_acct.apply(buf, port, pkt_length, pid, grown):
             return Result(None, None, DROP_MALFORMED, pid, depart)
+        if self.tm.oversize_drop(port, len(buf)):
+            return Result(None, None, DROP_OVERSIZE, pid, depart)
         return Result(port, mac_output(buf), None, pid, depart)

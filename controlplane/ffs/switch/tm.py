@@ -14,7 +14,11 @@ behaves (docs/software-switch.md, "The traffic manager"):
   counted per port; FfsEgress never sees it);
 - a frame admitted leaves when its last bit has been sent: `enqueue` returns that time;
 - a port without a speed is not paced: its frames leave at once (the software switch's
-  behaviour before it modelled the TM, kept for ports the caller did not configure).
+  behaviour before it modelled the TM, kept for ports the caller did not configure);
+- a port with an MTU (`set_mtu`) has the frame limit of its MAC, `ffs.tables.max_frame_len`: a
+  longer frame arriving on it is dropped before the parser, and one the egress emits toward it is
+  sent truncated, flagged as an error (what the next hop drops): both counted as `oversize`
+  per port, as the MAC counts them (spec §4).
 
 The state is kept in arrays per device port, which the compiled fast path shares, so both engines
 queue into the same TM.
@@ -26,7 +30,7 @@ from array import array
 from dataclasses import dataclass
 
 from ffs import constants
-from ffs.tables import default_buffer
+from ffs.tables import default_buffer, max_frame_len
 from ffs.topology import Node
 
 
@@ -37,6 +41,7 @@ class PortQueueStats:
     drop_bytes: int  # their line-rate bytes
     enqueued: int  # frames admitted
     mean_delay_s: float  # mean time from arrival to the last bit sent, over the admitted frames
+    oversize: int = 0  # frames above the port's frame limit, received or sent (its MAC drops them)
 
 
 class TrafficManager:
@@ -52,6 +57,9 @@ class TrafficManager:
         self.drop_bytes = array("Q", bytes(8 * ports))
         self.enqueued = array("Q", bytes(8 * ports))
         self.delay_sum = array("d", bytes(8 * ports))  # seconds
+        self.frame_max = array("q", bytes(8 * ports))  # bytes with FCS; 0: no limit
+        self.oversize = array("Q", bytes(8 * ports))
+        self.oversize_bytes = array("Q", bytes(8 * ports))
 
     def configure(self, port: int, speed_bps: float | None, buffer_bytes: int | None = None, mtu: int = 1500) -> None:
         """Pace `port` at `speed_bps` with a queue of `buffer_bytes` (None: `default_buffer` for
@@ -66,6 +74,28 @@ class TrafficManager:
         self.speed[port] = speed
         self.buffer[port] = float(buffer_bytes if buffer_bytes is not None else default_buffer(speed, mtu))
         self.backlog[port] = 0.0
+
+    def set_mtu(self, port: int, mtu: int) -> None:
+        """Give `port` the frame limit of IP MTU `mtu` (`max_frame_len`), received and sent."""
+        if not 0 <= port < self.size:
+            raise ValueError(f"port {port} out of range 0..{self.size - 1}")
+        if not 68 <= mtu <= 65535:
+            raise ValueError(f"port {port}: MTU must be 68..65535 bytes, got {mtu!r}")
+        self.frame_max[port] = max_frame_len(mtu)
+
+    def oversize_drop(self, port: int, frame_len: int) -> bool:
+        """True, and counted, if a frame of `frame_len` bytes (FCS included) exceeds `port`'s limit."""
+        limit = self.frame_max[port]
+        if limit and frame_len > limit:
+            self.oversize[port] += 1
+            self.oversize_bytes[port] += frame_len
+            return True
+        return False
+
+    def sent_len(self, port: int, frame_len: int) -> int:
+        """The bytes of a frame of `frame_len` that `port` sends: a longer one than its limit is cut there."""
+        limit = self.frame_max[port]
+        return min(frame_len, limit) if limit else frame_len
 
     def enqueue(self, port: int, t_ns: int, wire_bytes: int) -> int:
         """The time (ns) the frame's last bit leaves `port`, or -1 if the queue drops it."""
@@ -96,7 +126,12 @@ class TrafficManager:
     def stats(self, port: int) -> PortQueueStats:
         n = self.enqueued[port]
         return PortQueueStats(
-            self.backlog[port], self.drops[port], self.drop_bytes[port], n, self.delay_sum[port] / n if n else 0.0
+            self.backlog[port],
+            self.drops[port],
+            self.drop_bytes[port],
+            n,
+            self.delay_sum[port] / n if n else 0.0,
+            self.oversize[port],
         )
 
     def paced(self) -> list[int]:
@@ -105,6 +140,8 @@ class TrafficManager:
 
 def configure_node(tm: TrafficManager, node: Node) -> None:
     """Every interface of a topology node paced at its speed (default: its capacity) with its
-    buffer (default: `default_buffer`), as the ports of the switch that runs it are."""
+    buffer (default: `default_buffer`) and the frame limit of its MTU, as the ports of the switch
+    that runs it are."""
     for i in node.interfaces.values():
         tm.configure(i.port, i.speed, i.buffer_bytes, i.mtu)
+        tm.set_mtu(i.port, i.mtu)
