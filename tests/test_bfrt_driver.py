@@ -499,21 +499,26 @@ def test_ports_in_pipe_1_are_looked_up_added_enabled_and_read_by_device_port(fak
     assert (d.port_of("17/1"), d.port_of("1/0")) == (129, 0)
     with pytest.raises(DriverError, match="no front-panel port '9/9'"):
         d.port_of("9/9")
-    d.write_ports(adds=[ports.spec(129, 100e9), ports.spec(130, 10e9)])
+    d.write_ports(adds=[ports.spec(129, 100e9, mtu=9000), ports.spec(130, 10e9)])
     add = [x for x in log if x[:2] == ("entry_add", "$PORT")][-1]
     assert add[2] == [{"$DEV_PORT": {"value": 129}}, {"$DEV_PORT": {"value": 130}}]
     assert add[3][0] == {
         "$SPEED": "BF_SPEED_100G",
         "$FEC": "BF_FEC_TYP_REED_SOLOMON",
         "$AUTO_NEGOTIATION": "PM_AN_DEFAULT",
+        "$TX_MTU": 9022,  # the MAC's frame limit for an IP MTU of 9000 (spec §4)
+        "$RX_MTU": 9022,
         "$PORT_ENABLE": True,
     }
     d.write_ports(deletes=[130])
     d.write_ports(adds=[ports.PortSpec(130, "BF_SPEED_10G", "BF_FEC_TYP_NONE", "PM_AN_DEFAULT", enable=False)])
     d.write_ports(enables=[130])
-    assert [x[2] for x in log if x[:2] == ("entry_mod", "$PORT")] == [[{"$DEV_PORT": {"value": 130}}]]
+    d.write_ports(limits=[ports.spec(130, 10e9, mtu=1500)])
+    mods = [x for x in log if x[:2] == ("entry_mod", "$PORT")]
+    assert [x[2] for x in mods] == [[{"$DEV_PORT": {"value": 130}}]] * 2
+    assert mods[-1][3] == [{"$TX_MTU": 1522, "$RX_MTU": 1522}]
     held = d.read_ports([129, 130, 131])
-    assert sorted(held) == [129, 130] and held[129].spec == ports.spec(129, 100e9) and held[130].up
+    assert sorted(held) == [129, 130] and held[129].spec == ports.spec(129, 100e9, mtu=9000) and held[130].up
     assert ports.pipe_of(129) == ports.pipe_of(130) == 1
 
 

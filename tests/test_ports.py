@@ -56,7 +56,7 @@ class PortsDriver(LocalDriver):
     def read_ports(self, dev_ports):
         return {d: self.held[d] for d in dev_ports if d in self.held}
 
-    def write_ports(self, adds=(), deletes=(), enables=()):
+    def write_ports(self, adds=(), deletes=(), enables=(), limits=()):
         for d in deletes:
             del self.held[d]
             self.writes.append(("delete", [d]))
@@ -68,12 +68,21 @@ class PortsDriver(LocalDriver):
         for d in enables:
             self.held[d] = PortState(PortSpec(**{**self.held[d].spec.__dict__, "enable": True}), up=True)
             self.writes.append(("enable", [d]))
+        for s in limits:
+            self.held[s.dev_port] = PortState(
+                PortSpec(**{**self.held[s.dev_port].spec.__dict__, "frame_limit": s.frame_limit}),
+                self.held[s.dev_port].up,
+            )
+            self.writes.append(("limit", [s.dev_port]))
 
 
 def test_speed_fec_and_autoneg_follow_the_capacity_unless_said():
     assert ports.spec(0, 100e9) == PortSpec(0, "BF_SPEED_100G", "BF_FEC_TYP_REED_SOLOMON", "PM_AN_DEFAULT")
     assert ports.spec(4, 25e9) == PortSpec(4, "BF_SPEED_25G", "BF_FEC_TYP_NONE", "PM_AN_DEFAULT")
     assert ports.spec(4, 25e9, "fc", "off") == PortSpec(4, "BF_SPEED_25G", "BF_FEC_TYP_FIRECODE", "PM_AN_FORCE_DISABLE")
+    # the MAC's frame limit: the IP MTU with an Ethernet header, one 802.1Q tag and the FCS (spec §4)
+    assert ports.spec(4, 25e9, mtu=1500).frame_limit == 14 + 4 + 1500 + 4 == 1522
+    assert ports.spec(4, 25e9, mtu=9000).frame_limit == 9022 and ports.spec(4, 25e9, mtu=10218).frame_limit == 10240
     assert [ports.pipe_of(p) for p in (0, 63, 128, 191, 256, 448)] == [0, 0, 1, 1, 2, 3]
     with pytest.raises(PortError, match="capacity 20 Gbit/s is none of them"):
         ports.spec(0, 20e9)
@@ -85,6 +94,7 @@ def test_speed_fec_and_autoneg_follow_the_capacity_unless_said():
         ("20Mbps", "", "a front-panel port runs at"),
         ("100Gbps", ", fec: xx", "fec must be one of none, fc, rs"),
         ("100Gbps", ", autoneg: maybe", "autoneg must be one of default, on, off"),
+        ("100Gbps", ", mtu: 10219", "carries frames up to 10240 bytes: mtu 10219 needs 10241"),
     ],
 )
 def test_a_topology_with_a_bad_port_is_refused_in_one_line(tmp_path, cap, extra, why):
@@ -112,6 +122,13 @@ def test_ports_are_added_once_and_a_right_port_is_never_touched(tmp_path):
     Agent(d, t, "s1", manage_ports=True).install()
     assert d.writes == [("delete", [0]), ("add", [0]), ("enable", [4])]
     assert d.held[0].spec.speed == "BF_SPEED_100G"
+    # every port carries the topology's MTU (1500 when unsaid) and no longer frame; a port at the
+    # SDE's default limit (10240) gets it in place, not re-added (no flap)
+    assert {d: h.spec.frame_limit for d, h in d.held.items()} == {0: 1522, 4: 1522}
+    d.held[4] = PortState(PortSpec(**{**d.held[4].spec.__dict__, "frame_limit": 10240}), True)
+    d.writes.clear()
+    Agent(d, t, "s1", manage_ports=True).install()
+    assert d.writes == [("limit", [4])] and d.held[4].spec.frame_limit == 1522 and d.held[4].up
 
 
 def test_a_refused_port_is_put_back_as_it_was(tmp_path):

@@ -4,13 +4,17 @@
 Nothing forwards on a Tofino until its ports are added (speed, FEC, autonegotiation) and enabled.
 An interface of the topology that names its front-panel port (`fp: 1/0`) gets a port whose speed
 follows from its `capacity`; FEC and autonegotiation have per-speed defaults an interface may
-override (`fec`, `autoneg`). `$PORT_STR_INFO` maps the front-panel name to the device port.
+override (`fec`, `autoneg`); its MAC's frame limit (`$TX_MTU`, `$RX_MTU`) follows from its IP
+`mtu` (`ffs.tables.max_frame_len`), so the port drops what the topology says it does not carry.
+`$PORT_STR_INFO` maps the front-panel name to the device port.
 tofino-model adds every port by itself (at 10G, disabled), the software switch has none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ffs.tables import max_frame_len
 
 G = 1e9
 # capacity (bit/s) -> BF-RT $SPEED: the speeds Tofino 1 ports take
@@ -27,6 +31,8 @@ AUTONEG = {"default": "PM_AN_DEFAULT", "on": "PM_AN_FORCE_ENABLE", "off": "PM_AN
 # FEC by speed unless an interface says otherwise: 100G links expect Reed-Solomon (clause 91);
 # 10G and 40G have none; 25G and 50G links vary with the optics, none is the common default
 DEFAULT_FEC = {100 * G: "rs"}
+# a Tofino MAC's frame limit, FCS included: the SDE's default for $TX_MTU and $RX_MTU and its largest
+FRAME_LIMIT_MAX = 10240
 
 
 class PortError(ValueError):
@@ -35,13 +41,15 @@ class PortError(ValueError):
 
 @dataclass(frozen=True)
 class PortSpec:
-    """One `$PORT` entry: the device port, its speed, FEC and autonegotiation, enabled or not."""
+    """One `$PORT` entry: the device port, its speed, FEC and autonegotiation, enabled or not, and
+    the longest frame (FCS included) its MAC receives and sends."""
 
     dev_port: int
     speed: str
     fec: str
     autoneg: str
     enable: bool = True
+    frame_limit: int = FRAME_LIMIT_MAX
 
 
 @dataclass(frozen=True)
@@ -72,8 +80,28 @@ def autoneg_of(autoneg: str | None) -> str:
     return AUTONEG[name]
 
 
-def spec(dev_port: int, capacity_bps: float, fec: str | None = None, autoneg: str | None = None) -> PortSpec:
-    return PortSpec(dev_port, speed_of(capacity_bps), fec_of(capacity_bps, fec), autoneg_of(autoneg))
+def frame_limit_of(mtu: int | None) -> int:
+    if mtu is None:
+        return FRAME_LIMIT_MAX
+    limit = max_frame_len(mtu)
+    if limit > FRAME_LIMIT_MAX:
+        raise PortError(
+            f"a front-panel port carries frames up to {FRAME_LIMIT_MAX} bytes: mtu {mtu} needs {limit} "
+            f"(at most mtu {mtu - (limit - FRAME_LIMIT_MAX)})"
+        )
+    return limit
+
+
+def spec(
+    dev_port: int, capacity_bps: float, fec: str | None = None, autoneg: str | None = None, mtu: int | None = None
+) -> PortSpec:
+    return PortSpec(
+        dev_port,
+        speed_of(capacity_bps),
+        fec_of(capacity_bps, fec),
+        autoneg_of(autoneg),
+        frame_limit=frame_limit_of(mtu),
+    )
 
 
 def pipe_of(dev_port: int) -> int:

@@ -328,7 +328,7 @@ class _Loader:
             except ValueError as e:
                 self.fail(f"{ip}.delay", str(e))
         fp, fec, autoneg = im.get("fp"), im.get("fec"), im.get("autoneg")
-        self.check_front_panel(ip, port, capacity if speed is None else speed, fp, fec, autoneg)
+        self.check_front_panel(ip, port, capacity if speed is None else speed, fp, fec, autoneg, mtu)
         return Interface(
             iname,
             capacity,
@@ -346,12 +346,12 @@ class _Loader:
             delay,
         )
 
-    def check_front_panel(self, ip: str, port: int, speed: float, fp: Any, fec: Any, autoneg: Any) -> None:
+    def check_front_panel(self, ip: str, port: int, speed: float, fp: Any, fec: Any, autoneg: Any, mtu: int) -> None:
         if fp is not None:
             if not isinstance(fp, str) or not ports_mod.valid_fp(fp):
                 self.fail(f"{ip}.fp", f"expected a front-panel port such as 1/0, got {fp!r}")
             try:
-                ports_mod.spec(port, speed, fec, autoneg)
+                ports_mod.spec(port, speed, fec, autoneg, mtu)
             except ports_mod.PortError as e:
                 self.fail(ip, str(e))
         elif fec is not None or autoneg is not None:

@@ -52,7 +52,7 @@ class FrontPanel:
                     f"interface {name}: front-panel port {i.fp} is device port {dev} on this switch, "
                     f"the topology says port {i.port}"
                 )
-            out[name] = (i.fp, ports.spec(dev, i.speed, i.fec, i.autoneg))
+            out[name] = (i.fp, ports.spec(dev, i.speed, i.fec, i.autoneg, i.mtu))
         self.specs = out
         return out
 
@@ -64,6 +64,7 @@ class FrontPanel:
         held = self.driver.read_ports(s.dev_port for _, s in specs.values())
         adds: list[PortSpec] = []
         enables: list[int] = []
+        limits: list[PortSpec] = []
         readds = 0
         for name, (fp, s) in specs.items():
             h = held.get(s.dev_port)
@@ -72,25 +73,30 @@ class FrontPanel:
             elif (h.spec.speed, h.spec.fec, h.spec.autoneg) != (s.speed, s.fec, s.autoneg):
                 self._readd(name, fp, h.spec, s)
                 readds += 1
-            elif not h.spec.enable:
-                enables.append(s.dev_port)
-        if adds or enables:
+            else:
+                if h.spec.frame_limit != s.frame_limit:  # the MAC's limit changes in place, no flap
+                    limits.append(s)
+                if not h.spec.enable:
+                    enables.append(s.dev_port)
+        if adds or enables or limits:
             try:
-                self.driver.write_ports(adds=adds, enables=enables)
+                self.driver.write_ports(adds=adds, enables=enables, limits=limits)
             except DriverError as e:
                 raise PortError(
                     f"the switch refused the ports {', '.join(fp for fp, s in specs.values() if s in adds)} "
-                    f"or their enable: {e}"
+                    f"or their enable or frame limit: {e}"
                 ) from None
-        if adds or enables or readds:
+        written = {s.dev_port for s in adds + limits} | set(enables)
+        if written or readds:
             log.info(
-                "ports: %d added, %d re-added, %d enabled, %d already right",
+                "ports: %d added, %d re-added, %d enabled, %d given their frame limit, %d already right",
                 len(adds),
                 readds,
                 len(enables),
-                len(specs) - len(adds) - len(enables) - readds,
+                len(limits),
+                len(specs) - len(written) - readds,
             )
-        return len(adds) + len(enables) + readds
+        return len(written) + readds
 
     def _readd(self, name: str, fp: str, old: PortSpec, new: PortSpec) -> None:
         """Speed, FEC and autonegotiation change only by deleting the port and adding it again; if

@@ -130,7 +130,12 @@ class Driver(abc.ABC):
         raise DriverError("this target has no $PORT table")
 
     def write_ports(
-        self, adds: Sequence[PortSpec] = (), deletes: Sequence[int] = (), enables: Sequence[int] = ()
+        self,
+        adds: Sequence[PortSpec] = (),
+        deletes: Sequence[int] = (),
+        enables: Sequence[int] = (),
+        limits: Sequence[PortSpec] = (),
     ) -> None:
-        """Delete, then add, then enable ports (each in one request per kind)."""
+        """Delete, then add, then enable ports, then set the frame limit of ports already added
+        (each in one request per kind)."""
         raise DriverError("this target has no $PORT table")

@@ -39,7 +39,7 @@ from ffs import p4names
 from ffs.constants import PKTGEN_PORT, PKTGEN_PORT_TOFINO2, TIMER_APP_ID, TIMER_HEADER_LEN
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
 from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, TimerSpec, Update
-from ffs.ports import PortSpec, PortState
+from ffs.ports import FRAME_LIMIT_MAX, PortSpec, PortState
 
 PORT_MD_ALIASES = (p4names.PORT_METADATA.name, "$PORT_METADATA")
 PORT_MD_FIELDS = frozenset(name for name, _ in p4names.PORT_METADATA.fields)
@@ -736,13 +736,23 @@ class BfrtDriver(Driver):
             if dev in want:
                 d = data.to_dict()
                 spec = PortSpec(
-                    dev, str(d["$SPEED"]), str(d["$FEC"]), str(d["$AUTO_NEGOTIATION"]), bool(d["$PORT_ENABLE"])
+                    dev,
+                    str(d["$SPEED"]),
+                    str(d["$FEC"]),
+                    str(d["$AUTO_NEGOTIATION"]),
+                    bool(d["$PORT_ENABLE"]),
+                    # one limit for both directions, as the agent writes them; the lower decides
+                    min(int(d.get("$TX_MTU", FRAME_LIMIT_MAX)), int(d.get("$RX_MTU", FRAME_LIMIT_MAX))),
                 )
                 out[dev] = PortState(spec, bool(d.get("$PORT_UP", False)))
         return out
 
     def write_ports(
-        self, adds: Sequence[PortSpec] = (), deletes: Sequence[int] = (), enables: Sequence[int] = ()
+        self,
+        adds: Sequence[PortSpec] = (),
+        deletes: Sequence[int] = (),
+        enables: Sequence[int] = (),
+        limits: Sequence[PortSpec] = (),
     ) -> None:
         t = self._table("$PORT")
 
@@ -756,8 +766,12 @@ class BfrtDriver(Driver):
                     self.gc.DataTuple("$SPEED", str_val=s.speed),
                     self.gc.DataTuple("$FEC", str_val=s.fec),
                     self.gc.DataTuple("$AUTO_NEGOTIATION", str_val=s.autoneg),
+                    *limit(s),
                 ] + fields
             return self._build("$PORT", lambda: t.make_data(fields))
+
+        def limit(s: PortSpec) -> list[Any]:
+            return [self.gc.DataTuple(f, _int(s.frame_limit)) for f in ("$TX_MTU", "$RX_MTU")]
 
         if deletes:
             self._call("$PORT: delete", t.entry_del, self.target, [key(d) for d in deletes])
@@ -772,6 +786,14 @@ class BfrtDriver(Driver):
         if enables:
             self._call(
                 "$PORT: enable", t.entry_mod, self.target, [key(d) for d in enables], [data(True) for _ in enables]
+            )
+        if limits:
+            self._call(
+                "$PORT: frame limit",
+                t.entry_mod,
+                self.target,
+                [key(s.dev_port) for s in limits],
+                [self._build("$PORT", lambda s=s: t.make_data(limit(s))) for s in limits],
             )
 
 
