@@ -103,10 +103,9 @@ struct headers_t {
  * bf_switchd packs the BF-RT fields whole bytes apart and writes trust where the parser reads
  * nothing, and insert nowhere (measured on tofino-model, docs/pipeline.md). */
 header port_metadata_t {
-    bit<8> ifindex;
     bit<8> trust;
     bit<8> insert;
-    @padding bit<(PORT_METADATA_SIZE - 24)> pad2;
+    @padding bit<(PORT_METADATA_SIZE - 16)> pad2;
 }
 
 /* Ingress metadata, grouped by what it describes. All code arithmetic is 16-bit (spec §7.2):
