@@ -159,8 +159,8 @@ def main(argv: list[str] | None = None) -> None:
     text = render()
     if args.write is None:
         print(text, end="")
-    else:
-        args.write.write_text(text)
+    elif not args.write.exists() or args.write.read_text() != text:
+        args.write.write_text(text)  # unchanged, the file keeps its time: make compiles nothing again
 
 
 if __name__ == "__main__":
