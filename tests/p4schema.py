@@ -86,6 +86,11 @@ class _Reader:
         for m in re.finditer(const, text, flags=re.M):
             prog.defines.setdefault(m.group(1), m.group(2))
         self.typedefs = {m.group(2): int(m.group(1)) for m in re.finditer(r"typedef\s+bit<(\d+)>\s+(\w+);", text)}
+        # serializable enums, `enum bit<3> event_t { PARSE_ERROR = 0, ... }`: members as event_t.PARSE_ERROR
+        for m in re.finditer(r"\benum\s+bit<(\d+)>\s+(\w+)\s*{([^}]*)}", text):
+            self.typedefs[m.group(2)] = int(m.group(1))
+            for member in re.finditer(r"(\w+)\s*=\s*(\w+)", m.group(3)):
+                prog.defines.setdefault(f"{m.group(2)}.{member.group(1)}", member.group(2))
         self.typedefs.update({"PortId_t": 9, "pid_t": int(prog.defines.get("PID_BITS", "12"))})
         # header and struct fields, for key widths
         self.fields: dict[str, dict[str, str]] = {}

@@ -56,14 +56,11 @@ TYPED: tuple[tuple[str, str], ...] = (
     ("FFS_STATE_NONE", "ffs_state_t"),
     ("FFS_STATE_VALID", "ffs_state_t"),
     ("FFS_STATE_OPAQUE", "ffs_state_t"),
-    ("EVENT_PARSE_ERROR", "event_t"),
-    ("EVENT_ROUTE_MISS", "event_t"),
-    ("EVENT_OPAQUE_SHIM", "event_t"),
-    ("EVENT_NO_PAIR", "event_t"),
-    ("EVENT_FFS_DROP", "event_t"),
-    ("EVENT_NOT_INSERTED", "event_t"),
-    ("EVENT_GUARD_DROP", "event_t"),
 )
+# enum-like sets as `enum bit<N>`: (type, the constants' prefix, the size whose index it is).
+# FFS_STATE_* stays typed constants: fate's const entries match it with `_`, which bf-p4c rejects
+# for an enum-typed key ("DefaultExpression invalid key expression").
+ENUMS: tuple[tuple[str, str, str], ...] = (("event_t", "EVENT_", "EVENT_COUNTER_SIZE"),)
 # sizes a build may override (make build P4FLAGS=-DNUM_PORTS=...)
 OVERRIDABLE = ("NUM_PAIRS", "NUM_PORTS", "IPV4_ROUTES", "IPV6_ROUTES")
 # sizes of tables, arrays and types
@@ -84,9 +81,8 @@ def derived() -> tuple[tuple[str, str, int, str], ...]:
 
 
 def comments(source: str) -> dict[str, tuple[str, str]]:
-    """Each top-level constant's comment in the module's source: ("inline", those inside its
-    statement), else ("above", the block of comment lines right above it, a section's banner
-    excluded)."""
+    """Each top-level constant's comments in the module's source: (those inside its statement, the
+    block of comment lines right above it, a section's banner excluded)."""
     out: dict[str, tuple[str, str]] = {}
     above: list[str] = []  # the comment lines since the last statement
     name, inside = "", []  # the statement being read: its name and its comments
@@ -101,7 +97,7 @@ def comments(source: str) -> dict[str, tuple[str, str]]:
             name = tok.string
         elif tok.type == tokenize.NEWLINE:
             if name.isupper():
-                out[name] = ("inline", " ".join(inside)) if inside else ("above", " ".join(above))
+                out[name] = (" ".join(inside), " ".join(above))
             name, inside, above = "", [], []
         elif tok.type == tokenize.NL and not name and tok.start[1] == 0:
             above = []  # a blank line ends a block
@@ -123,15 +119,27 @@ def _literal(v: int, p4type: str) -> str:
 
 
 def _declare(line: str, note: tuple[str, str]) -> str:
-    """A declaration with its comment: on its line, or wrapped above it."""
-    kind, text = note
-    text = text.replace("*/", "* /")
-    if not text:
-        return line + "\n"
-    if kind == "inline":
-        return f"{line}  /* {text} */\n"
-    wrapped = textwrap.wrap(text, 96)
-    return "/* " + "\n * ".join(wrapped) + " */\n" + line + "\n"
+    """A declaration with its comment: the one on its line there, else the one above it, wrapped."""
+    inline, above = (text.replace("*/", "* /") for text in note)
+    if inline:
+        return f"{line}  /* {inline} */\n"
+    if above:
+        return "/* " + "\n * ".join(textwrap.wrap(above, 96)) + " */\n" + line + "\n"
+    return line + "\n"
+
+
+def _enum(p4type: str, prefix: str, size: str, notes: dict[str, tuple[str, str]]) -> str:
+    """`enum bit<N> p4type { ... }` of the constants named prefix*, but the size, in source order;
+    N indexes the size. The first member's comment block goes above the enum."""
+    members = [n for n in notes if n.startswith(prefix) and n != size]
+    width = (_value(size) - 1).bit_length()
+    head = _declare(f"enum bit<{width}> {p4type} {{", ("", notes[members[0]][1]))
+    last = len(members) - 1  # no comma after the last member
+    lines = [
+        _declare(f"    {n.removeprefix(prefix)} = {_value(n)}{',' if k < last else ''}", (notes[n][0], ""))
+        for k, n in enumerate(members)
+    ]
+    return head + "".join(lines) + "}\n"
 
 
 def render() -> str:
@@ -142,15 +150,17 @@ def render() -> str:
         ' * what it uses: @noWarn("unused") keeps bf-p4c quiet about the rest. */\n',
         "#ifndef _FFS_CONSTANTS_P4_\n#define _FFS_CONSTANTS_P4_\n\n",
     ]
-    none = ("inline", "")
+    none = ("", "")
     for name in OVERRIDABLE:
         out.append(f"#ifndef {name}\n" + _declare(f"#define {name} {_value(name)}", notes.get(name, none)) + "#endif\n")
     out += [_declare(f"#define {name} {_value(name)}", notes.get(name, none)) for name in DEFINES]
     out.append("\n")
     rows = [(name, p4type, _value(name), notes.get(name, none)) for name, p4type in TYPED]
-    rows += [(name, p4type, value, ("inline", note)) for name, p4type, value, note in derived()]
+    rows += [(name, p4type, value, (note, "")) for name, p4type, value, note in derived()]
     for name, p4type, value, note in rows:
         out.append(_declare(f'@noWarn("unused") const {p4type} {name} = {_literal(value, p4type)};', note))
+    for p4type, prefix, size in ENUMS:
+        out.append("\n" + _enum(p4type, prefix, size, notes))
     out.append("\n#endif\n")
     return "".join(out)
 

@@ -65,17 +65,21 @@
 @noWarn("unused") const ffs_state_t FFS_STATE_NONE = 0;  /* no shim, or not IP */
 @noWarn("unused") const ffs_state_t FFS_STATE_VALID = 1;  /* version 1, reserved flag clear */
 @noWarn("unused") const ffs_state_t FFS_STATE_OPAQUE = 2;  /* another version, or the reserved flag set: passed untouched */
-@noWarn("unused") const event_t EVENT_PARSE_ERROR = 0;  /* truncated shim / parser error: dropped */
-@noWarn("unused") const event_t EVENT_ROUTE_MISS = 1;  /* no route and the miss action drops */
-@noWarn("unused") const event_t EVENT_OPAQUE_SHIM = 2;  /* unknown version or reserved bit: forwarded, labels untouched */
-@noWarn("unused") const event_t EVENT_NO_PAIR = 3;  /* (ingress, egress) pair not managed: FFS bypassed */
-@noWarn("unused") const event_t EVENT_FFS_DROP = 4;  /* dropped by the gamma decision */
-@noWarn("unused") const event_t EVENT_NOT_INSERTED = 5;  /* an insert port forwarded a packet without a shim: a fragment, or no room under the egress MTU (spec §2) */
-@noWarn("unused") const event_t EVENT_GUARD_DROP = 6;  /* dropped by the queue guard (spec §7.7) */
 @noWarn("unused") const int FLAG_RI_BIT = 3;  /* FLAG_RI as a bit of ffs_h.flags */
 @noWarn("unused") const int FLAG_RESERVED_BIT = 0;  /* FLAG_RESERVED as a bit of ffs_h.flags */
 @noWarn("unused") const int CODE_ONE_BIT = 15;  /* set in every code >= CODE_ONE: the value is >= 1.0 */
 @noWarn("unused") const code_t RF_CODE_BELOW_MIN = 0x7BFF;  /* the code just below RF_CODE_MIN */
 @noWarn("unused") const code_t RF_CODE_ABOVE_MAX = 0x8801;  /* the code just above RF_CODE_MAX */
+
+/* indices of FfsIngress.events (spec §7.6) */
+enum bit<3> event_t {
+    PARSE_ERROR = 0,  /* truncated shim / parser error: dropped */
+    ROUTE_MISS = 1,  /* no route and the miss action drops */
+    OPAQUE_SHIM = 2,  /* unknown version or reserved bit: forwarded, labels untouched */
+    NO_PAIR = 3,  /* (ingress, egress) pair not managed: FFS bypassed */
+    FFS_DROP = 4,  /* dropped by the gamma decision */
+    NOT_INSERTED = 5,  /* an insert port forwarded a packet without a shim: a fragment, or no room under the egress MTU (spec §2) */
+    GUARD_DROP = 6  /* dropped by the queue guard (spec §7.7) */
+}
 
 #endif

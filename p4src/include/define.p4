@@ -12,11 +12,10 @@ typedef bit<32> weight_t;       /* a weighted byte count: the estimator's input 
 typedef bit<16> rnd_t;          /* a uniform draw, compared with gamma's threshold */
 typedef bit<16> margin_t;       /* gamma's verdict thr |-| rnd: 0 drops, anything else admits */
 typedef bit<2>  ffs_state_t;    /* FFS_STATE_*: what the parser made of the shim */
-typedef bit<3>  event_t;        /* EVENT_*: a cell of FfsIngress.events (spec §7.6) */
 typedef bit<32> qbytes_t;       /* line-rate bytes of a virtual queue (spec §7.7) */
 typedef bit<4>  shim_flags_t;   /* ffs_h.flags: FLAG_* */
 
-#include "constants.p4"
+#include "constants.p4"     /* and event_t, an enum bit<3> of FfsIngress.events' cells */
 
 typedef bit<PID_BITS> pid_t;    /* a pair's index: counters, the estimator, f_est */
 
