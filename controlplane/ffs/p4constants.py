@@ -136,7 +136,7 @@ def _enum(p4type: str, prefix: str, size: str, notes: dict[str, tuple[str, str]]
     head = _declare(f"enum bit<{width}> {p4type} {{", ("", notes[members[0]][1]))
     last = len(members) - 1  # no comma after the last member
     lines = [
-        _declare(f"    {n.removeprefix(prefix)} = {_value(n)}{',' if k < last else ''}", (notes[n][0], ""))
+        _declare(f"    {n[len(prefix) :]} = {_value(n)}{',' if k < last else ''}", (notes[n][0], ""))
         for k, n in enumerate(members)
     ]
     return head + "".join(lines) + "}\n"
