@@ -75,7 +75,7 @@ def process_bench(engine: str, packets: int) -> dict:
                     p4names.PORT_METADATA.name,
                     {p4names.PORT_METADATA.key.name: Exact(1)},
                     None,
-                    {"ifindex": 1, "trust": 1, "insert": 0},
+                    {"trust": 1, "insert": 0},
                 ),
             ),
             Update(

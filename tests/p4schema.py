@@ -73,7 +73,7 @@ def read(p4dir: Path) -> P4Program:
 
 
 class _Reader:
-    """One pass over the program's text: its #defines, typedefs, header and struct fields and
+    """One pass over the program's text: its #defines, typed constants, typedefs, header and struct fields and
     controls are read up front; `walk` then fills `prog` control by control."""
 
     def __init__(self, text: str) -> None:
@@ -81,9 +81,16 @@ class _Reader:
         self.prog = prog = P4Program()
         for m in re.finditer(r"^[ \t]*#define[ \t]+(\w+)[ \t]+(\S+)", text, flags=re.M):
             prog.defines.setdefault(m.group(1), m.group(2))
-        for m in re.finditer(r"^[ \t]*const[ \t]+\w+[ \t]+(\w+)[ \t]*=[ \t]*(\w+)[ \t]*;", text, flags=re.M):
-            prog.defines.setdefault(m.group(1), m.group(2))  # typed constants: `const event_t EVENT_NO_PAIR = 3;`
+        # typed constants: `const event_t EVENT_NO_PAIR = 3;`, `const bit<8> IP_PROTO_FFS = 253;`
+        const = r"^[ \t]*(?:@noWarn\(\"unused\"\)[ \t]+)?const[ \t]+[\w<>]+[ \t]+(\w+)[ \t]*=[ \t]*(\w+)[ \t]*;"
+        for m in re.finditer(const, text, flags=re.M):
+            prog.defines.setdefault(m.group(1), m.group(2))
         self.typedefs = {m.group(2): int(m.group(1)) for m in re.finditer(r"typedef\s+bit<(\d+)>\s+(\w+);", text)}
+        # serializable enums, `enum bit<3> event_t { PARSE_ERROR = 0, ... }`: members as event_t.PARSE_ERROR
+        for m in re.finditer(r"\benum\s+bit<(\d+)>\s+(\w+)\s*{([^}]*)}", text):
+            self.typedefs[m.group(2)] = int(m.group(1))
+            for member in re.finditer(r"(\w+)\s*=\s*(\w+)", m.group(3)):
+                prog.defines.setdefault(f"{m.group(2)}.{member.group(1)}", member.group(2))
         self.typedefs.update({"PortId_t": 9, "pid_t": int(prog.defines.get("PID_BITS", "12"))})
         # header and struct fields, for key widths
         self.fields: dict[str, dict[str, str]] = {}

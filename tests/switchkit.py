@@ -63,7 +63,7 @@ def rig(seed: int = 1, trust: int = 1, insert: int = 0, pipeline: type[Pipeline]
                     p4names.PORT_METADATA.name,
                     {p4names.PORT_METADATA.key.name: Exact(port)},
                     None,
-                    {"ifindex": port, "trust": trust, "insert": insert},
+                    {"trust": trust, "insert": insert},
                 ),
             )
         )

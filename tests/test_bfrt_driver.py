@@ -135,7 +135,7 @@ def test_read_back_maps_keys_and_priorities(fake_sde):
                     p4names.PORT_METADATA.name,
                     {"ig_intr_md.ingress_port": Exact(4)},
                     None,
-                    {"ifindex": 2, "trust": 1, "insert": 0},
+                    {"trust": 1, "insert": 0},
                 ),
             ),
         ]
@@ -143,11 +143,7 @@ def test_read_back_maps_keys_and_priorities(fake_sde):
     (e,) = d.read_table(p4names.F_LOG.name)
     assert e.key == {"f": Ternary(0x100, 0xFF80)} and e.priority == 3 and e.params == {"lf": 7}
     (pm,) = d.read_table("$PORT_METADATA")
-    assert (
-        pm.table == p4names.PORT_METADATA.name
-        and pm.action is None
-        and pm.params == {"ifindex": 2, "trust": 1, "insert": 0}
-    )
+    assert pm.table == p4names.PORT_METADATA.name and pm.action is None and pm.params == {"trust": 1, "insert": 0}
 
 
 def test_counters_synced_summed_over_pipes_and_wrapped(fake_sde):

@@ -59,7 +59,7 @@ def test_setup_node_writes_what_the_agent_writes(env):
     assert "bfrt.ffs.pipe.FfsIngressParser.PORT_METADATA.clear" in clears
     assert calls.index(("bfrt.ffs.pipe.FfsIngress.pair_map.pairs.clear", {})) < calls.index(writes[0])
     pm = [c for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngressParser.PORT_METADATA.add"]  # `$` dropped
-    assert {"ingress_port": 1, "ifindex": 1, "trust": 0, "insert": 1} in [c[1] for c in pm]  # a host port: reset
+    assert {"ingress_port": 1, "trust": 0, "insert": 1} in [c[1] for c in pm]  # a host port: reset
     pair = next(c for c in calls if c[0] == "bfrt.ffs.pipe.FfsIngress.pair_map.pairs.add_with_set_pair")
     assert set(pair[1]) == {"ingress_port", "egress_port", "pid", "nlm"}
     route = next(c for c in calls if c[0].endswith("ipv4_routes.add_with_route"))

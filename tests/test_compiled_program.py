@@ -6,7 +6,6 @@ directions. Skipped where no SDE with bf-p4c is installed ($SDE_INSTALL/bin/bf-p
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bfrt_schema import check_p4names, schema_of
 from ffs import p4names
 from ffs.switch.pipeline import Pipeline
 
@@ -33,7 +33,6 @@ EXPLAINED = (
     re.compile(r"^\s*parser Ffs(Ingress|Egress)Parser\(packet_in pkt,$"),  # the line the warning above quotes
     re.compile(r"warning: Parser state min_parse_depth_accept_loop will be unrolled"),
 )
-MATCH = {"Exact": "exact", "Ternary": "ternary", "LPM": "lpm", "Range": "range"}
 
 
 @pytest.fixture(scope="module", params=["tofino", "tofino2"])
@@ -86,53 +85,12 @@ def test_parser_keeps_its_selects(build):
     assert not parser_selects_lost(build[1])
 
 
-def _schema(out: Path) -> dict[str, dict]:
-    return {t["name"].removeprefix("pipe."): t for t in json.loads((out / "bf-rt.json").read_text())["tables"]}
-
-
 def test_bfrt_json_and_p4names_agree_both_ways(build):
-    schema = _schema(build[1])
-    want = {t.name for t in p4names.TABLES} | {c.name for c in p4names.COUNTERS} | {r.name for r in p4names.REGISTERS}
-    want |= {lpf.name for lpf in p4names.LPFS} | {p4names.PORT_METADATA.name}
-    compiled = {
-        n
-        for n, t in schema.items()
-        if t["table_type"]
-        in ("MatchAction_Direct", "MatchAction_Indirect", "Counter", "Register", "Lpf", "PortMetadata")
-    }
-    assert compiled == want
-    for t in p4names.TABLES:
-        s = schema[t.name]
-        keys = [
-            (k["name"], MATCH[k["match_type"]], k["type"]["width"]) for k in s["key"] if k["name"] != "$MATCH_PRIORITY"
-        ]
-        assert keys == [(k.name, k.match, k.width) for k in t.keys], t.name
-        acts = {a["name"]: [(p["name"], p["type"]["width"]) for p in a["data"]] for a in s["action_specs"]}
-        assert acts == {a.name: list(a.params) for a in t.actions}, t.name
-        assert s["size"] == t.size, t.name
-    for c in p4names.COUNTERS:
-        fields = {d["singleton"]["name"] for d in schema[c.name]["data"]}
-        kind = {
-            frozenset({"$COUNTER_SPEC_PKTS"}): "PACKETS",
-            frozenset({"$COUNTER_SPEC_BYTES"}): "BYTES",
-            frozenset({"$COUNTER_SPEC_PKTS", "$COUNTER_SPEC_BYTES"}): "PACKETS_AND_BYTES",
-        }[frozenset(fields)]
-        assert (schema[c.name]["size"], kind) == (c.size, c.kind), c.name
-    for r in p4names.REGISTERS:
-        (field,) = [d["singleton"] for d in schema[r.name]["data"]]
-        assert (schema[r.name]["size"], field["type"]["width"]) == (r.size, r.width), r.name
-    for lpf in p4names.LPFS:
-        assert schema[lpf.name]["size"] == lpf.size
-    pm = schema[p4names.PORT_METADATA.name]
-    assert [(k["name"], k["type"]["width"]) for k in pm["key"]] == [
-        (p4names.PORT_METADATA.key.name, p4names.PORT_METADATA.key.width)
-    ]
-    fields = [(d["singleton"]["name"], d["singleton"]["type"]["width"]) for d in pm["data"]]
-    assert [f for f in fields if not f[0].startswith("pad")] == list(p4names.PORT_METADATA.fields)  # @padding bits
+    check_p4names(schema_of(build[1]))
 
 
 def test_software_switch_has_what_was_compiled(build):
-    schema = _schema(build[1])
+    schema = schema_of(build[1])
     p = Pipeline()
     for kind, objects in (
         ("MatchAction", p.tables),
@@ -173,7 +131,7 @@ def test_library_composes_with_other_forwarding_under_the_ffs_names(example):
     from p4_resources import read_build
 
     _, with_ffs, alone = example
-    schema = _schema(with_ffs)
+    schema = schema_of(with_ffs)
     forwarding = {p4names.IPV4_ROUTES.name, p4names.IPV6_ROUTES.name}
     ffs_objects = (
         ({t.name for t in p4names.TABLES} - forwarding)
@@ -182,7 +140,7 @@ def test_library_composes_with_other_forwarding_under_the_ffs_names(example):
     )
     ffs_objects |= {lpf.name for lpf in p4names.LPFS} | {p4names.PORT_METADATA.name}
     assert ffs_objects <= schema.keys()
-    assert not any(n.startswith(("FfsIngress.", "FfsEgress.")) for n in _schema(alone))
+    assert not any(n.startswith(("FfsIngress.", "FfsEgress.")) for n in schema_of(alone))
     # FFS adds stages after the forwarding has chosen the egress port (the pair is (ingress, egress))
     a, b = read_build(alone), read_build(with_ffs)
     assert a.ingress_stages < b.ingress_stages <= 12

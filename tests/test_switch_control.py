@@ -101,7 +101,7 @@ def pair(ing, eg, pid, lm=1, kind="insert"):
                     p4names.PORT_METADATA.name,
                     {p4names.PORT_METADATA.key.name: Exact(1)},
                     None,
-                    {"ifindex": 1, "trust": 256, "insert": 0},
+                    {"trust": 256, "insert": 0},
                 ),
             ),
             "does not fit in 8 bits",

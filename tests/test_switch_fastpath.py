@@ -62,7 +62,7 @@ def _port_and_route_updates(rng: random.Random) -> list[Update]:
                     p4names.PORT_METADATA.name,
                     {p4names.PORT_METADATA.key.name: Exact(port)},
                     None,
-                    {"ifindex": port, "trust": rng.randint(0, 1), "insert": rng.randint(0, 1)},
+                    {"trust": rng.randint(0, 1), "insert": rng.randint(0, 1)},
                 ),
             )
         )
@@ -327,7 +327,7 @@ def test_random_packets_and_tables_identical(seed):
                                 p4names.PORT_METADATA.name,
                                 {p4names.PORT_METADATA.key.name: Exact(1)},
                                 None,
-                                {"ifindex": 1, "trust": n % 2, "insert": 1},
+                                {"trust": n % 2, "insert": 1},
                             ),
                         )
                     ]

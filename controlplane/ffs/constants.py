@@ -2,8 +2,9 @@
 """Numeric constants of the FFS/RI contract (docs/spec.md).
 
 Every other module -- the label codec, the table generators, the software switch, the agent and the
-tests -- imports these; `p4src/include/define.p4` carries the same values, and
-`tests/test_constants_p4.py` checks that the two agree.
+tests -- imports these. The P4 program reads them from `p4src/include/constants.p4`, generated from
+this module by `make constants` (ffs.p4constants); `tests/test_constants_p4.py` fails when the
+checked-in file is not what the generator writes.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ SHIM_ROOM_SIZE = 2 * 512  # shim_room: an IPv4 and an IPv6 entry per port
 ETH_HDR_LEN = 14
 VLAN_TAG_LEN = 4
 IPV6_HDR_LEN = 40
-FCS_LEN = 4
+FCS_LEN = 4  # counted in the estimator's len, in pkt_length and in every counter
 MIN_FRAME = 60  # without FCS: shorter frames are padded on the wire
 # what a frame costs an Ethernet port beyond its bytes: preamble and start delimiter (8) and the
 # inter-frame gap (12). Line rates -- port speeds, capacities, shares, targets, A_j and R*_j --
 # count frame + FCS + WIRE_OVERHEAD bytes per frame (spec §4).
 WIRE_OVERHEAD = 20
+# the EtherTypes the parsers read on: 802.1Q, IPv4, IPv6 (anything else is not IP: no shim)
+ETHERTYPE_VLAN = 0x8100
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
 SHIM_VERSION = 1
 FLAG_RI = 0x8  # RI requested: nodes update rri
 FLAG_ECHO = 0x4  # rri_echo carries the destination's feedback
@@ -64,7 +69,7 @@ LM_MAX = D_OFFSET  # the largest lm the agent pushes (M_F <= 2**32)
 RANDOM_BITS = 16
 GAMMA_D_MAX = 16 * CODE_STEPS_PER_OCTAVE  # d in [1, 2048]: gamma down to 2**-16; beyond: drop
 
-# --- data-plane sizes (define.p4 carries the same defaults) ---------------------------------
+# --- data-plane sizes (a P4 build may override them with -D) --------------------------------
 NUM_PAIRS = 4096  # pair index pid is 12 bits
 PAIRS_TABLE_SIZE = 8192  # the pairs table: NUM_PAIRS in an exact-match hash table half full (Tofino cannot fill one)
 PID_BITS = 12
@@ -86,10 +91,10 @@ EVENT_NOT_INSERTED = (
 )
 EVENT_GUARD_DROP = 6  # dropped by the queue guard (spec §7.7)
 
-# parser outcome for the FFS shim (metadata ffs_state)
-FFS_STATE_NONE = 0
-FFS_STATE_VALID = 1
-FFS_STATE_OPAQUE = 2
+# the parser's outcome for the shim (metadata ffs_state, spec §7.1)
+FFS_STATE_NONE = 0  # no shim, or not IP
+FFS_STATE_VALID = 1  # version 1, reserved flag clear
+FFS_STATE_OPAQUE = 2  # another version, or the reserved flag set: passed untouched
 
 # --- LPF configuration defaults (spec §4) ---------------------------------------------------
 LPF_TIME_CONSTANT_NS = 1_000_000.0  # 1 ms gain and decay time constant of the F estimator

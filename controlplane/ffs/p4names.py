@@ -85,7 +85,7 @@ EGR = "FfsEgress"
 PORT_METADATA = PortMetadata(
     name="FfsIngressParser.$PORT_METADATA",
     key=Key("ig_intr_md.ingress_port", "exact", constants.PORT_BITS),
-    fields=(("ifindex", 8), ("trust", 8), ("insert", 8)),
+    fields=(("trust", 8), ("insert", 8)),
 )
 
 _ROUTE = Action(f"{ING}.forwarding.route", (("port", constants.PORT_BITS),))

@@ -52,7 +52,7 @@ header ipv6_h {
 /* The FFS/RI shim: 8 bytes after the IP header (IPv4 protocol / IPv6 next header 253). */
 header ffs_h {
     bit<4>  version;
-    bit<4>  flags;        /* R 0x8, E 0x4, D 0x2, reserved 0x1 */
+    shim_flags_t flags;   /* FLAG_*: R 0x8, E 0x4, D 0x2, reserved 0x1 */
     bit<8>  next_hdr;
     code_t  rf;           /* log code of r/f */
     code_t  rri;          /* log code of the relative rate indicator */
@@ -103,10 +103,9 @@ struct headers_t {
  * bf_switchd packs the BF-RT fields whole bytes apart and writes trust where the parser reads
  * nothing, and insert nowhere (measured on tofino-model, docs/pipeline.md). */
 header port_metadata_t {
-    bit<8> ifindex;
     bit<8> trust;
     bit<8> insert;
-    @padding bit<(PORT_METADATA_SIZE - 24)> pad2;
+    @padding bit<(PORT_METADATA_SIZE - 16)> pad2;
 }
 
 /* Ingress metadata, grouped by what it describes. All code arithmetic is 16-bit (spec §7.2):
@@ -162,7 +161,7 @@ struct ffs_metadata_t {
 
     /* --- gamma (Normalize, spec §5.4) --- */
     rnd_t       rnd;          /* the packet's uniform draw */
-    bit<16>     admit_margin; /* gamma's verdict, thr |-| rnd: 0 drops before the queue (fate), anything else admits */
+    margin_t    admit_margin; /* gamma's verdict, thr |-| rnd: 0 drops before the queue (fate), anything else admits */
 
     /* --- RI (RiUpdate, Algorithm 4) --- */
     code_t      c_ri;         /* the RRI candidate */

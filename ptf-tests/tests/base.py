@@ -348,7 +348,7 @@ class FfsTest(BaseTest):
                 p4names.PORT_METADATA.name,
                 {p4names.PORT_METADATA.key.name: Exact(port)},
                 None,
-                {"ifindex": port & 0xFF, "trust": trust, "insert": insert},
+                {"trust": trust, "insert": insert},
             ),
         )
 

@@ -160,7 +160,7 @@ def pairs_of(node: Node, fairness: dict[str, dict[str, float]] | None = None) ->
     fairness column (an ingress without an entry has M = 0). A pair's pid depends only on the two
     interfaces (pid = egress index · n + ingress index), so matrix changes never renumber pairs."""
     fairness = node.fairness if fairness is None else fairness
-    idx = ifindex_of(node)
+    idx = interface_index(node)
     n = len(idx)
     if n * n > constants.NUM_PAIRS:
         raise ValueError(
@@ -174,14 +174,14 @@ def pairs_of(node: Node, fairness: dict[str, dict[str, float]] | None = None) ->
     return out
 
 
-def ifindex_of(node: Node) -> dict[str, int]:
+def interface_index(node: Node) -> dict[str, int]:
+    """Each interface's 1-based index in name order: the pairs' numbering."""
     return {name: k + 1 for k, name in enumerate(sorted(node.interfaces))}
 
 
 def port_updates(node: Node) -> list[Update]:
-    idx = ifindex_of(node)
     out = []
-    for name, i in sorted(node.interfaces.items()):
+    for _, i in sorted(node.interfaces.items()):
         out.append(
             Update(
                 "insert",
@@ -189,7 +189,7 @@ def port_updates(node: Node) -> list[Update]:
                     p4names.PORT_METADATA.name,
                     {p4names.PORT_METADATA.key.name: Exact(i.port)},
                     None,
-                    {"ifindex": idx[name], "trust": int(i.trust), "insert": int(i.insert)},
+                    {"trust": int(i.trust), "insert": int(i.insert)},
                 ),
             )
         )

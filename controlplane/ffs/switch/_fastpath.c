@@ -471,7 +471,7 @@ static const struct {
 typedef struct {
     PyObject_HEAD
     ctable tables[NT];
-    uint8_t port_md[NUM_PORTS][3]; /* ifindex, trust, insert; an unlisted port reads zeros */
+    uint8_t port_md[NUM_PORTS][2]; /* trust, insert; an unlisted port reads zeros */
     mt_t rng;
     uint32_t tables_set; /* bit per table: compiled at least once */
     Py_buffer bufs[NB];
@@ -658,7 +658,7 @@ static void strip_shim(uint8_t *f, size_t *len, parsed_t *p) {
 
 /* --- pipeline.py: the ingress metadata and one function per P4 action ------------------------- */
 typedef struct {
-    uint32_t ifindex, trust, insert;
+    uint32_t trust, insert;
     uint32_t ffs_state, ri_req, rri_ge_one, l3_len, runt, wlen, routed, egress_port;
     uint32_t rf_hdr, rf, rri_n, lw, llen;
     uint32_t managed, pid, held, rf_over_m, ltau, ltau_p, congested, lcr, room, tau_over_k;
@@ -1006,9 +1006,8 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     }
     meta_t md;
     memset(&md, 0, sizeof(md)); /* @pa_auto_init_metadata */
-    md.ifindex = e->port_md[ingress_port][0];
-    md.trust = e->port_md[ingress_port][1];
-    md.insert = e->port_md[ingress_port][2];
+    md.trust = e->port_md[ingress_port][0];
+    md.insert = e->port_md[ingress_port][1];
     md.rf_hdr = CODE_ONE;
     *pid_out = -1;
     parsed_t p;
@@ -1187,16 +1186,16 @@ static PyObject *Engine_set_table(Engine *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* set_port_md(bytes of NUM_PORTS * 3: ifindex, trust, insert per port) */
+/* set_port_md(bytes of NUM_PORTS * 2: trust, insert per port) */
 static PyObject *Engine_set_port_md(Engine *self, PyObject *args) {
     Py_buffer b;
     if (!PyArg_ParseTuple(args, "y*", &b)) return NULL;
-    if (b.len != NUM_PORTS * 3) {
+    if (b.len != NUM_PORTS * 2) {
         PyBuffer_Release(&b);
-        PyErr_SetString(PyExc_ValueError, "port metadata must be 512 * 3 bytes");
+        PyErr_SetString(PyExc_ValueError, "port metadata must be 512 * 2 bytes");
         return NULL;
     }
-    memcpy(self->port_md, b.buf, NUM_PORTS * 3);
+    memcpy(self->port_md, b.buf, NUM_PORTS * 2);
     PyBuffer_Release(&b);
     Py_RETURN_NONE;
 }

@@ -70,7 +70,7 @@ class SwitchControl:
                 self.pipeline.tables[name]._changed()
             self.pipeline.port_metadata = port_md
 
-    def _port_md_update(self, port_md: dict[int, tuple[int, int, int]], u: Update) -> None:
+    def _port_md_update(self, port_md: dict[int, tuple[int, int]], u: Update) -> None:
         key = u.entry.key
         k = key.get(PORT_MD.key.name)
         if set(key) != {PORT_MD.key.name} or not isinstance(k, Exact) or not 0 <= k.value < 512:
@@ -94,7 +94,7 @@ class SwitchControl:
         if u.kind == "modify" and k.value not in port_md:
             raise ControlError(f"{PORT_MD.name}: no entry for port {k.value}")
         p = u.entry.params
-        port_md[k.value] = (p["ifindex"], p["trust"], p["insert"])
+        port_md[k.value] = (p["trust"], p["insert"])
 
     def read_table(self, name: str) -> list[TableEntry]:
         with self.lock:
@@ -104,7 +104,7 @@ class SwitchControl:
                         PORT_MD.name,
                         {PORT_MD.key.name: Exact(port)},
                         None,
-                        {"ifindex": v[0], "trust": v[1], "insert": v[2]},
+                        {"trust": v[0], "insert": v[1]},
                     )
                     for port, v in sorted(self.pipeline.port_metadata.items())
                 ]

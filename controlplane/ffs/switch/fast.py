@@ -191,11 +191,11 @@ class FastPipeline(Pipeline):
 
     # The control interface replaces the whole dict (atomic batches); mark it for the engine.
     @property
-    def port_metadata(self) -> dict[int, tuple[int, int, int]]:
+    def port_metadata(self) -> dict[int, tuple[int, int]]:
         return self._port_md
 
     @port_metadata.setter
-    def port_metadata(self, value: dict[int, tuple[int, int, int]]) -> None:
+    def port_metadata(self, value: dict[int, tuple[int, int]]) -> None:
         self._port_md = value
         self._port_md_dirty = True
 
@@ -206,9 +206,9 @@ class FastPipeline(Pipeline):
                 self.engine.set_table(i, *compile_table(self._writable[i]))
             self._dirty.clear()
         if self._port_md_dirty:
-            md = bytearray(constants.NUM_PORTS * 3)
-            for port, (ifindex, trust, insert) in self._port_md.items():
-                md[3 * port : 3 * port + 3] = bytes((ifindex, trust & 1, insert & 1))  # p4src keys on bit 0
+            md = bytearray(constants.NUM_PORTS * 2)
+            for port, (trust, insert) in self._port_md.items():
+                md[2 * port : 2 * port + 2] = bytes((trust & 1, insert & 1))  # p4src keys on bit 0
             self.engine.set_port_md(bytes(md))
             self._port_md_dirty = False
 

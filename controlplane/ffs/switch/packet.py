@@ -16,9 +16,9 @@ from ffs.frames import ipv4_checksum
 ETH_LEN = 14
 VLAN_LEN = 4
 IPV6_LEN = 40
-ETHERTYPE_VLAN = 0x8100
-ETHERTYPE_IPV4 = 0x0800
-ETHERTYPE_IPV6 = 0x86DD
+ETHERTYPE_VLAN = constants.ETHERTYPE_VLAN
+ETHERTYPE_IPV4 = constants.ETHERTYPE_IPV4
+ETHERTYPE_IPV6 = constants.ETHERTYPE_IPV6
 
 
 class ParseError(Exception):

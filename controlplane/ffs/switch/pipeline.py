@@ -70,7 +70,6 @@ class Meta:
     widths in spec §7, values held in Python ints and kept inside their width by the actions."""
 
     # port metadata ($PORT_METADATA)
-    ifindex: int = 0
     trust: int = 0
     insert: int = 0
     # the parser's reading of the packet
@@ -639,7 +638,7 @@ class Pipeline:
         # an evaluation baseline that decides before the TM (CSFQ): (egress port, t_ns, the frame as
         # the TM would hold it) -> admit; None for FFS
         self.admission: Callable[[int, int, bytearray], bool] | None = None
-        self.port_metadata: dict[int, tuple[int, int, int]] = {}  # port -> (ifindex, trust, insert)
+        self.port_metadata: dict[int, tuple[int, int]] = {}  # port -> (trust, insert)
         self.port_label = PortLabel()
         self.forwarding = Forwarding()
         self.pair_map = PairMap()
@@ -710,7 +709,7 @@ class Pipeline:
         if is_generator_port(ingress_port) and self._timer_packet(buf, pipe):
             return Result(None, None, DROP_TIMER)
         md = Meta()
-        md.ifindex, trust, insert = self.port_metadata.get(ingress_port, (0, 0, 0))
+        trust, insert = self.port_metadata.get(ingress_port, (0, 0))
         md.trust, md.insert = trust & 1, insert & 1  # byte-wide fields; p4src keys on bit 0 (spec §6)
         # -- FfsIngressParser, and ipv4_shim_len (stage 0): an IPv4 total_len too short for the
         # shim sets parse_error, which only fate reads: parse_drop either way -------------------

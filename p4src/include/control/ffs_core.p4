@@ -134,28 +134,28 @@ control FfsCore(inout headers_t hdr,
      * each action counts its own cell, so no stage waits for an event index. */
     action parse_drop() {
         ig_dprsr_md.drop_ctl = 1;
-        events.count(EVENT_PARSE_ERROR);
+        events.count(event_t.PARSE_ERROR);
     }
 
     action miss_drop() {
         ig_dprsr_md.drop_ctl = 1;
-        events.count(EVENT_ROUTE_MISS);
+        events.count(event_t.ROUTE_MISS);
     }
 
     action note_no_pair() {
-        events.count(EVENT_NO_PAIR);
+        events.count(event_t.NO_PAIR);
     }
 
     action ffs_drop() {
         ig_dprsr_md.drop_ctl = 1;
-        events.count(EVENT_FFS_DROP);
+        events.count(event_t.FFS_DROP);
     }
 
     /* γ admitted it, but the egress's virtual queue stands and its pair reads over 1.25 x its
      * share (spec §7.7) */
     action guard_drop() {
         ig_dprsr_md.drop_ctl = 1;
-        events.count(EVENT_GUARD_DROP);
+        events.count(event_t.GUARD_DROP);
     }
 
     /* Beside fate: an action addresses each indirect counter with one expression only. */
@@ -168,14 +168,14 @@ control FfsCore(inout headers_t hdr,
     }
 
     action note_opaque() {
-        events.count(EVENT_OPAQUE_SHIM);
+        events.count(event_t.OPAQUE_SHIM);
     }
 
     /* an insert port forwards a packet without a shim: a fragment (one fragment's protocol changed
      * alone would keep the datagram from being reassembled), or one the shim would take beyond the
      * egress's MTU (spec §2) */
     action note_not_inserted() {
-        events.count(EVENT_NOT_INSERTED);
+        events.count(event_t.NOT_INSERTED);
     }
 
     /* rf <- min(rf_norm, tau): Algorithm 3 line 3; rri <- min(rri, c_ri): Algorithm 4 */
