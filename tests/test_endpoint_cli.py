@@ -157,6 +157,7 @@ def test_partial_deployment_transfer_over_loopback(tmp_path):
     assert tx.returncode == 0 and rx.returncode == 0, (tx.stderr, err)
     s, r = json.loads(tx.stdout), json.loads(out)
     assert dst.read_bytes() == data and r["bytes"] == len(data)
-    # every probe that arrived came back, but for the last few, still on their way when TCP finished
-    assert s["probes"] >= r["packets"] >= 1 and 1 <= s["echoes"] <= r["packets"] <= s["echoes"] + 3
+    # every probe that arrived came back, but for the last few (up to 3), still on their way when
+    # TCP finished: with 3 or fewer arrived, none may have come back yet
+    assert s["probes"] >= r["packets"] >= 1 and s["echoes"] <= r["packets"] <= s["echoes"] + 3
     assert s["cap_bps"] is None and r["last_rri"] == 0xFFFF

@@ -300,10 +300,13 @@ TOFINO_MODEL_SKIPS: dict[str, str] = {
 
 def results(out: str) -> dict[str, str]:
     """Each test's verdict as PTF's unittest runner prints it: ok, FAIL, ERROR, or skipped with
-    its reason ("skipped 'why'")."""
+    its reason, quoted as Python quotes it ("skipped 'why'", or "skipped \"it's why\"" when the
+    reason holds an apostrophe)."""
     return {
         name: verdict
-        for name, verdict in re.findall(r"^(test_\w+\.\w+) \.\.\. (ok|FAIL|ERROR|skipped '.+')$", out, re.M)
+        for name, verdict in re.findall(
+            r"""^(test_\w+\.\w+) \.\.\. (ok|FAIL|ERROR|skipped '.+'|skipped ".+")$""", out, re.M
+        )
     }
 
 
@@ -355,6 +358,9 @@ def test_verdicts_name_every_skip_and_fail_a_refused_build():
     skips = {"test_b.Slow": "too slow here"}
     clean = {"test_a.One": "ok", "test_b.Slow": "skipped 'too slow here: ...'"}
     assert verdict_problems("tofino", expected, 0, _run_output(clean), skips) == []
+    # a reason with an apostrophe, which unittest prints in double quotes
+    quoted = dict(clean, **{"test_b.Slow": 'skipped "too slow here: the agent\'s reads"'})
+    assert verdict_problems("tofino", expected, 0, _run_output(quoted), skips) == []
     assert verdict_problems("tofino", expected, 0, _run_output(clean))  # not on the project's allowance
     assert verdict_problems("tofino", expected, 3, "refused: lost selects\n", skips)
     assert verdict_problems("tofino", expected, 0, _run_output(dict(clean, **{"test_a.One": "skipped 'slow'"})), skips)

@@ -210,7 +210,7 @@ TAU_MIN_FRAMES, TAU_MAX_INTERVAL_S = 100, 1.0
 
 TOFINO_MODEL_SKIP = (
     "tofino-model is too slow for a closed tau loop: scaled to what it forwards (about 100 packets/s "
-    "while it logs each one, T = 220 kb/s), it forwards in bursts, so the agent's periods read R "
+    "while it logs each one, T = 220 kb/s), it forwards in bursts, so the periods of the agent read R "
     "from 0.6 to 1.6 times the offered 1.25 T and the estimators, read at arrivals, read high: tau "
     "settled at 2.4-3.2 where the rule gives T/M = 2 (both chips; forwarded 1.059 T, within its "
     "bounds); the same test runs on the software switch and on hardware"
