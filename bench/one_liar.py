@@ -4,12 +4,13 @@ neighbour"): what the honest senders get, with and without the liar, in virtual 
 through the software switch in Tofino's order (γ, the traffic manager's queue at the egress's
 speed, the egress's frame check), the agent every 5 ms.
 
-    python bench/one_liar.py [--senders 1,4,9] [--json]
+    python bench/one_liar.py [--senders 1,4,9] [--claim 20] [--json]
 
-p3 is a 100 Mb/s egress shared by p1 (the victim, 60 Mb/s, share 50) and p2 (share 50), behind
-which N honest senders and one liar send 20 Mb/s each; the liar's 1250-byte frames claim an IPv4
-length of 20. The data plane sees one pair (p2, p3) for all of them. Rates over 1.1-2.2 s of virtual
-time, after the agent's first telemetry (as tests/test_attacks.py measures them).
+p3 is a 100 Mb/s egress shared by p1 (the victim, 60 Mb/s, share 50) and p2 (share 50), behind which
+N honest senders and one liar send 20 Mb/s each; the liar's 1250-byte frames claim an IPv4 length of
+20 (`--claim`: 65535 for a heavy claim). The data plane sees one pair (p2, p3) for all of them.
+Rates over 1.1-2.2 s of virtual time, after the agent's first telemetry (as tests/test_attacks.py
+measures them).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--senders", default="1,4,9", help="numbers of honest senders behind p2")
+    ap.add_argument("--claim", type=int, default=20, help="the IPv4 length the liar's 1250-byte frames claim")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     rate, share = 20 * M, 50 * M
@@ -40,7 +42,7 @@ def main() -> int:
         )
     for n in (int(x) for x in a.senders.split(",")):
         _, alone, _ = replay_one_liar(n, liar=False, duration=DURATION_S)
-        _, got, malformed = replay_one_liar(n, duration=DURATION_S)
+        _, got, malformed = replay_one_liar(n, duration=DURATION_S, claim=a.claim)
         lam = 1 / (n + 1)
         row = {
             "honest_senders": n,

@@ -97,8 +97,8 @@ def test_a_small_share_at_and_above_it_keeps_it_from_the_onset_live(tmp_path, si
     flood starts on the other ingress: from the flood's onset on, every two seconds keep ≥ 90 % of its
     share and four together ≥ 95 % (Corollary 1, the queue guard's reaction, spec §7.7). A sender
     above 1.25 times its share loses all its packets to the guard while the queue stands (spec §7.7
-    drops such a pair whole, not down to its share): four together keep ≥ 90 % (CI measured 93.8 %
-    and 96.9 %); a guard that drops only down to the share is open."""
+    drops such a pair whole, not down to its share): four together keep ≥ 90 %; a guard that drops
+    only down to the share is open."""
     name = f"livess{size}x{os.getpid() % 10000}"
     topo_file = tmp_path / f"{name}.yaml"
     topo_file.write_text(topology(name, size, speed, fraction))
