@@ -8,7 +8,9 @@ speed, the egress's frame check), the agent every 5 ms.
 
 p3 is a 100 Mb/s egress shared by p1 (the victim, 60 Mb/s, share 50) and p2 (share 50), behind which
 N honest senders and one liar send 20 Mb/s each; the liar's 1250-byte frames claim an IPv4 length of
-20 (`--claim`: 65535 for a heavy claim). The data plane sees one pair (p2, p3) for all of them.
+20 (`--claim`: 65535 for a claim beyond p2's frame limit, which its ingress drops, spec §4). The
+data plane sees one pair (p2, p3) for all of them. "lies": the liar's frames the switch counted
+(malformed at the egress, or beyond the frame limit at the ingress).
 Rates over 1.1-2.2 s of virtual time, after the agent's first telemetry (as tests/test_attacks.py
 measures them).
 """
@@ -38,11 +40,11 @@ def main() -> int:
     if not a.json:
         print(
             f"{'honest':>6} {'lie fraction':>12} {'honest alone':>12} {'honest, liar':>12} {'min(d, M(1-λ))':>14} "
-            f"{'victim':>7} {'liar':>5} {'malformed':>9}  (Mb/s)"
+            f"{'victim':>7} {'liar':>5} {'lies':>9}  (Mb/s)"
         )
     for n in (int(x) for x in a.senders.split(",")):
         _, alone, _ = replay_one_liar(n, liar=False, duration=DURATION_S)
-        _, got, malformed = replay_one_liar(n, duration=DURATION_S, claim=a.claim)
+        _, got, lies = replay_one_liar(n, duration=DURATION_S, claim=a.claim)
         lam = 1 / (n + 1)
         row = {
             "honest_senders": n,
@@ -52,14 +54,14 @@ def main() -> int:
             "proportionate_bps": min(n * rate, share * (1 - lam)),
             "victim_bps": got["victim"],
             "liar_bps": got["liar"],
-            "malformed": malformed,
+            "lies_counted": lies,
         }
         print(
             json.dumps(row)
             if a.json
             else f"{n:6} {lam:12.2f} {alone['honest'] / M:12.2f} {got['honest'] / M:12.2f} "
             f"{row['proportionate_bps'] / M:14.2f} "
-            f"{got['victim'] / M:7.2f} {got['liar'] / M:5.1f} {malformed:9}",
+            f"{got['victim'] / M:7.2f} {got['liar'] / M:5.1f} {lies:9}",
             flush=True,
         )
     return 0

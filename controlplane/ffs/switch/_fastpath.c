@@ -63,6 +63,7 @@ typedef unsigned __int128 u128;
 #define EVENT_FFS_DROP 4
 #define EVENT_NOT_INSERTED 5
 #define EVENT_GUARD_DROP 6
+#define EVENT_CLAIM_OVERSIZE 7
 #define GUARD_RF_CODE 0x8029u
 #define PKTGEN_PORT 68 /* Tofino 1's, pipe-local */
 #define TIMER_APP_ID 1
@@ -83,28 +84,30 @@ typedef unsigned __int128 u128;
 #define R_GUARD_DROP 5
 #define R_TIMER 6
 #define R_OVERSIZE 7
+#define R_CLAIM 8
 
 /* the writable tables, in the order of ffs.p4names.TABLES; actions in the order of each table's
  * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate, frame_check) are code
  * below; their actions are listed for the contract check only. */
 enum {
     T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, T_F_LOG, T_GAMMA, T_EGRESS_PORTS,
-    T_SHIM_ROOM, T_EGRESS_QUEUE, T_TIMER_PORTS, NT
+    T_SHIM_ROOM, T_EGRESS_QUEUE, T_TIMER_PORTS, T_CLAIM_LIMIT, NT
 };
 #define NT_ALL (NT + 5)
 static const char *TABLE_NAMES[NT] = {
     "FfsIngress.forwarding.ipv4_routes", "FfsIngress.forwarding.ipv6_routes", "FfsIngress.pair_map.pairs",
     "FfsIngress.pair_map.egress_params", "FfsIngress.rate_est.len_log",       "FfsIngress.rate_est.weight",
     "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports",
-    "FfsIngress.pair_map.shim_room", "FfsIngress.guard.egress_queue", "FfsIngress.guard.timer_ports"};
+    "FfsIngress.pair_map.shim_room", "FfsIngress.guard.egress_queue", "FfsIngress.guard.timer_ports",
+    "FfsIngress.claim_limit"};
 static const char *TABLE_ACTIONS[NT_ALL] = {
     "route no_route", "route no_route", "set_pair set_held_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
     "set_weight weight_max", "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
-    "set_room room_max", "set_queue no_queue", "set_drain no_drain",
+    "set_room room_max", "set_queue no_queue", "set_drain no_drain", "set_claim_limit claim_unlimited",
     "use_label use_label_ri reset_label", "short_shim shim_fits",
     "candidate_upstream candidate_keep candidate_congested candidate_uncongested",
     "parse_drop miss_drop note_no_pair ffs_drop guard_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
-    "insert_shim_v6 note_not_inserted forward",
+    "insert_shim_v6 note_not_inserted forward claim_drop",
     "frame_ok frame_lies"};
 enum { A_ROUTE = 0 };
 enum { A_SET_PAIR = 0, A_SET_HELD_PAIR = 1 };
@@ -117,6 +120,7 @@ enum { A_STRIP_SHIM = 0 };
 enum { A_SET_ROOM = 0 };
 enum { A_SET_QUEUE = 0 };
 enum { A_SET_DRAIN = 0 };
+enum { A_SET_CLAIM_LIMIT = 0 };
 
 static inline uint32_t sat_sub(uint32_t a, uint32_t b) { return a > b ? a - b : 0; }
 static inline uint32_t umin(uint32_t a, uint32_t b) { return a < b ? a : b; }
@@ -659,7 +663,7 @@ static void strip_shim(uint8_t *f, size_t *len, parsed_t *p) {
 /* --- pipeline.py: the ingress metadata and one function per P4 action ------------------------- */
 typedef struct {
     uint32_t trust, insert;
-    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, runt, wlen, routed, egress_port;
+    uint32_t ffs_state, ri_req, rri_ge_one, l3_len, runt, wlen, claim_room, routed, egress_port;
     uint32_t rf_hdr, rf, rri_n, lw, llen;
     uint32_t managed, pid, held, rf_over_m, ltau, ltau_p, congested, lcr, room, tau_over_k;
     uint32_t pkt_weight, f_rate, rf_norm, c_cong, rnd, admit_margin, c_ri;
@@ -691,6 +695,13 @@ static void port_label_apply(const uint8_t *buf, const parsed_t *p, meta_t *md) 
     } else { /* use_label */
         md->rf = md->rf_hdr;
     }
+}
+
+/* FfsIngress.claim_limit: claim_room = thr |-| l3_len, 0 where the claim exceeds what the ingress
+ * port's MAC admits (set_claim_limit); 1 on a port without an entry (claim_unlimited), spec §4 */
+static void claim_limit_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv6) {
+    const tres *r = table_lookup(&e->tables[T_CLAIM_LIMIT], ((u128)ingress_port << 1) | (u128)(ipv6 != 0));
+    md->claim_room = r->act == A_SET_CLAIM_LIMIT ? sat_sub(r->p[0], md->l3_len) : 1;
 }
 
 /* Forwarding */
@@ -1017,9 +1028,10 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     }
     ingress_parser_metadata(buf, &p, &md);
     port_label_apply(buf, &p, &md);
+    claim_limit_apply(e, ingress_port, &md, p.ip_version == 6);
     forwarding_apply(e, &p, &md);
     rate_est_weigh(e, &p, &md);
-    if (md.routed) pair_map_apply(e, ingress_port, &md, p.ip_version == 6);
+    if (md.routed && md.claim_room) pair_map_apply(e, ingress_port, &md, p.ip_version == 6);
     if (md.managed) {
         rate_est_apply(e, &md, frame_len, t_ns, pipe);
         normalize_apply(e, &md);
@@ -1037,6 +1049,10 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     if (!md.routed) { /* miss_drop */
         event_count(e, pipe, EVENT_ROUTE_MISS);
         return -1 - R_ROUTE_MISS;
+    }
+    if (!md.claim_room) { /* claim_drop: a lie the ingress sees, before any pair's state */
+        event_count(e, pipe, EVENT_CLAIM_OVERSIZE);
+        return -1 - R_CLAIM;
     }
     if (!md.managed) { /* note_no_pair */
         event_count(e, pipe, EVENT_NO_PAIR);
@@ -1689,7 +1705,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyModule_AddObject(m, "ACTIONS", actions);
     PyModule_AddObject(m, "BUFFERS", bufs);
     PyObject *c = Py_BuildValue(
-        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
         "IP_PROTO_FFS",
         IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
         FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "RF_CODE_MIN",
@@ -1698,7 +1714,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         EVENT_ROUTE_MISS, "EVENT_OPAQUE_SHIM", EVENT_OPAQUE_SHIM, "EVENT_NO_PAIR", EVENT_NO_PAIR, "EVENT_FFS_DROP",
         EVENT_FFS_DROP, "EVENT_NOT_INSERTED", EVENT_NOT_INSERTED, "IPV4_MF", IPV4_MF, "SHIM_ROOM_MAX", SHIM_ROOM_MAX, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
         FFS_STATE_OPAQUE, "ETH_HDR_LEN", ETH_LEN, "VLAN_TAG_LEN", VLAN_LEN, "IPV6_HDR_LEN", IPV6_LEN, "FCS_LEN", FCS_LEN,
-        "MIN_FRAME", MIN_FRAME, "WIRE_OVERHEAD", WIRE_OVERHEAD, "EVENT_GUARD_DROP", EVENT_GUARD_DROP, "GUARD_RF_CODE",
+        "MIN_FRAME", MIN_FRAME, "WIRE_OVERHEAD", WIRE_OVERHEAD, "EVENT_GUARD_DROP", EVENT_GUARD_DROP, "EVENT_CLAIM_OVERSIZE", EVENT_CLAIM_OVERSIZE, "GUARD_RF_CODE",
         GUARD_RF_CODE, "PKTGEN_PORT", PKTGEN_PORT, "TIMER_APP_ID", TIMER_APP_ID, "TIMER_HEADER_LEN", TIMER_HEADER_LEN);
     if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;
 #ifndef FFS_SOURCE_SHA256

@@ -62,6 +62,7 @@ DROP_BASELINE = "baseline"  # an evaluation baseline's admission (Pipeline.admis
 DROP_GUARD = "guard_drop"  # the queue guard: a pair over its share while the egress's queue stands (spec §7.7)
 DROP_TIMER = "timer"  # a timer packet of the packet generator: it ends in the ingress, as on Tofino
 DROP_OVERSIZE = "oversize"  # a port's MAC: the frame exceeds its frame limit (received or sent, spec §4)
+DROP_CLAIM = "claim_drop"  # its IP length claims more than the ingress port's MAC admits (claim_limit, spec §4)
 
 
 @dataclass(slots=True)
@@ -81,6 +82,7 @@ class Meta:
     l3_len: int = 0
     runt: int = 0
     wlen: int = 0  # its line-rate bytes, for the queue guard
+    claim_room: int = 0  # its distance below the ingress port's frame limit; 0: a lie (claim_limit)
     # a timer packet of the packet generator (spec §7.1, §7.7)
     timer: int = 0
     timer_id: int = 0
@@ -600,6 +602,7 @@ class Fate:
             md.runt,
             md.frag,
             md.room,
+            md.claim_room,
         )
         if md.managed:
             if md.admit_margin == 0 or md.guard:  # count_pair_drop: γ or the queue guard dropped it
@@ -626,6 +629,7 @@ _EVENT_OF = {
     "guard_drop": constants.EVENT_GUARD_DROP,
     "note_opaque": constants.EVENT_OPAQUE_SHIM,
     "note_not_inserted": constants.EVENT_NOT_INSERTED,
+    "claim_drop": constants.EVENT_CLAIM_OVERSIZE,
 }
 
 
@@ -655,6 +659,7 @@ class Pipeline:
         # every table in the order of ffs.p4names.TABLES (the fast path compiles the writable ones
         # in this order); const-entry tables are read-only.
         self.ipv4_shim_len = const_table(p4names.IPV4_SHIM_LEN, ipv4_shim_len_entries())
+        self.claim_limit = MatchTable(p4names.CLAIM_LIMIT)
         self.tables: dict[str, MatchTable] = {
             t.spec.name: t
             for t in (
@@ -676,6 +681,7 @@ class Pipeline:
                 self.egress_acct.frame_check,
                 self.guard.egress_queue,
                 self.guard.timer_ports,
+                self.claim_limit,
             )
         }
         assert tuple(self.tables) == tuple(t.name for t in p4names.TABLES)
@@ -727,9 +733,10 @@ class Pipeline:
         ingress_parser_metadata(buf, p, md)
         # -- FfsIngress.apply --------------------------------------------------------------------
         self.port_label.apply(buf, p, md)  # stage 0
+        self.apply_claim_limit(ingress_port, md, int(p.ip_version == 6))
         self.forwarding.apply(p, md)
         self.rate_est.weigh(p, md)  # stages 0-1
-        if md.routed:
+        if md.routed and md.claim_room:
             self.pair_map.apply(ingress_port, md, int(p.ip_version == 6))  # stages 1-2
         if md.managed:
             self.rate_est.apply(md, frame_len, t_ns, pipe)  # stages 2-3
@@ -746,8 +753,16 @@ class Pipeline:
             return Result(None, None, DROP_GUARD, md.pid)
         if action == "parse_drop":
             return Result(None, None, DROP_PARSE_ERROR)
+        if action == "claim_drop":
+            return Result(None, None, DROP_CLAIM)
         grown = action in ("insert_shim_v4", "insert_shim_v6")
         return self._egress(buf, md.egress_port, frame_len, md.pid if md.managed else None, grown, t_ns)
+
+    def apply_claim_limit(self, ingress_port: int, md: Meta, ipv6: int) -> None:
+        """`FfsIngress.claim_limit` (stage 0): claim_room = thr |-| l3_len, 0 where the claim exceeds
+        what the ingress port's MAC admits (set_claim_limit); 1 on a port without an entry."""
+        action, params = self.claim_limit.lookup(ingress_port, ipv6)
+        md.claim_room = sat_sub(params["thr"], md.l3_len) if action == "set_claim_limit" else 1
 
     def _timer_packet(self, buf: bytearray, pipe: int, k: int = 1) -> bool:
         """FfsIngressParser's timer path and the guard's (spec §7.1, §7.7): a packet on the
