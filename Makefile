@@ -194,7 +194,7 @@ bench-switch:
 # the time of one step -- R, drops and A counters and F for all pairs over BF-Runtime gRPC, and the
 # egress push -- printed for docs/benchmarks.md, or the reason it cannot run here
 bench-switchd:
-	$(PYTHON) -m pytest -q -s -rs -p no:cacheprovider tests/test_switchd.py -k period
+	$(PYTHON) -m pytest -q -s -rs -p no:cacheprovider tests/sde/test_switchd.py -k period
 bench-sim:
 	$(PYTHON) bench/bench_sim.py --files 5000,30000
 

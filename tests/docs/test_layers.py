@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The package's three parts and its layers (docs/control-plane.md, "Code"). The product (the agent,
+ffsctl, the drivers and the pure rules beneath them) imports nothing of the executable specification
+(`ffs.switch`) or the laboratory (`ffs.lab`); and imports point down the layers: the values and pure
+rules at the bottom, then the drivers, the software switch and the endpoints, then the agent, then
+the laboratory and the SDE runs, then the command lines. Every import counts, at the top of a module
+or inside a function."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PKG = ROOT / "controlplane" / "ffs"
+
+# a module's layer is that of its longest listed prefix
+LAYERS = {
+    # constants, units, entries, labels, p4names, ports, frames, tables, tau, shares, topology, allocator, ...
+    "ffs": 0,
+    "ffs.driver": 1,
+    "ffs.switch": 1,
+    "ffs.lab.endpoint": 1,
+    "ffs.agent": 2,
+    "ffs.lab.netns": 3,
+    "ffs.lab.sde": 3,
+    "ffs.lab": 3,
+    "ffs.lab.differential": 3,
+    "ffs.lab.demo_tofino": 3,
+    "ffs.cli": 4,
+}
+# within a layer, who may not import whom
+FORBIDDEN = [
+    ("ffs.driver", "ffs.switch"),
+    ("ffs.switch", "ffs.lab.endpoint"),
+    ("ffs.driver", "ffs.lab.endpoint"),
+    ("ffs.lab.endpoint", "ffs.switch"),
+    ("ffs.lab.endpoint", "ffs.driver"),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PKG.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(name: str) -> tuple[str, int]:
+    prefix = max((p for p in LAYERS if name == p or name.startswith(p + ".")), key=len)
+    return prefix, LAYERS[prefix]
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("ffs"):
+            out += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.startswith("ffs")]
+    return out
+
+
+MODULES = sorted(PKG.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[module_name(p) for p in MODULES])
+def test_imports_point_down(path):
+    me = module_name(path)
+    mine, my_layer = layer(me)
+    wrong = []
+    for line, target in imports(path):
+        theirs, their_layer = layer(target)
+        if their_layer > my_layer or any(me.startswith(a) and target.startswith(b) for a, b in FORBIDDEN):
+            wrong.append(
+                f"line {line}: {me} ({mine}, layer {my_layer}) imports {target} ({theirs}, layer {their_layer})"
+            )
+    assert not wrong, "\n".join(wrong)
+
+
+# the product's entry points: what ffs-agent and ffsctl import (ffs.cli.lab names the lab's commands
+# only as strings, for importlib, so that they fail in one line where the lab is not installed)
+PRODUCT_ROOTS = [
+    "ffs.agent",
+    "ffs.driver",
+    "ffs.cli.agent",
+    "ffs.cli.ctl",
+    "ffs.cli.fleet",
+    "ffs.cli.remote",
+    "ffs.cli.common",
+    "ffs.cli.lab",
+]
+NOT_PRODUCT = ("ffs.switch", "ffs.lab")
+BY_NAME = {module_name(p): p for p in MODULES}
+
+
+def resolve(target: str) -> str | None:
+    """The module an import names: `from ffs.x import y` is ffs.x.y if that is a module, else ffs.x."""
+    while target and target not in BY_NAME:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def test_the_product_imports_nothing_of_the_switch_or_the_lab():
+    roots = [m for m in BY_NAME if any(m == r or m.startswith(r + ".") for r in PRODUCT_ROOTS)]
+    assert "ffs.agent.core" in roots and "ffs.driver.bfrt" in roots
+    seen: dict[str, str] = {m: m for m in roots}  # module -> the product module that first pulled it in
+    todo = list(roots)
+    while todo:
+        me = todo.pop()
+        for _, target in imports(BY_NAME[me]):
+            mod = resolve(target)
+            if mod and mod not in seen:
+                seen[mod] = me
+                todo.append(mod)
+    wrong = sorted(
+        f"{m} (imported by {seen[m]})" for m in seen if any(m == p or m.startswith(p + ".") for p in NOT_PRODUCT)
+    )
+    assert not wrong, "the product reaches: " + ", ".join(wrong)
