@@ -1,4 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
+"""What every kind of test shares: the checkout's paths, fixtures, the `root` marker's skip; each kind's
+folder has a conftest.py of its own that marks its tests (docs/testing.md, "Tests by kind")."""
+
+from __future__ import annotations
+
 import os
 from pathlib import Path
 
@@ -17,7 +22,35 @@ def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-requires_root = pytest.mark.skipif(not is_root(), reason="needs root (network namespaces, veth pairs)")
+ROOT_REASON = "needs root (network namespaces, veth pairs)"
+
+
+@pytest.hookimpl(trylast=True)  # after each kind's conftest.py has marked its tests
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test marked `root` (by its kind's folder, or `@pytest.mark.root(reason=...)`) is skipped,
+    with that reason, when not run as root."""
+    if is_root():
+        return
+    for item in items:
+        mark = item.get_closest_marker("root")
+        if mark is not None:
+            item.add_marker(pytest.mark.skip(reason=mark.kwargs.get("reason", ROOT_REASON)))
+
+
+def mark_kind(items: list[pytest.Item], conftest_file: str, slow: dict[str, str] | None = None) -> list[pytest.Item]:
+    """Marks the tests under the folder of a kind's conftest.py with the kind (the folder's name) and,
+    those of the files `slow` names (file -> why), `slow`; returns them. A kind's hook sees every
+    test of the session, hence the folder test."""
+    here = Path(conftest_file).resolve().parent
+    stale = set(slow or {}) - {p.name for p in here.glob("test_*.py")}
+    if stale:
+        raise pytest.UsageError(f"{conftest_file}: SLOW names files that are not in {here.name}/: {sorted(stale)}")
+    mine = [item for item in items if here in item.path.parents]
+    for item in mine:
+        item.add_marker(getattr(pytest.mark, here.name))
+        if item.path.name in (slow or {}):
+            item.add_marker(pytest.mark.slow)
+    return mine
 
 
 @pytest.fixture

@@ -12,14 +12,11 @@ from pathlib import Path
 import pytest
 
 from agentkit import LPF, Clock, dump, ffsctl, make_agent
-from conftest import is_root
 from ffs import p4names, tables
 from ffs.agent.api import ApiError, ControlServer, call
 from ffs.agent.service import AgentService, ServiceConfig
 
-requires_root = pytest.mark.skipif(
-    not is_root(), reason="running a client as another uid (os.setuid in a child) needs root"
-)
+requires_root = pytest.mark.root(reason="running a client as another uid (os.setuid in a child) needs root")
 
 M = 1e6
 

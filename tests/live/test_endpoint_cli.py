@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, requires_root
+from conftest import ROOT
 from ffs.cli.transfer import main, parse_size
 
 CP = ROOT / "controlplane"
@@ -51,7 +51,7 @@ def raw_ffs_sockets() -> int:
     return sum(1 for line in Path("/proc/net/raw").read_text().splitlines()[1:] if line.split()[1].endswith(":00FD"))
 
 
-@requires_root
+@pytest.mark.root
 def test_transfer_over_loopback_arrives_intact(tmp_path):
     data = os.urandom(300_000)
     src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
@@ -105,7 +105,7 @@ def test_transfer_over_loopback_arrives_intact(tmp_path):
     assert s["transfer_s"] >= (npk - 3) * 1400 * 8 / 40e6
 
 
-@requires_root
+@pytest.mark.root
 def test_partial_deployment_transfer_over_loopback(tmp_path):
     """App. C mode: kernel TCP carries the data, shim probes carry the indicator and come back
     echoed; without an FFS node (rri stays 0xFFFF) the connection is never capped."""

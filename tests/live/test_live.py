@@ -11,14 +11,12 @@ import time
 
 import pytest
 
-from conftest import TOPOLOGIES, requires_root
+from conftest import TOPOLOGIES
 from ffs import p4names
 from ffs.allocator import allocate
 from ffs.entries import Exact, TableEntry, Update
 from ffs.lab.liverun import live_node
 from ffs.switch.driver import ModelDriver
-
-pytestmark = [requires_root]
 
 CAPTURE = r"""
 import socket, sys

@@ -16,12 +16,10 @@ import time
 
 import pytest
 
-from conftest import TOPOLOGIES, requires_root
+from conftest import TOPOLOGIES
 from ffs import p4names
 from ffs.lab.liverun import live_node
 from ffs.switch.driver import ModelDriver
-
-pytestmark = [requires_root]
 
 
 def dumbbell(tmp_path, stem: str, trusted_p2: bool = False):

@@ -18,10 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import requires_root
 from ffs.lab.liverun import LiveNode, live_node
-
-pytestmark = [requires_root]
 
 SPEED = 20e6  # bit/s, every port
 D1, D3 = 0.010, 0.006  # s: the one-way delays of p1 and p3; p2 has none

@@ -11,10 +11,7 @@ import json
 import os
 import time
 
-from conftest import requires_root
 from ffs.lab.liverun import live_node
-
-pytestmark = [requires_root]
 
 SPEED, SHARE, SIZE = 40e6, 20e6, 1500
 PULSE, EVERY, BIN = 0.020, 0.250, 0.005

@@ -20,13 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TOPOLOGIES, requires_root
+from conftest import TOPOLOGIES
 from ffs import constants, p4names
 from ffs.agent.program import pairs_of
 from ffs.lab.liverun import agent_ready, live_node
 from ffs.switch.driver import ModelDriver
-
-pytestmark = [requires_root]
 
 DURATION = float(os.environ.get("FFS_RESTART_DURATION", "6"))
 TOPO = TOPOLOGIES / "dumbbell.yaml"

@@ -15,7 +15,6 @@ import sys
 
 import pytest
 
-from conftest import requires_root
 from ffs import constants, p4names
 from ffs.agent.core import Agent
 from ffs.agent.program import egress_entry
@@ -24,8 +23,6 @@ from ffs.lab.liverun import live_node
 from ffs.labels import encode
 from ffs.switch.driver import ModelDriver
 from ffs.tables import egress_params, f_log_entries, lm_of
-
-pytestmark = [requires_root]
 
 # p1 trusts arriving labels; p2 resets them and inserts the shim; p3 keeps the shim on the way out
 TOPO = """

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import TOPOLOGIES, requires_root
+from conftest import TOPOLOGIES
 from ffs.lab import netns
 from ffs.topology import load
 
@@ -88,7 +88,7 @@ def _sh(*args: str) -> str:
     return subprocess.run(list(args), capture_output=True, text=True, check=True).stdout
 
 
-@requires_root
+@pytest.mark.root
 def test_up_and_down_for_real_and_repeatable(tmp_path):
     topo = topo_file(tmp_path)
     try:
@@ -127,7 +127,7 @@ def test_up_and_down_for_real_and_repeatable(tmp_path):
     assert netns.down(topo) == []  # idempotent, and says there was nothing to remove
 
 
-@requires_root
+@pytest.mark.root
 def test_down_with_nothing_up_says_so(tmp_path, capsys):
     topo = topo_file(tmp_path)
     assert netns.existing(topo) == []

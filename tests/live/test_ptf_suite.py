@@ -372,7 +372,7 @@ def test_verdicts_name_every_skip_and_fail_a_refused_build():
     assert verdict_problems("tofino", expected, 1, _run_output(dict(clean, **{"test_a.One": "FAIL"})), skips)
 
 
-@pytest.mark.root
+@pytest.mark.root(reason="tofino-model needs root (veths, hugepages for bf_switchd)")
 @pytest.mark.parametrize("chip", CHIPS)
 def test_ptf_suite_on_tofino_model(chip):
     """The same suite on the chip's tofino-model + bf_switchd with the compiled program, as a user

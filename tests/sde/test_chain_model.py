@@ -34,7 +34,7 @@ def p4src_sha256() -> str:
     ).stdout.strip()
 
 
-@pytest.mark.root
+@pytest.mark.root(reason="tofino-model and bf_switchd need root (veths, hugepages)")
 @pytest.mark.parametrize("chip", ["tofino", "tofino2"])
 def test_ptf_and_the_differential_across_two_nodes(tmp_path, chip):
     sha = p4src_sha256()

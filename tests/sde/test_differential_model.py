@@ -27,7 +27,7 @@ def why_not(chip: str) -> str | None:
     return f"{why} (make test builds both chips when an SDE is set)" if why and "make build" in why else why
 
 
-@pytest.mark.root
+@pytest.mark.root(reason="tofino-model and bf_switchd need root (veths, hugepages)")
 @pytest.mark.parametrize("chip", ["tofino", "tofino2"])
 def test_tofino_model_and_the_software_switch_agree(tmp_path, chip):
     why = why_not(chip)

@@ -225,7 +225,7 @@ def test_read_table_is_a_consistent_snapshot_while_writes_go_on(ctl, tmp_path):
     assert writes, "the writer never completed an insert and delete"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="connecting as another user (setuid in a child) needs root")
+@pytest.mark.root(reason="connecting as another user (setuid in a child) needs root")
 def test_other_users_cannot_connect(ctl):
     """What `clear_table('pairs')` by any local user needed before: a connection. Now the kernel refuses it."""
     import shutil
