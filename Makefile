@@ -259,7 +259,7 @@ example: check-sde
 	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 BUILD=build/example-ffs/$(CHIP)
 	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 P4FLAGS=-DNO_FFS BUILD=build/example-alone/$(CHIP)
 
-# the contract's numbers for the P4 program, from their one source (tests/test_constants_p4.py
+# the contract's numbers for the P4 program, from their one source (tests/unit/test_constants_p4.py
 # fails when the checked-in file is not this output)
 constants:
 	$(PYTHON) -m ffs.p4constants --write p4src/include/constants.p4

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Lengths that lie (docs/security.md): the attacks of tests/test_attacks.py in virtual time at line
+"""Lengths that lie (docs/security.md): the attacks of tests/switch/test_attacks.py in virtual time at line
 rate, measured. A flood shares an egress with a well-behaved victim; its frames' IP length field
 says something other than their size. For each case: the victim's rate against min(demand, share)
 (Corollary 1), the flood's delivered rate, the egress's rate as a share of its target, and the

@@ -11,7 +11,7 @@ N honest senders and one liar send 20 Mb/s each; the liar's 1250-byte frames cla
 20 (`--claim`: 65535 for a claim beyond p2's frame limit, which its ingress drops, spec §4). The
 data plane sees one pair (p2, p3) for all of them. "lies": the liar's frames the switch counted
 (malformed at the egress, or beyond the frame limit at the ingress).
-Rates over 1.1-2.2 s of virtual time, after the agent's first telemetry (as tests/test_attacks.py
+Rates over 1.1-2.2 s of virtual time, after the agent's first telemetry (as tests/switch/test_attacks.py
 measures them).
 """
 

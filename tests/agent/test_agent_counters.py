@@ -2,11 +2,11 @@
 """Counters that jump: another BF-Runtime client may clear the switch's counters under
 the agent, and a topology change may move a pair's ingress port to another pipe. A counter read
 below its last reading by more than 2^63 was cleared (a 64-bit byte counter takes 5.8 years to
-count 2^63 bytes at 400 Gb/s; a wrap reads as a small difference, tests/test_agent_core.py): the
+count 2^63 bytes at 400 Gb/s; a wrap reads as a small difference, tests/agent/test_agent_core.py): the
 agent re-baselines it, logs one line and decides nothing on it that period -- τ does not move on a
 rate of ~2^64 and no pair is judged a liar on it (spec §7.4, §9). A pair's f_est cell is written in
 the pipe of its ingress port alone and reads sum the pipes (spec §7.4), so the cell a moved pair
-left in its old pipe is cleared at take-over. On the software switch; tests/test_switchd.py
+left in its old pipe is cleared at take-over. On the software switch; tests/sde/test_switchd.py
 repeats both with the SDE's client on bf_switchd."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ quarantine_s, in its desired state, so neither the slow check nor a matrix chang
 an honest pair is never touched. The dumbbell node on an in-process software switch, with the queue
 guard off (`make_agent`): these bursts run at 100 Mb/s into a 20 Mb/s port, where the guard (spec
 §7.7) would drop the liar's over-share frames before the frame check counts them, and the
-quarantine's arithmetic is what is tested here (tests/test_live_attacks.py runs both together)."""
+quarantine's arithmetic is what is tested here (tests/live/test_live_attacks.py runs both together)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """BfrtDriver's mapping onto bfrt_grpc, checked against the fake of the SDE's `bfrt_grpc.client`
-in tests/fake_bfrt_grpc.py (what it models and what it doesn't is said there; tests/test_bfrt_live.py
+in tests/kits/fake_bfrt_grpc.py (what it models and what it doesn't is said there; tests/sde/test_bfrt_live.py
 runs the same driver paths against the real client and bf_switchd). The tests check names, key
 tuples, data tuples, one-request batches, per-pipe sums, counter wrap and the client's awkward
 corners the fake reproduces.

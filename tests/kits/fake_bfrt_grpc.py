@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """A SMALL FAKE of the SDE's `bfrt_grpc.client`: the boundary these tests cannot reach without an SDE.
 
-tests/test_bfrt_driver.py checks BfrtDriver's mapping onto the client against it where no SDE is
-installed; tests/test_bfrt_live.py runs the same driver paths against the real client and bf_switchd.
+tests/agent/test_bfrt_driver.py checks BfrtDriver's mapping onto the client against it where no SDE is
+installed; tests/sde/test_bfrt_live.py runs the same driver paths against the real client and bf_switchd.
 
 What it models: the client module's surface that the driver uses (ClientInterface, KeyTuple,
 DataTuple, Target, bfruntime_pb2, the request builders of a table), and bf_switchd's Write as one

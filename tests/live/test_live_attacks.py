@@ -4,7 +4,7 @@ flooding host's port *trusting* labels (the worst case; host ports reset them by
 flood at its port's line rate with a label far below the admitted range, or with lengths that lie.
 Corollary 1 in every second of the attack: the well-behaved sender keeps its 8 Mb/s (≥ 95 %), and
 the flood gets no more than its FFS rate (docs/security.md; the same attacks in virtual time at
-line rate: tests/test_attacks.py)."""
+line rate: tests/switch/test_attacks.py)."""
 
 import dataclasses
 import json

@@ -3,11 +3,11 @@
 
 The program is the SDE's bundled example `tna_exact_match` (its `SwitchIngress.forward` table:
 exact on hdr.ethernet.dst_addr, actions hit(port) / miss(drop)), so these run wherever an SDE is
-installed, before ffs itself is compiled; tests/test_switchd.py runs the agent on the compiled ffs.
-They exercise the driver paths the fake in tests/fake_bfrt_grpc.py stands in for: bind, one-
+installed, before ffs itself is compiled; tests/sde/test_switchd.py runs the agent on the compiled ffs.
+They exercise the driver paths the fake in tests/kits/fake_bfrt_grpc.py stands in for: bind, one-
 request batches with rollback, read-back, the switch's reason for a refusal, a read that fails
 while it is iterated, a deadline on a hung switchd, reconnect. Run them under the live lock:
-    python3 -m pytest -q tests/test_bfrt_live.py
+    python3 -m pytest -q tests/sde/test_bfrt_live.py
 (any lock serialising users of tofino-model/switchd on the machine will do).
 """
 

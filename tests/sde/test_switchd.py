@@ -8,7 +8,7 @@ egresses, reads F, and pushes the egress parameters in one batch).
 Needs an SDE (SDE, SDE_INSTALL), root and hugepages for bf_switchd, and the ffs program installed by
 `make build` from the current p4src/ (its p4src.sha256 must match `make p4src-sha256`); otherwise
 every test here is skipped with the reason. Run under the live lock, e.g.
-    python3 -m pytest -q -s tests/test_switchd.py
+    python3 -m pytest -q -s tests/sde/test_switchd.py
 `make bench-switchd` runs only the period measurement and prints it.
 """
 
@@ -290,7 +290,7 @@ def test_agent_brings_up_the_front_panel_ports_of_its_topology(sde, tmp_path):
 
 
 def test_an_estimate_left_in_another_pipe_is_cleared_at_take_over(sde, tmp_path, caplog):
-    """The take-over of tests/test_agent_counters.py with the SDE's client on bf_switchd: an F
+    """The take-over of tests/agent/test_agent_counters.py with the SDE's client on bf_switchd: an F
     estimate left in pipe 1 for a pair whose ingress port is in pipe 0, as a pair moved to another
     pipe by a topology change leaves it, would add to the pair's F at every read (reads
     sum the pipes); the agent clears it at take-over and says so in one line. bf_switchd lets one
@@ -324,7 +324,7 @@ def test_an_estimate_left_in_another_pipe_is_cleared_at_take_over(sde, tmp_path,
 
 
 def test_counters_cleared_by_another_client_decide_nothing(sde, tmp_path, caplog):
-    """Issue 32 with the SDE's client on bf_switchd (tests/test_agent_counters.py on the software
+    """Issue 32 with the SDE's client on bf_switchd (tests/agent/test_agent_counters.py on the software
     switch). Counter values are written as a second of traffic would leave them: the flood's pair
     offering 8000 frames toward p3 (82 Mb/s against a 20 Mb/s target: congested however long the
     period), γ admitting 200 (2 Mb/s: τ rises), one of which lied (0.5 % of the admitted bytes,

@@ -389,7 +389,7 @@ def test_one_liar_behind_a_neighbour_costs_its_honest_senders_only_its_part(hone
 
 
 def held_liar(claim: int, co_sender: float = 0.0, duration: float = 8.5, seed: int = 1):
-    """The live dumbbell (topologies/dumbbell.yaml, tests/test_live_attacks.py) in virtual time, the
+    """The live dumbbell (topologies/dumbbell.yaml, tests/live/test_live_attacks.py) in virtual time, the
     agent as live (every 100 ms, its telemetry every second), the software switch in Tofino's order:
     h1 sends 8 Mb/s of its 10 Mb/s share on p1; from 0.5 s h2 floods 20 Mb/s of 1250-byte frames
     whose IPv4 length says `claim` on p2, beside an honest sender of `co_sender` on the same port;
