@@ -5,7 +5,7 @@ Three parts (docs/control-plane.md, "Code"): the product, which runs on a switch
 pure rules at this level, `driver`, `agent`, and `cli`'s ffs-agent and ffsctl); the executable
 specification (`switch`, the pipeline, traffic manager and ports in software); and the laboratory
 (`lab`: scenarios, baselines, endpoints, live runs and the SDE runs). The product imports nothing of
-the other two (tests/test_layers.py).
+the other two (tests/docs/test_layers.py).
 """
 
 __version__ = "0.1.0"

@@ -2,7 +2,7 @@
 """p4src/include/constants.p4 from ffs.constants: the contract's numbers have one source, the Python
 module, whose comments say what each one means; the P4 program reads a generated copy.
 
-`make constants` writes the file; tests/test_constants_p4.py regenerates it and fails when the
+`make constants` writes the file; tests/unit/test_constants_p4.py regenerates it and fails when the
 checked-in copy differs. Each P4 name is a typed constant (its P4 type below) or, for a size that a
 build may override with -D or that sizes an array or a type, a #define.
 """

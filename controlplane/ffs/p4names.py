@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The names of every P4 object the control plane and the software switch touch (docs/spec.md §7).
 
-This is the single list: `p4src/` declares exactly these (checked by tests/test_p4_schema.py), the
+This is the single list: `p4src/` declares exactly these (checked by tests/unit/test_p4_schema.py), the
 software switch instantiates exactly these, and the drivers address tables by these names (the
 BF-RT names of the compiled program, without the `pipe.` prefix).
 """

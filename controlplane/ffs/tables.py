@@ -278,7 +278,7 @@ def gamma_of_code_distance(d: int) -> float:
 
 
 # --- the constant entries of p4src/ (spec §5.5, §7.6): one generator each, checked against the
-# P4 source by tests/test_p4_schema.py and run by the software switch --------------------------
+# P4 source by tests/unit/test_p4_schema.py and run by the software switch --------------------------
 
 
 def port_label_entries() -> list[TableEntry]:

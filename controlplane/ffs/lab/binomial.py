@@ -20,7 +20,7 @@ def packets_to_tell(p: float, rel: float = 0.2, sigmas: float = 4.0, slack: floa
     """The smallest n for which the band of `bounds` around n·p excludes a forwarding probability
     `rel` away from p (either side) in 99.9 % of runs: n·(|p - q| - slack·p) >= sigmas·σ(p) + Z_MISS·σ(q)
     per packet, σ(x) = sqrt(x (1 - x)), in the normal approximation, plus 5 % for its error
-    at the tails (tests/test_binomial.py checks the exact binomial)."""
+    at the tails (tests/unit/test_binomial.py checks the exact binomial)."""
     worst = 0
     for q in (p * (1 - rel), min(p * (1 + rel), 1.0)):
         if q == p:

@@ -5,7 +5,7 @@ estimators sized per pair, the queue guard on), or a design to compare it with.
 
 The expectation is the paper's: by Corollary 1 the sender keeps min(demand, M) = its share at
 every moment, whatever the other ingress sends; `Reaction.share_kept` is what it got of that in a
-window of time, `bench/reaction.py` and tests/test_reaction.py measure it after onsets and during
+window of time, `bench/reaction.py` and tests/switch/test_reaction.py measure it after onsets and during
 pulses.
 """
 

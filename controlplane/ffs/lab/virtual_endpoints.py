@@ -2,7 +2,7 @@
 """Transfers through the software switch in virtual time: the endpoints' state machines
 (`ffs.lab.endpoint.transport`, `ffs.lab.endpoint.rate`) exchange packets with one node's pipeline, whose
 agent runs its τ loop every control period, all on one deterministic event clock. This is how the
-convergence of MinLoss is tested at 10–100 Gb/s (tests/test_endpoint_virtual.py).
+convergence of MinLoss is tested at 10–100 Gb/s (tests/switch/test_endpoint_virtual.py).
 
     from ffs.lab.virtual_endpoints import Flow, run
     res = run(topology, "s1", [Flow("a", "h1", "h3", 50_000_000, "minloss")], duration_s=0.3)

@@ -54,7 +54,7 @@ _REASONS = (
     DROP_CLAIM,
 )
 # the engine compiles the writable tables; the const-entry ones are code in _fastpath.c, checked
-# against ffs.tables' generators by tests/test_switch_fastpath.py
+# against ffs.tables' generators by tests/property/test_switch_fastpath.py
 WRITABLE = tuple(t for t in p4names.TABLES if not t.const_entries)
 _KIND = {"exact": 0, "lpm": 1, "ternary": 2}
 M64 = (1 << 64) - 1
@@ -136,7 +136,7 @@ def compile_table(t: MatchTable) -> tuple[int, int, tuple, list[tuple]]:
 
 
 class FastPipeline(Pipeline):
-    """A Pipeline whose `process` runs in C, with identical results (tests/test_switch_fastpath.py)."""
+    """A Pipeline whose `process` runs in C, with identical results (tests/property/test_switch_fastpath.py)."""
 
     def __init__(self, seed: int = 1) -> None:
         require()
