@@ -52,6 +52,7 @@ help:
 	@echo "make setup        install the ffs package and its test dependencies, at the versions of constraints/dev.txt"
 	@echo "make wheel        dist/ffs_tofino-*-py38-none-any.whl: ffs-agent and ffsctl for a switch's Python (3.8+; docs/hardware.md)"
 	@echo "make test         run every test (unit, software-switch, PTF on the software switch), after make lint and make typecheck"
+	@echo "make unit-tests   the fast kinds of tests/ (unit, property, switch, agent, docs; not slow), after make lint and make typecheck"
 	@echo "make lint         ruff over the tree; make typecheck: mypy (strict on the core packages)"
 	@echo "make test-minimum the unit tests with the lowest versions pyproject.toml allows (constraints/minimum.txt), in build/"
 	@echo "make test-latest  lint, typecheck and unit tests with the newest release of everything: reports what broke,"
@@ -122,10 +123,14 @@ test:
 	@if [ -n "$$SDE_INSTALL" ] && [ -x "$$SDE_INSTALL/bin/bf-p4c" ]; then \
 	  $(MAKE) --no-print-directory build CHIP=tofino && $(MAKE) --no-print-directory build CHIP=tofino2 || exit 1; \
 	else echo "make test: no SDE with bf-p4c (\$$SDE_INSTALL/bin/bf-p4c): the Tofino tests skip"; fi
-	$(MAKE) --no-print-directory unit-tests
-
-unit-tests: lint typecheck
+	$(MAKE) --no-print-directory lint typecheck
 	$(PYTHON) -m pytest -q -rs --durations=30 tests
+
+# The fast kinds of tests/ (docs/testing.md, "Tests by kind"): no live traffic, no SDE, nothing a
+# folder's conftest.py marks slow; what to run before a commit
+FAST_KINDS := tests/unit tests/property tests/switch tests/agent tests/docs
+unit-tests: lint typecheck
+	$(PYTHON) -m pytest -q -rs -m "not slow" $(FAST_KINDS)
 
 # Other versions than make setup's, each in a new virtual environment under build/ (.ci/try-versions):
 # the lower bounds of the dependencies (CI runs it), and the newest of everything (a report)

@@ -38,22 +38,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def mark_kind(items: list[pytest.Item], conftest_file: str, slow: dict[str, str] | None = None) -> list[pytest.Item]:
-    """Marks the tests under the folder of a kind's conftest.py with the kind (the folder's name) and,
-    those of the files `slow` names (file -> why), `slow`; returns them. A kind's hook sees every
-    test of the session, hence the folder test."""
+    """Marks the tests under the folder of a kind's conftest.py with the kind (the folder's name),
+    and `slow` those that `slow` names (a file, or file::function; -> why); returns them. A kind's
+    hook sees every test of the session, hence the folder test."""
     here = Path(conftest_file).resolve().parent
-    stale = set(slow or {}) - {p.name for p in here.glob("test_*.py")}
+    slow = slow or {}
+    stale = [key for key in slow if not _names_a_test(here, key)]
     if stale:
-        raise pytest.UsageError(f"{conftest_file}: SLOW names files that are not in {here.name}/: {sorted(stale)}")
+        raise pytest.UsageError(f"{conftest_file}: SLOW names what is not in {here.name}/: {stale}")
     mine = [item for item in items if here in item.path.parents]
     for item in mine:
         item.add_marker(getattr(pytest.mark, here.name))
-        if item.path.name in (slow or {}):
+        name = getattr(item, "originalname", item.name)
+        if item.path.name in slow or f"{item.path.name}::{name}" in slow:
             item.add_marker(pytest.mark.slow)
     return mine
 
 
-@pytest.fixture
-def private_locks(tmp_path, monkeypatch):
-    """Owner locks of the test's agents in its own directory (FFS_RUN_DIR), not in /run/ffs."""
-    monkeypatch.setenv("FFS_RUN_DIR", str(tmp_path / "run"))
+def _names_a_test(folder: Path, key: str) -> bool:
+    file, _, function = key.partition("::")
+    path = folder / file
+    return path.is_file() and (not function or f"def {function}(" in path.read_text())

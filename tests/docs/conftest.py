@@ -8,8 +8,10 @@ import pytest
 
 from conftest import mark_kind
 
-# files whose tests take long; make unit-tests leaves them out (make test runs them)
-SLOW: dict[str, str] = {}
+# what takes long (a file, or file::function; -> why): make unit-tests leaves it out, make test runs it
+SLOW: dict[str, str] = {
+    "test_docs_commands.py": "runs every command the docs show: demos, experiments, the SDE's builds",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import mark_kind
 
-# files whose tests take long; make unit-tests leaves them out (make test runs them)
+# what takes long (a file, or file::function; -> why): make unit-tests leaves it out, make test runs it
 SLOW: dict[str, str] = {}
 # files that also test what needs no root: their tests that need it are marked one by one
 PARTLY_ROOT = {"test_netns.py", "test_endpoint_cli.py", "test_ptf_suite.py"}

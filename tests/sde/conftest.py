@@ -8,7 +8,7 @@ import pytest
 
 from conftest import mark_kind
 
-# files whose tests take long; make unit-tests leaves them out (make test runs them)
+# what takes long (a file, or file::function; -> why): make unit-tests leaves it out, make test runs it
 SLOW: dict[str, str] = {}
 
 

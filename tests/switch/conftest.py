@@ -9,8 +9,30 @@ import pytest
 
 from conftest import mark_kind
 
-# files whose tests take long; make unit-tests leaves them out (make test runs them)
-SLOW: dict[str, str] = {}
+# what takes long (a file, or file::function; -> why): make unit-tests leaves it out, make test runs it
+SLOW: dict[str, str] = {
+    "test_small_shares.py": "shares down to 0.1 % against floods, each cell long enough for its estimator",
+    "test_attacks.py": "attacks at line rate over whole code ranges, up to 100 Gb/s",
+    "test_csfq_paper.py": "the CSFQ paper's runs at its own durations",
+    "test_tm_saturation.py": "four packet sizes, each until the closed loop settles",
+    "test_tau_noise.py": "jumbo frames over three seeds until tau settles",
+    "test_switch_pipeline.py::test_a_non_first_fragment_is_never_a_shim": "every port mode and both engines",
+    "test_switch_pipeline.py::test_a_length_wrapped_by_an_inserted_shim_is_still_malformed": "both engines",
+    "test_allocator_labels.py::test_two_hops_labels": "replays two hops packet by packet",
+    "test_allocator_labels.py::test_random_label_topologies_match_replay": "replays random topologies",
+    "test_switch_trace.py::test_compiled_trace_is_the_python_trace": "the Python engine packet for packet",
+    "test_switch_control.py::test_refused_batch_changes_nothing": "every refusal against a full state dump",
+    "test_switch_security.py::test_malformed_requests_change_nothing": "every malformed request over the socket",
+    "test_quarantine_evidence.py": "minutes of traffic in virtual time",
+    "test_scenarios.py": "every scenario of scenarios/ until it settles",
+    "test_reaction.py": "floods' onsets and pulses at three packet sizes",
+    "test_switch_replay.py": "Table II at 15 Gb/s with the tau loop until it settles",
+    "test_endpoint_virtual.py": "transfers at 10 Gb/s until the endpoints converge",
+    "test_quarantine_held.py": "both engines at every tau",
+    "test_greedy_node.py": "label distributions packet by packet",
+    "test_chain.py": "two nodes' replay and every counter cell",
+    "test_allocator_labels.py::test_table_ii_labels": "replays Table II packet by packet",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
