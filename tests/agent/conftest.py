@@ -11,19 +11,19 @@ from conftest import mark_kind
 
 # what takes long (a file, or file::function; -> why): make unit-tests leaves it out, make test runs it
 SLOW: dict[str, str] = {
-    "test_systemd_unit.py": "installs the wheel's dependencies and runs the unit's commands as another user",
-    "test_agent_pythons.py": "builds the wheel into a new environment of each Python",
-    "test_bfrt_old_client.py": "generates the SDE's client with an old grpcio-tools on an old Python",
-    "test_bfrt_scripts_py38.py": "runs the scripts under an old Python",
-    "test_ffsctl_fleet.py": "two agents and an sshd of its own",
-    "test_agent_process.py": "the agent as a process: starts, kills and restarts it",
     "test_agent_crash.py": "kills a forked agent at every step, many times",
     "test_agent_ownership.py": "agents as processes, killed during changes",
+    "test_agent_process.py": "the agent as a process: starts, kills and restarts it",
+    "test_agent_pythons.py": "builds the wheel into a new environment of each Python",
+    "test_agent_restart.py": "the same traffic with and without a restart",
     "test_agent_state_files.py": "an agent process per corrupt file",
+    "test_bfrt_old_client.py": "generates the SDE's client with an old grpcio-tools on an old Python",
+    "test_bfrt_scripts_py38.py": "runs the scripts under an old Python",
     "test_control_security.py": "every hostile input through the tools as processes",
     "test_ffsctl.py": "ffsctl as a process against an agent service",
+    "test_ffsctl_fleet.py": "two agents and an sshd of its own",
+    "test_systemd_unit.py": "installs the wheel's dependencies and runs the unit's commands as another user",
     "test_agent_core.py::test_invalid_matrix_changes_nothing": "every invalid matrix against a full state dump",
-    "test_agent_restart.py": "the same traffic with and without a restart",
 }
 
 
