@@ -394,16 +394,8 @@ def test_one_liar_behind_a_neighbour_costs_its_honest_senders_only_its_part(hone
     assert got["liar"] == 0 and malformed > 0, (got, malformed)
 
 
-# The strict ledger of the test below: with one honest sender the egress is offered exactly its
-# capacity (60 + 2 · 20 Mb/s). Claiming 1492, the victim keeps 38.9 of its 50 Mb/s, losing 4.2 k of
-# its 12.8 k frames to the queue guard, the honest sender all of its 20; claiming 500, the honest
-# keep 17.7 of 20 (the egress uncongested part of the time, γ = 1, the admitted weight reads below w
-# and the factor with it). Open.
-EXACT_LOAD = pytest.mark.xfail(strict=True, reason="an egress offered exactly its capacity: see the ledger")
-
-
 @pytest.mark.parametrize("claim", [500, 1492], ids=["claims-500", "claims-1492"])
-@pytest.mark.parametrize("honest", [pytest.param(1, marks=EXACT_LOAD), 4, 9])
+@pytest.mark.parametrize("honest", [1, 4, 9])
 def test_a_heavy_liar_within_the_mtu_costs_its_honest_senders_only_its_part(honest, claim):
     """The liar's frames (100 IP bytes, 146 on the wire with the shim p2 inserts) claim `claim` bytes
     within p2's MTU (1500; 1492 leaves the shim its room): they weigh k = wire(claim + 26)/146 in the
@@ -413,13 +405,17 @@ def test_a_heavy_liar_within_the_mtu_costs_its_honest_senders_only_its_part(hone
     of its admitted bytes, so γ admits about M of its real bytes: its honest senders keep min(their
     demand, M·(1 − λ)), the victim its share, the liar nothing. The share M·(1 − λ) alone left the
     honest (1 − λ)²M/w: 9 senders 18.8 (claiming 1492) and 29.8 (500) of 45 Mb/s, 4 senders 11.0 and
-    20.8 of 40."""
+    20.8 of 40, 1 sender 3.2 and 7.7 of 20. Measured over 2.1-4.2 s, after the second telemetry: c
+    is read from a period the pair was held through, and with one honest sender the egress is
+    offered exactly its capacity, uncongested part of the time (γ = 1 admits everyone), so the
+    first held period's admitted weight reads below w (the factor then reaches w one period
+    later)."""
     from ffs.lab.attacks import replay_one_liar
 
     rate, share = 20 * M, 50 * M
     lam = 1 / (honest + 1)
     _, got, malformed = replay_one_liar(
-        honest, rate=rate, share=share, victim=60 * M, duration=2.2, claim=claim, liar_len=100, resetting=True
+        honest, rate=rate, share=share, victim=60 * M, duration=4.2, claim=claim, liar_len=100, resetting=True
     )
     assert got["honest"] >= 0.95 * min(honest * rate, share * (1 - lam)), got
     assert got["victim"] >= 0.95 * share, got

@@ -296,11 +296,12 @@ class Quarantine:
         (γ admits a pair held at τ = 1 at its code, in weighted bytes), so that about M of its
         real bytes pass. At most w, the weight of its arrivals: a pair that γ did not limit
         reads c'/load above its weight. None before it has run a period held, where its claims
-        are light, or once it overshot. Returns whether the factor changed."""
+        are light, or once it overshot; kept (at most w) where `load` is unknown (its egress not
+        congested: γ admitted everyone). Returns whether the factor changed."""
         old = self.factor.pop(pid, None)
-        if held and w is not None and w > 1.0 and load and pid not in self.overshot:
+        if held and w is not None and w > 1.0 and pid not in self.overshot:
             ran = old if old is not None else 1.0 - self.level.get(pid, 1.0)
-            c = min(w, ran / load)
+            c = min(w, ran / load) if load else min(w, old or 0.0)
             if c > 1.0:
                 self.factor[pid] = c
         return self.factor.get(pid) != old

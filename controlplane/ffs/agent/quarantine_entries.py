@@ -72,8 +72,14 @@ class QuarantineEntries(AgentParts):
         weighed = [st for st in pairs if st.rate_bps > 0 and st.ingress in resetting]
         weight = {st.pid: st.f_bps / st.rate_bps for st in weighed}
         # what γ admitted of the pair over its share, the same period and line rate as R: a held
-        # pair's heavy claims set its code's factor from it (spec §9)
-        load = {st.pid: (st.rate_bps - st.drop_bps) / st.share_bps for st in weighed if st.share_bps > 0}
+        # pair's heavy claims set its code's factor from it (spec §9); only where its egress is
+        # congested (elsewhere γ admits everyone, at no one's cost)
+        congested = {e for e, t in self.taus.items() if t.congested}
+        load = {
+            st.pid: (st.rate_bps - st.drop_bps) / st.share_bps
+            for st in weighed
+            if st.share_bps > 0 and st.egress in congested
+        }
         # λ in line-rate bytes, as F, R and the share: a lie costs the port its frame and 20 bytes
         lies, r, drops = ({pid: self._line(c) for pid, c in d.items()} for d in (lies, r, drops))
         drains = self.quarantine.drains()
