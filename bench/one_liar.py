@@ -4,13 +4,16 @@ neighbour"): what the honest senders get, with and without the liar, in virtual 
 through the software switch in Tofino's order (γ, the traffic manager's queue at the egress's
 speed, the egress's frame check), the agent every 5 ms.
 
-    python bench/one_liar.py [--senders 1,4,9] [--claim 20] [--json]
+    python bench/one_liar.py [--senders 1,4,9] [--claim 20] [--liar-len 1250] [--resetting]
+                             [--duration 2.2] [--json]
 
 p3 is a 100 Mb/s egress shared by p1 (the victim, 60 Mb/s, share 50) and p2 (share 50), behind which
-N honest senders and one liar send 20 Mb/s each; the liar's 1250-byte frames claim an IPv4 length of
-20 (`--claim`: 65535 for a heavy claim). The data plane sees one pair (p2, p3) for all of them.
-Rates over 1.1-2.2 s of virtual time, after the agent's first telemetry (as tests/test_attacks.py
-measures them).
+N honest senders and one liar send 20 Mb/s each; the liar's frames of IPv4 length `--liar-len`
+(1250) claim an IPv4 length of 20 (`--claim`: 65535 for a heavy claim; 100-byte frames claiming
+1492, heavy within the MTU). p2 trusts labels unless `--resetting` (a port to hosts: the agent
+reads the pair's weight w = F/R, spec §9). The data plane sees one pair (p2, p3) for all of them.
+Rates over the second half of `--duration` s of virtual time: 1.1-2.2 s, after the agent's first
+telemetry (as tests/test_attacks.py measures them; its heavy-within-the-MTU case over 2.1-4.2 s).
 """
 
 from __future__ import annotations
@@ -23,15 +26,15 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "controlplane")]
 
 
-DURATION_S = 2.2  # measured over its second half
-
-
 def main() -> int:
     from ffs.lab.attacks import M, replay_one_liar
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--senders", default="1,4,9", help="numbers of honest senders behind p2")
     ap.add_argument("--claim", type=int, default=20, help="the IPv4 length the liar's 1250-byte frames claim")
+    ap.add_argument("--liar-len", type=int, default=1250, help="the IPv4 length of the liar's frames")
+    ap.add_argument("--resetting", action="store_true", help="p2 resets labels (the agent reads w = F/R)")
+    ap.add_argument("--duration", type=float, default=2.2, help="virtual seconds, measured over the second half")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     rate, share = 20 * M, 50 * M
@@ -41,8 +44,9 @@ def main() -> int:
             f"{'victim':>7} {'liar':>5} {'malformed':>9}  (Mb/s)"
         )
     for n in (int(x) for x in a.senders.split(",")):
-        _, alone, _ = replay_one_liar(n, liar=False, duration=DURATION_S)
-        _, got, malformed = replay_one_liar(n, duration=DURATION_S, claim=a.claim)
+        kw = {"duration": a.duration, "resetting": a.resetting}
+        _, alone, _ = replay_one_liar(n, liar=False, **kw)
+        _, got, malformed = replay_one_liar(n, claim=a.claim, liar_len=a.liar_len, **kw)
         lam = 1 / (n + 1)
         row = {
             "honest_senders": n,

@@ -397,9 +397,9 @@ def test_one_liar_behind_a_neighbour_costs_its_honest_senders_only_its_part(hone
 @pytest.mark.parametrize("claim", [500, 1492], ids=["claims-500", "claims-1492"])
 @pytest.mark.parametrize("honest", [1, 4, 9])
 def test_a_heavy_liar_within_the_mtu_costs_its_honest_senders_only_its_part(honest, claim):
-    """The liar's frames (100 IP bytes, 146 on the wire with the shim p2 inserts) claim `claim` bytes
-    within p2's MTU (1500; 1492 leaves the shim its room): they weigh k = wire(claim + 26)/146 in the
-    pair's estimator (3.7 and 10.4, spec §4), so w = F/R = (1 − λ) + λk > 1. p2 resets labels (a port to
+    """The liar's frames (100 IP bytes, 138 on the wire) claim `claim` bytes within p2's MTU (1500;
+    1492 leaves the shim p2 inserts its room): they weigh k = wire(claim + 8 + 18)/138 in the pair's
+    estimator (4.0 and 11.1, spec §4), so w = F/R = (1 − λ) + λk > 1. p2 resets labels (a port to
     hosts), so the agent reads w. λ = 1/(honest + 1) of the pair's line-rate bytes lie (every sender
     at 20 Mb/s of line rate). Spec §9: a held pair with heavy claims has its code at M·c, c the weight
     of its admitted bytes, so γ admits about M of its real bytes: its honest senders keep min(their

@@ -23,7 +23,8 @@ over the last period (`c' · M / a`: the code c' it ran at over the line rate a 
 the same bytes and period as λ), at most w: γ then admits about M of its real bytes, its honest
 senders `(1 − λ) · M`. A pair admitted above OVERSHOOT times its share in a period under such a
 code (its frames weighed less than c: a liar that lies heavy while F is read and light between)
-loses it for the rest of its quarantine.
+loses it for the rest of its quarantine. While it holds, the guard's virtual queue, which adds
+claims, drains faster by what the pair's admitted claims weigh above their bytes (`drains`).
 Whatever the claim, the pair then costs the egress at most its share; its honest senders keep
 about `(1 − λ)` of it; a pair of heavy liars alone (λ = 1) gets lm = 0, no share. The state is, per pid, the fraction
 withheld and when it ends, on
