@@ -404,8 +404,8 @@ def test_a_heavy_liar_within_the_mtu_costs_its_honest_senders_only_its_part(hone
     at 20 Mb/s of line rate). Spec §9: a held pair with heavy claims has its code at M·c, c the weight
     of its admitted bytes, so γ admits about M of its real bytes: its honest senders keep min(their
     demand, M·(1 − λ)), the victim its share, the liar nothing. The share M·(1 − λ) alone left the
-    honest (1 − λ)²M/w: 9 senders 18.8 (claiming 1492) and 29.8 (500) of 45 Mb/s, 4 senders 11.0 and
-    20.8 of 40, 1 sender 3.2 and 7.7 of 20. Measured over 2.1-4.2 s, after the second telemetry: c
+    honest (1 − λ)²M/w: 9 senders 18.9 (claiming 1492) and 29.5 (500) of 45 Mb/s, 4 senders 10.6 and
+    20.4 of 40, 1 sender 3.4 and 8.2 of 20 (docs/security.md). Measured over 2.1-4.2 s, after the second telemetry: c
     is read from a period the pair was held through, and with one honest sender the egress is
     offered exactly its capacity, uncongested part of the time (γ = 1 admits everyone), so the
     first held period's admitted weight reads below w (the factor then reaches w one period
