@@ -121,12 +121,14 @@ def replay_one_liar(
     poisson: bool = True,
     liar_len: int = 1250,
     resetting: bool = False,
+    liar_rate: float | None = None,
     **agent_kw: Any,
 ) -> tuple[ReplayResult, dict[str, float], int]:
     """One neighbour (p2) carrying `honest` honest senders and, with `liar`, one sender whose
-    frames of IPv4 length `liar_len` claim `claim`, every sender at `rate` (a line rate); the victim
-    on p1. p2 trusts labels unless `resetting` (then its estimator weighs every frame by its claim
-    alone, and the agent reads the pair's weight w = F/R, spec §9).
+    frames of IPv4 length `liar_len` claim `claim`, every sender at `rate` (a line rate; the liar at
+    `liar_rate` if given); the victim on p1. p2 trusts labels unless `resetting` (then its
+    estimator weighs every frame by its claim alone, and the agent reads the pair's weight
+    w = F/R, spec §9).
     The data plane sees one pair (p2, p3) for all of them: it has no per-sender state. Rates over
     the second half: "victim", "honest" (the honest senders together), "liar"; and the frames the
     egress dropped as malformed. Tofino's order, as `replay_attack`."""
@@ -159,7 +161,7 @@ def replay_one_liar(
             stream_arrivals(
                 2,
                 lie_ip_len(ipv4_frame("10.0.2.250", "10.0.3.1", liar_len), claim),
-                rate,
+                rate if liar_rate is None else liar_rate,
                 0,
                 duration,
                 stream="liar",
