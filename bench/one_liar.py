@@ -41,6 +41,8 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=2.2, help="virtual seconds, measured over the second half")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    if a.lie_fraction is not None and not 0 < a.lie_fraction < 1:
+        ap.error(f"--lie-fraction {a.lie_fraction}: a fraction strictly between 0 and 1")
     rate, share = 20 * M, 50 * M
     if not a.json:
         print(
