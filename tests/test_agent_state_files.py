@@ -18,7 +18,7 @@ import pytest
 from agentkit import DUMBBELL, start_agent
 from ffs.agent.api import call
 from ffs.agent.state import StateError, StateStore
-from ffs.switch.control import SwitchControl
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
 

@@ -19,7 +19,7 @@ from ffs.allocator import allocate
 from ffs.driver.base import pipe_counter, pipe_sum
 from ffs.ports import pipe_of
 from ffs.switch import fast, trace
-from ffs.switch.control import SwitchControl
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.server import serve
