@@ -87,7 +87,8 @@ def replay_attack(
 ) -> tuple[ReplayResult, dict[str, float], int]:
     """The victim (p1, 1250-byte packets) and `streams` floods of `flood_frame` (p2) into s1 of
     `topology`, its agent in the loop, p3 drained at its speed (its capacity); the line rates over
-    the second half and the frames the egress dropped as malformed. The pipeline is
+    the second half and the lies the switch counted: frames the egress dropped as malformed, claims
+    beyond the ingress port's frame limit the ingress dropped (spec §4). The pipeline is
     `fast.new_pipeline`'s, looked up at the call."""
     topo = loads(topology(cap, victim, share, flood, None))
     pipe = fast.new_pipeline(1)
