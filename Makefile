@@ -173,10 +173,12 @@ demo-tofino-model: installed
 
 # The differential run (docs/testing.md): ffs-agent programs tofino-model + bf_switchd from
 # topologies/differential.yaml; seeded probes through the model and the software switch must agree
+# (DIFFERENTIAL_ARGS: more of its options, e.g. --seed N, --json, --log-dir DIR)
 PACKETS ?= 3000
+DIFFERENTIAL_ARGS ?=
 differential-model:
 	@[ -n "$$SDE_INSTALL" ] || { echo "make differential-model: set SDE and SDE_INSTALL (a Tofino SDE with tofino-model)" >&2; exit 2; }
-	$(PYTHON) -m ffs.lab.differential --chip $(CHIP) --start-sde --packets $(PACKETS)
+	$(PYTHON) -m ffs.lab.differential --chip $(CHIP) --start-sde --packets $(PACKETS) $(DIFFERENTIAL_ARGS)
 
 # Two FFS nodes in a chain (docs/testing.md, "Two nodes in a chain"): make build, then ffs.lab.chain
 # brings up topologies/chain-model.yaml (chain-model-tofino2.yaml), runs PTF across it

@@ -10,11 +10,13 @@ speed, the egress's frame check), the agent every 5 ms.
 p3 is a 100 Mb/s egress shared by p1 (the victim, 60 Mb/s, share 50) and p2 (share 50), behind which
 N honest senders send 20 Mb/s each and one liar 20 (`--lie-fraction` λ: 20·N·λ/(1 − λ)); the
 liar's frames of IPv4 length `--liar-len` (1250) claim an IPv4 length of 20 (`--claim`: 65535 for
-a heavy claim; 100-byte frames claiming 1492, heavy within the MTU). p2 trusts labels unless
+a claim beyond p2's frame limit, which its ingress drops, spec §4; 100-byte frames claiming 1492,
+heavy within the MTU). p2 trusts labels unless
 `--resetting` (a port to hosts: the agent reads the pair's weight w = F/R, spec §9). The data
 plane sees one pair (p2, p3) for all of them. Rates over the second half of `--duration` s of
 virtual time: 1.1-2.2 s, after the agent's first telemetry (as tests/test_attacks.py measures
-them; its heavy-within-the-MTU case over 2.1-4.2 s).
+them; its heavy-within-the-MTU case over 2.1-4.2 s). "lies": the liar's frames the switch counted
+(malformed at the egress, or beyond the frame limit at the ingress).
 """
 
 from __future__ import annotations
@@ -47,14 +49,14 @@ def main() -> int:
     if not a.json:
         print(
             f"{'honest':>6} {'lie fraction':>12} {'honest alone':>12} {'honest, liar':>12} {'min(d, M(1-λ))':>14} "
-            f"{'victim':>7} {'liar':>5} {'malformed':>9}  (Mb/s)"
+            f"{'victim':>7} {'liar':>5} {'lies':>9}  (Mb/s)"
         )
     for n in (int(x) for x in a.senders.split(",")):
         kw = {"duration": a.duration, "resetting": a.resetting}
         _, alone, _ = replay_one_liar(n, liar=False, **kw)
         lam = 1 / (n + 1) if a.lie_fraction is None else a.lie_fraction
         liar_rate = rate * n * lam / (1 - lam)
-        _, got, malformed = replay_one_liar(n, claim=a.claim, liar_len=a.liar_len, liar_rate=liar_rate, **kw)
+        _, got, lies = replay_one_liar(n, claim=a.claim, liar_len=a.liar_len, liar_rate=liar_rate, **kw)
         row = {
             "honest_senders": n,
             "lie_fraction": lam,
@@ -63,14 +65,14 @@ def main() -> int:
             "proportionate_bps": min(n * rate, share * (1 - lam)),
             "victim_bps": got["victim"],
             "liar_bps": got["liar"],
-            "malformed": malformed,
+            "lies_counted": lies,
         }
         print(
             json.dumps(row)
             if a.json
             else f"{n:6} {lam:12.2f} {alone['honest'] / M:12.2f} {got['honest'] / M:12.2f} "
             f"{row['proportionate_bps'] / M:14.2f} "
-            f"{got['victim'] / M:7.2f} {got['liar'] / M:5.1f} {malformed:9}",
+            f"{got['victim'] / M:7.2f} {got['liar'] / M:5.1f} {lies:9}",
             flush=True,
         )
     return 0

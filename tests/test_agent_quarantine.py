@@ -20,7 +20,7 @@ from ffs.frames import ipv4_frame, lie_ip_len
 
 M = 1e6
 LIAR = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)  # h2 -> h3: pair p2 -> p3
-HEAVY = 0xFFFF  # a claim heavier than the frame: the pair weighs more than it costs, λ alone decides
+HEAVY = 1500 + 4  # the heaviest claim p2 (IP MTU 1500) admits (spec §4), heavier than the frame: λ alone decides
 
 
 def pair_entry(agent, ingress: str, egress: str):

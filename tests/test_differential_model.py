@@ -35,19 +35,16 @@ def test_tofino_model_and_the_software_switch_agree(tmp_path, chip):
     why = why_not(chip)
     if why:
         pytest.skip(why)
+    # the README's command, as a user runs it (test_docs_commands.py leaves that block to this test)
     p = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "ffs.lab.differential",
-            "--chip",
-            chip,
-            "--start-sde",
-            "--packets",
-            "400",
-            "--log-dir",
-            str(tmp_path / "logs"),
-            "--json",
+            "make",
+            "-s",
+            "differential-model",
+            f"CHIP={chip}",
+            "PACKETS=400",
+            f"PYTHON={sys.executable}",
+            f"DIFFERENTIAL_ARGS=--log-dir {tmp_path / 'logs'} --json",
         ],
         cwd=ROOT,
         capture_output=True,

@@ -70,6 +70,15 @@ def _setup_current() -> bool:
     return stamp.exists() and all(stamp.stat().st_mtime >= d.stat().st_mtime for d in deps)
 
 
+# the README's model commands: builds, the PTF suite on tofino-model and the differential, nothing else
+MODEL_SUITE = re.compile(r"make (build|ptf TARGET=tofino-model|differential-model)( CHIP=tofino2)?")
+
+
+def _model_suite_only(b: Block) -> bool:
+    commands = [ln.split("#")[0].strip() for ln in b.text.splitlines() if ln.split("#")[0].strip()]
+    return bool(commands) and all(MODEL_SUITE.fullmatch(c) for c in commands)
+
+
 # first command of a block -> why it cannot run here (None: it can)
 def skip_reason(b: Block) -> str | None:
     first = _first(b.text)
@@ -77,6 +86,11 @@ def skip_reason(b: Block) -> str | None:
         return "the test suite itself (it would run this test again)"
     if "$SDE/run_switchd.sh" in b.text:
         return "an operator's session: tofino-model, bf_switchd and the agent run until stopped"
+    if _model_suite_only(b):
+        return (
+            "test_ptf_suite.py and test_differential_model.py run these commands (make ptf TARGET=tofino-model, "
+            "make differential-model) whole, on both chips, after make test's make build for each"
+        )
     if first.startswith("make build") or "$SDE/" in b.text:
         if not _sde():
             return "needs a Tofino SDE (SDE and SDE_INSTALL)"
@@ -119,9 +133,8 @@ def test_command_block_runs(block: Block, tmp_path):
         pytest.skip(reason)
     if shutil.which("ffsctl") is None:
         pytest.skip("the console scripts are not installed (make setup)")
-    # The SDE blocks run as written, on less: the whole PTF suite on each chip and the differential
-    # run in test_ptf_suite.py and test_differential_model.py; here one PTF module and 400 probes
-    # show that the README's commands work (DURATION shortens the demos the same way).
+    # The blocks run as written, on less where a block is long (DURATION shortens the demos, a
+    # PTF module and 400 probes a model run elsewhere in the docs).
     env = {
         **os.environ,
         "FFS_STATE_DIR": str(tmp_path / "state"),

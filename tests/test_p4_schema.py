@@ -108,8 +108,8 @@ def test_const_entries_match_the_generator(table):
         ),
         (
             "include/control/ffs_core.p4",
-            "(0, 0, 1, 1, 0, _, _, _, _, _, _, _, _, _, _): ffs_drop();",
-            "(0, 0, 1, 1, 1, _, _, _, _, _, _, _, _, _, _): ffs_drop();",
+            "(0, 0, 1, 1, 0, _, _, _, _, _, _, _, _, _, _, _): ffs_drop();",
+            "(0, 0, 1, 1, 1, _, _, _, _, _, _, _, _, _, _, _): ffs_drop();",
             None,
         ),
         ("include/control/rate_estimation.p4", '@name("l3_len")', '@name("len")', "len_log: keys"),

@@ -112,7 +112,7 @@ def _pair_updates(rng: random.Random) -> list[Update]:
 
 
 def _egress_updates(rng: random.Random) -> list[Update]:
-    """Per egress port: its LPF entry, shim stripping and the MTU entries, each at random."""
+    """Per port: its LPF entry, shim stripping and the MTU entries (as egress and ingress), each at random."""
     ups: list[Update] = []
     for j in PORTS:
         if rng.random() < 0.8:
@@ -121,6 +121,8 @@ def _egress_updates(rng: random.Random) -> list[Update]:
             ups.append(Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(j)}, "strip_shim")))
         if rng.random() < 0.7:  # MTUs the frames reach: packets a shim would not fit (spec §2)
             ups += [Update("insert", e) for e in tables.shim_room_entries(j, rng.choice([576, 1000, 1500, 9000]))]
+        if rng.random() < 0.7:  # the claims a frame through port j can make (spec §4): lies above them dropped
+            ups += [Update("insert", e) for e in tables.claim_limit_entries(j, rng.choice([576, 1000, 1500, 9000]))]
     return ups
 
 
@@ -304,6 +306,7 @@ def test_random_packets_and_tables_identical(seed):
         "malformed": 0,
         "guard_drop": 0,
         "timer": 0,
+        "claim_drop": 0,
     }
     for n in range(3000):
         if n % 250 == 249:  # the agent's period: egress parameters change, sometimes a pair

@@ -11,9 +11,9 @@ from scapy.layers.l2 import Ether
 
 from ffs import constants, p4names, tables
 from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
-from ffs.frames import ipv4_checksum, ipv4_frame, ipv6_frame, shim
+from ffs.frames import ipv4_checksum, ipv4_frame, ipv6_frame, lie_ip_len, shim
 from ffs.labels import decode, encode
-from switchkit import DST, OUT, SCALE, labelled, lm_for, rig, single_packet_f
+from switchkit import DST, IN, OUT, SCALE, labelled, lm_for, rig, single_packet_f
 
 
 def shim_of(frame: bytes, ihl: int = 20, l2: int = 14):
@@ -685,8 +685,18 @@ def test_no_shim_inserted_beyond_the_egress_mtu(engine, version):
     assert pair_r(r) == 2  # both counted on their pair, as they arrived
 
 
-def test_the_agent_pushes_each_ports_mtu():
-    """The agent's node state holds shim_room entries for every interface, from its `mtu`."""
+@pytest.mark.parametrize(
+    "table, port_key, v4, v6",
+    [
+        # room for a shim under the egress's IP MTU (spec §2): total_len <= mtu - 8, payload <= mtu - 48
+        (p4names.SHIM_ROOM, "egress_port", -7, -47),
+        # the longest claim the ingress's frame limit holds (spec §4), + 1: total_len mtu + 4, payload mtu - 36
+        (p4names.CLAIM_LIMIT, "ingress_port", 5, -35),
+    ],
+)
+def test_the_agent_pushes_each_ports_mtu(table, port_key, v4, v6):
+    """The agent's node state holds shim_room and claim_limit entries for every interface, their
+    `thr` from its `mtu`."""
     from pathlib import Path
 
     from ffs.agent.program import port_updates
@@ -694,14 +704,52 @@ def test_the_agent_pushes_each_ports_mtu():
 
     node = load(Path(__file__).resolve().parent.parent / "topologies" / "differential.yaml").node("dut")
     got = {
-        (u.entry.key["egress_port"].value, u.entry.key["ipv6"].value): u.entry.params["thr"]
+        (u.entry.key[port_key].value, u.entry.key["ipv6"].value): u.entry.params["thr"]
         for u in port_updates(node)
-        if u.entry.table == p4names.SHIM_ROOM.name
+        if u.entry.table == table.name
     }
     want = {}
     for i in node.interfaces.values():
-        want[(i.port, 0)], want[(i.port, 1)] = i.mtu - 7, i.mtu - 47
+        want[(i.port, 0)], want[(i.port, 1)] = i.mtu + v4, i.mtu + v6
     assert got == want
+
+
+# --- a claim beyond what the ingress port's MAC admits (spec §4) ---------------------------------
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+@pytest.mark.parametrize("version", [4, 6])
+@pytest.mark.parametrize("mtu", [1500, 9000])
+def test_a_claim_beyond_the_ingress_ports_frame_limit_weighs_nothing(engine, version, mtu):
+    """spec §4: a port of IP MTU `mtu` receives frames of at most 14 + 4 + mtu + 4 bytes (Ethernet
+    header, one tag, FCS), so no frame that arrived through it holds an IPv4 total length above
+    that limit less its shortest header and FCS, mtu + 4 (an IPv6 payload length above mtu - 36).
+    A 200-byte frame claiming one byte more is dropped before any pair's state (no R, no F) and
+    counted as EVENT_CLAIM_OVERSIZE; one claiming exactly the limit weighs on its pair and is left
+    to the frame check (malformed). A port without claim_limit entries limits nothing."""
+    r = engine_rig(engine)
+    limit = 14 + 4 + mtu + 4
+    longest = limit - 14 - 4 - (40 if version == 6 else 0)
+
+    def lying(claim: int) -> bytes:
+        if version == 4:
+            return lie_ip_len(ipv4_frame("10.0.1.1", DST, 200), claim)
+        f = bytearray(ipv6_frame("fc00::1", "fd00::9", 200))
+        f[18:20] = claim.to_bytes(2, "big")
+        return bytes(f)
+
+    r.send(lying(longest + 1))  # no entry yet: weighed and judged by the frame check
+    assert (pair_r(r), malformed(r), events(r)) == (1, 1, {})
+    r.driver.write([Update("insert", e) for e in tables.claim_limit_entries(IN, mtu)])
+    f_before = r.driver.read_registers(p4names.F_EST.name, [5])[5]
+    res = r.send(lying(longest + 1))
+    assert res.egress_port is None and events(r) == {constants.EVENT_CLAIM_OVERSIZE: 1}
+    assert pair_r(r) == 1 and r.driver.read_registers(p4names.F_EST.name, [5])[5] == f_before
+    r.send(lying(longest))
+    assert (pair_r(r), malformed(r), events(r)) == (2, 2, {constants.EVENT_CLAIM_OVERSIZE: 1})
+    if version == 4:
+        r.send(lying(0xFFFF))
+        assert events(r) == {constants.EVENT_CLAIM_OVERSIZE: 2} and pair_r(r) == 2
 
 
 # --- what one hop emits, the next admits (spec §3.1) ----------------------------------------------

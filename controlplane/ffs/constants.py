@@ -16,6 +16,7 @@ IPV4_MF = 0x2000  # IPv4 MF in the flags/fragment-offset word: a fragment is MF 
 SHIM_LEN = 8  # bytes
 SHIM_ROOM_MAX = 0xFFFF - SHIM_LEN + 1  # an IP length from which 8 more bytes wrap its 16-bit field (spec §2)
 SHIM_ROOM_SIZE = 2 * 512  # shim_room: an IPv4 and an IPv6 entry per port
+CLAIM_LIMIT_SIZE = 2 * 512  # claim_limit: an IPv4 and an IPv6 entry per port (spec §4)
 
 # frame lengths (spec §4): the estimator weighs the frame a packet's headers claim, FCS included;
 # FfsEgress drops a frame whose bytes disagree with that claim
@@ -90,6 +91,9 @@ EVENT_NOT_INSERTED = (
     5  # an insert port forwarded a packet without a shim: a fragment, or no room under the egress MTU (spec §2)
 )
 EVENT_GUARD_DROP = 6  # dropped by the queue guard (spec §7.7)
+EVENT_CLAIM_OVERSIZE = (
+    7  # an IP length beyond the ingress port's frame limit: a lie, dropped before the estimator (spec §4)
+)
 
 # the parser's outcome for the shim (metadata ffs_state, spec §7.1)
 FFS_STATE_NONE = 0  # no shim, or not IP

@@ -64,7 +64,15 @@ ENUMS: tuple[tuple[str, str, str], ...] = (("event_t", "EVENT_", "EVENT_COUNTER_
 # sizes a build may override (make build P4FLAGS=-DNUM_PORTS=...)
 OVERRIDABLE = ("NUM_PAIRS", "NUM_PORTS", "IPV4_ROUTES", "IPV6_ROUTES")
 # sizes of tables, arrays and types
-DEFINES = ("PID_BITS", "PAIRS_TABLE_SIZE", "LEN_LOG_SIZE", "WEIGHT_KEYS", "EVENT_COUNTER_SIZE", "SHIM_ROOM_SIZE")
+DEFINES = (
+    "PID_BITS",
+    "PAIRS_TABLE_SIZE",
+    "LEN_LOG_SIZE",
+    "WEIGHT_KEYS",
+    "EVENT_COUNTER_SIZE",
+    "SHIM_ROOM_SIZE",
+    "CLAIM_LIMIT_SIZE",
+)
 
 
 def derived() -> tuple[tuple[str, str, int, str], ...]:

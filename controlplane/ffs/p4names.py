@@ -143,6 +143,18 @@ SHIM_ROOM = Table(
     constants.SHIM_ROOM_SIZE,
 )
 
+_SET_CLAIM_LIMIT = Action(f"{ING}.set_claim_limit", (("thr", 16),))
+_CLAIM_UNLIMITED = Action(f"{ING}.claim_unlimited")
+# the longest IP length a frame that arrived through the port can claim, per ingress port and IP
+# version: its MAC admits nothing longer, so a longer claim is a lie the ingress sees (spec §4)
+CLAIM_LIMIT = Table(
+    f"{ING}.claim_limit",
+    (Key("ingress_port", "exact", constants.PORT_BITS), Key("ipv6", "exact", 1)),
+    (_SET_CLAIM_LIMIT, _CLAIM_UNLIMITED),
+    _CLAIM_UNLIMITED.name,
+    constants.CLAIM_LIMIT_SIZE,
+)
+
 # wadd: what the claim's IP length lacks of its line-rate bytes (L2 header, FCS, preamble and gap);
 # a runt's wlen is its padded frame's (spec §4, §7.7)
 _SET_LW = Action(f"{ING}.rate_est.set_lw", (("llen", 16), ("wadd", 16)))
@@ -280,6 +292,7 @@ FATE = Table(
             ("runt", 1),
             ("frag", 1),
             ("room", 16),
+            ("claim_room", 16),
         )
     ),
     tuple(
@@ -297,6 +310,7 @@ FATE = Table(
             "insert_shim_v6",
             "note_not_inserted",
             "forward",
+            "claim_drop",
         )
     ),
     _PARSE_DROP.name,
@@ -343,6 +357,7 @@ TABLES: tuple[Table, ...] = (
     FRAME_CHECK,
     EGRESS_QUEUE,
     TIMER_PORTS,
+    CLAIM_LIMIT,
 )
 CONST_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.const_entries)
 

@@ -337,6 +337,7 @@ FATE_KEYS = (
     "runt",
     "frag",
     "room",
+    "claim_room",
 )
 
 
@@ -345,6 +346,8 @@ def fate_entries() -> list[TableEntry]:
     t = p4names.FATE
     rows: list[tuple[tuple[int | tuple[int, int] | None, ...], str]] = [
         ((0, 0, 0, None, None, None, None, None, None, None, None, None, None, None, None), "miss_drop"),
+        # a claim beyond the ingress port's frame limit: a lie, before it weighs on any pair (spec §4)
+        ((0, 0, 1, None, None, None, None, None, None, None, None, None, None, None, None, 0), "claim_drop"),
         ((0, 0, 1, 0, None, None, None, None, None, None, None, None, None, None, None), "note_no_pair"),
         ((0, 0, 1, 1, 0, None, None, None, None, None, None, None, None, None, None), "ffs_drop"),
         # the queue guard (spec §7.7): an admitted packet of a pair over its share while the queue stands
@@ -403,6 +406,8 @@ def fate_entries() -> list[TableEntry]:
     ]
     widths = {k.name: k.width for k in t.keys}
 
+    rows = [(values + (None,) * (len(FATE_KEYS) - len(values)), act) for values, act in rows]
+
     def key(name: str, v: int | tuple[int, int] | None) -> Ternary:
         if v is None:
             return Ternary(0, 0)
@@ -435,6 +440,33 @@ def shim_room_entries(port: int, mtu: int) -> list[TableEntry]:
         )
         for v6 in (0, 1)
     ]
+
+
+def claim_limit_thr(mtu: int, ipv6: bool) -> int | None:
+    """claim_limit's `thr` for an ingress port of IP MTU `mtu` (spec §4): claim_room = thr |-| l3_len
+    is 0 exactly where the frame the IP length claims, with the shortest L2 header, exceeds the
+    port's frame limit (max_frame_len: the MAC admits nothing longer); None where no 16-bit IP
+    length can exceed it."""
+    longest = max_frame_len(mtu) - constants.FCS_LEN - constants.ETH_HDR_LEN - (constants.IPV6_HDR_LEN if ipv6 else 0)
+    return longest + 1 if longest < 0xFFFF else None
+
+
+def claim_limit_entries(port: int, mtu: int) -> list[TableEntry]:
+    """The claim_limit entries of one ingress port: its IPv4 and IPv6 limits."""
+    t = p4names.CLAIM_LIMIT
+    out = []
+    for v6 in (0, 1):
+        thr = claim_limit_thr(mtu, bool(v6))
+        if thr is not None:
+            out.append(
+                TableEntry(
+                    t.name,
+                    {"ingress_port": Exact(port), "ipv6": Exact(v6)},
+                    t.action("set_claim_limit").name,
+                    {"thr": thr},
+                )
+            )
+    return out
 
 
 def frame_check_entries() -> list[TableEntry]:

@@ -23,6 +23,7 @@
 #define WEIGHT_KEYS 4096  /* weight table keys lw in [0, 4096): w < 2**32 */
 #define EVENT_COUNTER_SIZE 8
 #define SHIM_ROOM_SIZE 1024  /* shim_room: an IPv4 and an IPv6 entry per port */
+#define CLAIM_LIMIT_SIZE 1024  /* claim_limit: an IPv4 and an IPv6 entry per port (spec §4) */
 
 @noWarn("unused") const bit<8> IP_PROTO_FFS = 253;  /* RFC 3692 experimental number, IPv4 protocol and IPv6 next header */
 @noWarn("unused") const bit<8> IP_PROTO_HOPOPT = 0;  /* IPv6 Hop-by-Hop Options: must follow the IPv6 header (RFC 8200), no shim before it */
@@ -79,7 +80,8 @@ enum bit<3> event_t {
     NO_PAIR = 3,  /* (ingress, egress) pair not managed: FFS bypassed */
     FFS_DROP = 4,  /* dropped by the gamma decision */
     NOT_INSERTED = 5,  /* an insert port forwarded a packet without a shim: a fragment, or no room under the egress MTU (spec §2) */
-    GUARD_DROP = 6  /* dropped by the queue guard (spec §7.7) */
+    GUARD_DROP = 6,  /* dropped by the queue guard (spec §7.7) */
+    CLAIM_OVERSIZE = 7  /* an IP length beyond the ingress port's frame limit: a lie, dropped before the estimator (spec §4) */
 }
 
 #endif

@@ -130,6 +130,7 @@ struct ffs_metadata_t {
     bit<1>      ipv6;         /* the header class whose L2 overhead len_log adds to l3_len: */
     bit<1>      vlan;         /* IPv6 (40 more bytes), an 802.1Q tag (4 more) */
     bit<1>      runt;         /* the claim may carry padding: below 64 bytes with FCS, 68 if tagged */
+    len_t       claim_room;   /* the claim's distance below the ingress port's frame limit; 0: a lie (spec §4) */
 
     /* --- forwarding (the host's, or Forwarding) --- */
     bit<1>      routed;       /* an egress port was chosen; 0: FFS drops it as a route miss */

@@ -118,6 +118,7 @@ TEST_TABLES = (
     p4names.SHIM_ROOM,
     p4names.EGRESS_QUEUE,  # cleared: no queue guard on any egress unless a test sets one
     p4names.TIMER_PORTS,
+    p4names.CLAIM_LIMIT,  # cleared: no port limits claims unless a test sets it
 )
 STATIC_TABLES = (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA)
 
@@ -435,6 +436,7 @@ class FfsTest(BaseTest):
             "ffs_drop": constants.EVENT_FFS_DROP,
             "not_inserted": constants.EVENT_NOT_INSERTED,
             "guard_drop": constants.EVENT_GUARD_DROP,
+            "claim_oversize": constants.EVENT_CLAIM_OVERSIZE,
         }
         want = [0] * len(delta.events)
         for k, v in cells.items():

@@ -28,6 +28,7 @@ from base import (
     plain_v6,
 )
 from ffs import constants, p4names, tables
+from ffs.entries import Update
 from ffs.lab.scapy_ffs import FFS
 from ffs.labels import encode
 
@@ -205,6 +206,39 @@ class LyingLengthsAreDropped(FfsTest):
             self.send(frame)
             self.expect_frame(frame)
             self.assertEqual(self.malformed(), bad)
+
+
+class ClaimsBeyondTheIngressPortsFrameLimit(FfsTest):
+    """spec §4: a port of IP MTU 1500 receives frames of at most 14 + 4 + 1500 + 4 bytes (Ethernet
+    header, one tag, FCS), so no frame through IN holds an IPv4 length above 1504 or an IPv6 payload
+    length above 1464 (claim_limit, pushed per ingress port by the agent). A 500-byte frame claiming
+    one byte more is dropped at the ingress, counted as claim_oversize, and weighs on no pair (R and F
+    unchanged); one claiming exactly the limit weighs on its pair and the frame check drops it."""
+
+    def malformed(self) -> int:
+        return self.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT].packets
+
+    def runTest(self):
+        mtu = 1500
+        self.driver.write([Update("insert", e) for e in tables.claim_limit_entries(IN, mtu)])
+        frame_limit = 14 + 4 + mtu + 4
+        for raw, at, longest in (
+            (bytes(plain_v4(500)), 14 + 2, frame_limit - 4 - 14),
+            (bytes(plain_v6(500)), 14 + 4, frame_limit - 4 - 14 - 40),
+        ):
+            for claim, oversize in ((longest + 1, True), (0xFFFF, True), (longest, False)):
+                what = f"IP version {raw[14] >> 4}, claim {claim}"
+                frame = raw[:at] + claim.to_bytes(2, "big") + raw[at + 2 :]
+                before, bad, f = self.counts(), self.malformed(), self.f_est()
+                self.send(frame)
+                self.expect_nothing()
+                delta = self.since(before)
+                if oversize:
+                    self.assert_events(delta, claim_oversize=1)
+                    self.assertEqual((delta.r.packets, self.malformed() - bad, self.f_est()), (0, 0, f), what)
+                else:
+                    self.assert_events(delta)
+                    self.assertEqual((delta.r.packets, self.malformed() - bad), (1, 1), what)
 
 
 def bridge_tagged(frame: bytes, vid: int) -> Packet:

@@ -199,6 +199,8 @@ def port_updates(node: Node) -> list[Update]:
             )
         # no shim inserted where it would take a packet beyond this port's MTU (spec §2)
         out += [Update("insert", e) for e in tables.shim_room_entries(i.port, i.mtu)]
+        # a claim no frame through this port's MAC can make is dropped before the estimator (spec §4)
+        out += [Update("insert", e) for e in tables.claim_limit_entries(i.port, i.mtu)]
     return out
 
 

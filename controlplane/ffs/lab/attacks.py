@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ffs import constants
 from ffs.agent.core import Agent
 from ffs.frames import ipv4_frame, lie_ip_len
 from ffs.switch import fast
@@ -88,7 +89,8 @@ def replay_attack(
 ) -> tuple[ReplayResult, dict[str, float], int]:
     """The victim (p1, 1250-byte packets) and `streams` floods of `flood_frame` (p2) into s1 of
     `topology`, its agent in the loop, p3 drained at its speed (its capacity); the line rates over
-    the second half and the frames the egress dropped as malformed. The pipeline is
+    the second half and the lies the switch counted: frames the egress dropped as malformed, claims
+    beyond the ingress port's frame limit the ingress dropped (spec §4). The pipeline is
     `fast.new_pipeline`'s, looked up at the call."""
     topo = loads(topology(cap, victim, share, flood, None))
     pipe = fast.new_pipeline(1)
@@ -106,7 +108,7 @@ def replay_attack(
     got = {"victim": res.rate_bps("victim", t0, t1)}
     for k in range(streams):
         got[f"flood{k}"] = res.rate_bps(f"flood{k}", t0, t1)
-    return res, got, pipe.egress_acct.malformed.packets[3]
+    return res, got, pipe.egress_acct.malformed.packets[3] + pipe.events.packets[constants.EVENT_CLAIM_OVERSIZE]
 
 
 def replay_one_liar(
@@ -130,8 +132,9 @@ def replay_one_liar(
     estimator weighs every frame by its claim alone, and the agent reads the pair's weight
     w = F/R, spec §9).
     The data plane sees one pair (p2, p3) for all of them: it has no per-sender state. Rates over
-    the second half: "victim", "honest" (the honest senders together), "liar"; and the frames the
-    egress dropped as malformed. Tofino's order, as `replay_attack`."""
+    the second half: "victim", "honest" (the honest senders together), "liar"; and the lies the
+    switch counted: frames the egress dropped as malformed, claims beyond the ingress port's frame
+    limit the ingress dropped (spec §4). Tofino's order, as `replay_attack`."""
     senders = honest + int(liar)
     topo = loads(topology(cap, victim, share, max(senders * rate, cap), None, flood_trust=not resetting))
     pipe = fast.new_pipeline(1)
@@ -176,4 +179,4 @@ def replay_one_liar(
         "honest": sum(res.rate_bps(f"honest{k}", t0, t1) for k in range(honest) if f"honest{k}" in res.accepted),
         "liar": res.rate_bps("liar", t0, t1) if "liar" in res.accepted else 0.0,
     }
-    return res, got, pipe.egress_acct.malformed.packets[3]
+    return res, got, pipe.egress_acct.malformed.packets[3] + pipe.events.packets[constants.EVENT_CLAIM_OVERSIZE]

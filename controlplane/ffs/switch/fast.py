@@ -20,6 +20,7 @@ from pathlib import Path
 from ffs import constants, p4names
 from ffs.entries import Exact, Lpm, Ternary
 from ffs.switch.pipeline import (
+    DROP_CLAIM,
     DROP_FFS,
     DROP_GUARD,
     DROP_MALFORMED,
@@ -41,7 +42,17 @@ except ImportError as e:  # not built: pip install -e . with a C compiler
 else:
     _IMPORT_ERROR = ""
 
-_REASONS = (DROP_PARSE_ERROR, DROP_ROUTE_MISS, DROP_FFS, DROP_MALFORMED, DROP_TM, DROP_GUARD, DROP_TIMER, DROP_OVERSIZE)
+_REASONS = (
+    DROP_PARSE_ERROR,
+    DROP_ROUTE_MISS,
+    DROP_FFS,
+    DROP_MALFORMED,
+    DROP_TM,
+    DROP_GUARD,
+    DROP_TIMER,
+    DROP_OVERSIZE,
+    DROP_CLAIM,
+)
 # the engine compiles the writable tables; the const-entry ones are code in _fastpath.c, checked
 # against ffs.tables' generators by tests/test_switch_fastpath.py
 WRITABLE = tuple(t for t in p4names.TABLES if not t.const_entries)

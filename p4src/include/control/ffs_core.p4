@@ -130,6 +130,29 @@ control FfsCore(inout headers_t hdr,
         }
     }
 
+    /* The longest IP length a frame that arrived through this port can claim: its MAC admits no
+     * longer frame (the port's frame limit, with the shortest L2 header), so a longer claim is a lie
+     * the ingress sees before it weighs on any pair's estimator (spec §4). claim_room = thr |-| l3_len,
+     * thr the longest IP length + 1, pushed per port by the agent; 0: fate drops it. A port without
+     * an entry limits nothing (claim_room = 1). */
+    action set_claim_limit(len_t thr) {
+        md.claim_room = thr |-| md.l3_len;
+    }
+
+    action claim_unlimited() {
+        md.claim_room = 1;
+    }
+
+    table claim_limit {
+        key = {
+            ig_intr_md.ingress_port: exact @name("ingress_port");
+            md.ipv6:                 exact @name("ipv6");
+        }
+        actions = { set_claim_limit; claim_unlimited; }
+        default_action = claim_unlimited();
+        size = CLAIM_LIMIT_SIZE;
+    }
+
     /* The packet's fate, decided once in one table (spec §7.6): at most one event per packet, and
      * each action counts its own cell, so no stage waits for an event index. */
     action parse_drop() {
@@ -140,6 +163,11 @@ control FfsCore(inout headers_t hdr,
     action miss_drop() {
         ig_dprsr_md.drop_ctl = 1;
         events.count(event_t.ROUTE_MISS);
+    }
+
+    action claim_drop() {
+        ig_dprsr_md.drop_ctl = 1;
+        events.count(event_t.CLAIM_OVERSIZE);
     }
 
     action note_no_pair() {
@@ -253,33 +281,36 @@ control FfsCore(inout headers_t hdr,
             md.runt:                  ternary @name("runt");
             md.frag:                  ternary @name("frag");
             md.room:                  ternary @name("room");
+            md.claim_room:            ternary @name("claim_room");
         }
         actions = { parse_drop; miss_drop; note_no_pair; ffs_drop; guard_drop; note_opaque; rewrite_label;
-                    rewrite_reset_label; insert_shim_v4; insert_shim_v6; note_not_inserted; forward; }
+                    rewrite_reset_label; insert_shim_v4; insert_shim_v6; note_not_inserted; forward; claim_drop; }
         default_action = parse_drop();
         size = 16;
         const entries = {
-            (0, 0, 0, _, _, _, _, _, _, _, _, _, _, _, _): miss_drop();
-            (0, 0, 1, 0, _, _, _, _, _, _, _, _, _, _, _): note_no_pair();
-            (0, 0, 1, 1, 0, _, _, _, _, _, _, _, _, _, _): ffs_drop();
-            (0, 0, 1, 1, _, 1, _, _, _, _, _, _, _, _, _): guard_drop();
-            (0, 0, 1, 1, _, _, FFS_STATE_VALID, 1, _, _, _, _, _, _, _): rewrite_label();
-            (0, 0, 1, 1, _, _, FFS_STATE_VALID, 0, _, _, _, _, _, _, _): rewrite_reset_label();
-            (0, 0, 1, 1, _, _, FFS_STATE_OPAQUE, _, _, _, _, _, _, _, _): note_opaque();
+            (0, 0, 0, _, _, _, _, _, _, _, _, _, _, _, _, _): miss_drop();
+            /* a claim beyond the ingress port's frame limit: a lie, before it weighs on any pair (spec §4) */
+            (0, 0, 1, _, _, _, _, _, _, _, _, _, _, _, _, 0): claim_drop();
+            (0, 0, 1, 0, _, _, _, _, _, _, _, _, _, _, _, _): note_no_pair();
+            (0, 0, 1, 1, 0, _, _, _, _, _, _, _, _, _, _, _): ffs_drop();
+            (0, 0, 1, 1, _, 1, _, _, _, _, _, _, _, _, _, _): guard_drop();
+            (0, 0, 1, 1, _, _, FFS_STATE_VALID, 1, _, _, _, _, _, _, _, _): rewrite_label();
+            (0, 0, 1, 1, _, _, FFS_STATE_VALID, 0, _, _, _, _, _, _, _, _): rewrite_reset_label();
+            (0, 0, 1, 1, _, _, FFS_STATE_OPAQUE, _, _, _, _, _, _, _, _, _): note_opaque();
             /* a fragment: spec §2 */
-            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, _, _, _, _, 1, _): note_not_inserted();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, _, _, _, _, 1, _, _): note_not_inserted();
             /* a runt (a claim below 64 bytes with FCS, 68 if tagged, len_log) may have reached us padded:
              * a shim in front of its padding would leave the padding behind the IP packet, which
              * the next FFS hop's frame check cannot tell from a lie (spec §6) */
-            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, _, _, _, 1, _, _): forward();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, _, _, _, 1, _, _, _): forward();
             /* a shim would take it beyond the egress's MTU, or wrap its IP length (spec §2) */
-            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, _, _, _, _, _, 0): note_not_inserted();
-            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, true, _, _, _, _, _): insert_shim_v4();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, _, _, _, _, _, 0, _): note_not_inserted();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, true, _, _, _, _, _, _): insert_shim_v4();
             /* a Hop-by-Hop Options header must stay right after the IPv6 header (RFC 8200 §4.1):
              * no shim goes in front of it */
-            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, false, true, IP_PROTO_HOPOPT, _, _, _): forward();
-            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, false, true, _, _, _, _): insert_shim_v6();
-            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, _, _, _, _, _, _, _): forward();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, false, true, IP_PROTO_HOPOPT, _, _, _, _): forward();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, 1, false, true, _, _, _, _, _): insert_shim_v6();
+            (0, 0, 1, 1, _, _, FFS_STATE_NONE, _, _, _, _, _, _, _, _, _): forward();
         }
     }
 
@@ -288,11 +319,13 @@ control FfsCore(inout headers_t hdr,
         if (md.timer == 0) {
             /* stage 0: nothing here depends on anything else (the host's forwarding runs beside it) */
             port_label.apply();
+            claim_limit.apply();
             if (hdr.ipv4.isValid() && hdr.ffs.isValid()) {
                 ipv4_shim_len.apply();
             }
-            /* stages 1-4: FFS state is touched only by routed, well-formed packets of a managed pair */
-            if (md.routed == 1 && md.parse_error == 0 && ig_prsr_md.parser_err == 0) {
+            /* stages 1-4: FFS state is touched only by routed, well-formed packets of a managed pair
+             * whose claim fits the ingress port (spec §4) */
+            if (md.routed == 1 && md.parse_error == 0 && ig_prsr_md.parser_err == 0 && md.claim_room != 0) {
                 pair_map.apply(md, ig_intr_md, ig_tm_md);
             }
             rate_est.apply(md, ig_tm_md);
