@@ -57,7 +57,8 @@ def ipv4_case(
         topology(cap, victim, share, flood, rf, streams, packet_size=size, ip_len=ip_len, flood_size=flood_size)
     )
     if reference:  # the reference pipeline without the frame check
-        from ffs.switch.pipeline import EgressAccounting, Pipeline
+        from ffs.switch.control.egress_accounting import EgressAccounting
+        from ffs.switch.pipeline import Pipeline
 
         saved = experiments.new_pipeline, EgressAccounting.lies
         experiments.new_pipeline, EgressAccounting.lies = (
@@ -94,7 +95,8 @@ def ipv6_case(name, payload_len, real_payload=1210, streams=1, flood=300 * M, re
     f[18:20] = payload_len.to_bytes(2, "big")
     saved = fast.new_pipeline
     if reference:
-        from ffs.switch.pipeline import EgressAccounting, Pipeline
+        from ffs.switch.control.egress_accounting import EgressAccounting
+        from ffs.switch.pipeline import Pipeline
 
         lies = EgressAccounting.lies
         fast.new_pipeline, EgressAccounting.lies = (

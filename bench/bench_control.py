@@ -121,9 +121,9 @@ def _bench_switch(work: Path, readers: int, seconds: float, rate: float) -> dict
     from ffs import p4names
     from ffs.agent.core import Agent
     from ffs.frames import ipv4_frame
-    from ffs.switch.control import SwitchControl
     from ffs.switch.driver import LocalDriver, ModelDriver
     from ffs.switch.fast import new_pipeline
+    from ffs.switch.runtime import SwitchControl
     from ffs.switch.server import serve
     from ffs.topology import load
 

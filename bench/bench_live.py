@@ -36,7 +36,7 @@ SINK = "import socket, time, sys; s = socket.socket(2, 2); s.bind(('0.0.0.0', 50
 # the ceiling of the AF_PACKET path itself, what a faster pipeline could reach
 IO_SWITCH = r"""
 import logging, sys
-from ffs.switch.control import SwitchControl
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.live import LiveSwitch
 from ffs.switch.pipeline import Result
 class Forward:

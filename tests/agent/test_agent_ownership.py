@@ -20,8 +20,8 @@ from ffs import p4names
 from ffs.agent.api import call
 from ffs.agent.owner import OwnerError, OwnerLock
 from ffs.agent.state import StateError, StateStore
-from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve
 
 pytestmark = pytest.mark.usefixtures("private_locks")

@@ -16,9 +16,9 @@ from agentkit import DUMBBELL, ffsctl, start_agent
 from ffs import p4names, tables
 from ffs.agent.api import call
 from ffs.agent.program import LpfConfig
-from ffs.switch.control import SwitchControl
 from ffs.switch.driver import ModelDriver
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve
 from ffs.topology import load
 

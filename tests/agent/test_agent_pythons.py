@@ -339,8 +339,8 @@ def run(
 @pytest.mark.parametrize("version", PYTHONS)
 def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
     from ffs.frames import ipv4_frame
-    from ffs.switch.control import SwitchControl
     from ffs.switch.pipeline import Pipeline
+    from ffs.switch.runtime import SwitchControl
     from ffs.switch.server import serve
 
     venv = venvs[version]

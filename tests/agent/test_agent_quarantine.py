@@ -9,6 +9,8 @@ quarantine's arithmetic is what is tested here (tests/live/test_live_attacks.py 
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from agentkit import make_agent
@@ -18,7 +20,7 @@ from ffs.frames import ipv4_frame, lie_ip_len
 
 M = 1e6
 LIAR = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)  # h2 -> h3: pair p2 -> p3
-HEAVY = 0xFFFF  # a claim heavier than the frame: the pair weighs more than it costs, λ alone decides
+HEAVY = 1500 + 4  # the heaviest claim p2 (IP MTU 1500) admits (spec §4), heavier than the frame: λ alone decides
 
 
 def pair_entry(agent, ingress: str, egress: str):
@@ -221,3 +223,54 @@ def test_light_lies_are_withheld_at_least_what_they_cost_the_port():
     assert level(100, w) == 1.0
     assert level(95, 0.3) == pytest.approx(0.95)
     assert level(50, 0.5 + 0.5 * w) == pytest.approx(0.5)
+
+
+def test_heavy_claims_get_their_weight_on_the_code_never_more_than_their_share_in_bytes():
+    """A held pair whose claims are heavy (w = F/R > 1, spec §9): λ = 0.1 of its bytes lie and its
+    arrivals weigh w = 2.2. At M·(1 − λ) γ admits (1 − λ)M/w of its bytes (load 0.41 of its share);
+    the code then carries c = (1 − λ)/0.41 = w, which admits M of them (load 1), and stays there. A
+    read of F that lies heavier (w read 10) does not raise c past what the period's bytes weighed;
+    a pair γ did not limit (load 0.1) gets at most w; a pair admitted 1.5 times its share under its
+    factor (its frames weighed less than c) loses it for the rest of its quarantine, which then
+    withholds λ as for any claim. The guard's drain of its egress runs 1 + excess faster while c
+    holds."""
+    from ffs.agent.program import Pair
+    from ffs.agent.quarantine import CODE_STEPS, Quarantine, lm_of, weighted_lm, withheld_lm
+    from ffs.entries import CounterValue, TableEntry, Update
+
+    pair = Pair(7, "p2", "p3", 2, 3)
+    q = Quarantine(10.0, 0.01)
+
+    def judge(now: float, w: float, load: float) -> None:
+        q.judge(
+            [pair],
+            {7: CounterValue(10, 1000)},
+            {7: CounterValue(100, 10_000)},
+            {7: CounterValue(0, 0)},
+            {7: 1.0},
+            now,
+            {7: w},
+            {7: load},
+        )
+
+    def code(lm: int = 2000) -> int:
+        entry = TableEntry(p4names.PAIRS.name, {}, "set_pair", tables.pair_params(7, lm))
+        return lm_of(q.withhold(Update("modify", entry)).entry.params["nlm"])
+
+    judge(0.0, 2.2, 0.5)  # the judgement that begins it: no held period to weigh yet
+    assert q.level[7] == pytest.approx(0.1) and 7 not in q.factor
+    assert code() == withheld_lm(2000, 0.1)
+    judge(1.0, 2.2, 0.9 / 2.2)
+    assert q.factor[7] == pytest.approx(2.2)
+    assert code() == weighted_lm(2000, 2.2) == 2000 + round(CODE_STEPS * math.log2(2.2))
+    judge(2.0, 10.0, 1.0)
+    assert q.factor[7] == pytest.approx(2.2)
+    judge(3.0, 2.2, 0.1)
+    assert q.factor[7] == pytest.approx(2.2)
+    q.excess = {7: (3, 0.6)}
+    drain = TableEntry(p4names.TIMER_PORTS.name, {}, "set_drain", {"port": 3, "drain": 1000})
+    assert q.withhold(Update("modify", drain)).entry.params["drain"] == 1600
+    judge(4.0, 2.2, 1.5)
+    assert 7 not in q.factor and q.withhold(Update("modify", drain)).entry.params["drain"] == 1000
+    judge(5.0, 2.2, 0.9 / 2.2)
+    assert 7 not in q.factor and code() == withheld_lm(2000, 0.1)

@@ -18,8 +18,8 @@ import pytest
 from agentkit import DUMBBELL, start_agent
 from ffs.agent.api import call
 from ffs.agent.state import StateError, StateStore
-from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve
 
 GOOD = {"node": "s1", "fairness": {"p3": {"p1": 2e6, "p2": 10e6}}, "saved_at": 0, "change": None}

@@ -25,8 +25,8 @@ import pytest
 import ffs
 from ffs import p4names
 from ffs.agent.api import ApiError, call
-from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve
 from ffs.switch.tna import ControlError
 

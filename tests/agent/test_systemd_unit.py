@@ -178,8 +178,8 @@ def run_unit(tmp_path: Path, switch: str, ffs_args: str) -> tuple[subprocess.Pop
 
 
 def test_the_units_command_runs_the_agent_and_stops_cleanly(tmp_path):
-    from ffs.switch.control import SwitchControl
     from ffs.switch.pipeline import Pipeline
+    from ffs.switch.runtime import SwitchControl
     from ffs.switch.server import serve
 
     switch = f"unix:{tmp_path}/switch.sock"
@@ -340,8 +340,8 @@ def notifications(sock: socket.socket, until: float) -> list[tuple[float, str]]:
 
 
 def test_the_unit_runs_as_its_own_user_notified_and_watched(opt_ffs):
-    from ffs.switch.control import SwitchControl
     from ffs.switch.pipeline import Pipeline
+    from ffs.switch.runtime import SwitchControl
     from ffs.switch.server import serve
 
     base = opt_ffs

@@ -51,7 +51,8 @@ def test_probes_cover_fragments_qinq_extensions_and_payloads():
 def test_a_phase_that_replays_gamma_leaves_out_probes_the_egress_drops_whatever_gamma_does():
     """The congested phase replays γ from what the Tofino forwarded; a frame the egress's frame check
     drops (spec §7.3: bytes disagreeing with the IP length) is not forwarded whether or not γ
-    admitted it, so it cannot say what γ did and is left out. An honest frame is kept."""
+    admitted it, so it cannot say what γ did and is left out. An honest frame is kept, and so is a
+    claim the ingress drops before γ (beyond its port's frame limit, spec §4)."""
     from conftest import TOPOLOGIES
     from ffs.agent.core import Agent
     from ffs.frames import ipv4_frame, lie_ip_len
@@ -76,4 +77,7 @@ def test_a_phase_that_replays_gamma_leaves_out_probes_the_egress_drops_whatever_
 
     honest = ipv4_frame("10.0.9.1", dst, 1000)
     assert not hidden(honest)
-    assert hidden(lie_ip_len(honest, 20)) and hidden(lie_ip_len(honest, 0xFFFF))
+    # p1's IP MTU is 1400: claims up to 1404 reach the frame check (spec §4)
+    assert hidden(lie_ip_len(honest, 20)) and hidden(lie_ip_len(honest, 1400 + 4))
+    # one beyond it is dropped at the ingress, before γ: both targets drop it whatever γ, nothing to replay
+    assert not hidden(lie_ip_len(honest, 1400 + 5)) and not hidden(lie_ip_len(honest, 0xFFFF))

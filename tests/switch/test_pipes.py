@@ -19,9 +19,9 @@ from ffs.allocator import allocate
 from ffs.driver.base import pipe_counter, pipe_sum
 from ffs.ports import pipe_of
 from ffs.switch import fast, trace
-from ffs.switch.control import SwitchControl
 from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve
 from ffs.switch.tna import PIPES
 from ffs.topology import load

@@ -7,9 +7,9 @@ import pytest
 from ffs import constants, p4names, tables
 from ffs.driver.base import DriverError
 from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
-from ffs.switch.control import SwitchControl
 from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import check_address, serve
 from ffs.switch.tna import PIPES
 from switchkit import rig

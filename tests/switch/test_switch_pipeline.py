@@ -686,21 +686,31 @@ def test_no_shim_inserted_beyond_the_egress_mtu(engine, version):
     assert pair_r(r) == 2  # both counted on their pair, as they arrived
 
 
-def test_the_agent_pushes_each_ports_mtu():
-    """The agent's node state holds shim_room entries for every interface, from its `mtu`."""
+@pytest.mark.parametrize(
+    "table, port_key, v4, v6",
+    [
+        # room for a shim under the egress's IP MTU (spec §2): total_len <= mtu - 8, payload <= mtu - 48
+        (p4names.SHIM_ROOM, "egress_port", -7, -47),
+        # the longest claim the ingress's frame limit holds (spec §4), + 1: total_len mtu + 4, payload mtu - 36
+        (p4names.CLAIM_LIMIT, "ingress_port", 5, -35),
+    ],
+)
+def test_the_agent_pushes_each_ports_mtu(table, port_key, v4, v6):
+    """The agent's node state holds shim_room and claim_limit entries for every interface, their
+    `thr` from its `mtu`."""
 
     from ffs.agent.program import port_updates
     from ffs.topology import load
 
     node = load(ROOT / "topologies" / "differential.yaml").node("dut")
     got = {
-        (u.entry.key["egress_port"].value, u.entry.key["ipv6"].value): u.entry.params["thr"]
+        (u.entry.key[port_key].value, u.entry.key["ipv6"].value): u.entry.params["thr"]
         for u in port_updates(node)
-        if u.entry.table == p4names.SHIM_ROOM.name
+        if u.entry.table == table.name
     }
     want = {}
     for i in node.interfaces.values():
-        want[(i.port, 0)], want[(i.port, 1)] = i.mtu - 7, i.mtu - 47
+        want[(i.port, 0)], want[(i.port, 1)] = i.mtu + v4, i.mtu + v6
     assert got == want
 
 
@@ -740,25 +750,6 @@ def test_a_claim_beyond_the_ingress_ports_frame_limit_weighs_nothing(engine, ver
     if version == 4:
         r.send(lying(0xFFFF))
         assert events(r) == {constants.EVENT_CLAIM_OVERSIZE: 2} and pair_r(r) == 2
-
-
-def test_the_agent_pushes_each_ports_claim_limit():
-    """The agent's node state holds claim_limit entries for every interface, from its `mtu`:
-    thr = the longest IP length + 1 (spec §4)."""
-
-    from ffs.agent.program import port_updates
-    from ffs.topology import load
-
-    node = load(ROOT / "topologies" / "differential.yaml").node("dut")
-    got = {
-        (u.entry.key["ingress_port"].value, u.entry.key["ipv6"].value): u.entry.params["thr"]
-        for u in port_updates(node)
-        if u.entry.table == p4names.CLAIM_LIMIT.name
-    }
-    want = {}
-    for i in node.interfaces.values():
-        want[(i.port, 0)], want[(i.port, 1)] = i.mtu + 5, i.mtu - 35
-    assert got == want
 
 
 # --- what one hop emits, the next admits (spec §3.1) ----------------------------------------------

@@ -17,8 +17,8 @@ from agentkit import dump
 from ffs import p4names
 from ffs.driver import wire
 from ffs.switch import control as control_mod
-from ffs.switch.control import SwitchControl
 from ffs.switch.driver import LocalDriver, ModelDriver
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve, stop
 from switchkit import rig
 

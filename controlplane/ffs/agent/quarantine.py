@@ -16,6 +16,15 @@ A pair whose claims are light (its bytes weigh w = F/R < 1 of what they cost, fr
 estimator and the counters) has at least `1 − w` withheld, so it admits at most τM of its bytes
 however low λ reads; the larger of the two, since at an attack's onset w reads high (F is the
 rate now, R the period's mean, part of it before the attack).
+A pair whose claims are heavy (w > 1: small frames claiming large lengths within the MTU) is
+admitted `M'/w` of its bytes at a code for M', so `M · (1 − λ)` would leave its honest senders
+`(1 − λ)²M/w`; once held it gets the code of `M · c` instead, c the weight of its admitted bytes
+over the last period (`c' · M / a`: the code c' it ran at over the line rate a it was admitted,
+the same bytes and period as λ), at most w: γ then admits about M of its real bytes, its honest
+senders `(1 − λ) · M`. A pair admitted above OVERSHOOT times its share in a period under such a
+code (its frames weighed less than c: a liar that lies heavy while F is read and light between)
+loses it for the rest of its quarantine. While it holds, the guard's virtual queue, which adds
+claims, drains faster by what the pair's admitted claims weigh above their bytes (`drains`).
 Whatever the claim, the pair then costs the egress at most its share; its honest senders keep
 about `(1 − λ)` of it; a pair of heavy liars alone (λ = 1) gets lm = 0, no share. The state is, per pid, the fraction
 withheld and when it ends, on
@@ -33,6 +42,7 @@ from typing import Iterable
 
 from ffs import p4names
 from ffs.agent.program import Pair
+from ffs.constants import LM_MAX
 from ffs.entries import CounterValue, TableEntry, Update
 from ffs.tables import pair_params
 
@@ -51,6 +61,11 @@ LYING_FRAMES = 3
 # FORGET_PERIODS quarantines (of `seconds`) after the last one, one at a time
 REPEAT_MAX = 64
 FORGET_PERIODS = 30
+# A held pair with heavy claims admitted above OVERSHOOT times its share (line rate) over a telemetry
+# period has its frames weigh less than its code's factor assumed: it keeps no factor for the rest
+# of its quarantine. The margin is the noise of a period's admitted bytes and the estimator's lag
+# behind them; a liar that games the factor takes it back one period later, once per quarantine.
+OVERSHOOT = 1.25
 
 
 def lm_of(nlm: int) -> int:
@@ -75,6 +90,11 @@ def withheld_lm(lm: int, level: float) -> int:
     return max(0, lm + round(CODE_STEPS * math.log2(1.0 - level)))
 
 
+def weighted_lm(lm: int, factor: float) -> int:
+    """The code of M · factor (factor > 1: a held pair's heavy claims, spec §9), from the code of M."""
+    return min(LM_MAX, lm + round(CODE_STEPS * math.log2(factor)))
+
+
 class Quarantine:
     def __init__(self, seconds: float = 10.0, fraction: float = 0.01) -> None:
         self.seconds = seconds
@@ -91,6 +111,13 @@ class Quarantine:
         self.suspects: set[int] = set()
         # per pair: its offences (a decaying record: a repeat liar's quarantine grows) and the last one's time
         self.offences: dict[int, tuple[int, float]] = {}
+        # pid -> the factor c > 1 on a held pair's share code for its heavy claims (its level then
+        # says what its lies take of the share, not the code); the held pairs that lost theirs
+        self.factor: dict[int, float] = {}
+        self.overshot: set[int] = set()
+        # pid -> (its egress port, what its admitted claims weigh above their bytes, over the port's
+        # speed): the guard's virtual queue adds claims (spec §7.7), so it drains that much faster
+        self.excess: dict[int, tuple[int, float]] = {}
 
     def offence_count(self, pid: int, now_s: float) -> int:
         """The pair's offences still remembered: one forgotten per FORGET_PERIODS · seconds since
@@ -132,14 +159,30 @@ class Quarantine:
                     self.seconds,
                 )
 
+    def drains(self) -> dict[int, float]:
+        """Per egress port with a held pair whose code carries a factor: the factor on its guard
+        timer's drain, 1 + what the pairs' admitted claims weigh above their bytes over its speed,
+        so that the virtual queue holds the bytes the port's queue holds (spec §7.7, §9)."""
+        out: dict[int, float] = {}
+        for pid, (port, x) in sorted(self.excess.items()):
+            if pid in self.factor:
+                out[port] = out.get(port, 1.0) + x
+        return out
+
     def withhold(self, u: Update) -> Update:
         """A quarantined pair's entry is a set_held_pair with its share less the fraction withheld
-        (its packets face τ = 1, spec §9); everything else passes unchanged."""
+        (its packets face τ = 1, spec §9), or its share times its heavy claims' factor; the guard's
+        drain of that pair's egress is raised by what its claims weigh above their bytes
+        (`drains`); everything else passes unchanged."""
         e = u.entry
+        if e.table == p4names.TIMER_PORTS.name and u.kind != "delete" and e.params.get("port") in self.drains():
+            drain = min(0xFFFFFFFF, round(e.params["drain"] * self.drains()[e.params["port"]]))
+            return dataclasses.replace(u, entry=dataclasses.replace(e, params={**e.params, "drain": drain}))
         pid = e.params.get("pid")
         if e.table != p4names.PAIRS.name or u.kind == "delete" or pid not in self.until:
             return u
-        lm = withheld_lm(lm_of(e.params["nlm"]), self.level.get(pid, 1.0))
+        lm = lm_of(e.params["nlm"])
+        lm = weighted_lm(lm, self.factor[pid]) if pid in self.factor else withheld_lm(lm, self.level.get(pid, 1.0))
         return dataclasses.replace(u, entry=dataclasses.replace(e, action=HELD_ACTION, params=pair_params(pid, lm)))
 
     def release(self, now_s: float) -> set[int]:
@@ -150,6 +193,9 @@ class Quarantine:
             del self.until[pid]
             self.level.pop(pid, None)
             self.tally.pop(pid, None)
+            self.factor.pop(pid, None)
+            self.excess.pop(pid, None)
+            self.overshot.discard(pid)
             log.info("quarantine over: pair pid=%d gets its share back", pid)
         return over
 
@@ -175,6 +221,7 @@ class Quarantine:
         survived: dict[int, float],
         now_s: float,
         weight: dict[int, float] | None = None,
+        load: dict[int, float] | None = None,
     ) -> set[int]:
         """Judge the pairs' lies since the last telemetry: `lies` (pair_malformed, the bytes the
         frame check dropped) against the bytes γ admitted (`arrived` − `dropped`: pair_bytes −
@@ -188,7 +235,8 @@ class Quarantine:
         judgement after the one that began a quarantine (`begun`) counts the lies that were queued
         at that first one; its weight may not raise the fraction past what the first withheld,
         since F may still be rising from the attack's start (a cold estimator reads light).
-        Returns the pairs whose withheld fraction changed."""
+        `weight` (w = F/R) and `load` (the line rate γ admitted over the pair's share, the same
+        period) where its port resets labels. Returns the pairs whose share code changed."""
         changed: set[int] = set()
         rechecked, self.begun = self.begun, set()
         if self.seconds <= 0:
@@ -203,6 +251,8 @@ class Quarantine:
             if held:  # every period of a quarantine counts toward its λ, lying or not; lying renews it
                 m_sum, c_sum = self.tally.get(p.pid, (0.0, 0.0))
                 self.tally[p.pid] = (m_sum + m, c_sum + checked)
+                if self._overshoot(p, (load or {}).get(p.pid)):
+                    changed.add(p.pid)
                 if m == 0 or min(1.0, m / max(checked, m)) <= self.fraction:
                     continue
             else:
@@ -214,34 +264,78 @@ class Quarantine:
                 self.evidence.pop(p.pid, None)
                 n = self.offence_count(p.pid, now_s)
                 self.offences[p.pid] = (n + 1, now_s)
-            m_sum, c_sum = self.tally[p.pid]
-            lam = min(1.0, m_sum / max(c_sum, m_sum))
-            w = (weight or {}).get(p.pid)
             old = self.level.get(p.pid)
-            if w is not None and w < 1.0:
-                # light claims: the pair's bytes weigh w of what they cost, so a share M·(1 − level)
-                # admits M·(1 − level)/w of them; at least 1 − w withheld keeps that within M when
-                # λ reads low (frames still queued), λ itself when it does not (honest co-senders)
-                floor = 1.0 - max(0.0, w)
-                lam = max(lam, min(floor, old) if p.pid in rechecked and old is not None else floor)
+            w = (weight or {}).get(p.pid)
+            lam = self._level(p.pid, w, old if p.pid in rechecked else None)
             if old is None:
                 self.begun.add(p.pid)
-                m_sum, c_sum = self.tally[p.pid]
-                log.warning(
-                    "quarantined pair %s->%s (pid=%d) for %gs (offence %d): %d of its frames lied about their "
-                    "length this period, %.0f %% of its admitted bytes over its last periods; %.0f %% of its share "
-                    "is withheld",
-                    p.ingress,
-                    p.egress,
-                    p.pid,
-                    self.duration(p.pid, now_s),
-                    self.offence_count(p.pid, now_s),
-                    lied.packets,
-                    100 * min(1.0, m_sum / max(c_sum, m_sum)),
-                    100 * lam,
-                )
-            if old != lam:
+                self._log_onset(p, lied.packets, lam, now_s)
+            reweighed = self._weigh(p.pid, w, (load or {}).get(p.pid), held)
+            if old != lam or reweighed:
                 changed.add(p.pid)
             self.level[p.pid] = lam
             self.until[p.pid] = now_s + self.duration(p.pid, now_s)
         return changed
+
+    def _level(self, pid: int, w: float | None, first: float | None) -> float:
+        """The fraction of the pair's share withheld: λ since its quarantine began, at least 1 − w
+        where its claims are light (w < 1); `first`: the level the judgement one period before
+        began its quarantine with, which its weight may not exceed."""
+        m_sum, c_sum = self.tally[pid]
+        lam = min(1.0, m_sum / max(c_sum, m_sum))
+        if w is not None and w < 1.0:
+            # light claims: the pair's bytes weigh w of what they cost, so a share M·(1 − level)
+            # admits M·(1 − level)/w of them; at least 1 − w withheld keeps that within M when
+            # λ reads low (frames still queued), λ itself when it does not (honest co-senders)
+            floor = 1.0 - max(0.0, w)
+            lam = max(lam, min(floor, first) if first is not None else floor)
+        return lam
+
+    def _weigh(self, pid: int, w: float | None, load: float | None, held: bool) -> bool:
+        """A held pair's factor for heavy claims (spec §9): its code at M · c, with c the weight
+        of the bytes it was admitted over the period, `c' · M / a` at the code c' · M it ran at
+        (γ admits a pair held at τ = 1 at its code, in weighted bytes), so that about M of its
+        real bytes pass. At most w, the weight of its arrivals: a pair that γ did not limit
+        reads c'/load above its weight. None before it has run a period held, where its claims
+        are light, or once it overshot; kept (at most w) where `load` is unknown (its egress not
+        congested: γ admitted everyone). Returns whether the factor changed."""
+        old = self.factor.pop(pid, None)
+        if held and w is not None and w > 1.0 and pid not in self.overshot:
+            ran = old if old is not None else 1.0 - self.level.get(pid, 1.0)
+            c = min(w, ran / load) if load else min(w, old or 0.0)
+            if c > 1.0:
+                self.factor[pid] = c
+        return self.factor.get(pid) != old
+
+    def _overshoot(self, p: Pair, load: float | None) -> bool:
+        """A held pair with a factor admitted above OVERSHOOT times its share: its frames weighed
+        less than the factor assumed; it keeps none for the rest of its quarantine."""
+        if p.pid not in self.factor or load is None or load <= OVERSHOOT:
+            return False
+        del self.factor[p.pid]
+        self.overshot.add(p.pid)
+        log.warning(
+            "pair %s->%s (pid=%d) was admitted %.2f times its share under its heavy claims' factor: "
+            "no factor for the rest of its quarantine",
+            p.ingress,
+            p.egress,
+            p.pid,
+            load,
+        )
+        return True
+
+    def _log_onset(self, p: Pair, frames: int, level: float, now_s: float) -> None:
+        m_sum, c_sum = self.tally[p.pid]
+        log.warning(
+            "quarantined pair %s->%s (pid=%d) for %gs (offence %d): %d of its frames lied about their "
+            "length this period, %.0f %% of its admitted bytes over its last periods; %.0f %% of its share "
+            "is withheld",
+            p.ingress,
+            p.egress,
+            p.pid,
+            self.duration(p.pid, now_s),
+            self.offence_count(p.pid, now_s),
+            frames,
+            100 * min(1.0, m_sum / max(c_sum, m_sum)),
+            100 * level,
+        )

@@ -5,9 +5,11 @@ ffs.agent.quarantine's)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from ffs import p4names
 from ffs.agent.parts import AgentParts
-from ffs.agent.program import pair_entry
+from ffs.agent.program import guard_updates, pair_entry
 from ffs.agent.quarantine import lm_of
 from ffs.agent.snapshot import PairStatus
 from ffs.entries import CounterValue, Update, UpdateKind
@@ -41,12 +43,14 @@ class QuarantineEntries(AgentParts):
         self.quarantine.resume(self.driver.read_table(p4names.PAIRS.name), shared, saved, now_s)
 
     def _release_quarantine(self, now_s: float) -> list[Update]:
-        """Every step: the set_pair of each pair whose quarantine time is up (its share back)."""
+        """Every step: the set_pair of each pair whose quarantine time is up (its share back), and
+        its egress's guard drain."""
+        drains = self.quarantine.drains()
         over = self.quarantine.release(now_s)
         if not over:
             return []
         self._mark_quarantine(self._pair_status)
-        return [u for pid, u in self._pair_updates("modify").items() if pid in over]
+        return self._guard_drains(drains) + [u for pid, u in self._pair_updates("modify").items() if pid in over]
 
     def _update_quarantine(
         self,
@@ -65,12 +69,48 @@ class QuarantineEntries(AgentParts):
         # too (honest labels of 2 read as w = 1/2), and its frames passed the upstream node's own
         # frame check, so λ alone judges a lie that reaches it (spec §9)
         resetting = {name for name, i in self.node.interfaces.items() if not i.trust}
-        weight = {st.pid: st.f_bps / st.rate_bps for st in pairs if st.rate_bps > 0 and st.ingress in resetting}
-        changed = self.quarantine.judge(self.pairs(), lies, r, drops, survived, now_s, weight)
+        weighed = [st for st in pairs if st.rate_bps > 0 and st.ingress in resetting]
+        weight = {st.pid: st.f_bps / st.rate_bps for st in weighed}
+        # what γ admitted of the pair over its share, the same period and line rate as R: a held
+        # pair's heavy claims set its code's factor from it (spec §9); only where its egress is
+        # congested (elsewhere γ admits everyone, at no one's cost)
+        congested = {e for e, t in self.taus.items() if t.congested}
+        load = {
+            st.pid: (st.rate_bps - st.drop_bps) / st.share_bps
+            for st in weighed
+            if st.share_bps > 0 and st.egress in congested
+        }
+        # λ in line-rate bytes, as F, R and the share: a lie costs the port its frame and 20 bytes
+        lies, r, drops = ({pid: self._line(c) for pid, c in d.items()} for d in (lies, r, drops))
+        drains = self.quarantine.drains()
+        changed = self.quarantine.judge(self.pairs(), lies, r, drops, survived, now_s, weight, load)
+        # a held pair's claims weigh (w − 1) times its admitted bytes above them (γ is uniform within
+        # the pair), and it is admitted at most its share's worth at its new code, all it sends if
+        # less (an uncongested egress admits everything)
+        self.quarantine.excess = {
+            st.pid: (eg.port, (weight[st.pid] - 1) * min(st.rate_bps, st.share_bps) / eg.speed)
+            for st in weighed
+            if st.pid in self.quarantine.factor and (eg := self.node.interfaces[st.egress]).speed > 0
+        }
         self._mark_quarantine(pairs)
-        if not changed:
-            return []
-        return [self.quarantine.withhold(u) for pid, u in self._pair_updates("modify").items() if pid in changed]
+        return self._guard_drains(drains) + [
+            self.quarantine.withhold(u) for pid, u in self._pair_updates("modify").items() if pid in changed
+        ]
+
+    def _guard_drains(self, before: dict[int, float]) -> list[Update]:
+        """The guard's timer entries of the egresses whose drain factor changed (`Quarantine.drains`)."""
+        after = self.quarantine.drains()
+        ports = {port for port in before.keys() | after.keys() if before.get(port) != after.get(port)}
+        ups = guard_updates(self.current_node(), self.guard_timer_ns)
+        return [
+            self.quarantine.withhold(dataclasses.replace(u, kind="modify"))
+            for u in ups
+            if u.entry.table == p4names.TIMER_PORTS.name and u.entry.params["port"] in ports
+        ]
+
+    def _line(self, c: CounterValue) -> CounterValue:
+        """A counter's bytes as line-rate bytes (spec §4: +wire_overhead per frame)."""
+        return CounterValue(c.packets, c.bytes + self.wire_overhead * c.packets)
 
     def _pair_updates(self, kind: UpdateKind) -> dict[int, Update]:
         """The node's set_pair entries by pid, each with its share (no quarantine applied)."""

@@ -32,9 +32,11 @@ def topology(
     packet_size: int = 1250,
     ip_len: int | None = None,
     flood_size: int | None = None,
+    flood_trust: bool = True,
 ) -> str:
     """s1: victim on p1 (share `share`), flood on p2 (the rest of p3's capacity) at up to p2's line
-    rate, both ports trusted. rf None: the flood sends no shim (labelled: false); ip_len: the flood's
+    rate, both ports trusted (`flood_trust` False: p2 resets labels, as a port to hosts). rf None:
+    the flood sends no shim (labelled: false); ip_len: the flood's
     IPv4 total length field lies (says ip_len whatever its flood_size bytes). The ports' MTU fits
     the largest packet (a port drops longer frames, spec §4)."""
     per = flood / streams
@@ -53,7 +55,7 @@ nodes:
   s1:
     interfaces:
       p1: {{capacity: {capacity:.0f}, port: 1, trust: true, mtu: {mtu}}}
-      p2: {{capacity: {flood:.0f}, port: 2, trust: true, mtu: {mtu}}}
+      p2: {{capacity: {flood:.0f}, port: 2, trust: {str(flood_trust).lower()}, mtu: {mtu}}}
       p3: {{capacity: {capacity:.0f}, port: 3, mtu: {mtu}}}
     fairness:
       p3: {{p1: {share:.0f}, p2: {capacity - share:.0f}}}
@@ -87,7 +89,8 @@ def replay_attack(
 ) -> tuple[ReplayResult, dict[str, float], int]:
     """The victim (p1, 1250-byte packets) and `streams` floods of `flood_frame` (p2) into s1 of
     `topology`, its agent in the loop, p3 drained at its speed (its capacity); the line rates over
-    the second half and the frames the egress dropped as malformed. The pipeline is
+    the second half and the lies the switch counted: frames the egress dropped as malformed, claims
+    beyond the ingress port's frame limit the ingress dropped (spec §4). The pipeline is
     `fast.new_pipeline`'s, looked up at the call."""
     topo = loads(topology(cap, victim, share, flood, None))
     pipe = fast.new_pipeline(1)
@@ -118,16 +121,22 @@ def replay_one_liar(
     liar: bool = True,
     claim: int = 20,
     poisson: bool = True,
+    liar_len: int = 1250,
+    resetting: bool = False,
+    liar_rate: float | None = None,
     **agent_kw: Any,
 ) -> tuple[ReplayResult, dict[str, float], int]:
     """One neighbour (p2) carrying `honest` honest senders and, with `liar`, one sender whose
-    1250-byte frames claim an IPv4 length of `claim`, every sender at `rate`; the victim on p1.
+    frames of IPv4 length `liar_len` claim `claim`, every sender at `rate` (a line rate; the liar at
+    `liar_rate` if given); the victim on p1. p2 trusts labels unless `resetting` (then its
+    estimator weighs every frame by its claim alone, and the agent reads the pair's weight
+    w = F/R, spec §9).
     The data plane sees one pair (p2, p3) for all of them: it has no per-sender state. Rates over
     the second half: "victim", "honest" (the honest senders together), "liar"; and the lies the
     switch counted: frames the egress dropped as malformed, claims beyond the ingress port's frame
     limit the ingress dropped (spec §4). Tofino's order, as `replay_attack`."""
     senders = honest + int(liar)
-    topo = loads(topology(cap, victim, share, max(senders * rate, cap), None))
+    topo = loads(topology(cap, victim, share, max(senders * rate, cap), None, flood_trust=not resetting))
     pipe = fast.new_pipeline(1)
     configure_node(pipe.tm, topo.node("s1"))
     agent = Agent(LocalDriver(pipe), topo, "s1", **agent_kw)
@@ -154,8 +163,8 @@ def replay_one_liar(
         arrivals.append(
             stream_arrivals(
                 2,
-                lie_ip_len(ipv4_frame("10.0.2.250", "10.0.3.1", 1250), claim),
-                rate,
+                lie_ip_len(ipv4_frame("10.0.2.250", "10.0.3.1", liar_len), claim),
+                rate if liar_rate is None else liar_rate,
                 0,
                 duration,
                 stream="liar",

@@ -660,7 +660,9 @@ static void strip_shim(uint8_t *f, size_t *len, parsed_t *p) {
     p->shim = 0;
 }
 
-/* --- pipeline.py: the ingress metadata and one function per P4 action ------------------------- */
+/* --- header.py, pipeline.py: the ingress metadata (header.p4) and the parser's terminal states --- */
+/* Each section below is the twin of one P4 control, p4src/include/control/<name>.p4, and of its Python
+ * module switch/control/<name>.py: one function per P4 action, named like it. */
 typedef struct {
     uint32_t trust, insert;
     uint32_t ffs_state, ri_req, rri_ge_one, l3_len, runt, wlen, claim_room, routed, egress_port;
@@ -684,6 +686,7 @@ static void ingress_parser_metadata(const uint8_t *buf, const parsed_t *p, meta_
     }
 }
 
+/* --- control/ffs_core: port_label, claim_limit (fate: in engine_process_mac) ------------------- */
 /* FfsIngress.port_label: the const entries of ffs.tables.port_label_entries, in order */
 static void port_label_apply(const uint8_t *buf, const parsed_t *p, meta_t *md) {
     if (md->trust && md->ffs_state == FFS_STATE_VALID) { /* use_label_ri */
@@ -704,7 +707,7 @@ static void claim_limit_apply(Engine *e, uint32_t ingress_port, meta_t *md, int 
     md->claim_room = r->act == A_SET_CLAIM_LIMIT ? sat_sub(r->p[0], md->l3_len) : 1;
 }
 
-/* Forwarding */
+/* --- control/forwarding ------------------------------------------------------------------------ */
 static inline void route(meta_t *md, uint32_t port) {
     md->egress_port = port;
     md->routed = 1;
@@ -725,7 +728,7 @@ static void forwarding_apply(Engine *e, const parsed_t *p, meta_t *md) {
         fwd_drop(md);
 }
 
-/* PairMap */
+/* --- control/pair_map -------------------------------------------------------------------------- */
 static inline void set_pair(meta_t *md, uint32_t pid, uint32_t nlm) {
     md->pid = pid;
     md->rf_over_m = (nlm + md->rf) & U16;
@@ -778,6 +781,7 @@ static void pair_map_apply(Engine *e, uint32_t ingress_port, meta_t *md, int ipv
 }
 
 /* RateEstimation */
+/* --- control/rate_estimation ------------------------------------------------------------------- */
 static inline void set_lw(meta_t *md, uint32_t llen, uint32_t wadd) {
     md->lw = sat_sub(llen, md->rf_hdr);
     md->llen = llen;
@@ -821,7 +825,7 @@ static inline uint32_t claimed_len(const parsed_t *p, uint32_t l3_len, int fcs) 
 }
 
 /* len_log on (ipv6, vlan, l3_len), then weight (trusting port) or weight_reset (resetting port) */
-static void rate_est_weigh(Engine *e, const parsed_t *p, meta_t *md) {
+static void rate_estimation_weigh(Engine *e, const parsed_t *p, meta_t *md) {
     u128 key = ((u128)(p->ip_version == 6) << 17) | ((u128)(p->vlan != 0) << 16) | md->l3_len;
     const tres *r = table_lookup(&e->tables[T_LEN_LOG], key);
     if (r->act == A_SET_LW)
@@ -837,7 +841,7 @@ static void rate_est_weigh(Engine *e, const parsed_t *p, meta_t *md) {
         weight_max(md);
 }
 
-static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns, uint32_t pipe) {
+static void rate_estimation_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns, uint32_t pipe) {
     estimate(e, md, t_ns, pipe);
     count_pair(e, md, frame_len, pipe);
     const tres *r = table_lookup(&e->tables[T_F_LOG], md->f_rate);
@@ -849,6 +853,7 @@ static void rate_est_apply(Engine *e, meta_t *md, size_t frame_len, int64_t t_ns
 }
 
 /* Normalize */
+/* --- control/normalize ------------------------------------------------------------------------- */
 static inline void draw(Engine *e, meta_t *md) { md->rnd = mt_next(&e->rng) >> 16; }
 
 static void normalize_apply(Engine *e, meta_t *md) {
@@ -863,7 +868,8 @@ static void normalize_apply(Engine *e, meta_t *md) {
 }
 
 /* RiUpdate.ri_candidate: the const entries of ffs.tables.ri_candidate_entries */
-static void ri_candidate_apply(meta_t *md) {
+/* --- control/ri_update ------------------------------------------------------------------------- */
+static void ri_update_apply(meta_t *md) {
     if (!md->ri_req)
         md->c_ri = CODE_MAX; /* candidate_keep (the default) */
     else if (!md->rri_ge_one)
@@ -874,7 +880,8 @@ static void ri_candidate_apply(meta_t *md) {
 
 /* QueueGuard (spec §7.7): the egress's threshold; for a managed packet gamma admitted, the
  * virtual queue's verdict and its growth */
-static void guard_apply(Engine *e, meta_t *md, uint32_t pipe) {
+/* --- control/queue_guard ----------------------------------------------------------------------- */
+static void queue_guard_apply(Engine *e, meta_t *md, uint32_t pipe) {
     const tres *r = table_lookup(&e->tables[T_EGRESS_QUEUE], md->egress_port);
     md->qhi = r->act == A_SET_QUEUE ? r->p[0] : U32; /* set_queue / no_queue */
     if (!(md->managed && md->admit_margin)) return;
@@ -884,7 +891,7 @@ static void guard_apply(Engine *e, meta_t *md, uint32_t pipe) {
 }
 
 /* QueueGuard.timer: a timer packet (packet_id), or k alike: drain its port's queue k times */
-static void guard_timer(Engine *e, uint32_t packet_id, uint32_t pipe, int64_t k) {
+static void queue_guard_timer(Engine *e, uint32_t packet_id, uint32_t pipe, int64_t k) {
     const tres *r = table_lookup(&e->tables[T_TIMER_PORTS], packet_id);
     if (r->act != A_SET_DRAIN) return; /* no_drain */
     uint32_t port = r->p[0];
@@ -903,12 +910,13 @@ static void run_timers(Engine *e, uint32_t pipe, int64_t t_ns) {
     int64_t k = (t_ns - e->pktgen_next[pipe]) / period + 1;
     e->pktgen_next[pipe] += k * period;
     if (e->pktgen_cfg[2] != TIMER_APP_ID) return; /* the software switch runs the timer application only */
-    for (int64_t i = 0; i < e->pktgen_cfg[1]; i++) guard_timer(e, (uint32_t)i, pipe, k);
+    for (int64_t i = 0; i < e->pktgen_cfg[1]; i++) queue_guard_timer(e, (uint32_t)i, pipe, k);
 }
 
 /* EgressAccounting.frame_check: the const entries of ffs.tables.frame_check_entries, in order.
  * pkt_length is the length the packet arrived with (FCS included); a shim the ingress inserted
  * (grown, bridged) is added to it before the claim is compared. */
+/* --- control/egress_accounting ----------------------------------------------------------------- */
 static int frame_lies(const uint8_t *buf, size_t len, uint32_t pkt_length, int grown) {
     parsed_t p;
     /* the egress parser: an IP length wrapped by an inserted shim (65528 + 8) is still checked */
@@ -926,7 +934,7 @@ static int frame_lies(const uint8_t *buf, size_t len, uint32_t pkt_length, int g
 
 /* EgressAccounting: 0 when the frame was dropped (drop_malformed); pid < 0: no managed pair. The
  * counters count the frame as the TM holds it (*len, FCS included), in the egress port's pipe. */
-static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length,
+static int egress_accounting_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length,
                              int grown) {
     uint32_t pipe = port >> PIPE_SHIFT;
     if (frame_lies(buf, *len, pkt_length, grown)) {
@@ -944,6 +952,7 @@ static int egress_acct_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port
     return 1;
 }
 
+/* --- tm.py: the traffic manager, and pipeline.py: the program ---------------------------------- */
 /* TrafficManager.enqueue: when the frame's last bit leaves `port`, or -1 (tail drop) */
 static int64_t tm_enqueue(Engine *e, uint32_t port, int64_t t_ns, size_t wire) {
     double speed = e->tm_speed[port];
@@ -981,7 +990,7 @@ static int tm_oversize_drop(Engine *e, uint32_t port, size_t len) {
     return 1;
 }
 
-/* EgressAccounting.emitted_len: the frame egress_acct_apply lets leave, without a shim it strips */
+/* EgressAccounting.emitted_len: the frame egress_accounting_apply lets leave, without a shim it strips */
 static size_t emitted_len(Engine *e, const uint8_t *buf, size_t len, uint32_t port) {
     if (table_lookup(&e->tables[T_EGRESS_PORTS], port)->act != A_STRIP_SHIM) return len;
     parsed_t p;
@@ -990,7 +999,7 @@ static size_t emitted_len(Engine *e, const uint8_t *buf, size_t len, uint32_t po
 }
 
 /* Pipeline._egress: the TM with the frame the egress emits (cut at the port's frame limit), then
- * FfsEgress (egress_acct_apply), then the port's MAC; the egress port or -1 - reason */
+ * FfsEgress (egress_accounting_apply), then the port's MAC; the egress port or -1 - reason */
 static int tm_and_egress(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length, int grown,
                          int64_t t_ns, int64_t *depart) {
     size_t sent = emitted_len(e, buf, *len, port);
@@ -999,7 +1008,7 @@ static int tm_and_egress(Engine *e, uint8_t *buf, size_t *len, uint32_t port, in
     size_t wire = (sent < MIN_FRAME + FCS_LEN ? MIN_FRAME + FCS_LEN : sent) + WIRE_OVERHEAD;
     *depart = tm_enqueue(e, port, t_ns, wire);
     if (*depart < 0) return -1 - R_TM_DROP;
-    if (!egress_acct_apply(e, buf, len, port, pid, pkt_length, grown)) return -1 - R_MALFORMED;
+    if (!egress_accounting_apply(e, buf, len, port, pid, pkt_length, grown)) return -1 - R_MALFORMED;
     return tm_oversize_drop(e, port, *len) ? -1 - R_OVERSIZE : (int)port;
 }
 
@@ -1012,7 +1021,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     run_timers(e, pipe, t_ns);
     if (tm_oversize_drop(e, ingress_port, *len)) return -1 - R_OVERSIZE; /* the receiving MAC */
     if ((ingress_port & 0x7F) == PKTGEN_PORT && *len >= TIMER_HEADER_LEN && (buf[0] & 7) == TIMER_APP_ID) {
-        guard_timer(e, rd16(buf, 4), pipe, 1); /* FfsIngressParser's timer path (spec §7.1) */
+        queue_guard_timer(e, rd16(buf, 4), pipe, 1); /* FfsIngressParser's timer path (spec §7.1) */
         return -1 - R_TIMER;
     }
     meta_t md;
@@ -1030,14 +1039,14 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     port_label_apply(buf, &p, &md);
     claim_limit_apply(e, ingress_port, &md, p.ip_version == 6);
     forwarding_apply(e, &p, &md);
-    rate_est_weigh(e, &p, &md);
+    rate_estimation_weigh(e, &p, &md);
     if (md.routed && md.claim_room) pair_map_apply(e, ingress_port, &md, p.ip_version == 6);
     if (md.managed) {
-        rate_est_apply(e, &md, frame_len, t_ns, pipe);
+        rate_estimation_apply(e, &md, frame_len, t_ns, pipe);
         normalize_apply(e, &md);
-        ri_candidate_apply(&md);
+        ri_update_apply(&md);
     }
-    if (md.routed) guard_apply(e, &md, pipe);
+    if (md.routed) queue_guard_apply(e, &md, pipe);
     /* FfsIngress.fate: the const entries of ffs.tables.fate_entries, in order; beside it
      * count_pair_drop and count_admitted (A_j, before the TM) */
     if (md.managed) {

@@ -10,8 +10,8 @@ import ffs
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
 from ffs.driver.model import ModelDriver
 from ffs.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
-from ffs.switch.control import SwitchControl
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.tna import ControlError
 
 

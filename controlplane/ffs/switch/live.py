@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from ffs.driver.base import DriverError
-from ffs.switch.control import SwitchControl
 from ffs.switch.delay import DelayLine
 from ffs.switch.driver import ModelDriver
 from ffs.switch.fast import new_pipeline
 from ffs.switch.pipeline import Pipeline
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve, stop
 
 log = logging.getLogger("ffs.switch.live")

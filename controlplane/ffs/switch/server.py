@@ -10,7 +10,7 @@ private directory and renamed into place, so its mode never follows the umask an
 moment when others could connect). TCP only when asked, on loopback, with a warning: the service
 has no authentication, so anyone on the machine can then change the tables; another address needs
 --allow-remote as well. Requests are bounded (`MAX_REQUEST_BYTES`, ffs.safeload's depth), at most
-`WORKERS` run at once, and large reads release the packet lock between chunks (ffs.switch.control),
+`WORKERS` run at once, and large reads release the packet lock between chunks (ffs.switch.runtime),
 so that a slow or greedy client cannot stall forwarding.
 """
 
@@ -30,7 +30,7 @@ import grpc
 import ffs
 from ffs.driver import wire
 from ffs.safeload import LoadError, loads_json
-from ffs.switch.control import SwitchControl
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.tna import ControlError
 from ffs.unixsock import bind_private
 

@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The twin of `p4src/include/control/egress_accounting.p4`: the frame check, A_j after the TM, the
+strip mode; its C twin in `_fastpath.c`: egress_accounting_apply."""
+
+from __future__ import annotations
+
+from ffs import constants, p4names
+from ffs.switch.packet import (
+    ParseError,
+    parse,
+    strip_shim,
+)
+from ffs.switch.tna import (
+    PIPE_SHIFT,
+    Counter,
+    MatchTable,
+    const_table,
+)
+from ffs.tables import claimed_frame_len
+
+
+class EgressAccounting:
+    """`FfsEgress.egress_acct`: A_j (every packet reaching egress) and the strip port mode."""
+
+    def __init__(self) -> None:
+        from ffs.tables import frame_check_entries  # the one generator of the const entries
+
+        self.accepted = Counter(p4names.ACCEPTED)
+        self.malformed = Counter(p4names.MALFORMED)
+        self.pair_malformed = Counter(p4names.PAIR_MALFORMED)
+        self.egress_ports = MatchTable(p4names.EGRESS_PORTS)
+        self.frame_check = const_table(p4names.FRAME_CHECK, frame_check_entries())
+
+    def count_accepted(self, port: int, frame_len: int) -> None:
+        self.accepted.count(port, frame_len, port >> PIPE_SHIFT)
+
+    def lies(self, buf: bytearray, pkt_length: int, grown: bool) -> bool:
+        """frame_check (spec §7.3): do the frame's bytes disagree with its IP length field?
+        `pkt_length` is eg_intr_md.pkt_length, the length the packet arrived with, FCS included (on
+        tofino-model it does not follow the ingress deparser): a shim the ingress inserted
+        (`grown`, bridged) is added to it. FfsEgressParser extracts the shim whatever the IP
+        length says, so a length that an inserted shim wrapped (65528..65535 + 8) is checked, not
+        passed as unreadable."""
+        try:
+            p = parse(buf, ingress=False)
+        except ParseError:  # the egress parser accepts what it cannot read: not checked
+            return False
+        if not p.ip_version:
+            return False
+        pkt_len = pkt_length + (constants.SHIM_LEN if grown else 0)
+        excess = (pkt_len - claimed_frame_len(p.l3_len, p.ip_version == 6, p.vlan, fcs=False)) & 0xFFFF
+        action, _ = self.frame_check.lookup(excess, pkt_length, int(p.vlan))
+        return action == "frame_lies"
+
+    def emitted_len(self, buf: bytearray, port: int) -> int:
+        """The length of the frame `apply` lets leave `port`: without the shim where the port strips
+        it, what the port drains (spec §4). `apply` is the one that strips and counts."""
+        if self.egress_ports.lookup(port)[0] != "strip_shim":
+            return len(buf)
+        try:
+            p = parse(buf, ingress=False)
+        except ParseError:
+            return len(buf)
+        return len(buf) - constants.SHIM_LEN if p.shim and p.ffs_state == constants.FFS_STATE_VALID else len(buf)
+
+    @staticmethod
+    def strip(buf: bytearray) -> None:  # strip_v4 / strip_v6 after the egress parser
+        try:
+            p = parse(buf, ingress=False)
+        except ParseError:  # the egress parser accepts what it cannot read: nothing to strip
+            return
+        if p.shim and p.ffs_state == constants.FFS_STATE_VALID:  # a shim it does not understand stays (spec §6)
+            strip_shim(buf, p)
+
+    def apply(self, buf: bytearray, port: int, pkt_length: int, pid: int | None = None, grown: bool = False) -> bool:
+        """False: the frame was dropped (drop_malformed), counted in `malformed` and, for a managed
+        pair (`pid`, bridged from the ingress), in `pair_malformed`. The counters count the frame
+        as the TM holds it (`buf`, FCS included), in the egress port's pipe."""
+        if self.lies(buf, pkt_length, grown):
+            pipe = port >> PIPE_SHIFT
+            self.malformed.count(port, len(buf), pipe)
+            if pid is not None:
+                self.pair_malformed.count(pid, len(buf), pipe)
+            return False
+        self.count_accepted(port, len(buf))
+        action, _ = self.egress_ports.lookup(port)
+        if action == "strip_shim":
+            self.strip(buf)
+        return True
