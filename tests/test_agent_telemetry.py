@@ -99,7 +99,7 @@ def test_pair_rates_reach_status_on_the_telemetry_period_and_tau_uses_the_egress
 def test_a_lie_at_an_egress_reads_the_pairs_at_once_and_quarantines_within_one_period():
     agent, p = dumbbell(10.0)
     liar = bytearray(ipv4_frame("10.0.2.1", "10.0.3.1", 1250))
-    liar[16:18] = (1500 + 4).to_bytes(2, "big")  # the heaviest claim p2 admits (spec §4): λ alone decides; the egress drops it
+    liar[16:18] = (1500 + 4).to_bytes(2, "big")  # the heaviest claim p2 admits (spec §4): λ alone decides
     liar[24:26] = ipv4_checksum(liar[14:34]).to_bytes(2, "big")
     t = 0
     for _ in range(50):
