@@ -25,7 +25,10 @@ def topology(streams: tuple[str, ...], scale: float = SCALE):
     nodes = {
         n: dataclasses.replace(
             node,
-            interfaces={i: dataclasses.replace(x, capacity=x.capacity * SCALE) for i, x in node.interfaces.items()},
+            # jumbo frames at 10 Gb/s (run's ip_size, 9000): the ports' MTU fits them (spec §4)
+            interfaces={
+                i: dataclasses.replace(x, capacity=x.capacity * SCALE, mtu=9000) for i, x in node.interfaces.items()
+            },
             fairness={e: {i: v * SCALE for i, v in col.items()} for e, col in node.fairness.items()},
         )
         for n, node in t.nodes.items()
@@ -145,3 +148,13 @@ def test_every_echo_carries_the_nodes_rri_for_a_packet_the_source_sent():
     exact = allocate(topo).stream("h1").rate
     late = [rri_factor(code) * rate for now, code, sent, rate in seen if sent > 0.04]
     assert np.median(late) == pytest.approx(exact, rel=0.02)
+
+
+def test_a_packet_size_beyond_the_ports_mtu_is_refused_in_one_line():
+    """Jumbo packets through ports of IP MTU 1500 would be dropped by their MAC (spec §4): the run
+    refuses them before it starts, naming the port."""
+    t = load(TOPO)
+    with pytest.raises(
+        ValueError, match=r"^ip_size 9000 exceeds the IP MTU 1500 of s1\.p1 \(h1's port\): set its mtu$"
+    ):
+        run(t, "s1", [Flow("h1", "h1", "h3", BIG, "minloss")], duration_s=0.01, ip_size=9000)

@@ -16,7 +16,7 @@ import pytest
 from agentkit import dump
 from ffs import p4names
 from ffs.driver import wire
-from ffs.switch import control as control_mod
+from ffs.switch import runtime as control_mod
 from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve, stop

@@ -137,6 +137,14 @@ def _host_port(topo: Topology, node: str, host: str) -> tuple[int, str, float]:
     return itf.port, h.address.split("/")[0], itf.capacity
 
 
+def _check_mtu(topo: Topology, node: str, host: str, ip_size: int) -> None:
+    """A packet above its port's IP MTU cannot cross the port's MAC (spec §4): refused in one line."""
+    i = topo.hosts[host].attach.split(".")[1]
+    mtu = topo.nodes[node].interfaces[i].mtu
+    if ip_size > mtu:
+        raise ValueError(f"ip_size {ip_size} exceeds the IP MTU {mtu} of {node}.{i} ({host}'s port): set its mtu")
+
+
 def default_controller(scheme: str, capacity: float, t0: float, settle_s: float, confirm_s: float = 0.0) -> Controller:
     if scheme == "mintime":
         return MinTime(capacity)
@@ -202,6 +210,8 @@ def _flow_state(
     """Flow k's sender, receiver and frames; the first flow to a destination paces its port."""
     port, src_ip, cap = _host_port(topo, node, f.src)
     dport, dst_ip, dcap = _host_port(topo, node, f.dst)
+    for host in (f.src, f.dst):
+        _check_mtu(topo, node, host, ip_size)
     ctl = (
         f.controller(cap, f.start_s)
         if f.controller
