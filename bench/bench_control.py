@@ -118,14 +118,14 @@ def bench_switch(readers: int, seconds: float, rate: float) -> dict:
 
 
 def _bench_switch(work: Path, readers: int, seconds: float, rate: float) -> dict:
-    from ffs import p4names
     from ffs.agent.core import Agent
-    from ffs.frames import ipv4_frame
+    from ffs.core import p4names
+    from ffs.core.frames import ipv4_frame
+    from ffs.core.topology import load
     from ffs.switch.control import SwitchControl
     from ffs.switch.driver import LocalDriver, ModelDriver
     from ffs.switch.fast import new_pipeline
     from ffs.switch.server import serve
-    from ffs.topology import load
 
     pipeline = new_pipeline(1, "auto")
     ctl = SwitchControl(pipeline)
@@ -207,8 +207,8 @@ def _bench_inputs(work: Path) -> dict:
     import tracemalloc
 
     from ffs.agent.matrix import MatrixError, load_matrix_file, validate_matrix
-    from ffs.safeload import LoadError, loads_json
-    from ffs.topology import load
+    from ffs.core.safeload import LoadError, loads_json
+    from ffs.core.topology import load
 
     node = load(ROOT / "topologies" / "dumbbell.yaml").node("s1")
 

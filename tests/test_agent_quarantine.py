@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from agentkit import make_agent
-from ffs import p4names, tables
-from ffs.entries import Exact
-from ffs.frames import ipv4_frame, lie_ip_len
+from ffs.core import p4names, tables
+from ffs.core.entries import Exact
+from ffs.core.frames import ipv4_frame, lie_ip_len
 
 M = 1e6
 LIAR = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)  # h2 -> h3: pair p2 -> p3
@@ -199,7 +199,7 @@ def test_light_lies_are_withheld_at_least_what_they_cost_the_port():
     honest sender of the liar's size."""
     from ffs.agent.program import Pair
     from ffs.agent.quarantine import Quarantine
-    from ffs.entries import CounterValue
+    from ffs.core.entries import CounterValue
 
     pair = Pair(7, "p2", "p3", 2, 3)
     w = 84 / 1288

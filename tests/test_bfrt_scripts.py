@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ffs import p4names, tables
 from ffs.agent.program import LpfConfig, node_updates, pair_time_constant_ns, pairs_of
-from ffs.topology import load
+from ffs.core import p4names, tables
+from ffs.core.topology import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "bfrt-scripts"

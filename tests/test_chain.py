@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from conftest import TOPOLOGIES
-from ffs import constants
 from ffs.agent.core import Agent
-from ffs.frames import ipv4_frame
+from ffs.core import constants
+from ffs.core.frames import ipv4_frame
+from ffs.core.topology import load
 from ffs.lab.chain import ChainError, ChainPlan, plan
 from ffs.lab.chain_differential import PORTS_PER_NODE, SoftChain, endpoint
 from ffs.lab.differential import Probe, read_state
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
-from ffs.topology import load
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAIN = TOPOLOGIES / "chain-model.yaml"

@@ -19,8 +19,8 @@ from ffs.agent import api
 from ffs.agent.api import ApiError, ControlServer, call
 from ffs.agent.matrix import MatrixError, validate_matrix
 from ffs.agent.service import AgentService, ServiceConfig
-from ffs.shares import MIN_SHARE_BPS, MIN_SHARE_FRACTION
-from ffs.topology import TopologyError, load
+from ffs.core.shares import MIN_SHARE_BPS, MIN_SHARE_FRACTION
+from ffs.core.topology import TopologyError, load
 from hostilekit import laughs
 
 M = 1e6
@@ -198,7 +198,7 @@ def test_connections_beyond_the_cap_are_told_busy(running, monkeypatch):
         pytest.fail("slots were not released")
 
 
-# --- the share floor (ffs.shares) ------------------------------------------------------------
+# --- the share floor (ffs.core.shares) ------------------------------------------------------------
 
 
 def test_share_floor_numbers():
@@ -236,7 +236,7 @@ def test_forged_label_from_a_host_port_buys_nothing(topo_dir):
     """scenarios/forged-label.yaml: a host floods with rf = 2^-14. Its port does not trust labels (the
     default for host-facing ports), so the label is reset to 1.0 and the flood gets exactly its FFS
     rate (Eq. 1: τ = 1.25, 600 Mb/s) while the victim keeps its 400 Mb/s (Corollary 1)."""
-    from ffs.allocator import allocate
+    from ffs.core.allocator import allocate
     from ffs.lab.experiments import run_scenario
 
     topo = load(topo_dir.parent / "scenarios" / "forged-label.yaml")

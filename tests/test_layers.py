@@ -19,6 +19,7 @@ PKG = Path(__file__).resolve().parent.parent / "controlplane" / "ffs"
 LAYERS = {
     # constants, units, entries, labels, p4names, ports, frames, tables, tau, shares, topology, allocator, ...
     "ffs": 0,
+    "ffs.core": 0,
     "ffs.driver": 1,
     "ffs.switch": 1,
     "ffs.lab.endpoint": 1,

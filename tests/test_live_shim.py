@@ -16,14 +16,14 @@ import sys
 import pytest
 
 from conftest import requires_root
-from ffs import constants, p4names
 from ffs.agent.core import Agent
 from ffs.agent.program import egress_entry
-from ffs.frames import ipv4_frame, shim
+from ffs.core import constants, p4names
+from ffs.core.frames import ipv4_frame, shim
+from ffs.core.labels import encode
+from ffs.core.tables import egress_params, f_log_entries, lm_of
 from ffs.lab.liverun import live_node
-from ffs.labels import encode
 from ffs.switch.driver import ModelDriver
-from ffs.tables import egress_params, f_log_entries, lm_of
 
 pytestmark = [requires_root]
 

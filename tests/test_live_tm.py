@@ -17,8 +17,8 @@ import pytest
 
 from conftest import requires_root
 from ffs.agent.program import LpfConfig, pairs_of
+from ffs.core.topology import load
 from ffs.lab.liverun import live_node
-from ffs.topology import load
 
 pytestmark = [requires_root]
 

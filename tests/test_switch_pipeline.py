@@ -9,10 +9,10 @@ import pytest
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from ffs import constants, p4names, tables
-from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
-from ffs.frames import ipv4_checksum, ipv4_frame, ipv6_frame, lie_ip_len, shim
-from ffs.labels import decode, encode
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.core.frames import ipv4_checksum, ipv4_frame, ipv6_frame, lie_ip_len, shim
+from ffs.core.labels import decode, encode
 from switchkit import DST, IN, OUT, SCALE, labelled, lm_for, rig, single_packet_f
 
 
@@ -690,7 +690,7 @@ def test_the_agent_pushes_each_ports_mtu():
     from pathlib import Path
 
     from ffs.agent.program import port_updates
-    from ffs.topology import load
+    from ffs.core.topology import load
 
     node = load(Path(__file__).resolve().parent.parent / "topologies" / "differential.yaml").node("dut")
     got = {
@@ -748,7 +748,7 @@ def test_the_agent_pushes_each_ports_claim_limit():
     from pathlib import Path
 
     from ffs.agent.program import port_updates
-    from ffs.topology import load
+    from ffs.core.topology import load
 
     node = load(Path(__file__).resolve().parent.parent / "topologies" / "differential.yaml").node("dut")
     got = {

@@ -8,14 +8,14 @@ One request per line, one response per line:
   {"op": "matrix_show"} | {"op": "matrix_plan", "fairness": ...} | {"op": "tau_show"} | {"op": "log", "limit": 20}
 Errors: {"ok": false, "error": "<one line>"}.
 
-The socket is created mode 0600 (0660 when a group is configured) whatever the umask (ffs.unixsock:
+The socket is created mode 0600 (0660 when a group is configured) whatever the umask (ffs.core.unixsock:
 a live agent's socket is never taken over, a stale one is replaced); every connection is also
 checked with SO_PEERCRED, so a client that is neither the owner, root, nor in the configured group
 is refused even if the file mode was changed.
 
 Availability (docs/security.md): a listen backlog of `BACKLOG`, one thread per connection up to
 `MAX_CONNECTIONS` (more are told the agent is busy), a request line of at most `MAX_REQUEST_BYTES`
-parsed by ffs.safeload, and `IDLE_TIMEOUT_S` for a client that stops sending mid-request.
+parsed by ffs.core.safeload, and `IDLE_TIMEOUT_S` for a client that stops sending mid-request.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Dict
 
-from ffs.safeload import loads_json
-from ffs.unixsock import bind_private
+from ffs.core.safeload import loads_json
+from ffs.core.unixsock import bind_private
 
 BACKLOG = 512  # connections the kernel queues before accept (socketserver's default is 5)
 MAX_CONNECTIONS = 256  # served at once; each holds a thread and at most one request line
@@ -123,7 +123,7 @@ class ControlServer:
 
         server = _Server(str(self.path), Conn, bind_and_activate=False)
         try:
-            # bound in a private directory with its mode set, then renamed into place (ffs.unixsock)
+            # bound in a private directory with its mode set, then renamed into place (ffs.core.unixsock)
             def bind(tmp: str) -> None:  # listening before it appears under its name: never seen as stale
                 server.socket.bind(tmp)
                 server.server_activate()

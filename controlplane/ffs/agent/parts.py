@@ -20,10 +20,10 @@ from ffs.agent.program import LpfConfig, Pair, pairs_of
 from ffs.agent.quarantine import Quarantine
 from ffs.agent.snapshot import PairStatus, Snapshot
 from ffs.agent.state import StateStore
+from ffs.core.entries import CounterValue, Update
+from ffs.core.tau import EgressTau, TauParams
+from ffs.core.topology import Node, Topology
 from ffs.driver.base import Driver
-from ffs.entries import CounterValue, Update
-from ffs.tau import EgressTau, TauParams
-from ffs.topology import Node, Topology
 
 
 class AgentParts:

@@ -31,10 +31,10 @@ import logging
 import math
 from typing import Iterable
 
-from ffs import p4names
 from ffs.agent.program import Pair
-from ffs.entries import CounterValue, TableEntry, Update
-from ffs.tables import pair_params
+from ffs.core import p4names
+from ffs.core.entries import CounterValue, TableEntry, Update
+from ffs.core.tables import pair_params
 
 log = logging.getLogger("ffs.agent")
 

@@ -5,12 +5,12 @@ ffs.agent.quarantine's)."""
 
 from __future__ import annotations
 
-from ffs import p4names
 from ffs.agent.parts import AgentParts
 from ffs.agent.program import pair_entry
 from ffs.agent.quarantine import lm_of
 from ffs.agent.snapshot import PairStatus
-from ffs.entries import CounterValue, Update, UpdateKind
+from ffs.core import p4names
+from ffs.core.entries import CounterValue, Update, UpdateKind
 
 
 class QuarantineEntries(AgentParts):

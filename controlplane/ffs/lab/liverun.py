@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ffs.agent.api import ApiError, call
-from ffs.constants import SHIM_LEN
+from ffs.core.constants import SHIM_LEN
+from ffs.core.topology import Topology, load
 from ffs.lab import netns
-from ffs.topology import Topology, load
 
 
 class LiveError(Exception):

@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ffs import constants, p4names
+from ffs.core import constants, p4names
+from ffs.core.tables import claimed_frame_len, wire_len
 from ffs.switch.packet import (
     RF_OFF,
     RRI_OFF,
@@ -47,7 +48,6 @@ from ffs.switch.tna import (
     sat_add,
     sat_sub,
 )
-from ffs.tables import claimed_frame_len, wire_len
 
 U16 = 0xFFFF
 U32 = 0xFFFFFFFF
@@ -152,7 +152,7 @@ class PortLabel:
     """`FfsIngress.port_label` (const entries, stage 0): the label entering normalization."""
 
     def __init__(self) -> None:
-        from ffs.tables import port_label_entries  # the one generator of the const entries
+        from ffs.core.tables import port_label_entries  # the one generator of the const entries
 
         self.table = const_table(p4names.PORT_LABEL, port_label_entries())
 
@@ -409,7 +409,7 @@ class RiUpdate:
     entries), on trusting and resetting ports alike; FfsIngress.fate writes rri = min(rri, c_ri)."""
 
     def __init__(self) -> None:
-        from ffs.tables import ri_candidate_entries  # the one generator of the const entries
+        from ffs.core.tables import ri_candidate_entries  # the one generator of the const entries
 
         self.ri_candidate = const_table(p4names.RI_CANDIDATE, ri_candidate_entries())
 
@@ -495,7 +495,7 @@ class EgressAccounting:
     """`FfsEgress.egress_acct`: A_j (every packet reaching egress) and the strip port mode."""
 
     def __init__(self) -> None:
-        from ffs.tables import frame_check_entries  # the one generator of the const entries
+        from ffs.core.tables import frame_check_entries  # the one generator of the const entries
 
         self.accepted = Counter(p4names.ACCEPTED)
         self.malformed = Counter(p4names.MALFORMED)
@@ -566,7 +566,7 @@ class Fate:
     `pair_drops` and `admitted` (A_j) beside it."""
 
     def __init__(self, events: Counter) -> None:
-        from ffs.tables import fate_entries  # the one generator of the const entries
+        from ffs.core.tables import fate_entries  # the one generator of the const entries
 
         self.fate = const_table(p4names.FATE, fate_entries())
         self.events = events
@@ -654,7 +654,7 @@ class Pipeline:
         self.fate = Fate(self.events)
         self.guard = QueueGuard()
         self.pktgen = PacketGenerator()
-        from ffs.tables import ipv4_shim_len_entries
+        from ffs.core.tables import ipv4_shim_len_entries
 
         # every table in the order of ffs.p4names.TABLES (the fast path compiles the writable ones
         # in this order); const-entry tables are read-only.

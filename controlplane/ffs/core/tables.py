@@ -12,9 +12,9 @@ import math
 from decimal import Decimal, getcontext
 from typing import Callable
 
-from ffs import constants, p4names
-from ffs.entries import Exact, Range, TableEntry, Ternary, Update
-from ffs.labels import encode, round_log
+from ffs.core import constants, p4names
+from ffs.core.entries import Exact, Range, TableEntry, Ternary, Update
+from ffs.core.labels import encode, round_log
 
 # --- ternary log tables (§5.1) ---------------------------------------------------------------
 
@@ -53,7 +53,7 @@ def log_table_entries(
 ) -> list[TableEntry]:
     """A ternary MSB log table (spec §5.1) for `table`: one entry per bucket of `log_buckets`, on
     the table's ternary key, running `action` with `out(lo, hi)` as its parameters; `fixed` gives
-    the table's exact keys. The names come from `ffs.p4names`, so generator and P4 program cannot
+    the table's exact keys. The names come from `ffs.core.p4names`, so generator and P4 program cannot
     drift apart."""
     fixed = fixed or {}
     (key,) = [k for k in table.keys if k.name not in fixed]

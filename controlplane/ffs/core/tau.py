@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ffs import constants
-from ffs.tables import egress_params
+from ffs.core import constants
+from ffs.core.tables import egress_params
 
 
 @dataclass(frozen=True)
