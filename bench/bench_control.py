@@ -206,7 +206,7 @@ def bench_inputs() -> dict:
 def _bench_inputs(work: Path) -> dict:
     import tracemalloc
 
-    from ffs.agent.matrix import MatrixError, load_matrix_file, validate_matrix
+    from ffs.core.matrix import MatrixError, load_matrix_file, validate_matrix
     from ffs.core.safeload import LoadError, loads_json
     from ffs.core.topology import load
 

@@ -14,8 +14,8 @@ import pytest
 
 from agentkit import DUMBBELL, ffsctl, start_agent
 from ffs.agent.api import call
-from ffs.agent.program import LpfConfig
 from ffs.core import p4names, tables
+from ffs.core.program import LpfConfig
 from ffs.core.topology import load
 from ffs.switch.control import SwitchControl
 from ffs.switch.driver import ModelDriver

@@ -448,8 +448,8 @@ def _check_diff_plan_and_load(
     venv: Path, sock: str, switch: str, env: dict[str, str], tmp_path: Path, end: float
 ) -> None:
     """ffsctl matrix diff, plan (numpy's allocator on measured demands) and load, which reaches the switch."""
-    from ffs.agent.program import LpfConfig
     from ffs.core import p4names, tables
+    from ffs.core.program import LpfConfig
     from ffs.core.topology import load
     from ffs.driver.model import ModelDriver
 

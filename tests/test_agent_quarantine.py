@@ -197,9 +197,9 @@ def test_light_lies_are_withheld_at_least_what_they_cost_the_port():
     at an attack's onset, where w reads high (F the rate now, R the period's mean), λ decides; an
     honest pair half of whose bytes lie (w = 0.53) keeps 1 − λ = 0.5, what it would beside an
     honest sender of the liar's size."""
-    from ffs.agent.program import Pair
     from ffs.agent.quarantine import Quarantine
     from ffs.core.entries import CounterValue
+    from ffs.core.program import Pair
 
     pair = Pair(7, "p2", "p3", 2, 3)
     w = 84 / 1288

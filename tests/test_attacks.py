@@ -346,7 +346,7 @@ def test_the_estimators_scale_down_is_in_the_weights_not_after_its_32_bit_state(
     line rate, the scale-down must therefore divide the weights the filter sums, not its output:
     with it on the output, a flood with the smallest label (2^-8) saturates its pair's state at
     1 Gb/s, reads a quarter of its rate and takes most of the victim's share."""
-    from ffs.agent import program
+    from ffs.core import program
     from ffs.core.entries import LpfSpec
 
     cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M

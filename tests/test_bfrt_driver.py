@@ -566,7 +566,7 @@ def test_the_agents_timer_is_one_every_chip_generates(monkeypatch, chip):
     either chip: Tofino 2's SDE refuses packets below 65 bytes."""
     from pathlib import Path
 
-    from ffs.agent.program import guard_timer
+    from ffs.core.program import guard_timer
     from ffs.core.topology import load
     from ffs.driver.bfrt import BfrtDriver
 

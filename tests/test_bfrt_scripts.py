@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ffs.agent.program import LpfConfig, node_updates, pair_time_constant_ns, pairs_of
 from ffs.core import p4names, tables
+from ffs.core.program import LpfConfig, node_updates, pair_time_constant_ns, pairs_of
 from ffs.core.topology import load
 
 ROOT = Path(__file__).resolve().parent.parent

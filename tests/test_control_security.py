@@ -17,8 +17,8 @@ import pytest
 from agentkit import DUMBBELL, dump, ffsctl, make_agent
 from ffs.agent import api
 from ffs.agent.api import ApiError, ControlServer, call
-from ffs.agent.matrix import MatrixError, validate_matrix
 from ffs.agent.service import AgentService, ServiceConfig
+from ffs.core.matrix import MatrixError, validate_matrix
 from ffs.core.shares import MIN_SHARE_BPS, MIN_SHARE_FRACTION
 from ffs.core.topology import TopologyError, load
 from hostilekit import laughs

@@ -17,10 +17,10 @@ import pytest
 
 from conftest import requires_root
 from ffs.agent.core import Agent
-from ffs.agent.program import egress_entry
 from ffs.core import constants, p4names
 from ffs.core.frames import ipv4_frame, shim
 from ffs.core.labels import encode
+from ffs.core.program import egress_entry
 from ffs.core.tables import egress_params, f_log_entries, lm_of
 from ffs.lab.liverun import live_node
 from ffs.switch.driver import ModelDriver

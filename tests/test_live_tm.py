@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import requires_root
-from ffs.agent.program import LpfConfig, pairs_of
+from ffs.core.program import LpfConfig, pairs_of
 from ffs.core.topology import load
 from ffs.lab.liverun import live_node
 

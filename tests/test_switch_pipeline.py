@@ -689,7 +689,7 @@ def test_the_agent_pushes_each_ports_mtu():
     """The agent's node state holds shim_room entries for every interface, from its `mtu`."""
     from pathlib import Path
 
-    from ffs.agent.program import port_updates
+    from ffs.core.program import port_updates
     from ffs.core.topology import load
 
     node = load(Path(__file__).resolve().parent.parent / "topologies" / "differential.yaml").node("dut")
@@ -747,7 +747,7 @@ def test_the_agent_pushes_each_ports_claim_limit():
     thr = the longest IP length + 1 (spec §4)."""
     from pathlib import Path
 
-    from ffs.agent.program import port_updates
+    from ffs.core.program import port_updates
     from ffs.core.topology import load
 
     node = load(Path(__file__).resolve().parent.parent / "topologies" / "differential.yaml").node("dut")

@@ -28,8 +28,8 @@ import pytest
 
 from agentkit import ffsctl, wide_topology
 from ffs.agent.api import ApiError, call
-from ffs.agent.program import LpfConfig, node_updates, pairs_of
 from ffs.core import p4names
+from ffs.core.program import LpfConfig, node_updates, pairs_of
 from ffs.core.topology import load
 from sdekit import running_sde, sde_missing
 

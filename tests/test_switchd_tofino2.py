@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ffs.agent.program import pairs_of
 from ffs.core import p4names
 from ffs.core.frames import ipv4_frame
+from ffs.core.program import pairs_of
 from ffs.core.topology import load
 from ffs.lab.differential import Wire, port_map_veths
 from sdekit import running_sde, sde_missing

@@ -20,9 +20,7 @@ import logging
 from typing import Literal
 
 from ffs.agent.frontpanel import FrontPanel
-from ffs.agent.matrix import MatrixError, validate_saved
 from ffs.agent.matrix_transaction import MatrixTransaction
-from ffs.agent.program import LpfConfig, guard_timer_period_ns
 from ffs.agent.quarantine import Quarantine
 from ffs.agent.quarantine_entries import QuarantineEntries
 from ffs.agent.snapshot import EgressStatus, PairStatus, Snapshot, tau_display
@@ -39,6 +37,8 @@ from ffs.agent.takeover import (
 from ffs.agent.tau_loop import TauLoop
 from ffs.agent.telemetry import Telemetry
 from ffs.core import constants
+from ffs.core.matrix import MatrixError, validate_saved
+from ffs.core.program import LpfConfig, guard_timer_period_ns
 from ffs.core.tau import TauParams
 from ffs.core.topology import Topology
 from ffs.driver.base import Driver

@@ -11,9 +11,11 @@ import dataclasses
 import logging
 from typing import Any
 
-from ffs.agent.matrix import diff_matrices, validate_matrix
 from ffs.agent.parts import AgentParts
-from ffs.agent.program import (
+from ffs.core import p4names
+from ffs.core.entries import Update
+from ffs.core.matrix import diff_matrices, validate_matrix
+from ffs.core.program import (
     LPF_PACKETS,
     LPF_TIME_CONSTANT_MAX_NS,
     LpfConfig,
@@ -24,8 +26,6 @@ from ffs.agent.program import (
     pair_entry,
     pairs_of,
 )
-from ffs.core import p4names
-from ffs.core.entries import Update
 from ffs.core.tables import egress_params
 from ffs.core.tau import EgressTau
 

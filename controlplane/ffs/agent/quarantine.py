@@ -31,9 +31,9 @@ import logging
 import math
 from typing import Iterable
 
-from ffs.agent.program import Pair
 from ffs.core import p4names
 from ffs.core.entries import CounterValue, TableEntry, Update
+from ffs.core.program import Pair
 from ffs.core.tables import pair_params
 
 log = logging.getLogger("ffs.agent")

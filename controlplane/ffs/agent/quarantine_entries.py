@@ -6,11 +6,11 @@ ffs.agent.quarantine's)."""
 from __future__ import annotations
 
 from ffs.agent.parts import AgentParts
-from ffs.agent.program import pair_entry
 from ffs.agent.quarantine import lm_of
 from ffs.agent.snapshot import PairStatus
 from ffs.core import p4names
 from ffs.core.entries import CounterValue, Update, UpdateKind
+from ffs.core.program import pair_entry
 
 
 class QuarantineEntries(AgentParts):

@@ -21,11 +21,11 @@ from typing import Any, Callable
 import ffs
 from ffs.agent.api import ApiError, ControlServer, Peer
 from ffs.agent.core import Agent, tau_display
-from ffs.agent.matrix import MatrixError, diff_matrices, parse_matrix, parse_matrix_text
 from ffs.agent.metrics import Metrics
 from ffs.agent.notify import Notifier
 from ffs.core.allocator import allocate
 from ffs.core.jsonsafe import finite
+from ffs.core.matrix import MatrixError, diff_matrices, parse_matrix, parse_matrix_text
 from ffs.core.topology import Hop, Stream, Topology
 from ffs.core.units import parse_rate
 from ffs.driver.base import Driver, DriverError

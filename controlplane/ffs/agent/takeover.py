@@ -14,12 +14,12 @@ import logging
 import time
 from typing import Any
 
-from ffs.agent.program import guard_timer, node_updates
 from ffs.agent.readings import CounterReadings
 from ffs.core import p4names
 from ffs.core.entries import Exact, KeyValue, TableEntry, Ternary, Update, exact_value
 from ffs.core.labels import decode, encode
 from ffs.core.ports import pipe_of
+from ffs.core.program import guard_timer, node_updates
 from ffs.core.tables import static_updates
 from ffs.core.tau import EgressTau, egress_action_params
 from ffs.driver.base import DriverError

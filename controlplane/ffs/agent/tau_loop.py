@@ -20,12 +20,12 @@ import logging
 import time
 from typing import Callable, Tuple
 
-from ffs.agent.program import egress_entry, guard_threshold_of
 from ffs.agent.readings import ZERO, CounterReadings, Reading, add_counts, sub_counts
 from ffs.agent.snapshot import EgressStatus, Snapshot
 from ffs.core import p4names
 from ffs.core.entries import CounterValue, Update, exact_value
 from ffs.core.ports import pipe_of
+from ffs.core.program import egress_entry, guard_threshold_of
 from ffs.core.tau import EgressTau, egress_action_params, tau_step
 from ffs.driver.base import Driver, DriverError
 

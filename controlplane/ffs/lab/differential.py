@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ffs.agent.api import ApiError, call
-from ffs.agent.program import pairs_of
 from ffs.core import constants, p4names, tables
 from ffs.core.entries import CounterValue, Exact, LpfSpec, TableEntry, Update, counter_delta
 from ffs.core.frames import ipv4_frame, ipv6_frame, shim
+from ffs.core.program import pairs_of
 from ffs.core.topology import Node, load
 from ffs.driver.base import Driver
 from ffs.driver.bfrt import BfrtDriver

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ffs.agent.program import LpfConfig, pairs_of
 from ffs.core import p4names
 from ffs.core.allocator import allocate
 from ffs.core.jsonsafe import finite
 from ffs.core.ports import pipe_of
+from ffs.core.program import LpfConfig, pairs_of
 from ffs.core.topology import Topology
 from ffs.lab.baselines import Csfq
 from ffs.lab.nodes import build_nodes

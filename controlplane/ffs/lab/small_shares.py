@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ffs.agent.program import LpfConfig, pairs_of
+from ffs.core.program import LpfConfig, pairs_of
 from ffs.core.tables import wire_len
 from ffs.lab.attacks import loads
 from ffs.lab.experiments import run_scenario

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from ffs.agent.core import Agent
-from ffs.agent.program import LpfConfig
 from ffs.core import constants
 from ffs.core.frames import ipv4_frame, shim
+from ffs.core.program import LpfConfig
 from ffs.core.topology import Topology
 from ffs.lab.endpoint.rate import Controller, MinLoss, MinLossParams, MinTime
 from ffs.lab.endpoint.transport import Receiver, Sender
