@@ -2,7 +2,7 @@
 """Availability of the two control services under load (docs/security.md), in one process, on
 Unix sockets only (nothing leaves the machine, no root needed):
 
-- `api`: N concurrent ffsctl-style clients (`ffs.agent.api.call`) against the agent's control API
+- `api`: N concurrent ffsctl-style clients (`ffs.core.api_client.call`) against the agent's control API
   with a handler that, like the agent's, serializes requests under one lock. Reports how many calls
   succeeded and their latency.
 - `switch`: the software switch's forwarding delay while greedy clients read its biggest table and
@@ -49,7 +49,8 @@ def bench_api(clients: int, rounds: int) -> dict:
 
 
 def _bench_api(work: Path, clients: int, rounds: int) -> dict:
-    from ffs.agent.api import ApiError, ControlServer, call
+    from ffs.agent.api import ControlServer
+    from ffs.core.api_client import ApiError, call
 
     lock = threading.Lock()
 

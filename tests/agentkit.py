@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-from ffs.agent.api import ApiError, call
 from ffs.agent.core import Agent
 from ffs.agent.state import StateStore
 from ffs.core import p4names
+from ffs.core.api_client import ApiError, call
 from ffs.core.program import LpfConfig
 from ffs.core.topology import load, wide_text
 from ffs.driver import wire

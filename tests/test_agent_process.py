@@ -13,8 +13,8 @@ import time
 import pytest
 
 from agentkit import DUMBBELL, ffsctl, start_agent
-from ffs.agent.api import call
 from ffs.core import p4names, tables
+from ffs.core.api_client import call
 from ffs.core.program import LpfConfig
 from ffs.core.topology import load
 from ffs.switch.control import SwitchControl

@@ -16,8 +16,9 @@ import pytest
 
 from agentkit import DUMBBELL, dump, ffsctl, make_agent
 from ffs.agent import api
-from ffs.agent.api import ApiError, ControlServer, call
+from ffs.agent.api import ControlServer
 from ffs.agent.service import AgentService, ServiceConfig
+from ffs.core.api_client import ApiError, call
 from ffs.core.matrix import MatrixError, validate_matrix
 from ffs.core.shares import MIN_SHARE_BPS, MIN_SHARE_FRACTION
 from ffs.core.topology import TopologyError, load

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from agentkit import ffsctl, wide_topology
-from ffs.agent.api import ApiError, call
 from ffs.core import p4names
+from ffs.core.api_client import ApiError, call
 from ffs.core.program import LpfConfig, node_updates, pairs_of
 from ffs.core.topology import load
 from sdekit import running_sde, sde_missing

@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 
 import ffs
-from ffs.agent.api import ApiError, call
 from ffs.cli.common import EXIT_USAGE
 from ffs.cli.ctl import DEFAULT_SOCKET
+from ffs.core.api_client import ApiError, call
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "deploy" / "systemd" / "ffs-agent@.service"

@@ -21,8 +21,8 @@ from scapy.layers.l2 import Ether
 
 import expect
 from base import IN, OTHER, OUT, PID, FfsTest, _StaticTables, ffs_v4, params, target
-from ffs.agent.api import ApiError, call
 from ffs.core import constants, tables
+from ffs.core.api_client import ApiError, call
 from ffs.core.labels import decode, encode
 from ffs.core.program import pairs_of
 from ffs.core.topology import load

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import ffs
-from ffs.agent.api import ApiError, ControlServer, Peer
+from ffs.agent.api import ControlServer, Peer
 from ffs.agent.core import Agent, tau_display
 from ffs.agent.metrics import Metrics
 from ffs.agent.notify import Notifier
 from ffs.core.allocator import allocate
+from ffs.core.api_client import ApiError
 from ffs.core.jsonsafe import finite
 from ffs.core.matrix import MatrixError, diff_matrices, parse_matrix, parse_matrix_text
 from ffs.core.topology import Hop, Stream, Topology

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ffs.agent.api import ApiError, call
 from ffs.core.allocator import allocate
+from ffs.core.api_client import ApiError, call
 from ffs.core.topology import Topology, TopologyError, load
 from ffs.core.units import format_rate
 from ffs.lab import netns

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ffs.agent.api import ApiError, call
 from ffs.core.allocator import allocate
+from ffs.core.api_client import ApiError, call
 from ffs.core.frames import ipv4_frame
 from ffs.core.topology import Topology, load
 from ffs.core.units import format_rate

@@ -40,8 +40,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ffs.agent.api import ApiError, call
 from ffs.core import constants, p4names, tables
+from ffs.core.api_client import ApiError, call
 from ffs.core.entries import CounterValue, Exact, LpfSpec, TableEntry, Update, counter_delta
 from ffs.core.frames import ipv4_frame, ipv6_frame, shim
 from ffs.core.program import pairs_of

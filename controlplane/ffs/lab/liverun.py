@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ffs.agent.api import ApiError, call
+from ffs.core.api_client import ApiError, call
 from ffs.core.constants import SHIM_LEN
 from ffs.core.topology import Topology, load
 from ffs.lab import netns
