@@ -20,8 +20,8 @@ from ffs.core.entries import Exact, KeyValue, TableEntry, Ternary, Update, exact
 from ffs.core.labels import decode, encode
 from ffs.core.ports import pipe_of
 from ffs.core.program import guard_timer, node_updates
-from ffs.core.tables import static_updates
-from ffs.core.tau import EgressTau, egress_action_params
+from ffs.core.tables import egress_action_params, static_updates
+from ffs.core.tau import EgressTau
 from ffs.driver.base import DriverError
 
 log = logging.getLogger("ffs.agent")

@@ -26,7 +26,8 @@ from ffs.core import p4names
 from ffs.core.entries import CounterValue, Update, exact_value
 from ffs.core.ports import pipe_of
 from ffs.core.program import egress_entry, guard_threshold_of
-from ffs.core.tau import EgressTau, egress_action_params, tau_step
+from ffs.core.tables import egress_action_params
+from ffs.core.tau import EgressTau, tau_step
 from ffs.driver.base import Driver, DriverError
 
 log = logging.getLogger("ffs.agent")
