@@ -303,7 +303,7 @@ HOSTILE_TOPOLOGIES = {
 @pytest.mark.parametrize(
     "tool, name",
     [("ffs.cli.agent", n) for n in HOSTILE_TOPOLOGIES]
-    + [("ffs.cli.sim", "billion laughs"), ("ffs.cli.switch", "5000-deep")],
+    + [("ffs.lab.cli.sim", "billion laughs"), ("ffs.lab.cli.switch", "5000-deep")],
 )
 def test_hostile_topology_one_line_for_every_tool(tmp_path, tool, name):
     """The agent refuses before it touches a switch; ffs-sim and ffs-switch replay exit 2."""
@@ -312,8 +312,8 @@ def test_hostile_topology_one_line_for_every_tool(tmp_path, tool, name):
     f.write_text(text)
     args = {
         "ffs.cli.agent": [f"--topology={f}", "--node=s1", "--switch=unix:/nonexistent/x", "--connect-timeout=0.5"],
-        "ffs.cli.sim": ["allocate", str(f)],
-        "ffs.cli.switch": ["replay", str(f)],
+        "ffs.lab.cli.sim": ["allocate", str(f)],
+        "ffs.lab.cli.switch": ["replay", str(f)],
     }[tool]
     p = subprocess.run([sys.executable, "-m", tool, *args], capture_output=True, text=True, timeout=60)
     assert p.returncode in (1, 2) and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr

@@ -30,6 +30,7 @@ LAYERS = {
     "ffs.lab.differential": 3,
     "ffs.lab.demo_tofino": 3,
     "ffs.cli": 4,
+    "ffs.lab.cli": 4,
 }
 # within a layer, who may not import whom
 FORBIDDEN = [
@@ -78,8 +79,7 @@ def test_imports_point_down(path):
     assert not wrong, "\n".join(wrong)
 
 
-# the product's entry points: what ffs-agent and ffsctl import (ffs.cli.lab names the lab's commands
-# only as strings, for importlib, so that they fail in one line where the lab is not installed)
+# the product's entry points: what ffs-agent and ffsctl import
 PRODUCT_ROOTS = [
     "ffs.agent",
     "ffs.driver",
@@ -88,7 +88,6 @@ PRODUCT_ROOTS = [
     "ffs.cli.fleet",
     "ffs.cli.remote",
     "ffs.cli.common",
-    "ffs.cli.lab",
 ]
 NOT_PRODUCT = ("ffs.switch", "ffs.lab")
 BY_NAME = {module_name(p): p for p in MODULES}
@@ -117,3 +116,10 @@ def test_the_product_imports_nothing_of_the_switch_or_the_lab():
         f"{m} (imported by {seen[m]})" for m in seen if any(m == p or m.startswith(p + ".") for p in NOT_PRODUCT)
     )
     assert not wrong, "the product reaches: " + ", ".join(wrong)
+
+
+def test_the_lab_commands_entry_imports_nothing_of_the_package():
+    """ffs-sim, ffs-switch and ffs-transfer are installed beside the agent, on a switch's Python too:
+    their entry names the lab's commands only as strings, for importlib, so that they fail in one
+    line where the lab is not installed."""
+    assert imports(BY_NAME["ffs.lab.cli.entry"]) == []

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ffs.cli.sim import main as sim_cli
 from ffs.core.allocator import HopArrays, egress_taus, solve
+from ffs.lab.cli.sim import main as sim_cli
 from ffs.lab.network import study
 from ffs.lab.network.distribution import Distribution, describe
 from ffs.lab.network.fixedpoint import DAMPING, Checkpoint, Driver

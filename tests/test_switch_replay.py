@@ -15,12 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from ffs.agent.core import Agent
-from ffs.cli.switch import main as switch_cli
 from ffs.core import constants
 from ffs.core.allocator import allocate
 from ffs.core.frames import ipv4_frame, shim
 from ffs.core.labels import encode
 from ffs.core.topology import load
+from ffs.lab.cli.switch import main as switch_cli
 from ffs.switch import fast, trace
 from ffs.switch.driver import LocalDriver
 

@@ -11,7 +11,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from ffs.cli.switch import main as switch_cli
+from ffs.lab.cli.switch import main as switch_cli
 from ffs.switch import fast
 
 NODE = """

@@ -126,7 +126,7 @@ def live_node(
                 plan.switch_ns,
                 py,
                 "-m",
-                "ffs.cli.switch",
+                "ffs.lab.cli.switch",
                 "run",
                 *ports,
                 *switch_args,
