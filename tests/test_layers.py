@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The package's three parts and its layers (docs/control-plane.md, "Code"). The product (the agent,
-ffsctl, the drivers and the pure rules beneath them) imports nothing of the executable specification
-(`ffs.switch`) or the laboratory (`ffs.lab`); and imports point down the layers: the values and pure
-rules at the bottom, then the drivers, the software switch and the endpoints, then the agent, then
-the laboratory and the SDE runs, then the command lines. Every import counts, at the top of a module
-or inside a function."""
+"""The package's three parts and its layers (docs/control-plane.md, "Code"). The product (ffs.core,
+ffs.driver, ffs.agent, ffs.cli: the agent, ffsctl, the drivers and the values and pure rules beneath
+them) imports nothing of the executable specification (`ffs.switch`) or the laboratory (`ffs.lab`);
+and imports point down the layers: the values and pure rules at the bottom, then the drivers, the
+software switch and the endpoints, then the agent, then the laboratory and the SDE runs, then the
+command lines. Each layer is a folder: no module sits loose in the package, so every module's layer
+is that of its folder. Every import counts, at the top of a module or inside a function."""
 
 from __future__ import annotations
 
@@ -15,11 +16,9 @@ import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "controlplane" / "ffs"
 
-# a module's layer is that of its longest listed prefix
+# a module's layer is that of its longest listed prefix, each a folder of the package
 LAYERS = {
-    # constants, units, entries, labels, p4names, ports, frames, tables, tau, shares, topology, allocator, ...
-    "ffs": 0,
-    "ffs.core": 0,
+    "ffs.core": 0,  # constants, units, entries, labels, p4names, tables, tau, allocator, matrix, program, ...
     "ffs.driver": 1,
     "ffs.switch": 1,
     "ffs.lab.endpoint": 1,
@@ -32,6 +31,8 @@ LAYERS = {
     "ffs.cli": 4,
     "ffs.lab.cli": 4,
 }
+# the package itself (controlplane/ffs/__init__.py), which holds the version and nothing else
+ROOT = "ffs"
 # within a layer, who may not import whom
 FORBIDDEN = [
     ("ffs.driver", "ffs.switch"),
@@ -48,7 +49,11 @@ def module_name(path: Path) -> str:
 
 
 def layer(name: str) -> tuple[str, int]:
-    prefix = max((p for p in LAYERS if name == p or name.startswith(p + ".")), key=len)
+    if name in (ROOT, f"{ROOT}.__version__"):
+        return ROOT, 0
+    prefixes = [p for p in LAYERS if name == p or name.startswith(p + ".")]
+    assert prefixes, f"{name} is in no layer's folder"
+    prefix = max(prefixes, key=len)
     return prefix, LAYERS[prefix]
 
 
@@ -63,6 +68,18 @@ def imports(path: Path) -> list[tuple[int, str]]:
 
 
 MODULES = sorted(PKG.rglob("*.py"))
+
+
+def test_every_module_is_in_a_layers_folder():
+    loose = sorted(p.name for p in PKG.glob("*.py") if p.name != "__init__.py")
+    assert loose == [], f"modules outside the layers' folders: {loose}"
+    folders = sorted(p.name for p in PKG.iterdir() if (p / "__init__.py").is_file())
+    assert folders == sorted({name.split(".")[1] for name in LAYERS})
+    root = ast.parse((PKG / "__init__.py").read_text()).body
+    assigned = [t.id for n in root if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+    assert assigned == ["__version__"] and all(
+        isinstance(n, ast.Assign) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in root
+    ), "controlplane/ffs/__init__.py holds the version and a docstring, nothing else"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=[module_name(p) for p in MODULES])
