@@ -57,7 +57,7 @@ help:
 	@echo "make test-minimum the unit tests with the lowest versions pyproject.toml allows (constraints/minimum.txt), in build/"
 	@echo "make test-latest  lint, typecheck and unit tests with the newest release of everything: reports what broke,"
 	@echo "                  exits 0 (STRICT=1: fails); make setup and make test keep the pinned versions (constraints/dev.txt)"
-	@echo "make constants    p4src/include/constants.p4 from controlplane/ffs/constants.py (generated, do not edit)"
+	@echo "make constants    p4src/include/constants.p4 from controlplane/ffs/core/constants.py (generated, do not edit)"
 	@echo "make build        compile p4src/ with the SDE's bf-p4c (CHIP=tofino|tofino2, PLATFORM=model|hw) and install it for that chip"
 	@echo "make example      (SDE) compile p4src/examples/l2l3_acl.p4, FFS composed with L2/L3/ACL forwarding, with and without FFS"
 	@echo "make p4-resources (SDE) both programs on both targets, the compiler's figures into docs/pipeline.md"
@@ -267,7 +267,7 @@ example: check-sde
 # the contract's numbers for the P4 program, from their one source (tests/unit/test_constants_p4.py
 # fails when the checked-in file is not this output)
 constants:
-	$(PYTHON) -m ffs.p4constants --write p4src/include/constants.p4
+	$(PYTHON) -m ffs.core.p4constants --write p4src/include/constants.p4
 
 p4-resources: check-sde
 	$(PYTHON) bench/p4_resources.py --write docs/pipeline.md

@@ -87,7 +87,7 @@ def ipv4_case(
 
 
 def ipv6_case(name, payload_len, real_payload=1210, streams=1, flood=300 * M, reference=False):
-    from ffs.frames import ipv6_frame
+    from ffs.core.frames import ipv6_frame
     from ffs.lab.attacks import replay_attack
     from ffs.switch import fast
 
@@ -132,7 +132,7 @@ def tofino_case(name, frame_of, cap=100 * M):
 
 
 def lying_v4(ip_len):
-    from ffs.frames import ipv4_frame, lie_ip_len
+    from ffs.core.frames import ipv4_frame, lie_ip_len
 
     f = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)
     return f if ip_len is None else lie_ip_len(f, ip_len)
@@ -154,7 +154,7 @@ def row(name, cap, victim, share, got_victim, got_flood, total, malformed, wall)
 
 
 def virtual() -> list[dict]:
-    from ffs.labels import decode
+    from ffs.core.labels import decode
 
     g = 1000 * M
     return [
@@ -196,7 +196,7 @@ def live(ip_len: int) -> dict:
     """The dumbbell over veth: h1 at 8 Mb/s, h2 at its 20 Mb/s line rate claiming `ip_len`."""
     import tempfile
 
-    from ffs import p4names
+    from ffs.core import p4names
     from ffs.lab.liverun import live_node
     from ffs.switch.driver import ModelDriver
 

@@ -2,7 +2,7 @@
 """Availability of the two control services under load (docs/security.md), in one process, on
 Unix sockets only (nothing leaves the machine, no root needed):
 
-- `api`: N concurrent ffsctl-style clients (`ffs.agent.api.call`) against the agent's control API
+- `api`: N concurrent ffsctl-style clients (`ffs.core.api_client.call`) against the agent's control API
   with a handler that, like the agent's, serializes requests under one lock. Reports how many calls
   succeeded and their latency.
 - `switch`: the software switch's forwarding delay while greedy clients read its biggest table and
@@ -49,7 +49,8 @@ def bench_api(clients: int, rounds: int) -> dict:
 
 
 def _bench_api(work: Path, clients: int, rounds: int) -> dict:
-    from ffs.agent.api import ApiError, ControlServer, call
+    from ffs.agent.api import ControlServer
+    from ffs.core.api_client import ApiError, call
 
     lock = threading.Lock()
 
@@ -118,14 +119,14 @@ def bench_switch(readers: int, seconds: float, rate: float) -> dict:
 
 
 def _bench_switch(work: Path, readers: int, seconds: float, rate: float) -> dict:
-    from ffs import p4names
     from ffs.agent.core import Agent
-    from ffs.frames import ipv4_frame
+    from ffs.core import p4names
+    from ffs.core.frames import ipv4_frame
+    from ffs.core.topology import load
     from ffs.switch.driver import LocalDriver, ModelDriver
     from ffs.switch.fast import new_pipeline
     from ffs.switch.runtime import SwitchControl
     from ffs.switch.server import serve
-    from ffs.topology import load
 
     pipeline = new_pipeline(1, "auto")
     ctl = SwitchControl(pipeline)
@@ -206,9 +207,9 @@ def bench_inputs() -> dict:
 def _bench_inputs(work: Path) -> dict:
     import tracemalloc
 
-    from ffs.agent.matrix import MatrixError, load_matrix_file, validate_matrix
-    from ffs.safeload import LoadError, loads_json
-    from ffs.topology import load
+    from ffs.core.matrix import MatrixError, load_matrix_file, validate_matrix
+    from ffs.core.safeload import LoadError, loads_json
+    from ffs.core.topology import load
 
     node = load(ROOT / "topologies" / "dumbbell.yaml").node("s1")
 

@@ -81,7 +81,7 @@ def parse_rate(text: str) -> float:
 
 def run_config(config: str, rates_pps: list[float], seconds: float, work: Path) -> list[dict]:
     from ffs.agent.core import Agent
-    from ffs.agent.program import route_updates
+    from ffs.core.program import route_updates
     from ffs.lab.liverun import live_node
     from ffs.switch.driver import ModelDriver
 

@@ -104,8 +104,8 @@ def one_file(streams: int, seed: int) -> dict:
     """`ffs-sim allocate`'s path on a topology file: load (YAML, validation) and allocate."""
     import tempfile
 
-    from ffs.allocator import allocate
-    from ffs.topology import load
+    from ffs.core.allocator import allocate
+    from ffs.core.topology import load
 
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "chain.yaml"

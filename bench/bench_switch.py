@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def trace_bench(engine: str, topology: str, seconds: float) -> dict:
     """trace.run over a topology with the agents stepping every 5 ms of virtual time."""
+    from ffs.core.topology import load
     from ffs.lab.nodes import build_nodes
     from ffs.switch import trace
-    from ffs.topology import load
 
     topo = load(ROOT / "topologies" / f"{topology}.yaml")
     nodes = build_nodes(topo, 1, engine)
@@ -58,9 +58,9 @@ def trace_bench(engine: str, topology: str, seconds: float) -> dict:
 
 def process_bench(engine: str, packets: int) -> dict:
     """Pipeline.process called from Python per frame (what live mode does), FFS path, γ < 1."""
-    from ffs import constants, p4names, tables
-    from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
-    from ffs.frames import ipv4_frame, shim
+    from ffs.core import constants, p4names, tables
+    from ffs.core.entries import Exact, LpfSpec, Lpm, TableEntry, Update
+    from ffs.core.frames import ipv4_frame, shim
     from ffs.switch.driver import LocalDriver
     from ffs.switch.fast import new_pipeline
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The agent's τ step against the number of pairs (docs/benchmarks.md, "The τ loop at scale").
 
-For nodes of 3, 16, 32 and 64 ports (9, 256, 1024 and 4096 pairs; `ffs.topology.wide_text`), on the
+For nodes of 3, 16, 32 and 64 ports (9, 256, 1024 and 4096 pairs; `ffs.core.topology.wide_text`), on the
 software switch's in-process driver and, with --switchd, on bf_switchd (BF-Runtime gRPC; tofino-model
 or hardware with the installed ffs): the install time, the τ step (median and p95 of --steps steps)
 and the cells it reads, the pair telemetry's time and cells, and the time to apply a full-matrix
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ffs.agent.core import Agent
+from ffs.core.topology import load, wide_text
 from ffs.driver.base import Driver
-from ffs.topology import load, wide_text
 
 
 class Counting:
@@ -46,8 +46,8 @@ class Counting:
         return getattr(self.inner, name)
 
     def read_counters(self, name: str, indices: Any = None) -> Any:
-        from ffs import p4names
-        from ffs.entries import CounterValue
+        from ffs.core import p4names
+        from ffs.core.entries import CounterValue
 
         out = self.inner.read_counters(name, indices)
         self.cells += len(out)
@@ -72,7 +72,7 @@ def measure(driver: Driver, ports: int, steps: int, lie: bool = False, period_s:
         path = Path(tmp) / "wide.yaml"
         path.write_text(wide_text(ports))
         topo = load(path)
-    from ffs import p4names
+    from ffs.core import p4names
 
     driver.clear_table(p4names.PAIRS.name)  # another node's pairs (a size measured before) are not this one's
     d = Counting(driver, lie)

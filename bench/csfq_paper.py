@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from ffs.core.tables import wire_len
 from ffs.lab.csfq_paper import FAIR_4A, FLOWS_4A, LIAR_RATE, LINK, PAPER_4A, PAPER_TABLE4, SIZE, band, run
-from ffs.tables import wire_len
 
 DURATION = 11.0
 

@@ -30,11 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "controlplane"))
 
-from ffs import p4names  # noqa: E402
 from ffs.agent.core import Agent  # noqa: E402
+from ffs.core import p4names  # noqa: E402
+from ffs.core.units import parse_delay  # noqa: E402
 from ffs.lab.liverun import live_node  # noqa: E402
 from ffs.switch.driver import ModelDriver  # noqa: E402
-from ffs.units import parse_delay  # noqa: E402
 
 PY = sys.executable
 CAPACITY_MBIT = 20

@@ -32,11 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "controlplane"))
 
-from ffs import p4names  # noqa: E402
-from ffs.agent.program import pairs_of  # noqa: E402
+from ffs.core import p4names  # noqa: E402
+from ffs.core.program import pairs_of  # noqa: E402
+from ffs.core.units import parse_delay  # noqa: E402
 from ffs.lab.liverun import live_node  # noqa: E402
 from ffs.switch.driver import ModelDriver  # noqa: E402
-from ffs.units import parse_delay  # noqa: E402
 
 PY = sys.executable
 # the hosts' processes import this tree's ffs, installed or not
@@ -217,9 +217,9 @@ def run_transfers(node, router: Router, scheme: str, plan: list[tuple[str, int, 
 def _recv_args(scheme: str, port: int) -> list[str]:
     """The receiver's command for `scheme` on `port`."""
     if scheme in ("minloss", "mintime"):
-        return [PY, "-m", "ffs.cli.transfer", "recv", "--port", str(port), "--timeout", "40", "--json"]
+        return [PY, "-m", "ffs.lab.cli.transfer", "recv", "--port", str(port), "--timeout", "40", "--json"]
     if scheme == "partial":
-        return [PY, "-m", "ffs.cli.transfer", "recv", "--tcp", "--port", str(port), "--timeout", "40", "--json"]
+        return [PY, "-m", "ffs.lab.cli.transfer", "recv", "--tcp", "--port", str(port), "--timeout", "40", "--json"]
     return [PY, str(Path(__file__).resolve()), "tcp-recv", "--port", str(port)]
 
 
@@ -237,7 +237,7 @@ def _send_args(scheme: str, port: int, nbytes: int) -> list[str]:
             "--cca",
             scheme,
         ]
-    send = [PY, "-m", "ffs.cli.transfer", "send", "--dst", DST, "--port", str(port), "--bytes", str(nbytes)]
+    send = [PY, "-m", "ffs.lab.cli.transfer", "send", "--dst", DST, "--port", str(port), "--bytes", str(nbytes)]
     if scheme == "partial":
         how = ["--scheme", "partial", "--cca", "cubic", "--settle", "0.25", "--measure", str(PERIOD_MS / 1000)]
     else:

@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from ffs.core.topology import load
 from ffs.lab.experiments import run_scenario, with_target_factor, write_result
-from ffs.topology import load
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = [

@@ -25,7 +25,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ffs.agent.program import LpfConfig
+from ffs.core.program import LpfConfig
 from ffs.lab.small_shares import ONSET_WINDOWS, measure, measure_onset, share_packets_per_s
 
 SHARES = (0.01, 0.02, 0.05, 0.10, 0.20, 0.50)

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from ffs.core.topology import load
 from ffs.lab.experiments import run_scenario
-from ffs.topology import load
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP_AT = 0.1  # the burst's start in scenarios/step.yaml

@@ -17,9 +17,9 @@ import json
 import sys
 from typing import Any
 
-from ffs import p4names
 from ffs.agent.core import Agent
-from ffs.frames import ipv4_frame
+from ffs.core import p4names
+from ffs.core.frames import ipv4_frame
 from ffs.lab.attacks import loads
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver

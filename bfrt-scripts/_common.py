@@ -15,9 +15,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.environ.get("FFS_ROOT", os.getcwd()), "controlplane"))
 
-from ffs import p4names  # noqa: E402
-from ffs.entries import Exact, Lpm, Range, Ternary  # noqa: E402
-from ffs.topology import load  # noqa: E402
+from ffs.core import p4names  # noqa: E402
+from ffs.core.entries import Exact, Lpm, Range, Ternary  # noqa: E402
+from ffs.core.topology import load  # noqa: E402
 
 
 def node():

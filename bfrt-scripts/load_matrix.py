@@ -12,9 +12,9 @@ import os
 
 from _common import node, set_lpf_specs, write  # noqa: E402
 
-from ffs.agent.matrix import MatrixError, load_matrix_file, validate_matrix  # noqa: E402
-from ffs.agent.program import LpfConfig, egress_entry, pair_entry, pairs_of  # noqa: E402
-from ffs.tables import egress_params  # noqa: E402
+from ffs.core.matrix import MatrixError, load_matrix_file, validate_matrix  # noqa: E402
+from ffs.core.program import LpfConfig, egress_entry, pair_entry, pairs_of  # noqa: E402
+from ffs.core.tables import egress_params  # noqa: E402
 
 n = node()
 try:

@@ -7,7 +7,7 @@ egress parameters, the generated tables, LPF specs) -- exactly what ffs-agent in
 
 from _common import node, p4names, set_lpf_specs, table_obj, write  # noqa: E402
 
-from ffs.agent.program import LpfConfig, node_updates, pairs_of  # noqa: E402
+from ffs.core.program import LpfConfig, node_updates, pairs_of  # noqa: E402
 
 n = node()
 lpf = LpfConfig().for_node(n)  # sized for the node's fastest port, as the agent does

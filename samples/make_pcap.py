@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "controlplane"))
 
-from ffs import constants  # noqa: E402
-from ffs.frames import ipv4_frame, shim  # noqa: E402
-from ffs.labels import encode  # noqa: E402
+from ffs.core import constants  # noqa: E402
+from ffs.core.frames import ipv4_frame, shim  # noqa: E402
+from ffs.core.labels import encode  # noqa: E402
 from ffs.switch.trace import write_pcap  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "table2.pcap"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* ffs-tofino: the types and constants of the FFS/RI contract (docs/spec.md). The contract's numbers
- * are in constants.p4, generated from controlplane/ffs/constants.py by make constants; this file
+ * are in constants.p4, generated from controlplane/ffs/core/constants.py by make constants; this file
  * adds the domain types they are declared with and what only the P4 program needs. */
 #ifndef _FFS_DEFINE_P4_
 #define _FFS_DEFINE_P4_

@@ -27,12 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import expect  # noqa: E402
 from base import FORGETFUL, Saved, _grow_receive_buffers, params  # noqa: E402
-from ffs import p4names, tables  # noqa: E402
+from ffs.core import p4names, tables  # noqa: E402
+from ffs.core.entries import Exact, TableEntry, Update  # noqa: E402
+from ffs.core.topology import Node, Topology, load  # noqa: E402
 from ffs.driver.base import Driver  # noqa: E402
 from ffs.driver.bfrt import BfrtDriver  # noqa: E402
-from ffs.entries import Exact, TableEntry, Update  # noqa: E402
 from ffs.lab.chain import ChainPlan, socket_in  # noqa: E402
-from ffs.topology import Node, Topology, load  # noqa: E402
 
 PACKET_OUTGOING = 4
 

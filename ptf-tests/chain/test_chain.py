@@ -13,9 +13,9 @@ from scapy.layers.l2 import Ether
 
 import expect
 from base import code_value, ffs_v4, plain_v4, plain_v6, rewritten
-from ffs import constants
+from ffs.core import constants
+from ffs.core.labels import decode, encode
 from ffs.lab.scapy_ffs import FFS
-from ffs.labels import decode, encode
 
 TAU = 4 / 3  # Table II (spec §11.2.1)
 DST = {"h1": "10.0.1.7", "h2": "10.0.2.7", "h3": "10.0.3.7", "h4": "10.0.4.7"}

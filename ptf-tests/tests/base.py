@@ -36,11 +36,11 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet
 
 import expect
-from ffs import constants, p4names, tables
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import COUNTER_WRAP, CounterValue, Exact, LpfSpec, Lpm, TableEntry, Update, counter_delta
+from ffs.core.labels import decode
 from ffs.driver.base import Driver
-from ffs.entries import COUNTER_WRAP, CounterValue, Exact, LpfSpec, Lpm, TableEntry, Update, counter_delta
 from ffs.lab.scapy_ffs import FFS
-from ffs.labels import decode
 
 # --- test params ------------------------------------------------------------------------------
 
@@ -174,7 +174,7 @@ class Saved:
 
 
 class _StaticTables:
-    """len_log, weight, weight_reset, f_log and gamma hold the generated entries of ffs.tables on every target.
+    """len_log, weight, weight_reset, f_log and gamma hold the generated entries of ffs.core.tables on every target.
     They are checked once per run (and after an agent rewrote them); if the target held anything
     else they are loaded, and what was there is put back when the run ends."""
 

@@ -4,10 +4,10 @@ precision budget, never from the code arithmetic they check.
 
 A test picks real quantities -- a label rf, a share M in the estimator's units (M_F, spec §4), τ,
 C/R* -- programs them with the control plane's encodings (lm = round(128 · log2 M_F) of spec §4,
-the egress parameters of `ffs.tables.egress_params`), reads F as the node measured it (f_est), and
+the egress parameters of `ffs.core.tables.egress_params`), reads F as the node measured it (f_est), and
 expects what Algorithm 3 (lines 1-3, Eq. 1-2) and Algorithm 4 make of those real numbers, within
 the tolerance spec §10 allows the 16-bit log code. Nothing here evaluates a table entry, a P4
-expression or a generator of `ffs.tables`: the encodings program the target and no expectation
+expression or a generator of `ffs.core.tables`: the encodings program the target and no expectation
 reads them back; the label codes the device writes are decoded and compared with real numbers.
 """
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ffs import constants, tables
+from ffs.core import constants, tables
+from ffs.core.labels import decode
 from ffs.lab import binomial
-from ffs.labels import decode
 
 # spec §10: the normalized label rf' within 0.93 % of rf · F / M; anything that also carries τ or
 # C/R* (γ, rf out when τ binds, RRI) within 1.21 %; the forwarding probability within 1.4 %

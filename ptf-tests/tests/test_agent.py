@@ -21,12 +21,12 @@ from scapy.layers.l2 import Ether
 
 import expect
 from base import IN, OTHER, OUT, PID, FfsTest, _StaticTables, ffs_v4, params, target
-from ffs import constants, tables
-from ffs.agent.api import ApiError, call
-from ffs.agent.program import pairs_of
+from ffs.core import constants, tables
+from ffs.core.api_client import ApiError, call
+from ffs.core.labels import decode, encode
+from ffs.core.program import pairs_of
+from ffs.core.topology import load
 from ffs.lab.scapy_ffs import FFS
-from ffs.labels import decode, encode
-from ffs.topology import load
 
 PERIOD_MS = 100
 

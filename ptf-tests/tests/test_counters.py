@@ -6,7 +6,7 @@ Bytes are frame bytes as PTF sent them (plus the target's counter_byte_adjust)."
 
 import expect
 from base import DST4_MISS, DST4_OTHER, OTHER, OUT, FfsTest, byte_adjust, ffs_v4, packets, plain_v4
-from ffs.labels import encode
+from ffs.core.labels import encode
 
 
 class CountersExact(FfsTest):

@@ -12,9 +12,9 @@ import ptf.testutils as tu
 
 import expect
 from base import IN, OUT, PID, FfsTest, claim, ffs_v4, target
-from ffs import constants, p4names, topology
-from ffs.agent.program import estimator_time_constant_ns
-from ffs.entries import LpfSpec
+from ffs.core import constants, p4names, topology
+from ffs.core.entries import LpfSpec
+from ffs.core.program import estimator_time_constant_ns
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "dumbbell.yaml"
 U32 = (1 << 32) - 1

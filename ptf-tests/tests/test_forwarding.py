@@ -17,9 +17,9 @@ from base import (
     plain_v4,
     plain_v6,
 )
-from ffs import p4names
-from ffs.entries import Exact, TableEntry, Update
-from ffs.labels import encode
+from ffs.core import p4names
+from ffs.core.entries import Exact, TableEntry, Update
+from ffs.core.labels import encode
 
 
 class RoutesAndLongestPrefix(FfsTest):

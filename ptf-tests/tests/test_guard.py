@@ -15,10 +15,10 @@ import time
 
 import expect
 from base import IN, MAC_SRC, OTHER, OUT, FfsTest, byte_adjust, ffs_v4
-from ffs import constants, p4names
-from ffs.entries import TimerSpec
-from ffs.labels import encode
-from ffs.ports import pipe_of
+from ffs.core import constants, p4names
+from ffs.core.entries import TimerSpec
+from ffs.core.labels import encode
+from ffs.core.ports import pipe_of
 
 PERIOD_NS = 100_000_000
 TIMER_LEN = constants.TIMER_PACKET_LEN  # what every chip's generator makes

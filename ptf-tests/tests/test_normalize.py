@@ -20,10 +20,10 @@ from base import (
     packets,
     plain_v4,
 )
-from ffs import constants, p4names, tables
-from ffs.entries import LpfSpec
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import LpfSpec
+from ffs.core.labels import decode, encode
 from ffs.lab.scapy_ffs import FFS
-from ffs.labels import decode, encode
 
 WEIGHT_BUDGET = 0.0066  # spec §10: len_log's error carried into w, where w >= 128
 

@@ -27,10 +27,10 @@ from base import (
     plain_v4,
     plain_v6,
 )
-from ffs import constants, p4names, tables
-from ffs.entries import Update
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import Update
+from ffs.core.labels import encode
 from ffs.lab.scapy_ffs import FFS
-from ffs.labels import encode
 
 # Table II stream s1 (FFS paper; spec §11.2.1) at a congested node: tau = 4/3 and the
 # normalized label rf' = 0.5, so gamma = 1, rf leaves as 0.5 and RRI = tau / rf' = 8/3.

@@ -18,10 +18,10 @@ from base import (
     plain_v4,
     plain_v6,
 )
-from ffs import constants, tables
-from ffs.entries import Update
+from ffs.core import constants, tables
+from ffs.core.entries import Update
+from ffs.core.labels import decode, encode
 from ffs.lab.scapy_ffs import FFS
-from ffs.labels import decode, encode
 
 CONGESTED = expect.Egress(tau=4 / 3, congested=True)
 

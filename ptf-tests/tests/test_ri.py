@@ -8,9 +8,9 @@ from scapy.layers.l2 import Ether
 
 import expect
 from base import FfsTest, code_value, ffs_v4
-from ffs import constants
+from ffs.core import constants
+from ffs.core.labels import decode, encode
 from ffs.lab.scapy_ffs import FFS
-from ffs.labels import decode, encode
 
 TAU = 4 / 3  # Table II (spec §11.2.1)
 

@@ -8,12 +8,12 @@ import time
 import pytest
 
 from agentkit import LPF, Clock, dump, make_agent
-from ffs import p4names, tables
 from ffs.agent.core import MatrixError
 from ffs.agent.state import StateStore
-from ffs.allocator import allocate
+from ffs.core import p4names, tables
+from ffs.core.allocator import allocate
+from ffs.core.entries import Update
 from ffs.driver.base import DriverError
-from ffs.entries import Update
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 
@@ -127,7 +127,7 @@ class WrappingDriver(LocalDriver):
     OFFSET = (1 << 64) - 5_000
 
     def read_counters(self, name, indices=None):
-        from ffs.entries import CounterValue
+        from ffs.core.entries import CounterValue
 
         wrap = 1 << 64
         return {
@@ -158,7 +158,7 @@ class LateReadDriver(LocalDriver):
         self.t0 = time.monotonic()
 
     def read_counters(self, name, indices=None):
-        from ffs.entries import CounterValue
+        from ffs.core.entries import CounterValue
 
         if name == p4names.PAIR_BYTES.name:  # a step's first read: every read of one step shares a latency
             self.steps += 1
@@ -242,7 +242,7 @@ def test_an_lpf_spec_matches_its_read_back_within_the_targets_rounding():
     """Tofino stores LPF time constants in a float format of its own: tofino-model reads 20 ms back
     as 19.980488 ms. The agent's slow check must take that for the spec it wrote (rewriting all
     4096 specs every check would stall its τ loop on tofino-model), and still see a real change."""
-    from ffs.entries import LpfSpec
+    from ffs.core.entries import LpfSpec
 
     spec = LpfSpec("RATE", 20e6, 20e6, 4)
     assert spec.matches(LpfSpec("RATE", 19980488.0, 19980488.0, 4))

@@ -16,13 +16,13 @@ import logging
 import pytest
 
 from agentkit import LPF, TWO_PIPES_NODE, Clock, make_agent
-from ffs import constants, p4names
 from ffs.agent.core import Agent
-from ffs.frames import ipv4_frame, lie_ip_len
+from ffs.core import constants, p4names
+from ffs.core.frames import ipv4_frame, lie_ip_len
+from ffs.core.tables import f_from_lpf
+from ffs.core.topology import load
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
-from ffs.tables import f_from_lpf
-from ffs.topology import load
 
 
 def tau_of(snap, egress: str = "p3") -> float:

@@ -15,7 +15,7 @@ import pytest
 from agentkit import DUMBBELL, LPF, make_agent
 from ffs.agent.core import Agent
 from ffs.agent.state import StateStore
-from ffs.topology import load
+from ffs.core.topology import load
 
 M = 1e6
 RUNS = 100

@@ -16,10 +16,10 @@ import time
 import pytest
 
 from agentkit import DUMBBELL, ffsctl, start_agent
-from ffs import p4names
-from ffs.agent.api import call
 from ffs.agent.owner import OwnerError, OwnerLock
 from ffs.agent.state import StateError, StateStore
+from ffs.core import p4names
+from ffs.core.api_client import call
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve

@@ -13,14 +13,14 @@ import time
 import pytest
 
 from agentkit import DUMBBELL, ffsctl, start_agent
-from ffs import p4names, tables
-from ffs.agent.api import call
-from ffs.agent.program import LpfConfig
+from ffs.core import p4names, tables
+from ffs.core.api_client import call
+from ffs.core.program import LpfConfig
+from ffs.core.topology import load
 from ffs.switch.driver import ModelDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve
-from ffs.topology import load
 
 pytestmark = pytest.mark.usefixtures("private_locks")
 

@@ -46,7 +46,7 @@ NOT_IN_CLOSURE = (
     "ffs.lab.differential",
     "ffs.lab.demo_tofino",
     "ffs.lab.scapy_ffs",
-    "ffs.frames",
+    "ffs.core.frames",
 )
 IMPORT_TO_DIST = {
     "click": "click",
@@ -178,7 +178,9 @@ def newer_than_38(tree: ast.AST) -> list[tuple[int, str]]:
 
 def test_the_closure_is_the_agent_and_ffsctl_without_the_laboratory():
     mods, _ = closure()
-    assert {"ffs.agent.core", "ffs.agent.service", "ffs.driver.bfrt", "ffs.driver.model", "ffs.allocator"} <= set(mods)
+    assert {"ffs.agent.core", "ffs.agent.service", "ffs.driver.bfrt", "ffs.driver.model", "ffs.core.allocator"} <= set(
+        mods
+    )
     lab = sorted(m for m in mods if any(m == x or m.startswith(x + ".") for x in NOT_IN_CLOSURE))
     assert lab == [], f"ffs-agent/ffsctl import the laboratory or the software switch, which need 3.11 and [lab]: {lab}"
 
@@ -338,7 +340,7 @@ def run(
 
 @pytest.mark.parametrize("version", PYTHONS)
 def test_the_wheel_runs_the_agent_and_ffsctl(version, venvs, tmp_path):
-    from ffs.frames import ipv4_frame
+    from ffs.core.frames import ipv4_frame
     from ffs.switch.pipeline import Pipeline
     from ffs.switch.runtime import SwitchControl
     from ffs.switch.server import serve
@@ -448,10 +450,10 @@ def _check_diff_plan_and_load(
     venv: Path, sock: str, switch: str, env: dict[str, str], tmp_path: Path, end: float
 ) -> None:
     """ffsctl matrix diff, plan (numpy's allocator on measured demands) and load, which reaches the switch."""
-    from ffs import p4names, tables
-    from ffs.agent.program import LpfConfig
+    from ffs.core import p4names, tables
+    from ffs.core.program import LpfConfig
+    from ffs.core.topology import load
     from ffs.driver.model import ModelDriver
-    from ffs.topology import load
 
     diff = run(venv, "ffsctl", f"--socket={sock}", "matrix", "diff", "m.yaml", env=env, cwd=tmp_path)
     assert diff.returncode == 0 and "M(p1,p3): 10 Mbps -> 12 Mbps" in diff.stdout, diff.stdout + diff.stderr

@@ -14,9 +14,9 @@ import math
 import pytest
 
 from agentkit import make_agent
-from ffs import p4names, tables
-from ffs.entries import Exact
-from ffs.frames import ipv4_frame, lie_ip_len
+from ffs.core import p4names, tables
+from ffs.core.entries import Exact
+from ffs.core.frames import ipv4_frame, lie_ip_len
 
 M = 1e6
 LIAR = ipv4_frame("10.0.2.1", "10.0.3.1", 1250)  # h2 -> h3: pair p2 -> p3
@@ -199,9 +199,9 @@ def test_light_lies_are_withheld_at_least_what_they_cost_the_port():
     at an attack's onset, where w reads high (F the rate now, R the period's mean), λ decides; an
     honest pair half of whose bytes lie (w = 0.53) keeps 1 − λ = 0.5, what it would beside an
     honest sender of the liar's size."""
-    from ffs.agent.program import Pair
     from ffs.agent.quarantine import Quarantine
-    from ffs.entries import CounterValue
+    from ffs.core.entries import CounterValue
+    from ffs.core.program import Pair
 
     pair = Pair(7, "p2", "p3", 2, 3)
     w = 84 / 1288
@@ -234,9 +234,9 @@ def test_heavy_claims_get_their_weight_on_the_code_never_more_than_their_share_i
     factor (its frames weighed less than c) loses it for the rest of its quarantine, which then
     withholds λ as for any claim. The guard's drain of its egress runs 1 + excess faster while c
     holds."""
-    from ffs.agent.program import Pair
     from ffs.agent.quarantine import CODE_STEPS, Quarantine, lm_of, weighted_lm, withheld_lm
-    from ffs.entries import CounterValue, TableEntry, Update
+    from ffs.core.entries import CounterValue, TableEntry, Update
+    from ffs.core.program import Pair
 
     pair = Pair(7, "p2", "p3", 2, 3)
     q = Quarantine(10.0, 0.01)

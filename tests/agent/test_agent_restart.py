@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from agentkit import DUMBBELL, LPF, Clock, dump, make_agent
-from ffs import constants, p4names
 from ffs.agent.core import OWNED_TABLES, Agent
 from ffs.agent.state import StateStore
-from ffs.labels import encode
-from ffs.topology import load
+from ffs.core import constants, p4names
+from ffs.core.labels import encode
+from ffs.core.topology import load
 
 HALF = 1.5
 
@@ -124,7 +124,7 @@ def test_reconcile_repairs_out_of_band_changes(tmp_path, caplog):
     agent.driver.clear_table(p4names.PAIRS.name)  # what `clear_table('pairs')` over the control service does
     agent.driver.clear_table(p4names.PORT_METADATA.name)
     route = agent.driver.read_table(p4names.IPV4_ROUTES.name)[0]
-    from ffs.entries import Update
+    from ffs.core.entries import Update
 
     agent.driver.write([Update("modify", type(route)(route.table, route.key, route.action, {"port": 7}))])
     with caplog.at_level("WARNING", logger="ffs.agent"):

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from agentkit import DUMBBELL, start_agent
-from ffs.agent.api import call
 from ffs.agent.state import StateError, StateStore
+from ffs.core.api_client import call
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve

@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 
 from agentkit import DUMBBELL, LPF, wide_topology
-from ffs import p4names
 from ffs.agent.core import Agent
-from ffs.frames import ipv4_checksum, ipv4_frame
+from ffs.core import p4names
+from ffs.core.frames import ipv4_checksum, ipv4_frame
+from ffs.core.topology import load
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
-from ffs.topology import load
 
 
 class Reads(LocalDriver):

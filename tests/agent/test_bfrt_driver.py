@@ -15,9 +15,9 @@ import fake_bfrt_grpc
 from agentkit import TWO_PIPES_NODE
 from conftest import ROOT
 from fake_bfrt_grpc import Data, FakeRpcError, FakeTable, Key, KeyTuple, WriteRequest, bfruntime_pb2, read_field
-from ffs import p4names
+from ffs.core import p4names
+from ffs.core.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, TimerSpec, Update
 from ffs.driver.base import DriverError
-from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, TimerSpec, Update
 
 
 @pytest.fixture
@@ -231,7 +231,7 @@ def test_unknown_table_is_a_driver_error(fake_sde):
 def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde, tmp_path):
 
     from ffs.agent.core import Agent
-    from ffs.topology import load
+    from ffs.core.topology import load
 
     d, log, tables = fake_sde
     topo = load(ROOT / "topologies" / "dumbbell.yaml")
@@ -391,7 +391,7 @@ def test_sde_paths_are_appended_after_the_agents_own_packages(monkeypatch, tmp_p
 def test_agent_step_on_a_failing_read_raises_driver_error_the_service_catches(fake_sde):
 
     from ffs.agent.core import Agent
-    from ffs.topology import load
+    from ffs.core.topology import load
 
     d, log, tables = fake_sde
     topo = load(ROOT / "topologies" / "dumbbell.yaml")
@@ -410,7 +410,7 @@ def test_agent_restart_over_bfrt_reads_back_and_writes_nothing(fake_sde, tmp_pat
 
     from ffs.agent.core import Agent
     from ffs.agent.state import StateStore
-    from ffs.topology import load
+    from ffs.core.topology import load
 
     d, log, tables = fake_sde
     topo = load(ROOT / "topologies" / "dumbbell.yaml")
@@ -440,7 +440,7 @@ def _front_panel(log, tables):
 def _traffic(tables, log, agent, split):
     """One second of traffic both ways between port 0 (pipe 0) and port 129 (pipe 1), as a 2-pipe
     Tofino answers the reads for every pipe (`split`: one value per pipe) or as their totals."""
-    from ffs.ports import pipe_of
+    from ffs.core.ports import pipe_of
 
     port = {"a": 0, "b": 129}
 
@@ -486,7 +486,7 @@ def test_a_2_pipe_tofino_reads_one_value_per_pipe_and_the_driver_sums_them(fake_
 
 
 def test_ports_in_pipe_1_are_looked_up_added_enabled_and_read_by_device_port(fake_sde):
-    from ffs import ports
+    from ffs.core import ports
 
     d, log, tables = fake_sde
     _front_panel(log, tables)
@@ -520,7 +520,7 @@ def test_agent_over_bfrt_on_two_pipes_sees_the_totals_of_one(fake_sde, tmp_path)
     """The agent on a node across pipes 0 and 1 (ports added through $PORT at device ports 0 and
     129) reads per-pipe lists and computes the same rates, F, drops and τ as from the totals."""
     from ffs.agent.core import Agent
-    from ffs.topology import load
+    from ffs.core.topology import load
 
     d, log, tables = fake_sde
     _front_panel(log, tables)
@@ -563,9 +563,9 @@ def test_the_agents_timer_is_one_every_chip_generates(monkeypatch, chip):
     """The guard's timer as the agent asks for it (one packet per managed egress) is written on
     either chip: Tofino 2's SDE refuses packets below 65 bytes."""
 
-    from ffs.agent.program import guard_timer
+    from ffs.core.program import guard_timer
+    from ffs.core.topology import load
     from ffs.driver.bfrt import BfrtDriver
-    from ffs.topology import load
 
     fake_bfrt_grpc.install(monkeypatch, chip=chip, pipes=2)
     monkeypatch.setattr("ffs.driver.bfrt.time.sleep", lambda s: None)

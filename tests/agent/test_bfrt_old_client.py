@@ -198,7 +198,7 @@ BIND = f"""
 import json, logging, sys, time
 logging.basicConfig(level=logging.INFO)
 from ffs.driver.bfrt import BfrtDriver
-from ffs.entries import Exact, TableEntry, Update
+from ffs.core.entries import Exact, TableEntry, Update
 FWD = "SwitchIngress.forward"
 d = BfrtDriver(program={PROGRAM!r}, rpc_timeout_s=10.0)
 d.connect(timeout_s=120)

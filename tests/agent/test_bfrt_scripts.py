@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from conftest import ROOT
-from ffs import p4names, tables
-from ffs.agent.program import LpfConfig, node_updates, pair_time_constant_ns, pairs_of
-from ffs.topology import load
+from ffs.core import p4names, tables
+from ffs.core.program import LpfConfig, node_updates, pair_time_constant_ns, pairs_of
+from ffs.core.topology import load
 
 SCRIPTS = ROOT / "bfrt-scripts"
 M = 1e6

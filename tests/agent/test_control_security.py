@@ -16,11 +16,12 @@ import pytest
 
 from agentkit import DUMBBELL, dump, ffsctl, make_agent
 from ffs.agent import api
-from ffs.agent.api import ApiError, ControlServer, call
-from ffs.agent.matrix import MatrixError, validate_matrix
+from ffs.agent.api import ControlServer
 from ffs.agent.service import AgentService, ServiceConfig
-from ffs.shares import MIN_SHARE_BPS, MIN_SHARE_FRACTION
-from ffs.topology import TopologyError, load
+from ffs.core.api_client import ApiError, call
+from ffs.core.matrix import MatrixError, validate_matrix
+from ffs.core.shares import MIN_SHARE_BPS, MIN_SHARE_FRACTION
+from ffs.core.topology import TopologyError, load
 from hostilekit import laughs
 
 M = 1e6
@@ -198,7 +199,7 @@ def test_connections_beyond_the_cap_are_told_busy(running, monkeypatch):
         pytest.fail("slots were not released")
 
 
-# --- the share floor (ffs.shares) ------------------------------------------------------------
+# --- the share floor (ffs.core.shares) ------------------------------------------------------------
 
 
 def test_share_floor_numbers():
@@ -236,7 +237,7 @@ def test_forged_label_from_a_host_port_buys_nothing(topo_dir):
     """scenarios/forged-label.yaml: a host floods with rf = 2^-14. Its port does not trust labels (the
     default for host-facing ports), so the label is reset to 1.0 and the flood gets exactly its FFS
     rate (Eq. 1: τ = 1.25, 600 Mb/s) while the victim keeps its 400 Mb/s (Corollary 1)."""
-    from ffs.allocator import allocate
+    from ffs.core.allocator import allocate
     from ffs.lab.experiments import run_scenario
 
     topo = load(topo_dir.parent / "scenarios" / "forged-label.yaml")
@@ -302,7 +303,7 @@ HOSTILE_TOPOLOGIES = {
 @pytest.mark.parametrize(
     "tool, name",
     [("ffs.cli.agent", n) for n in HOSTILE_TOPOLOGIES]
-    + [("ffs.cli.sim", "billion laughs"), ("ffs.cli.switch", "5000-deep")],
+    + [("ffs.lab.cli.sim", "billion laughs"), ("ffs.lab.cli.switch", "5000-deep")],
 )
 def test_hostile_topology_one_line_for_every_tool(tmp_path, tool, name):
     """The agent refuses before it touches a switch; ffs-sim and ffs-switch replay exit 2."""
@@ -311,8 +312,8 @@ def test_hostile_topology_one_line_for_every_tool(tmp_path, tool, name):
     f.write_text(text)
     args = {
         "ffs.cli.agent": [f"--topology={f}", "--node=s1", "--switch=unix:/nonexistent/x", "--connect-timeout=0.5"],
-        "ffs.cli.sim": ["allocate", str(f)],
-        "ffs.cli.switch": ["replay", str(f)],
+        "ffs.lab.cli.sim": ["allocate", str(f)],
+        "ffs.lab.cli.switch": ["replay", str(f)],
     }[tool]
     p = subprocess.run([sys.executable, "-m", tool, *args], capture_output=True, text=True, timeout=60)
     assert p.returncode in (1, 2) and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr

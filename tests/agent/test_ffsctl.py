@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from agentkit import LPF, Clock, dump, ffsctl, make_agent
-from ffs import p4names, tables
-from ffs.agent.api import ApiError, ControlServer, call
+from ffs.agent.api import ControlServer
 from ffs.agent.service import AgentService, ServiceConfig
+from ffs.core import p4names, tables
+from ffs.core.api_client import ApiError, call
 
 requires_root = pytest.mark.root(reason="running a client as another uid (os.setuid in a child) needs root")
 

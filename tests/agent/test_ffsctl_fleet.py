@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 import ffs
-from ffs import p4names
-from ffs.agent.api import ApiError, call
+from ffs.core import p4names
+from ffs.core.api_client import ApiError, call
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Front-panel ports from the topology (ffs.ports, ffs.agent.frontpanel): speed from the capacity,
+"""Front-panel ports from the topology (ffs.core.ports, ffs.agent.frontpanel): speed from the capacity,
 FEC and autonegotiation defaults and overrides, the front-panel name checked against the device
 port, and a reconciliation that writes only what differs (a right port is never touched, so it
 never flaps), re-adds a port at the wrong speed and puts it back if the switch refuses the new one."""
@@ -9,14 +9,14 @@ from __future__ import annotations
 import pytest
 
 from agentkit import TWO_PIPES_NODE
-from ffs import ports
 from ffs.agent.core import Agent
 from ffs.agent.frontpanel import FrontPanel
+from ffs.core import ports
+from ffs.core.ports import PortError, PortSpec, PortState
+from ffs.core.topology import TopologyError, load
 from ffs.driver.base import DriverError
-from ffs.ports import PortError, PortSpec, PortState
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
-from ffs.topology import TopologyError, load
 
 TOPO = """name: fp
 nodes:

@@ -29,9 +29,9 @@ import pytest
 
 import ffs
 from conftest import ROOT
-from ffs.agent.api import ApiError, call
 from ffs.cli.common import EXIT_USAGE
 from ffs.cli.ctl import DEFAULT_SOCKET
+from ffs.core.api_client import ApiError, call
 
 UNIT = ROOT / "deploy" / "systemd" / "ffs-agent@.service"
 ENV_EXAMPLE = ROOT / "deploy" / "systemd" / "node.env.example"

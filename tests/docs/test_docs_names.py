@@ -2,7 +2,7 @@
 """The P4 names the docs show exist, so that a renamed or removed name cannot linger in the prose.
 In backticks in README.md, docs/ and bfrt-scripts/:
 
-- every `action(param, ...)` names an action of p4src/ (ffs.p4names) with those parameters;
+- every `action(param, ...)` names an action of p4src/ (ffs.core.p4names) with those parameters;
 - every path through the controls (`rate_est.f_log`, `FfsEgress.egress_acct.malformed[port]`)
   names a table, counter, register, LPF, action or extern the program declares there;
 - every name called a table, a counter or const (`gamma` table, `events` counter,
@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from conftest import ROOT
-from ffs import p4names
+from ffs.core import p4names
 from p4schema import _block, _strip_comments
 
 P4 = ROOT / "p4src"
@@ -73,7 +73,7 @@ HEADER = P4 / "include" / "header.p4"
 
 
 def objects() -> list[tuple[str, str]]:
-    """(fully qualified name, kind) of every table, counter, register, LPF and action of ffs.p4names."""
+    """(fully qualified name, kind) of every table, counter, register, LPF and action of ffs.core.p4names."""
     out = [(t.name, "const table" if t.const_entries else "table") for t in p4names.TABLES]
     out += [(a.name, "action") for t in p4names.TABLES for a in t.actions]
     for v in vars(p4names).values():

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The package's three parts and its layers (docs/control-plane.md, "Code"). The product (the agent,
-ffsctl, the drivers and the pure rules beneath them) imports nothing of the executable specification
-(`ffs.switch`) or the laboratory (`ffs.lab`); and imports point down the layers: the values and pure
-rules at the bottom, then the drivers, the software switch and the endpoints, then the agent, then
-the laboratory and the SDE runs, then the command lines. Every import counts, at the top of a module
-or inside a function."""
+"""The package's three parts and its layers (docs/control-plane.md, "Code"). The product (ffs.core,
+ffs.driver, ffs.agent, ffs.cli: the agent, ffsctl, the drivers and the values and pure rules beneath
+them) imports nothing of the executable specification (`ffs.switch`) or the laboratory (`ffs.lab`);
+and imports point down the layers: the values and pure rules at the bottom, then the drivers, the
+software switch and the endpoints, then the agent, then the laboratory and the SDE runs, then the
+command lines. Each layer is a folder: no module sits loose in the package, so every module's layer
+is that of its folder. Every import counts, at the top of a module or inside a function."""
 
 from __future__ import annotations
 
@@ -17,10 +18,9 @@ from conftest import ROOT
 
 PKG = ROOT / "controlplane" / "ffs"
 
-# a module's layer is that of its longest listed prefix
+# a module's layer is that of its longest listed prefix, each a folder of the package
 LAYERS = {
-    # constants, units, entries, labels, p4names, ports, frames, tables, tau, shares, topology, allocator, ...
-    "ffs": 0,
+    "ffs.core": 0,  # constants, units, entries, labels, p4names, tables, tau, allocator, matrix, program, ...
     "ffs.driver": 1,
     "ffs.switch": 1,
     "ffs.lab.endpoint": 1,
@@ -31,7 +31,10 @@ LAYERS = {
     "ffs.lab.differential": 3,
     "ffs.lab.demo_tofino": 3,
     "ffs.cli": 4,
+    "ffs.lab.cli": 4,
 }
+# the package itself (controlplane/ffs/__init__.py), which holds the version and nothing else
+ROOT = "ffs"
 # within a layer, who may not import whom
 FORBIDDEN = [
     ("ffs.driver", "ffs.switch"),
@@ -48,7 +51,11 @@ def module_name(path: Path) -> str:
 
 
 def layer(name: str) -> tuple[str, int]:
-    prefix = max((p for p in LAYERS if name == p or name.startswith(p + ".")), key=len)
+    if name in (ROOT, f"{ROOT}.__version__"):
+        return ROOT, 0
+    prefixes = [p for p in LAYERS if name == p or name.startswith(p + ".")]
+    assert prefixes, f"{name} is in no layer's folder"
+    prefix = max(prefixes, key=len)
     return prefix, LAYERS[prefix]
 
 
@@ -65,6 +72,18 @@ def imports(path: Path) -> list[tuple[int, str]]:
 MODULES = sorted(PKG.rglob("*.py"))
 
 
+def test_every_module_is_in_a_layers_folder():
+    loose = sorted(p.name for p in PKG.glob("*.py") if p.name != "__init__.py")
+    assert loose == [], f"modules outside the layers' folders: {loose}"
+    folders = sorted(p.name for p in PKG.iterdir() if (p / "__init__.py").is_file())
+    assert folders == sorted({name.split(".")[1] for name in LAYERS})
+    root = ast.parse((PKG / "__init__.py").read_text()).body
+    assigned = [t.id for n in root if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+    assert assigned == ["__version__"] and all(
+        isinstance(n, ast.Assign) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in root
+    ), "controlplane/ffs/__init__.py holds the version and a docstring, nothing else"
+
+
 @pytest.mark.parametrize("path", MODULES, ids=[module_name(p) for p in MODULES])
 def test_imports_point_down(path):
     me = module_name(path)
@@ -79,8 +98,7 @@ def test_imports_point_down(path):
     assert not wrong, "\n".join(wrong)
 
 
-# the product's entry points: what ffs-agent and ffsctl import (ffs.cli.lab names the lab's commands
-# only as strings, for importlib, so that they fail in one line where the lab is not installed)
+# the product's entry points: what ffs-agent and ffsctl import
 PRODUCT_ROOTS = [
     "ffs.agent",
     "ffs.driver",
@@ -89,7 +107,6 @@ PRODUCT_ROOTS = [
     "ffs.cli.fleet",
     "ffs.cli.remote",
     "ffs.cli.common",
-    "ffs.cli.lab",
 ]
 NOT_PRODUCT = ("ffs.switch", "ffs.lab")
 BY_NAME = {module_name(p): p for p in MODULES}
@@ -118,3 +135,10 @@ def test_the_product_imports_nothing_of_the_switch_or_the_lab():
         f"{m} (imported by {seen[m]})" for m in seen if any(m == p or m.startswith(p + ".") for p in NOT_PRODUCT)
     )
     assert not wrong, "the product reaches: " + ", ".join(wrong)
+
+
+def test_the_lab_commands_entry_imports_nothing_of_the_package():
+    """ffs-sim, ffs-switch and ffs-transfer are installed beside the agent, on a switch's Python too:
+    their entry names the lab's commands only as strings, for importlib, so that they fail in one
+    line where the lab is not installed."""
+    assert imports(BY_NAME["ffs.lab.cli.entry"]) == []

@@ -10,16 +10,16 @@ import time
 from pathlib import Path
 
 from conftest import ROOT
-from ffs import p4names
-from ffs.agent.api import ApiError, call
 from ffs.agent.core import Agent
-from ffs.agent.program import LpfConfig
 from ffs.agent.state import StateStore
+from ffs.core import p4names
+from ffs.core.api_client import ApiError, call
+from ffs.core.program import LpfConfig
+from ffs.core.topology import load, wide_text
 from ffs.driver import wire
 from ffs.switch import trace
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
-from ffs.topology import load, wide_text
 
 # a node across pipes 0 and 1 of a 2-pipe Tofino (device ports 0-63 and 128-191), with front-panel
 # names for a target that brings its ports up

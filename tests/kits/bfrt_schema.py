@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The compiled program's bf-rt.json against ffs.p4names, for test_compiled_program (which compiles)
+"""The compiled program's bf-rt.json against ffs.core.p4names, for test_compiled_program (which compiles)
 and test_p4names_bfrt (which reads a build that is already there)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ffs import p4names
+from ffs.core import p4names
 
 MATCH = {"Exact": "exact", "Ternary": "ternary", "LPM": "lpm", "Range": "range"}
 
@@ -18,7 +18,7 @@ def schema_of(out: Path) -> dict[str, dict]:
 
 
 def check_p4names(schema: dict[str, dict]) -> None:
-    """Every object ffs.p4names names is compiled, with its shape, and nothing else is: tables
+    """Every object ffs.core.p4names names is compiled, with its shape, and nothing else is: tables
     (keys: name, match kind, width; actions and their parameters' widths; size), counters (size,
     kind), registers (size, width), LPFs (size) and the port metadata (key, fields)."""
     want = {t.name for t in p4names.TABLES} | {c.name for c in p4names.COUNTERS} | {r.name for r in p4names.REGISTERS}

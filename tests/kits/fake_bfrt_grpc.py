@@ -25,7 +25,7 @@ import logging
 import sys
 import types
 
-from ffs import p4names
+from ffs.core import p4names
 
 
 class KeyTuple:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ffs import constants, p4names, tables
-from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
-from ffs.frames import ipv4_frame, shim
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.core.frames import ipv4_frame, shim
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import ROOT
-from ffs.cli.transfer import main, parse_size
+from ffs.lab.cli.transfer import main, parse_size
 
 CP = ROOT / "controlplane"
 
@@ -57,7 +57,7 @@ def test_transfer_over_loopback_arrives_intact(tmp_path):
     src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
     src.write_bytes(data)
     env = {**os.environ, "PYTHONPATH": str(CP)}
-    cmd = [sys.executable, "-m", "ffs.cli.transfer"]
+    cmd = [sys.executable, "-m", "ffs.lab.cli.transfer"]
     before = raw_ffs_sockets()
     rx = subprocess.Popen(
         cmd + ["recv", "--port", "47311", "--out", str(dst), "--timeout", "20", "--json"],
@@ -113,7 +113,7 @@ def test_partial_deployment_transfer_over_loopback(tmp_path):
     src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
     src.write_bytes(data)
     env = {**os.environ, "PYTHONPATH": str(CP)}
-    cmd = [sys.executable, "-m", "ffs.cli.transfer"]
+    cmd = [sys.executable, "-m", "ffs.lab.cli.transfer"]
     rx = subprocess.Popen(
         cmd + ["recv", "--tcp", "--port", "47312", "--out", str(dst), "--timeout", "20", "--json"],
         stdout=subprocess.PIPE,

@@ -12,9 +12,9 @@ import time
 import pytest
 
 from conftest import TOPOLOGIES
-from ffs import p4names
-from ffs.allocator import allocate
-from ffs.entries import Exact, TableEntry, Update
+from ffs.core import p4names
+from ffs.core.allocator import allocate
+from ffs.core.entries import Exact, TableEntry, Update
 from ffs.lab.liverun import live_node
 from ffs.switch.driver import ModelDriver
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from conftest import TOPOLOGIES
-from ffs import constants, p4names
+from ffs.core import constants, p4names
 from ffs.lab.liverun import live_node
 from ffs.switch.driver import ModelDriver
 
@@ -218,7 +218,7 @@ def test_a_lying_length_delivers_nothing_live(tmp_path, ip_len):
 
 INJECT_V6 = """
 import json, socket, sys, time
-from ffs.frames import ipv6_frame
+from ffs.core.frames import ipv6_frame
 claim, rate, seconds = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 f = bytearray(ipv6_frame("fd00:2::1", "fd00:3::1", 1210))  # 1264 bytes on the wire
 f[18:20] = claim.to_bytes(2, "big")  # the payload length lies

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from conftest import TOPOLOGIES
-from ffs import constants, p4names
-from ffs.agent.program import pairs_of
+from ffs.core import constants, p4names
+from ffs.core.program import pairs_of
 from ffs.lab.liverun import agent_ready, live_node
 from ffs.switch.driver import ModelDriver
 

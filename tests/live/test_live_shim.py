@@ -15,14 +15,14 @@ import sys
 
 import pytest
 
-from ffs import constants, p4names
 from ffs.agent.core import Agent
-from ffs.agent.program import egress_entry
-from ffs.frames import ipv4_frame, shim
+from ffs.core import constants, p4names
+from ffs.core.frames import ipv4_frame, shim
+from ffs.core.labels import encode
+from ffs.core.program import egress_entry
+from ffs.core.tables import egress_params, f_log_entries, lm_of
 from ffs.lab.liverun import live_node
-from ffs.labels import encode
 from ffs.switch.driver import ModelDriver
-from ffs.tables import egress_params, f_log_entries, lm_of
 
 # p1 trusts arriving labels; p2 resets them and inserts the shim; p3 keeps the shim on the way out
 TOPO = """

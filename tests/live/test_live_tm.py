@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from ffs.agent.program import LpfConfig, pairs_of
+from ffs.core.program import LpfConfig, pairs_of
+from ffs.core.topology import load
 from ffs.lab.liverun import live_node
-from ffs.topology import load
 
 # packet size, port speed, the sender's share of the port
 CASES = [(64, 5e6, 0.5), (576, 20e6, 0.5), (1500, 20e6, 0.5), (9000, 100e6, 0.5), (1500, 20e6, 0.05), (576, 20e6, 0.02)]

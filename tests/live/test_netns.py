@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from conftest import TOPOLOGIES
+from ffs.core.topology import load
 from ffs.lab import netns
-from ffs.topology import load
 
 TOPO = """
 name: {name}

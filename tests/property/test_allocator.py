@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ffs.allocator import AllocationError, allocate, solve_tau
-from ffs.topology import Hop, Interface, Node, Stream, Topology, load
+from ffs.core.allocator import AllocationError, allocate, solve_tau
+from ffs.core.topology import Hop, Interface, Node, Stream, Topology, load
 
 G = 1e9
 

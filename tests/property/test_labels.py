@@ -2,7 +2,7 @@
 """The label codes of docs/spec.md §3 and the paper's Eq. 3/4 (worked examples in docs/spec.md §11.2.8).
 
 Exactness is checked against an independent oracle: 60-digit decimal logarithms, not the integer
-power comparisons `ffs.labels` itself uses.
+power comparisons `ffs.core.labels` itself uses.
 """
 
 import math
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ffs import labels
-from ffs.constants import CODE_BIAS, CODE_MAX
+from ffs.core import labels
+from ffs.core.constants import CODE_BIAS, CODE_MAX
 
 
 def oracle_code(x) -> int:

@@ -12,10 +12,10 @@ import random
 
 import pytest
 
-from ffs import constants, p4names, tables
-from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, TimerSpec, Update
-from ffs.frames import ipv4_frame, ipv6_frame, shim
-from ffs.labels import encode
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, TimerSpec, Update
+from ffs.core.frames import ipv4_frame, ipv6_frame, shim
+from ffs.core.labels import encode
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline

@@ -21,8 +21,8 @@ import time
 import pytest
 
 from conftest import ROOT
+from ffs.core.entries import Exact, TableEntry, Update
 from ffs.driver.base import DriverError
-from ffs.entries import Exact, TableEntry, Update
 from sdekit import running_sde, sde_missing
 
 PROGRAM = "tna_exact_match"

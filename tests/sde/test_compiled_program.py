@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """p4src/ through the SDE's real compiler (bf-p4c): it compiles for Tofino 1 and 2 inside the stage
 budget (docs/pipeline.md), with no warning the docs do not explain, and the bf-rt.json it writes
-names exactly what ffs.p4names and the software switch use, with the same widths, in both
+names exactly what ffs.core.p4names and the software switch use, with the same widths, in both
 directions. Skipped where no SDE with bf-p4c is installed ($SDE_INSTALL/bin/bf-p4c)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from bfrt_schema import check_p4names, schema_of
 from conftest import ROOT
-from ffs import p4names
+from ffs.core import p4names
 from ffs.switch.pipeline import Pipeline
 
 BF_P4C = Path(os.environ.get("SDE_INSTALL", "/nonexistent")) / "bin" / "bf-p4c"

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""ffs.p4names against the bf-rt.json of a build already in build/<chip>/ffs (make build or make
+"""ffs.core.p4names against the bf-rt.json of a build already in build/<chip>/ffs (make build or make
 compile wrote it): every table, key (name, match kind, width), action and parameter (name, width),
 counter, register, LPF and the port metadata the control plane names exists with that shape, and
 the program has no other. No compiler runs here; test_compiled_program compiles and checks the same.

@@ -28,10 +28,10 @@ import pytest
 
 from agentkit import ffsctl, wide_topology
 from conftest import ROOT
-from ffs import p4names
-from ffs.agent.api import ApiError, call
-from ffs.agent.program import LpfConfig, node_updates, pairs_of
-from ffs.topology import load
+from ffs.core import p4names
+from ffs.core.api_client import ApiError, call
+from ffs.core.program import LpfConfig, node_updates, pairs_of
+from ffs.core.topology import load
 from sdekit import running_sde, sde_missing
 
 DUMBBELL = ROOT / "topologies" / "dumbbell.yaml"
@@ -269,7 +269,7 @@ def test_agent_brings_up_the_front_panel_ports_of_its_topology(sde, tmp_path):
     agent.terminate()
     agent.wait(timeout=30)
     assert (tmp_path / "agent.log").read_text().count("re-added") == before
-    from ffs import ports
+    from ffs.core import ports
 
     d = driver()
     try:

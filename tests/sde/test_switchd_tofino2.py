@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from ffs import p4names
-from ffs.agent.program import pairs_of
-from ffs.frames import ipv4_frame
+from ffs.core import p4names
+from ffs.core.frames import ipv4_frame
+from ffs.core.program import pairs_of
+from ffs.core.topology import load
 from ffs.lab.differential import Wire, port_map_veths
-from ffs.topology import load
 from sdekit import running_sde, sde_missing
 
 from .test_switchd import driver, start_agent, status

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ffs.allocator import allocate, allocate_window
-from ffs.cli.switch import main as switch_cli
+from ffs.core.allocator import allocate, allocate_window
+from ffs.core.topology import TopologyError, load
+from ffs.lab.cli.switch import main as switch_cli
 from ffs.switch import fast
-from ffs.topology import TopologyError, load
 
 G = 1e9
 

@@ -4,7 +4,7 @@ host on a port that *trusts* labels (the worst case: hosts are untrusted by defa
 label across the whole code range, or splits the flood into many streams. Corollary 1: the
 well-behaved sender on another ingress keeps at least min(demand, share) - here 95 % of it,
 allowing for the estimators' noise - and the egress stays within 5 % of its target. The exact
-allocation (ffs.allocator) gives the flood its FFS rate; no label may buy more (spec §3.1, §4).
+allocation (ffs.core.allocator) gives the flood its FFS rate; no label may buy more (spec §3.1, §4).
 Lengths that lie (spec §4, §7.3): IPv4 in the virtual network (a stream's ip_len), IPv6 through one
 pipeline and its agent (the virtual network's streams are IPv4)."""
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from ffs.core.labels import decode
 from ffs.lab.attacks import M, loads, replay_attack, topology
 from ffs.lab.experiments import run_scenario
-from ffs.labels import decode
 
 
 def check(capacity: float, victim: float, share: float, flood: float, got: dict[str, float]) -> None:
@@ -211,7 +211,7 @@ def test_a_lying_ipv6_length_delivers_nothing(payload_len):
     (spec §4), the frame check drops every one that reaches it and counts it, the agent quarantines
     the pair; the victim keeps its 40 Mb/s. A payload beyond what p2's MAC admits (IP MTU 1500: at
     most 1464) is dropped at the ingress, every one, before it weighs on a pair."""
-    from ffs.frames import ipv6_frame
+    from ffs.core.frames import ipv6_frame
 
     real = ipv6_frame("fc00::1", "fd00::9", 1250 - 40)  # 1264 bytes on the wire, like the victim's
     f = bytearray(real)
@@ -230,7 +230,7 @@ def test_a_lying_ipv6_length_delivers_nothing(payload_len):
 def test_a_truthful_ipv6_flood_is_held_to_its_share():
     """The same frames telling the truth: forwarded, and held to the flood's FFS rate - the
     egress within 5 % of its target (the frame check is not what limits an honest flood)."""
-    from ffs.frames import ipv6_frame
+    from ffs.core.frames import ipv6_frame
 
     f = ipv6_frame("fc00::1", "fd00::9", 1250 - 40)
     cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
@@ -243,7 +243,7 @@ def test_a_truthful_ipv6_flood_is_held_to_its_share():
 def test_a_padded_minimum_ipv6_frame_is_charged_as_64_bytes():
     """An IPv6 frame with no payload is 54 bytes, padded to 60: legal, forwarded, and weighed as a
     64-byte frame (spec §4). Many streams of them still get no more than the flood's share."""
-    from ffs.frames import ipv6_frame
+    from ffs.core.frames import ipv6_frame
 
     f = ipv6_frame("fc00::1", "fd00::9", 0)
     assert len(f) == 60
@@ -259,7 +259,7 @@ def test_without_the_frame_check_an_ipv6_lie_wins(monkeypatch):
     payload of 0 weigh 64 bytes each (1/20 of their rate), γ passes them, and the port's queue
     decides: the flood fills it and the victim gets almost nothing - check() fails; with the check
     in place the same pipeline holds (the test above, on the reference pipeline)."""
-    from ffs.frames import ipv6_frame
+    from ffs.core.frames import ipv6_frame
     from ffs.switch import fast
     from ffs.switch.control.egress_accounting import EgressAccounting
     from ffs.switch.pipeline import Pipeline
@@ -333,7 +333,7 @@ def test_tofino_order_a_liar_is_quarantined():
     admitted them), so τ cannot open the gate for them: the victim keeps at least what it keeps
     against an honest flood (the queue's own loss at this load), and the flood delivers nothing.
     Without the quarantine the victim loses most of its rate."""
-    from ffs.frames import ipv4_frame, lie_ip_len
+    from ffs.core.frames import ipv4_frame, lie_ip_len
 
     victim, d = 40 * M, 1.0
     _, honest, _ = replay_attack(ipv4_frame("10.0.2.1", "10.0.3.1", 1250), poisson=True, duration=d)
@@ -356,8 +356,8 @@ def test_the_estimators_scale_down_is_in_the_weights_not_after_its_32_bit_state(
     line rate, the scale-down must therefore divide the weights the filter sums, not its output:
     with it on the output, a flood with the smallest label (2^-8) saturates its pair's state at
     1 Gb/s, reads a quarter of its rate and takes most of the victim's share."""
-    from ffs.agent import program
-    from ffs.entries import LpfSpec
+    from ffs.core import program
+    from ffs.core.entries import LpfSpec
 
     cap, victim, share, flood = 1000 * M, 400 * M, 500 * M, 3000 * M
     text = topology(cap, victim, share, flood, decode(0x7C00))
@@ -441,12 +441,12 @@ def held_liar(claim: int, co_sender: float = 0.0, duration: float = 8.5, seed: i
     lies the frame check counted by then."""
     from conftest import TOPOLOGIES
     from ffs.agent.core import Agent
-    from ffs.frames import ipv4_frame, lie_ip_len
+    from ffs.core.frames import ipv4_frame, lie_ip_len
+    from ffs.core.topology import load
     from ffs.switch import fast
     from ffs.switch.driver import LocalDriver
     from ffs.switch.tm import configure_node
     from ffs.switch.trace import merge, replay, stream_arrivals
-    from ffs.topology import load
 
     topo = load(TOPOLOGIES / "dumbbell.yaml")
     pipe = fast.new_pipeline(seed)
@@ -529,8 +529,8 @@ def test_a_timer_packet_from_the_wire_drains_nothing():
     packet_id the agent uses; the header's bytes are the frame's first, its destination MAC) on a
     front-panel port sends a frame like any other: the egress's virtual queue only grows, no timer
     is counted. The same bytes on the generator's port drain it (the check can fail)."""
-    from ffs import constants, p4names
     from ffs.agent.core import Agent
+    from ffs.core import constants, p4names
     from ffs.lab.reaction import Case
     from ffs.switch import fast
     from ffs.switch.driver import LocalDriver

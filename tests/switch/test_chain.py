@@ -14,15 +14,15 @@ import sys
 import pytest
 
 from conftest import ROOT, TOPOLOGIES
-from ffs import constants
 from ffs.agent.core import Agent
-from ffs.frames import ipv4_frame
+from ffs.core import constants
+from ffs.core.frames import ipv4_frame
+from ffs.core.topology import load
 from ffs.lab.chain import ChainError, ChainPlan, plan
 from ffs.lab.chain_differential import PORTS_PER_NODE, SoftChain, endpoint
 from ffs.lab.differential import Probe, read_state
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
-from ffs.topology import load
 
 CHAIN = TOPOLOGIES / "chain-model.yaml"
 

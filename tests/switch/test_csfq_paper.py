@@ -17,8 +17,8 @@ import statistics
 
 import pytest
 
+from ffs.core.tables import wire_len
 from ffs.lab.csfq_paper import FAIR_4A, FLOWS_4A, PAPER_4A, PAPER_TABLE4, SIZE, band, run
-from ffs.tables import wire_len
 
 SD = math.sqrt((FLOWS_4A - 1) / FLOWS_4A / (10 * FAIR_4A / (wire_len(SIZE + 18) * 8)))
 

@@ -6,7 +6,7 @@ spec §2."""
 
 import struct
 
-from ffs import constants
+from ffs.core import constants
 from ffs.lab.differential import generate
 from ffs.switch.packet import parse
 
@@ -55,11 +55,11 @@ def test_a_phase_that_replays_gamma_leaves_out_probes_the_egress_drops_whatever_
     claim the ingress drops before γ (beyond its port's frame limit, spec §4)."""
     from conftest import TOPOLOGIES
     from ffs.agent.core import Agent
-    from ffs.frames import ipv4_frame, lie_ip_len
+    from ffs.core.frames import ipv4_frame, lie_ip_len
+    from ffs.core.topology import load
     from ffs.lab.differential import Probe, hides_gamma, read_state
     from ffs.switch.driver import LocalDriver
     from ffs.switch.pipeline import Pipeline
-    from ffs.topology import load
 
     topo = load(TOPOLOGIES / "differential.yaml")
     node = topo.node("dut")

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """FFS endpoints in virtual time (FFS §IX, App. D): MinLoss and MinTime transfers through the
 software switch's pipeline and agent (FFS-C85, RI on) at 10 Gb/s, against the exact FFS allocation
-(ffs.allocator, `ffs-sim allocate`) and against γ (Eq. 2)."""
+(ffs.core.allocator, `ffs-sim allocate`) and against γ (Eq. 2)."""
 
 import dataclasses
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from ffs.allocator import allocate
+from ffs.core.allocator import allocate
+from ffs.core.topology import load
 from ffs.lab.endpoint.rate import MinLoss, MinLossParams, rri_factor
 from ffs.lab.virtual_endpoints import Flow, run
-from ffs.topology import load
 
 TOPO = ROOT / "topologies" / "endpoint.yaml"
 SCALE = 500  # the live 20 Mb/s dumbbell at 10 Gb/s

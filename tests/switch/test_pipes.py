@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import pytest
 
-from ffs import p4names
 from ffs.agent.core import Agent
-from ffs.allocator import allocate
+from ffs.core import p4names
+from ffs.core.allocator import allocate
+from ffs.core.ports import pipe_of
+from ffs.core.topology import load
 from ffs.driver.base import pipe_counter, pipe_sum
-from ffs.ports import pipe_of
 from ffs.switch import fast, trace
 from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve
 from ffs.switch.tna import PIPES
-from ffs.topology import load
 
 TOPO = """name: {name}
 nodes:

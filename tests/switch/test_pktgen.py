@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ffs import constants, p4names
-from ffs.entries import Exact, TableEntry, TimerSpec, Update
-from ffs.frames import ipv4_frame
+from ffs.core import constants, p4names
+from ffs.core.entries import Exact, TableEntry, TimerSpec, Update
+from ffs.core.frames import ipv4_frame
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline

@@ -18,14 +18,14 @@ import random
 
 from conftest import TOPOLOGIES
 from ffs.agent.core import Agent
-from ffs.frames import ipv4_frame, ipv6_frame, lie_ip_len, shim
+from ffs.core.frames import ipv4_frame, ipv6_frame, lie_ip_len, shim
+from ffs.core.labels import encode
+from ffs.core.topology import load
 from ffs.lab.attacks import loads
-from ffs.labels import encode
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
 from ffs.switch.tm import configure_node
 from ffs.switch.trace import Arrival, frame_wire_len, merge, replay, stream_arrivals
-from ffs.topology import load
 
 M = 1e6
 VICTIM = ipv4_frame("10.0.1.1", "10.0.3.1", 1250)

@@ -10,11 +10,11 @@ import math
 
 import pytest
 
-from ffs import constants, p4names, tables
 from ffs.agent.quarantine import Quarantine
-from ffs.entries import Exact, LpfSpec, TableEntry, Update
-from ffs.frames import ipv4_frame
-from ffs.labels import encode
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import Exact, LpfSpec, TableEntry, Update
+from ffs.core.frames import ipv4_frame
+from ffs.core.labels import encode
 from ffs.switch import fast
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.trace import frame_wire_len

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from ffs.agent.program import pairs_of
+from ffs.core.program import pairs_of
 from ffs.lab.attacks import loads
 from ffs.lab.reaction import SHIPPED, Case, Design, pulses, run
 from ffs.switch import fast

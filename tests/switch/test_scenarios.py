@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 
 from conftest import ROOT
-from ffs.allocator import allocate
+from ffs.core.allocator import allocate
+from ffs.core.topology import load
 from ffs.lab.experiments import fairness_index, run_scenario, settling_time, with_target_factor
-from ffs.topology import load
 
 SCENARIOS = ROOT / "scenarios"
 

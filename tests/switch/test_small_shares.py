@@ -18,7 +18,7 @@ import math
 
 import pytest
 
-from ffs.agent.program import LpfConfig
+from ffs.core.program import LpfConfig
 from ffs.lab.small_shares import measure, measure_onset
 
 CASES = [  # share, IP packet size, interface MTU, arrivals, agent period, small-pair arrivals measured

@@ -4,9 +4,9 @@ atomic; the gRPC service behaves like the in-process driver."""
 
 import pytest
 
-from ffs import constants, p4names, tables
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
 from ffs.driver.base import DriverError
-from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
 from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl

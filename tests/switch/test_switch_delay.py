@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from ffs import constants
-from ffs.cli.switch import main as switch_cli
+from ffs.core import constants
+from ffs.core.tables import wire_len
+from ffs.core.topology import TopologyError, load
+from ffs.core.units import parse_delay
+from ffs.lab.cli.switch import main as switch_cli
 from ffs.switch.delay import DelayLine
 from ffs.switch.tm import TrafficManager
-from ffs.tables import wire_len
-from ffs.topology import TopologyError, load
-from ffs.units import parse_delay
 
 MS = 1_000_000  # ns
 

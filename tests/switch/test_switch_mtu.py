@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from ffs import constants, p4names
-from ffs.entries import Exact, TableEntry, Update
-from ffs.frames import ipv4_frame, shim
+from ffs.core import constants, p4names
+from ffs.core.entries import Exact, TableEntry, Update
+from ffs.core.frames import ipv4_frame, shim
 from ffs.lab.attacks import loads
 from ffs.lab.experiments import run_scenario
 from ffs.switch import fast

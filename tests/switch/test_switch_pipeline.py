@@ -10,10 +10,10 @@ from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
 from conftest import ROOT
-from ffs import constants, p4names, tables
-from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, Update
-from ffs.frames import ipv4_checksum, ipv4_frame, ipv6_frame, lie_ip_len, shim
-from ffs.labels import decode, encode
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import Exact, LpfSpec, Lpm, TableEntry, Update
+from ffs.core.frames import ipv4_checksum, ipv4_frame, ipv6_frame, lie_ip_len, shim
+from ffs.core.labels import decode, encode
 from switchkit import DST, IN, OUT, SCALE, labelled, lm_for, rig, single_packet_f
 
 
@@ -699,8 +699,8 @@ def test_the_agent_pushes_each_ports_mtu(table, port_key, v4, v6):
     """The agent's node state holds shim_room and claim_limit entries for every interface, their
     `thr` from its `mtu`."""
 
-    from ffs.agent.program import port_updates
-    from ffs.topology import load
+    from ffs.core.program import port_updates
+    from ffs.core.topology import load
 
     node = load(ROOT / "topologies" / "differential.yaml").node("dut")
     got = {

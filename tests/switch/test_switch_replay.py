@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Table II packet by packet: three streams through the software switch in virtual time at 15 Gb/s,
-with the agent's tau loop (ffs.tau inside ffs.agent) every period, settle at the exact FFS
+with the agent's tau loop (ffs.core.tau inside ffs.agent) every period, settle at the exact FFS
 allocation (Eq. 2: tau = 4/3; 3, 4/3, 32/3 Gb/s). Also: `replay` of arbitrary frames with
 `on_period(now_ns, driver)`, pcap input, and the `ffs-switch replay` command."""
 
@@ -14,15 +14,15 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import ROOT
-from ffs import constants
 from ffs.agent.core import Agent
-from ffs.allocator import allocate
-from ffs.cli.switch import main as switch_cli
-from ffs.frames import ipv4_frame, shim
-from ffs.labels import encode
+from ffs.core import constants
+from ffs.core.allocator import allocate
+from ffs.core.frames import ipv4_frame, shim
+from ffs.core.labels import encode
+from ffs.core.topology import load
+from ffs.lab.cli.switch import main as switch_cli
 from ffs.switch import fast, trace
 from ffs.switch.driver import LocalDriver
-from ffs.topology import load
 
 EXACT = {"s1": 3e9, "s2": 4e9 / 3, "s3": 32e9 / 3}
 

@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from agentkit import dump
-from ffs import p4names
+from ffs.core import p4names
 from ffs.driver import wire
 from ffs.switch import runtime as control_mod
 from ffs.switch.driver import LocalDriver, ModelDriver
@@ -189,7 +189,7 @@ def test_read_table_is_a_consistent_snapshot_while_writes_go_on(ctl, tmp_path):
     errors: list[BaseException] = []
 
     def writer() -> None:
-        from ffs.entries import Exact, TableEntry, Update
+        from ffs.core.entries import Exact, TableEntry, Update
 
         k = 0
         try:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ffs import p4names
 from ffs.agent.core import Agent
+from ffs.core import p4names
+from ffs.core.topology import load
 from ffs.switch import fast, trace
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tm import configure_node
-from ffs.topology import load
 
 TM_ARRAYS = ("backlog", "last", "drops", "drop_bytes", "enqueued", "delay_sum")
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """τ where the exact value is 1 (FFS Lemma 1's floor), with 9000-byte packets: about 77 packets per
 5 ms period, so A measured per period is noisy. A τ clamped at 1 could only wander up on that noise
-and over-admitted by 2-4 %; with the controller's bounded excursion below 1 (ffs.tau) every
+and over-admitted by 2-4 %; with the controller's bounded excursion below 1 (ffs.core.tau) every
 stream stays within 2 % of the exact allocation, packet by packet through the software switch."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from ffs.cli.switch import main as switch_cli
+from ffs.lab.cli.switch import main as switch_cli
 from ffs.switch import fast
 
 NODE = """

@@ -16,15 +16,15 @@ from __future__ import annotations
 import pytest
 
 from ffs.agent.core import Agent
-from ffs.allocator import allocate
-from ffs.frames import ipv4_frame
+from ffs.core.allocator import allocate
+from ffs.core.frames import ipv4_frame
+from ffs.core.tau import EgressTau
 from ffs.lab.attacks import loads
 from ffs.lab.experiments import run_scenario
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
 from ffs.switch.tm import configure_node
 from ffs.switch.trace import merge, replay, stream_arrivals
-from ffs.tau import EgressTau
 
 M = 1e6
 CAP, SHARE, DEMAND = 100 * M, 50 * M, 40 * M  # p1's share of p3, and what it sends (below its share)

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """The P4 program reads the contract's numbers from p4src/include/constants.p4, which make constants
-generates from ffs.constants: the checked-in file is the generator's output, and the program as the
+generates from ffs.core.constants: the checked-in file is the generator's output, and the program as the
 reader sees it carries the same numbers."""
 
 from conftest import ROOT
-from ffs import constants, p4constants
+from ffs.core import constants, p4constants
 from p4schema import read
 
 P4 = ROOT / "p4src"

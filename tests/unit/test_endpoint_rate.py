@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from ffs import constants
+from ffs.core import constants
+from ffs.core.labels import encode
 from ffs.lab.endpoint.rate import (
     Echo,
     IndicatorCap,
@@ -21,7 +22,6 @@ from ffs.lab.endpoint.rate import (
 )
 from ffs.lab.endpoint.transport import Receiver, Sender
 from ffs.lab.endpoint.wire import OVERHEAD, Ack, Data, ack_datagram, data_datagram, parse_after_ip
-from ffs.labels import encode
 
 
 def test_rri_factor_decodes_the_code_and_infinity_means_no_information():

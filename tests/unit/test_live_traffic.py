@@ -9,11 +9,11 @@ import threading
 import pytest
 from scapy.layers.inet import IP, UDP
 
-from ffs import constants
-from ffs.frames import shim
+from ffs.core import constants
+from ffs.core.frames import shim
+from ffs.core.labels import encode
 from ffs.lab import traffic
 from ffs.lab.scapy_ffs import FFS
-from ffs.labels import encode
 
 
 def test_shim_datagram_is_exact():
@@ -76,7 +76,7 @@ def test_bad_arguments_are_one_line(capsys):
 def test_a_lying_frame_is_exact(label):
     """--ip-len: a 1250-byte IPv4 packet whose total length says 20, valid header checksum, the
     frame as the wire carries it (14 + 1250 bytes); with --label, the shim follows the header."""
-    from ffs.frames import ipv4_checksum
+    from ffs.core.frames import ipv4_checksum
     from ffs.switch.packet import parse
 
     src_mac, dst_mac = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ffs.allocator import HopArrays, egress_taus, solve
-from ffs.cli.sim import main as sim_cli
+from ffs.core.allocator import HopArrays, egress_taus, solve
+from ffs.lab.cli.sim import main as sim_cli
 from ffs.lab.network import study
 from ffs.lab.network.distribution import Distribution, describe
 from ffs.lab.network.fixedpoint import DAMPING, Checkpoint, Driver
@@ -93,7 +93,7 @@ def test_pairs_and_shortest_paths_are_shortest_and_connected():
 
 
 def oracle_rates(g: ASGraph, pool: LocalPool) -> np.ndarray:
-    """The exact allocator of ffs.allocator (stream by stream, hop by hop) on the pool's paths."""
+    """The exact allocator of ffs.core.allocator (stream by stream, hop by hop) on the pool's paths."""
     stream, pair, egress, demand = [], [], [], []
     share = np.zeros(1 + max(int(own.max()) for own in pool.pairs))
     s = 0
@@ -137,7 +137,7 @@ def test_trees_give_the_exact_allocation_stream_by_stream(aggregate, parts):
 
 @pytest.mark.parametrize("start", ["cold", "above", "below"])
 def test_newton_tau_is_the_root_of_eq2(start):
-    # τ_j by Newton steps over the partitions' sums against ffs.allocator.egress_taus's root from
+    # τ_j by Newton steps over the partitions' sums against ffs.core.allocator.egress_taus's root from
     # the sorted breakpoints, every tree edge repeated once per stream over it; from no guess,
     # from 3 times the root and from a third of it
     g, pool = built(120, 0.3, 2, parts=2)

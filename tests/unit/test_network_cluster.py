@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from distributed import LocalCluster
 
-from ffs.cli.sim import main as sim_cli
+from ffs.lab.cli.sim import main as sim_cli
 from ffs.lab.network.report import Options, run
 
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Without a compiler: every table, action, counter, register and LPF that the control plane and the
-software switch use (ffs.p4names) is declared in p4src/ under the same name, with the same keys,
+software switch use (ffs.core.p4names) is declared in p4src/ under the same name, with the same keys,
 parameters and sizes, and the other way round."""
 
 import shutil
@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from conftest import ROOT
-from ffs import p4names, tables
-from ffs.entries import Range, Ternary, action_name
+from ffs.core import p4names, tables
+from ffs.core.entries import Range, Ternary, action_name
 from p4schema import read
 
 P4 = ROOT / "p4src"
@@ -80,7 +80,7 @@ def _as_p4(key, width: int):
 
 @pytest.mark.parametrize("table", p4names.CONST_TABLES, ids=lambda t: t.name)
 def test_const_entries_match_the_generator(table):
-    """The const entries of p4src/ are those of ffs.tables, in the same order (the first match
+    """The const entries of p4src/ are those of ffs.core.tables, in the same order (the first match
     wins), so the software switch runs exactly the P4 program's decisions."""
     prog = read(P4)
     p4 = prog.tables[table.name].const_entries

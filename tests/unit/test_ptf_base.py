@@ -45,11 +45,11 @@ class Recording:
             if name == "read_table":
                 return []
             if name == "read_default":
-                from ffs.entries import TableEntry
+                from ffs.core.entries import TableEntry
 
                 return TableEntry(args[0], {}, None, {})
             if name == "read_lpf_spec":
-                from ffs.entries import LpfSpec
+                from ffs.core.entries import LpfSpec
 
                 return LpfSpec("RATE", 1.0, 1.0, 4)
             if name == "read_registers":

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""ffs.safeload: hostile YAML and JSON end in one LoadError line, quickly and with bounded memory."""
+"""ffs.core.safeload: hostile YAML and JSON end in one LoadError line, quickly and with bounded memory."""
 
 import os
 import time
@@ -7,8 +7,8 @@ import tracemalloc
 
 import pytest
 
-from ffs import safeload
-from ffs.safeload import LoadError, load_yaml_file, loads_json, read_bytes
+from ffs.core import safeload
+from ffs.core.safeload import LoadError, load_yaml_file, loads_json, read_bytes
 from hostilekit import laughs
 
 HOSTILE_YAML = {

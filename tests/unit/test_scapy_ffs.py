@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The scapy layer and the byte builder of ffs.frames agree on the shim's bytes (spec §2)."""
+"""The scapy layer and the byte builder of ffs.core.frames agree on the shim's bytes (spec §2)."""
 
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
-from ffs import constants
-from ffs.frames import ipv4_frame, ipv6_frame, shim
+from ffs.core import constants
+from ffs.core.frames import ipv4_frame, ipv6_frame, shim
 from ffs.lab.scapy_ffs import FFS
 
 

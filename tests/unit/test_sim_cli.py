@@ -11,7 +11,7 @@ import pytest
 
 # the installed console script, so that errors carry its name; `python -m` where it is not installed
 _SCRIPT = shutil.which("ffs-sim", path=str(Path(sys.executable).parent)) or shutil.which("ffs-sim")
-_PROG = [_SCRIPT] if _SCRIPT else [sys.executable, "-m", "ffs.cli.sim"]
+_PROG = [_SCRIPT] if _SCRIPT else [sys.executable, "-m", "ffs.lab.cli.sim"]
 
 
 def run(*args):

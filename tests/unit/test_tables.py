@@ -7,9 +7,9 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
-from ffs import constants, p4names, tables
-from ffs.entries import Ternary
-from ffs.labels import encode
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import Ternary
+from ffs.core.labels import encode
 
 
 def _arrays(buckets):
@@ -186,7 +186,7 @@ def test_claimed_frame_len_adds_the_headers_and_saturates(l3_len, ipv6, vlan, fr
 
 def test_frame_check_entries():
     """spec §5.5, §7.3: which (excess, pkt_length) pass, first match wins."""
-    from ffs.entries import Range
+    from ffs.core.entries import Range
 
     def passes(excess: int, pkt_length: int) -> bool:
         for e in tables.frame_check_entries():

@@ -8,10 +8,11 @@ import math
 
 import pytest
 
-from ffs import constants
-from ffs.allocator import solve_tau
-from ffs.labels import encode
-from ffs.tau import EgressTau, TauParams, egress_action_params, tau_step, tau_update
+from ffs.core import constants
+from ffs.core.allocator import solve_tau
+from ffs.core.labels import encode
+from ffs.core.tables import egress_action_params
+from ffs.core.tau import EgressTau, TauParams, tau_step, tau_update
 
 # Table II of the FFS paper: three streams through one egress, (rate r, share f) in Gb/s, T = 15
 TABLE_II = [(3.0, 6.0), (4.0, 1.0), (16.0, 8.0)]

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import yaml
 
-from ffs.topology import TopologyError, load
+from ffs.core.topology import TopologyError, load
 
 GOOD = """\
 name: t
@@ -217,7 +217,7 @@ def test_stream_ip_len_out_of_range(tmp_path, value):
 def test_trace_frames_carry_the_lie(tmp_path):
     """The trace's frame keeps its real size (pacing, queues) and only its total length lies, with
     a valid header checksum."""
-    from ffs.frames import ipv4_checksum
+    from ffs.core.frames import ipv4_checksum
     from ffs.switch.trace import streams_from_topology
 
     t = load(

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Rates as operators write them (ffs.units)."""
+"""Rates as operators write them (ffs.core.units)."""
 
 import math
 
 import pytest
 
-from ffs.units import format_rate, parse_rate
+from ffs.core.units import format_rate, parse_rate
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The agent's local control API: JSON lines over a Unix socket that only its owner can use.
+"""The agent's local control API, the server (its client: ffs.core.api_client): JSON lines over a
+Unix socket that only its owner can use.
 
 One request per line, one response per line:
   {"op": "status"}                                -> {"ok": true, "result": {...}}
@@ -8,14 +9,14 @@ One request per line, one response per line:
   {"op": "matrix_show"} | {"op": "matrix_plan", "fairness": ...} | {"op": "tau_show"} | {"op": "log", "limit": 20}
 Errors: {"ok": false, "error": "<one line>"}.
 
-The socket is created mode 0600 (0660 when a group is configured) whatever the umask (ffs.unixsock:
+The socket is created mode 0600 (0660 when a group is configured) whatever the umask (ffs.core.unixsock:
 a live agent's socket is never taken over, a stale one is replaced); every connection is also
 checked with SO_PEERCRED, so a client that is neither the owner, root, nor in the configured group
 is refused even if the file mode was changed.
 
 Availability (docs/security.md): a listen backlog of `BACKLOG`, one thread per connection up to
 `MAX_CONNECTIONS` (more are told the agent is busy), a request line of at most `MAX_REQUEST_BYTES`
-parsed by ffs.safeload, and `IDLE_TIMEOUT_S` for a client that stops sending mid-request.
+parsed by ffs.core.safeload, and `IDLE_TIMEOUT_S` for a client that stops sending mid-request.
 """
 
 from __future__ import annotations
@@ -29,13 +30,13 @@ import socket
 import socketserver
 import struct
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Dict
 
-from ffs.safeload import loads_json
-from ffs.unixsock import bind_private
+from ffs.core.api_client import ApiError
+from ffs.core.safeload import loads_json
+from ffs.core.unixsock import bind_private
 
 BACKLOG = 512  # connections the kernel queues before accept (socketserver's default is 5)
 MAX_CONNECTIONS = 256  # served at once; each holds a thread and at most one request line
@@ -59,10 +60,6 @@ class Peer:
 
 
 Handler = Callable[[Dict[str, Any], Peer], Any]  # typing.Dict: evaluated at run time, also on 3.8
-
-
-class ApiError(Exception):
-    """A request the agent refuses; the message is returned to the client as one line."""
 
 
 SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)  # Linux >= 4.13; Python does not name it everywhere
@@ -123,7 +120,7 @@ class ControlServer:
 
         server = _Server(str(self.path), Conn, bind_and_activate=False)
         try:
-            # bound in a private directory with its mode set, then renamed into place (ffs.unixsock)
+            # bound in a private directory with its mode set, then renamed into place (ffs.core.unixsock)
             def bind(tmp: str) -> None:  # listening before it appears under its name: never seen as stale
                 server.socket.bind(tmp)
                 server.server_activate()
@@ -227,66 +224,3 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, float):
         return None
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
-
-
-def connect(path: str | Path, timeout_s: float) -> socket.socket:
-    """A connected socket with `timeout_s` for what follows. A Unix socket whose accept queue is full
-    refuses a non-blocking connect at once (EAGAIN) rather than waiting, so a busy agent is retried
-    until the deadline instead of failing the call."""
-    deadline = time.monotonic() + timeout_s
-    delay = 0.001
-    while True:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.setblocking(False)
-        try:
-            s.connect(str(path))
-            s.settimeout(max(0.001, deadline - time.monotonic()))
-            return s
-        except (BlockingIOError, InterruptedError):
-            s.close()
-            if time.monotonic() >= deadline:
-                raise ApiError(f"the agent at {path} did not accept the connection within {timeout_s:g} s") from None
-            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-            delay = min(2 * delay, 0.05)
-        except FileNotFoundError:
-            s.close()
-            raise ApiError(f"no agent socket at {path} (is ffs-agent running? see --socket)") from None
-        except PermissionError:
-            s.close()
-            raise ApiError(f"permission denied on {path} (run as the agent's user or its group)") from None
-        except OSError as e:
-            s.close()
-            raise ApiError(f"cannot reach the agent at {path}: {e.strerror}") from None
-
-
-def call(path: str | Path, request: dict[str, Any], timeout_s: float = 10.0) -> Any:
-    """One request to the agent; returns the result or raises ApiError with the agent's message."""
-    s = connect(path, timeout_s)
-    with s, s.makefile("rwb") as f:
-        try:
-            f.write((json.dumps(request) + "\n").encode())
-            f.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the agent may have answered (a refusal) and closed already: read what it said
-        try:
-            line = f.readline()
-        except ConnectionResetError:
-            line = b""
-        except socket.timeout:
-            raise ApiError(f"the agent at {path} did not answer within {timeout_s:g} s") from None
-    return answer(line)
-
-
-def answer(line: bytes) -> Any:
-    """The result in one answer line of the agent (over its socket, or relayed: ffs.cli.remote)."""
-    if not line:
-        raise ApiError("the agent closed the connection without answering")
-    try:
-        resp = json.loads(line)  # the agent's own answer: trusted, and it may carry Infinity (json.dumps' default)
-    except ValueError:
-        raise ApiError("the agent's answer is not JSON") from None
-    if not isinstance(resp, dict) or not resp.get("ok"):
-        raise ApiError(
-            resp.get("error", "request failed") if isinstance(resp, dict) else "the agent's answer is not an object"
-        )
-    return resp.get("result")

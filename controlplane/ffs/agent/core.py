@@ -19,11 +19,8 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from ffs import constants
 from ffs.agent.frontpanel import FrontPanel
-from ffs.agent.matrix import MatrixError, validate_saved
 from ffs.agent.matrix_transaction import MatrixTransaction
-from ffs.agent.program import LpfConfig, guard_timer_period_ns
 from ffs.agent.quarantine import Quarantine
 from ffs.agent.quarantine_entries import QuarantineEntries
 from ffs.agent.snapshot import EgressStatus, PairStatus, Snapshot, tau_display
@@ -39,9 +36,12 @@ from ffs.agent.takeover import (
 )
 from ffs.agent.tau_loop import TauLoop
 from ffs.agent.telemetry import Telemetry
+from ffs.core import constants
+from ffs.core.matrix import MatrixError, validate_saved
+from ffs.core.program import LpfConfig, guard_timer_period_ns
+from ffs.core.tau import TauParams
+from ffs.core.topology import Topology
 from ffs.driver.base import Driver
-from ffs.tau import TauParams
-from ffs.topology import Topology
 
 __all__ = [
     "Agent",

@@ -3,7 +3,7 @@
 the tables, reported in status and metrics.
 
 An interface that names its front-panel port (`fp: 1/0`) gets a port at the speed of its capacity,
-with its FEC and autonegotiation (ffs.ports). At start-up the agent maps each name to its device
+with its FEC and autonegotiation (ffs.core.ports). At start-up the agent maps each name to its device
 port through `$PORT_STR_INFO` (and refuses a topology whose `port` says otherwise), reads what
 `$PORT` holds, and writes only the difference: a missing port is added, a port at another speed,
 FEC or autonegotiation is deleted and added again (the only way BF-Runtime changes them), a
@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ffs import ports
+from ffs.core import ports
+from ffs.core.ports import PortError, PortSpec
+from ffs.core.topology import Node
 from ffs.driver.base import Driver, DriverError
-from ffs.ports import PortError, PortSpec
-from ffs.topology import Node
 
 log = logging.getLogger("ffs.agent")
 

@@ -11,10 +11,11 @@ import dataclasses
 import logging
 from typing import Any
 
-from ffs import p4names
-from ffs.agent.matrix import diff_matrices, validate_matrix
 from ffs.agent.parts import AgentParts
-from ffs.agent.program import (
+from ffs.core import p4names
+from ffs.core.entries import Update
+from ffs.core.matrix import diff_matrices, validate_matrix
+from ffs.core.program import (
     LPF_PACKETS,
     LPF_TIME_CONSTANT_MAX_NS,
     LpfConfig,
@@ -25,9 +26,8 @@ from ffs.agent.program import (
     pair_entry,
     pairs_of,
 )
-from ffs.entries import Update
-from ffs.tables import egress_params
-from ffs.tau import EgressTau
+from ffs.core.tables import egress_params
+from ffs.core.tau import EgressTau
 
 log = logging.getLogger("ffs.agent")
 

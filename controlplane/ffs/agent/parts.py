@@ -16,14 +16,14 @@ from __future__ import annotations
 import dataclasses
 
 from ffs.agent.frontpanel import FrontPanel, PortStatus
-from ffs.agent.program import LpfConfig, Pair, pairs_of
 from ffs.agent.quarantine import Quarantine
 from ffs.agent.snapshot import PairStatus, Snapshot
 from ffs.agent.state import StateStore
+from ffs.core.entries import CounterValue, Update
+from ffs.core.program import LpfConfig, Pair, pairs_of
+from ffs.core.tau import EgressTau, TauParams
+from ffs.core.topology import Node, Topology
 from ffs.driver.base import Driver
-from ffs.entries import CounterValue, Update
-from ffs.tau import EgressTau, TauParams
-from ffs.topology import Node, Topology
 
 
 class AgentParts:

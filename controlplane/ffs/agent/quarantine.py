@@ -40,11 +40,11 @@ import logging
 import math
 from typing import Iterable
 
-from ffs import p4names
-from ffs.agent.program import Pair
-from ffs.constants import LM_MAX
-from ffs.entries import CounterValue, TableEntry, Update
-from ffs.tables import pair_params
+from ffs.core import p4names
+from ffs.core.constants import LM_MAX
+from ffs.core.entries import CounterValue, TableEntry, Update
+from ffs.core.program import Pair
+from ffs.core.tables import pair_params
 
 log = logging.getLogger("ffs.agent")
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from ffs import p4names
 from ffs.agent.parts import AgentParts
-from ffs.agent.program import guard_updates, pair_entry
 from ffs.agent.quarantine import lm_of
 from ffs.agent.snapshot import PairStatus
-from ffs.entries import CounterValue, Update, UpdateKind
+from ffs.core import p4names
+from ffs.core.entries import CounterValue, Update, UpdateKind
+from ffs.core.program import guard_updates, pair_entry
 
 
 class QuarantineEntries(AgentParts):

@@ -2,7 +2,7 @@
 """The counters the agent reads, and how a reading becomes an increment and a rate.
 
 Each counter is read as a Reading: its own baseline and time, so that an increment is what it
-counted since its own last read. Increments are wrap-safe (`ffs.entries.counter_delta`); a
+counted since its own last read. Increments are wrap-safe (`ffs.core.entries.counter_delta`); a
 counter that went backwards was cleared by another client and decides nothing that period.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import enum
 import time
 
-from ffs import p4names
 from ffs.agent.parts import AgentParts
-from ffs.entries import CounterValue, counter_delta
+from ffs.core import p4names
+from ffs.core.entries import CounterValue, counter_delta
 
 # a counter read below its last reading wrapped (a small difference modulo 2^64) or was cleared by
 # another client (a difference near 2^64): 2^63 bytes take 5.8 years at 400 Gb/s, so a difference

@@ -19,16 +19,17 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import ffs
-from ffs.agent.api import ApiError, ControlServer, Peer
+from ffs.agent.api import ControlServer, Peer
 from ffs.agent.core import Agent, tau_display
-from ffs.agent.matrix import MatrixError, diff_matrices, parse_matrix, parse_matrix_text
 from ffs.agent.metrics import Metrics
 from ffs.agent.notify import Notifier
-from ffs.allocator import allocate
+from ffs.core.allocator import allocate
+from ffs.core.api_client import ApiError
+from ffs.core.jsonsafe import finite
+from ffs.core.matrix import MatrixError, diff_matrices, parse_matrix, parse_matrix_text
+from ffs.core.topology import Hop, Stream, Topology
+from ffs.core.units import parse_rate
 from ffs.driver.base import Driver, DriverError
-from ffs.jsonsafe import finite
-from ffs.topology import Hop, Stream, Topology
-from ffs.units import parse_rate
 
 log = logging.getLogger("ffs.agent")
 

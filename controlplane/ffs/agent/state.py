@@ -29,8 +29,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from ffs.safeload import LoadError, loads_json, read_text
-from ffs.tau import EgressTau
+from ffs.core.safeload import LoadError, loads_json, read_text
+from ffs.core.tau import EgressTau
 
 log = logging.getLogger("ffs.agent")
 TMP_SUFFIX = ".tmp"  # staged files: never read as state, removed at start-up

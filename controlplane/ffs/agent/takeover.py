@@ -14,15 +14,15 @@ import logging
 import time
 from typing import Any
 
-from ffs import p4names
-from ffs.agent.program import guard_timer, node_updates
 from ffs.agent.readings import CounterReadings
+from ffs.core import p4names
+from ffs.core.entries import Exact, KeyValue, TableEntry, Ternary, Update, exact_value
+from ffs.core.labels import decode, encode
+from ffs.core.ports import pipe_of
+from ffs.core.program import guard_timer, node_updates
+from ffs.core.tables import egress_action_params, static_updates
+from ffs.core.tau import EgressTau
 from ffs.driver.base import DriverError
-from ffs.entries import Exact, KeyValue, TableEntry, Ternary, Update, exact_value
-from ffs.labels import decode, encode
-from ffs.ports import pipe_of
-from ffs.tables import static_updates
-from ffs.tau import EgressTau, egress_action_params
 
 log = logging.getLogger("ffs.agent")
 

@@ -20,14 +20,15 @@ import logging
 import time
 from typing import Callable, Tuple
 
-from ffs import p4names
-from ffs.agent.program import egress_entry, guard_threshold_of
 from ffs.agent.readings import ZERO, CounterReadings, Reading, add_counts, sub_counts
 from ffs.agent.snapshot import EgressStatus, Snapshot
+from ffs.core import p4names
+from ffs.core.entries import CounterValue, Update, exact_value
+from ffs.core.ports import pipe_of
+from ffs.core.program import egress_entry, guard_threshold_of
+from ffs.core.tables import egress_action_params
+from ffs.core.tau import EgressTau, tau_step
 from ffs.driver.base import Driver, DriverError
-from ffs.entries import CounterValue, Update, exact_value
-from ffs.ports import pipe_of
-from ffs.tau import EgressTau, egress_action_params, tau_step
 
 log = logging.getLogger("ffs.agent")
 

@@ -6,12 +6,12 @@ fraction of its share withheld for `quarantine_s`, docs/security.md).
 
 from __future__ import annotations
 
-from ffs import constants, p4names
 from ffs.agent.readings import ZERO, CounterReadings, Reading
 from ffs.agent.snapshot import PairStatus
-from ffs.entries import Update
-from ffs.ports import pipe_of
-from ffs.tables import f_from_lpf
+from ffs.core import constants, p4names
+from ffs.core.entries import Update
+from ffs.core.ports import pipe_of
+from ffs.core.tables import f_from_lpf
 
 
 class Telemetry(CounterReadings):

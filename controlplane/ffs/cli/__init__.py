@@ -1,2 +1,2 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Command-line entry points: ffs-sim, ffs-switch, ffs-agent, ffsctl."""
+"""The product's commands: ffs-agent, ffsctl (with ffsctl fleet and ffsctl --host ssh://...)."""

@@ -17,21 +17,21 @@ import click
 
 from ffs import __version__
 from ffs.agent.core import Agent
-from ffs.agent.matrix import MatrixError, validate_saved
 from ffs.agent.notify import Notifier
 from ffs.agent.owner import OwnerError, run_dir, take_ownership
-from ffs.agent.program import LpfConfig
 from ffs.agent.service import AgentService, ServiceConfig
 from ffs.agent.state import StateStore, default_state_dir
 from ffs.cli.common import CliError, CliUsageError, one_line_errors, version_option
+from ffs.core.matrix import MatrixError, validate_saved
+from ffs.core.ports import PortError
+from ffs.core.program import LpfConfig
+from ffs.core.tau import TauParams
+from ffs.core.topology import Topology, TopologyError, load
+from ffs.core.unixsock import can_give_to_group
 from ffs.driver.base import Driver, DriverError
 from ffs.driver.bfrt import BfrtDriver
 from ffs.driver.model import ModelDriver
 from ffs.driver.wire import default_control_address
-from ffs.ports import PortError
-from ffs.tau import TauParams
-from ffs.topology import Topology, TopologyError, load
-from ffs.unixsock import can_give_to_group
 
 
 class KeyValueFormatter(logging.Formatter):

@@ -13,7 +13,7 @@ from typing import Any, Callable, TypeVar
 import click
 
 from ffs import __version__
-from ffs.jsonsafe import finite
+from ffs.core.jsonsafe import finite
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -8,12 +8,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ffs.agent.api import ApiError, call
-from ffs.agent.matrix import MatrixError, read_matrix_text
 from ffs.cli import fleet as fleet_mod
 from ffs.cli import remote
 from ffs.cli.common import CliError, dump_json, one_line_errors, version_option
-from ffs.units import format_rate
+from ffs.core.api_client import ApiError, call
+from ffs.core.matrix import MatrixError, read_matrix_text
+from ffs.core.units import format_rate
 
 DEFAULT_SOCKET = "/run/ffs/agent.sock"
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ffs.agent.api import ApiError
-from ffs.agent.api import call as local_call
-from ffs.agent.matrix import MatrixError, read_matrix_text
 from ffs.cli import remote
-from ffs.safeload import LoadError, load_yaml_file
+from ffs.core.api_client import ApiError
+from ffs.core.api_client import call as local_call
+from ffs.core.matrix import MatrixError, read_matrix_text
+from ffs.core.safeload import LoadError, load_yaml_file
 
 SWITCH_KEYS = {"node", "host", "matrix", "socket", "ffsctl"}
 

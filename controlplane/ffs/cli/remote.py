@@ -26,7 +26,7 @@ import time
 from typing import IO, Any
 from urllib.parse import urlsplit
 
-from ffs.agent.api import ApiError, answer, connect
+from ffs.core.api_client import ApiError, answer, connect
 
 SSH_OPTIONS = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]  # never a password prompt in a fleet run
 COMMAND_NOT_FOUND = 127  # the remote shell's status for a command it cannot find, which ssh passes on

@@ -2,7 +2,7 @@
 """The Driver interface: what the agent, the CLI and the PTF tests may ask of a target.
 
 It is the subset of BF-Runtime that FFS needs -- table entries, default entries, indexed counters,
-registers and LPF specs -- with BF-RT's semantics: names are the P4 names of `ffs.p4names`,
+registers and LPF specs -- with BF-RT's semantics: names are the P4 names of `ffs.core.p4names`,
 a batch of updates is applied atomically (all or nothing), counters and registers come back per
 pipe and are summed here (`pipe_sum`, the one rule every driver uses), and every refusal raises
 DriverError with a one-line reason.
@@ -13,8 +13,8 @@ from __future__ import annotations
 import abc
 from typing import Any, Iterable, Sequence
 
-from ffs.entries import COUNTER_WRAP, CounterValue, LpfSpec, TableEntry, TimerSpec, Update
-from ffs.ports import PortSpec, PortState
+from ffs.core.entries import COUNTER_WRAP, CounterValue, LpfSpec, TableEntry, TimerSpec, Update
+from ffs.core.ports import PortSpec, PortState
 
 
 class DriverError(Exception):

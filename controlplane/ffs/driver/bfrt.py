@@ -2,7 +2,7 @@
 """The Driver for Tofino (hardware or tofino-model) over BF-Runtime gRPC, via the SDE's bfrt_grpc.
 
 `bfrt_grpc` ships with the SDE and is imported only when this driver is created; without it the
-driver says where it looked. Names are the P4 names of ffs.p4names (BF-RT resolves them under
+driver says where it looked. Names are the P4 names of ffs.core.p4names (BF-RT resolves them under
 `pipe.`); a batch is one WriteRequest with ROLLBACK_ON_ERROR, so it applies whole or not at all.
 Counters and registers are read in one of two ways and summed over pipes: a few indices straight
 from the hardware (`from_hw=True`), many indices or a whole table by a `Sync` of the table and then
@@ -35,11 +35,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from ffs import p4names
-from ffs.constants import PKTGEN_PORT, PKTGEN_PORT_TOFINO2, TIMER_APP_ID, TIMER_HEADER_LEN
+from ffs.core import p4names
+from ffs.core.constants import PKTGEN_PORT, PKTGEN_PORT_TOFINO2, TIMER_APP_ID, TIMER_HEADER_LEN
+from ffs.core.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, TimerSpec, Update
+from ffs.core.ports import FRAME_LIMIT_MAX, PortSpec, PortState
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
-from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, TimerSpec, Update
-from ffs.ports import FRAME_LIMIT_MAX, PortSpec, PortState
 
 PORT_MD_ALIASES = (p4names.PORT_METADATA.name, "$PORT_METADATA")
 PORT_MD_FIELDS = frozenset(name for name, _ in p4names.PORT_METADATA.fields)

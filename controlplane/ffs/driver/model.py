@@ -11,9 +11,9 @@ from typing import Any, Iterable, Sequence
 
 import grpc
 
+from ffs.core.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
 from ffs.driver import wire
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
-from ffs.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
 
 
 class ModelDriver(Driver):

@@ -11,7 +11,7 @@ import os
 import tempfile
 from typing import Any
 
-from ffs.entries import Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, TimerSpec, Update
+from ffs.core.entries import Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, TimerSpec, Update
 
 SERVICE = "ffs.switch.Control"
 

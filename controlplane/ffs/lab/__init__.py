@@ -8,7 +8,8 @@ AS-level study), `demo` and `liverun` (the live demo and its pieces), `traffic` 
 receivers for live runs), `endpoint` (the FFS-aware endpoints of the paper's §IX, live) and
 `virtual_endpoints` (the same in virtual time), `netns` (network namespaces and veth for live runs),
 `differential` and `demo_tofino` (the SDE runs, with `sde`, which starts tofino-model and
-bf_switchd), `scapy_ffs` and `binomial` (the shim for scapy and the binomial bounds the tests use).
+bf_switchd), `scapy_ffs` and `binomial` (the shim for scapy and the binomial bounds the tests use),
+and `cli` (its commands: ffs-sim, ffs-switch, ffs-transfer).
 
 It builds on every layer below it (the switch, the agent, the drivers); nothing below imports it.
 """

@@ -10,14 +10,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ffs import constants
 from ffs.agent.core import Agent
-from ffs.frames import ipv4_frame, lie_ip_len
+from ffs.core import constants
+from ffs.core.frames import ipv4_frame, lie_ip_len
+from ffs.core.topology import Topology, load
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
 from ffs.switch.tm import configure_node
 from ffs.switch.trace import ReplayResult, merge, replay, stream_arrivals
-from ffs.topology import Topology, load
 
 M = 1e6
 

@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ffs.agent.api import ApiError, call
+from ffs.core.api_client import ApiError, call
+from ffs.core.topology import Topology, TopologyError, load
 from ffs.lab.sde import GRPC_PORT, chip_of, sde_missing, stop_process
-from ffs.topology import Topology, TopologyError, load
 
 STATUS_PORT = 7777  # bf_switchd's status server (run_switchd.sh's default)
 MGMT_IF = "mgmt"

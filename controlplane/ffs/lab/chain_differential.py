@@ -36,11 +36,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from ffs import p4names
-from ffs.constants import NUM_PAIRS, NUM_PORTS
+from ffs.core import p4names
+from ffs.core.constants import NUM_PAIRS, NUM_PORTS
+from ffs.core.entries import Update
+from ffs.core.topology import Topology, load
 from ffs.driver.base import Driver
 from ffs.driver.bfrt import BfrtDriver
-from ffs.entries import Update
 from ffs.lab.chain import ChainPlan, socket_in
 from ffs.lab.differential import (
     FORGETFUL,
@@ -59,7 +60,6 @@ from ffs.lab.differential import (
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import DROP_MALFORMED, Pipeline, Result
 from ffs.switch.trace import links
-from ffs.topology import Topology, load
 
 T = TypeVar("T")
 PORTS_PER_NODE = 512  # a probe's entry and exit as one number: node index · 512 + device port

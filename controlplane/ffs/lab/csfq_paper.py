@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ffs.allocator import allocate
+from ffs.core.allocator import allocate
 from ffs.lab.attacks import loads
 from ffs.lab.baselines import Csfq
 from ffs.lab.experiments import run_scenario

@@ -30,12 +30,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ffs.agent.api import ApiError, call
-from ffs.allocator import allocate
+from ffs.core.allocator import allocate
+from ffs.core.api_client import ApiError, call
+from ffs.core.topology import Topology, TopologyError, load
+from ffs.core.units import format_rate
 from ffs.lab import netns
 from ffs.lab.liverun import LiveError, LiveNode, live_node
-from ffs.topology import Topology, TopologyError, load
-from ffs.units import format_rate
 
 console = Console(highlight=False, soft_wrap=True)
 KEEP = 0.90  # a well-behaved sender keeps at least this part of min(demand, share)

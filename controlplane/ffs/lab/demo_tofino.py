@@ -36,14 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ffs.agent.api import ApiError, call
-from ffs.allocator import allocate
-from ffs.frames import ipv4_frame
+from ffs.core.allocator import allocate
+from ffs.core.api_client import ApiError, call
+from ffs.core.frames import ipv4_frame
+from ffs.core.topology import Topology, load
+from ffs.core.units import format_rate
 from ffs.lab.differential import port_map_veths
 from ffs.lab.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
 from ffs.lab.traffic import wire_bytes
-from ffs.topology import Topology, load
-from ffs.units import format_rate
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4

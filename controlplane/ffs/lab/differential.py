@@ -40,18 +40,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ffs import constants, p4names, tables
-from ffs.agent.api import ApiError, call
-from ffs.agent.program import pairs_of
+from ffs.core import constants, p4names, tables
+from ffs.core.api_client import ApiError, call
+from ffs.core.entries import CounterValue, Exact, LpfSpec, TableEntry, Update, counter_delta
+from ffs.core.frames import ipv4_frame, ipv6_frame, shim
+from ffs.core.program import pairs_of
+from ffs.core.topology import Node, load
 from ffs.driver.base import Driver
 from ffs.driver.bfrt import BfrtDriver
-from ffs.entries import CounterValue, Exact, LpfSpec, TableEntry, Update, counter_delta
-from ffs.frames import ipv4_frame, ipv6_frame, shim
 from ffs.lab import binomial
 from ffs.lab.sde import CHIPS, Sde, chip_of, default_port_map, sde_missing, stop_process
 from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import DROP_MALFORMED, Pipeline, Result
-from ffs.topology import Node, load
 
 FORGETFUL = LpfSpec("RATE", 1.0, 1.0, constants.LPF_SCALE_DOWN)
 TAG = b"\x02\xff"  # source MAC = 02:ff:<probe number, 32 bits>
@@ -323,7 +323,7 @@ def drained(
 
 def counters_moved(after: dict, before: dict) -> dict[str, dict[int, tuple[int, int]]]:
     """Per counter, the cells that moved between two reads (`counters`), by how much: wrap-safe,
-    as the agent takes them (ffs.entries.counter_delta)."""
+    as the agent takes them (ffs.core.entries.counter_delta)."""
     out: dict[str, dict[int, tuple[int, int]]] = {}
     for name, cells in after.items():
         d = {}

@@ -20,16 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ffs import p4names
-from ffs.agent.program import LpfConfig, pairs_of
-from ffs.allocator import allocate
-from ffs.jsonsafe import finite
+from ffs.core import p4names
+from ffs.core.allocator import allocate
+from ffs.core.jsonsafe import finite
+from ffs.core.ports import pipe_of
+from ffs.core.program import LpfConfig, pairs_of
+from ffs.core.topology import Topology
 from ffs.lab.baselines import Csfq
 from ffs.lab.nodes import build_nodes
-from ffs.ports import pipe_of
 from ffs.switch import trace
 from ffs.switch.fast import new_pipeline
-from ffs.topology import Topology
 
 SCHEMES = ("ffs", "fifo", "csfq")
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from ffs.allocator import allocate
+from ffs.core.allocator import allocate
 from ffs.lab.attacks import loads
 from ffs.lab.experiments import run_scenario
 

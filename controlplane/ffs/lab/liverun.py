@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ffs.agent.api import ApiError, call
-from ffs.constants import SHIM_LEN
+from ffs.core.api_client import ApiError, call
+from ffs.core.constants import SHIM_LEN
+from ffs.core.topology import Topology, load
 from ffs.lab import netns
-from ffs.topology import Topology, load
 
 
 class LiveError(Exception):
@@ -126,7 +126,7 @@ def live_node(
                 plan.switch_ns,
                 py,
                 "-m",
-                "ffs.cli.switch",
+                "ffs.lab.cli.switch",
                 "run",
                 *ports,
                 *switch_args,

@@ -27,9 +27,9 @@ import sys
 import zlib
 from dataclasses import dataclass
 
-from ffs.constants import SHIM_LEN
-from ffs.topology import Topology, TopologyError, load
-from ffs.units import format_rate
+from ffs.core.constants import SHIM_LEN
+from ffs.core.topology import Topology, TopologyError, load
+from ffs.core.units import format_rate
 
 IFNAMSIZ = 15  # longest Linux interface name
 DEFAULT_MTU = 1500

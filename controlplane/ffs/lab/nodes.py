@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ffs.agent.core import Agent
+from ffs.core.topology import Topology
 from ffs.switch.driver import LocalDriver
 from ffs.switch.fast import new_pipeline
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tm import configure_node
-from ffs.topology import Topology
 
 
 @dataclass

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ffs.agent.core import Agent
-from ffs.agent.program import LpfConfig
-from ffs.frames import ipv4_frame, lie_ip_len
+from ffs.core.frames import ipv4_frame, lie_ip_len
+from ffs.core.program import LpfConfig
 from ffs.lab.attacks import loads
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver

@@ -7,7 +7,7 @@
 `nh` (the shim's next header) is filled in from the payload when left unset, the way scapy fills
 in IP's protocol, and decoding picks the payload layer from it with the IP layer's own bindings
 (UDP, TCP, ICMP, ICMPv6, ...), so the shim is transparent to dissection. The PTF suite and the
-tests import this one definition; `ffs.frames` builds the same bytes by hand.
+tests import this one definition; `ffs.core.frames` builds the same bytes by hand.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from scapy.layers.inet import IP
 from scapy.layers.inet6 import IPv6
 from scapy.packet import Packet, Raw, bind_layers
 
-from ffs import constants
+from ffs.core import constants
 
 NO_NEXT_HEADER = 59  # IANA "no next header": a shim with nothing after it
 

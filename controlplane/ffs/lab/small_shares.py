@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ffs.agent.program import LpfConfig, pairs_of
+from ffs.core.program import LpfConfig, pairs_of
+from ffs.core.tables import wire_len
 from ffs.lab.attacks import loads
 from ffs.lab.experiments import run_scenario
-from ffs.tables import wire_len
 
 CAPACITY = 100e6
 FLOOD = 200e6

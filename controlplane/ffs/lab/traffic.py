@@ -31,11 +31,11 @@ import time
 from dataclasses import dataclass
 from typing import IO
 
-from ffs import constants
-from ffs.frames import ipv4_checksum, shim
-from ffs.labels import encode
-from ffs.tables import wire_len
-from ffs.units import parse_rate
+from ffs.core import constants
+from ffs.core.frames import ipv4_checksum, shim
+from ffs.core.labels import encode
+from ffs.core.tables import wire_len
+from ffs.core.units import parse_rate
 
 IP_HDR = 20
 UDP_HDR = 8

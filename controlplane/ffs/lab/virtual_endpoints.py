@@ -23,16 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from ffs import constants
 from ffs.agent.core import Agent
-from ffs.agent.program import LpfConfig
-from ffs.frames import ipv4_frame, shim
+from ffs.core import constants
+from ffs.core.frames import ipv4_frame, shim
+from ffs.core.program import LpfConfig
+from ffs.core.topology import Topology
 from ffs.lab.endpoint.rate import Controller, MinLoss, MinLossParams, MinTime
 from ffs.lab.endpoint.transport import Receiver, Sender
 from ffs.lab.endpoint.wire import OVERHEAD, parse_shim
 from ffs.switch.driver import LocalDriver
 from ffs.switch.fast import new_pipeline
-from ffs.topology import Topology
 
 ETH = 14
 IP_HDR = 20

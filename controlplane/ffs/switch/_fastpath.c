@@ -3,7 +3,7 @@
  *
  * pipeline.py is the executable specification; this file repeats it function for function
  * (one C function per P4 action, the controls' apply blocks in the same order) so that trace mode
- * reaches Tofino packet rates on one core. tests/test_switch_fastpath.py runs thousands of random
+ * reaches Tofino packet rates on one core. tests/property/test_switch_fastpath.py runs thousands of random
  * packets and table states through both and requires identical frames, drops, counters,
  * registers and LPF state.
  *
@@ -29,7 +29,7 @@
 
 typedef unsigned __int128 u128;
 
-/* --- constants of the contract (checked against ffs.constants by ffs/switch/fast.py) ------- */
+/* --- constants of the contract (checked against ffs.core.constants by ffs/switch/fast.py) ------- */
 #define IP_PROTO_FFS 253
 #define IP_PROTO_HOPOPT 0
 #define SHIM_LEN 8
@@ -86,7 +86,7 @@ typedef unsigned __int128 u128;
 #define R_OVERSIZE 7
 #define R_CLAIM 8
 
-/* the writable tables, in the order of ffs.p4names.TABLES; actions in the order of each table's
+/* the writable tables, in the order of ffs.core.p4names.TABLES; actions in the order of each table's
  * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate, frame_check) are code
  * below; their actions are listed for the contract check only. */
 enum {
@@ -552,7 +552,7 @@ static inline void wr16(uint8_t *f, size_t o, uint32_t v) {
 }
 
 /* ingress: FfsIngressParser with the ingress's length checks, as code: the parser's IPv6
- * `truncated` state and the ipv4_shim_len const table of stage 0 (ffs.tables.ipv4_shim_len_entries):
+ * `truncated` state and the ipv4_shim_len const table of stage 0 (ffs.core.tables.ipv4_shim_len_entries):
  * an IP length that cannot hold the shim is a parse error. FfsEgressParser (ingress = 0) extracts
  * the shim without them, and no IPv4 fragment's shim. */
 static int parse_x(const uint8_t *f, size_t n, parsed_t *p, int ingress) {
@@ -687,7 +687,7 @@ static void ingress_parser_metadata(const uint8_t *buf, const parsed_t *p, meta_
 }
 
 /* --- control/ffs_core: port_label, claim_limit (fate: in engine_process_mac) ------------------- */
-/* FfsIngress.port_label: the const entries of ffs.tables.port_label_entries, in order */
+/* FfsIngress.port_label: the const entries of ffs.core.tables.port_label_entries, in order */
 static void port_label_apply(const uint8_t *buf, const parsed_t *p, meta_t *md) {
     if (md->trust && md->ffs_state == FFS_STATE_VALID) { /* use_label_ri */
         md->rf = md->rf_hdr;
@@ -818,7 +818,7 @@ static inline void lf_zero(meta_t *md) {
 }
 static inline void store_f(Engine *e, meta_t *md, uint32_t pipe) { e->f_est[pipe * NUM_PAIRS + md->pid] = md->f_rate; }
 
-/* the frame as its headers claim it, FCS included (ffs.tables.claimed_frame_len), saturating */
+/* the frame as its headers claim it, FCS included (ffs.core.tables.claimed_frame_len), saturating */
 static inline uint32_t claimed_len(const parsed_t *p, uint32_t l3_len, int fcs) {
     uint32_t hdr = ETH_LEN + (p->vlan ? VLAN_LEN : 0) + (p->ip_version == 6 ? IPV6_LEN : 0) + (fcs ? FCS_LEN : 0);
     return umin(l3_len + hdr, U16);
@@ -867,7 +867,7 @@ static void normalize_apply(Engine *e, meta_t *md) {
         md->admit_margin = 0;
 }
 
-/* RiUpdate.ri_candidate: the const entries of ffs.tables.ri_candidate_entries */
+/* RiUpdate.ri_candidate: the const entries of ffs.core.tables.ri_candidate_entries */
 /* --- control/ri_update ------------------------------------------------------------------------- */
 static void ri_update_apply(meta_t *md) {
     if (!md->ri_req)
@@ -913,7 +913,7 @@ static void run_timers(Engine *e, uint32_t pipe, int64_t t_ns) {
     for (int64_t i = 0; i < e->pktgen_cfg[1]; i++) queue_guard_timer(e, (uint32_t)i, pipe, k);
 }
 
-/* EgressAccounting.frame_check: the const entries of ffs.tables.frame_check_entries, in order.
+/* EgressAccounting.frame_check: the const entries of ffs.core.tables.frame_check_entries, in order.
  * pkt_length is the length the packet arrived with (FCS included); a shim the ingress inserted
  * (grown, bridged) is added to it before the claim is compared. */
 /* --- control/egress_accounting ----------------------------------------------------------------- */
@@ -1047,7 +1047,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
         ri_update_apply(&md);
     }
     if (md.routed) queue_guard_apply(e, &md, pipe);
-    /* FfsIngress.fate: the const entries of ffs.tables.fate_entries, in order; beside it
+    /* FfsIngress.fate: the const entries of ffs.core.tables.fate_entries, in order; beside it
      * count_pair_drop and count_admitted (A_j, before the TM) */
     if (md.managed) {
         if (md.admit_margin == 0 || md.guard)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import ffs
+from ffs.core.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
 from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
 from ffs.driver.model import ModelDriver
-from ffs.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl
 from ffs.switch.tna import ControlError

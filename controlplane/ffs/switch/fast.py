@@ -17,8 +17,8 @@ import functools
 import hashlib
 from pathlib import Path
 
-from ffs import constants, p4names
-from ffs.entries import Exact, Lpm, Ternary
+from ffs.core import constants, p4names
+from ffs.core.entries import Exact, Lpm, Ternary
 from ffs.switch.pipeline import (
     DROP_CLAIM,
     DROP_FFS,
@@ -54,7 +54,7 @@ _REASONS = (
     DROP_CLAIM,
 )
 # the engine compiles the writable tables; the const-entry ones are code in _fastpath.c, checked
-# against ffs.tables' generators by tests/property/test_switch_fastpath.py
+# against ffs.core.tables' generators by tests/property/test_switch_fastpath.py
 WRITABLE = tuple(t for t in p4names.TABLES if not t.const_entries)
 _KIND = {"exact": 0, "lpm": 1, "ternary": 2}
 M64 = (1 << 64) - 1
@@ -80,14 +80,14 @@ def _check_contract() -> None:
     if source.exists() and hashlib.sha256(source.read_bytes()).hexdigest() != getattr(_fastpath, "SOURCE_SHA256", None):
         raise ImportError("ffs.switch._fastpath was built from another _fastpath.c: rebuild it (pip install -e .)")
     if tuple(t.name for t in WRITABLE) != _fastpath.TABLES:
-        raise ImportError("ffs.switch._fastpath: table order differs from ffs.p4names.TABLES; rebuild it")
+        raise ImportError("ffs.switch._fastpath: table order differs from ffs.core.p4names.TABLES; rebuild it")
     for t, acts in zip(WRITABLE + p4names.CONST_TABLES, _fastpath.ACTIONS, strict=False):
         if acts.split() != [a.short for a in t.actions]:
-            raise ImportError(f"ffs.switch._fastpath: actions of {t.name} differ from ffs.p4names; rebuild it")
+            raise ImportError(f"ffs.switch._fastpath: actions of {t.name} differ from ffs.core.p4names; rebuild it")
     for name, value in _fastpath.CONSTANTS.items():
         if getattr(constants, name) != value:
             raise ImportError(
-                f"ffs.switch._fastpath: {name} = {value} but ffs.constants says {getattr(constants, name)}"
+                f"ffs.switch._fastpath: {name} = {value} but ffs.core.constants says {getattr(constants, name)}"
             )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ffs import constants
+from ffs.core import constants
 
 
 @dataclass(slots=True)

@@ -331,7 +331,7 @@ def run_live(
 ) -> None:
     """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast).
     speeds: line rates (bit/s) of the ports the TM paces, with their `buffers` (bytes; default:
-    ffs.tables.default_buffer); other ports send at once. delays: propagation delays (s) of
+    ffs.core.tables.default_buffer); other ports send at once. delays: propagation delays (s) of
     ports, applied after their TM (ffs.switch.delay). csfq: the evaluation's CSFQ baseline, run
     before every paced port (ffs-switch run --csfq)."""
     if ready_file:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ffs import constants
-from ffs.frames import ipv4_checksum
+from ffs.core import constants
+from ffs.core.frames import ipv4_checksum
 
 ETH_LEN = 14
 VLAN_LEN = 4

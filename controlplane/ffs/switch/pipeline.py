@@ -2,7 +2,7 @@
 """The FFS pipeline of p4src/, as an executable specification (docs/spec.md §7).
 
 One class per P4 control, holding the same tables, counters, registers and LPFs under the same
-names (`ffs.p4names`), and one function per P4 action, named like the action, doing what the
+names (`ffs.core.p4names`), and one function per P4 action, named like the action, doing what the
 action does at the P4 widths (saturating `|-|`, 32-bit wrap, `[15:0]` slices). Each control's
 `apply` runs its actions and tables in the order of the P4 `apply` block; `Pipeline.process`
 is `FfsIngressParser` + `FfsIngress.apply` + the traffic manager (`ffs.switch.tm`, a FIFO per
@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ffs import constants, p4names
+from ffs.core import constants, p4names
+from ffs.core.tables import wire_len
 from ffs.switch.control.egress_accounting import EgressAccounting
 from ffs.switch.control.ffs_core import Fate, PortLabel
 from ffs.switch.control.forwarding import Forwarding
@@ -49,7 +50,6 @@ from ffs.switch.tna import (
     mac_output,
     sat_sub,
 )
-from ffs.tables import wire_len
 
 # why a packet did not leave (Result.drop_reason)
 DROP_PARSE_ERROR = "parse_error"
@@ -111,9 +111,9 @@ class Pipeline:
         self.fate = Fate(self.events)
         self.guard = QueueGuard()
         self.pktgen = PacketGenerator()
-        from ffs.tables import ipv4_shim_len_entries
+        from ffs.core.tables import ipv4_shim_len_entries
 
-        # every table in the order of ffs.p4names.TABLES (the fast path compiles the writable ones
+        # every table in the order of ffs.core.p4names.TABLES (the fast path compiles the writable ones
         # in this order); const-entry tables are read-only.
         self.ipv4_shim_len = const_table(p4names.IPV4_SHIM_LEN, ipv4_shim_len_entries())
         self.claim_limit = MatchTable(p4names.CLAIM_LIMIT)

@@ -22,8 +22,8 @@ from __future__ import annotations
 import struct
 from array import array
 
-from ffs import constants
-from ffs.entries import TimerSpec
+from ffs.core import constants
+from ffs.core.entries import TimerSpec
 from ffs.switch.tna import PIPE_SHIFT, PIPES
 
 # cfg cells

@@ -17,11 +17,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 
-from ffs import constants, p4names
-from ffs.entries import Exact, LpfSpec, TableEntry, TimerSpec, Update
+from ffs.core import constants, p4names
+from ffs.core.entries import Exact, LpfSpec, TableEntry, TimerSpec, Update
+from ffs.core.tables import egress_params_consistent
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tna import ControlError, MatchTable
-from ffs.tables import egress_params_consistent
 
 PORT_MD = p4names.PORT_METADATA
 # counter/register cells read per hold of the packet lock (as a Tofino sync reads them: per cell, not as one snapshot)

@@ -9,7 +9,7 @@ Who may use it (docs/security.md): by default an owner-only Unix socket (mode 06
 private directory and renamed into place, so its mode never follows the umask and there is no
 moment when others could connect). TCP only when asked, on loopback, with a warning: the service
 has no authentication, so anyone on the machine can then change the tables; another address needs
---allow-remote as well. Requests are bounded (`MAX_REQUEST_BYTES`, ffs.safeload's depth), at most
+--allow-remote as well. Requests are bounded (`MAX_REQUEST_BYTES`, ffs.core.safeload's depth), at most
 `WORKERS` run at once, and large reads release the packet lock between chunks (ffs.switch.runtime),
 so that a slow or greedy client cannot stall forwarding.
 """
@@ -28,11 +28,11 @@ from typing import Any
 import grpc
 
 import ffs
+from ffs.core.safeload import LoadError, loads_json
+from ffs.core.unixsock import bind_private
 from ffs.driver import wire
-from ffs.safeload import LoadError, loads_json
 from ffs.switch.runtime import SwitchControl
 from ffs.switch.tna import ControlError
-from ffs.unixsock import bind_private
 
 log = logging.getLogger("ffs.switch.server")
 
@@ -170,7 +170,7 @@ def serve(ctl: SwitchControl, address: str, allow_remote: bool = False) -> grpc.
 
 
 def _listen_unix(server: grpc.Server, path: Path) -> None:
-    """Bind `path` with mode 0600 whatever the umask (ffs.unixsock)."""
+    """Bind `path` with mode 0600 whatever the umask (ffs.core.unixsock)."""
 
     def bind(tmp: str) -> None:
         if server.add_insecure_port(f"unix:{tmp}") == 0:

@@ -9,13 +9,13 @@ behaves (docs/software-switch.md, "The traffic manager"):
 
 - a port with a speed drains `speed` bits per second of line rate: every frame costs its bytes
   (padded to the Ethernet minimum, FCS included) plus preamble and inter-frame gap
-  (`ffs.tables.wire_len`), so a port carries fewer bytes of small frames than of large ones;
+  (`ffs.core.tables.wire_len`), so a port carries fewer bytes of small frames than of large ones;
 - a frame that would take the queue beyond `buffer` bytes is dropped at its tail (a TM drop,
   counted per port; FfsEgress never sees it);
 - a frame admitted leaves when its last bit has been sent: `enqueue` returns that time;
 - a port without a speed is not paced: its frames leave at once (the software switch's
   behaviour before it modelled the TM, kept for ports the caller did not configure);
-- a port with an MTU (`set_mtu`) has the frame limit of its MAC, `ffs.tables.max_frame_len`: a
+- a port with an MTU (`set_mtu`) has the frame limit of its MAC, `ffs.core.tables.max_frame_len`: a
   longer frame arriving on it is dropped before the parser, and one the egress emits toward it is
   sent truncated, flagged as an error (what the next hop drops): both counted as `oversize`
   per port, as the MAC counts them (spec §4).
@@ -29,9 +29,9 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
-from ffs import constants
-from ffs.tables import default_buffer, max_frame_len
-from ffs.topology import Node
+from ffs.core import constants
+from ffs.core.tables import default_buffer, max_frame_len
+from ffs.core.topology import Node
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The TNA externs the FFS program uses, with the semantics documented in docs/spec.md §8.
 
-Match tables follow BF-RT: entries are addressed by the key-field names of `ffs.p4names`, actions
+Match tables follow BF-RT: entries are addressed by the key-field names of `ffs.core.p4names`, actions
 and parameters are checked against the P4 declaration (names, widths), and every refusal raises
 ControlError before anything changes. Counters are 64-bit, registers 32-bit, the LPF is the RATE
 / SAMPLE filter of §8 and Random draws from a seeded generator.
 
 Every counter, register and LPF has one copy per pipe, as on Tofino: the 9-bit device ports span
-PIPES pipes of 128 ports (pipe = port >> 7, `ffs.ports.pipe_of`), an ingress object is updated in
+PIPES pipes of 128 ports (pipe = port >> 7, `ffs.core.ports.pipe_of`), an ingress object is updated in
 the pipe of the packet's ingress port and an egress object in the pipe of its egress port. A cell
 (pipe, index) is at `pipe * size + index` of the flat arrays, so pipe 0 is where a single-pipe
 model kept it.
@@ -24,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ffs import constants, p4names
-from ffs.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, action_name
+from ffs.core import constants, p4names
+from ffs.core.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, action_name
 
 U16 = 0xFFFF
 U32 = 0xFFFFFFFF
-PIPE_SHIFT = 7  # Tofino 1: a pipe holds 128 device ports (ffs.ports.pipe_of)
+PIPE_SHIFT = 7  # Tofino 1: a pipe holds 128 device ports (ffs.core.ports.pipe_of)
 PIPES = constants.NUM_PORTS >> PIPE_SHIFT  # the device ports 0..511 span 4 pipes
 
 

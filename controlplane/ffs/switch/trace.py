@@ -10,7 +10,7 @@ time, `on_period(now_ns)` runs (the agents' step). Everything is deterministic f
 FastPipelines (and no CSFQ baseline) the packet loop runs in C, with identical results.
 
 Rates are line rates (spec §4): a stream of `rate_bps` sends frames whose bytes on the wire
-(`ffs.tables.wire_len`: FCS, padding, preamble and gap) add up to that rate, and the delivered
+(`ffs.core.tables.wire_len`: FCS, padding, preamble and gap) add up to that rate, and the delivered
 bytes are counted the same way, in the bin of the time the source sent them (so that a window of
 the run compares with the exact allocation of the streams active in it, `allocate_window`).
 
@@ -31,15 +31,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ffs import constants
+from ffs.core import constants
+from ffs.core.frames import ipv4_frame, lie_ip_len, shim
+from ffs.core.labels import encode
+from ffs.core.tables import wire_len
+from ffs.core.topology import Stream, Topology
 from ffs.driver.base import Driver
-from ffs.frames import ipv4_frame, lie_ip_len, shim
-from ffs.labels import encode
 from ffs.switch.driver import LocalDriver
 from ffs.switch.fast import FastPipeline, _fastpath
 from ffs.switch.pipeline import DROP_TM, Pipeline
-from ffs.tables import wire_len
-from ffs.topology import Stream, Topology
 
 
 def frame_wire_len(frame: bytes) -> int:

@@ -45,7 +45,7 @@ control EgressAccounting(inout headers_t hdr,
         pair_malformed.count(hdr.bridge.pid, BRIDGE_LEN);
     }
 
-    /* First match wins. The same entries as ffs.tables.frame_check_entries (tests/unit/test_p4_schema.py). */
+    /* First match wins. The same entries as ffs.core.tables.frame_check_entries (tests/unit/test_p4_schema.py). */
     table frame_check {
         key = {
             md.excess:              range @name("excess");

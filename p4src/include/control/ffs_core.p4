@@ -19,7 +19,7 @@
  *          run another timer application there (spec §7.7).
  *   names  instantiate as `@name(".FfsIngress") FfsCore() ffs;` and
  *          `@name(".FfsEgress") FfsEgressCore() ffs;` so that every table, counter, register and
- *          LPF keeps the BF-Runtime name ffs-agent drives (controlplane/ffs/p4names.py).
+ *          LPF keeps the BF-Runtime name ffs-agent drives (controlplane/ffs/core/p4names.py).
  */
 #ifndef _FFS_CORE_P4_
 #define _FFS_CORE_P4_
@@ -91,7 +91,7 @@ control FfsCore(inout headers_t hdr,
         actions = { use_label; use_label_ri; reset_label; }
         default_action = use_label();
         size = 8;
-        /* the same entries as ffs.tables.port_label_entries (tests/unit/test_p4_schema.py) */
+        /* the same entries as ffs.core.tables.port_label_entries (tests/unit/test_p4_schema.py) */
         const entries = {
             (1, FFS_STATE_VALID): use_label_ri();
             (0, FFS_STATE_VALID): reset_label();
@@ -114,7 +114,7 @@ control FfsCore(inout headers_t hdr,
         actions = { short_shim; shim_fits; }
         default_action = shim_fits();
         size = 16;
-        /* the same entries as ffs.tables.ipv4_shim_len_entries (tests/unit/test_p4_schema.py) */
+        /* the same entries as ffs.core.tables.ipv4_shim_len_entries (tests/unit/test_p4_schema.py) */
         const entries = {
             (5, 0 .. 27): short_shim();
             (6, 0 .. 31): short_shim();
@@ -263,7 +263,7 @@ control FfsCore(inout headers_t hdr,
     }
 
     /* First match wins; anything not listed (a parse error) takes the default. The same entries
-     * as ffs.tables.fate_entries (tests/unit/test_p4_schema.py). */
+     * as ffs.core.tables.fate_entries (tests/unit/test_p4_schema.py). */
     table fate {
         key = {
             md.parse_error:           ternary @name("parse_error");

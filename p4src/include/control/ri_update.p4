@@ -45,7 +45,7 @@ control RiUpdate(inout headers_t hdr, inout ffs_metadata_t md) {
         actions = { candidate_upstream; candidate_keep; candidate_congested; candidate_uncongested; }
         default_action = candidate_keep();
         size = 8;  /* three one-bit keys */
-        /* the same entries as ffs.tables.ri_candidate_entries (tests/unit/test_p4_schema.py) */
+        /* the same entries as ffs.core.tables.ri_candidate_entries (tests/unit/test_p4_schema.py) */
         const entries = {
             (1, 0, 0): candidate_keep();
             (1, 0, 1): candidate_upstream();

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import IO
 
-from ffs import constants
+from ffs.core import constants
 from ffs.lab.endpoint.rate import Controller, Echo, IndicatorCap, LeakyBucket, RateHistory, SendLog
 from ffs.lab.endpoint.transport import Receiver, Sender
 from ffs.lab.endpoint.wire import OVERHEAD, Ack, Data, Datagram, WireError, ack_datagram, data_datagram, parse_ip

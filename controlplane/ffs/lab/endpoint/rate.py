@@ -23,8 +23,8 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
-from ffs import constants
-from ffs.labels import decode
+from ffs.core import constants
+from ffs.core.labels import decode
 
 MEDIAN_WINDOW = 21  # FFS §IX: the 21 most recent indicator values
 

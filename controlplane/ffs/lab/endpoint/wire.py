@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the transfer puts on the wire after the IPv4 header: the FFS/RI shim (docs/spec.md §2, built
-by `ffs.frames.shim`), a UDP header, and one of two messages:
+by `ffs.core.frames.shim`), a UDP header, and one of two messages:
 
     DATA  type 1 | pad | packet payload (16) | transfer id (32) | seq (32) | total bytes (64) | payload
     ACK   type 2 | n blocks | pad (16)        | transfer id (32) | cum (32) | echo seq (32)
@@ -18,8 +18,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ffs import constants
-from ffs.frames import shim
+from ffs.core import constants
+from ffs.core.frames import shim
 
 IP_HDR = 20
 UDP_HDR = 8

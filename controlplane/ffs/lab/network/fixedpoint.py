@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The exact FFS allocation of the network study, round by round over the partitions of a pool
-(`ffs.lab.network.pool`): the rounds of `ffs.allocator.solve` (Eq. 1, Eq. 2 with τ per egress, to
+(`ffs.lab.network.pool`): the rounds of `ffs.core.allocator.solve` (Eq. 1, Eq. 2 with τ per egress, to
 a fixed point), their sums taken over all partitions, and checkpoints between rounds.
 
 τ_j is the root of g_j(τ) = Σ w·min(r, f·τ) − T_j (Eq. 2), piecewise linear, increasing and
 concave. Newton's step from any τ, τ' = (T_j − Σ_{r/f ≤ τ} w·r) / Σ_{r/f > τ} w·f, lands at or
 below the root (concave: the tangent lies above g); from below, each step is the exact root of the
 piece it stands on, so the steps rise to the root and stop when a step stays put: the same root
-`ffs.allocator.egress_taus` takes from its sorted breakpoints, and each step needs only two sums
+`ffs.core.allocator.egress_taus` takes from its sorted breakpoints, and each step needs only two sums
 per egress from every partition, which is what lets the partitions live on other machines. It
 starts from the egress's τ of the round before (few steps once the rounds settle)."""
 
@@ -24,7 +24,7 @@ import numpy as np
 from ffs.lab.network.pool import Pool
 
 INF = np.inf
-DAMPING = 0.7  # τ steps of the rounds (`ffs.allocator.solve`): same fixed point, fewer rounds
+DAMPING = 0.7  # τ steps of the rounds (`ffs.core.allocator.solve`): same fixed point, fewer rounds
 MAX_ROUNDS = 500
 REL_TOL = 1e-9  # a round that moves no hop input by more than this, relative, is the fixed point
 

@@ -3,7 +3,7 @@
 edges (`ffs.lab.network.fixedpoint` runs the rounds; a partition lives in this process or in a
 worker of a cluster, `ffs.lab.network.pool`).
 
-The steps are those of `ffs.allocator.solve` with every stream-hop replaced by a tree edge weighed
+The steps are those of `ffs.core.allocator.solve` with every stream-hop replaced by a tree edge weighed
 by its streams (`ffs.lab.network.trees`): the partial sums a round needs from every partition
 (F^pre per pair, R_*j and Eq. 2's piece sums per egress), then the rates and labels run down the
 trees. Sums over a partition's edges come back per egress (whole-size) and per pair for the
@@ -24,7 +24,7 @@ INF = np.inf
 
 
 def rel_change(a: np.ndarray, b: np.ndarray) -> float:
-    """The largest relative move between a and b, both ≥ 0 (as `ffs.allocator.solve` measures a
+    """The largest relative move between a and b, both ≥ 0 (as `ffs.core.allocator.solve` measures a
     round: 0 where they are equal)."""
     d = np.abs(a - b)
     np.divide(d, np.maximum(a, b), out=d, where=d > 0)

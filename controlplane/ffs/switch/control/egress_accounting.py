@@ -4,7 +4,8 @@ strip mode; its C twin in `_fastpath.c`: egress_accounting_apply."""
 
 from __future__ import annotations
 
-from ffs import constants, p4names
+from ffs.core import constants, p4names
+from ffs.core.tables import claimed_frame_len
 from ffs.switch.packet import (
     ParseError,
     parse,
@@ -16,14 +17,13 @@ from ffs.switch.tna import (
     MatchTable,
     const_table,
 )
-from ffs.tables import claimed_frame_len
 
 
 class EgressAccounting:
     """`FfsEgress.egress_acct`: A_j (every packet reaching egress) and the strip port mode."""
 
     def __init__(self) -> None:
-        from ffs.tables import frame_check_entries  # the one generator of the const entries
+        from ffs.core.tables import frame_check_entries  # the one generator of the const entries
 
         self.accepted = Counter(p4names.ACCEPTED)
         self.malformed = Counter(p4names.MALFORMED)

@@ -4,7 +4,7 @@ counters); its C twin in `_fastpath.c`: port_label_apply, fate in engine_process
 
 from __future__ import annotations
 
-from ffs import constants, p4names
+from ffs.core import constants, p4names
 from ffs.switch.header import Meta
 from ffs.switch.packet import (
     RF_OFF,
@@ -25,7 +25,7 @@ class PortLabel:
     """`FfsIngress.port_label` (const entries, stage 0): the label entering normalization."""
 
     def __init__(self) -> None:
-        from ffs.tables import port_label_entries  # the one generator of the const entries
+        from ffs.core.tables import port_label_entries  # the one generator of the const entries
 
         self.table = const_table(p4names.PORT_LABEL, port_label_entries())
 
@@ -58,7 +58,7 @@ class Fate:
     `pair_drops` and `admitted` (A_j) beside it."""
 
     def __init__(self, events: Counter) -> None:
-        from ffs.tables import fate_entries  # the one generator of the const entries
+        from ffs.core.tables import fate_entries  # the one generator of the const entries
 
         self.fate = const_table(p4names.FATE, fate_entries())
         self.events = events

@@ -4,7 +4,7 @@ port; its C twin in `_fastpath.c`: forwarding_apply."""
 
 from __future__ import annotations
 
-from ffs import p4names
+from ffs.core import p4names
 from ffs.switch.header import Meta
 from ffs.switch.packet import (
     Parsed,

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ffs import p4names
+from ffs.core import p4names
 from ffs.switch.header import Meta
 from ffs.switch.tna import (
     MatchTable,

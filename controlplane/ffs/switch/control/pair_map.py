@@ -4,7 +4,7 @@ room; its C twin in `_fastpath.c`: pair_map_apply."""
 
 from __future__ import annotations
 
-from ffs import constants, p4names
+from ffs.core import constants, p4names
 from ffs.switch.header import Meta
 from ffs.switch.tna import (
     U16,

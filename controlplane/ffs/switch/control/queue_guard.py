@@ -4,7 +4,7 @@ packets; its C twin in `_fastpath.c`: queue_guard_apply, queue_guard_timer."""
 
 from __future__ import annotations
 
-from ffs import constants, p4names
+from ffs.core import constants, p4names
 from ffs.switch.header import Meta
 from ffs.switch.tna import (
     U32,

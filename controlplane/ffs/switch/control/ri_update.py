@@ -4,7 +4,7 @@ C twin in `_fastpath.c`: ri_update_apply."""
 
 from __future__ import annotations
 
-from ffs import constants, p4names
+from ffs.core import constants, p4names
 from ffs.switch.header import Meta
 from ffs.switch.tna import (
     const_table,
@@ -17,7 +17,7 @@ class RiUpdate:
     entries), on trusting and resetting ports alike; FfsIngress.fate writes rri = min(rri, c_ri)."""
 
     def __init__(self) -> None:
-        from ffs.tables import ri_candidate_entries  # the one generator of the const entries
+        from ffs.core.tables import ri_candidate_entries  # the one generator of the const entries
 
         self.ri_candidate = const_table(p4names.RI_CANDIDATE, ri_candidate_entries())
 

@@ -17,7 +17,7 @@ from fractions import Fraction
 from numbers import Rational
 from typing import Union
 
-from ffs.constants import CODE_BIAS, CODE_MAX, CODE_MIN, CODE_STEPS_PER_OCTAVE
+from ffs.core.constants import CODE_BIAS, CODE_MAX, CODE_MIN, CODE_STEPS_PER_OCTAVE
 
 _STEPS = CODE_STEPS_PER_OCTAVE
 # A float log2 has a relative error of a few ulp (< 1e-12 code steps here); answers this close to a

@@ -9,11 +9,11 @@ import math
 from pathlib import Path
 from typing import Any, Dict
 
-from ffs import constants
-from ffs.safeload import LoadError, YamlDoc, read_text
-from ffs.shares import share_problem
-from ffs.topology import Node
-from ffs.units import format_rate, parse_rate
+from ffs.core import constants
+from ffs.core.safeload import LoadError, YamlDoc, read_text
+from ffs.core.shares import share_problem
+from ffs.core.topology import Node
+from ffs.core.units import format_rate, parse_rate
 
 Matrix = Dict[str, Dict[str, float]]  # typing's: bfshell (Python 3.8) imports this module
 
@@ -47,13 +47,13 @@ class _MatrixDoc(YamlDoc):
 
 def parse_matrix_text(text: str, source: str = "matrix") -> Matrix:
     """A matrix file's text (YAML or JSON), as ffsctl sends it: a one-line MatrixError naming
-    `source` if it is unusable (too large or deep, duplicate keys: ffs.safeload; a bad rate)."""
+    `source` if it is unusable (too large or deep, duplicate keys: ffs.core.safeload; a bad rate)."""
     return parse_matrix(_MatrixDoc(source, text).data, source)
 
 
 def load_matrix_file(path: str | Path) -> Matrix:
     """A matrix file (YAML or JSON); a one-line MatrixError naming the file if it is unusable
-    (unreadable, too large or deep, duplicate keys: ffs.safeload)."""
+    (unreadable, too large or deep, duplicate keys: ffs.core.safeload)."""
     return parse_matrix_text(read_matrix_text(path), str(path))
 
 

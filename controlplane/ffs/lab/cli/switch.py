@@ -13,8 +13,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ffs.allocator import allocate_window
 from ffs.cli.common import CliError, CliUsageError, dump_json, one_line_errors
+from ffs.core.allocator import allocate_window
+from ffs.core.topology import TopologyError, load
+from ffs.core.units import format_rate, parse_delay, parse_rate
 from ffs.driver.base import DriverError
 from ffs.driver.wire import default_control_address
 from ffs.lab import timeline
@@ -23,8 +25,6 @@ from ffs.lab.nodes import build_nodes
 from ffs.switch import trace
 from ffs.switch.fast import FastPipeline
 from ffs.switch.live import run_live
-from ffs.topology import TopologyError, load
-from ffs.units import format_rate, parse_delay, parse_rate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

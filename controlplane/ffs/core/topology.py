@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ffs import ports as ports_mod
-from ffs.safeload import LoadError, YamlDoc, read_text
-from ffs.shares import share_problem
-from ffs.units import parse_delay, parse_rate
+from ffs.core import ports as ports_mod
+from ffs.core.safeload import LoadError, YamlDoc, read_text
+from ffs.core.shares import share_problem
+from ffs.core.units import parse_delay, parse_rate
 
 
 class TopologyError(Exception):
@@ -37,7 +37,7 @@ class Interface:
     insert: bool = False  # add the shim to packets arriving without one
     strip: bool = False  # remove the shim from packets leaving here
     peer: str | None = None  # "node.interface" at the other end of a link between FFS nodes
-    # a Tofino front-panel port the agent brings up (ffs.ports): its name (1/0), FEC and
+    # a Tofino front-panel port the agent brings up (ffs.core.ports): its name (1/0), FEC and
     # autonegotiation (None: the speed's default); its speed follows from `capacity`
     fp: str | None = None
     fec: str | None = None
@@ -153,7 +153,7 @@ class Topology:
 
 
 class _Doc(YamlDoc):
-    """The file as data with the line of every key path; limits and duplicate keys: ffs.safeload."""
+    """The file as data with the line of every key path; limits and duplicate keys: ffs.core.safeload."""
 
     error = TopologyError
 

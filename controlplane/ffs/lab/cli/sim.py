@@ -13,8 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ffs.cli.common import dump_json, one_line_errors
-from ffs.topology import TopologyError, load
-from ffs.units import format_rate
+from ffs.core.topology import TopologyError, load
+from ffs.core.units import format_rate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,7 +31,7 @@ def allocate_cmd(topology: str, as_json: bool) -> None:
     congested egress by Brent's method, iterated across hops to a fixed point; RI (Algorithm 2) and
     RRI (Algorithm 4, pre-gamma label) per hop."""
     topo = load(topology)  # a bad file fails before scipy is imported
-    from ffs.allocator import allocate
+    from ffs.core.allocator import allocate
 
     alloc = allocate(topo)
     if as_json:
@@ -236,7 +236,7 @@ def network_cmd(
 
     from tqdm import tqdm
 
-    from ffs.jsonsafe import finite
+    from ffs.core.jsonsafe import finite
     from ffs.lab.network.fixedpoint import Checkpoint
     from ffs.lab.network.report import Options, plot, run
 

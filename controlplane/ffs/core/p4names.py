@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ffs import constants
-from ffs.entries import action_name
+from ffs.core import constants
+from ffs.core.entries import action_name
 
 P4_NAME = "ffs"
 

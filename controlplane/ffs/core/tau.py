@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ffs import constants
-from ffs.tables import egress_params
+from ffs.core import constants
 
 
 @dataclass(frozen=True)
@@ -122,9 +121,3 @@ def tau_step(
     floor = params.tau_min * (1.0 - params.excursion) if periods > params.settle_periods else params.tau_min
     new = min(max(new, floor), params.tau_max)
     return EgressTau(max(new, params.tau_min), True, new, periods)
-
-
-def egress_action_params(state: EgressTau, r_star_bps: float, target_bps: float) -> dict[str, int]:
-    """The set_egress action data for this state (spec §5.3)."""
-    ratio = target_bps / r_star_bps if r_star_bps > 0 else None
-    return egress_params(state.tau if state.congested else None, state.congested, ratio)

@@ -12,9 +12,10 @@ import math
 from decimal import Decimal, getcontext
 from typing import Callable
 
-from ffs import constants, p4names
-from ffs.entries import Exact, Range, TableEntry, Ternary, Update
-from ffs.labels import encode, round_log
+from ffs.core import constants, p4names
+from ffs.core.entries import Exact, Range, TableEntry, Ternary, Update
+from ffs.core.labels import encode, round_log
+from ffs.core.tau import EgressTau
 
 # --- ternary log tables (§5.1) ---------------------------------------------------------------
 
@@ -53,7 +54,7 @@ def log_table_entries(
 ) -> list[TableEntry]:
     """A ternary MSB log table (spec §5.1) for `table`: one entry per bucket of `log_buckets`, on
     the table's ternary key, running `action` with `out(lo, hi)` as its parameters; `fixed` gives
-    the table's exact keys. The names come from `ffs.p4names`, so generator and P4 program cannot
+    the table's exact keys. The names come from `ffs.core.p4names`, so generator and P4 program cannot
     drift apart."""
     fixed = fixed or {}
     (key,) = [k for k in table.keys if k.name not in fixed]
@@ -618,6 +619,12 @@ def egress_params(tau: float | None, congested: bool, cr_ratio: float | None) ->
         ltau, ltau_p = constants.LTAU_MAX, 0
     lcr = constants.CODE_MAX if cr_ratio is None or math.isinf(cr_ratio) else encode(max(cr_ratio, 0.0))
     return {"ltau": ltau, "ltau_p": ltau_p, "congested": int(congested), "lcr": lcr}
+
+
+def egress_action_params(state: EgressTau, r_star_bps: float, target_bps: float) -> dict[str, int]:
+    """The set_egress action data for an egress in this τ state (ffs.core.tau; spec §5.3)."""
+    ratio = target_bps / r_star_bps if r_star_bps > 0 else None
+    return egress_params(state.tau if state.congested else None, state.congested, ratio)
 
 
 def egress_params_consistent(params: dict[str, int]) -> str | None:

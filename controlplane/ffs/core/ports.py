@@ -5,7 +5,7 @@ Nothing forwards on a Tofino until its ports are added (speed, FEC, autonegotiat
 An interface of the topology that names its front-panel port (`fp: 1/0`) gets a port whose speed
 follows from its `capacity`; FEC and autonegotiation have per-speed defaults an interface may
 override (`fec`, `autoneg`); its MAC's frame limit (`$TX_MTU`, `$RX_MTU`) follows from its IP
-`mtu` (`ffs.tables.max_frame_len`), so the port drops what the topology says it does not carry.
+`mtu` (`ffs.core.tables.max_frame_len`), so the port drops what the topology says it does not carry.
 `$PORT_STR_INFO` maps the front-panel name to the device port.
 tofino-model adds every port by itself (at 10G, disabled), the software switch has none.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ffs.tables import max_frame_len
+from ffs.core.tables import max_frame_len
 
 G = 1e9
 # capacity (bit/s) -> BF-RT $SPEED: the speeds Tofino 1 ports take

@@ -3,7 +3,7 @@
 
 Every other module -- the label codec, the table generators, the software switch, the agent and the
 tests -- imports these. The P4 program reads them from `p4src/include/constants.p4`, generated from
-this module by `make constants` (ffs.p4constants); `tests/unit/test_constants_p4.py` fails when the
+this module by `make constants` (ffs.core.p4constants); `tests/unit/test_constants_p4.py` fails when the
 checked-in file is not what the generator writes.
 """
 

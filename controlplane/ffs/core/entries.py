@@ -3,7 +3,7 @@
 counter values and LPF specs.
 
 They name nothing of a particular target, so every layer uses them: the table generators
-(`ffs.tables`), the agent, the Driver interface (`ffs.driver.base`) and its targets, and the software
+(`ffs.core.tables`), the agent, the Driver interface (`ffs.driver.base`) and its targets, and the software
 switch, which stores them as it is programmed.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Mapping, Union
 
-from ffs import constants
+from ffs.core import constants
 
 
 @dataclass(frozen=True)

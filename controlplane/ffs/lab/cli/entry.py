@@ -28,12 +28,12 @@ def _run(module: str) -> None:
 
 
 def sim() -> None:
-    _run("ffs.cli.sim")
+    _run("ffs.lab.cli.sim")
 
 
 def switch() -> None:
-    _run("ffs.cli.switch")
+    _run("ffs.lab.cli.switch")
 
 
 def transfer() -> None:
-    _run("ffs.cli.transfer")
+    _run("ffs.lab.cli.transfer")

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the agent writes into a switch for one node of a topology: the whole static state.
 
-Everything comes from the topology file and the generators of `ffs.tables`; the result is a list
+Everything comes from the topology file and the generators of `ffs.core.tables`; the result is a list
 of BF-Runtime-style updates the agent applies as one batch, so a node is programmed completely or
 not at all.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, replace
 
-from ffs import constants, p4names, tables
-from ffs.entries import Exact, LpfSpec, Lpm, TableEntry, TimerSpec, Update, UpdateKind
-from ffs.topology import Node
+from ffs.core import constants, p4names, tables
+from ffs.core.entries import Exact, LpfSpec, Lpm, TableEntry, TimerSpec, Update, UpdateKind
+from ffs.core.topology import Node
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def pair_time_constant_ns(node: Node, share_bps: float, scale_down: int | None =
     at the pair's share, at least the 1 ms Tofino default (docs/spec.md §8), at most
     LPF_TIME_CONSTANT_MAX_NS, and, with a fixed scale-down, at most what keeps a pair at the
     fastest port's line rate below half the 32-bit F range (2 units per bit/s per second of time
-    constant: 2^WEIGHT_SHIFT/8/2^scale_down, ffs.tables.lpf_units_per_bps)."""
+    constant: 2^WEIGHT_SHIFT/8/2^scale_down, ffs.core.tables.lpf_units_per_bps)."""
     m = share_bps
     want = LPF_PACKETS * largest_frame_bits(node) / m if m > 0 else 0.0
     fastest = max((i.speed for i in node.interfaces.values()), default=0.0)

@@ -19,9 +19,9 @@ from typing import IO
 import click
 
 from ffs.cli.common import dump_json, one_line_errors
+from ffs.core.units import format_rate, parse_rate
 from ffs.lab.endpoint.live import TransferError, receive_partial, receive_transfer, send_partial, send_transfer
 from ffs.lab.endpoint.rate import MinLoss, MinLossParams, MinTime
-from ffs.units import format_rate, parse_rate
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)(i?)B?\s*$")
 MAX_BYTES = 1 << 32

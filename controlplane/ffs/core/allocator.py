@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ffs.jsonsafe import finite
-from ffs.topology import Topology
+from ffs.core.jsonsafe import finite
+from ffs.core.topology import Topology
 
 INF = math.inf
 

@@ -14,8 +14,8 @@ Zero stays allowed: it means no share.
 
 from __future__ import annotations
 
-from ffs import constants
-from ffs.units import format_rate
+from ffs.core import constants
+from ffs.core.units import format_rate
 
 MIN_SHARE_FRACTION = 1.0 / constants.TAU_MAX
 MIN_SHARE_BPS = 1e3

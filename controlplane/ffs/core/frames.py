@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 import struct
 
-from ffs import constants
+from ffs.core import constants
 
 DEFAULT_SRC_MAC = bytes.fromhex("020000000001")
 DEFAULT_DST_MAC = bytes.fromhex("020000000002")
