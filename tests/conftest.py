@@ -25,6 +25,12 @@ def is_root() -> bool:
 ROOT_REASON = "needs root (network namespaces, veth pairs)"
 
 
+@pytest.fixture
+def private_locks(tmp_path, monkeypatch):
+    """Owner locks of the test's agents in its own directory (FFS_RUN_DIR), not in /run/ffs."""
+    monkeypatch.setenv("FFS_RUN_DIR", str(tmp_path / "run"))
+
+
 @pytest.hookimpl(trylast=True)  # after each kind's conftest.py has marked its tests
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test marked `root` (by its kind's folder, or `@pytest.mark.root(reason=...)`) is skipped,
