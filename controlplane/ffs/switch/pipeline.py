@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ffs.core import constants, p4names
 from ffs.core.tables import wire_len
 from ffs.switch.control.egress_accounting import EgressAccounting
-from ffs.switch.control.ffs_core import Fate, PortLabel
+from ffs.switch.control.ffs_core import ClaimLimit, Fate, PortLabel
 from ffs.switch.control.forwarding import Forwarding
 from ffs.switch.control.normalize import Normalize
 from ffs.switch.control.pair_map import PairMap
@@ -48,7 +48,6 @@ from ffs.switch.tna import (
     const_table,
     mac_frame,
     mac_output,
-    sat_sub,
 )
 
 # why a packet did not leave (Result.drop_reason)
@@ -116,7 +115,7 @@ class Pipeline:
         # every table in the order of ffs.core.p4names.TABLES (the fast path compiles the writable ones
         # in this order); const-entry tables are read-only.
         self.ipv4_shim_len = const_table(p4names.IPV4_SHIM_LEN, ipv4_shim_len_entries())
-        self.claim_limit = MatchTable(p4names.CLAIM_LIMIT)
+        self.claim_limit = ClaimLimit()
         self.tables: dict[str, MatchTable] = {
             t.spec.name: t
             for t in (
@@ -138,7 +137,7 @@ class Pipeline:
                 self.egress_acct.frame_check,
                 self.guard.egress_queue,
                 self.guard.timer_ports,
-                self.claim_limit,
+                self.claim_limit.table,
             )
         }
         assert tuple(self.tables) == tuple(t.name for t in p4names.TABLES)
@@ -190,7 +189,7 @@ class Pipeline:
         ingress_parser_metadata(buf, p, md)
         # -- FfsIngress.apply --------------------------------------------------------------------
         self.port_label.apply(buf, p, md)  # stage 0
-        self.apply_claim_limit(ingress_port, md, int(p.ip_version == 6))
+        self.claim_limit.apply(ingress_port, md, int(p.ip_version == 6))  # stage 0
         self.forwarding.apply(p, md)
         self.rate_est.weigh(p, md)  # stages 0-1
         if md.routed and md.claim_room:
@@ -214,12 +213,6 @@ class Pipeline:
             return Result(None, None, DROP_CLAIM)
         grown = action in ("insert_shim_v4", "insert_shim_v6")
         return self._egress(buf, md.egress_port, frame_len, md.pid if md.managed else None, grown, t_ns)
-
-    def apply_claim_limit(self, ingress_port: int, md: Meta, ipv6: int) -> None:
-        """`FfsIngress.claim_limit` (stage 0): claim_room = thr |-| l3_len, 0 where the claim exceeds
-        what the ingress port's MAC admits (set_claim_limit); 1 on a port without an entry."""
-        action, params = self.claim_limit.lookup(ingress_port, ipv6)
-        md.claim_room = sat_sub(params["thr"], md.l3_len) if action == "set_claim_limit" else 1
 
     def _timer_packet(self, buf: bytearray, pipe: int, k: int = 1) -> bool:
         """FfsIngressParser's timer path and the guard's (spec §7.1, §7.7): a packet on the

@@ -17,7 +17,9 @@ from ffs.switch.packet import (
 from ffs.switch.tna import (
     U16,
     Counter,
+    MatchTable,
     const_table,
+    sat_sub,
 )
 
 
@@ -51,6 +53,29 @@ class PortLabel:
             self.reset_label(buf, p, md)
         else:
             self.use_label(md)
+
+
+class ClaimLimit:
+    """`FfsIngress.claim_limit` (stage 0): claim_room = thr |-| l3_len, 0 where the claim exceeds what
+    the ingress port's MAC admits (set_claim_limit); 1 on a port without an entry (spec §4)."""
+
+    def __init__(self) -> None:
+        self.table = MatchTable(p4names.CLAIM_LIMIT)
+
+    @staticmethod
+    def set_claim_limit(md: Meta, thr: int) -> None:
+        md.claim_room = sat_sub(thr, md.l3_len)
+
+    @staticmethod
+    def claim_unlimited(md: Meta) -> None:
+        md.claim_room = 1
+
+    def apply(self, ingress_port: int, md: Meta, ipv6: int) -> None:
+        action, params = self.table.lookup(ingress_port, ipv6)
+        if action == "set_claim_limit":
+            self.set_claim_limit(md, params["thr"])
+        else:
+            self.claim_unlimited(md)
 
 
 class Fate:
