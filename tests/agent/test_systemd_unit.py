@@ -380,11 +380,14 @@ def test_the_unit_runs_as_its_own_user_notified_and_watched(opt_ffs):
         assert (st.st_uid, st.st_mode & 0o777) == (DYNAMIC_UID, 0o700)
         st = os.stat(sock)
         assert (st.st_uid, st.st_mode & 0o777) == (DYNAMIC_UID, 0o600)
-        # the tau loop pings the watchdog: at least every quarter of it, at most four times in it
-        pings = [t for t, m in notifications(notify, time.monotonic() + 2 * watchdog_s) if m == "WATCHDOG=1"]
+        # the tau loop pings the watchdog at its first period after a quarter of it: never more than
+        # four times in it, typically every quarter to half of it, and never late enough for systemd to
+        # kill it (a loaded machine may delay one period, so the last bound keeps a margin, not half)
+        pings = [t for t, m in notifications(notify, time.monotonic() + 3 * watchdog_s) if m == "WATCHDOG=1"]
         pings = pings[1:]  # the first one may have waited in the socket while status was asked
-        gaps = [b - a for a, b in zip(pings, pings[1:], strict=False)]
-        assert len(pings) >= 3 and max(gaps) < watchdog_s / 2 and min(gaps) > watchdog_s / 4 * 0.8, gaps
+        gaps = sorted(b - a for a, b in zip(pings, pings[1:], strict=False))
+        assert len(pings) >= 5 and min(gaps) > watchdog_s / 4 * 0.8, gaps
+        assert watchdog_s / 4 * 0.8 < gaps[len(gaps) // 2] < watchdog_s / 2 and max(gaps) < 0.75 * watchdog_s, gaps
         agent.send_signal(signal.SIGTERM)  # systemctl stop
         assert agent.wait(timeout=30) == 0, (base / "agent.log").read_text()[-2000:]
         assert "STOPPING=1" in "\n".join(m for _, m in notifications(notify, time.monotonic() + 1))
