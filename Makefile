@@ -47,7 +47,7 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help constants setup wheel system-deps test test-minimum test-latest unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model chain-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint experiments-rtt bench-sim greedy-node csfq-paper resources-compared
+.PHONY: help constants names setup wheel system-deps test test-minimum test-latest unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model chain-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint experiments-rtt bench-sim greedy-node csfq-paper resources-compared
 help:
 	@echo "make setup        install the ffs package and its test dependencies, at the versions of constraints/dev.txt"
 	@echo "make wheel        dist/ffs_tofino-*-py38-none-any.whl: ffs-agent and ffsctl for a switch's Python (3.8+; docs/hardware.md)"
@@ -58,6 +58,7 @@ help:
 	@echo "make test-latest  lint, typecheck and unit tests with the newest release of everything: reports what broke,"
 	@echo "                  exits 0 (STRICT=1: fails); make setup and make test keep the pinned versions (constraints/dev.txt)"
 	@echo "make constants    p4src/include/constants.p4 from controlplane/ffs/core/constants.py (generated, do not edit)"
+	@echo "make names        controlplane/ffs/core/p4names.py from the compiled program's bf-rt.json (after make build; generated)"
 	@echo "make build        compile p4src/ with the SDE's bf-p4c (CHIP=tofino|tofino2, PLATFORM=model|hw) and install it for that chip"
 	@echo "make example      (SDE) compile p4src/examples/l2l3_acl.p4, FFS composed with L2/L3/ACL forwarding, with and without FFS"
 	@echo "make p4-resources (SDE) both programs on both targets, the compiler's figures into docs/pipeline.md"
@@ -268,6 +269,13 @@ example: check-sde
 # fails when the checked-in file is not this output)
 constants:
 	$(PYTHON) -m ffs.core.p4constants --write p4src/include/constants.p4
+
+# the P4 objects' names and shapes for the control plane and the software switch, from the compiled
+# program (make build first; tests/sde/test_p4names_bfrt.py fails when the checked-in file is not this
+# output for either chip)
+names:
+	@test -f $(BUILD)/ffs/bf-rt.json || { echo "make names: no $(BUILD)/ffs/bf-rt.json: make build first" >&2; exit 1; }
+	$(PYTHON) -m ffs.core.p4names_gen --bfrt $(BUILD)/ffs/bf-rt.json --write controlplane/ffs/core/p4names.py
 
 p4-resources: check-sde
 	$(PYTHON) bench/p4_resources.py --write docs/pipeline.md

@@ -4,7 +4,9 @@ default, size, const entries), actions with parameter widths, Counters, Register
 per-port metadata fields, with the fully qualified names BF-Runtime gives them.
 
 It understands the project's own layout (one construct per statement, `@name` on every key),
-not P4 in general; that is enough to check, without a compiler, that p4src/ and ffs.core.p4names agree.
+not P4 in general; that is enough to check, without a compiler, the const entries against
+ffs.core.tables and the constants against ffs.core.constants. The names and shapes are checked
+against the compiler's own output instead (ffs.core.p4names is generated from bf-rt.json).
 """
 
 from __future__ import annotations

@@ -86,29 +86,30 @@ typedef unsigned __int128 u128;
 #define R_OVERSIZE 7
 #define R_CLAIM 8
 
-/* the writable tables, in the order of ffs.core.p4names.TABLES; actions in the order of each table's
- * declaration. The const-entry tables (port_label, ipv4_shim_len, ri_candidate, fate, frame_check) are code
- * below; their actions are listed for the contract check only. */
+/* the writable tables, in the order of ffs.core.p4names.TABLES (sorted by P4 name); actions in the order of
+ * each table's declaration. The const-entry tables (frame_check, fate, ipv4_shim_len, port_label, ri_candidate)
+ * are code below; their actions are listed for the contract check only. */
 enum {
-    T_IPV4, T_IPV6, T_PAIRS, T_EGRESS_PARAMS, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, T_F_LOG, T_GAMMA, T_EGRESS_PORTS,
-    T_SHIM_ROOM, T_EGRESS_QUEUE, T_TIMER_PORTS, T_CLAIM_LIMIT, NT
+    T_EGRESS_PORTS, T_CLAIM_LIMIT, T_IPV4, T_IPV6, T_EGRESS_QUEUE, T_TIMER_PORTS, T_GAMMA, T_EGRESS_PARAMS, T_PAIRS,
+    T_SHIM_ROOM, T_F_LOG, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, NT
 };
 #define NT_ALL (NT + 5)
 static const char *TABLE_NAMES[NT] = {
-    "FfsIngress.forwarding.ipv4_routes", "FfsIngress.forwarding.ipv6_routes", "FfsIngress.pair_map.pairs",
-    "FfsIngress.pair_map.egress_params", "FfsIngress.rate_est.len_log",       "FfsIngress.rate_est.weight",
-    "FfsIngress.rate_est.weight_reset",  "FfsIngress.rate_est.f_log",         "FfsIngress.normalize.gamma",        "FfsEgress.egress_acct.egress_ports",
-    "FfsIngress.pair_map.shim_room", "FfsIngress.guard.egress_queue", "FfsIngress.guard.timer_ports",
-    "FfsIngress.claim_limit"};
+    "FfsEgress.egress_acct.egress_ports", "FfsIngress.claim_limit",          "FfsIngress.forwarding.ipv4_routes",
+    "FfsIngress.forwarding.ipv6_routes",  "FfsIngress.guard.egress_queue",   "FfsIngress.guard.timer_ports",
+    "FfsIngress.normalize.gamma",         "FfsIngress.pair_map.egress_params", "FfsIngress.pair_map.pairs",
+    "FfsIngress.pair_map.shim_room",      "FfsIngress.rate_est.f_log",       "FfsIngress.rate_est.len_log",
+    "FfsIngress.rate_est.weight",         "FfsIngress.rate_est.weight_reset"};
 static const char *TABLE_ACTIONS[NT_ALL] = {
-    "route no_route", "route no_route", "set_pair set_held_pair no_pair", "set_egress egress_unmanaged", "set_lw set_lw_runt lw_zero",
-    "set_weight weight_max", "set_weight weight_max", "set_lf lf_zero", "gamma_one gamma_frac gamma_zero", "strip_shim keep_shim",
-    "set_room room_max", "set_queue no_queue", "set_drain no_drain", "set_claim_limit claim_unlimited",
-    "use_label use_label_ri reset_label", "short_shim shim_fits",
-    "candidate_upstream candidate_keep candidate_congested candidate_uncongested",
+    "strip_shim keep_shim", "set_claim_limit claim_unlimited", "route no_route", "route no_route",
+    "set_queue no_queue", "set_drain no_drain", "gamma_one gamma_frac gamma_zero", "set_egress egress_unmanaged",
+    "set_pair set_held_pair no_pair", "set_room room_max", "set_lf lf_zero", "set_lw set_lw_runt lw_zero",
+    "set_weight weight_max", "set_weight weight_max",
+    "frame_ok frame_lies",
     "parse_drop miss_drop note_no_pair ffs_drop guard_drop note_opaque rewrite_label rewrite_reset_label insert_shim_v4 "
     "insert_shim_v6 note_not_inserted forward claim_drop",
-    "frame_ok frame_lies"};
+    "short_shim shim_fits", "use_label use_label_ri reset_label",
+    "candidate_upstream candidate_keep candidate_congested candidate_uncongested"};
 enum { A_ROUTE = 0 };
 enum { A_SET_PAIR = 0, A_SET_HELD_PAIR = 1 };
 enum { A_SET_EGRESS = 0 };

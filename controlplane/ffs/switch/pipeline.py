@@ -112,32 +112,32 @@ class Pipeline:
         self.pktgen = PacketGenerator()
         from ffs.core.tables import ipv4_shim_len_entries
 
-        # every table in the order of ffs.core.p4names.TABLES (the fast path compiles the writable ones
-        # in this order); const-entry tables are read-only.
+        # every table in the order of ffs.core.p4names.TABLES, sorted by P4 name (the fast path compiles
+        # the writable ones in this order); const-entry tables are read-only.
         self.ipv4_shim_len = const_table(p4names.IPV4_SHIM_LEN, ipv4_shim_len_entries())
         self.claim_limit = ClaimLimit()
         self.tables: dict[str, MatchTable] = {
             t.spec.name: t
             for t in (
+                self.egress_acct.egress_ports,
+                self.egress_acct.frame_check,
+                self.claim_limit.table,
+                self.fate.fate,
                 self.forwarding.ipv4_routes,
                 self.forwarding.ipv6_routes,
-                self.pair_map.pairs,
+                self.guard.egress_queue,
+                self.guard.timer_ports,
+                self.ipv4_shim_len,
+                self.normalize.gamma,
                 self.pair_map.egress_params,
+                self.pair_map.pairs,
+                self.pair_map.shim_room,
+                self.port_label.table,
+                self.rate_est.f_log,
                 self.rate_est.len_log,
                 self.rate_est.weight,
                 self.rate_est.weight_reset,
-                self.rate_est.f_log,
-                self.normalize.gamma,
-                self.egress_acct.egress_ports,
-                self.pair_map.shim_room,
-                self.port_label.table,
-                self.ipv4_shim_len,
                 self.ri_update.ri_candidate,
-                self.fate.fate,
-                self.egress_acct.frame_check,
-                self.guard.egress_queue,
-                self.guard.timer_ports,
-                self.claim_limit.table,
             )
         }
         assert tuple(self.tables) == tuple(t.name for t in p4names.TABLES)
