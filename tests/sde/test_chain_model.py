@@ -10,9 +10,10 @@ phase. Afterwards nothing of the chain is left.
 
 `make test` runs the chain on Tofino 2 only. On Tofino 1 each node's bf_switchd keeps up to three
 quarters of a core busy while idle (its timer thread; docs/testing.md, "Two nodes in a chain"), so
-two nodes on a 2-core machine take the chain from one minute to four, or eighteen on a loaded one. What a node does on Tofino 1 is the PTF suite's and the differential's
-(test_ptf_suite.py, test_differential_model.py, both chips); the chain adds what is between nodes,
-which does not depend on the chip. `make chain-model` (CHIP=tofino) runs it on Tofino 1 too."""
+two nodes on a 2-core machine take the chain from one minute to four, or eighteen on a loaded one.
+What a node does on Tofino 1 is the PTF suite's and the differential's (test_ptf_suite.py,
+test_differential_model.py, both chips); the chain adds what is between nodes, which does not
+depend on the chip. `make chain-model` (CHIP=tofino) runs it on Tofino 1 too."""
 
 from __future__ import annotations
 
