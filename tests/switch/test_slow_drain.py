@@ -19,7 +19,9 @@ import pytest
 from ffs.agent import drain_rule
 from ffs.agent.core import Agent
 from ffs.core.frames import ipv4_frame
+from ffs.core.topology import TopologyError
 from ffs.lab.attacks import loads
+from ffs.lab.experiments import run_scenario
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
 from ffs.switch.tm import configure_node
@@ -108,3 +110,36 @@ def test_a_pause_lowers_the_target_and_it_returns_within_a_bounded_number_of_per
     assert all(e.drain_factor == 1.0 for t, e in snaps if t >= back)
     assert res.rate_bps("sender", back + 0.05, 0.8) >= 0.98 * 0.8 * SHARE
     assert not any(p.quarantined for p in agent.snapshot.pairs)
+
+
+def scenario(drain: str, demand: float) -> str:
+    return TOPO.replace(
+        f"p3: {{capacity: {CAP:.0f}, port: 3}}", f"p3: {{capacity: {CAP:.0f}, port: 3, drain: {drain}}}"
+    ) + (
+        f"""streams:
+  - {{name: sender, path: [{{node: s1, ingress: p1, egress: p3}}], demand: {demand:.0f}, packet_size: {SIZE}}}
+  - {{name: flood, path: [{{node: s1, ingress: p2, egress: p3}}], demand: {6 * CAP:.0f}, packet_size: {SIZE}}}
+"""
+    )
+
+
+def test_a_scenario_scripts_the_drain():
+    """The topology's `drain` (spec §9 item 8, topologies/README.md), run by `run_scenario`: a port
+    at half its speed from the start, and one paused for 100 ms; the sender at 0.8 of its share of
+    D keeps ≥ 98 % of its demand over the second half (Corollary 1 on D = drain · speed). Caught
+    with the scripted drain not applied: the flood gets the whole port (the TM drained at speed)."""
+    demand = 0.8 * 0.5 * CAP * SHARE / CAP
+    res = run_scenario(loads(scenario("0.5", demand)), "ffs", duration_s=1.0)
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    assert got["sender"] >= 0.98 * demand, got
+    assert got["sender"] + got["flood"] <= 0.5 * CAP * 1.02, got  # the port drained half its speed
+    paused = scenario("[{at: 0.2, factor: 0}, {at: 0.3, factor: 1}]", 0.8 * SHARE)
+    res = run_scenario(loads(paused), "ffs", duration_s=0.6, window=(0.2, 0.3))
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    assert got["sender"] + got["flood"] <= 0.1 * CAP, got  # nothing (but the queue at 0.2 s) left
+
+
+@pytest.mark.parametrize("bad", ["1.5", "-0.1", "[{at: 0.3, factor: 0}, {at: 0.1, factor: 1}]", "[{at: 0.3}]"])
+def test_a_bad_drain_is_refused(bad):
+    with pytest.raises(TopologyError, match="drain"):
+        loads(scenario(bad, SHARE))

@@ -163,7 +163,18 @@ class TrafficManager:
 def configure_node(tm: TrafficManager, node: Node) -> None:
     """Every interface of a topology node paced at its speed (default: its capacity) with its
     buffer (default: `default_buffer`) and the frame limit of its MTU, as the ports of the switch
-    that runs it are."""
+    that runs it are, and its drain at time 0 (`apply_drains` for later ones)."""
     for i in node.interfaces.values():
         tm.configure(i.port, i.speed, i.buffer_bytes, i.mtu)
         tm.set_mtu(i.port, i.mtu)
+    apply_drains(tm, node, 0, 0)
+
+
+def apply_drains(tm: TrafficManager, node: Node, after_ns: int, until_ns: int) -> None:
+    """The node's scripted drain changes timed in (after_ns, until_ns] (at 0: those at time 0), set
+    at until_ns: a caller that steps time in periods applies each at the period it falls in."""
+    for i in node.interfaces.values():
+        for t_s, factor in i.drain:
+            t_ns = int(round(t_s * 1e9))
+            if after_ns < t_ns <= until_ns or (t_ns == 0 == until_ns):
+                tm.set_drain(i.port, factor, until_ns)
