@@ -23,10 +23,6 @@ from ffs.driver.base import DriverError
 
 log = logging.getLogger("ffs.agent")
 
-# per egress: what left the port (line-rate counts), the TM's drops and the seconds, since the
-# last window closed
-Window = tuple[CounterValue, int, float]
-
 
 class PortDrains(CounterReadings):
     """The τ loop's part that follows a port draining slower than its speed (module docstring)."""
@@ -48,15 +44,16 @@ class PortDrains(CounterReadings):
         out: dict[int, tuple[int, float]] = {}
         changed: list[str] = []
         left, dt = self._read(Reading.DRAINED, ports, virtual)
+        jumped = self._jumped_in(Reading.DRAINED, Reading.MALFORMED)  # no reading of what left: no decision
         for e in sorted(self.fairness):
             i = self.node.interfaces[e]
-            if i.port not in tm:
+            if i.port not in tm or i.port in jumped:
                 continue
             drops = tm[i.port].drops - self._tm_last.get(i.port, tm[i.port].drops)
             self._tm_last[i.port] = tm[i.port].drops
             period = add_counts(left.get(i.port, ZERO), bad.get(i.port, ZERO))
             out[i.port] = (drops, self._bps(period, dt))
-            buffer = i.buffer_bytes or default_buffer(i.speed or i.capacity, i.mtu)
+            buffer = i.buffer_bytes or default_buffer(i.speed, i.mtu)
             before = self.port_drain.get(e, PortDrain())
             state = self._drain_window(e, before, period, drops, dt)
             state = drain_period(state, drops > 0, tm[i.port].queue_bytes < CLEAR_FRACTION * buffer)
