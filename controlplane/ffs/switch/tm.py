@@ -103,6 +103,11 @@ class TrafficManager:
         """The port's queue as of its last arrival or drain change."""
         return int(self.backlog[port])
 
+    def port_counts(self, ports: list[int]) -> dict[int, tuple[int, int]]:
+        """What the drivers give the agent per port, as BF-Runtime's TM tables do: frames dropped at
+        the tail, and the queue (bytes)."""
+        return {p: (self.drops[p], self.queue_bytes(p)) for p in ports if 0 <= p < self.size}
+
     def oversize_drop(self, port: int, frame_len: int) -> bool:
         """True, and counted, if a frame of `frame_len` bytes (FCS included) exceeds `port`'s limit."""
         limit = self.frame_max[port]
