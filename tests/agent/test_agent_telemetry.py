@@ -50,7 +50,13 @@ def test_a_tau_step_reads_one_cell_per_egress_at_4096_pairs(tmp_path):
     agent.step(0.0)  # the first step reads the pairs too (status has rows from the start)
     d.take()
     agent.step(0.1)
-    assert d.take() == {p4names.OFFERED.name: 64, p4names.ADMITTED.name: 64, p4names.MALFORMED.name: 64}
+    # and what left each egress (accepted), on a target with the TM's counters (spec §9, item 8)
+    assert d.take() == {
+        p4names.OFFERED.name: 64,
+        p4names.ADMITTED.name: 64,
+        p4names.MALFORMED.name: 64,
+        p4names.ACCEPTED.name: 64,
+    }
     agent.step(1.05)  # the telemetry period is over: the pairs' four arrays once, and what left each egress
     cells = d.take()
     assert cells == {
@@ -61,7 +67,7 @@ def test_a_tau_step_reads_one_cell_per_egress_at_4096_pairs(tmp_path):
         p4names.PAIR_DROPS.name: 4096,
         p4names.PAIR_MALFORMED.name: 4096,
         p4names.F_EST.name: 4096,
-        p4names.ACCEPTED.name: 64,
+        p4names.ACCEPTED.name: 128,  # the period's and the telemetry's, each from its own baseline
     }
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from ffs.core import constants, p4names, tables
 from ffs.core.entries import Exact, LpfSpec, Lpm, TableEntry, Ternary, Update
-from ffs.driver.base import DriverError
+from ffs.driver.base import DriverError, TmPortCounts
 from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl
@@ -214,6 +214,10 @@ def test_grpc_round_trip_matches_local(tmp_path):
         m.set_lpf_spec(p4names.F_LPF.name, [1, 2], LpfSpec("RATE", 5e5, 5e5, 2))
         assert m.read_lpf_spec(p4names.F_LPF.name, 2) == LpfSpec("RATE", 5e5, 5e5, 2)
         assert m.read_table(p4names.PORT_METADATA.name) == local.read_table(p4names.PORT_METADATA.name)
+        r.pipeline.tm.configure(3, 1e6, 2000)  # the TM's counters, as BF-Runtime's tm.counter.eg_port
+        r.pipeline.tm.enqueue(3, 0, 1500)
+        assert r.pipeline.tm.enqueue(3, 0, 1500) == -1  # beyond the 2000-byte buffer: a tail drop
+        assert m.read_tm_ports([3]) == local.read_tm_ports([3]) == {3: TmPortCounts(1, 1500)}
         m.close()
     finally:
         server.stop(0)

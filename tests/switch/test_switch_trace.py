@@ -15,16 +15,18 @@ from ffs.switch.driver import LocalDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.tm import configure_node
 
-TM_ARRAYS = ("backlog", "last", "drops", "drop_bytes", "enqueued", "delay_sum")
+TM_ARRAYS = ("backlog", "last", "drops", "drop_bytes", "enqueued", "delay_sum", "drain")
 
 
-def _run(topo, cls, duration, *, poisson=False, jitter=False, small_buffers=False, seed=3, period_s=0.005):
+def _run(topo, cls, duration, *, poisson=False, jitter=False, small_buffers=False, drain=False, seed=3, period_s=0.005):
     pipes = {n: cls(seed + k) for k, n in enumerate(sorted(topo.nodes))}
     for n, p in pipes.items():
         configure_node(p.tm, topo.nodes[n])  # every port at its line rate
         if small_buffers:  # queues that overflow: tail drops in the comparison
             for i in topo.nodes[n].interfaces.values():
                 p.tm.configure(i.port, i.speed, 30_000)
+        for i in topo.nodes[n].interfaces.values() if drain else ():  # ports that send 60 % of their speed
+            p.tm.set_drain(i.port, 0.6, 0)
     agents = {n: Agent(LocalDriver(p), topo, n) for n, p in pipes.items()}
     for a in agents.values():
         a.install()
@@ -40,11 +42,16 @@ def _run(topo, cls, duration, *, poisson=False, jitter=False, small_buffers=Fals
     return res, counters, qstate
 
 
-@pytest.mark.parametrize("mode", ["constant", "poisson", "jitter+small-buffers"])
+@pytest.mark.parametrize("mode", ["constant", "poisson", "jitter+small-buffers", "jitter+small-buffers+drain"])
 def test_compiled_trace_is_the_python_trace(topo_dir, mode):
     fast.require()
     topo = load(topo_dir / "chain.yaml")
-    kw = {"poisson": mode == "poisson", "jitter": mode.startswith("jitter"), "small_buffers": mode.endswith("buffers")}
+    kw = {
+        "poisson": mode == "poisson",
+        "jitter": mode.startswith("jitter"),
+        "small_buffers": "small-buffers" in mode,
+        "drain": mode.endswith("drain"),
+    }
     a, ca, qa = _run(topo, Pipeline, 0.012, period_s=0.002, **kw)
     b, cb, qb = _run(topo, fast.FastPipeline, 0.012, period_s=0.002, **kw)
     assert a.packets == b.packets > 10_000

@@ -93,6 +93,10 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
         # fraction of its share withheld for quarantine_s (0: never): on Tofino the egress drops a
         # lie only after it queued
         self.quarantine = Quarantine(quarantine_s, quarantine_fraction)
+        self.port_drain = {}  # per egress: the factor of its target in force (ffs.agent.port_drain)
+        self._drain_acc = {}
+        self._tm_last = {}
+        self._tm_unavailable = False
         self.fairness = self._starting_matrix(store, use_saved_matrix)
         self.lpf = self.lpf.for_node(self.current_node())  # each pair's τ_F for the matrix it runs
         self._check_estimator(self.fairness)

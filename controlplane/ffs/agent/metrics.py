@@ -34,6 +34,18 @@ class Metrics:
             registry=r,
         )
         self.draining = Gauge("ffs_draining", "1 while the queue stands and tau aims below the target", e, registry=r)
+        self.drain_factor = Gauge(
+            "ffs_drain_factor",
+            "the fraction of the configured target in force: below 1 while the port drains slower than its speed",
+            e,
+            registry=r,
+        )
+        self.drained = Gauge(
+            "ffs_drained_bps", "what left the port in the last period, line rate, bit/s", e, registry=r
+        )
+        self.tm_drops = Counter(
+            "ffs_tm_drops", "frames the traffic manager's queue toward this egress dropped", e, registry=r
+        )
         self.pair_rate = Gauge("ffs_pair_rate_bps", "arrival rate R_ij, bit/s", p, registry=r)
         self.pair_share = Gauge(
             "ffs_pair_share_bps", "enforced share M_ij (scaled to the target), bit/s", p, registry=r
@@ -92,6 +104,9 @@ class Metrics:
             self.egress_malformed.labels(x.egress).inc(x.malformed)
             self.queue.labels(x.egress).set(x.queue_bytes)
             self.draining.labels(x.egress).set(int(x.draining))
+            self.drain_factor.labels(x.egress).set(x.drain_factor)
+            self.drained.labels(x.egress).set(x.drained_bps)
+            self.tm_drops.labels(x.egress).inc(x.tm_drops)
         for p in snap.pairs if fresh else ():
             self.pair_rate.labels(p.ingress, p.egress).set(p.rate_bps)
             self.pair_share.labels(p.ingress, p.egress).set(p.share_bps)

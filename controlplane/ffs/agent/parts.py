@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from ffs.agent.drain_rule import PortDrain
 from ffs.agent.frontpanel import FrontPanel, PortStatus
 from ffs.agent.quarantine import Quarantine
 from ffs.agent.snapshot import PairStatus, Snapshot
 from ffs.agent.state import StateStore
-from ffs.core.entries import CounterValue, Update
+from ffs.core.entries import CounterValue, Update, UpdateKind
 from ffs.core.program import LpfConfig, Pair, pairs_of
 from ffs.core.tau import EgressTau, TauParams
 from ffs.core.topology import Node, Topology
@@ -66,10 +67,26 @@ class AgentParts:
     _drops_by_egress: dict[str, tuple[float, int]]
     _port_status: list[PortStatus]
     snapshot: Snapshot
+    # a port that drains slower than its speed (ffs.agent.port_drain): the factor of the target in
+    # force per egress, the open windows, the TM's drop counts last read, a target without them
+    port_drain: dict[str, PortDrain]
+    _drain_acc: dict[str, tuple[CounterValue, int, float]]
+    _tm_last: dict[int, int]
+    _tm_unavailable: bool
 
     # -- the static state ------------------------------------------------------------------
     def current_node(self) -> Node:
-        return dataclasses.replace(self.node, fairness=self.fairness)
+        """The node as it runs: the matrix in force, and the target of an egress that drains
+        slower than its speed scaled to what it drains (spec §9, item 8)."""
+        node = dataclasses.replace(self.node, fairness=self.fairness)
+        slow = {
+            e: d.factor * node.target(e) for e, d in self.port_drain.items() if d.factor < 1.0 and e in self.fairness
+        }
+        return dataclasses.replace(node, targets={**node.targets, **slow}) if slow else node
+
+    def configured_target(self, egress: str) -> float:
+        """T_j as configured (the matrix in force, no port's drain)."""
+        return dataclasses.replace(self.node, fairness=self.fairness).target(egress)
 
     def _reconcile_timer(self) -> int:  # ffs.agent.takeover
         raise NotImplementedError
@@ -93,6 +110,10 @@ class AgentParts:
         raise NotImplementedError
 
     def _release_quarantine(self, now_s: float) -> list[Update]:
+        """ffs.agent.quarantine_entries.QuarantineEntries"""
+        raise NotImplementedError
+
+    def _pair_updates(self, kind: UpdateKind) -> dict[int, Update]:
         """ffs.agent.quarantine_entries.QuarantineEntries"""
         raise NotImplementedError
 

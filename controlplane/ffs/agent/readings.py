@@ -44,6 +44,7 @@ class Reading(str, enum.Enum):
     PAIR_MALFORMED = "M"  # per pair: its frames the egress dropped for a lying length
     FREE_BYTES = "FR"  # while a pair is held in quarantine, every period, per other pair at its egress: R
     FREE_DROPS = "FD"  # ... and its drops: τ rises there only as far as these pairs need (spec §9)
+    DRAINED = "W"  # per egress port, every period where the TM's counters are read: what left the port
 
 
 # the P4 counter each reading reads
@@ -57,6 +58,7 @@ COUNTER_OF: dict[Reading, str] = {
     Reading.PAIR_MALFORMED: p4names.PAIR_MALFORMED.name,
     Reading.FREE_BYTES: p4names.PAIR_BYTES.name,
     Reading.FREE_DROPS: p4names.PAIR_DROPS.name,
+    Reading.DRAINED: p4names.ACCEPTED.name,
 }
 EGRESS_READINGS = (Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED, Reading.ACCEPTED)
 PAIR_READINGS = (Reading.PAIR_BYTES, Reading.PAIR_DROPS, Reading.PAIR_MALFORMED)

@@ -33,6 +33,12 @@ class EgressStatus:
     queue_bytes: int = 0
     queue_threshold: int | None = None
     draining: bool = False
+    # the traffic manager (spec §9, item 8): frames its queue toward the port dropped in the last
+    # period, what left the port (bit/s), and the fraction of the configured target in force (below
+    # 1 while the port drains slower than its speed; `target` is then that fraction of it)
+    tm_drops: int = 0
+    drained_bps: float = 0.0
+    drain_factor: float = 1.0
 
 
 @dataclass

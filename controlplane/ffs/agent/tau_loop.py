@@ -20,7 +20,8 @@ import logging
 import time
 from typing import Callable, Tuple
 
-from ffs.agent.readings import ZERO, CounterReadings, Reading, add_counts, sub_counts
+from ffs.agent.port_drain import PortDrains
+from ffs.agent.readings import ZERO, Reading, add_counts, sub_counts
 from ffs.agent.snapshot import EgressStatus, Snapshot
 from ffs.core import p4names
 from ffs.core.entries import CounterValue, Update, exact_value
@@ -48,7 +49,7 @@ def add_free(a: Free | None, b: Free | None) -> Free | None:
     return add_counts(a[0], b[0]), add_counts(a[1], b[1]), a[2] + b[2], a[3] and b[3]
 
 
-class TauLoop(CounterReadings):
+class TauLoop(PortDrains):
     # called after every completed step: the service feeds systemd's watchdog from it, so a step
     # that hangs stops the pings (ffs.agent.notify)
     on_step: Callable[[Snapshot], None] | None = None
@@ -69,6 +70,8 @@ class TauLoop(CounterReadings):
         jumped = self._jumped_in(Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED)
         self._count_since_telemetry(ports, a, bad, jumped)
         quarantine = self._release_quarantine(now_s) + self._telemetry_if_due(virtual, now_s, bad, jumped)
+        # a port that drains slower than its speed: the target in force follows it (spec §9, item 8)
+        tm, drain_pairs = self._follow_drains(ports, bad, virtual)
         snap = Snapshot(now_s, pairs=self._pair_status, pairs_time_s=self._last_telemetry, ports=self._port_status)
         batch: list[Update] = []
         node = self.current_node()
@@ -94,10 +97,19 @@ class TauLoop(CounterReadings):
             if self._pushed.get(port) != params:  # the switch holds the rest as pushed (the slow check repairs)
                 batch.append(egress_entry(port, params, "modify"))
             status = self._egress_status(e, port, target, a_bps, r_star, state, bad.get(port, ZERO).packets)
+            drain = self.port_drain.get(e)
             snap.egresses.append(
-                dataclasses.replace(status, queue_bytes=queues.get(port, 0), queue_threshold=qhi, draining=draining)
+                dataclasses.replace(
+                    status,
+                    queue_bytes=queues.get(port, 0),
+                    queue_threshold=qhi,
+                    draining=draining,
+                    tm_drops=tm.get(port, (0, 0.0))[0],
+                    drained_bps=tm.get(port, (0, 0.0))[1],
+                    drain_factor=1.0 if drain is None else drain.factor,
+                )
             )
-        self._push(quarantine, batch if dt > self.min_interval_s else [])
+        self._push(quarantine + drain_pairs, batch if dt > self.min_interval_s else [])
         if self._jump_notes:
             log.warning(
                 "counters went backwards (cleared by another client?): %s indices; re-baselined, no decision "

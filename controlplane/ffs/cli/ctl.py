@@ -111,6 +111,13 @@ def status(ctx) -> None:
             _queue(e),
         )
     c.print(t)
+    for e in s["egresses"]:  # a port that drains slower than its speed (spec §9, item 8); older agents: none
+        if e.get("drain_factor", 1.0) < 1.0:
+            c.print(
+                f"egress {e['egress']}: the port drains {_rate(e['drained_bps'])} and its queue dropped "
+                f"{e['tm_drops']} frames last period: the target follows it, {e['drain_factor']:.1%} of "
+                f"{_rate(e['target'] / e['drain_factor'])}"
+            )
     p = Table(title="pairs")
     for col in ("ingress", "egress", "share M", "R", "F", "dropped", "drops"):
         p.add_column(col, justify="left" if col in ("ingress", "egress") else "right")

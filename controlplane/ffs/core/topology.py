@@ -49,6 +49,9 @@ class Interface:
     # the propagation delay of the port's wire, s: the live software switch holds a frame that long
     # after its queue sent it (ffs.switch.delay); the allocator and the Tofino program ignore it
     delay_s: float = 0.0
+    # the fraction of its speed the port drains from each time on, in the software switch (a shaper,
+    # a lower negotiated rate, 0: a PFC pause; spec §9 item 8): (seconds, factor), by time; () = 1.0
+    drain: tuple[tuple[float, float], ...] = ()
 
     @property
     def local(self) -> bool:
@@ -286,6 +289,7 @@ class _Loader:
                 "speed",
                 "buffer",
                 "delay",
+                "drain",
                 "mtu",
                 "port",
                 "trust",
@@ -327,6 +331,7 @@ class _Loader:
                 delay = parse_delay(im["delay"])
             except ValueError as e:
                 self.fail(f"{ip}.delay", str(e))
+        drain = self.drain(im["drain"], f"{ip}.drain") if "drain" in im else ()
         fp, fec, autoneg = im.get("fp"), im.get("fec"), im.get("autoneg")
         self.check_front_panel(ip, port, capacity if speed is None else speed, fp, fec, autoneg, mtu)
         return Interface(
@@ -344,7 +349,26 @@ class _Loader:
             buffer,
             mtu,
             delay,
+            drain,
         )
+
+    def drain(self, v: Any, path: str) -> tuple[tuple[float, float], ...]:
+        """`drain: 0.8` (from the start), or `[{at: 0.3, factor: 0}, {at: 0.5, factor: 1}]`."""
+        if not isinstance(v, list):
+            return ((0.0, self.number(v, path, 0.0, 1.0)),)
+        out = []
+        for k, step in enumerate(v):
+            m = self.mapping(step, f"{path}[{k}]")
+            self.check_keys(m, f"{path}[{k}]", {"at", "factor"}, {"at", "factor"})
+            out.append(
+                (
+                    self.number(m["at"], f"{path}[{k}].at", 0.0),
+                    self.number(m["factor"], f"{path}[{k}].factor", 0.0, 1.0),
+                )
+            )
+        if [t for t, _ in out] != sorted({t for t, _ in out}):
+            self.fail(path, "the times must increase")
+        return tuple(out)
 
     def check_front_panel(self, ip: str, port: int, speed: float, fp: Any, fec: Any, autoneg: Any, mtu: int) -> None:
         if fp is not None:

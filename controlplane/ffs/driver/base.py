@@ -11,6 +11,7 @@ DriverError with a one-line reason.
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ffs.core.entries import COUNTER_WRAP, CounterValue, LpfSpec, TableEntry, TimerSpec, Update
@@ -33,6 +34,14 @@ def pipe_sum(v: Any) -> int:
 def pipe_counter(packets: Any, nbytes: Any) -> CounterValue:
     """A counter cell from its per-pipe packets and bytes, summed modulo 2^64."""
     return CounterValue(pipe_sum(packets) % COUNTER_WRAP, pipe_sum(nbytes) % COUNTER_WRAP)
+
+
+@dataclass(frozen=True)
+class TmPortCounts:
+    """An egress port's traffic-manager counters (BF-Runtime's `tfN.tm.counter.eg_port`)."""
+
+    drops: int  # frames the TM dropped toward the port (its queue was full), cumulative
+    queue_bytes: int  # the port's queue at the read
 
 
 class Driver(abc.ABC):
@@ -117,6 +126,11 @@ class Driver(abc.ABC):
     def read_timer(self) -> TimerSpec | None:
         """The timer application as the target runs it; None when it is not running."""
         raise DriverError("this target has no packet generator")
+
+    # -- the traffic manager's per-port counters (the agent follows a port that drains slower, spec §9)
+    def read_tm_ports(self, dev_ports: Iterable[int]) -> dict[int, TmPortCounts]:
+        """The TM's drop count and queue of these egress ports."""
+        raise DriverError("this target does not expose its traffic manager's per-port counters")
 
     # -- front-panel ports (BF-Runtime's $PORT; a target without it has ports that are always up) --
     has_ports = False

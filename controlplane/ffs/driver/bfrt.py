@@ -39,7 +39,7 @@ from ffs.core import p4names
 from ffs.core.constants import PKTGEN_PORT, PKTGEN_PORT_TOFINO2, TIMER_APP_ID, TIMER_HEADER_LEN
 from ffs.core.entries import CounterValue, Exact, KeyValue, LpfSpec, Lpm, Range, TableEntry, Ternary, TimerSpec, Update
 from ffs.core.ports import FRAME_LIMIT_MAX, PortSpec, PortState
-from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
+from ffs.driver.base import Driver, DriverError, TmPortCounts, pipe_counter, pipe_sum
 
 PORT_MD_ALIASES = (p4names.PORT_METADATA.name, "$PORT_METADATA")
 PORT_MD_FIELDS = frozenset(name for name, _ in p4names.PORT_METADATA.fields)
@@ -619,6 +619,24 @@ class BfrtDriver(Driver):
                 int(d["$LPF_SPEC_OUT_SCALE_DOWN_FACTOR"]),
             )
         raise DriverError(f"{name}: no LPF at index {index}")
+
+    # -- the traffic manager's per-port counters (spec §9, a port that drains slower) -------------
+    def read_tm_ports(self, dev_ports: Iterable[int]) -> dict[int, TmPortCounts]:
+        """`tfN.tm.counter.eg_port`'s `drop_count_packets` and `usage_cells` (times `tfN.tm.cfg`'s
+        `cell_size_bytes`) per egress port, the fixed TM tables of the SDE's BF-Runtime."""
+        self._require()
+        names = set(self._call("BF-Runtime tables", self.info.table_name_list_get))
+        chip = next((c for c, _ in PKTGEN_CHIPS if f"{c}.tm.counter.eg_port" in names), None)
+        if chip is None:
+            raise DriverError("this switch's BF-Runtime has no tf1/tf2.tm.counter.eg_port table")
+        cfg = self._table(f"{chip}.tm.cfg")
+        rows = self._read(f"{chip}.tm.cfg", cfg.default_entry_get, self.target)
+        cell = next((int(d.to_dict()["cell_size_bytes"]) for d, _ in rows), 0)
+        rows = self._indexed(f"{chip}.tm.counter.eg_port", "dev_port", dev_ports, "Sync")
+        return {
+            int(port): TmPortCounts(pipe_sum(d["drop_count_packets"]), pipe_sum(d["usage_cells"]) * cell)
+            for port, d in rows
+        }
 
     # -- the packet generator's timer (spec §7.7) -----------------------------------------------
     has_pktgen = True

@@ -13,7 +13,7 @@ import grpc
 
 from ffs.core.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
 from ffs.driver import wire
-from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
+from ffs.driver.base import Driver, DriverError, TmPortCounts, pipe_counter, pipe_sum
 
 
 class ModelDriver(Driver):
@@ -114,6 +114,10 @@ class ModelDriver(Driver):
 
     def read_lpf_spec(self, name: str, index: int) -> LpfSpec:
         return wire.lpf_from_json(self._rpc("ReadLpfSpec", {"name": name, "index": index})["spec"])
+
+    def read_tm_ports(self, dev_ports: Iterable[int]) -> dict[int, TmPortCounts]:
+        answer = self._rpc("ReadTmPorts", {"ports": list(dev_ports)})["values"]
+        return {int(p): TmPortCounts(int(v[0]), int(v[1])) for p, v in answer.items()}
 
     has_pktgen = True
 

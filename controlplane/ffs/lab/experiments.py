@@ -30,6 +30,7 @@ from ffs.lab.baselines import Csfq
 from ffs.lab.nodes import build_nodes
 from ffs.switch import trace
 from ffs.switch.fast import new_pipeline
+from ffs.switch.tm import apply_drains
 
 SCHEMES = ("ffs", "fifo", "csfq")
 
@@ -107,7 +108,7 @@ def run_scenario(
         if scheme != "ffs":  # FFS off: forwarding only (every pair bypassed, gamma never applied)
             a.driver.clear_table(p4names.PAIRS.name)
     series: dict[str, dict[str, list[float]]] = {}
-    on_period = _period_recorder(scheme, agents, series)
+    on_period = _with_drains(topo, pipes, _period_recorder(scheme, agents, series))
     if scheme != "csfq":
         csfq = None
     elif csfq is None:
@@ -140,6 +141,20 @@ def run_scenario(
     )
     _measure(out, topo, exact, res, series, pipes, w0, w1)
     return out
+
+
+def _with_drains(topo: Topology, pipes: dict, on_period: Callable[[int], None]) -> Callable[[int], None]:
+    """The topology's scripted drain changes (`Interface.drain`) applied at the period they fall
+    in, before the agents' step."""
+    last = [0]
+
+    def step(now_ns: int):
+        for n, p in pipes.items():
+            apply_drains(p.tm, topo.nodes[n], last[0], now_ns)
+        last[0] = now_ns
+        return on_period(now_ns)
+
+    return step
 
 
 def _period_recorder(scheme: str, agents: dict, series: dict[str, dict[str, list[float]]]) -> Callable[[int], None]:

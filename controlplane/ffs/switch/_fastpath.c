@@ -447,7 +447,7 @@ enum {
     B_EVENTS_PK, B_EVENTS_BY, B_ACCEPTED_PK, B_ACCEPTED_BY, B_MALFORMED_PK, B_MALFORMED_BY, B_PAIR_MALFORMED_PK,
     B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN, B_LPF_DECAY, B_LPF_SHIFT,
     B_TM_SPEED, B_TM_BUFFER, B_TM_BACKLOG, B_TM_LAST, B_TM_DROPS, B_TM_DROP_BYTES, B_TM_ENQUEUED, B_TM_DELAY_SUM,
-    B_TM_FRAME_MAX, B_TM_OVERSIZE, B_TM_OVERSIZE_BYTES, B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG, B_PKTGEN_NEXT, B_PKTGEN_NOW, NB
+    B_TM_FRAME_MAX, B_TM_OVERSIZE, B_TM_OVERSIZE_BYTES, B_TM_DRAIN, B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG, B_PKTGEN_NEXT, B_PKTGEN_NOW, NB
 };
 static const struct {
     const char *name;
@@ -467,7 +467,7 @@ static const struct {
     {"tm.speed", 8, NUM_PORTS}, {"tm.buffer", 8, NUM_PORTS}, {"tm.backlog", 8, NUM_PORTS}, {"tm.last", 8, NUM_PORTS},
     {"tm.drops", 8, NUM_PORTS}, {"tm.drop_bytes", 8, NUM_PORTS}, {"tm.enqueued", 8, NUM_PORTS},
     {"tm.delay_sum", 8, NUM_PORTS}, {"tm.frame_max", 8, NUM_PORTS}, {"tm.oversize", 8, NUM_PORTS},
-    {"tm.oversize_bytes", 8, NUM_PORTS},
+    {"tm.oversize_bytes", 8, NUM_PORTS}, {"tm.drain", 8, NUM_PORTS},
     {"guard.queue", 4, NUM_PIPES * NUM_PORTS}, {"guard.timers.packets", 8, NUM_PIPES * NUM_PORTS},
     {"guard.timers.bytes", 8, NUM_PIPES * NUM_PORTS}, {"pktgen.cfg", 8, 4}, {"pktgen.next_ns", 8, NUM_PIPES},
     {"pktgen.now_ns", 8, 1},
@@ -490,7 +490,7 @@ typedef struct {
     int64_t *lpf_last;
     uint8_t *lpf_seen, *lpf_kind, *lpf_shift;
     /* the traffic manager (ffs.switch.tm), per device port */
-    double *tm_speed, *tm_buffer, *tm_backlog, *tm_delay_sum;
+    double *tm_speed, *tm_buffer, *tm_backlog, *tm_delay_sum, *tm_drain; /* drain: the fraction of speed sent */
     int64_t *tm_last, *tm_frame_max; /* frame_max: a port's frame limit with FCS, 0 none */
     uint64_t *tm_drops, *tm_drop_bytes, *tm_enqueued, *tm_oversize, *tm_oversize_bytes;
     /* the queue guard and the packet generator's timer (ffs.switch.pktgen: period, packets, app, length) */
@@ -960,8 +960,9 @@ static int64_t tm_enqueue(Engine *e, uint32_t port, int64_t t_ns, size_t wire) {
     if (speed <= 0.0) return t_ns;
     int64_t last = e->tm_last[port];
     double backlog = e->tm_backlog[port];
+    double rate = speed * e->tm_drain[port];
     if (t_ns > last) {
-        backlog -= (double)(t_ns - last) * speed / 8e9;
+        backlog -= (double)(t_ns - last) * rate / 8e9;
         if (backlog < 0.0) backlog = 0.0;
         e->tm_last[port] = t_ns;
     } else {
@@ -975,7 +976,7 @@ static int64_t tm_enqueue(Engine *e, uint32_t port, int64_t t_ns, size_t wire) {
     }
     backlog += (double)wire;
     e->tm_backlog[port] = backlog;
-    double delay = backlog * 8 / speed;
+    double delay = backlog * 8 / (rate > 0.0 ? rate : speed); /* paused: its time once the pause ends */
     e->tm_enqueued[port] += 1;
     e->tm_delay_sum[port] += delay;
     return t_ns + (int64_t)(delay * 1e9);
@@ -1190,6 +1191,7 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->tm_frame_max = b[B_TM_FRAME_MAX];
     self->tm_oversize = b[B_TM_OVERSIZE];
     self->tm_oversize_bytes = b[B_TM_OVERSIZE_BYTES];
+    self->tm_drain = b[B_TM_DRAIN];
     self->guard_queue = b[B_GUARD_QUEUE];
     self->guard_timers_pk = b[B_GUARD_TIMERS_PK];
     self->pktgen_cfg = b[B_PKTGEN_CFG];

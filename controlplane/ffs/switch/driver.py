@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 import ffs
 from ffs.core.entries import CounterValue, LpfSpec, TableEntry, TimerSpec, Update
-from ffs.driver.base import Driver, DriverError, pipe_counter, pipe_sum
+from ffs.driver.base import Driver, DriverError, TmPortCounts, pipe_counter, pipe_sum
 from ffs.driver.model import ModelDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl
@@ -54,6 +54,9 @@ class LocalDriver(Driver):
 
     def clear_table(self, table: str) -> None:
         self._call(self.control.clear_table, table)
+
+    def read_tm_ports(self, dev_ports: Iterable[int]) -> dict[int, TmPortCounts]:
+        return {p: TmPortCounts(*v) for p, v in self.pipeline.tm.port_counts(list(dev_ports)).items()}
 
     def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, CounterValue]:
         return {i: pipe_counter(*v) for i, v in self._call(self.control.read_counters, name, indices).items()}

@@ -182,6 +182,7 @@ class FastPipeline(Pipeline):
             tm.frame_max,
             tm.oversize,
             tm.oversize_bytes,
+            tm.drain,
             self.guard.queue.cells,
             self.guard.timers.packets,
             self.guard.timers.bytes,

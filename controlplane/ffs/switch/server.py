@@ -88,6 +88,9 @@ def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
         "ReadLpfSpec": lambda r: {"spec": wire.lpf_to_json(ctl.read_lpf_spec(r["name"], r["index"]))},
         "SetTimer": lambda r: ctl.set_timer(wire.timer_from_json(r["timer"])) or {},
         "ReadTimer": lambda r: {"timer": wire.timer_to_json(ctl.read_timer())},
+        "ReadTmPorts": lambda r: {
+            "values": {str(p): list(v) for p, v in ctl.pipeline.tm.port_counts([int(x) for x in r["ports"]]).items()}
+        },
     }
 
 

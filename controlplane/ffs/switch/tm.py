@@ -7,7 +7,9 @@ runs on each frame as it leaves. tofino-model cannot show this: its queues are u
 as fast as its packet loop runs. The software switch therefore models the TM as the hardware
 behaves (docs/software-switch.md, "The traffic manager"):
 
-- a port with a speed drains `speed` bits per second of line rate: every frame costs its bytes
+- a port with a speed drains `speed · drain` bits per second of line rate, `drain` (1.0 unless
+  `set_drain` changed it) the fraction of its speed the port actually sends (a PFC pause: 0 for its
+  length; a shaper, a link that negotiated a lower rate: below 1): every frame costs its bytes
   (padded to the Ethernet minimum, FCS included) plus preamble and inter-frame gap
   (`ffs.core.tables.wire_len`), so a port carries fewer bytes of small frames than of large ones;
 - a frame that would take the queue beyond `buffer` bytes is dropped at its tail (a TM drop,
@@ -50,6 +52,7 @@ class TrafficManager:
     def __init__(self, ports: int = constants.NUM_PORTS) -> None:
         self.size = ports
         self.speed = array("d", bytes(8 * ports))  # bit/s; 0: not paced
+        self.drain = array("d", [1.0] * ports)  # the fraction of `speed` the port sends
         self.buffer = array("d", bytes(8 * ports))  # bytes
         self.backlog = array("d", bytes(8 * ports))  # bytes not yet sent at `last`
         self.last = array("q", bytes(8 * ports))  # ns
@@ -83,6 +86,28 @@ class TrafficManager:
             raise ValueError(f"port {port}: MTU must be 68..65535 bytes, got {mtu!r}")
         self.frame_max[port] = max_frame_len(mtu)
 
+    def set_drain(self, port: int, factor: float, t_ns: int) -> None:
+        """From `t_ns` on, `port` sends `factor` of its speed (0: paused); the queue drains at the
+        old rate until then."""
+        if not 0 <= port < self.size:
+            raise ValueError(f"port {port} out of range 0..{self.size - 1}")
+        if not 0.0 <= factor <= 1.0:
+            raise ValueError(f"port {port}: drain must be a fraction of its speed in [0, 1], got {factor!r}")
+        if t_ns > self.last[port]:
+            rate = self.speed[port] * self.drain[port]
+            self.backlog[port] = max(0.0, self.backlog[port] - (t_ns - self.last[port]) * rate / 8e9)
+            self.last[port] = t_ns
+        self.drain[port] = factor
+
+    def queue_bytes(self, port: int) -> int:
+        """The port's queue as of its last arrival or drain change."""
+        return int(self.backlog[port])
+
+    def port_counts(self, ports: list[int]) -> dict[int, tuple[int, int]]:
+        """What the drivers give the agent per port, as BF-Runtime's TM tables do: frames dropped at
+        the tail, and the queue (bytes)."""
+        return {p: (self.drops[p], self.queue_bytes(p)) for p in ports if 0 <= p < self.size}
+
     def oversize_drop(self, port: int, frame_len: int) -> bool:
         """True, and counted, if a frame of `frame_len` bytes (FCS included) exceeds `port`'s limit."""
         limit = self.frame_max[port]
@@ -104,8 +129,9 @@ class TrafficManager:
             return t_ns
         last = self.last[port]
         backlog = self.backlog[port]
+        rate = speed * self.drain[port]
         if t_ns > last:
-            backlog -= (t_ns - last) * speed / 8e9
+            backlog -= (t_ns - last) * rate / 8e9
             if backlog < 0.0:
                 backlog = 0.0
             self.last[port] = t_ns
@@ -118,7 +144,8 @@ class TrafficManager:
             return -1
         backlog += wire_bytes
         self.backlog[port] = backlog
-        delay = backlog * 8 / speed
+        # paused, the frame's time at the port's speed once the pause ends (its end is not known here)
+        delay = backlog * 8 / (rate if rate > 0.0 else speed)
         self.enqueued[port] += 1
         self.delay_sum[port] += delay
         return t_ns + int(delay * 1e9)
@@ -141,7 +168,18 @@ class TrafficManager:
 def configure_node(tm: TrafficManager, node: Node) -> None:
     """Every interface of a topology node paced at its speed (default: its capacity) with its
     buffer (default: `default_buffer`) and the frame limit of its MTU, as the ports of the switch
-    that runs it are."""
+    that runs it are, and its drain at time 0 (`apply_drains` for later ones)."""
     for i in node.interfaces.values():
         tm.configure(i.port, i.speed, i.buffer_bytes, i.mtu)
         tm.set_mtu(i.port, i.mtu)
+    apply_drains(tm, node, 0, 0)
+
+
+def apply_drains(tm: TrafficManager, node: Node, after_ns: int, until_ns: int) -> None:
+    """The node's scripted drain changes timed in (after_ns, until_ns] (at 0: those at time 0), set
+    at until_ns: a caller that steps time in periods applies each at the period it falls in."""
+    for i in node.interfaces.values():
+        for t_s, factor in i.drain:
+            t_ns = int(round(t_s * 1e9))
+            if after_ns < t_ns <= until_ns or (t_ns == 0 == until_ns):
+                tm.set_drain(i.port, factor, until_ns)

@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The rule for a port that drains slower than its speed (docs/spec.md §9, item 8): the factor of
+its configured target in force, cut to what the port drained while its queue drops, climbed back
+while it does not (the agent's part that reads and pushes: `ffs.agent.port_drain`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+# how far below what the port drained the target is set: at the drained rate itself the queue
+# would stand full and its tail drop would keep deciding; 1/32 of it empties the queue
+DRAIN_MARGIN = 1 / 32
+# the least fraction of the configured target followed: a paused port drains nothing, and a share
+# of zero would have no code (the pairs keep a share to climb back from)
+DRAIN_FLOOR = 1 / 64
+# the first climb after a drop is one margin (the drained rate again), each further period with
+# the queue clear doubles the step, at most a factor 2 a period: back from the floor within
+# 5 + log2(64) periods once the port drains again. Above the rate the port last drained the
+# steps stay one margin: a port still slow is overshot by a few %, not by the doubled step
+MAX_CLIMB = 2.0
+# the queue is clear below this fraction of the port's buffer: a few frames, so that a climb past
+# what the port drains stops within a period or two of the queue starting to stand
+CLEAR_FRACTION = 1 / 32
+
+
+@dataclass(frozen=True)
+class PortDrain:
+    factor: float = 1.0  # the fraction of the configured target in force
+    drained: float = 0.0  # what it drained over the last window it dropped in, / the target (0: a pause)
+    clear: int = 0  # consecutive periods without drops and with the queue clear
+
+
+def drain_cut(state: PortDrain, target_bps: float, drained_bps: float) -> PortDrain:
+    """A window of at least the τ loop's frames in which the TM dropped toward the port: the
+    target follows what the port drained, a margin below, where that is below what the target
+    aims at (a few drops at the target itself, a burst, change nothing)."""
+    if target_bps <= 0 or drained_bps >= (1.0 - DRAIN_MARGIN) * state.factor * target_bps:
+        return replace(state, clear=0)
+    factor = max(DRAIN_FLOOR, min(1.0, drained_bps * (1.0 - DRAIN_MARGIN) / target_bps))
+    # at the floor the port drained next to nothing (paused): no rate to climb back to is known
+    return PortDrain(factor, drained_bps / target_bps if factor > DRAIN_FLOOR else 0.0, 0)
+
+
+def drain_period(state: PortDrain, dropped: bool, queue_clear: bool) -> PortDrain:
+    """Every period: while the port drops nothing and its queue is clear, the factor climbs back
+    toward 1 (the configured target), by DRAIN_MARGIN, then twice that, ... (at most MAX_CLIMB)."""
+    if dropped or not queue_clear:
+        return replace(state, clear=0)
+    if state.factor >= 1.0:
+        return state if state.clear == 0 else replace(state, clear=0)
+    above = 0.0 < state.drained <= state.factor  # at or past what the port last drained
+    step = 1.0 + DRAIN_MARGIN if above else min(MAX_CLIMB, 1.0 + DRAIN_MARGIN * 2**state.clear)
+    return replace(state, factor=min(1.0, state.factor * step), clear=state.clear + 1)

@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A port that drains slower than its speed (a PFC pause, a shaper, a lower negotiated rate): the
+target follows what it drains while its queue drops what γ admitted, and climbs back once it
+stops (docs/spec.md §9, item 8).
+
+  per managed egress, every period: the TM's drops toward the port and its queue (the driver's
+  `read_tm_ports`), what left the port (the egress's accepted + malformed, line rate)
+  -> `drain_cut` (per window of the τ loop's frames) and `drain_period` (ffs.agent.drain_rule)
+  -> the factor of the configured target in force; the shares scale with it (spec §9 item 2), so
+  that Eq. 2 splits the drained capacity as it split the configured one; set_pair modifications
+  of the egress's pairs in the τ loop's batch.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ffs.agent.drain_rule import CLEAR_FRACTION, PortDrain, drain_cut, drain_period
+from ffs.agent.readings import ZERO, CounterReadings, Reading, add_counts
+from ffs.core.entries import CounterValue, Update
+from ffs.core.tables import default_buffer
+from ffs.driver.base import DriverError
+
+log = logging.getLogger("ffs.agent")
+
+
+class PortDrains(CounterReadings):
+    """The τ loop's part that follows a port draining slower than its speed (module docstring)."""
+
+    def _follow_drains(
+        self, ports: list[int], bad: dict[int, CounterValue], virtual: float | None
+    ) -> tuple[dict[int, tuple[int, float]], list[Update]]:
+        """Every period: per managed egress port, the TM's drops this period and what the port
+        drained (bit/s); the set_pair modifications of the egresses whose factor changed. A target
+        without the TM's counters (DriverError) follows nothing."""
+        if self._tm_unavailable or not ports:
+            return {}, []
+        try:
+            tm = self.driver.read_tm_ports(ports)
+        except DriverError as err:
+            self._tm_unavailable = True
+            log.info("the target follows no slow port: %s", err)
+            return {}, []
+        out: dict[int, tuple[int, float]] = {}
+        changed: list[str] = []
+        left, dt = self._read(Reading.DRAINED, ports, virtual)
+        jumped = self._jumped_in(Reading.DRAINED, Reading.MALFORMED)  # no reading of what left: no decision
+        for e in sorted(self.fairness):
+            i = self.node.interfaces[e]
+            if i.port not in tm or i.port in jumped:
+                continue
+            drops = tm[i.port].drops - self._tm_last.get(i.port, tm[i.port].drops)
+            self._tm_last[i.port] = tm[i.port].drops
+            period = add_counts(left.get(i.port, ZERO), bad.get(i.port, ZERO))
+            out[i.port] = (drops, self._bps(period, dt))
+            buffer = i.buffer_bytes or default_buffer(i.speed, i.mtu)
+            before = self.port_drain.get(e, PortDrain())
+            state = self._drain_window(e, before, period, drops, dt)
+            state = drain_period(state, drops > 0, tm[i.port].queue_bytes < CLEAR_FRACTION * buffer)
+            if state.factor > before.factor:  # the open window read the port below this factor
+                self._drain_acc.pop(e, None)
+            self.port_drain[e] = state
+            if state.factor != before.factor:
+                changed.append(e)
+                self._log_drain(e, before, state)
+        return out, self._drain_updates(changed)
+
+    def _drain_window(self, e: str, state: PortDrain, period: CounterValue, drops: int, dt: float) -> PortDrain:
+        """What left the port and the drops, summed over windows of the τ loop's frames (or its
+        longest interval); at a window's end, `drain_cut` where it dropped."""
+        c0, d0, t0 = self._drain_acc.get(e, (ZERO, 0, 0.0))
+        c, d, t = add_counts(c0, period), d0 + max(drops, 0), t0 + dt
+        if c.packets + d < self.min_packets and t < self.max_interval_s:
+            self._drain_acc[e] = (c, d, t)
+            return state
+        self._drain_acc.pop(e, None)
+        return drain_cut(state, self.configured_target(e), self._bps(c, t)) if d > 0 else state
+
+    def _log_drain(self, e: str, before: PortDrain, after: PortDrain) -> None:
+        """One line on entering and one on leaving: the steps in between are in the status."""
+        if before.factor >= 1.0 > after.factor:
+            log.warning(
+                "egress %s drains %.4g bit/s, below its target %.4g, and its queue drops what FFS admits: "
+                "the target follows it (%.4g bit/s) until it stops dropping",
+                e,
+                after.drained * self.configured_target(e),
+                self.configured_target(e),
+                after.factor * self.configured_target(e),
+            )
+        elif after.factor >= 1.0 > before.factor:
+            log.warning("egress %s drops no more: back at its target %.4g bit/s", e, self.configured_target(e))
+
+    def _drain_updates(self, egresses: list[str]) -> list[Update]:
+        """The set_pair of every pair toward these egresses, at its share of the target in force."""
+        if not egresses:
+            return []
+        pids = {p.pid for p in self.pairs() if p.egress in egresses}
+        return [self.quarantine.withhold(u) for pid, u in self._pair_updates("modify").items() if pid in pids]

@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The rule for a port that drains slower than its speed (spec §9, item 8), on its own: the
+expectations are the spec's arithmetic of the cut and the climb."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ffs.agent.drain_rule import DRAIN_FLOOR, DRAIN_MARGIN, PortDrain, drain_cut, drain_period
+
+T = 100e6
+
+
+def test_the_cut_follows_what_the_port_drained_a_margin_below():
+    s = drain_cut(PortDrain(), T, 0.8 * T)
+    assert s.factor == pytest.approx(0.8 * (1 - DRAIN_MARGIN))
+    assert s.drained == pytest.approx(0.8)
+
+
+def test_drops_at_the_target_itself_change_nothing():
+    """A burst the queue dropped while the port drained what τ aims at (above (1 − margin) · T')."""
+    assert drain_cut(PortDrain(), T, (1 - DRAIN_MARGIN) * T).factor == 1.0
+    assert drain_cut(PortDrain(0.5, 0.5), T, 0.49 * T).factor == 0.5
+
+
+def test_a_pause_cuts_to_the_floor_and_forgets_the_rate():
+    s = drain_cut(PortDrain(), T, 0.0)
+    assert s.factor == DRAIN_FLOOR and s.drained == 0.0
+
+
+def test_back_from_the_floor_within_the_spec_s_bound():
+    """Steps 1 + 2^k/32 (at most 2) from the floor: 1 again within 5 + log2(1/floor) periods."""
+    s, n = PortDrain(DRAIN_FLOOR, 0.0), 0
+    while s.factor < 1.0:
+        s, n = drain_period(s, dropped=False, queue_clear=True), n + 1
+    assert n <= 5 + math.log2(1 / DRAIN_FLOOR), n
+
+
+def test_past_the_drained_rate_the_climb_is_one_margin():
+    s = PortDrain(0.8, 0.8, clear=4)  # at the rate the port last drained, after 4 clear periods
+    assert drain_period(s, False, True).factor == pytest.approx(0.8 * (1 + DRAIN_MARGIN))
+
+
+def test_no_climb_while_it_drops_or_its_queue_stands():
+    s = PortDrain(0.5, 0.5, clear=3)
+    assert drain_period(s, True, True) == PortDrain(0.5, 0.5, 0)
+    assert drain_period(s, False, False) == PortDrain(0.5, 0.5, 0)
