@@ -54,9 +54,9 @@ class TauLoop(CounterReadings):
     on_step: Callable[[Snapshot], None] | None = None
 
     def step(self, now_s: float | None = None) -> Snapshot:
-        """One control period: R*_j, A_j and the lies at j per egress (three reads of one cell per
-        egress, whatever the number of pairs), τ per egress, every egress pushed in one batch. The
-        pairs' telemetry (R, drops, lies, F; the quarantine) is read on its own cadence,
+        """One control period: R*_j, A_j and the lies at j per egress, R*_j and A_j as the port sends
+        them (five reads of one cell per egress, whatever the number of pairs), τ per egress, every
+        egress pushed in one batch. The pairs' telemetry (R, drops, lies, F; the quarantine) is read on its own cadence,
         `telemetry_period_s`, and at once when an egress counted a lying frame."""
         virtual = now_s
         now_s = time.monotonic() if now_s is None else now_s
@@ -67,7 +67,11 @@ class TauLoop(CounterReadings):
         free = self._free(virtual)
         # an egress whose counters went backwards decides nothing this period (its τ stays)
         jumped = self._jumped_in(Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED)
-        self._count_since_telemetry(ports, a, bad, jumped)
+        self._count_since_telemetry(ports, a, bad, jumped)  # as they arrived, as the frame check counts them
+        # τ holds what the port sends at the target: + SHIM_LEN per frame the ingress inserts a shim into
+        offered = self._sent(Reading.OFFERED, offered, ports, virtual)
+        a = self._sent(Reading.ADMITTED, a, ports, virtual)
+        jumped |= self._jumped_in(Reading.OFFERED_SHIMS, Reading.ADMITTED_SHIMS)
         quarantine = self._release_quarantine(now_s) + self._telemetry_if_due(virtual, now_s, bad, jumped)
         snap = Snapshot(now_s, pairs=self._pair_status, pairs_time_s=self._last_telemetry, ports=self._port_status)
         batch: list[Update] = []
@@ -215,23 +219,24 @@ class TauLoop(CounterReadings):
     def _free(self, virtual: float | None) -> dict[str, Free]:
         """Per egress with a pair held in quarantine: its free pairs' arrivals and admitted bytes
         (pair_bytes, and it less pair_drops) since the last period, read every period while a pair
-        is held (two reads of the free pairs' cells). Read from their own counters, not as the
+        is held (two reads of the free pairs' cells, and two of their shims). Read from their own counters, not as the
         egress's less the held pair's: the free pairs pass whole where τ need not rise, so their
         drops read exactly 0 however far apart the reads are, where a difference of the egress's
         and the held pair's counters would carry the held pair's bytes in the gap between reads,
         and τ would creep up on its positive part."""
         held = {p.egress for p in self.pairs() if p.pid in self.quarantine}
         free = [p for p in self.pairs() if p.egress in held and p.pid not in self.quarantine]
-        readings = (Reading.FREE_BYTES, Reading.FREE_DROPS)
+        readings = (Reading.FREE_BYTES, Reading.FREE_DROPS, Reading.FREE_SHIMS, Reading.FREE_DROP_SHIMS)
         if not held:  # none: no read, and a quarantine that begins later starts from a fresh baseline
             for reading in readings:
                 self._last.pop(reading, None)
                 self._last_t.pop(reading, None)
             return {}
         pids = sorted(p.pid for p in free)
-        known = set(self._last.get(Reading.FREE_BYTES, {})) & set(self._last.get(Reading.FREE_DROPS, {}))
+        known = set.intersection(*(set(self._last.get(reading, {})) for reading in readings))
         r, dt = self._read(Reading.FREE_BYTES, pids, virtual)
         d, _ = self._read(Reading.FREE_DROPS, pids, virtual)
+        r, d = self._sent(Reading.FREE_BYTES, r, pids, virtual), self._sent(Reading.FREE_DROPS, d, pids, virtual)
         out: dict[str, Free] = {e: (ZERO, ZERO, dt, dt > 0) for e in held}
         for p in free:
             ok = p.pid in known and p.pid in r and p.pid in d

@@ -372,6 +372,12 @@ MALFORMED = Counter(
     f"{EGR}.egress_acct.malformed", constants.NUM_PORTS
 )  # frames whose bytes disagree with their IP length
 PAIR_MALFORMED = Counter(f"{EGR}.egress_acct.pair_malformed", constants.NUM_PAIRS)  # the same, by the (bridged) pair
+# the frames the ingress inserts a shim into, or would if admitted: the port sends each SHIM_LEN
+# bytes longer than the counters above count it, and the agent adds them (spec §4)
+OFFERED_SHIMS = Counter(f"{ING}.offered_shims", constants.NUM_PORTS, "PACKETS")  # of R*_j
+PAIR_SHIMS = Counter(f"{ING}.pair_shims", constants.NUM_PAIRS, "PACKETS")  # of R_(i,j)
+PAIR_DROP_SHIMS = Counter(f"{ING}.pair_drop_shims", constants.NUM_PAIRS, "PACKETS")  # of pair_drops
+ADMITTED_SHIMS = Counter(f"{ING}.admitted_shims", constants.NUM_PORTS, "PACKETS")  # of A_j: the shims inserted
 # timer packets of the packet generator, by the port each drained (spec §7.7)
 GUARD_TIMERS = Counter(f"{ING}.guard.timers", constants.NUM_PORTS, "PACKETS")
 COUNTERS: tuple[Counter, ...] = (
@@ -384,6 +390,10 @@ COUNTERS: tuple[Counter, ...] = (
     MALFORMED,
     PAIR_MALFORMED,
     GUARD_TIMERS,
+    OFFERED_SHIMS,
+    PAIR_SHIMS,
+    PAIR_DROP_SHIMS,
+    ADMITTED_SHIMS,
 )
 
 F_EST = Register(f"{ING}.rate_est.f_est", 32, constants.NUM_PAIRS)  # copy of the F LPF output

@@ -292,7 +292,13 @@ class _DeadlineStub:
 
 
 # what one τ step reads (spec §9): per egress port, never per pair
-TAU_STEP_COUNTERS = (p4names.OFFERED.name, p4names.ADMITTED.name, p4names.MALFORMED.name)
+TAU_STEP_COUNTERS = (
+    p4names.OFFERED.name,
+    p4names.ADMITTED.name,
+    p4names.MALFORMED.name,
+    p4names.OFFERED_SHIMS.name,
+    p4names.ADMITTED_SHIMS.name,
+)
 
 
 class BfrtDriver(Driver):

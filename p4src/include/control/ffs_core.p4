@@ -65,6 +65,15 @@ control FfsCore(inout headers_t hdr,
      * before the traffic manager. Counted after the TM (in egress) it could never exceed what a
      * saturated port drains, and τ could not see FFS over-admit. */
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) admitted;
+    /* The frames the ingress inserts a shim into (or would, if admitted; spec §4): the port sends
+     * each SHIM_LEN bytes longer than the bytes counters above and rate_est's count it, and a TNA
+     * counter adds one byte adjustment to all its counts, so the agent adds SHIM_LEN per frame
+     * counted here: offered_shims to R*_j, pair_shims to R_(i,j), pair_drop_shims to pair_drops,
+     * admitted_shims to A_j. */
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) offered_shims;
+    Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS) pair_shims;
+    Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS) pair_drop_shims;
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) admitted_shims;
 
     /* Stage 0, one table: which label enters normalization (the port's trust bit, spec §6) and
      * rri_n for Algorithm 4. */
@@ -193,6 +202,24 @@ control FfsCore(inout headers_t hdr,
 
     action count_admitted() {
         admitted.count(ig_tm_md.ucast_egress_port);
+    }
+
+    /* fate's insert_shim_v4 / _v6 predicate, known once room is (stage 1): set md.grows */
+    action count_offered_shim() {
+        md.grows = 1;
+        offered_shims.count(ig_tm_md.ucast_egress_port);
+    }
+
+    action count_pair_shim() {
+        pair_shims.count(md.pid);
+    }
+
+    action count_pair_drop_shim() {
+        pair_drop_shims.count(md.pid);
+    }
+
+    action count_admitted_shim() {
+        admitted_shims.count(ig_tm_md.ucast_egress_port);
     }
 
     action note_opaque() {
@@ -332,6 +359,16 @@ control FfsCore(inout headers_t hdr,
             if (md.managed == 1) {
                 normalize.apply(hdr, md);
                 ri_update.apply(hdr, md);
+                /* the packets fate's insert_shim_v4 / _v6 take if γ and the guard admit them (§7.6):
+                 * no shim yet, an insert port, not a fragment, not a runt, room for it, and not in
+                 * front of an IPv6 Hop-by-Hop header */
+                if (md.ffs_state == FFS_STATE_NONE && md.port_md.insert[0:0] == 1 && md.frag == 0 &&
+                    md.runt == 0 && md.room != 0) {
+                    if (hdr.ipv4.isValid() || (hdr.ipv6.isValid() && hdr.ipv6.next_hdr != IP_PROTO_HOPOPT)) {
+                        count_offered_shim();
+                        count_pair_shim();
+                    }
+                }
             }
         }
         /* stage 5: an admitted packet fills its egress's virtual queue or is guarded; a timer drains */
@@ -343,8 +380,14 @@ control FfsCore(inout headers_t hdr,
             if (md.managed == 1) {
                 if (md.admit_margin == 0 || md.guard == 1) {
                     count_pair_drop();
+                    if (md.grows == 1) {
+                        count_pair_drop_shim();
+                    }
                 } else {
                     count_admitted();
+                    if (md.grows == 1) {
+                        count_admitted_shim();
+                    }
                 }
             }
         }
