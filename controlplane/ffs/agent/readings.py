@@ -48,8 +48,6 @@ class Reading(str, enum.Enum):
     # port sends each SHIM_LEN bytes longer than the bytes counters count it (spec §4)
     OFFERED_SHIMS = "OS"
     ADMITTED_SHIMS = "AS"
-    FREE_SHIMS = "FS"
-    FREE_DROP_SHIMS = "FDS"
 
 
 # the P4 counter each reading reads
@@ -65,16 +63,12 @@ COUNTER_OF: dict[Reading, str] = {
     Reading.FREE_DROPS: p4names.PAIR_DROPS.name,
     Reading.OFFERED_SHIMS: p4names.OFFERED_SHIMS.name,
     Reading.ADMITTED_SHIMS: p4names.ADMITTED_SHIMS.name,
-    Reading.FREE_SHIMS: p4names.PAIR_SHIMS.name,
-    Reading.FREE_DROP_SHIMS: p4names.PAIR_DROP_SHIMS.name,
 }
 # the readings that hold a port at its target count the frame the port sends: each of these adds
 # SHIM_LEN bytes per frame its shim reading counts (spec §4)
 SHIMS_OF: dict[Reading, Reading] = {
     Reading.OFFERED: Reading.OFFERED_SHIMS,
     Reading.ADMITTED: Reading.ADMITTED_SHIMS,
-    Reading.FREE_BYTES: Reading.FREE_SHIMS,
-    Reading.FREE_DROPS: Reading.FREE_DROP_SHIMS,
 }
 EGRESS_READINGS = (
     Reading.OFFERED,

@@ -219,24 +219,24 @@ class TauLoop(CounterReadings):
     def _free(self, virtual: float | None) -> dict[str, Free]:
         """Per egress with a pair held in quarantine: its free pairs' arrivals and admitted bytes
         (pair_bytes, and it less pair_drops) since the last period, read every period while a pair
-        is held (two reads of the free pairs' cells, and two of their shims). Read from their own counters, not as the
-        egress's less the held pair's: the free pairs pass whole where τ need not rise, so their
-        drops read exactly 0 however far apart the reads are, where a difference of the egress's
-        and the held pair's counters would carry the held pair's bytes in the gap between reads,
-        and τ would creep up on its positive part."""
+        is held (two reads of the free pairs' cells). As the frames arrived: the bound is a ratio,
+        which 8 bytes more per frame of a pair that inserts change only through δ. Read from their
+        own counters, not as the egress's less the held pair's: the free pairs pass whole where τ
+        need not rise, so their drops read exactly 0 however far apart the reads are, where a
+        difference of the egress's and the held pair's counters would carry the held pair's bytes
+        in the gap between reads, and τ would creep up on its positive part."""
         held = {p.egress for p in self.pairs() if p.pid in self.quarantine}
         free = [p for p in self.pairs() if p.egress in held and p.pid not in self.quarantine]
-        readings = (Reading.FREE_BYTES, Reading.FREE_DROPS, Reading.FREE_SHIMS, Reading.FREE_DROP_SHIMS)
+        readings = (Reading.FREE_BYTES, Reading.FREE_DROPS)
         if not held:  # none: no read, and a quarantine that begins later starts from a fresh baseline
             for reading in readings:
                 self._last.pop(reading, None)
                 self._last_t.pop(reading, None)
             return {}
         pids = sorted(p.pid for p in free)
-        known = set.intersection(*(set(self._last.get(reading, {})) for reading in readings))
+        known = set(self._last.get(Reading.FREE_BYTES, {})) & set(self._last.get(Reading.FREE_DROPS, {}))
         r, dt = self._read(Reading.FREE_BYTES, pids, virtual)
         d, _ = self._read(Reading.FREE_DROPS, pids, virtual)
-        r, d = self._sent(Reading.FREE_BYTES, r, pids, virtual), self._sent(Reading.FREE_DROPS, d, pids, virtual)
         out: dict[str, Free] = {e: (ZERO, ZERO, dt, dt > 0) for e in held}
         for p in free:
             ok = p.pid in known and p.pid in r and p.pid in d

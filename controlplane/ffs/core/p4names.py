@@ -375,8 +375,6 @@ PAIR_MALFORMED = Counter(f"{EGR}.egress_acct.pair_malformed", constants.NUM_PAIR
 # the frames the ingress inserts a shim into, or would if admitted: the port sends each SHIM_LEN
 # bytes longer than the counters above count it, and the agent adds them (spec §4)
 OFFERED_SHIMS = Counter(f"{ING}.offered_shims", constants.NUM_PORTS, "PACKETS")  # of R*_j
-PAIR_SHIMS = Counter(f"{ING}.pair_shims", constants.NUM_PAIRS, "PACKETS")  # of R_(i,j)
-PAIR_DROP_SHIMS = Counter(f"{ING}.pair_drop_shims", constants.NUM_PAIRS, "PACKETS")  # of pair_drops
 ADMITTED_SHIMS = Counter(f"{ING}.admitted_shims", constants.NUM_PORTS, "PACKETS")  # of A_j: the shims inserted
 # timer packets of the packet generator, by the port each drained (spec §7.7)
 GUARD_TIMERS = Counter(f"{ING}.guard.timers", constants.NUM_PORTS, "PACKETS")
@@ -391,8 +389,6 @@ COUNTERS: tuple[Counter, ...] = (
     PAIR_MALFORMED,
     GUARD_TIMERS,
     OFFERED_SHIMS,
-    PAIR_SHIMS,
-    PAIR_DROP_SHIMS,
     ADMITTED_SHIMS,
 )
 

@@ -447,7 +447,7 @@ enum {
     B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN, B_LPF_DECAY, B_LPF_SHIFT,
     B_TM_SPEED, B_TM_BUFFER, B_TM_BACKLOG, B_TM_LAST, B_TM_DROPS, B_TM_DROP_BYTES, B_TM_ENQUEUED, B_TM_DELAY_SUM,
     B_TM_FRAME_MAX, B_TM_OVERSIZE, B_TM_OVERSIZE_BYTES, B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG, B_PKTGEN_NEXT, B_PKTGEN_NOW,
-    B_OFFERED_SHIMS, B_PAIR_SHIMS, B_PAIR_DROP_SHIMS, B_ADMITTED_SHIMS, NB
+    B_OFFERED_SHIMS, B_ADMITTED_SHIMS, NB
 };
 static const struct {
     const char *name;
@@ -471,8 +471,7 @@ static const struct {
     {"guard.queue", 4, NUM_PIPES * NUM_PORTS}, {"guard.timers.packets", 8, NUM_PIPES * NUM_PORTS},
     {"guard.timers.bytes", 8, NUM_PIPES * NUM_PORTS}, {"pktgen.cfg", 8, 4}, {"pktgen.next_ns", 8, NUM_PIPES},
     {"pktgen.now_ns", 8, 1},
-    {"offered_shims.packets", 8, NUM_PIPES * NUM_PORTS}, {"pair_shims.packets", 8, NUM_PIPES * NUM_PAIRS},
-    {"pair_drop_shims.packets", 8, NUM_PIPES * NUM_PAIRS}, {"admitted_shims.packets", 8, NUM_PIPES * NUM_PORTS},
+    {"offered_shims.packets", 8, NUM_PIPES * NUM_PORTS}, {"admitted_shims.packets", 8, NUM_PIPES * NUM_PORTS},
 };
 
 typedef struct {
@@ -500,7 +499,7 @@ typedef struct {
     uint64_t *guard_timers_pk;
     int64_t *pktgen_cfg, *pktgen_next, *pktgen_now;
     /* ShimCount: PACKETS counters, their byte cells stay 0 */
-    uint64_t *offered_shims_pk, *pair_shims_pk, *pair_drop_shims_pk, *admitted_shims_pk;
+    uint64_t *offered_shims_pk, *admitted_shims_pk;
 } Engine;
 
 /* --- tna.py: Counter, Register, Lpf ----------------------------------------------------------- */
@@ -1057,10 +1056,9 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
         rate_estimation_apply(e, &md, frame_len, t_ns, pipe);
         normalize_apply(e, &md);
         ri_update_apply(&md);
-        if (shim_grows(buf, &p, &md)) { /* ShimCount.apply: count_offered_shim, count_pair_shim */
+        if (shim_grows(buf, &p, &md)) { /* ShimCount.apply: count_offered_shim */
             md.grows = 1;
             e->offered_shims_pk[pipe * NUM_PORTS + md.egress_port] += 1;
-            e->pair_shims_pk[pipe * NUM_PAIRS + md.pid] += 1;
         }
     }
     if (md.routed) queue_guard_apply(e, &md, pipe);
@@ -1069,7 +1067,6 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     if (md.managed) {
         if (md.admit_margin == 0 || md.guard) {
             counter_count(e->pair_drops_pk, e->pair_drops_by, pipe * NUM_PAIRS + md.pid, frame_len);
-            if (md.grows) e->pair_drop_shims_pk[pipe * NUM_PAIRS + md.pid] += 1; /* count_pair_drop_shim */
         } else {
             counter_count(e->admitted_pk, e->admitted_by, pipe * NUM_PORTS + md.egress_port, frame_len);
             if (md.grows) e->admitted_shims_pk[pipe * NUM_PORTS + md.egress_port] += 1; /* count_admitted_shim */
@@ -1215,8 +1212,6 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->pktgen_next = b[B_PKTGEN_NEXT];
     self->pktgen_now = b[B_PKTGEN_NOW];
     self->offered_shims_pk = b[B_OFFERED_SHIMS];
-    self->pair_shims_pk = b[B_PAIR_SHIMS];
-    self->pair_drop_shims_pk = b[B_PAIR_DROP_SHIMS];
     self->admitted_shims_pk = b[B_ADMITTED_SHIMS];
     self->rng.index = MT_N + 1; /* unusable until set_rng_state, like the tables until set_table */
     return 0;

@@ -189,8 +189,6 @@ class FastPipeline(Pipeline):
             self.pktgen.next_ns,
             self.pktgen.now_ns,
             self.shims.offered_shims.packets,
-            self.shims.pair_shims.packets,
-            self.shims.pair_drop_shims.packets,
             self.shims.admitted_shims.packets,
         )  # the order of _fastpath.BUFFERS
         self.engine = _fastpath.Engine(buffers)

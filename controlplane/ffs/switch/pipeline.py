@@ -155,8 +155,6 @@ class Pipeline:
                 self.egress_acct.pair_malformed,
                 self.guard.timers,
                 self.shims.offered_shims,
-                self.shims.pair_shims,
-                self.shims.pair_drop_shims,
                 self.shims.admitted_shims,
             )
         }

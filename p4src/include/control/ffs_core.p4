@@ -66,13 +66,11 @@ control FfsCore(inout headers_t hdr,
      * saturated port drains, and τ could not see FFS over-admit. */
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) admitted;
     /* The frames the ingress inserts a shim into (or would, if admitted; spec §4): the port sends
-     * each SHIM_LEN bytes longer than the bytes counters above and rate_est's count it, and a TNA
-     * counter adds one byte adjustment to all its counts, so the agent adds SHIM_LEN per frame
-     * counted here: offered_shims to R*_j, pair_shims to R_(i,j), pair_drop_shims to pair_drops,
-     * admitted_shims to A_j. */
+     * each SHIM_LEN bytes longer than `offered` and `admitted` count it, and a TNA counter adds one
+     * byte adjustment to all its counts, so the agent adds SHIM_LEN per frame counted here:
+     * offered_shims to R*_j, admitted_shims to A_j. Per egress port only: stage 6 has no stats
+     * ALU left for a per-pair one on Tofino 1 (events, pair_drops, admitted, admitted_shims). */
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) offered_shims;
-    Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS) pair_shims;
-    Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS) pair_drop_shims;
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) admitted_shims;
 
     /* Stage 0, one table: which label enters normalization (the port's trust bit, spec §6) and
@@ -208,14 +206,6 @@ control FfsCore(inout headers_t hdr,
     action count_offered_shim() {
         md.grows = 1;
         offered_shims.count(ig_tm_md.ucast_egress_port);
-    }
-
-    action count_pair_shim() {
-        pair_shims.count(md.pid);
-    }
-
-    action count_pair_drop_shim() {
-        pair_drop_shims.count(md.pid);
     }
 
     action count_admitted_shim() {
@@ -366,7 +356,6 @@ control FfsCore(inout headers_t hdr,
                     md.runt == 0 && md.room != 0) {
                     if (hdr.ipv4.isValid() || (hdr.ipv6.isValid() && hdr.ipv6.next_hdr != IP_PROTO_HOPOPT)) {
                         count_offered_shim();
-                        count_pair_shim();
                     }
                 }
             }
@@ -380,9 +369,6 @@ control FfsCore(inout headers_t hdr,
             if (md.managed == 1) {
                 if (md.admit_margin == 0 || md.guard == 1) {
                     count_pair_drop();
-                    if (md.grows == 1) {
-                        count_pair_drop_shim();
-                    }
                 } else {
                     count_admitted();
                     if (md.grows == 1) {

@@ -81,14 +81,12 @@ class ClaimLimit:
 
 class ShimCount:
     """FfsCore's shim counters (stages 2-6): a managed packet that fate's insert_shim_v4 / _v6 take
-    if γ and the guard admit it sets `grows`, counted in `offered_shims` (egress port) and
-    `pair_shims` (pid); Fate counts `pair_drop_shims` or `admitted_shims` beside pair_drops or
-    admitted. The port sends each such frame SHIM_LEN bytes longer than the byte counters say."""
+    if γ and the guard admit it sets `grows`, counted in `offered_shims` (egress port); Fate counts
+    `admitted_shims` beside admitted. The port sends each such frame SHIM_LEN bytes longer than
+    the byte counters say."""
 
     def __init__(self) -> None:
         self.offered_shims = Counter(p4names.OFFERED_SHIMS)
-        self.pair_shims = Counter(p4names.PAIR_SHIMS)
-        self.pair_drop_shims = Counter(p4names.PAIR_DROP_SHIMS)
         self.admitted_shims = Counter(p4names.ADMITTED_SHIMS)
 
     @staticmethod
@@ -100,10 +98,9 @@ class ShimCount:
         return p.ip_version == 4 or (p.ip_version == 6 and buf[p.l3 + 6] != constants.IP_PROTO_HOPOPT)
 
     def apply(self, buf: bytearray, p: Parsed, md: Meta, pipe: int) -> None:
-        if self.grows(buf, p, md):  # count_offered_shim, count_pair_shim
+        if self.grows(buf, p, md):  # count_offered_shim
             md.grows = 1
             self.offered_shims.count(md.egress_port, 0, pipe)
-            self.pair_shims.count(md.pid, 0, pipe)
 
 
 class Fate:
@@ -153,8 +150,6 @@ class Fate:
         if md.managed:
             if md.admit_margin == 0 or md.guard:  # count_pair_drop: γ or the queue guard dropped it
                 self.pair_drops.count(md.pid, frame_len, pipe)
-                if md.grows:  # count_pair_drop_shim
-                    self.shims.pair_drop_shims.count(md.pid, 0, pipe)
             else:  # count_admitted: what γ let through toward the egress, before the TM (spec §9)
                 self.admitted.count(md.egress_port, frame_len, pipe)
                 if md.grows:  # count_admitted_shim: fate inserts its shim below
