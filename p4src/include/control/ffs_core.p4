@@ -346,6 +346,9 @@ control FfsCore(inout headers_t hdr,
                 pair_map.apply(md, ig_intr_md, ig_tm_md);
             }
             rate_est.apply(md, ig_tm_md);
+            /* here, not beside fate: it needs only the pair (stage 1), and bf-p4c places it in
+             * program order, where it would push fate into an eighth stage on Tofino 2 */
+            bridge_pair();
             if (md.managed == 1) {
                 normalize.apply(hdr, md);
                 ri_update.apply(hdr, md);
@@ -363,7 +366,6 @@ control FfsCore(inout headers_t hdr,
         /* stage 5: an admitted packet fills its egress's virtual queue or is guarded; a timer drains */
         guard.apply(md, ig_dprsr_md, ig_tm_md);
         if (md.timer == 0) {
-            bridge_pair();
             /* stage 6: the packet's fate */
             fate.apply();
             if (md.managed == 1) {
