@@ -150,6 +150,7 @@ struct ffs_metadata_t {
     bit<1>      congested;
     code_t      lcr;          /* code(C / R*) of the egress: Algorithm 4's uncongested bound (set_egress's lcr) */
     len_t       room;         /* the IP length's distance below the egress's shim limit; 0: no shim fits (spec §2) */
+    bit<1>      grows;        /* fate inserts a shim into it if admitted: the port sends 8 bytes more (spec §4) */
     code_t      tau_over_k;   /* code(tau / k), tau = 1 while not congested (PairMap.norm_cc; cc in spec §7.2) */
 
     /* --- the estimator (RateEstimation, spec §5.1, §5.2) --- */

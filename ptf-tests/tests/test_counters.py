@@ -5,8 +5,15 @@ egress (accepted) and the events cells, for a mix of managed, unmanaged and unro
 Bytes are frame bytes as PTF sent them (plus the target's counter_byte_adjust)."""
 
 import expect
-from base import DST4_MISS, DST4_OTHER, OTHER, OUT, FfsTest, byte_adjust, ffs_v4, packets, plain_v4
+from base import DST4_MISS, DST4_OTHER, IN, OTHER, OUT, FfsTest, byte_adjust, ffs_v4, packets, plain_v4
+from ffs.core import constants, p4names
+from ffs.core.entries import COUNTER_WRAP
 from ffs.core.labels import encode
+
+SHIM_COUNTERS = (
+    (p4names.OFFERED_SHIMS.name, OUT),
+    (p4names.ADMITTED_SHIMS.name, OUT),
+)
 
 
 class CountersExact(FfsTest):
@@ -46,3 +53,45 @@ class CountersExact(FfsTest):
             (delta.accepted[OTHER].packets, delta.accepted[OTHER].bytes), (k, k * size_other), "what left OTHER"
         )
         self.assert_events(delta, ffs_drop=n - got, no_pair=k, route_miss=m)
+
+
+class ShimsCountedWhereTheIngressInsertsThem(FfsTest):
+    """spec §4: the port sends a frame the ingress inserts a shim into 8 bytes longer than it
+    arrived, and FFS counts what the port sends. n packets without a shim on an insert port with
+    gamma = 1/2: offered_shims (R*_j) counts all n, admitted_shims (A_j) exactly those that left
+    OUT with their shim; A_j's bytes plus 8 per admitted shim are the bytes that left OUT. Then k
+    packets that arrive with a shim (none inserted) move neither."""
+
+    def shims(self) -> list[int]:
+        return [self.driver.read_counters(name, [i])[i].packets for name, i in SHIM_COUNTERS]
+
+    def runTest(self):
+        n, k = packets(600, 120), 5
+        self.set_port(IN, trust=1, insert=1)
+        plain = plain_v4(300)
+        self.set_m(expect.m_for(1.0, self.f_of(plain), 4.0))
+        self.set_egress(expect.Egress(tau=2.0, congested=True))  # gamma = tau / rf' = 1/2
+        before, shims0 = self.counts(), self.shims()
+        self.send(plain, count=n)
+        sent = []
+        while len(sent) < n:
+            got = self.recv(OUT, timeout=1.0)
+            if got is None:
+                break
+            sent.append(len(got) + byte_adjust())
+        delta = self.since(before)
+        offered, admitted = ((b - a) % COUNTER_WRAP for a, b in zip(shims0, self.shims(), strict=True))
+        self.assertGreater(len(sent), 0)
+        self.assertLess(len(sent), n)
+        self.assertEqual(set(sent), {len(plain) + constants.SHIM_LEN + byte_adjust()}, "each left with its shim")
+        self.assertEqual(offered, n, "R*_j: every packet fate inserts a shim into if admitted")
+        self.assertEqual(admitted, len(sent), "A_j: the shims inserted")
+        self.assertEqual(delta.admitted[OUT].packets, len(sent))
+        self.assertEqual(
+            delta.admitted[OUT].bytes + constants.SHIM_LEN * admitted, sum(sent), "A_j as the port sends it"
+        )
+        self.set_egress(expect.Egress())  # gamma = 1
+        shims1 = self.shims()
+        self.send(ffs_v4(encode(2.0), flags=0), count=k)
+        self.assertEqual(self.count_received(OUT, k), k)
+        self.assertEqual(self.shims(), shims1, "a packet that arrived with a shim gets none")

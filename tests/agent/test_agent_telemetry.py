@@ -50,19 +50,14 @@ def test_a_tau_step_reads_one_cell_per_egress_at_4096_pairs(tmp_path):
     agent.step(0.0)  # the first step reads the pairs too (status has rows from the start)
     d.take()
     agent.step(0.1)
-    # and what left each egress (accepted), on a target with the TM's counters (spec §9, item 8)
-    assert d.take() == {
-        p4names.OFFERED.name: 64,
-        p4names.ADMITTED.name: 64,
-        p4names.MALFORMED.name: 64,
-        p4names.ACCEPTED.name: 64,
-    }
+    # what left each egress (accepted), on a target with the TM's counters (spec §9, item 8), and
+    # the shims R*_j and A_j add as the port sends them (spec §4)
+    step = {p4names.OFFERED.name: 64, p4names.ADMITTED.name: 64, p4names.MALFORMED.name: 64}
+    step |= {p4names.ACCEPTED.name: 64, p4names.OFFERED_SHIMS.name: 64, p4names.ADMITTED_SHIMS.name: 64}
+    assert d.take() == step
     agent.step(1.05)  # the telemetry period is over: the pairs' four arrays once, and what left each egress
     cells = d.take()
-    assert cells == {
-        p4names.OFFERED.name: 64,
-        p4names.ADMITTED.name: 64,
-        p4names.MALFORMED.name: 64,
+    assert cells == step | {
         p4names.PAIR_BYTES.name: 4096,
         p4names.PAIR_DROPS.name: 4096,
         p4names.PAIR_MALFORMED.name: 4096,
@@ -91,15 +86,16 @@ def test_pair_rates_reach_status_on_the_telemetry_period_and_tau_uses_the_egress
         snap = agent.step(step * 0.1)
         p3 = next(e for e in snap.egresses if e.egress == "p3")
         # R*_3 every period, from `offered`: 100 packets of 1000 IP bytes in 0.1 s, at line rate (each
-        # frame 14 + 1000 + FCS 4, preamble and gap 20: spec §4)
-        assert p3.offered_bps == pytest.approx(100 * 1038 * 8 / 0.1, rel=1e-9)
+        # frame 14 + 1000 + FCS 4, preamble and gap 20: spec §4), as p3 sends them: p1 inserts the
+        # 8-byte shim (offered_shims)
+        assert p3.offered_bps == pytest.approx(100 * (1038 + 8) * 8 / 0.1, rel=1e-9)
         pair = next(s for s in snap.pairs if (s.ingress, s.egress) == ("p1", "p3"))
         if step < 10:
             assert pair.rate_bps == 0.0  # the pairs were last read at t = 0
         if step == 10:
             assert pair.rate_bps == pytest.approx(
                 100 * 1038 * 8 / 0.1, rel=1e-9
-            )  # read at t = 1 s, over the whole second
+            )  # read at t = 1 s, over the whole second, as the frames arrived (the quarantine's unit)
 
 
 def test_a_lie_at_an_egress_reads_the_pairs_at_once_and_quarantines_within_one_period():

@@ -352,6 +352,34 @@ def test_counters_exact():
     assert f_est == single_packet_f(1000, rf)
 
 
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_the_shims_an_insert_port_adds_are_counted(engine):
+    """spec §4: the port sends a frame the ingress inserts a shim into 8 bytes longer than it
+    arrived. 400 packets without a shim and 50 with one on an insert port, γ = 1/2: offered_shims
+    (R*_j) counts the 400, admitted_shims (A_j) those γ let through, and A_j's bytes plus 8 per
+    admitted shim are the bytes that left OUT, FCS included."""
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    r = rig(seed=5, insert=1, pipeline=FastPipeline if engine == "c" else Pipeline)
+    r.set_pair(lm_for(encode(1.0), encode(2.0)))
+    r.set_egress(encode(1.0))  # gamma = 1/2 for the packets without a shim (label 1.0)
+    plain, shimmed = ipv4_frame("10.0.1.1", DST, 500), labelled(encode(1.0))
+    res = [r.send(plain) for _ in range(400)]
+    kept = sum(x.egress_port is not None for x in res)
+    res += [r.send(shimmed) for _ in range(50)]
+    sent = sum(len(x.frame) + constants.FCS_LEN for x in res if x.egress_port is not None)
+    read = r.driver.read_counters
+    offered, admitted = read(p4names.OFFERED_SHIMS.name, [OUT])[OUT], read(p4names.ADMITTED_SHIMS.name, [OUT])[OUT]
+    assert 0 < kept < 400
+    assert (offered.packets, admitted.packets) == (400, kept)
+    assert (offered.bytes, admitted.bytes) == (0, 0)  # PACKETS counters
+    a = read(p4names.ADMITTED.name, [OUT])[OUT]
+    assert a.bytes + constants.SHIM_LEN * admitted.packets == sent
+
+
 # --- RI (Algorithm 4 with the pre-γ normalized label) ----------------------------------------
 
 

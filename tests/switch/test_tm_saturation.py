@@ -82,6 +82,32 @@ def test_a_saturated_port_keeps_every_guarantee(size):
     assert got["flood"] >= 0.90 * exact["flood"], (size, got)  # and FFS did not throttle it below its rate
 
 
+@pytest.mark.parametrize("size", [64, 576, 1500, 9000])
+def test_a_first_hop_that_inserts_the_shim_keeps_the_guarantee(size):
+    """The first hop of an FFS domain (`insert: true`, sources without a shim): the port sends every
+    frame 8 bytes longer than it arrived, so FFS counts what it sends (spec §4). A 64-byte IP packet
+    is a 14 + 64 + 4 = 82-byte frame, 102 line-rate bytes as it arrives and 110 as it leaves: the
+    sender's 40 Mb/s of arrivals take 40 · 110/102 = 43.1 Mb/s of p3, below its 50 (Corollary 1: it
+    keeps all of them, ≥ 98 %), and the flood the rest of p3, 100 − 43.1 (Eq. 2), 102/110 of that
+    as it arrives. p3's MTU leaves room for the shim. Caught: A_j and R*_j counting the frames as
+    they arrived (at 64 bytes the sender kept 37.7 of 40, the tail drop deciding)."""
+    mtu = max(size, 1500)
+    arrive = 14 + size + 4 + 20
+    leave = arrive + 8
+    topo = loads(
+        saturated(size)
+        .replace(f"port: 3, mtu: {mtu}", f"port: 3, mtu: {mtu + 8}")
+        .replace("port: 1,", "port: 1, insert: true,")
+        .replace("port: 2,", "port: 2, insert: true,")
+        .replace("packet_size:", "labelled: false, packet_size:")
+    )
+    res = run_scenario(topo, "ffs", duration_s=1.0)
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    flood = (CAP - DEMAND * leave / arrive) * arrive / leave
+    assert got["sender"] >= 0.98 * DEMAND, (size, got, res.tm_drops)
+    assert 0.95 * flood <= got["flood"] <= 1.05 * flood, (size, got, flood)
+
+
 def test_the_queue_alone_would_not_isolate():
     """The same load with FFS off: the port's queue is FIFO and the flood takes it, so the test
     above measures FFS, not the queue (FIFO gives the sender its share of the arrivals: 40/640)."""

@@ -12,7 +12,7 @@ import enum
 import time
 
 from ffs.agent.parts import AgentParts
-from ffs.core import p4names
+from ffs.core import constants, p4names
 from ffs.core.entries import CounterValue, counter_delta
 
 # a counter read below its last reading wrapped (a small difference modulo 2^64) or was cleared by
@@ -45,6 +45,10 @@ class Reading(str, enum.Enum):
     FREE_BYTES = "FR"  # while a pair is held in quarantine, every period, per other pair at its egress: R
     FREE_DROPS = "FD"  # ... and its drops: τ rises there only as far as these pairs need (spec §9)
     DRAINED = "W"  # per egress port, every period where the TM's counters are read: what left the port
+    # the frames among each of these the ingress inserts a shim into (or would if admitted): the
+    # port sends each SHIM_LEN bytes longer than the bytes counters count it (spec §4)
+    OFFERED_SHIMS = "OS"
+    ADMITTED_SHIMS = "AS"
 
 
 # the P4 counter each reading reads
@@ -59,8 +63,23 @@ COUNTER_OF: dict[Reading, str] = {
     Reading.FREE_BYTES: p4names.PAIR_BYTES.name,
     Reading.FREE_DROPS: p4names.PAIR_DROPS.name,
     Reading.DRAINED: p4names.ACCEPTED.name,
+    Reading.OFFERED_SHIMS: p4names.OFFERED_SHIMS.name,
+    Reading.ADMITTED_SHIMS: p4names.ADMITTED_SHIMS.name,
 }
-EGRESS_READINGS = (Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED, Reading.ACCEPTED)
+# the readings that hold a port at its target count the frame the port sends: each of these adds
+# SHIM_LEN bytes per frame its shim reading counts (spec §4)
+SHIMS_OF: dict[Reading, Reading] = {
+    Reading.OFFERED: Reading.OFFERED_SHIMS,
+    Reading.ADMITTED: Reading.ADMITTED_SHIMS,
+}
+EGRESS_READINGS = (
+    Reading.OFFERED,
+    Reading.ADMITTED,
+    Reading.MALFORMED,
+    Reading.ACCEPTED,
+    Reading.OFFERED_SHIMS,
+    Reading.ADMITTED_SHIMS,
+)
 PAIR_READINGS = (Reading.PAIR_BYTES, Reading.PAIR_DROPS, Reading.PAIR_MALFORMED)
 
 
@@ -80,6 +99,18 @@ class CounterReadings(AgentParts):
     def _read(self, reading: Reading, indices: list[int], now_s: float | None) -> tuple[dict[int, CounterValue], float]:
         """`_measure` of a Reading's own counter."""
         return self._measure(reading, COUNTER_OF[reading], indices, now_s)
+
+    def _sent(
+        self, reading: Reading, counts: dict[int, CounterValue], indices: list[int], now_s: float | None
+    ) -> dict[int, CounterValue]:
+        """`counts` (increments of `reading`) as the port sends the frames: SHIM_LEN bytes more for
+        each the ingress inserted a shim into, read from the reading's shim counter (spec §4). The
+        two reads are a moment apart; the shims of frames counted in between land next period."""
+        shims, _ = self._read(SHIMS_OF[reading], indices, now_s)
+        return {
+            i: CounterValue(c.packets, c.bytes + constants.SHIM_LEN * shims.get(i, ZERO).packets)
+            for i, c in counts.items()
+        }
 
     def _measure(
         self, name: str, counter: str, indices: list[int], now_s: float | None

@@ -55,9 +55,9 @@ class TauLoop(PortDrains):
     on_step: Callable[[Snapshot], None] | None = None
 
     def step(self, now_s: float | None = None) -> Snapshot:
-        """One control period: R*_j, A_j and the lies at j per egress (three reads of one cell per
-        egress, whatever the number of pairs), τ per egress, every egress pushed in one batch. The
-        pairs' telemetry (R, drops, lies, F; the quarantine) is read on its own cadence,
+        """One control period: R*_j, A_j and the lies at j per egress, R*_j and A_j as the port sends
+        them (five reads of one cell per egress, whatever the number of pairs), τ per egress, every
+        egress pushed in one batch. The pairs' telemetry (R, drops, lies, F; the quarantine) is read on its own cadence,
         `telemetry_period_s`, and at once when an egress counted a lying frame."""
         virtual = now_s
         now_s = time.monotonic() if now_s is None else now_s
@@ -68,7 +68,11 @@ class TauLoop(PortDrains):
         free = self._free(virtual)
         # an egress whose counters went backwards decides nothing this period (its τ stays)
         jumped = self._jumped_in(Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED)
-        self._count_since_telemetry(ports, a, bad, jumped)
+        self._count_since_telemetry(ports, a, bad, jumped)  # as they arrived, as the frame check counts them
+        # τ holds what the port sends at the target: + SHIM_LEN per frame the ingress inserts a shim into
+        offered = self._sent(Reading.OFFERED, offered, ports, virtual)
+        a = self._sent(Reading.ADMITTED, a, ports, virtual)
+        jumped |= self._jumped_in(Reading.OFFERED_SHIMS, Reading.ADMITTED_SHIMS)
         quarantine = self._release_quarantine(now_s) + self._telemetry_if_due(virtual, now_s, bad, jumped)
         # a port that drains slower than its speed: the target in force follows it (spec §9, item 8)
         tm, drain_pairs = self._follow_drains(ports, bad, virtual)
@@ -227,11 +231,12 @@ class TauLoop(PortDrains):
     def _free(self, virtual: float | None) -> dict[str, Free]:
         """Per egress with a pair held in quarantine: its free pairs' arrivals and admitted bytes
         (pair_bytes, and it less pair_drops) since the last period, read every period while a pair
-        is held (two reads of the free pairs' cells). Read from their own counters, not as the
-        egress's less the held pair's: the free pairs pass whole where τ need not rise, so their
-        drops read exactly 0 however far apart the reads are, where a difference of the egress's
-        and the held pair's counters would carry the held pair's bytes in the gap between reads,
-        and τ would creep up on its positive part."""
+        is held (two reads of the free pairs' cells). As the frames arrived: the bound is a ratio,
+        which 8 bytes more per frame of a pair that inserts change only through δ. Read from their
+        own counters, not as the egress's less the held pair's: the free pairs pass whole where τ
+        need not rise, so their drops read exactly 0 however far apart the reads are, where a
+        difference of the egress's and the held pair's counters would carry the held pair's bytes
+        in the gap between reads, and τ would creep up on its positive part."""
         held = {p.egress for p in self.pairs() if p.pid in self.quarantine}
         free = [p for p in self.pairs() if p.egress in held and p.pid not in self.quarantine]
         readings = (Reading.FREE_BYTES, Reading.FREE_DROPS)

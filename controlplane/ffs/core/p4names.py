@@ -336,8 +336,10 @@ ACCEPTED = Counter("FfsEgress.egress_acct.accepted", 512)
 MALFORMED = Counter("FfsEgress.egress_acct.malformed", 512)
 PAIR_MALFORMED = Counter("FfsEgress.egress_acct.pair_malformed", 4096)
 ADMITTED = Counter("FfsIngress.admitted", 512)
+ADMITTED_SHIMS = Counter("FfsIngress.admitted_shims", 512, "PACKETS")
 EVENTS = Counter("FfsIngress.events", 8, "PACKETS")
 GUARD_TIMERS = Counter("FfsIngress.guard.timers", 512, "PACKETS")
+OFFERED_SHIMS = Counter("FfsIngress.offered_shims", 512, "PACKETS")
 PAIR_DROPS = Counter("FfsIngress.pair_drops", 4096)
 OFFERED = Counter("FfsIngress.rate_est.offered", 512)
 PAIR_BYTES = Counter("FfsIngress.rate_est.pair_bytes", 4096)
@@ -346,8 +348,10 @@ COUNTERS: tuple[Counter, ...] = (
     MALFORMED,
     PAIR_MALFORMED,
     ADMITTED,
+    ADMITTED_SHIMS,
     EVENTS,
     GUARD_TIMERS,
+    OFFERED_SHIMS,
     PAIR_DROPS,
     OFFERED,
     PAIR_BYTES,

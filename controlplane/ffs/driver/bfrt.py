@@ -292,7 +292,13 @@ class _DeadlineStub:
 
 
 # what one τ step reads (spec §9): per egress port, never per pair
-TAU_STEP_COUNTERS = (p4names.OFFERED.name, p4names.ADMITTED.name, p4names.MALFORMED.name)
+TAU_STEP_COUNTERS = (
+    p4names.OFFERED.name,
+    p4names.ADMITTED.name,
+    p4names.MALFORMED.name,
+    p4names.OFFERED_SHIMS.name,
+    p4names.ADMITTED_SHIMS.name,
+)
 
 
 class BfrtDriver(Driver):
@@ -305,7 +311,7 @@ class BfrtDriver(Driver):
     after a Sync.
 
     `sync_always`: tables read only after a Sync, however few indices are asked for. By default
-    the τ step's per-egress counters (R*_j, A_j, the lies at j): a Sync costs the same for 3
+    the τ step's per-egress counters (R*_j, A_j, the lies at j, the shims of R*_j and A_j): a Sync costs the same for 3
     egress ports and for 64, so the step costs the same at 9 pairs and at 4096 (docs/benchmarks.md,
     "The τ loop at scale"); read cell by cell it grew with the number of egress ports."""
 

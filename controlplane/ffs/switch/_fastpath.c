@@ -447,7 +447,8 @@ enum {
     B_EVENTS_PK, B_EVENTS_BY, B_ACCEPTED_PK, B_ACCEPTED_BY, B_MALFORMED_PK, B_MALFORMED_BY, B_PAIR_MALFORMED_PK,
     B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN, B_LPF_DECAY, B_LPF_SHIFT,
     B_TM_SPEED, B_TM_BUFFER, B_TM_BACKLOG, B_TM_LAST, B_TM_DROPS, B_TM_DROP_BYTES, B_TM_ENQUEUED, B_TM_DELAY_SUM,
-    B_TM_FRAME_MAX, B_TM_OVERSIZE, B_TM_OVERSIZE_BYTES, B_TM_DRAIN, B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG, B_PKTGEN_NEXT, B_PKTGEN_NOW, NB
+    B_TM_FRAME_MAX, B_TM_OVERSIZE, B_TM_OVERSIZE_BYTES, B_TM_DRAIN, B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG,
+    B_PKTGEN_NEXT, B_PKTGEN_NOW, B_OFFERED_SHIMS, B_ADMITTED_SHIMS, NB
 };
 static const struct {
     const char *name;
@@ -471,6 +472,7 @@ static const struct {
     {"guard.queue", 4, NUM_PIPES * NUM_PORTS}, {"guard.timers.packets", 8, NUM_PIPES * NUM_PORTS},
     {"guard.timers.bytes", 8, NUM_PIPES * NUM_PORTS}, {"pktgen.cfg", 8, 4}, {"pktgen.next_ns", 8, NUM_PIPES},
     {"pktgen.now_ns", 8, 1},
+    {"offered_shims.packets", 8, NUM_PIPES * NUM_PORTS}, {"admitted_shims.packets", 8, NUM_PIPES * NUM_PORTS},
 };
 
 typedef struct {
@@ -497,6 +499,8 @@ typedef struct {
     uint32_t *guard_queue;
     uint64_t *guard_timers_pk;
     int64_t *pktgen_cfg, *pktgen_next, *pktgen_now;
+    /* ShimCount: PACKETS counters, their byte cells stay 0 */
+    uint64_t *offered_shims_pk, *admitted_shims_pk;
 } Engine;
 
 /* --- tna.py: Counter, Register, Lpf ----------------------------------------------------------- */
@@ -669,6 +673,7 @@ typedef struct {
     uint32_t ffs_state, ri_req, rri_ge_one, l3_len, runt, wlen, claim_room, routed, egress_port;
     uint32_t rf_hdr, rf, rri_n, lw, llen;
     uint32_t managed, pid, held, rf_over_m, ltau, ltau_p, congested, lcr, room, tau_over_k;
+    uint32_t grows; /* fate inserts a shim into it if admitted (ShimCount) */
     uint32_t pkt_weight, f_rate, rf_norm, c_cong, rnd, admit_margin, c_ri;
     uint32_t qhi, guard;
 } meta_t;
@@ -1014,6 +1019,12 @@ static int tm_and_egress(Engine *e, uint8_t *buf, size_t *len, uint32_t port, in
     return tm_oversize_drop(e, port, *len) ? -1 - R_OVERSIZE : (int)port;
 }
 
+/* ShimCount.grows: fate's insert_shim_v4 / _v6 predicate less gamma and the guard */
+static int shim_grows(const uint8_t *buf, const parsed_t *p, const meta_t *md) {
+    if (md->ffs_state != FFS_STATE_NONE || !md->insert || p->frag || md->runt || md->room == 0) return 0;
+    return p->ip_version == 4 || (p->ip_version == 6 && buf[p->l3 + 6] != IP_PROTO_HOPOPT);
+}
+
 /* Pipeline.process on the frame as the MAC hands it over (mac_frame): *len counts the FCS. */
 static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ingress_port, int64_t t_ns, int *pid_out,
                               int64_t *depart) {
@@ -1047,15 +1058,21 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
         rate_estimation_apply(e, &md, frame_len, t_ns, pipe);
         normalize_apply(e, &md);
         ri_update_apply(&md);
+        if (shim_grows(buf, &p, &md)) { /* ShimCount.apply: count_offered_shim */
+            md.grows = 1;
+            e->offered_shims_pk[pipe * NUM_PORTS + md.egress_port] += 1;
+        }
     }
     if (md.routed) queue_guard_apply(e, &md, pipe);
     /* FfsIngress.fate: the const entries of ffs.core.tables.fate_entries, in order; beside it
      * count_pair_drop and count_admitted (A_j, before the TM) */
     if (md.managed) {
-        if (md.admit_margin == 0 || md.guard)
+        if (md.admit_margin == 0 || md.guard) {
             counter_count(e->pair_drops_pk, e->pair_drops_by, pipe * NUM_PAIRS + md.pid, frame_len);
-        else
+        } else {
             counter_count(e->admitted_pk, e->admitted_by, pipe * NUM_PORTS + md.egress_port, frame_len);
+            if (md.grows) e->admitted_shims_pk[pipe * NUM_PORTS + md.egress_port] += 1; /* count_admitted_shim */
+        }
     }
     if (!md.routed) { /* miss_drop */
         event_count(e, pipe, EVENT_ROUTE_MISS);
@@ -1197,6 +1214,8 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->pktgen_cfg = b[B_PKTGEN_CFG];
     self->pktgen_next = b[B_PKTGEN_NEXT];
     self->pktgen_now = b[B_PKTGEN_NOW];
+    self->offered_shims_pk = b[B_OFFERED_SHIMS];
+    self->admitted_shims_pk = b[B_ADMITTED_SHIMS];
     self->rng.index = MT_N + 1; /* unusable until set_rng_state, like the tables until set_table */
     return 0;
 }

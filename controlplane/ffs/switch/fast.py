@@ -189,6 +189,8 @@ class FastPipeline(Pipeline):
             self.pktgen.cfg,
             self.pktgen.next_ns,
             self.pktgen.now_ns,
+            self.shims.offered_shims.packets,
+            self.shims.admitted_shims.packets,
         )  # the order of _fastpath.BUFFERS
         self.engine = _fastpath.Engine(buffers)
         self.engine.set_rng_state(norm.rng.getstate()[1])

@@ -47,6 +47,7 @@ class Meta:
     congested: int = 0
     lcr: int = 0
     room: int = 0
+    grows: int = 0  # fate inserts a shim into it if admitted (ShimCount)
     tau_over_k: int = 0
     # the estimator (RateEstimation)
     lw: int = 0

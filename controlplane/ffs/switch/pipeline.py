@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ffs.core import constants, p4names
 from ffs.core.tables import wire_len
 from ffs.switch.control.egress_accounting import EgressAccounting
-from ffs.switch.control.ffs_core import ClaimLimit, Fate, PortLabel
+from ffs.switch.control.ffs_core import ClaimLimit, Fate, PortLabel, ShimCount
 from ffs.switch.control.forwarding import Forwarding
 from ffs.switch.control.normalize import Normalize
 from ffs.switch.control.pair_map import PairMap
@@ -107,7 +107,8 @@ class Pipeline:
         self.ri_update = RiUpdate()
         self.egress_acct = EgressAccounting()
         self.events = Counter(p4names.EVENTS)
-        self.fate = Fate(self.events)
+        self.shims = ShimCount()
+        self.fate = Fate(self.events, self.shims)
         self.guard = QueueGuard()
         self.pktgen = PacketGenerator()
         from ffs.core.tables import ipv4_shim_len_entries
@@ -153,6 +154,8 @@ class Pipeline:
                 self.egress_acct.malformed,
                 self.egress_acct.pair_malformed,
                 self.guard.timers,
+                self.shims.offered_shims,
+                self.shims.admitted_shims,
             )
         }
         self.registers = {r.spec.name: r for r in (self.rate_est.f_est, self.guard.queue)}
@@ -198,6 +201,7 @@ class Pipeline:
             self.rate_est.apply(md, frame_len, t_ns, pipe)  # stages 2-3
             self.normalize.apply(md)  # stages 3-4
             self.ri_update.apply(md)
+            self.shims.apply(buf, p, md, pipe)  # stages 2-3: will fate insert a shim?
         if md.routed:
             self.guard.apply(md, pipe)  # stage 5 (the threshold in stage 0-1)
         action = self.fate.apply(buf, p, md, frame_len, pipe)  # stage 6

@@ -65,6 +65,13 @@ control FfsCore(inout headers_t hdr,
      * before the traffic manager. Counted after the TM (in egress) it could never exceed what a
      * saturated port drains, and τ could not see FFS over-admit. */
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) admitted;
+    /* The frames the ingress inserts a shim into (or would, if admitted; spec §4): the port sends
+     * each SHIM_LEN bytes longer than `offered` and `admitted` count it, and a TNA counter adds one
+     * byte adjustment to all its counts, so the agent adds SHIM_LEN per frame counted here:
+     * offered_shims to R*_j, admitted_shims to A_j. Per egress port only: stage 6 has no stats
+     * ALU left for a per-pair one on Tofino 1 (events, pair_drops, admitted, admitted_shims). */
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) offered_shims;
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) admitted_shims;
 
     /* Stage 0, one table: which label enters normalization (the port's trust bit, spec §6) and
      * rri_n for Algorithm 4. */
@@ -193,6 +200,16 @@ control FfsCore(inout headers_t hdr,
 
     action count_admitted() {
         admitted.count(ig_tm_md.ucast_egress_port);
+    }
+
+    /* fate's insert_shim_v4 / _v6 predicate, known once room is (stage 1): set md.grows */
+    action count_offered_shim() {
+        md.grows = 1;
+        offered_shims.count(ig_tm_md.ucast_egress_port);
+    }
+
+    action count_admitted_shim() {
+        admitted_shims.count(ig_tm_md.ucast_egress_port);
     }
 
     action note_opaque() {
@@ -329,15 +346,26 @@ control FfsCore(inout headers_t hdr,
                 pair_map.apply(md, ig_intr_md, ig_tm_md);
             }
             rate_est.apply(md, ig_tm_md);
+            /* here, not beside fate: it needs only the pair (stage 1), and bf-p4c places it in
+             * program order, where it would push fate into an eighth stage on Tofino 2 */
+            bridge_pair();
             if (md.managed == 1) {
                 normalize.apply(hdr, md);
                 ri_update.apply(hdr, md);
+                /* the packets fate's insert_shim_v4 / _v6 take if γ and the guard admit them (§7.6):
+                 * no shim yet, an insert port, not a fragment, not a runt, room for it, and not in
+                 * front of an IPv6 Hop-by-Hop header */
+                if (md.ffs_state == FFS_STATE_NONE && md.port_md.insert[0:0] == 1 && md.frag == 0 &&
+                    md.runt == 0 && md.room != 0) {
+                    if (hdr.ipv4.isValid() || (hdr.ipv6.isValid() && hdr.ipv6.next_hdr != IP_PROTO_HOPOPT)) {
+                        count_offered_shim();
+                    }
+                }
             }
         }
         /* stage 5: an admitted packet fills its egress's virtual queue or is guarded; a timer drains */
         guard.apply(md, ig_dprsr_md, ig_tm_md);
         if (md.timer == 0) {
-            bridge_pair();
             /* stage 6: the packet's fate */
             fate.apply();
             if (md.managed == 1) {
@@ -345,6 +373,9 @@ control FfsCore(inout headers_t hdr,
                     count_pair_drop();
                 } else {
                     count_admitted();
+                    if (md.grows == 1) {
+                        count_admitted_shim();
+                    }
                 }
             }
         }

@@ -78,6 +78,9 @@ control QueueGuard(inout ffs_metadata_t md,
     action no_drain() {
     }
 
+    /* bf-p4c's placement on Tofino 2 otherwise puts it in stage 5 (the drain and the fills follow
+     * it in the queue's stage, fate after them: an eighth stage); stage 4 on both chips */
+    @stage(4)
     table timer_ports {
         key = { md.timer_id: exact @name("packet_id"); }
         actions = { set_drain; no_drain; }

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The twin of `p4src/include/control/ffs_core.p4`: FfsCore's own tables: port_label and fate (with its
-counters); its C twin in `_fastpath.c`: port_label_apply, fate in engine_process_mac."""
+counters), and the shim counters; its C twin in `_fastpath.c`: port_label_apply, fate and the shim
+counters in engine_process_mac."""
 
 from __future__ import annotations
 
@@ -78,15 +79,40 @@ class ClaimLimit:
             self.claim_unlimited(md)
 
 
+class ShimCount:
+    """FfsCore's shim counters (stages 2-6): a managed packet that fate's insert_shim_v4 / _v6 take
+    if γ and the guard admit it sets `grows`, counted in `offered_shims` (egress port); Fate counts
+    `admitted_shims` beside admitted. The port sends each such frame SHIM_LEN bytes longer than
+    the byte counters say."""
+
+    def __init__(self) -> None:
+        self.offered_shims = Counter(p4names.OFFERED_SHIMS)
+        self.admitted_shims = Counter(p4names.ADMITTED_SHIMS)
+
+    @staticmethod
+    def grows(buf: bytearray, p: Parsed, md: Meta) -> bool:
+        """fate's insert predicate less γ and the guard (§7.6): no shim yet, an insert port, not a
+        fragment, not a runt, room for it, not in front of an IPv6 Hop-by-Hop header."""
+        if md.ffs_state != constants.FFS_STATE_NONE or not md.insert or md.frag or md.runt or md.room == 0:
+            return False
+        return p.ip_version == 4 or (p.ip_version == 6 and buf[p.l3 + 6] != constants.IP_PROTO_HOPOPT)
+
+    def apply(self, buf: bytearray, p: Parsed, md: Meta, pipe: int) -> None:
+        if self.grows(buf, p, md):  # count_offered_shim
+            md.grows = 1
+            self.offered_shims.count(md.egress_port, 0, pipe)
+
+
 class Fate:
     """`FfsIngress.fate` (const entries, stage 5): one decision and at most one event per packet;
     `pair_drops` and `admitted` (A_j) beside it."""
 
-    def __init__(self, events: Counter) -> None:
+    def __init__(self, events: Counter, shims: ShimCount) -> None:
         from ffs.core.tables import fate_entries  # the one generator of the const entries
 
         self.fate = const_table(p4names.FATE, fate_entries())
         self.events = events
+        self.shims = shims
         self.pair_drops = Counter(p4names.PAIR_DROPS)
         self.admitted = Counter(p4names.ADMITTED)
 
@@ -126,6 +152,8 @@ class Fate:
                 self.pair_drops.count(md.pid, frame_len, pipe)
             else:  # count_admitted: what γ let through toward the egress, before the TM (spec §9)
                 self.admitted.count(md.egress_port, frame_len, pipe)
+                if md.grows:  # count_admitted_shim: fate inserts its shim below
+                    self.shims.admitted_shims.count(md.egress_port, 0, pipe)
         ev = _EVENT_OF.get(action)
         if ev is not None:
             self.events.count(ev, frame_len, pipe)
