@@ -71,6 +71,7 @@ class AgentParts:
     # force per egress, the open windows, the TM's drop counts last read, a target without them
     port_drain: dict[str, PortDrain]
     _drain_acc: dict[str, tuple[CounterValue, int, float]]
+    _drain_standing: dict[str, bool]  # the egress's queue stood at the last read
     _tm_last: dict[int, int]
     _tm_unavailable: bool
 

@@ -55,8 +55,17 @@ class PortDrains(CounterReadings):
             out[i.port] = (drops, self._bps(period, dt))
             buffer = i.buffer_bytes or default_buffer(i.speed, i.mtu)
             before = self.port_drain.get(e, PortDrain())
-            state = self._drain_window(e, before, period, drops, dt)
-            state = drain_period(state, drops > 0, tm[i.port].queue_bytes < CLEAR_FRACTION * buffer)
+            clear = tm[i.port].queue_bytes < CLEAR_FRACTION * buffer
+            # what left a port says what it drains only over a period it was busy all through: one
+            # that began with its queue standing. A period that began idle (the onset of a flood,
+            # traffic after a lull) drained less than the port can, and would read as a slow port
+            if self._drain_standing.get(e, False):
+                state = self._drain_window(e, before, period, drops, dt)
+            else:
+                self._drain_acc.pop(e, None)
+                state = before
+            self._drain_standing[e] = not clear
+            state = drain_period(state, drops > 0, clear)
             if state.factor > before.factor:  # the open window read the port below this factor
                 self._drain_acc.pop(e, None)
             self.port_drain[e] = state
