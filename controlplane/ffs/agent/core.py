@@ -94,8 +94,7 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
         # lie only after it queued
         self.quarantine = Quarantine(quarantine_s, quarantine_fraction)
         self.port_drain = {}  # per egress: the factor of its target in force (ffs.agent.port_drain)
-        self._drain_acc = {}
-        self._drain_standing = {}
+        self._drain_acc, self._drain_standing = {}, {}
         self._tm_last = {}
         self._tm_unavailable = False
         self.fairness = self._starting_matrix(store, use_saved_matrix)
