@@ -388,11 +388,13 @@ def test_counters_cleared_by_another_client_decide_nothing(sde, tmp_path, caplog
 def test_the_tms_port_counters_answer_for_the_agents_ports(sde):
     """`tf1.tm.counter.eg_port` and `tf1.tm.cfg`, the fixed BF-Runtime tables the agent reads to
     follow a port that drains slower than its speed (spec §9): they answer for every port asked,
-    and tofino-model, which has no queues, holds and drops nothing."""
+    and stand still while nothing flows (the agent acts on their differences). tofino-model fills
+    them with its 0x...bad pattern once the ports are up, not with 0."""
     ports = sorted(i.port for i in load(DUMBBELL).node("s1").interfaces.values())
     d = driver()
     try:
         tm = d.read_tm_ports(ports)
+        again = d.read_tm_ports(ports)
     finally:
         d.close()
-    assert sorted(tm) == ports and all((c.drops, c.queue_bytes) == (0, 0) for c in tm.values()), tm
+    assert sorted(tm) == ports and again == tm, (tm, again)
