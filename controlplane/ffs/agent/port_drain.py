@@ -56,10 +56,11 @@ class PortDrains(CounterReadings):
             buffer = i.buffer_bytes or default_buffer(i.speed, i.mtu)
             before = self.port_drain.get(e, PortDrain())
             clear = tm[i.port].queue_bytes < CLEAR_FRACTION * buffer
-            # what left a port says what it drains only over a period it was busy all through: one
-            # that began with its queue standing. A period that began idle (the onset of a flood,
-            # traffic after a lull) drained less than the port can, and would read as a slow port
-            if self._drain_standing.get(e, False):
+            # what left a port says what it drains only over periods it was busy all through: each
+            # began and ended with its queue standing. One that began idle (the onset of a flood,
+            # traffic after a lull) or emptied its queue (a pulse's end) drained less than the port
+            # can, and would read as a slow port; it closes the window undecided
+            if self._drain_standing.get(e, False) and not clear:
                 state = self._drain_window(e, before, period, drops, dt)
             else:
                 self._drain_acc.pop(e, None)
