@@ -226,12 +226,16 @@ def driver_default(table: str) -> TableEntry:
 
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 RECEIVE_BUFFER = 64 << 20
+RECEIVE_QUEUE = 1 << 20  # frames per port in PTF's queue
 
 
 def _grow_receive_buffers(dataplane) -> None:
     """PTF's raw sockets keep the kernel's default receive buffer (about 200 kB): a burst of a
     thousand packets overflows it while the test thread is still sending, and the count looks
-    like drops. Root may force a larger buffer; without root the default stays."""
+    like drops. Root may force a larger buffer; without root the default stays. PTF's own queue
+    per port keeps the newest 100 frames and drops the oldest: a target that forwards a burst
+    faster than the test reads it (tofino-model without its packet log) would lose one there."""
+    dataplane.set_qlen(RECEIVE_QUEUE)
     for port in getattr(dataplane, "ports", {}).values():
         sock = getattr(port, "socket", None)
         for opt in (SO_RCVBUFFORCE, socket.SO_RCVBUF) if sock is not None else ():
@@ -515,8 +519,7 @@ class FfsTest(BaseTest):
     def send_counted(self, pkt: Packet, n: int, chunk: int = 50, timeout_s: float = 60.0) -> int:
         """Send `n` copies of `pkt` on the managed pair in chunks, each once the target has taken in
         the last (its R counter), and return how many frames left on OUT. A target slower than PTF's
-        sender (tofino-model forwards about 200 packets/s) then loses no input, and PTF's receive
-        queue (100 frames with the SDE's runner) never holds more than a chunk."""
+        sender (tofino-model forwards a few hundred packets/s) then loses no input."""
         d = self.driver
         r0 = d.read_counters(p4names.PAIR_BYTES.name, [PID])[PID].packets
         a0 = d.read_counters(p4names.ADMITTED.name, [OUT])[OUT].packets

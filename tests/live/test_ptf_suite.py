@@ -174,7 +174,8 @@ def test_tofino_model_runner_follows_the_sde_flow(tmp_path, tests_rc):
     args = {n: (rec / f"{n}.args").read_text().split("\n")[:-1] for n in ("model", "switchd", "p4tests", "veth")}
     assert args["veth"] == ["8"]  # veth0..veth7 cover the port map's veths
     logs = str(tmp_path / "logs")
-    assert args["model"] == ["-p", "ffs", "--arch", "tofino", "-f", port_map, "--log-dir", logs]
+    # -q: the model without its per-packet log, which it spends most of its time writing (MODEL_LOG=1 keeps it)
+    assert args["model"] == ["-p", "ffs", "--arch", "tofino", "-f", port_map, "--log-dir", logs, "-q"]
     assert args["switchd"] == [
         "-p",
         "ffs",
@@ -218,6 +219,21 @@ def test_tofino_model_runner_on_tofino2_takes_its_port_map_and_ports(tmp_path, h
     t = args["p4tests"]
     assert t[:8] == ["-p", "ffs", "--arch", "tofino2", "-t", str(SUITE), "-f", port_map]
     assert "ports='8,9,10'" in t[t.index("--test-params") + 1]
+
+
+def test_model_log_1_keeps_the_models_packet_log(tmp_path):
+    """MODEL_LOG=1 starts the model without -q: its log then traces every packet (docs/pipeline.md)."""
+    env, rec = fake_sde(tmp_path, 0)
+    p = subprocess.run(
+        [str(RUN_TOFINO_MODEL), "test_parser"],
+        env=dict(env, MODEL_LOG="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "-q" not in (rec / "model.args").read_text().split("\n")
 
 
 @pytest.mark.parametrize("chip,other", [("tofino", "tofino2"), ("tofino2", "tofino")])

@@ -182,6 +182,9 @@ class Sde:
         argv = [f"{sde}/run_tofino_model.sh", "-p", self.program, "--arch", self.arch, "--log-dir", str(self.log_dir)]
         if self.port_map is not None:
             argv += ["-f", str(self.port_map)]
+        # the model spends most of its time writing its per-packet log; MODEL_LOG=1 keeps it
+        if os.environ.get("MODEL_LOG") != "1":
+            argv.append("-q")
         self.model = self._spawn("model", argv)
 
     def start_switchd(self, timeout_s: float = 90.0) -> None:
