@@ -270,13 +270,24 @@ control FfsCore(inout headers_t hdr,
     action forward() {
     }
 
+    /* the host's declared L2 change, bridged apart from bridge_pair: a copy of md.l2_change there
+     * moved bridge_pair and the queue guard's fill a stage later on Tofino 2 (8 ingress stages);
+     * constants behind a gateway, which a program that never declares anything drops, do not */
+    action bridge_tag_popped() {
+        hdr.bridge.l2_change = L2_TAG_POPPED;
+    }
+
+    action bridge_tag_pushed() {
+        hdr.bridge.l2_change = L2_TAG_PUSHED;
+    }
+
     /* Every packet carries its pair to the egress (spec §7.3), whether the ingress grew it by a
-     * shim (set by fate's insert actions, which follow) and the L2 change the host declared: the
-     * egress's pkt_length is the length the packet arrived with, not what the ingress deparser
-     * emitted. */
+     * shim (set by fate's insert actions, which follow) and the L2 change the host declared
+     * (bridge_tag_*, which follow): the egress's pkt_length is the length the packet arrived with,
+     * not what the ingress deparser emitted. */
     action bridge_pair() {
         hdr.bridge.setValid();
-        hdr.bridge.l2_change = md.l2_change;
+        hdr.bridge.l2_change = L2_SAME;
         hdr.bridge.grown = 0;
         hdr.bridge.managed = md.managed;
         hdr.bridge.pid = md.pid;
@@ -352,6 +363,11 @@ control FfsCore(inout headers_t hdr,
             /* here, not beside fate: it needs only the pair (stage 1), and bf-p4c places it in
              * program order, where it would push fate into an eighth stage on Tofino 2 */
             bridge_pair();
+            if (md.l2_change == L2_TAG_POPPED) {
+                bridge_tag_popped();
+            } else if (md.l2_change == L2_TAG_PUSHED) {
+                bridge_tag_pushed();
+            }
             if (md.managed == 1) {
                 normalize.apply(hdr, md);
                 ri_update.apply(hdr, md);
