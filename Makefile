@@ -32,8 +32,12 @@ else
   BIN  := tofino.bin
   P4FLAGS_TARGET :=
 endif
+# the name the program is installed and run under (run_switchd.sh -p $(P4_PROGRAM)); make
+# install-example installs the example under its own name, beside ffs
+P4_PROGRAM ?= ffs
+EXAMPLE_PROGRAM := l2l3_acl
 # where the SDE keeps a program per chip, so that both chips' builds are installed side by side
-PD_DIR   := share/$(CHIP)pd/ffs
+PD_DIR   := share/$(CHIP)pd/$(P4_PROGRAM)
 P4FLAGS ?=
 # hardware needs the platform agent in ffs.conf; tofino-model must not load it
 PLATFORM ?= model
@@ -47,7 +51,7 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help constants names setup wheel system-deps test test-minimum test-latest unit-tests build compile example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model chain-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint experiments-rtt bench-sim greedy-node csfq-paper resources-compared
+.PHONY: help constants names setup wheel system-deps test test-minimum test-latest unit-tests build compile example install-example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model chain-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint experiments-rtt bench-sim greedy-node csfq-paper resources-compared
 help:
 	@echo "make setup        install the ffs package and its test dependencies, at the versions of constraints/dev.txt"
 	@echo "make wheel        dist/ffs_tofino-*-py38-none-any.whl: ffs-agent and ffsctl for a switch's Python (3.8+; docs/hardware.md)"
@@ -61,6 +65,7 @@ help:
 	@echo "make names        controlplane/ffs/core/p4names.py from the compiled program's bf-rt.json (after make build; generated)"
 	@echo "make build        compile p4src/ with the SDE's bf-p4c (CHIP=tofino|tofino2, PLATFORM=model|hw) and install it for that chip"
 	@echo "make example      (SDE) compile p4src/examples/l2l3_acl.p4, FFS composed with L2/L3/ACL forwarding, with and without FFS"
+	@echo "make install-example (SDE) the example with FFS, installed as $(EXAMPLE_PROGRAM) beside ffs (CHIP=tofino|tofino2)"
 	@echo "make p4-resources (SDE) both programs on both targets, the compiler's figures into docs/pipeline.md"
 	@echo "make clean-build  remove build/"
 	@echo "make ptf          (root) the PTF suite on the software switch; TARGET=tofino-model [CHIP=tofino2] with an SDE; PTF_ARGS=test_parser"
@@ -265,6 +270,12 @@ example: check-sde
 	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 BUILD=build/example-ffs/$(CHIP)
 	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 P4FLAGS=-DNO_FFS BUILD=build/example-alone/$(CHIP)
 
+# the example with FFS, installed as $(EXAMPLE_PROGRAM) (ffs stays installed as it was): its PTF
+# test runs it with P4_PROGRAM=$(EXAMPLE_PROGRAM) ptf-tests/run/tofino-model/run test_host_l2
+install-example: check-sde
+	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 BUILD=build/example-ffs/$(CHIP)
+	@$(MAKE) --no-print-directory install-conf BUILD=build/example-ffs/$(CHIP) P4_PROGRAM=$(EXAMPLE_PROGRAM)
+
 # the contract's numbers for the P4 program, from their one source (tests/unit/test_constants_p4.py
 # fails when the checked-in file is not this output)
 constants:
@@ -303,15 +314,15 @@ install-conf: check-sde
 	mkdir -p "$$SDE_INSTALL/$(PD_DIR)/pipe" "$$SDE_INSTALL/share/p4/targets/$(CHIP)"
 	cp $(BUILD)/ffs/bf-rt.json "$$SDE_INSTALL/$(PD_DIR)/"
 	cp $(BUILD)/ffs/pipe/context.json $(BUILD)/ffs/pipe/$(BIN) "$$SDE_INSTALL/$(PD_DIR)/pipe/"
-	sed -e 's/@CHIP_FAMILY@/$(CHIP)/' -e 's/@BIN_NAME@/$(BIN)/' -e 's|@PD_DIR@|$(PD_DIR)|' -e 's|@AGENT0@|$(AGENT0_LINE)|' \
-	  p4src/ffs.conf.in > "$$SDE_INSTALL/share/p4/targets/$(CHIP)/ffs.conf"
+	sed -e 's/@CHIP_FAMILY@/$(CHIP)/' -e 's/@PROGRAM@/$(P4_PROGRAM)/' -e 's/@BIN_NAME@/$(BIN)/' -e 's|@PD_DIR@|$(PD_DIR)|' -e 's|@AGENT0@|$(AGENT0_LINE)|' \
+	  p4src/ffs.conf.in > "$$SDE_INSTALL/share/p4/targets/$(CHIP)/$(P4_PROGRAM).conf"
 	@# the sha256 of the p4src/ this program was compiled from: the tofino-model PTF runner and the
 	@# switchd tests refuse an installed ffs whose hash is not the checkout's (a stale program)
 	@newer=$$(find $(P4DEPS) -newer $(BUILD)/ffs/pipe/$(BIN)); [ -z "$$newer" ] || { \
 	  echo "install-conf: p4src/ changed since $(BUILD)/ffs/pipe/$(BIN) was compiled ($$newer): make build" >&2; exit 2; }
 	$(MAKE) -s p4src-sha256 > $(BUILD)/ffs/p4src.sha256
 	cp $(BUILD)/ffs/p4src.sha256 $(BUILD)/ffs/compiler-defects "$$SDE_INSTALL/$(PD_DIR)/"
-	@echo "installed: run_switchd.sh -p ffs --arch $(CHIP)"
+	@echo "installed: run_switchd.sh -p $(P4_PROGRAM) --arch $(CHIP)"
 
 # One hash over every file of p4src/ (names and contents), printed: what install-conf records
 p4src-sha256:

@@ -12,6 +12,11 @@
  *     bf-p4c --target tofino --arch tna -DNO_FFS p4src/examples/l2l3_acl.p4   (without)
  *     make example TARGET=tofino2                                               (both, T2NA)
  *
+ * Access ports: a frame that arrives tagged on one is bridged untagged (its tag popped), and
+ * a port may push a tag onto the untagged frames it sends (egress_vlan). Both change the frame's
+ * length after it arrived, which the program declares to FFS in md.l2_change (docs/pipeline.md,
+ * "FFS as a P4 library"): FFS's egress checks each frame's bytes against its IP length.
+ *
  * Unknown unicast is dropped, not flooded (a flood needs multicast groups; nothing here
  * depends on them). The egress deparser rewrites the IPv4 checksum of every IPv4 frame: routed
  * frames have a new TTL, and FFS may have inserted a shim.
@@ -26,7 +31,8 @@
 #define FFS_HOST_METADATA \
     bit<12> bd;           /* bridge domain of the ingress port and VLAN */ \
     bit<16> nexthop; \
-    bit<1>  acl_deny;
+    bit<1>  acl_deny; \
+    bit<1>  access;       /* an access port: a tag its frames arrive with is popped */
 
 #include "../include/ffs_lib.p4"
 
@@ -47,16 +53,50 @@ control L2L3Acl(inout headers_t hdr,
         md.bd = 0;
     }
 
+    action set_bd_access(bit<12> bd) {
+        md.bd = bd;
+        md.access = 1;
+    }
+
     table port_vlan {
         key = {
             ig_intr_md.ingress_port: exact @name("ingress_port");
             hdr.vlan.isValid():      exact @name("tagged");
             hdr.vlan.vid:            ternary @name("vid");
         }
-        actions = { set_bd; port_vlan_miss; }
+        actions = { set_bd; set_bd_access; port_vlan_miss; }
         default_action = port_vlan_miss();
         size = 1024;
     }
+
+    /* the frame leaves 4 bytes shorter than it arrived: declared, so FFS's frame check agrees */
+    action pop_tag() {
+        hdr.ethernet.ether_type = hdr.vlan.ether_type;
+        hdr.vlan.setInvalid();
+        md.l2_change = L2_TAG_POPPED;
+    }
+
+    /* an untagged arrival leaves tagged, 4 bytes longer: declared likewise */
+    action push_tag(bit<12> vid) {
+        hdr.vlan.setValid();
+        hdr.vlan.pcp = 0;
+        hdr.vlan.dei = 0;
+        hdr.vlan.vid = vid;
+        hdr.vlan.ether_type = hdr.ethernet.ether_type;
+        hdr.ethernet.ether_type = ETHERTYPE_VLAN;
+        md.l2_change = L2_TAG_PUSHED;
+    }
+
+    action no_tag() {
+    }
+
+    table egress_vlan {
+        key = { ig_tm_md.ucast_egress_port: exact @name("egress_port"); }
+        actions = { push_tag; no_tag; }
+        default_action = no_tag();
+        size = 512;
+    }
+
 
     /* --- L2 ------------------------------------------------------------------------------- */
     action l2_forward(PortId_t port) {
@@ -185,6 +225,13 @@ control L2L3Acl(inout headers_t hdr,
                 l2_fdb.apply();
             }
         }
+        /* a tag is popped or pushed only where the frame has one to pop or none yet (md.vlan: it
+         * arrived tagged): the declared change is the change made */
+        if (md.access == 1 && hdr.vlan.isValid()) {
+            pop_tag();
+        } else if (md.vlan == 0) {
+            egress_vlan.apply();
+        }
     }
 }
 
@@ -213,7 +260,7 @@ control SwitchIngress(inout headers_t hdr,
             ig_dprsr_md.drop_ctl = 1;
         }
         hdr.bridge.setValid();  /* the same bridge the FFS egress parser reads */
-        hdr.bridge.pad = 0;
+        hdr.bridge.l2_change = L2_SAME;
         hdr.bridge.grown = 0;
         hdr.bridge.managed = 0;
         hdr.bridge.pid = 0;

@@ -80,7 +80,7 @@ header ffs_peek_h {
 /* Ingress to egress, in front of the frame (spec §7.3): the pair, so that the egress's frame
  * check can say which pair a lying frame came from. Never leaves the switch. */
 header bridge_h {
-    bit<2>  pad;
+    l2_change_t l2_change; /* the host's declared L2 change (md.l2_change): L2_SAME, L2_TAG_* */
     bit<1>  grown;        /* fate inserted a shim: the frame is 8 bytes longer than it arrived */
     bit<1>  managed;
     pid_t   pid;
@@ -134,6 +134,8 @@ struct ffs_metadata_t {
 
     /* --- forwarding (the host's, or Forwarding) --- */
     bit<1>      routed;       /* an egress port was chosen; 0: FFS drops it as a route miss */
+    l2_change_t l2_change;    /* the L2 change the host's ingress makes (L2_SAME unless it sets it):
+                               * the egress's frame check takes it off the arrival length */
 
     /* --- the label (spec §3.1, §6) --- */
     code_t      rf_hdr;       /* the arriving label, clamped (CODE_ONE without a valid shim) */
@@ -188,7 +190,9 @@ struct egress_metadata_t {
     bit<1>  strip;
     bit<1>  csum_update;
     len_t   claimed;       /* L2 header + IP length: the frame its headers claim, FCS excluded */
-    len_t   pkt_len;       /* pkt_length, plus the shim the ingress inserted (bridge.grown) */
+    len_t   arrival_change; /* bytes the ingress added (mod 2^16): a shim it inserted (bridge.grown),
+                             * the host's declared L2 change (bridge.l2_change); set by the parser */
+    len_t   pkt_len;       /* pkt_length + arrival_change: the frame as the egress holds it */
     len_t   excess;        /* pkt_len - claimed (mod 2^16) */
     bit<1>  lies;          /* frame_check: the bytes disagree with the claim */
 }

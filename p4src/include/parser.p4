@@ -243,15 +243,45 @@ parser FfsEgressParser(packet_in pkt,
     state start {
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridge);
-        transition select(hdr.bridge.grown) {
-            1: grown;
-            default: parse_ethernet;
+        transition select(hdr.bridge.grown, hdr.bridge.l2_change) {
+            (1, L2_TAG_POPPED): grown_popped;
+            (1, L2_TAG_PUSHED): grown_pushed;
+            (1, _):             grown;
+            (0, L2_TAG_POPPED): popped;
+            (0, L2_TAG_PUSHED): pushed;
+            default:            as_arrived;
         }
     }
-    /* the ingress inserted a shim: into IPv4, it changed protocol and total_len, and the
-     * deparser rewrites the checksum (set here, so the condition needs no stage of its own) */
+    /* What the ingress changed in the frame's length after it arrived (pkt_length is the arrival
+     * length): a shim it inserted, an 802.1Q tag the host declared it popped or pushed. Set here,
+     * one constant per state, so that the frame check's pkt_len is one addition. A shim inserted
+     * into IPv4 changed protocol and total_len: the deparser rewrites the checksum (csum_update,
+     * set here so that the condition needs no stage of its own). */
+    state as_arrived {
+        md.arrival_change = 0;
+        transition parse_ethernet;
+    }
+    state popped {
+        md.arrival_change = -VLAN_TAG_LEN;
+        transition parse_ethernet;
+    }
+    state pushed {
+        md.arrival_change = VLAN_TAG_LEN;
+        transition parse_ethernet;
+    }
     state grown {
         md.csum_update = 1;
+        md.arrival_change = SHIM_LEN;
+        transition parse_ethernet;
+    }
+    state grown_popped {
+        md.csum_update = 1;
+        md.arrival_change = SHIM_LEN - VLAN_TAG_LEN;
+        transition parse_ethernet;
+    }
+    state grown_pushed {
+        md.csum_update = 1;
+        md.arrival_change = SHIM_LEN + VLAN_TAG_LEN;
         transition parse_ethernet;
     }
     state parse_ethernet {

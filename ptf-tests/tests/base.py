@@ -104,7 +104,8 @@ def make_driver() -> Driver:
     from ffs.driver.bfrt import BfrtDriver
 
     addr = p.get("grpc_addr") or f"{p.get('grpc_server', 'localhost')}:{p.get('bfrt_grpc_port', 50052)}"
-    return BfrtDriver(str(addr), client_id=int(p.get("client_id", 1)))
+    # p4_name: the SDE's runner passes the program it runs (make install-example's l2l3_acl, or ffs)
+    return BfrtDriver(str(addr), client_id=int(p.get("client_id", 1)), program=str(p.get("p4_name", p4names.P4_NAME)))
 
 
 # --- saving and restoring what a test touches --------------------------------------------------
@@ -159,8 +160,8 @@ class Saved:
     lpf: dict[int, LpfSpec]
 
     @classmethod
-    def capture(cls, driver: Driver, lpf_indices: tuple[int, ...]) -> Saved:
-        tables = [TableState.read(driver, t.name) for t in TEST_TABLES]
+    def capture(cls, driver: Driver, lpf_indices: tuple[int, ...], test_tables: tuple[str, ...]) -> Saved:
+        tables = [TableState.read(driver, name) for name in test_tables]
         tables.append(TableState.read(driver, p4names.PORT_METADATA.name, with_default=False))
         return cls(tables, {i: driver.read_lpf_spec(p4names.F_LPF.name, i) for i in lpf_indices})
 
@@ -264,6 +265,8 @@ class FfsTest(BaseTest):
     """Programs the node every test starts from (base_setup) and restores the target afterwards."""
 
     lpf_indices: tuple[int, ...] = (PID,)
+    # the tables a test may change, cleared by base_setup and put back after it
+    test_tables: tuple[str, ...] = tuple(t.name for t in TEST_TABLES)
 
     def setUp(self) -> None:
         BaseTest.setUp(self)
@@ -276,7 +279,7 @@ class FfsTest(BaseTest):
         try:
             self.driver = make_driver()
             self.driver.connect(timeout_s=60)
-            self.saved = Saved.capture(self.driver, self.lpf_indices)
+            self.saved = Saved.capture(self.driver, self.lpf_indices, self.test_tables)
             _StaticTables.ensure(self.driver)
             self.base_setup()
         except BaseException:
@@ -318,15 +321,15 @@ class FfsTest(BaseTest):
 
     # -- programming ---------------------------------------------------------------------------
     def base_setup(self) -> None:
-        """Ports IN, OUT, OTHER trusted; 10.0.2.0/24 and fd00:2::/32 -> OUT, 10.0.3.0/24 -> OTHER;
-        the pair IN -> OUT managed as PID (lm = LM_MAX, the largest share: normalized labels low);
-        IN -> OTHER unmanaged; OUT uncongested (tau = infinity)."""
+        """Ports IN, OUT, OTHER trusted; the pair IN -> OUT managed as PID (lm = LM_MAX, the largest
+        share: normalized labels low); IN -> OTHER unmanaged; OUT uncongested (tau = infinity); and
+        the forwarding of forwarding_updates."""
         d = self.driver
-        for t in TEST_TABLES:
-            d.clear_table(t.name)
+        for name in self.test_tables:
+            d.clear_table(name)
         d.clear_table(p4names.PORT_METADATA.name)
         ups = [self.port_update(p, trust=1, insert=0) for p in (IN, OUT, OTHER)]
-        ups += [self.route_update(NET4, OUT), self.route_update(NET4_OTHER, OTHER), self.route_update(NET6, OUT)]
+        ups += self.forwarding_updates()
         ups.append(self.pair_update(constants.LM_MAX))
         ups.append(
             Update(
@@ -344,6 +347,10 @@ class FfsTest(BaseTest):
             2.0 ** (constants.LM_MAX / constants.CODE_STEPS_PER_OCTAVE),
             expect.Egress(),
         )
+
+    def forwarding_updates(self) -> list[Update]:
+        """ffs.p4's routes: 10.0.2.0/24 and fd00:2::/32 -> OUT, 10.0.3.0/24 -> OTHER."""
+        return [self.route_update(NET4, OUT), self.route_update(NET4_OTHER, OTHER), self.route_update(NET6, OUT)]
 
     @staticmethod
     def port_update(port: int, trust: int, insert: int, kind: str = "insert") -> Update:

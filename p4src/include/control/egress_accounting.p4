@@ -106,12 +106,14 @@ control EgressAccounting(inout headers_t hdr,
         } else {
             md.claimed = hdr.ipv4.total_len |+| (len_t)ETH_HDR_LEN;
         }
-        /* pkt_length is the length the packet arrived with (tofino-model; docs/pipeline.md): a shim
-         * the ingress inserted is taken off the claim instead */
-        if (hdr.bridge.grown == 1) {
-            md.pkt_len = eg_intr_md.pkt_length + SHIM_LEN;
-        } else {
+        /* pkt_length is the length the packet arrived with (tofino-model; docs/pipeline.md): the
+         * egress parser set what the ingress changed since (a shim, a declared L2 change), so a
+         * frame that lies about its IP length lies by as much after the correction. Two arms:
+         * bf-p4c folds a lone sum into excess's subtraction, an action no stage can hold. */
+        if (md.arrival_change == 0) {
             md.pkt_len = eg_intr_md.pkt_length;
+        } else {
+            md.pkt_len = eg_intr_md.pkt_length + md.arrival_change;
         }
         md.excess = md.pkt_len - md.claimed;
         if (hdr.ipv4.isValid() || hdr.ipv6.isValid()) {

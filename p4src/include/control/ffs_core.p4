@@ -5,7 +5,9 @@
  *   needs  headers_t, ffs_metadata_t and egress_metadata_t (include/header.p4), filled by
  *          FfsIngressParser / FfsEgressParser (include/parser.p4) or parsers that set the same
  *          fields; ig_tm_md.ucast_egress_port and md.routed = 1 for a packet the host forwards
- *          (md.routed = 0: FFS drops it and counts a route miss, touching no FFS state); the
+ *          (md.routed = 0: FFS drops it and counts a route miss, touching no FFS state);
+ *          md.l2_change (L2_TAG_POPPED, L2_TAG_PUSHED) from the host's action that removes or
+ *          adds an 802.1Q tag, which the egress's frame check forgives, nothing more; the
  *          host's ingress control named FfsIngress-style with parameters `hdr` and `md`, preceded
  *          by FFS_INGRESS_PRAGMAS.
  *   sets   ig_dprsr_md.drop_ctl (γ's drop before the queue, the queue guard's, parse errors,
@@ -268,12 +270,24 @@ control FfsCore(inout headers_t hdr,
     action forward() {
     }
 
-    /* Every packet carries its pair to the egress (spec §7.3), and whether the ingress grew it by
-     * a shim (set by fate's insert actions, which follow): the egress's pkt_length is the length
-     * the packet arrived with, not what the ingress deparser emitted. */
+    /* the host's declared L2 change, bridged apart from bridge_pair: a copy of md.l2_change there
+     * moved bridge_pair and the queue guard's fill a stage later on Tofino 2 (8 ingress stages);
+     * constants behind a gateway, which a program that never declares anything drops, do not */
+    action bridge_tag_popped() {
+        hdr.bridge.l2_change = L2_TAG_POPPED;
+    }
+
+    action bridge_tag_pushed() {
+        hdr.bridge.l2_change = L2_TAG_PUSHED;
+    }
+
+    /* Every packet carries its pair to the egress (spec §7.3), whether the ingress grew it by a
+     * shim (set by fate's insert actions, which follow) and the L2 change the host declared
+     * (bridge_tag_*, which follow): the egress's pkt_length is the length the packet arrived with,
+     * not what the ingress deparser emitted. */
     action bridge_pair() {
         hdr.bridge.setValid();
-        hdr.bridge.pad = 0;
+        hdr.bridge.l2_change = L2_SAME;
         hdr.bridge.grown = 0;
         hdr.bridge.managed = md.managed;
         hdr.bridge.pid = md.pid;
@@ -349,6 +363,11 @@ control FfsCore(inout headers_t hdr,
             /* here, not beside fate: it needs only the pair (stage 1), and bf-p4c places it in
              * program order, where it would push fate into an eighth stage on Tofino 2 */
             bridge_pair();
+            if (md.l2_change == L2_TAG_POPPED) {
+                bridge_tag_popped();
+            } else if (md.l2_change == L2_TAG_PUSHED) {
+                bridge_tag_pushed();
+            }
             if (md.managed == 1) {
                 normalize.apply(hdr, md);
                 ri_update.apply(hdr, md);
