@@ -34,11 +34,20 @@ def why_not() -> str | None:
     return None
 
 
-def suite_tests() -> list[str]:
+# PTF modules that run on p4src/examples/ programs, not on ffs: they skip on the suite's runs, and
+# test_host_program_on_tofino_model runs them on the example
+EXAMPLE_MODULES = ("test_host_l2",)
+
+
+def suite_tests(modules: tuple[str, ...] | None = None) -> list[str]:
+    """The suite's tests on ffs (without the examples' modules), or those of `modules`."""
     out = subprocess.run(
         ["ptf", "--test-dir", str(SUITE), "--list-test-names"], capture_output=True, text=True, timeout=120, check=True
     ).stdout
-    return [line.strip() for line in out.splitlines() if re.fullmatch(r"test_\w+\.\w+", line.strip())]
+    names = [line.strip() for line in out.splitlines() if re.fullmatch(r"test_\w+\.\w+", line.strip())]
+    if modules is None:
+        return [n for n in names if n.split(".")[0] not in EXAMPLE_MODULES]
+    return [n for n in names if n.split(".")[0] in modules]
 
 
 @pytest.mark.root
@@ -417,5 +426,39 @@ def test_ptf_suite_on_tofino_model(chip):
         out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
         pytest.fail(f"the PTF suite on the {chip} model did not finish within 2400 s:\n{out[-6000:]}")
     out = p.stdout + p.stderr
-    problems = verdict_problems(chip, expected, p.returncode, out)
+    # the examples' tests skip on ffs, each saying so
+    skips = {**TOFINO_MODEL_SKIPS, **{t: "runs on the example" for t in suite_tests(EXAMPLE_MODULES)}}
+    problems = verdict_problems(chip, expected, p.returncode, out, skips)
     assert not problems, "\n".join(problems) + f"\n{out[-8000:]}"
+
+
+@pytest.mark.root(reason="tofino-model needs root (veths, hugepages for bf_switchd)")
+@pytest.mark.parametrize("chip", CHIPS)
+def test_host_program_on_tofino_model(chip):
+    """p4src/examples/l2l3_acl.p4, which pops and pushes 802.1Q tags and declares it to the FFS
+    library (docs/pipeline.md), installed beside ffs and run on the chip's model as its module's
+    docstring says: every test of the examples' modules reports ok."""
+    why = why_not_tofino_model(chip)
+    if why:
+        pytest.skip(why)
+    expected = suite_tests(EXAMPLE_MODULES)
+    assert expected, "no test of the examples' modules"
+    env = {k: v for k, v in os.environ.items() if k not in ("ARCH", "PORT_MAP", "PTF_PARAMS", "PTF_ARGS", "TARGET")}
+    p = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "install-example", f"CHIP={chip}"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = subprocess.run(
+        [str(RUN_TOFINO_MODEL), *EXAMPLE_MODULES],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=dict(env, CHIP=chip, P4_PROGRAM="l2l3_acl"),
+    )
+    out = p.stdout + p.stderr
+    got = results(out)
+    assert p.returncode == 0 and all(got.get(t) == "ok" for t in expected), f"{got}\n{out[-8000:]}"

@@ -19,9 +19,13 @@ pytest.importorskip("scapy", reason="scapy is not installed (make setup)")
 
 class Dataplane:
     ports: dict = {}
+    qlen = 100
 
     def flush(self) -> None:
         pass
+
+    def set_qlen(self, qlen: int) -> None:
+        self.qlen = qlen
 
 
 class Recording:
