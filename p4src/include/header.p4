@@ -191,6 +191,7 @@ struct egress_metadata_t {
     len_t   pkt_len;       /* pkt_length, plus the shim the ingress inserted (bridge.grown) */
     len_t   excess;        /* pkt_len - claimed (mod 2^16) */
     bit<1>  lies;          /* frame_check: the bytes disagree with the claim */
+    bit<1>  stripped;      /* strip_v4 / strip_v6 took the shim off */
 }
 
 #endif

@@ -243,6 +243,7 @@ parser FfsEgressParser(packet_in pkt,
     state start {
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridge);
+        md.stripped = 0;
         transition select(hdr.bridge.grown) {
             1: grown;
             default: parse_ethernet;

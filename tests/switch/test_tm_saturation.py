@@ -108,6 +108,49 @@ def test_a_first_hop_that_inserts_the_shim_keeps_the_guarantee(size):
     assert 0.95 * flood <= got["flood"] <= 1.05 * flood, (size, got, flood)
 
 
+def stripped(size: int, demand: float) -> str:
+    """The last hop of an FFS domain: the senders' frames arrive with a shim (`packet_size` counts
+    it, as the IP length does) and p3 (`strip: true`) sends them 8 bytes shorter."""
+    return (
+        saturated(size)
+        .replace("port: 3,", "port: 3, strip: true,")
+        .replace(f"demand: {DEMAND:.0f}", f"demand: {demand:.0f}")
+    )
+
+
+@pytest.mark.parametrize("size", [64, 576, 1500, 9000])
+def test_a_last_hop_that_strips_the_shim_keeps_the_guarantee(size):
+    """The port sends every frame 8 bytes shorter than it arrived, so FFS counts what it sends
+    (spec §4). A 64-byte IP packet with its shim is a 14 + 64 + 4 = 82-byte frame, 102 line-rate
+    bytes as it arrives and 94 as it leaves: the sender's 40 Mb/s of arrivals take
+    40 · 94/102 = 36.9 Mb/s of p3, below its 50 (Corollary 1: it keeps them all, ≥ 98 %), and the
+    flood the rest of p3, 100 − 36.9 (Eq. 2), 102/94 of that as it arrives (68.5 Mb/s). Caught:
+    A_j and R*_j counting the frames as they arrived: p3 ran at 94/102 of its speed and the flood
+    got 60 Mb/s of arrivals at 64 bytes."""
+    arrive = 14 + size + 4 + 20
+    leave = arrive - 8
+    res = run_scenario(loads(stripped(size, DEMAND)), "ffs", duration_s=1.0)
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    flood = (CAP - DEMAND * leave / arrive) * arrive / leave
+    assert got["sender"] >= 0.98 * DEMAND, (size, got, res.tm_drops)
+    assert 0.95 * flood <= got["flood"] <= 1.05 * flood, (size, got, flood)
+
+
+@pytest.mark.parametrize("size", [64, 1500])
+def test_a_last_hop_that_strips_the_shim_keeps_a_sender_at_its_share(size):
+    """The sender at exactly its share of what p3 sends, 50 Mb/s of stripped frames: 50 · 102/94 =
+    54.3 Mb/s of arrivals at 64 bytes. The two pairs' frames are the same size and their shares
+    equal, so the sender keeps all of it (≥ 97 %, as at the share above) and the flood as much
+    (Eq. 2). Caught: A_j counting arrivals held p3 at 100 Mb/s of them, each pair at 50 (92 % of
+    the sender's 54.3 at 64 bytes)."""
+    arrive = 14 + size + 4 + 20
+    demand = SHARE * arrive / (arrive - 8)
+    res = run_scenario(loads(stripped(size, demand)), "ffs", duration_s=1.0)
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    assert got["sender"] >= 0.97 * demand, (size, got, demand, res.tm_drops)
+    assert got["flood"] <= 1.03 * demand, (size, got, demand)
+
+
 def test_the_queue_alone_would_not_isolate():
     """The same load with FFS off: the port's queue is FIFO and the flood takes it, so the test
     above measures FFS, not the queue (FIFO gives the sender its share of the arrivals: 40/640)."""
