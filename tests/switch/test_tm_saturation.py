@@ -17,7 +17,7 @@ import pytest
 
 from ffs.agent.core import Agent
 from ffs.core.allocator import allocate
-from ffs.core.frames import ipv4_frame
+from ffs.core.frames import ipv4_frame, shim
 from ffs.core.tau import EgressTau
 from ffs.lab.attacks import loads
 from ffs.lab.experiments import run_scenario
@@ -149,6 +149,20 @@ def test_a_last_hop_that_strips_the_shim_keeps_a_sender_at_its_share(size):
     got = {s["stream"]: s["measured"] for s in res.streams}
     assert got["sender"] >= 0.97 * demand, (size, got, demand, res.tm_drops)
     assert got["flood"] <= 1.03 * demand, (size, got, demand)
+
+
+@pytest.mark.parametrize("insert", [False, True], ids=["strip", "insert-then-strip"])
+def test_the_guard_drains_a_strip_port_by_what_it_sends(insert):
+    """The guard's virtual queue adds the frames as they arrive (spec §7.7): at a strip port whose
+    64-byte packets arrive with their shim, 102 line-rate bytes each, and leave with 94, its drain
+    is raised by 102/94 = 1.0851, 278/256 in the agent's steps. A frame the same node inserted
+    the shim into leaves as it arrived: no factor. Caught: a factor from the stripped frames alone
+    (94/86 = 1.094 on the insert-then-strip port, whose 56-byte packets arrive as 94 line-rate
+    bytes)."""
+    topo = stripped(64, DEMAND).replace("port: 1,", "port: 1, insert: true," if insert else "port: 1,")
+    frame = ipv4_frame("10.0.1.1", "10.0.3.1", 64 - (8 if insert else 0), None if insert else shim())
+    _, agent = _replay(topo, [stream_arrivals(1, frame, DEMAND, 0, 0.05, stream="sender", seed=1)], 0.05, 0.005)
+    assert agent.quarantine.drains() == ({} if insert else {3: 278 / 256})
 
 
 def test_the_queue_alone_would_not_isolate():

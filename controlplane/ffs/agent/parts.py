@@ -118,7 +118,7 @@ class AgentParts:
         """ffs.agent.quarantine_entries.QuarantineEntries"""
         raise NotImplementedError
 
-    def _strip_drains(self, a: dict[int, CounterValue], stripped: dict[int, CounterValue]) -> list[Update]:
+    def _strip_drains(self, a: dict[int, CounterValue], sent: dict[int, CounterValue]) -> list[Update]:
         """ffs.agent.quarantine_entries.QuarantineEntries"""
         raise NotImplementedError
 

@@ -10,7 +10,7 @@ import dataclasses
 from ffs.agent.parts import AgentParts
 from ffs.agent.quarantine import lm_of
 from ffs.agent.snapshot import PairStatus
-from ffs.core import constants, p4names
+from ffs.core import p4names
 from ffs.core.entries import CounterValue, Update, UpdateKind
 from ffs.core.program import guard_updates, pair_entry
 
@@ -108,21 +108,22 @@ class QuarantineEntries(AgentParts):
             if u.entry.table == p4names.TIMER_PORTS.name and u.entry.params["port"] in ports
         ]
 
-    def _strip_drains(self, a: dict[int, CounterValue], stripped: dict[int, CounterValue]) -> list[Update]:
+    def _strip_drains(self, a: dict[int, CounterValue], sent: dict[int, CounterValue]) -> list[Update]:
         """The guard's timer entries of the egresses whose strip factor changed: per egress that
-        admitted frames this period (`a`, as they arrived), what they weigh in line-rate bytes over
-        what the port sends of them, SHIM_LEN less per frame it stripped (spec §7.7: the virtual
-        queue adds claims as they arrive, the port drains what it sends). In 1/256 steps, so that
-        a steady mix rewrites nothing; an idle egress keeps its factor."""
+        admitted frames this period, what they weigh in line-rate bytes as they arrived (`a`)
+        over what the port sends of them (`sent`: A_j with the shims inserted and stripped, spec
+        §4), where that is above 1 (spec §7.7: the virtual queue adds claims as they arrive, the
+        port drains what it sends). In 1/256 steps, so that a steady mix rewrites nothing; an idle
+        egress keeps its factor."""
         if self.guard_timer_ns is None:
             return []
         before = self.quarantine.drains()
         for port, c in a.items():
-            line = c.bytes + self.wire_overhead * c.packets
-            sent = line - constants.SHIM_LEN * stripped.get(port, CounterValue(0, 0)).packets
-            if c.packets == 0 or sent <= 0:
+            out = sent.get(port, c)
+            line, line_out = c.bytes + self.wire_overhead * c.packets, out.bytes + self.wire_overhead * out.packets
+            if c.packets == 0 or line_out <= 0:
                 continue
-            f = round(line / sent * 256) / 256
+            f = round(line / line_out * 256) / 256
             if f > 1.0:
                 self.quarantine.stripping[port] = f
             else:

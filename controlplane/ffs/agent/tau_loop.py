@@ -72,9 +72,9 @@ class TauLoop(PortDrains):
         # τ holds what the port sends at the target: + SHIM_LEN per frame the ingress inserts a shim
         # into, − SHIM_LEN per frame the egress strips one off
         stripped, _ = self._read(Reading.STRIPPED, ports, virtual)
-        guard = self._strip_drains(a, stripped)  # the guard's queue adds the frames as they arrive
         offered = self._sent(Reading.OFFERED, offered, ports, virtual, stripped)
-        a = self._sent(Reading.ADMITTED, a, ports, virtual, stripped)
+        arrived, a = a, self._sent(Reading.ADMITTED, a, ports, virtual, stripped)
+        guard = self._strip_drains(arrived, a)  # the guard's queue adds the frames as they arrive
         jumped |= self._jumped_in(Reading.OFFERED_SHIMS, Reading.ADMITTED_SHIMS, Reading.STRIPPED)
         quarantine = guard + self._release_quarantine(now_s) + self._telemetry_if_due(virtual, now_s, bad, jumped)
         # a port that drains slower than its speed: the target in force follows it (spec §9, item 8)
