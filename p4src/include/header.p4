@@ -195,6 +195,7 @@ struct egress_metadata_t {
     len_t   pkt_len;       /* pkt_length + arrival_change: the frame as the egress holds it */
     len_t   excess;        /* pkt_len - claimed (mod 2^16) */
     bit<1>  lies;          /* frame_check: the bytes disagree with the claim */
+    bit<1>  stripped;      /* strip_v4 / strip_v6 took the shim off */
 }
 
 #endif

@@ -243,6 +243,7 @@ parser FfsEgressParser(packet_in pkt,
     state start {
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridge);
+        md.stripped = 0;
         transition select(hdr.bridge.grown, hdr.bridge.l2_change) {
             (1, L2_TAG_POPPED): grown_popped;
             (1, L2_TAG_PUSHED): grown_pushed;

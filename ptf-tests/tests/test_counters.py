@@ -5,7 +5,7 @@ egress (accepted) and the events cells, for a mix of managed, unmanaged and unro
 Bytes are frame bytes as PTF sent them (plus the target's counter_byte_adjust)."""
 
 import expect
-from base import DST4_MISS, DST4_OTHER, IN, OTHER, OUT, FfsTest, byte_adjust, ffs_v4, packets, plain_v4
+from base import DST4_MISS, DST4_OTHER, IN, OTHER, OUT, FfsTest, byte_adjust, ffs_v4, ffs_v6, packets, plain_v4
 from ffs.core import constants, p4names
 from ffs.core.entries import COUNTER_WRAP
 from ffs.core.labels import encode
@@ -95,3 +95,54 @@ class ShimsCountedWhereTheIngressInsertsThem(FfsTest):
         self.send(ffs_v4(encode(2.0), flags=0), count=k)
         self.assertEqual(self.count_received(OUT, k), k)
         self.assertEqual(self.shims(), shims1, "a packet that arrived with a shim gets none")
+
+
+class StrippedCountedWhereTheEgressStripsThem(FfsTest):
+    """spec §4: a strip port sends a frame that arrived with a shim 8 bytes shorter, and FFS counts
+    what the port sends. n IPv4 packets with a shim toward a strip port with gamma = 1/2: stripped
+    counts exactly those that left OUT, and A_j's bytes less 8 per stripped frame are the bytes that
+    left OUT. Then k IPv6 packets with a shim count too; k without one, and k that leave below the
+    Ethernet minimum once stripped (padded back: fewer than 8 bytes less), move nothing."""
+
+    def stripped(self) -> int:
+        return self.driver.read_counters(p4names.STRIPPED.name, [OUT])[OUT].packets
+
+    def runTest(self):
+        n, k = packets(600, 120), 5
+        self.set_port(IN, trust=1, insert=0)
+        self.set_strip(OUT)
+        pkt = ffs_v4(encode(2.0), flags=0)
+        self.set_m(expect.m_for(2.0, self.f_of(pkt), 4.0))
+        self.set_egress(expect.Egress(tau=2.0, congested=True))  # gamma = tau / rf' = 1/2
+        before, stripped0 = self.counts(), self.stripped()
+        self.send(pkt, count=n)
+        sent = []
+        while len(sent) < n:
+            got = self.recv(OUT, timeout=1.0)
+            if got is None:
+                break
+            sent.append(len(got) + byte_adjust())
+        delta = self.since(before)
+        stripped = (self.stripped() - stripped0) % COUNTER_WRAP
+        self.assertGreater(len(sent), 0)
+        self.assertLess(len(sent), n)
+        self.assertEqual(set(sent), {len(pkt) - constants.SHIM_LEN + byte_adjust()}, "each left without its shim")
+        self.assertEqual(stripped, len(sent), "the frames the port sent stripped")
+        self.assertEqual(delta.admitted[OUT].packets, len(sent))
+        self.assertEqual(
+            delta.admitted[OUT].bytes - constants.SHIM_LEN * stripped, sum(sent), "A_j as the port sends it"
+        )
+        self.set_egress(expect.Egress())  # gamma = 1
+        stripped1 = self.stripped()
+        self.send(ffs_v6(encode(2.0), flags=0), count=k)
+        self.assertEqual(self.count_received(OUT, k), k)
+        self.assertEqual((self.stripped() - stripped1) % COUNTER_WRAP, k, "IPv6: stripped too")
+        self.send(plain_v4(300), count=k)
+        self.assertEqual(self.count_received(OUT, k), k)
+        self.assertEqual((self.stripped() - stripped1) % COUNTER_WRAP, k, "no shim: nothing stripped")
+        # 14 + 48 + 4 = 66 bytes, 58 stripped: padded back to 64, fewer than 8 bytes less
+        self.send(ffs_v4(encode(2.0), flags=0, ip_len=48), count=k)
+        self.assertEqual(self.count_received(OUT, k), k)
+        self.assertEqual(
+            (self.stripped() - stripped1) % COUNTER_WRAP, k, "below the minimum once stripped: not counted"
+        )

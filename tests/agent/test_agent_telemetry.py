@@ -51,9 +51,10 @@ def test_a_tau_step_reads_one_cell_per_egress_at_4096_pairs(tmp_path):
     d.take()
     agent.step(0.1)
     # what left each egress (accepted), on a target with the TM's counters (spec §9, item 8), and
-    # the shims R*_j and A_j add as the port sends them (spec §4)
+    # the shims R*_j and A_j add and a strip port takes off as the port sends them (spec §4)
     step = {p4names.OFFERED.name: 64, p4names.ADMITTED.name: 64, p4names.MALFORMED.name: 64}
     step |= {p4names.ACCEPTED.name: 64, p4names.OFFERED_SHIMS.name: 64, p4names.ADMITTED_SHIMS.name: 64}
+    step |= {p4names.STRIPPED.name: 64}
     assert d.take() == step
     agent.step(1.05)  # the telemetry period is over: the pairs' four arrays once, and what left each egress
     cells = d.take()
@@ -87,8 +88,8 @@ def test_pair_rates_reach_status_on_the_telemetry_period_and_tau_uses_the_egress
         p3 = next(e for e in snap.egresses if e.egress == "p3")
         # R*_3 every period, from `offered`: 100 packets of 1000 IP bytes in 0.1 s, at line rate (each
         # frame 14 + 1000 + FCS 4, preamble and gap 20: spec §4), as p3 sends them: p1 inserts the
-        # 8-byte shim (offered_shims)
-        assert p3.offered_bps == pytest.approx(100 * (1038 + 8) * 8 / 0.1, rel=1e-9)
+        # 8-byte shim (offered_shims) and p3 strips it (stripped), so they leave as they arrived
+        assert p3.offered_bps == pytest.approx(100 * (1038 + 8 - 8) * 8 / 0.1, rel=1e-9)
         pair = next(s for s in snap.pairs if (s.ingress, s.egress) == ("p1", "p3"))
         if step < 10:
             assert pair.rate_bps == 0.0  # the pairs were last read at t = 0

@@ -380,6 +380,40 @@ def test_the_shims_an_insert_port_adds_are_counted(engine):
     assert a.bytes + constants.SHIM_LEN * admitted.packets == sent
 
 
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_the_shims_a_strip_port_takes_off_are_counted(engine):
+    """spec §4: a strip port sends a frame that arrived with a shim 8 bytes shorter. On a strip
+    port, γ = 1/2: `stripped` counts every frame that left OUT without its shim, and A_j's bytes
+    less 8 per stripped frame are the bytes that left OUT, FCS included. Also counted: a frame the
+    frame check drops (stripped before it, as the P4 program does). Not counted: a frame without a
+    shim, and one of 14 + 48 + 4 = 66 bytes, padded back to 64 once stripped (2 bytes less)."""
+    from ffs.switch.fast import FastPipeline, available
+    from ffs.switch.pipeline import Pipeline
+
+    if engine == "c" and not available():
+        pytest.skip("the compiled engine is not built")
+    r = rig(seed=5, pipeline=FastPipeline if engine == "c" else Pipeline)
+    r.driver.write([Update("insert", TableEntry(p4names.EGRESS_PORTS.name, {"egress_port": Exact(OUT)}, "strip_shim"))])
+    r.set_pair(lm_for(encode(2.0), encode(2.0)))
+    r.set_egress(encode(1.0))  # gamma = 1/2
+    res = [r.send(labelled(encode(2.0), ip_len=500)) for _ in range(400)]
+    kept = sum(x.egress_port is not None for x in res)
+    sent = sum(len(x.frame) + constants.FCS_LEN for x in res if x.egress_port is not None)
+    read = r.driver.read_counters
+    stripped, a = read(p4names.STRIPPED.name, [OUT])[OUT], read(p4names.ADMITTED.name, [OUT])[OUT]
+    assert 0 < kept < 400
+    assert {len(x.frame) for x in res if x.egress_port is not None} == {14 + 500 - constants.SHIM_LEN}
+    assert (stripped.packets, stripped.bytes) == (kept, 0)  # a PACKETS counter
+    assert a.bytes - constants.SHIM_LEN * stripped.packets == sent
+    r.set_egress(encode(4.0))  # gamma = 1
+    assert r.send(ipv4_frame("10.0.1.1", DST, 500)).egress_port == OUT
+    assert r.send(labelled(encode(2.0), ip_len=48)).egress_port == OUT
+    assert read(p4names.STRIPPED.name, [OUT])[OUT].packets == kept
+    lying = lie_ip_len(labelled(encode(2.0), ip_len=500), 400)
+    assert r.send(lying).drop_reason == "malformed"
+    assert read(p4names.STRIPPED.name, [OUT])[OUT].packets == kept + 1
+
+
 # --- RI (Algorithm 4 with the pre-γ normalized label) ----------------------------------------
 
 

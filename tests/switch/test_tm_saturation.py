@@ -17,7 +17,7 @@ import pytest
 
 from ffs.agent.core import Agent
 from ffs.core.allocator import allocate
-from ffs.core.frames import ipv4_frame
+from ffs.core.frames import ipv4_frame, shim
 from ffs.core.tau import EgressTau
 from ffs.lab.attacks import loads
 from ffs.lab.experiments import run_scenario
@@ -106,6 +106,63 @@ def test_a_first_hop_that_inserts_the_shim_keeps_the_guarantee(size):
     flood = (CAP - DEMAND * leave / arrive) * arrive / leave
     assert got["sender"] >= 0.98 * DEMAND, (size, got, res.tm_drops)
     assert 0.95 * flood <= got["flood"] <= 1.05 * flood, (size, got, flood)
+
+
+def stripped(size: int, demand: float) -> str:
+    """The last hop of an FFS domain: the senders' frames arrive with a shim (`packet_size` counts
+    it, as the IP length does) and p3 (`strip: true`) sends them 8 bytes shorter."""
+    return (
+        saturated(size)
+        .replace("port: 3,", "port: 3, strip: true,")
+        .replace(f"demand: {DEMAND:.0f}", f"demand: {demand:.0f}")
+    )
+
+
+@pytest.mark.parametrize("size", [64, 576, 1500, 9000])
+def test_a_last_hop_that_strips_the_shim_keeps_the_guarantee(size):
+    """The port sends every frame 8 bytes shorter than it arrived, so FFS counts what it sends
+    (spec §4). A 64-byte IP packet with its shim is a 14 + 64 + 4 = 82-byte frame, 102 line-rate
+    bytes as it arrives and 94 as it leaves: the sender's 40 Mb/s of arrivals take
+    40 · 94/102 = 36.9 Mb/s of p3, below its 50 (Corollary 1: it keeps them all, ≥ 98 %), and the
+    flood the rest of p3, 100 − 36.9 (Eq. 2), 102/94 of that as it arrives (68.5 Mb/s). Caught:
+    A_j and R*_j counting the frames as they arrived: p3 ran at 94/102 of its speed and the flood
+    got 60 Mb/s of arrivals at 64 bytes."""
+    arrive = 14 + size + 4 + 20
+    leave = arrive - 8
+    res = run_scenario(loads(stripped(size, DEMAND)), "ffs", duration_s=1.0)
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    flood = (CAP - DEMAND * leave / arrive) * arrive / leave
+    assert got["sender"] >= 0.98 * DEMAND, (size, got, res.tm_drops)
+    assert 0.95 * flood <= got["flood"] <= 1.05 * flood, (size, got, flood)
+
+
+@pytest.mark.parametrize("size", [64, 1500])
+def test_a_last_hop_that_strips_the_shim_keeps_a_sender_at_its_share(size):
+    """The sender at exactly its share of what p3 sends, 50 Mb/s of stripped frames: 50 · 102/94 =
+    54.3 Mb/s of arrivals at 64 bytes. The two pairs' frames are the same size and their shares
+    equal, so the sender keeps all of it (≥ 97 %, as at the share above) and the flood as much
+    (Eq. 2). Caught: A_j counting arrivals held p3 at 100 Mb/s of them, each pair at 50 (92 % of
+    the sender's 54.3 at 64 bytes)."""
+    arrive = 14 + size + 4 + 20
+    demand = SHARE * arrive / (arrive - 8)
+    res = run_scenario(loads(stripped(size, demand)), "ffs", duration_s=1.0)
+    got = {s["stream"]: s["measured"] for s in res.streams}
+    assert got["sender"] >= 0.97 * demand, (size, got, demand, res.tm_drops)
+    assert got["flood"] <= 1.03 * demand, (size, got, demand)
+
+
+@pytest.mark.parametrize("insert", [False, True], ids=["strip", "insert-then-strip"])
+def test_the_guard_drains_a_strip_port_by_what_it_sends(insert):
+    """The guard's virtual queue adds the frames as they arrive (spec §7.7): at a strip port whose
+    64-byte packets arrive with their shim, 102 line-rate bytes each, and leave with 94, its drain
+    is raised by 102/94 = 1.0851, 278/256 in the agent's steps. A frame the same node inserted
+    the shim into leaves as it arrived: no factor. Caught: a factor from the stripped frames alone
+    (94/86 = 1.094 on the insert-then-strip port, whose 56-byte packets arrive as 94 line-rate
+    bytes)."""
+    topo = stripped(64, DEMAND).replace("port: 1,", "port: 1, insert: true," if insert else "port: 1,")
+    frame = ipv4_frame("10.0.1.1", "10.0.3.1", 64 - (8 if insert else 0), None if insert else shim())
+    _, agent = _replay(topo, [stream_arrivals(1, frame, DEMAND, 0, 0.05, stream="sender", seed=1)], 0.05, 0.005)
+    assert agent.quarantine.drains() == ({} if insert else {3: 278 / 256})
 
 
 def test_the_queue_alone_would_not_isolate():

@@ -118,6 +118,10 @@ class AgentParts:
         """ffs.agent.quarantine_entries.QuarantineEntries"""
         raise NotImplementedError
 
+    def _strip_drains(self, a: dict[int, CounterValue], sent: dict[int, CounterValue]) -> list[Update]:
+        """ffs.agent.quarantine_entries.QuarantineEntries"""
+        raise NotImplementedError
+
     def _update_quarantine(
         self,
         pairs: list[PairStatus],

@@ -118,6 +118,9 @@ class Quarantine:
         # pid -> (its egress port, what its admitted claims weigh above their bytes, over the port's
         # speed): the guard's virtual queue adds claims (spec §7.7), so it drains that much faster
         self.excess: dict[int, tuple[int, float]] = {}
+        # egress port -> the factor on its guard drain for the shims its strip mode takes off: what
+        # its admitted frames weigh as they arrive over what it sends of them (spec §7.7)
+        self.stripping: dict[int, float] = {}
 
     def offence_count(self, pid: int, now_s: float) -> int:
         """The pair's offences still remembered: one forgotten per FORGET_PERIODS · seconds since
@@ -162,11 +165,14 @@ class Quarantine:
     def drains(self) -> dict[int, float]:
         """Per egress port with a held pair whose code carries a factor: the factor on its guard
         timer's drain, 1 + what the pairs' admitted claims weigh above their bytes over its speed,
-        so that the virtual queue holds the bytes the port's queue holds (spec §7.7, §9)."""
+        so that the virtual queue holds the bytes the port's queue holds (spec §7.7, §9); times
+        its `stripping` factor on a port that strips the shim."""
         out: dict[int, float] = {}
         for pid, (port, x) in sorted(self.excess.items()):
             if pid in self.factor:
                 out[port] = out.get(port, 1.0) + x
+        for port, f in sorted(self.stripping.items()):
+            out[port] = out.get(port, 1.0) * f
         return out
 
     def withhold(self, u: Update) -> Update:

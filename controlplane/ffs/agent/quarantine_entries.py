@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The quarantine as the switch sees it: the set_pair entries that withhold part of a lying pair's
 share, resumed after a restart, released when their time is up (the judgement itself is
-ffs.agent.quarantine's)."""
+ffs.agent.quarantine's); the queue guard's drains they and a strip port raise."""
 
 from __future__ import annotations
 
@@ -107,6 +107,28 @@ class QuarantineEntries(AgentParts):
             for u in ups
             if u.entry.table == p4names.TIMER_PORTS.name and u.entry.params["port"] in ports
         ]
+
+    def _strip_drains(self, a: dict[int, CounterValue], sent: dict[int, CounterValue]) -> list[Update]:
+        """The guard's timer entries of the egresses whose strip factor changed: per egress that
+        admitted frames this period, what they weigh in line-rate bytes as they arrived (`a`)
+        over what the port sends of them (`sent`: A_j with the shims inserted and stripped, spec
+        §4), where that is above 1 (spec §7.7: the virtual queue adds claims as they arrive, the
+        port drains what it sends). In 1/256 steps, so that a steady mix rewrites nothing; an idle
+        egress keeps its factor."""
+        if self.guard_timer_ns is None:
+            return []
+        before = self.quarantine.drains()
+        for port, c in a.items():
+            out = sent.get(port, c)
+            line, line_out = c.bytes + self.wire_overhead * c.packets, out.bytes + self.wire_overhead * out.packets
+            if c.packets == 0 or line_out <= 0:
+                continue
+            f = round(line / line_out * 256) / 256
+            if f > 1.0:
+                self.quarantine.stripping[port] = f
+            else:
+                self.quarantine.stripping.pop(port, None)
+        return self._guard_drains(before)
 
     def _line(self, c: CounterValue) -> CounterValue:
         """A counter's bytes as line-rate bytes (spec §4: +wire_overhead per frame)."""

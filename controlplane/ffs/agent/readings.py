@@ -49,6 +49,9 @@ class Reading(str, enum.Enum):
     # port sends each SHIM_LEN bytes longer than the bytes counters count it (spec §4)
     OFFERED_SHIMS = "OS"
     ADMITTED_SHIMS = "AS"
+    # per egress port: the frames the egress strips the shim off, SHIM_LEN bytes each fewer than
+    # R*_j and A_j counted (spec §4)
+    STRIPPED = "ST"
 
 
 # the P4 counter each reading reads
@@ -65,9 +68,11 @@ COUNTER_OF: dict[Reading, str] = {
     Reading.DRAINED: p4names.ACCEPTED.name,
     Reading.OFFERED_SHIMS: p4names.OFFERED_SHIMS.name,
     Reading.ADMITTED_SHIMS: p4names.ADMITTED_SHIMS.name,
+    Reading.STRIPPED: p4names.STRIPPED.name,
 }
 # the readings that hold a port at its target count the frame the port sends: each of these adds
-# SHIM_LEN bytes per frame its shim reading counts (spec §4)
+# SHIM_LEN bytes per frame its shim reading counts and takes SHIM_LEN off per frame STRIPPED counts
+# (spec §4)
 SHIMS_OF: dict[Reading, Reading] = {
     Reading.OFFERED: Reading.OFFERED_SHIMS,
     Reading.ADMITTED: Reading.ADMITTED_SHIMS,
@@ -79,6 +84,7 @@ EGRESS_READINGS = (
     Reading.ACCEPTED,
     Reading.OFFERED_SHIMS,
     Reading.ADMITTED_SHIMS,
+    Reading.STRIPPED,
 )
 PAIR_READINGS = (Reading.PAIR_BYTES, Reading.PAIR_DROPS, Reading.PAIR_MALFORMED)
 
@@ -101,14 +107,24 @@ class CounterReadings(AgentParts):
         return self._measure(reading, COUNTER_OF[reading], indices, now_s)
 
     def _sent(
-        self, reading: Reading, counts: dict[int, CounterValue], indices: list[int], now_s: float | None
+        self,
+        reading: Reading,
+        counts: dict[int, CounterValue],
+        indices: list[int],
+        now_s: float | None,
+        stripped: dict[int, CounterValue],
     ) -> dict[int, CounterValue]:
         """`counts` (increments of `reading`) as the port sends the frames: SHIM_LEN bytes more for
-        each the ingress inserted a shim into, read from the reading's shim counter (spec §4). The
-        two reads are a moment apart; the shims of frames counted in between land next period."""
+        each the ingress inserted a shim into, read from the reading's shim counter, and SHIM_LEN
+        fewer for each the egress stripped (`stripped`, this period's STRIPPED, read once for
+        both readings) (spec §4). The reads are moments apart; a frame counted in between lands
+        next period."""
         shims, _ = self._read(SHIMS_OF[reading], indices, now_s)
         return {
-            i: CounterValue(c.packets, c.bytes + constants.SHIM_LEN * shims.get(i, ZERO).packets)
+            i: CounterValue(
+                c.packets,
+                max(0, c.bytes + constants.SHIM_LEN * (shims.get(i, ZERO).packets - stripped.get(i, ZERO).packets)),
+            )
             for i, c in counts.items()
         }
 

@@ -56,7 +56,7 @@ class TauLoop(PortDrains):
 
     def step(self, now_s: float | None = None) -> Snapshot:
         """One control period: R*_j, A_j and the lies at j per egress, R*_j and A_j as the port sends
-        them (five reads of one cell per egress, whatever the number of pairs), τ per egress, every
+        them (six reads of one cell per egress, whatever the number of pairs), τ per egress, every
         egress pushed in one batch. The pairs' telemetry (R, drops, lies, F; the quarantine) is read on its own cadence,
         `telemetry_period_s`, and at once when an egress counted a lying frame."""
         virtual = now_s
@@ -69,11 +69,14 @@ class TauLoop(PortDrains):
         # an egress whose counters went backwards decides nothing this period (its τ stays)
         jumped = self._jumped_in(Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED)
         self._count_since_telemetry(ports, a, bad, jumped)  # as they arrived, as the frame check counts them
-        # τ holds what the port sends at the target: + SHIM_LEN per frame the ingress inserts a shim into
-        offered = self._sent(Reading.OFFERED, offered, ports, virtual)
-        a = self._sent(Reading.ADMITTED, a, ports, virtual)
-        jumped |= self._jumped_in(Reading.OFFERED_SHIMS, Reading.ADMITTED_SHIMS)
-        quarantine = self._release_quarantine(now_s) + self._telemetry_if_due(virtual, now_s, bad, jumped)
+        # τ holds what the port sends at the target: + SHIM_LEN per frame the ingress inserts a shim
+        # into, − SHIM_LEN per frame the egress strips one off
+        stripped, _ = self._read(Reading.STRIPPED, ports, virtual)
+        offered = self._sent(Reading.OFFERED, offered, ports, virtual, stripped)
+        arrived, a = a, self._sent(Reading.ADMITTED, a, ports, virtual, stripped)
+        guard = self._strip_drains(arrived, a)  # the guard's queue adds the frames as they arrive
+        jumped |= self._jumped_in(Reading.OFFERED_SHIMS, Reading.ADMITTED_SHIMS, Reading.STRIPPED)
+        quarantine = guard + self._release_quarantine(now_s) + self._telemetry_if_due(virtual, now_s, bad, jumped)
         # a port that drains slower than its speed: the target in force follows it (spec §9, item 8)
         tm, drain_pairs = self._follow_drains(ports, bad, virtual)
         snap = Snapshot(now_s, pairs=self._pair_status, pairs_time_s=self._last_telemetry, ports=self._port_status)

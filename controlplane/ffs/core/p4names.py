@@ -335,6 +335,7 @@ CONST_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.const_entries)
 ACCEPTED = Counter("FfsEgress.egress_acct.accepted", 512)
 MALFORMED = Counter("FfsEgress.egress_acct.malformed", 512)
 PAIR_MALFORMED = Counter("FfsEgress.egress_acct.pair_malformed", 4096)
+STRIPPED = Counter("FfsEgress.egress_acct.stripped", 512, "PACKETS")
 ADMITTED = Counter("FfsIngress.admitted", 512)
 ADMITTED_SHIMS = Counter("FfsIngress.admitted_shims", 512, "PACKETS")
 EVENTS = Counter("FfsIngress.events", 8, "PACKETS")
@@ -347,6 +348,7 @@ COUNTERS: tuple[Counter, ...] = (
     ACCEPTED,
     MALFORMED,
     PAIR_MALFORMED,
+    STRIPPED,
     ADMITTED,
     ADMITTED_SHIMS,
     EVENTS,

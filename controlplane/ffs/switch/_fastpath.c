@@ -448,7 +448,7 @@ enum {
     B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN, B_LPF_DECAY, B_LPF_SHIFT,
     B_TM_SPEED, B_TM_BUFFER, B_TM_BACKLOG, B_TM_LAST, B_TM_DROPS, B_TM_DROP_BYTES, B_TM_ENQUEUED, B_TM_DELAY_SUM,
     B_TM_FRAME_MAX, B_TM_OVERSIZE, B_TM_OVERSIZE_BYTES, B_TM_DRAIN, B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG,
-    B_PKTGEN_NEXT, B_PKTGEN_NOW, B_OFFERED_SHIMS, B_ADMITTED_SHIMS, NB
+    B_PKTGEN_NEXT, B_PKTGEN_NOW, B_OFFERED_SHIMS, B_ADMITTED_SHIMS, B_STRIPPED, NB
 };
 static const struct {
     const char *name;
@@ -473,6 +473,7 @@ static const struct {
     {"guard.timers.bytes", 8, NUM_PIPES * NUM_PORTS}, {"pktgen.cfg", 8, 4}, {"pktgen.next_ns", 8, NUM_PIPES},
     {"pktgen.now_ns", 8, 1},
     {"offered_shims.packets", 8, NUM_PIPES * NUM_PORTS}, {"admitted_shims.packets", 8, NUM_PIPES * NUM_PORTS},
+    {"stripped.packets", 8, NUM_PIPES * NUM_PORTS},
 };
 
 typedef struct {
@@ -501,6 +502,8 @@ typedef struct {
     int64_t *pktgen_cfg, *pktgen_next, *pktgen_now;
     /* ShimCount: PACKETS counters, their byte cells stay 0 */
     uint64_t *offered_shims_pk, *admitted_shims_pk;
+    /* EgressAccounting.stripped: PACKETS, the frames that leave without their shim */
+    uint64_t *stripped_pk;
 } Engine;
 
 /* --- tna.py: Counter, Register, Lpf ----------------------------------------------------------- */
@@ -943,19 +946,24 @@ static int frame_lies(const uint8_t *buf, size_t len, uint32_t pkt_length, int g
 static int egress_accounting_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length,
                              int grown) {
     uint32_t pipe = port >> PIPE_SHIFT;
-    if (frame_lies(buf, *len, pkt_length, grown)) {
+    int lies = frame_lies(buf, *len, pkt_length, grown);
+    if (lies) {
         counter_count(e->malformed_pk, e->malformed_by, pipe * NUM_PORTS + port, *len);
         if (pid >= 0) counter_count(e->pair_malformed_pk, e->pair_malformed_by, pipe * NUM_PAIRS + (uint32_t)pid, *len);
-        return 0;
+    } else {
+        counter_count(e->accepted_pk, e->accepted_by, pipe * NUM_PORTS + port, *len);
     }
-    counter_count(e->accepted_pk, e->accepted_by, pipe * NUM_PORTS + port, *len);
     const tres *r = table_lookup(&e->tables[T_EGRESS_PORTS], port);
     if (r->act == A_STRIP_SHIM) { /* after FfsEgressParser */
         parsed_t p;
-        if (parse_x(buf, *len, &p, 0) < 0) return 1;
-        if (p.shim && p.ffs_state == FFS_STATE_VALID) strip_shim(buf, len, &p); /* spec §6 */
+        if (parse_x(buf, *len, &p, 0) < 0) return !lies;
+        if (p.shim && p.ffs_state == FFS_STATE_VALID) { /* spec §6 */
+            /* count_stripped: a lying frame too, not one that leaves below the Ethernet minimum */
+            if (*len >= MIN_FRAME + FCS_LEN + SHIM_LEN) e->stripped_pk[pipe * NUM_PORTS + port] += 1;
+            strip_shim(buf, len, &p);
+        }
     }
-    return 1;
+    return !lies;
 }
 
 /* --- tm.py: the traffic manager, and pipeline.py: the program ---------------------------------- */
@@ -1216,6 +1224,7 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->pktgen_now = b[B_PKTGEN_NOW];
     self->offered_shims_pk = b[B_OFFERED_SHIMS];
     self->admitted_shims_pk = b[B_ADMITTED_SHIMS];
+    self->stripped_pk = b[B_STRIPPED];
     self->rng.index = MT_N + 1; /* unusable until set_rng_state, like the tables until set_table */
     return 0;
 }

@@ -153,6 +153,7 @@ class Pipeline:
                 self.egress_acct.accepted,
                 self.egress_acct.malformed,
                 self.egress_acct.pair_malformed,
+                self.egress_acct.stripped,
                 self.guard.timers,
                 self.shims.offered_shims,
                 self.shims.admitted_shims,

@@ -20,6 +20,10 @@ control EgressAccounting(inout headers_t hdr,
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) malformed;
     /* the same frames by the pair they came from (bridged): the agent quarantines a lying pair */
     Counter<bit<64>, pid_t>(NUM_PAIRS, CounterType_t.PACKETS_AND_BYTES) pair_malformed;
+    /* the frames that leave without the shim they arrived with: the port sends each SHIM_LEN bytes
+     * fewer than A_j and R*_j counted (spec §4); a lying frame too (not waiting for frame_check
+     * keeps Tofino 2's egress at 4 stages) */
+    Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) stripped;
 
     action frame_ok() {
         md.lies = 0;
@@ -86,12 +90,18 @@ control EgressAccounting(inout headers_t hdr,
         hdr.ipv4.total_len = hdr.ipv4.total_len - SHIM_LEN;
         hdr.ffs.setInvalid();
         md.csum_update = 1;
+        md.stripped = 1;
     }
 
     action strip_v6() {
         hdr.ipv6.next_hdr = hdr.ffs.next_hdr;
         hdr.ipv6.payload_len = hdr.ipv6.payload_len - SHIM_LEN;
         hdr.ffs.setInvalid();
+        md.stripped = 1;
+    }
+
+    action count_stripped() {
+        stripped.count(eg_intr_md.egress_port);
     }
 
     apply {
@@ -137,6 +147,13 @@ control EgressAccounting(inout headers_t hdr,
             } else if (hdr.ipv6.isValid()) {
                 strip_v6();
             }
+        }
+        /* only a frame that leaves at the Ethernet minimum or above: a shorter one is padded back
+         * and sends fewer than SHIM_LEN bytes less (uncounted: the port runs short of them, never
+         * over). A condition of its own: the strip's gateway has no room for pkt_len; a gateway
+         * compares at most 12 bits by range, so pkt_len >= 72 is split at bit 7. */
+        if (md.stripped == 1 && (md.pkt_len[15:7] != 0 || md.pkt_len[6:0] >= (bit<7>)(MIN_FRAME + FCS_LEN + SHIM_LEN))) {
+            count_stripped();
         }
     }
 }

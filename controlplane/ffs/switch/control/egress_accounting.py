@@ -28,6 +28,8 @@ class EgressAccounting:
         self.accepted = Counter(p4names.ACCEPTED)
         self.malformed = Counter(p4names.MALFORMED)
         self.pair_malformed = Counter(p4names.PAIR_MALFORMED)
+        # PACKETS: the frames that leave without their shim, SHIM_LEN bytes fewer than A_j counted
+        self.stripped = Counter(p4names.STRIPPED)
         self.egress_ports = MatchTable(p4names.EGRESS_PORTS)
         self.frame_check = const_table(p4names.FRAME_CHECK, frame_check_entries())
 
@@ -64,26 +66,33 @@ class EgressAccounting:
         return len(buf) - constants.SHIM_LEN if p.shim and p.ffs_state == constants.FFS_STATE_VALID else len(buf)
 
     @staticmethod
-    def strip(buf: bytearray) -> None:  # strip_v4 / strip_v6 after the egress parser
+    def strip(buf: bytearray) -> bool:  # strip_v4 / strip_v6 after the egress parser; True: stripped
         try:
             p = parse(buf, ingress=False)
         except ParseError:  # the egress parser accepts what it cannot read: nothing to strip
-            return
+            return False
         if p.shim and p.ffs_state == constants.FFS_STATE_VALID:  # a shim it does not understand stays (spec §6)
             strip_shim(buf, p)
+            return True
+        return False
 
     def apply(self, buf: bytearray, port: int, pkt_length: int, pid: int | None = None, grown: bool = False) -> bool:
         """False: the frame was dropped (drop_malformed), counted in `malformed` and, for a managed
         pair (`pid`, bridged from the ingress), in `pair_malformed`. The counters count the frame
-        as the TM holds it (`buf`, FCS included), in the egress port's pipe."""
-        if self.lies(buf, pkt_length, grown):
-            pipe = port >> PIPE_SHIFT
+        as the TM holds it (`buf`, FCS included), in the egress port's pipe; `stripped` the frames
+        the strip mode took a shim off."""
+        pipe = port >> PIPE_SHIFT
+        lies = self.lies(buf, pkt_length, grown)
+        if lies:
             self.malformed.count(port, len(buf), pipe)
             if pid is not None:
                 self.pair_malformed.count(pid, len(buf), pipe)
-            return False
-        self.count_accepted(port, len(buf))
+        else:
+            self.count_accepted(port, len(buf))
         action, _ = self.egress_ports.lookup(port)
-        if action == "strip_shim":
-            self.strip(buf)
-        return True
+        # count_stripped does not wait for frame_check: a lying frame is counted too, as the P4
+        # program does; a frame that leaves below the Ethernet minimum (padded back) is not
+        sent_min = len(buf) >= constants.MIN_FRAME + constants.FCS_LEN + constants.SHIM_LEN
+        if action == "strip_shim" and self.strip(buf) and sent_min:
+            self.stripped.count(port, 0, pipe)
+        return not lies
