@@ -13,6 +13,7 @@ the sender's demand.
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -47,16 +48,17 @@ nodes:
 """
 
 
-def run(demand: float, duration: float, drains: list[tuple[float, float]]):
-    """The sender on p1 at `demand`, a 6x flood on p2, p3's drain factor set at the given times."""
-    topo = loads(TOPO)
+def run(demand: float, duration: float, drains: list[tuple[float, float]], size: int = SIZE, guard: bool = True):
+    """The sender on p1 at `demand`, a 6x flood on p2, p3's drain factor set at the given times,
+    every frame `size` bytes (the ports' MTU raised to carry it); the queue guard on or off."""
+    topo = loads(re.sub(r"port: (\d)}", rf"port: \1, mtu: {max(size, 1500)}}}", TOPO))
     pipe = fast.new_pipeline(1)
     configure_node(pipe.tm, topo.node("s1"))
-    agent = Agent(LocalDriver(pipe), topo, "s1")
+    agent = Agent(LocalDriver(pipe), topo, "s1", guard_timer_ns="auto" if guard else None)
     agent.install(now_s=0.0)
     arrivals = merge(
-        stream_arrivals(1, ipv4_frame("10.0.1.1", "10.0.3.1", SIZE), demand, 0, duration, stream="sender", seed=1),
-        stream_arrivals(2, ipv4_frame("10.0.2.1", "10.0.3.1", SIZE), 6 * CAP, 0, duration, stream="flood", seed=2),
+        stream_arrivals(1, ipv4_frame("10.0.1.1", "10.0.3.1", size), demand, 0, duration, stream="sender", seed=1),
+        stream_arrivals(2, ipv4_frame("10.0.2.1", "10.0.3.1", size), 6 * CAP, 0, duration, stream="flood", seed=2),
     )
     script = sorted(drains)
 
@@ -91,6 +93,22 @@ def test_a_sender_below_its_share_of_the_drained_port_keeps_its_demand(drain):
     held = [p["value"].egresses[0] for p in res.periods if p["t"] >= 0.5]
     assert sum(e.target for e in held) / len(held) == pytest.approx(drained, rel=0.05)
     assert all(e.target == pytest.approx(e.drain_factor * CAP) for e in held)
+
+
+@pytest.mark.parametrize("size", [64, 1500, 9000])
+def test_a_port_at_its_full_speed_keeps_its_target_while_its_queue_drops(size):
+    """The port drains at its speed while a 6x flood fills its queue and the TM drops (the CPU loop
+    alone, no queue guard: γ admits the target, the queue's tail drops what a burst adds): what
+    left the port over any window that began and ended with the queue standing is the port's speed
+    (within the read instants' error, far below DRAIN_TOLERANCE), so the rule cuts nothing and the
+    target in force stays the configured one. Caught with what left the port counted as the
+    software switch's egress counts it (as the TM admits each frame, not as it leaves: a window
+    whose queue fell reads low by the fall): the factor fell to 0.94 (64 B), 0.95 (1500 B) and
+    0.92 (9000 B)."""
+    res, agent = run(0.8 * SHARE, 1.0, [], size, guard=False)
+    held = [p["value"].egresses[0] for p in res.periods]
+    assert sum(e.tm_drops for e in held) > 0, size  # the queue dropped: the rule decided
+    assert min(e.drain_factor for e in held) == 1.0, (size, min(e.drain_factor for e in held))
 
 
 def test_a_pause_lowers_the_target_and_it_returns_within_a_bounded_number_of_periods():

@@ -10,6 +10,11 @@ from dataclasses import dataclass, replace
 # how far below what the port drained the target is set: at the drained rate itself the queue
 # would stand full and its tail drop would keep deciding; 1/32 of it empties the queue
 DRAIN_MARGIN = 1 / 32
+# how far below the target in force what the port drained must read for a cut: the error of a
+# window's measure (the instants of its reads), well below the climb's step, so that a climb one
+# margin past what the port drains is seen (at the margin itself it would stand there, its queue
+# dropping, a few % of the target to the tail drop)
+DRAIN_TOLERANCE = 1 / 64
 # the least fraction of the configured target followed: a paused port drains nothing, and a share
 # of zero would have no code (the pairs keep a share to climb back from)
 DRAIN_FLOOR = 1 / 64
@@ -34,7 +39,7 @@ def drain_cut(state: PortDrain, target_bps: float, drained_bps: float) -> PortDr
     """A window of at least the τ loop's frames in which the TM dropped toward the port: the
     target follows what the port drained, a margin below, where that is below what the target
     aims at (a few drops at the target itself, a burst, change nothing)."""
-    if target_bps <= 0 or drained_bps >= (1.0 - DRAIN_MARGIN) * state.factor * target_bps:
+    if target_bps <= 0 or drained_bps >= (1.0 - DRAIN_TOLERANCE) * state.factor * target_bps:
         return replace(state, clear=0)
     factor = max(DRAIN_FLOOR, min(1.0, drained_bps * (1.0 - DRAIN_MARGIN) / target_bps))
     # at the floor the port drained next to nothing (paused): no rate to climb back to is known
