@@ -54,6 +54,18 @@ def test_past_the_drained_rate_the_climb_is_one_margin():
 
 
 def test_no_climb_while_it_drops_or_its_queue_stands():
+    """A drop starts the climb's steps over; a queue standing without one holds them (spec §9 item 8)."""
     s = PortDrain(0.5, 0.5, clear=3)
     assert drain_period(s, True, True) == PortDrain(0.5, 0.5, 0)
-    assert drain_period(s, False, False) == PortDrain(0.5, 0.5, 0)
+    assert drain_period(s, False, False) == s
+
+
+def test_a_burst_in_the_queue_does_not_slow_the_climb_back_from_a_pause():
+    """From the floor, one period in which the queue stood (a burst) without a drop: still back
+    within the spec's bound, 5 + log2(1/floor) climbing periods. Caught with a standing queue
+    resetting the count as a drop does: 14."""
+    s, n = PortDrain(DRAIN_FLOOR, 0.0), 0
+    while s.factor < 1.0:
+        s = drain_period(s, dropped=False, queue_clear=n != 7)
+        n += 1
+    assert n - 1 <= 5 + math.log2(1 / DRAIN_FLOOR), n

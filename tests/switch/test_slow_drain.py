@@ -14,17 +14,23 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+import time
 
 import pytest
+from click.testing import CliRunner
 
 from ffs.agent import drain_rule
 from ffs.agent.core import Agent
 from ffs.core.frames import ipv4_frame
 from ffs.core.topology import TopologyError
 from ffs.lab.attacks import loads
+from ffs.lab.cli.switch import main as switch_cli
 from ffs.lab.experiments import run_scenario
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
+from ffs.switch.live import DrainSchedule
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.tm import configure_node
 from ffs.switch.trace import merge, replay, stream_arrivals
 
@@ -161,3 +167,34 @@ def test_a_scenario_scripts_the_drain():
 def test_a_bad_drain_is_refused(bad):
     with pytest.raises(TopologyError, match="drain"):
         loads(scenario(bad, SHARE))
+
+
+@pytest.mark.parametrize(
+    "spec, why",
+    [
+        ("2=0.5", "port 2 needs a speed"),
+        ("1=1.5", "factors in [0, 1]"),
+        ("1=0.3:0,0.1:1", "increasing times"),
+        ("1=half", "are numbers"),
+        ("1", "--drain wants"),
+    ],
+)
+def test_the_live_switch_refuses_a_bad_drain(spec, why):
+    """`ffs-switch run --drain` (the topology's `drain`, live): one line, before any port opens."""
+    r = CliRunner().invoke(switch_cli, ["run", "--port", "1=lo@10Mbps", "--port", "2=lo2", "--drain", spec])
+    assert r.exit_code != 0 and why in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_the_live_schedule_sets_each_drain_at_its_time():
+    """`DrainSchedule`: the factor at 0 at once, the next at its time after the start, on the live clock."""
+    pipe = fast.new_pipeline(1)
+    pipe.tm.configure(3, 1e6)
+    stop = threading.Event()
+    schedule = DrainSchedule(SwitchControl(pipe, clock=time.monotonic_ns), {3: ((0.0, 0.5), (0.2, 0.0))}, stop)
+    schedule.start()
+    time.sleep(0.1)
+    assert pipe.tm.drain[3] == 0.5
+    schedule.join(timeout=1.0)
+    assert pipe.tm.drain[3] == 0.0 and not schedule.is_alive()
+    with pytest.raises(ValueError, match="port 4, which has no speed"):
+        DrainSchedule(SwitchControl(pipe), {4: ((0.0, 0.5),)}, stop)

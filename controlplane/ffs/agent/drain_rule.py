@@ -32,7 +32,7 @@ CLEAR_FRACTION = 1 / 32
 class PortDrain:
     factor: float = 1.0  # the fraction of the configured target in force
     drained: float = 0.0  # what it drained over the last window it dropped in, / the target (0: a pause)
-    clear: int = 0  # consecutive periods without drops and with the queue clear
+    clear: int = 0  # periods with the queue clear since the last drop (or the last cut)
 
 
 def drain_cut(state: PortDrain, target_bps: float, drained_bps: float) -> PortDrain:
@@ -48,9 +48,14 @@ def drain_cut(state: PortDrain, target_bps: float, drained_bps: float) -> PortDr
 
 def drain_period(state: PortDrain, dropped: bool, queue_clear: bool) -> PortDrain:
     """Every period: while the port drops nothing and its queue is clear, the factor climbs back
-    toward 1 (the configured target), by DRAIN_MARGIN, then twice that, ... (at most MAX_CLIMB)."""
-    if dropped or not queue_clear:
+    toward 1 (the configured target), by DRAIN_MARGIN, then twice that, ... (at most MAX_CLIMB). A
+    period whose queue stands without a drop holds the factor and the count: a burst the queue
+    took (a few frames arriving together) says nothing of what the port drains, and a climb that
+    reached what the port drains stands still until its drops cut it."""
+    if dropped:
         return replace(state, clear=0)
+    if not queue_clear:
+        return state
     if state.factor >= 1.0:
         return state if state.clear == 0 else replace(state, clear=0)
     above = 0.0 < state.drained <= state.factor  # at or past what the port last drained
