@@ -59,18 +59,20 @@ hosts:
 
 
 class StatusPoll(threading.Thread):
-    """The agent's p3 and pairs every half period: (time.monotonic(), egress status, any pair
-    quarantined)."""
+    """The agent's p3 and pairs four times a period: (the agent's period's time, on this host's
+    monotonic clock; egress status; any pair quarantined), once per period."""
 
     def __init__(self, sock) -> None:
         super().__init__(daemon=True)
         self.sock, self.stop, self.seen = sock, threading.Event(), []
 
     def run(self) -> None:
-        while not self.stop.wait(PERIOD / 2):
+        while not self.stop.wait(PERIOD / 4):
             st = call(self.sock, {"op": "status"}, timeout_s=2)
+            if self.seen and self.seen[-1][0] == st["time_s"]:
+                continue
             p3 = next(e for e in st["egresses"] if e["egress"] == "p3")
-            self.seen.append((time.monotonic(), p3, any(p["quarantined"] for p in st["pairs"])))
+            self.seen.append((st["time_s"], p3, any(p["quarantined"] for p in st["pairs"])))
 
 
 def run(tmp_path, drain: str, demand: float, seconds: float):
@@ -136,8 +138,9 @@ def test_a_sender_below_its_share_of_the_drained_port_keeps_its_demand_live(tmp_
 
 def test_the_target_comes_back_after_a_pause_live(tmp_path):
     """p3 paused for 300 ms once the estimators settled: the target in force falls while it is
-    paused, is the configured one again within the module docstring's bound after the pause ends,
-    and stays; the sender keeps ≥ KEEP of its demand from then on; no pair is quarantined."""
+    paused, is the configured one again within the module docstring's bound (counted in the
+    agent's periods, each seen once) after the pause ends, and stays; the sender keeps ≥ KEEP of
+    its demand from then on; no pair is quarantined."""
     start = settle_s(tmp_path, "1") + 1.0
     pause, length = start + 1.0, 0.3
     demand = 0.8 * FRACTION * SPEED
@@ -146,11 +149,14 @@ def test_the_target_comes_back_after_a_pause_live(tmp_path):
     )
     trace = [(round(t, 2), round(e["drain_factor"], 3)) for t, e, _ in seen if t >= pause - 0.3]
     why = f"pause at {pause:.2f} s for {length} s; (t, factor): {trace}"
-    print(why, [(round(t, 1), round(s / 1e3)) for t, s, _ in bins])
     assert min(e["drain_factor"] for t, e, _ in seen if pause < t <= pause + length + PERIOD) < 1.0, why
-    bound = (5 + math.log2(1 / drain_rule.DRAIN_FLOOR) + 2 + 2) * PERIOD
+    # in the agent's periods, as the spec counts them (on a loaded machine a period runs late)
+    bound = 5 + math.log2(1 / drain_rule.DRAIN_FLOOR) + 2 + 2
     back = next((t for t, e, _ in seen if t > pause + length and e["drain_factor"] == 1.0), math.inf)
-    assert back - (pause + length) <= bound, why
+    periods = sum(1 for t, _, _ in seen if pause + length < t <= back)
+    why += f"; back {back - pause - length:.2f} s, {periods} periods after the pause"
+    print(why.split("; (t")[0], why.split("]")[-1])
+    assert back < math.inf and periods <= bound, why
     assert all(e["drain_factor"] == 1.0 for t, e, _ in seen if t >= back), why
     after = [s for t, s, _ in bins if back <= t <= pause + 3]
     assert after and sum(after) / len(after) >= KEEP * demand, why + f"; the sender after it: {after}"
