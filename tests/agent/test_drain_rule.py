@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from ffs.agent.drain_rule import DRAIN_FLOOR, DRAIN_MARGIN, PortDrain, drain_cut, drain_period
+from ffs.agent.drain_rule import DRAIN_FLOOR, DRAIN_MARGIN, DRAIN_TOLERANCE, PortDrain, drain_cut, drain_period
 
 T = 100e6
 
@@ -20,9 +20,19 @@ def test_the_cut_follows_what_the_port_drained_a_margin_below():
 
 
 def test_drops_at_the_target_itself_change_nothing():
-    """A burst the queue dropped while the port drained what τ aims at (above (1 − margin) · T')."""
-    assert drain_cut(PortDrain(), T, (1 - DRAIN_MARGIN) * T).factor == 1.0
-    assert drain_cut(PortDrain(0.5, 0.5), T, 0.49 * T).factor == 0.5
+    """A burst the queue dropped while the port drained what τ aims at (within the tolerance of a
+    window's measure, (1 − DRAIN_TOLERANCE) · T')."""
+    assert drain_cut(PortDrain(), T, (1 - DRAIN_TOLERANCE) * T).factor == 1.0
+    assert drain_cut(PortDrain(0.5, 0.5), T, 0.5 * (1 - DRAIN_TOLERANCE) * T).factor == 0.5
+
+
+def test_a_climb_one_margin_past_the_drained_rate_is_cut_back():
+    """The climb probes one margin above the rate the port last drained; if the port still drains
+    that rate, the probe's drops cut it back a margin below (spec §9 item 8: T' averages D), rather
+    than holding the target a margin above D with its queue's tail drop deciding. Caught with the
+    cut's tolerance at the margin itself: the probe stands."""
+    s = drain_cut(PortDrain(0.8 * (1 + DRAIN_MARGIN), 0.8), T, 0.8 * T)
+    assert s.factor == pytest.approx(0.8 * (1 - DRAIN_MARGIN))
 
 
 def test_a_pause_cuts_to_the_floor_and_forgets_the_rate():
@@ -44,6 +54,18 @@ def test_past_the_drained_rate_the_climb_is_one_margin():
 
 
 def test_no_climb_while_it_drops_or_its_queue_stands():
+    """A drop starts the climb's steps over; a queue standing without one holds them (spec §9 item 8)."""
     s = PortDrain(0.5, 0.5, clear=3)
     assert drain_period(s, True, True) == PortDrain(0.5, 0.5, 0)
-    assert drain_period(s, False, False) == PortDrain(0.5, 0.5, 0)
+    assert drain_period(s, False, False) == s
+
+
+def test_a_burst_in_the_queue_does_not_slow_the_climb_back_from_a_pause():
+    """From the floor, one period in which the queue stood (a burst) without a drop: still back
+    within the spec's bound, 5 + log2(1/floor) climbing periods. Caught with a standing queue
+    resetting the count as a drop does: 14."""
+    s, n = PortDrain(DRAIN_FLOOR, 0.0), 0
+    while s.factor < 1.0:
+        s = drain_period(s, dropped=False, queue_clear=n != 7)
+        n += 1
+    assert n - 1 <= 5 + math.log2(1 / DRAIN_FLOOR), n

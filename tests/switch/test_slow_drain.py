@@ -13,17 +13,24 @@ the sender's demand.
 from __future__ import annotations
 
 import math
+import re
+import threading
+import time
 
 import pytest
+from click.testing import CliRunner
 
 from ffs.agent import drain_rule
 from ffs.agent.core import Agent
 from ffs.core.frames import ipv4_frame
 from ffs.core.topology import TopologyError
 from ffs.lab.attacks import loads
+from ffs.lab.cli.switch import main as switch_cli
 from ffs.lab.experiments import run_scenario
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
+from ffs.switch.live import DrainSchedule
+from ffs.switch.runtime import SwitchControl
 from ffs.switch.tm import configure_node
 from ffs.switch.trace import merge, replay, stream_arrivals
 
@@ -47,16 +54,17 @@ nodes:
 """
 
 
-def run(demand: float, duration: float, drains: list[tuple[float, float]]):
-    """The sender on p1 at `demand`, a 6x flood on p2, p3's drain factor set at the given times."""
-    topo = loads(TOPO)
+def run(demand: float, duration: float, drains: list[tuple[float, float]], size: int = SIZE, guard: bool = True):
+    """The sender on p1 at `demand`, a 6x flood on p2, p3's drain factor set at the given times,
+    every frame `size` bytes (the ports' MTU raised to carry it); the queue guard on or off."""
+    topo = loads(re.sub(r"port: (\d)}", rf"port: \1, mtu: {max(size, 1500)}}}", TOPO))
     pipe = fast.new_pipeline(1)
     configure_node(pipe.tm, topo.node("s1"))
-    agent = Agent(LocalDriver(pipe), topo, "s1")
+    agent = Agent(LocalDriver(pipe), topo, "s1", guard_timer_ns="auto" if guard else None)
     agent.install(now_s=0.0)
     arrivals = merge(
-        stream_arrivals(1, ipv4_frame("10.0.1.1", "10.0.3.1", SIZE), demand, 0, duration, stream="sender", seed=1),
-        stream_arrivals(2, ipv4_frame("10.0.2.1", "10.0.3.1", SIZE), 6 * CAP, 0, duration, stream="flood", seed=2),
+        stream_arrivals(1, ipv4_frame("10.0.1.1", "10.0.3.1", size), demand, 0, duration, stream="sender", seed=1),
+        stream_arrivals(2, ipv4_frame("10.0.2.1", "10.0.3.1", size), 6 * CAP, 0, duration, stream="flood", seed=2),
     )
     script = sorted(drains)
 
@@ -91,6 +99,22 @@ def test_a_sender_below_its_share_of_the_drained_port_keeps_its_demand(drain):
     held = [p["value"].egresses[0] for p in res.periods if p["t"] >= 0.5]
     assert sum(e.target for e in held) / len(held) == pytest.approx(drained, rel=0.05)
     assert all(e.target == pytest.approx(e.drain_factor * CAP) for e in held)
+
+
+@pytest.mark.parametrize("size", [64, 1500, 9000])
+def test_a_port_at_its_full_speed_keeps_its_target_while_its_queue_drops(size):
+    """The port drains at its speed while a 6x flood fills its queue and the TM drops (the CPU loop
+    alone, no queue guard: γ admits the target, the queue's tail drops what a burst adds): what
+    left the port over any window that began and ended with the queue standing is the port's speed
+    (within the read instants' error, far below DRAIN_TOLERANCE), so the rule cuts nothing and the
+    target in force stays the configured one. Caught with what left the port counted as the
+    software switch's egress counts it (as the TM admits each frame, not as it leaves: a window
+    whose queue fell reads low by the fall): the factor fell to 0.94 (64 B), 0.95 (1500 B) and
+    0.92 (9000 B)."""
+    res, agent = run(0.8 * SHARE, 1.0, [], size, guard=False)
+    held = [p["value"].egresses[0] for p in res.periods]
+    assert sum(e.tm_drops for e in held) > 0, size  # the queue dropped: the rule decided
+    assert min(e.drain_factor for e in held) == 1.0, (size, min(e.drain_factor for e in held))
 
 
 def test_a_pause_lowers_the_target_and_it_returns_within_a_bounded_number_of_periods():
@@ -143,3 +167,34 @@ def test_a_scenario_scripts_the_drain():
 def test_a_bad_drain_is_refused(bad):
     with pytest.raises(TopologyError, match="drain"):
         loads(scenario(bad, SHARE))
+
+
+@pytest.mark.parametrize(
+    "spec, why",
+    [
+        ("2=0.5", "port 2 needs a speed"),
+        ("1=1.5", "factors in [0, 1]"),
+        ("1=0.3:0,0.1:1", "increasing times"),
+        ("1=half", "are numbers"),
+        ("1", "--drain wants"),
+    ],
+)
+def test_the_live_switch_refuses_a_bad_drain(spec, why):
+    """`ffs-switch run --drain` (the topology's `drain`, live): one line, before any port opens."""
+    r = CliRunner().invoke(switch_cli, ["run", "--port", "1=lo@10Mbps", "--port", "2=lo2", "--drain", spec])
+    assert r.exit_code != 0 and why in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_the_live_schedule_sets_each_drain_at_its_time():
+    """`DrainSchedule`: the factor at 0 at once, the next at its time after the start, on the live clock."""
+    pipe = fast.new_pipeline(1)
+    pipe.tm.configure(3, 1e6)
+    stop = threading.Event()
+    schedule = DrainSchedule(SwitchControl(pipe, clock=time.monotonic_ns), {3: ((0.0, 0.5), (0.2, 0.0))}, stop)
+    schedule.start()
+    time.sleep(0.1)
+    assert pipe.tm.drain[3] == 0.5
+    schedule.join(timeout=1.0)
+    assert pipe.tm.drain[3] == 0.0 and not schedule.is_alive()
+    with pytest.raises(ValueError, match="port 4, which has no speed"):
+        DrainSchedule(SwitchControl(pipe), {4: ((0.0, 0.5),)}, stop)

@@ -217,7 +217,10 @@ def test_grpc_round_trip_matches_local(tmp_path):
         r.pipeline.tm.configure(3, 1e6, 2000)  # the TM's counters, as BF-Runtime's tm.counter.eg_port
         r.pipeline.tm.enqueue(3, 0, 1500)
         assert r.pipeline.tm.enqueue(3, 0, 1500) == -1  # beyond the 2000-byte buffer: a tail drop
-        assert m.read_tm_ports([3]) == local.read_tm_ports([3]) == {3: TmPortCounts(1, 1500)}
+        assert m.read_tm_ports([3]) == local.read_tm_ports([3]) == {3: TmPortCounts(1, 1500, 0)}
+        # read at one instant, now (virtual time: the last packet's): 6 ms at 1 Mb/s sent 750 bytes
+        r.pipeline.pktgen.now_ns[0] = 6_000_000
+        assert m.read_tm_ports([3]) == local.read_tm_ports([3]) == {3: TmPortCounts(1, 750, 750)}
         m.close()
     finally:
         server.stop(0)

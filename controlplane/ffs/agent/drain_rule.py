@@ -10,6 +10,11 @@ from dataclasses import dataclass, replace
 # how far below what the port drained the target is set: at the drained rate itself the queue
 # would stand full and its tail drop would keep deciding; 1/32 of it empties the queue
 DRAIN_MARGIN = 1 / 32
+# how far below the target in force what the port drained must read for a cut: the error of a
+# window's measure (the instants of its reads), well below the climb's step, so that a climb one
+# margin past what the port drains is seen (at the margin itself it would stand there, its queue
+# dropping, a few % of the target to the tail drop)
+DRAIN_TOLERANCE = 1 / 64
 # the least fraction of the configured target followed: a paused port drains nothing, and a share
 # of zero would have no code (the pairs keep a share to climb back from)
 DRAIN_FLOOR = 1 / 64
@@ -27,14 +32,14 @@ CLEAR_FRACTION = 1 / 32
 class PortDrain:
     factor: float = 1.0  # the fraction of the configured target in force
     drained: float = 0.0  # what it drained over the last window it dropped in, / the target (0: a pause)
-    clear: int = 0  # consecutive periods without drops and with the queue clear
+    clear: int = 0  # periods with the queue clear since the last drop (or the last cut)
 
 
 def drain_cut(state: PortDrain, target_bps: float, drained_bps: float) -> PortDrain:
     """A window of at least the τ loop's frames in which the TM dropped toward the port: the
     target follows what the port drained, a margin below, where that is below what the target
     aims at (a few drops at the target itself, a burst, change nothing)."""
-    if target_bps <= 0 or drained_bps >= (1.0 - DRAIN_MARGIN) * state.factor * target_bps:
+    if target_bps <= 0 or drained_bps >= (1.0 - DRAIN_TOLERANCE) * state.factor * target_bps:
         return replace(state, clear=0)
     factor = max(DRAIN_FLOOR, min(1.0, drained_bps * (1.0 - DRAIN_MARGIN) / target_bps))
     # at the floor the port drained next to nothing (paused): no rate to climb back to is known
@@ -43,9 +48,14 @@ def drain_cut(state: PortDrain, target_bps: float, drained_bps: float) -> PortDr
 
 def drain_period(state: PortDrain, dropped: bool, queue_clear: bool) -> PortDrain:
     """Every period: while the port drops nothing and its queue is clear, the factor climbs back
-    toward 1 (the configured target), by DRAIN_MARGIN, then twice that, ... (at most MAX_CLIMB)."""
-    if dropped or not queue_clear:
+    toward 1 (the configured target), by DRAIN_MARGIN, then twice that, ... (at most MAX_CLIMB). A
+    period whose queue stands without a drop holds the factor and the count: a burst the queue
+    took (a few frames arriving together) says nothing of what the port drains, and a climb that
+    reached what the port drains stands still until its drops cut it."""
+    if dropped:
         return replace(state, clear=0)
+    if not queue_clear:
+        return state
     if state.factor >= 1.0:
         return state if state.clear == 0 else replace(state, clear=0)
     above = 0.0 < state.drained <= state.factor  # at or past what the port last drained

@@ -24,7 +24,7 @@ from ffs.core.entries import CounterValue, Update, UpdateKind
 from ffs.core.program import LpfConfig, Pair, pairs_of
 from ffs.core.tau import EgressTau, TauParams
 from ffs.core.topology import Node, Topology
-from ffs.driver.base import Driver
+from ffs.driver.base import Driver, TmPortCounts
 
 
 class AgentParts:
@@ -70,9 +70,9 @@ class AgentParts:
     # a port that drains slower than its speed (ffs.agent.port_drain): the factor of the target in
     # force per egress, the open windows, the TM's drop counts last read, a target without them
     port_drain: dict[str, PortDrain]
-    _drain_acc: dict[str, tuple[CounterValue, int, float]]
+    _drain_acc: dict[str, tuple[int, float, int, float]]  # frames, line-rate bytes, drops, seconds
     _drain_standing: dict[str, bool]  # the egress's queue stood at the last read
-    _tm_last: dict[int, int]
+    _tm_last: dict[int, TmPortCounts]
     _tm_unavailable: bool
 
     # -- the static state ------------------------------------------------------------------

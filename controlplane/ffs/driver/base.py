@@ -42,6 +42,10 @@ class TmPortCounts:
 
     drops: int  # frames the TM dropped toward the port (its queue was full), cumulative
     queue_bytes: int  # the port's queue at the read
+    # line-rate bytes the port sent, cumulative, read at the same instant; None where the egress
+    # pipeline's counters already count each frame as it leaves the queue (Tofino: the agent
+    # reads those)
+    sent_bytes: int | None = None
 
 
 class Driver(abc.ABC):

@@ -117,7 +117,7 @@ class ModelDriver(Driver):
 
     def read_tm_ports(self, dev_ports: Iterable[int]) -> dict[int, TmPortCounts]:
         answer = self._rpc("ReadTmPorts", {"ports": list(dev_ports)})["values"]
-        return {int(p): TmPortCounts(int(v[0]), int(v[1])) for p, v in answer.items()}
+        return {int(p): TmPortCounts(*(int(x) for x in v)) for p, v in answer.items()}
 
     has_pktgen = True
 

@@ -32,6 +32,7 @@ class LiveNode:
     plan: netns.Plan
     work: Path
     procs: list[subprocess.Popen] = field(default_factory=list)
+    switch_ready_s: float = 0.0  # time.monotonic() when the switch was ready (the topology's `drain` times from it)
 
     @property
     def switch_address(self) -> str:
@@ -91,6 +92,17 @@ def agent_ready(sock: Path) -> bool:
         return False
 
 
+def _switch_ports(topo: Topology, plan: netns.Plan) -> list[str]:
+    """`ffs-switch run`'s port options: every port at its topology speed (the switch's queues make
+    its egresses the bottlenecks), a port's `delay` (its wire after the queue: round-trip times
+    without netem) and `drain` (a shaper, a pause)."""
+    ifs = sorted(topo.node(plan.node).interfaces.values(), key=lambda i: i.port)
+    speed = {i.port: i.speed for i in ifs}
+    out = [f"--port={p}={i}@{speed[p]:.0f}" for p, i in sorted(plan.ports().items())]
+    out += [f"--delay={i.port}={i.delay_s * 1e3:g}ms" for i in ifs if i.delay_s]
+    return out + [f"--drain={i.port}=" + ",".join(f"{t:g}:{f:g}" for t, f in i.drain) for i in ifs if i.drain]
+
+
 @contextmanager
 def live_node(
     topology_file: str | Path,
@@ -112,12 +124,7 @@ def live_node(
     try:
         if before_switch is not None:
             before_switch(plan)
-        # every port at its topology speed: the switch's queues make its egresses the bottlenecks;
-        # a port's `delay` is its wire after the queue (round-trip times without netem)
-        ifs = topo.node(plan.node).interfaces.values()
-        speed = {i.port: i.speed for i in ifs}
-        ports = [f"--port={p}={i}@{speed[p]:.0f}" for p, i in sorted(plan.ports().items())]
-        ports += [f"--delay={i.port}={i.delay_s * 1e3:g}ms" for i in sorted(ifs, key=lambda i: i.port) if i.delay_s]
+        ports = _switch_ports(topo, plan)
         sw = node.spawn(
             [
                 "ip",
@@ -137,6 +144,8 @@ def live_node(
             stdout=subprocess.DEVNULL,
         )
         _wait(lambda: (work / "switch.ready").exists(), 30, "ffs-switch", sw, work / "switch.log")
+        # the instant the switch was ready on this clock (its drain schedule's zero), from the file's time
+        node.switch_ready_s = time.monotonic() - (time.time() - (work / "switch.ready").stat().st_mtime)
         if agent:
             ag = node.spawn(
                 [

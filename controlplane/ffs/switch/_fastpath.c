@@ -448,7 +448,7 @@ enum {
     B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN, B_LPF_DECAY, B_LPF_SHIFT,
     B_TM_SPEED, B_TM_BUFFER, B_TM_BACKLOG, B_TM_LAST, B_TM_DROPS, B_TM_DROP_BYTES, B_TM_ENQUEUED, B_TM_DELAY_SUM,
     B_TM_FRAME_MAX, B_TM_OVERSIZE, B_TM_OVERSIZE_BYTES, B_TM_DRAIN, B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG,
-    B_PKTGEN_NEXT, B_PKTGEN_NOW, B_OFFERED_SHIMS, B_ADMITTED_SHIMS, B_STRIPPED, NB
+    B_PKTGEN_NEXT, B_PKTGEN_NOW, B_OFFERED_SHIMS, B_ADMITTED_SHIMS, B_STRIPPED, B_TM_ENQUEUED_BYTES, NB
 };
 static const struct {
     const char *name;
@@ -474,6 +474,7 @@ static const struct {
     {"pktgen.now_ns", 8, 1},
     {"offered_shims.packets", 8, NUM_PIPES * NUM_PORTS}, {"admitted_shims.packets", 8, NUM_PIPES * NUM_PORTS},
     {"stripped.packets", 8, NUM_PIPES * NUM_PORTS},
+    {"tm.enqueued_bytes", 8, NUM_PORTS},
 };
 
 typedef struct {
@@ -495,7 +496,7 @@ typedef struct {
     /* the traffic manager (ffs.switch.tm), per device port */
     double *tm_speed, *tm_buffer, *tm_backlog, *tm_delay_sum, *tm_drain; /* drain: the fraction of speed sent */
     int64_t *tm_last, *tm_frame_max; /* frame_max: a port's frame limit with FCS, 0 none */
-    uint64_t *tm_drops, *tm_drop_bytes, *tm_enqueued, *tm_oversize, *tm_oversize_bytes;
+    uint64_t *tm_drops, *tm_drop_bytes, *tm_enqueued, *tm_enqueued_bytes, *tm_oversize, *tm_oversize_bytes;
     /* the queue guard and the packet generator's timer (ffs.switch.pktgen: period, packets, app, length) */
     uint32_t *guard_queue;
     uint64_t *guard_timers_pk;
@@ -970,7 +971,10 @@ static int egress_accounting_apply(Engine *e, uint8_t *buf, size_t *len, uint32_
 /* TrafficManager.enqueue: when the frame's last bit leaves `port`, or -1 (tail drop) */
 static int64_t tm_enqueue(Engine *e, uint32_t port, int64_t t_ns, size_t wire) {
     double speed = e->tm_speed[port];
-    if (speed <= 0.0) return t_ns;
+    if (speed <= 0.0) {
+        e->tm_enqueued_bytes[port] += wire;
+        return t_ns;
+    }
     int64_t last = e->tm_last[port];
     double backlog = e->tm_backlog[port];
     double rate = speed * e->tm_drain[port];
@@ -991,6 +995,7 @@ static int64_t tm_enqueue(Engine *e, uint32_t port, int64_t t_ns, size_t wire) {
     e->tm_backlog[port] = backlog;
     double delay = backlog * 8 / (rate > 0.0 ? rate : speed); /* paused: its time once the pause ends */
     e->tm_enqueued[port] += 1;
+    e->tm_enqueued_bytes[port] += wire;
     e->tm_delay_sum[port] += delay;
     return t_ns + (int64_t)(delay * 1e9);
 }
@@ -1212,6 +1217,7 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->tm_drops = b[B_TM_DROPS];
     self->tm_drop_bytes = b[B_TM_DROP_BYTES];
     self->tm_enqueued = b[B_TM_ENQUEUED];
+    self->tm_enqueued_bytes = b[B_TM_ENQUEUED_BYTES];
     self->tm_delay_sum = b[B_TM_DELAY_SUM];
     self->tm_frame_max = b[B_TM_FRAME_MAX];
     self->tm_oversize = b[B_TM_OVERSIZE];

@@ -56,7 +56,7 @@ class LocalDriver(Driver):
         self._call(self.control.clear_table, table)
 
     def read_tm_ports(self, dev_ports: Iterable[int]) -> dict[int, TmPortCounts]:
-        return {p: TmPortCounts(*v) for p, v in self.pipeline.tm.port_counts(list(dev_ports)).items()}
+        return {p: TmPortCounts(*v) for p, v in self._call(self.control.read_tm_ports, list(dev_ports)).items()}
 
     def read_counters(self, name: str, indices: Iterable[int] | None = None) -> dict[int, CounterValue]:
         return {i: pipe_counter(*v) for i, v in self._call(self.control.read_counters, name, indices).items()}

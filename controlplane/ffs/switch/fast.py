@@ -192,6 +192,7 @@ class FastPipeline(Pipeline):
             self.shims.offered_shims.packets,
             self.shims.admitted_shims.packets,
             eg.stripped.packets,
+            tm.enqueued_bytes,
         )  # the order of _fastpath.BUFFERS
         self.engine = _fastpath.Engine(buffers)
         self.engine.set_rng_state(norm.rng.getstate()[1])

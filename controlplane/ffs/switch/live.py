@@ -130,6 +130,35 @@ class RxRing:
         self.mem.close()
 
 
+class DrainSchedule(threading.Thread):
+    """Each port's drain factor (`TrafficManager.set_drain`: a shaper, a PFC pause) at its time
+    after `start`, on the live clock, under the control lock as a packet's pass is. A frame the TM
+    released before a pause leaves on its time: the wire goes quiet once those have left (at most
+    the queue's time), and the queue stops draining at once."""
+
+    def __init__(self, ctl: SwitchControl, drains: dict[int, tuple[tuple[float, float], ...]], stop: threading.Event):
+        super().__init__(name="drain-schedule", daemon=True)
+        self.ctl, self.stop_event = ctl, stop
+        self.steps = sorted((t, port, f) for port, steps in drains.items() for t, f in steps)
+        for port in drains:
+            if ctl.pipeline.tm.speed[port] <= 0:
+                raise ValueError(f"drain for port {port}, which has no speed")
+
+    def start(self) -> None:
+        if self.steps:
+            super().start()
+
+    def run(self) -> None:
+        clock = self.ctl.clock or time.monotonic_ns
+        t0 = clock()
+        for t, port, factor in self.steps:
+            if self.stop_event.wait(max(0.0, (t0 + t * 1e9 - clock()) / 1e9)):
+                return
+            with self.ctl.lock:
+                self.ctl.pipeline.tm.set_drain(port, factor, clock())
+            log.info("port %d drains %.6g of its speed", port, factor)
+
+
 def interface_mtu(sock: socket.socket, ifname: str) -> int:
     req = struct.pack("16si", ifname.encode()[:15], 0)
     return struct.unpack_from("16si", fcntl.ioctl(sock.fileno(), SIOCGIFMTU, req))[1]
@@ -328,12 +357,14 @@ def run_live(
     speeds: dict[int, float] | None = None,
     buffers: dict[int, int] | None = None,
     delays: dict[int, float] | None = None,
+    drains: dict[int, tuple[tuple[float, float], ...]] | None = None,
 ) -> None:
     """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast).
     speeds: line rates (bit/s) of the ports the TM paces, with their `buffers` (bytes; default:
     ffs.core.tables.default_buffer); other ports send at once. delays: propagation delays (s) of
-    ports, applied after their TM (ffs.switch.delay). csfq: the evaluation's CSFQ baseline, run
-    before every paced port (ffs-switch run --csfq)."""
+    ports, applied after their TM (ffs.switch.delay). drains: per paced port, the fraction of its
+    speed it sends from each time on (seconds after the switch is ready, `DrainSchedule`). csfq:
+    the evaluation's CSFQ baseline, run before every paced port (ffs-switch run --csfq)."""
     if ready_file:
         _remove_stale_ready(Path(ready_file))
     pipeline = new_pipeline(seed, engine)
@@ -350,6 +381,7 @@ def run_live(
             raise ValueError(f"delay for port {port}, which has no interface")
         log.info("port %d delays its frames %.6g ms after its queue", port, delay * 1e3)
     sw = LiveSwitch(ctl, ports, csfq=csfq, delays=dict(delays or {}))
+    schedule = DrainSchedule(ctl, drains or {}, sw.stop_event)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: sw.stop_event.set())
     sw.open()
@@ -364,6 +396,7 @@ def run_live(
             tmp = Path(ready_file).with_name(Path(ready_file).name + ".tmp")
             tmp.write_text(f"{os.getpid()}\n")
             os.replace(tmp, ready_file)
+        schedule.start()
         log.info(
             "software switch running (control %s, program %s, engine %s)",
             control_address,

@@ -166,6 +166,13 @@ class SwitchControl:
             time.sleep(0)
         return out
 
+    def read_tm_ports(self, ports: list[int]) -> dict[int, tuple[int, int, int]]:
+        """The TM's drops, queue and sent bytes per port (`TrafficManager.port_counts`), as of now:
+        a live switch's clock, else the last packet's time (virtual time)."""
+        with self.lock:
+            now = self.pipeline.pktgen.now_ns[0] if self.clock is None else self.clock()
+            return self.pipeline.tm.port_counts(ports, now)
+
     def reset_counters(self, name: str) -> None:
         with self.lock:
             self._named(self.pipeline.counters, name, "counter").reset()

@@ -89,7 +89,7 @@ def _handlers(ctl: SwitchControl) -> dict[str, Callable[[dict[str, Any]], Any]]:
         "SetTimer": lambda r: ctl.set_timer(wire.timer_from_json(r["timer"])) or {},
         "ReadTimer": lambda r: {"timer": wire.timer_to_json(ctl.read_timer())},
         "ReadTmPorts": lambda r: {
-            "values": {str(p): list(v) for p, v in ctl.pipeline.tm.port_counts([int(x) for x in r["ports"]]).items()}
+            "values": {str(p): list(v) for p, v in ctl.read_tm_ports([int(x) for x in r["ports"]]).items()}
         },
     }
 

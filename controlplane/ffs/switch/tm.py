@@ -59,6 +59,7 @@ class TrafficManager:
         self.drops = array("Q", bytes(8 * ports))
         self.drop_bytes = array("Q", bytes(8 * ports))
         self.enqueued = array("Q", bytes(8 * ports))
+        self.enqueued_bytes = array("Q", bytes(8 * ports))  # their line-rate bytes
         self.delay_sum = array("d", bytes(8 * ports))  # seconds
         self.frame_max = array("q", bytes(8 * ports))  # bytes with FCS; 0: no limit
         self.oversize = array("Q", bytes(8 * ports))
@@ -99,14 +100,24 @@ class TrafficManager:
             self.last[port] = t_ns
         self.drain[port] = factor
 
-    def queue_bytes(self, port: int) -> int:
-        """The port's queue as of its last arrival or drain change."""
-        return int(self.backlog[port])
+    def queue_bytes(self, port: int, now_ns: int | None = None) -> float:
+        """The port's queue at `now_ns` (None: as of its last arrival or drain change)."""
+        backlog = self.backlog[port]
+        if now_ns is not None and now_ns > self.last[port]:
+            backlog -= (now_ns - self.last[port]) * self.speed[port] * self.drain[port] / 8e9
+        return max(0.0, backlog)
 
-    def port_counts(self, ports: list[int]) -> dict[int, tuple[int, int]]:
-        """What the drivers give the agent per port, as BF-Runtime's TM tables do: frames dropped at
-        the tail, and the queue (bytes)."""
-        return {p: (self.drops[p], self.queue_bytes(p)) for p in ports if 0 <= p < self.size}
+    def port_counts(self, ports: list[int], now_ns: int | None = None) -> dict[int, tuple[int, int, int]]:
+        """What the drivers give the agent per port, all as of one instant `now_ns`, as the
+        hardware's TM and MAC counters are: frames dropped at the tail, the queue (bytes), and the
+        line-rate bytes the port sent (what it admitted less what still waits: the count that says
+        what the port drains, where the egress's own counters count each frame as it is admitted)."""
+        out = {}
+        for p in ports:
+            if 0 <= p < self.size:
+                queue = self.queue_bytes(p, now_ns)
+                out[p] = (self.drops[p], int(queue), int(self.enqueued_bytes[p] - queue))
+        return out
 
     def oversize_drop(self, port: int, frame_len: int) -> bool:
         """True, and counted, if a frame of `frame_len` bytes (FCS included) exceeds `port`'s limit."""
@@ -126,6 +137,7 @@ class TrafficManager:
         """The time (ns) the frame's last bit leaves `port`, or -1 if the queue drops it."""
         speed = self.speed[port]
         if speed <= 0.0:
+            self.enqueued_bytes[port] += wire_bytes
             return t_ns
         last = self.last[port]
         backlog = self.backlog[port]
@@ -147,6 +159,7 @@ class TrafficManager:
         # paused, the frame's time at the port's speed once the pause ends (its end is not known here)
         delay = backlog * 8 / (rate if rate > 0.0 else speed)
         self.enqueued[port] += 1
+        self.enqueued_bytes[port] += wire_bytes
         self.delay_sum[port] += delay
         return t_ns + int(delay * 1e9)
 

@@ -69,6 +69,27 @@ def _buffers(specs: tuple[str, ...], ports: dict[int, str], speeds: dict[int, fl
     return out
 
 
+def _drains(specs: tuple[str, ...], speeds: dict[int, float]) -> dict[int, tuple[tuple[float, float], ...]]:
+    """--drain N=FACTOR or N=AT:FACTOR,AT:FACTOR,...: the times in seconds after the switch is ready."""
+    out: dict[int, tuple[tuple[float, float], ...]] = {}
+    for s in specs:
+        m = re.fullmatch(r"(\d+)=(\S+)", s)
+        if not m:
+            raise CliUsageError(f"--drain wants DEVICE_PORT=FACTOR or DEVICE_PORT=AT:FACTOR,..., got {s!r}")
+        port = int(m.group(1))
+        if port not in speeds or port in out:
+            raise CliUsageError(f"--drain {s}: port {port} needs a speed (--port {port}=IFACE@SPEED), once")
+        try:
+            steps = [x.split(":") if ":" in x else ["0", x] for x in m.group(2).split(",")]
+            out[port] = tuple((float(t), float(f)) for t, f in steps)
+        except ValueError:
+            raise CliUsageError(f"--drain {s}: times and factors are numbers (e.g. 3=0.5 or 3=2:0,2.2:1)") from None
+        times = [t for t, _ in out[port]]
+        if not all(0.0 <= f <= 1.0 for _, f in out[port]) or times != sorted(set(times)) or times[0] < 0:
+            raise CliUsageError(f"--drain {s}: factors in [0, 1] at increasing times from 0 on")
+    return out
+
+
 def _delays(specs: tuple[str, ...], ports: dict[int, str]) -> dict[int, float]:
     out: dict[int, float] = {}
     for s in specs:
@@ -111,6 +132,14 @@ def _delays(specs: tuple[str, ...], ports: dict[int, str]) -> dict[int, float]:
     "as on a long wire (the queue does not count them). Round-trip times without netem.",
 )
 @click.option(
+    "--drain",
+    "drain_specs",
+    multiple=True,
+    metavar="N=FACTOR|N=AT:FACTOR,...",
+    help="Port N (with a speed) sends FACTOR of its speed (a shaper; 0: a PFC pause), from the start or from "
+    "AT seconds after the switch is ready, as the topology's `drain`.",
+)
+@click.option(
     "--control",
     default=None,
     help="Control service: unix:PATH (default: an owner-only socket, /run/ffs/switch.sock for root) or "
@@ -127,7 +156,7 @@ def _delays(specs: tuple[str, ...], ports: dict[int, str]) -> dict[int, float]:
 @click.option("--csfq", is_flag=True, help="Evaluation baseline: run CSFQ (not FFS) before every port with a speed.")
 @one_line_errors(OSError, ValueError, PermissionError, error=CliError)
 def run_cmd(
-    port_specs, buffer_specs, delay_specs, control, allow_remote, seed, ready_file, stats_interval, csfq
+    port_specs, buffer_specs, delay_specs, drain_specs, control, allow_remote, seed, ready_file, stats_interval, csfq
 ) -> None:
     """Switch real frames between Linux interfaces until SIGINT/SIGTERM."""
     logging.basicConfig(
@@ -149,6 +178,7 @@ def run_cmd(
         speeds=speeds,
         buffers=_buffers(buffer_specs, ports, speeds),
         delays=_delays(delay_specs, ports),
+        drains=_drains(drain_specs, speeds),
     )
 
 
