@@ -8,7 +8,14 @@ import math
 
 import pytest
 
-from ffs.agent.drain_rule import DRAIN_FLOOR, DRAIN_MARGIN, DRAIN_TOLERANCE, PortDrain, drain_cut, drain_period
+from ffs.agent.drain_rule import (
+    DRAIN_FLOOR,
+    DRAIN_MARGIN,
+    DRAIN_TOLERANCE,
+    PortDrain,
+    drain_cut,
+    drain_period,
+)
 
 T = 100e6
 
@@ -69,3 +76,16 @@ def test_a_burst_in_the_queue_does_not_slow_the_climb_back_from_a_pause():
         s = drain_period(s, dropped=False, queue_clear=n != 7)
         n += 1
     assert n - 1 <= 5 + math.log2(1 / DRAIN_FLOOR), n
+
+
+def test_a_rate_read_half_before_a_pause_is_forgotten_on_the_climb():
+    """A window that mixed the time before a pause with the pause cut to 0.17 of the target, not
+    the floor, and kept 0.17 as the rate drained: once the port resumes, the climb takes one-margin
+    steps past that rate for 3 periods, then doubles as from the floor: back within the
+    floor's bound, 5 + log2(1/floor), and those periods. Caught with the rate kept: 57 periods."""
+    s, n = drain_cut(PortDrain(), T, 0.17 * T), 0
+    assert s.drained == pytest.approx(0.17)
+    while s.factor < 1.0:
+        s = drain_period(s, dropped=False, queue_clear=True)
+        n += 1
+    assert n <= 5 + math.log2(1 / DRAIN_FLOOR) + 3 + 1, n  # spec §9 item 8: 3 periods past it

@@ -23,6 +23,11 @@ DRAIN_FLOOR = 1 / 64
 # 5 + log2(64) periods once the port drains again. Above the rate the port last drained the
 # steps stay one margin: a port still slow is overshot by a few %, not by the doubled step
 MAX_CLIMB = 2.0
+# clear periods at or past the rate the port last drained after which that rate is forgotten: a
+# port still slow stands its queue within a period of a climb one margin past it, so that many
+# clear periods say it drains more now (a window that mixed the time before a pause with the
+# pause read a rate the port never had), and the climb doubles again
+STALE_PERIODS = 3
 # the queue is clear below this fraction of the port's buffer: a few frames, so that a climb past
 # what the port drains stops within a period or two of the queue starting to stand
 CLEAR_FRACTION = 1 / 32
@@ -33,6 +38,7 @@ class PortDrain:
     factor: float = 1.0  # the fraction of the configured target in force
     drained: float = 0.0  # what it drained over the last window it dropped in, / the target (0: a pause)
     clear: int = 0  # periods with the queue clear since the last drop (or the last cut)
+    past: int = 0  # of those, periods at or past the rate drained
 
 
 def drain_cut(state: PortDrain, target_bps: float, drained_bps: float) -> PortDrain:
@@ -40,7 +46,7 @@ def drain_cut(state: PortDrain, target_bps: float, drained_bps: float) -> PortDr
     target follows what the port drained, a margin below, where that is below what the target
     aims at (a few drops at the target itself, a burst, change nothing)."""
     if target_bps <= 0 or drained_bps >= (1.0 - DRAIN_TOLERANCE) * state.factor * target_bps:
-        return replace(state, clear=0)
+        return replace(state, clear=0, past=0)
     factor = max(DRAIN_FLOOR, min(1.0, drained_bps * (1.0 - DRAIN_MARGIN) / target_bps))
     # at the floor the port drained next to nothing (paused): no rate to climb back to is known
     return PortDrain(factor, drained_bps / target_bps if factor > DRAIN_FLOOR else 0.0, 0)
@@ -51,13 +57,17 @@ def drain_period(state: PortDrain, dropped: bool, queue_clear: bool) -> PortDrai
     toward 1 (the configured target), by DRAIN_MARGIN, then twice that, ... (at most MAX_CLIMB). A
     period whose queue stands without a drop holds the factor and the count: a burst the queue
     took (a few frames arriving together) says nothing of what the port drains, and a climb that
-    reached what the port drains stands still until its drops cut it."""
+    reached what the port drains stands still until its drops cut it. Past the rate the port last
+    drained the steps are one margin for STALE_PERIODS clear periods, then that rate is forgotten."""
     if dropped:
-        return replace(state, clear=0)
+        return replace(state, clear=0, past=0)
     if not queue_clear:
         return state
     if state.factor >= 1.0:
-        return state if state.clear == 0 else replace(state, clear=0)
+        return state if state.clear == state.past == 0 else replace(state, clear=0, past=0)
     above = 0.0 < state.drained <= state.factor  # at or past what the port last drained
+    past = state.past + above
+    if past > STALE_PERIODS:  # the port drains more than that rate now
+        state, above, past = replace(state, drained=0.0), False, 0
     step = 1.0 + DRAIN_MARGIN if above else min(MAX_CLIMB, 1.0 + DRAIN_MARGIN * 2**state.clear)
-    return replace(state, factor=min(1.0, state.factor * step), clear=state.clear + 1)
+    return replace(state, factor=min(1.0, state.factor * step), clear=state.clear + 1, past=past)
