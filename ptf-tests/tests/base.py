@@ -121,6 +121,7 @@ TEST_TABLES = (
     p4names.TIMER_PORTS,
     p4names.CLAIM_LIMIT,  # cleared: no port limits claims unless a test sets it
 )
+TEST_TABLE_NAMES = tuple(t.name for t in TEST_TABLES)
 STATIC_TABLES = (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA)
 
 
@@ -160,7 +161,9 @@ class Saved:
     lpf: dict[int, LpfSpec]
 
     @classmethod
-    def capture(cls, driver: Driver, lpf_indices: tuple[int, ...], test_tables: tuple[str, ...]) -> Saved:
+    def capture(
+        cls, driver: Driver, lpf_indices: tuple[int, ...], test_tables: tuple[str, ...] = TEST_TABLE_NAMES
+    ) -> Saved:
         tables = [TableState.read(driver, name) for name in test_tables]
         tables.append(TableState.read(driver, p4names.PORT_METADATA.name, with_default=False))
         return cls(tables, {i: driver.read_lpf_spec(p4names.F_LPF.name, i) for i in lpf_indices})
@@ -266,7 +269,7 @@ class FfsTest(BaseTest):
 
     lpf_indices: tuple[int, ...] = (PID,)
     # the tables a test may change, cleared by base_setup and put back after it
-    test_tables: tuple[str, ...] = tuple(t.name for t in TEST_TABLES)
+    test_tables: tuple[str, ...] = TEST_TABLE_NAMES
 
     def setUp(self) -> None:
         BaseTest.setUp(self)
