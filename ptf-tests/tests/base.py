@@ -548,6 +548,13 @@ class FfsTest(BaseTest):
                 got += 1
         return got
 
+    def lengths_received(self, port: int, expected_at_most: int, timeout: float = 1.0) -> list[int]:
+        """The frames that left `port`, each as the counters count it (its length plus byte_adjust)."""
+        out: list[int] = []
+        while len(out) < expected_at_most and (frame := self.recv(port, timeout=timeout)) is not None:
+            out.append(len(frame) + byte_adjust())
+        return out
+
     def count_received(self, port: int, expected_at_most: int, timeout: float = 1.0) -> int:
         got = 0
         while got < expected_at_most and self.recv(port, timeout=timeout) is not None:

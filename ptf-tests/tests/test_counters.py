@@ -73,12 +73,7 @@ class ShimsCountedWhereTheIngressInsertsThem(FfsTest):
         self.set_egress(expect.Egress(tau=2.0, congested=True))  # gamma = tau / rf' = 1/2
         before, shims0 = self.counts(), self.shims()
         self.send(plain, count=n)
-        sent = []
-        while len(sent) < n:
-            got = self.recv(OUT, timeout=1.0)
-            if got is None:
-                break
-            sent.append(len(got) + byte_adjust())
+        sent = self.lengths_received(OUT, n)
         delta = self.since(before)
         offered, admitted = ((b - a) % COUNTER_WRAP for a, b in zip(shims0, self.shims(), strict=True))
         self.assertGreater(len(sent), 0)
@@ -116,12 +111,7 @@ class StrippedCountedWhereTheEgressStripsThem(FfsTest):
         self.set_egress(expect.Egress(tau=2.0, congested=True))  # gamma = tau / rf' = 1/2
         before, stripped0 = self.counts(), self.stripped()
         self.send(pkt, count=n)
-        sent = []
-        while len(sent) < n:
-            got = self.recv(OUT, timeout=1.0)
-            if got is None:
-                break
-            sent.append(len(got) + byte_adjust())
+        sent = self.lengths_received(OUT, n)
         delta = self.since(before)
         stripped = (self.stripped() - stripped0) % COUNTER_WRAP
         self.assertGreater(len(sent), 0)
