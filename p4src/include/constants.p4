@@ -54,6 +54,9 @@
 @noWarn("unused") const len_t IPV6_HDR_LEN = 40;
 @noWarn("unused") const len_t FCS_LEN = 4;  /* counted in the estimator's len, in pkt_length and in every counter */
 @noWarn("unused") const len_t MIN_FRAME = 60;  /* without FCS: shorter frames are padded on the wire */
+@noWarn("unused") const fcs_basis_t FCS_EITHER = 0;  /* not measured: either */
+@noWarn("unused") const fcs_basis_t FCS_COUNTED = 1;  /* pkt_length counts the FCS (tofino-model) */
+@noWarn("unused") const fcs_basis_t FCS_NOT_COUNTED = 2;  /* pkt_length does not count it */
 @noWarn("unused") const len_t SHIM_LEN = 8;  /* bytes */
 @noWarn("unused") const len_t SHIM_ROOM_MAX = 0xFFF8;  /* an IP length from which 8 more bytes wrap its 16-bit field (spec §2) */
 @noWarn("unused") const weight_t WEIGHT_MAX = 0xFFFFFFFF;

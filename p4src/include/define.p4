@@ -14,6 +14,7 @@ typedef bit<16> margin_t;       /* gamma's verdict thr |-| rnd: 0 drops, anythin
 typedef bit<2>  ffs_state_t;    /* FFS_STATE_*: what the parser made of the shim */
 typedef bit<32> qbytes_t;       /* line-rate bytes of a virtual queue (spec §7.7) */
 typedef bit<4>  shim_flags_t;   /* ffs_h.flags: FLAG_* */
+typedef bit<2>  fcs_basis_t;    /* FCS_*: whether pkt_length counts the FCS (frame_basis) */
 
 #include "constants.p4"     /* and event_t, an enum bit<3> of FfsIngress.events' cells */
 

@@ -192,7 +192,9 @@ struct egress_metadata_t {
     len_t   claimed;       /* L2 header + IP length: the frame its headers claim, FCS excluded */
     len_t   arrival_change; /* bytes the ingress added (mod 2^16): a shim it inserted (bridge.grown),
                              * the host's declared L2 change (bridge.l2_change); set by the parser */
-    len_t   pkt_len;       /* pkt_length + arrival_change: the frame as the egress holds it */
+    len_t   pkt_len;       /* the frame as the egress holds it: pkt_length, + arrival_change where
+                            * pkt_length is the arrival length (frame_basis) */
+    fcs_basis_t fcs_basis; /* FCS_*: whether pkt_length counts the FCS (frame_basis) */
     len_t   excess;        /* pkt_len - claimed (mod 2^16) */
     bit<1>  lies;          /* frame_check: the bytes disagree with the claim */
     bit<1>  stripped;      /* strip_v4 / strip_v6 took the shim off */

@@ -185,14 +185,17 @@ def test_claimed_frame_len_adds_the_headers_and_saturates(l3_len, ipv6, vlan, fr
 
 
 def test_frame_check_entries():
-    """spec §5.5, §7.3: which (excess, pkt_length) pass, first match wins."""
+    """spec §5.5, §7.3: which (excess, pkt_length, vlan, fcs basis) pass, first match wins."""
     from ffs.core.entries import Range
 
-    def passes(excess: int, pkt_length: int) -> bool:
+    either, counted, not_counted = constants.FCS_EITHER, constants.FCS_COUNTED, constants.FCS_NOT_COUNTED
+
+    def passes(excess: int, pkt_length: int, vlan: int = 0, fcs: int = either) -> bool:
         for e in tables.frame_check_entries():
-            r, t = e.key["excess"], e.key["pkt_length"]
+            r, t, v, b = e.key["excess"], e.key["pkt_length"], e.key["vlan"], e.key["fcs"]
             assert isinstance(r, Range)
-            if r.low <= excess <= r.high and pkt_length & t.mask == t.value:
+            keys = pkt_length & t.mask == t.value and vlan & v.mask == v.value and fcs & b.mask == b.value
+            if r.low <= excess <= r.high and keys:
                 return e.action.endswith("frame_ok")
         return False  # the default: frame_lies
 
@@ -202,6 +205,16 @@ def test_frame_check_entries():
     assert not passes(1, 1269) and not passes(3, 1271) and not passes(5, 1273)  # bytes beyond the claim
     assert not passes((1268 - 1300) & 0xFFFF, 1268)  # a claim beyond the frame
     assert not passes(1230, 1250)  # 1250 bytes claiming 20
+    # a measured basis: the FCS's 4 bytes only where pkt_length counts it, and the padding likewise
+    assert passes(4, 1272, fcs=counted) and not passes(0, 1268, fcs=counted)
+    assert passes(0, 1268, fcs=not_counted) and not passes(4, 1272, fcs=not_counted)
+    assert passes(64 - 34, 64, fcs=counted) and not passes(60 - 34, 60, fcs=counted)
+    assert passes(60 - 34, 60, fcs=not_counted) and not passes(64 - 34, 64, fcs=not_counted)
+    # padded to 60, then tagged: 68 bytes with the FCS, 64 without (tagged frames only)
+    assert passes(68 - 52, 68, vlan=1, fcs=counted) and passes(68 - 52, 68, vlan=1)
+    assert passes(64 - 18, 64, vlan=1, fcs=not_counted) and not passes(64 - 17, 64, vlan=1, fcs=not_counted)
+    assert not passes(64 - 52, 64, vlan=0, fcs=not_counted) and not passes(68 - 52, 68, vlan=1, fcs=not_counted)
+    assert not passes(1, 64, vlan=1) and not passes(1, 64, vlan=1, fcs=counted)  # FCS_EITHER: as before
     for e in tables.f_log_entries():
         assert (e.params["lf"] + e.params["nlf"]) & 0xFFFF == 0 and e.params["lf"] <= constants.D_OFFSET
 

@@ -25,6 +25,11 @@ VLAN_TAG_LEN = 4
 IPV6_HDR_LEN = 40
 FCS_LEN = 4  # counted in the estimator's len, in pkt_length and in every counter
 MIN_FRAME = 60  # without FCS: shorter frames are padded on the wire
+# frame_basis's fcs (spec §7.3): whether the egress's pkt_length counts the FCS, as the agent measured
+# it on the chip; until it has, frame_check passes a frame of its claim or 4 bytes more
+FCS_EITHER = 0  # not measured: either
+FCS_COUNTED = 1  # pkt_length counts the FCS (tofino-model)
+FCS_NOT_COUNTED = 2  # pkt_length does not count it
 # what a frame costs an Ethernet port beyond its bytes: preamble and start delimiter (8) and the
 # inter-frame gap (12). Line rates -- port speeds, capacities, shares, targets, A_j and R*_j --
 # count frame + FCS + WIRE_OVERHEAD bytes per frame (spec §4).

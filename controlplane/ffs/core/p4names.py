@@ -42,19 +42,31 @@ EGRESS_PORTS = Table(
     size=512,
 )
 
+FRAME_BASIS = Table(
+    "FfsEgress.egress_acct.frame_basis",
+    keys=(),
+    actions=(
+        Action("FfsEgress.egress_acct.basis_arrival", (("fcs", 2),)),
+        Action("FfsEgress.egress_acct.basis_deparsed", (("fcs", 2),)),
+    ),
+    default_action="FfsEgress.egress_acct.basis_arrival",
+    size=1,
+)
+
 FRAME_CHECK = Table(
     "FfsEgress.egress_acct.frame_check",
     keys=(
         Key("excess", "range", 16),
         Key("pkt_length", "ternary", 16),
         Key("vlan", "ternary", 1),
+        Key("fcs", "ternary", 2),
     ),
     actions=(
         Action("FfsEgress.egress_acct.frame_ok"),
         Action("FfsEgress.egress_acct.frame_lies"),
     ),
     default_action="FfsEgress.egress_acct.frame_lies",
-    size=5,
+    size=6,
     const_entries=True,
 )
 
@@ -311,6 +323,7 @@ RI_CANDIDATE = Table(
 
 TABLES: tuple[Table, ...] = (
     EGRESS_PORTS,
+    FRAME_BASIS,
     FRAME_CHECK,
     CLAIM_LIMIT,
     FATE,

@@ -166,6 +166,8 @@ def _check_symbols(prog: Program) -> None:
 
 def _tuple(items: list[str], indent: str) -> str:
     """A tuple literal, one item a line (ruff format keeps it so: the trailing comma)."""
+    if not items:  # a keyless table
+        return "()"
     if len(items) == 1:
         return f"({items[0]},)"
     inner = "".join(f"{indent}    {i},\n" for i in items)

@@ -471,46 +471,48 @@ def claim_limit_entries(port: int, mtu: int) -> list[TableEntry]:
 
 
 def frame_check_entries() -> list[TableEntry]:
-    """FfsEgress.egress_acct.frame_check (spec §7.3), first match wins; excess = pkt_length -
-    (L2 header + IP length) mod 2^16. A frame passes if its bytes are what its IP length says, 4
-    more (pkt_length counts the FCS on tofino-model and hardware), or a claim below the Ethernet
-    minimum padded to it (with or without FCS), also one that a bridge tagged after the padding
-    (802.1Q: 64 bytes, 68 with FCS, tagged frames only); anything else is dropped."""
+    """FfsEgress.egress_acct.frame_check (spec §7.3), first match wins; excess = pkt_len - (L2 header
+    + IP length) mod 2^16, pkt_len as frame_basis makes it. A frame passes if its bytes are what its
+    IP length says, 4 more where pkt_length counts the FCS, or a claim below the Ethernet minimum
+    padded to it, also one that a bridge tagged after the padding (802.1Q: 64 bytes, 68 with FCS,
+    tagged frames only); anything else is dropped. The fcs key is frame_basis's: FCS_EITHER (not
+    measured) passes what FCS_COUNTED and FCS_NOT_COUNTED pass, as a ternary 0 under their masks."""
     t = p4names.FRAME_CHECK
     ok = t.action("frame_ok").name
     any_len = Ternary(0, 0)
     any_tag = Ternary(0, 0)
+    tagged = Ternary(1, 1)
+    # each entry's bases: FCS_EITHER and the one it belongs to (bit 0 clear: not counted; bit 1: counted)
+    without_fcs = Ternary(constants.FCS_EITHER, constants.FCS_COUNTED)
+    with_fcs = Ternary(constants.FCS_EITHER, constants.FCS_NOT_COUNTED)
     pad = constants.MIN_FRAME - constants.ETH_HDR_LEN  # the largest padding: an empty L3 claim
     # tagged after padding: claim = 18 + IP length < 64 exactly when the untagged claim was below
-    # 60; excess = 68 - claim in [5, 50], the untagged range at 64 (the tag is in both terms)
-    tagged_min = constants.MIN_FRAME + constants.VLAN_TAG_LEN + constants.FCS_LEN
+    # 60; excess = 64 - claim in [1, 46] (68 - claim in [5, 50] with the FCS), the untagged range
+    tagged_min = constants.MIN_FRAME + constants.VLAN_TAG_LEN
+    fcs = constants.FCS_LEN
+
+    def entry(excess: Range, pkt_length: Ternary, vlan: Ternary, basis: Ternary) -> TableEntry:
+        return TableEntry(t.name, {"excess": excess, "pkt_length": pkt_length, "vlan": vlan, "fcs": basis}, ok)
+
     return [
-        TableEntry(t.name, {"excess": Range(0, 0), "pkt_length": any_len, "vlan": any_tag}, ok),
-        TableEntry(
-            t.name, {"excess": Range(constants.FCS_LEN, constants.FCS_LEN), "pkt_length": any_len, "vlan": any_tag}, ok
-        ),
-        TableEntry(
-            t.name, {"excess": Range(1, pad), "pkt_length": Ternary(constants.MIN_FRAME, 0xFFFF), "vlan": any_tag}, ok
-        ),
-        TableEntry(
-            t.name,
-            {
-                "excess": Range(constants.FCS_LEN + 1, pad + constants.FCS_LEN),
-                "pkt_length": Ternary(constants.MIN_FRAME + constants.FCS_LEN, 0xFFFF),
-                "vlan": any_tag,
-            },
-            ok,
-        ),
-        TableEntry(
-            t.name,
-            {
-                "excess": Range(constants.FCS_LEN + 1, tagged_min - constants.ETH_HDR_LEN - constants.VLAN_TAG_LEN),
-                "pkt_length": Ternary(tagged_min, 0xFFFF),
-                "vlan": Ternary(1, 1),
-            },
-            ok,
-        ),
+        entry(Range(0, 0), any_len, any_tag, without_fcs),
+        entry(Range(fcs, fcs), any_len, any_tag, with_fcs),
+        entry(Range(1, pad), Ternary(constants.MIN_FRAME, 0xFFFF), any_tag, without_fcs),
+        entry(Range(fcs + 1, pad + fcs), Ternary(constants.MIN_FRAME + fcs, 0xFFFF), any_tag, with_fcs),
+        entry(Range(fcs + 1, pad + fcs), Ternary(tagged_min + fcs, 0xFFFF), tagged, with_fcs),
+        entry(Range(1, pad), Ternary(tagged_min, 0xFFFF), tagged, Ternary(constants.FCS_NOT_COUNTED, 0x3)),
     ]
+
+
+def frame_basis_update(fcs: int, deparsed: bool) -> Update:
+    """FfsEgress.egress_acct.frame_basis's default (spec §7.3), from what the agent measured of the
+    egress's pkt_length: whether it counts the FCS (`fcs`, an FCS_* constant) and whether it is the
+    frame as the ingress deparser emitted it (`deparsed`) rather than as it arrived."""
+    if fcs not in (constants.FCS_EITHER, constants.FCS_COUNTED, constants.FCS_NOT_COUNTED):
+        raise ValueError(f"frame_basis: fcs must be FCS_EITHER, FCS_COUNTED or FCS_NOT_COUNTED (0..2), not {fcs!r}")
+    t = p4names.FRAME_BASIS
+    action = t.action("basis_deparsed" if deparsed else "basis_arrival").name
+    return Update("set_default", TableEntry(t.name, {}, action, {"fcs": fcs}))
 
 
 def const_entries() -> dict[str, list[TableEntry]]:

@@ -73,6 +73,9 @@ typedef unsigned __int128 u128;
 #define FFS_STATE_NONE 0
 #define FFS_STATE_VALID 1
 #define FFS_STATE_OPAQUE 2
+#define FCS_EITHER 0
+#define FCS_COUNTED 1
+#define FCS_NOT_COUNTED 2
 #define U32 0xFFFFFFFFu
 
 /* drop reasons returned by engine_process (as -1 - reason) */
@@ -90,18 +93,19 @@ typedef unsigned __int128 u128;
  * each table's declaration. The const-entry tables (frame_check, fate, ipv4_shim_len, port_label, ri_candidate)
  * are code below; their actions are listed for the contract check only. */
 enum {
-    T_EGRESS_PORTS, T_CLAIM_LIMIT, T_IPV4, T_IPV6, T_EGRESS_QUEUE, T_TIMER_PORTS, T_GAMMA, T_EGRESS_PARAMS, T_PAIRS,
+    T_EGRESS_PORTS, T_FRAME_BASIS, T_CLAIM_LIMIT, T_IPV4, T_IPV6, T_EGRESS_QUEUE, T_TIMER_PORTS, T_GAMMA, T_EGRESS_PARAMS, T_PAIRS,
     T_SHIM_ROOM, T_F_LOG, T_LEN_LOG, T_WEIGHT, T_WEIGHT_RESET, NT
 };
 #define NT_ALL (NT + 5)
 static const char *TABLE_NAMES[NT] = {
-    "FfsEgress.egress_acct.egress_ports", "FfsIngress.claim_limit",          "FfsIngress.forwarding.ipv4_routes",
+    "FfsEgress.egress_acct.egress_ports", "FfsEgress.egress_acct.frame_basis", "FfsIngress.claim_limit",
+    "FfsIngress.forwarding.ipv4_routes",
     "FfsIngress.forwarding.ipv6_routes",  "FfsIngress.guard.egress_queue",   "FfsIngress.guard.timer_ports",
     "FfsIngress.normalize.gamma",         "FfsIngress.pair_map.egress_params", "FfsIngress.pair_map.pairs",
     "FfsIngress.pair_map.shim_room",      "FfsIngress.rate_est.f_log",       "FfsIngress.rate_est.len_log",
     "FfsIngress.rate_est.weight",         "FfsIngress.rate_est.weight_reset"};
 static const char *TABLE_ACTIONS[NT_ALL] = {
-    "strip_shim keep_shim", "set_claim_limit claim_unlimited", "route no_route", "route no_route",
+    "strip_shim keep_shim", "basis_arrival basis_deparsed", "set_claim_limit claim_unlimited", "route no_route", "route no_route",
     "set_queue no_queue", "set_drain no_drain", "gamma_one gamma_frac gamma_zero", "set_egress egress_unmanaged",
     "set_pair set_held_pair no_pair", "set_room room_max", "set_lf lf_zero", "set_lw set_lw_runt lw_zero",
     "set_weight weight_max", "set_weight weight_max",
@@ -118,6 +122,7 @@ enum { A_SET_WEIGHT = 0 };
 enum { A_SET_LF = 0 };
 enum { A_GAMMA_ONE = 0, A_GAMMA_FRAC = 1, A_GAMMA_ZERO = 2 };
 enum { A_STRIP_SHIM = 0 };
+enum { A_BASIS_ARRIVAL = 0, A_BASIS_DEPARSED = 1 };
 enum { A_SET_ROOM = 0 };
 enum { A_SET_QUEUE = 0 };
 enum { A_SET_DRAIN = 0 };
@@ -481,6 +486,7 @@ typedef struct {
     PyObject_HEAD
     ctable tables[NT];
     uint8_t port_md[NUM_PORTS][2]; /* trust, insert; an unlisted port reads zeros */
+    int pkt_fcs, pkt_deparsed;     /* PktLength: the egress's pkt_length counts the FCS; is the deparsed frame */
     mt_t rng;
     uint32_t tables_set; /* bit per table: compiled at least once */
     Py_buffer bufs[NB];
@@ -923,22 +929,29 @@ static void run_timers(Engine *e, uint32_t pipe, int64_t t_ns) {
     for (int64_t i = 0; i < e->pktgen_cfg[1]; i++) queue_guard_timer(e, (uint32_t)i, pipe, k);
 }
 
-/* EgressAccounting.frame_check: the const entries of ffs.core.tables.frame_check_entries, in order.
- * pkt_length is the length the packet arrived with (FCS included); a shim the ingress inserted
- * (grown, bridged) is added to it before the claim is compared. */
 /* --- control/egress_accounting ----------------------------------------------------------------- */
-static int frame_lies(const uint8_t *buf, size_t len, uint32_t pkt_length, int grown) {
+/* EgressAccounting.lies: frame_basis, then frame_check with the const entries of
+ * ffs.core.tables.frame_check_entries, in order. pkt_length is eg_intr_md.pkt_length as PktLength
+ * makes it; basis_arrival adds a shim the ingress inserted (grown, bridged) before the claim is
+ * compared. fcs: FCS_EITHER passes an entry of either basis. */
+static int frame_lies(Engine *e, const uint8_t *buf, size_t len, uint32_t pkt_length, int grown) {
     parsed_t p;
     /* the egress parser: an IP length wrapped by an inserted shim (65528 + 8) is still checked */
     if (parse_x(buf, len, &p, 0) < 0 || !p.ip_version) return 0;
-    uint32_t n = pkt_length;
-    uint32_t excess = (n + (grown ? SHIM_LEN : 0) - claimed_len(&p, p.l3_len, 0)) & U16;
+    const tres *basis = table_lookup(&e->tables[T_FRAME_BASIS], 0);
+    uint32_t n = pkt_length, fcs = basis->p[0];
+    uint32_t change = basis->act == A_BASIS_ARRIVAL && grown ? SHIM_LEN : 0;
+    uint32_t excess = (n + change - claimed_len(&p, p.l3_len, 0)) & U16;
     uint32_t pad = MIN_FRAME - ETH_LEN;
-    if (excess == 0 || excess == FCS_LEN) return 0;
-    if (n == MIN_FRAME && excess >= 1 && excess <= pad) return 0;
-    if (n == MIN_FRAME + FCS_LEN && excess >= FCS_LEN + 1 && excess <= pad + FCS_LEN) return 0;
-    /* padded to 60, then tagged by a bridge: 68 bytes with FCS, tagged frames only */
-    if (p.vlan && n == MIN_FRAME + VLAN_LEN + FCS_LEN && excess >= FCS_LEN + 1 && excess <= pad + FCS_LEN) return 0;
+    int without_fcs = (fcs & FCS_COUNTED) == 0, with_fcs = (fcs & FCS_NOT_COUNTED) == 0;
+    if (without_fcs && excess == 0) return 0;
+    if (with_fcs && excess == FCS_LEN) return 0;
+    if (without_fcs && n == MIN_FRAME && excess >= 1 && excess <= pad) return 0;
+    if (with_fcs && n == MIN_FRAME + FCS_LEN && excess >= FCS_LEN + 1 && excess <= pad + FCS_LEN) return 0;
+    /* padded to 60, then tagged by a bridge: 68 bytes with FCS, 64 without, tagged frames only */
+    if (with_fcs && p.vlan && n == MIN_FRAME + VLAN_LEN + FCS_LEN && excess >= FCS_LEN + 1 && excess <= pad + FCS_LEN)
+        return 0;
+    if (fcs == FCS_NOT_COUNTED && p.vlan && n == MIN_FRAME + VLAN_LEN && excess >= 1 && excess <= pad) return 0;
     return 1;
 }
 
@@ -947,7 +960,7 @@ static int frame_lies(const uint8_t *buf, size_t len, uint32_t pkt_length, int g
 static int egress_accounting_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length,
                              int grown) {
     uint32_t pipe = port >> PIPE_SHIFT;
-    int lies = frame_lies(buf, *len, pkt_length, grown);
+    int lies = frame_lies(e, buf, *len, pkt_length, grown);
     if (lies) {
         counter_count(e->malformed_pk, e->malformed_by, pipe * NUM_PORTS + port, *len);
         if (pid >= 0) counter_count(e->pair_malformed_pk, e->pair_malformed_by, pipe * NUM_PAIRS + (uint32_t)pid, *len);
@@ -1020,8 +1033,10 @@ static size_t emitted_len(Engine *e, const uint8_t *buf, size_t len, uint32_t po
 
 /* Pipeline._egress: the TM with the frame the egress emits (cut at the port's frame limit), then
  * FfsEgress (egress_accounting_apply), then the port's MAC; the egress port or -1 - reason */
-static int tm_and_egress(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length, int grown,
+static int tm_and_egress(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t frame_len, int grown,
                          int64_t t_ns, int64_t *depart) {
+    /* PktLength.pkt_length: the egress's pkt_length, from the frame as it arrived (FCS included) */
+    uint32_t pkt_length = frame_len - (e->pkt_fcs ? 0 : FCS_LEN) + (e->pkt_deparsed && grown ? SHIM_LEN : 0);
     size_t sent = emitted_len(e, buf, *len, port);
     int64_t limit = e->tm_frame_max[port];
     if (limit > 0 && (int64_t)sent > limit) sent = (size_t)limit; /* TrafficManager.sent_len */
@@ -1163,6 +1178,7 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_RuntimeError, "Engine already initialised");
         return -1;
     }
+    self->pkt_fcs = 1; /* PktLength(): tofino-model's, the arrival length with the FCS */
     PyObject *seq = PySequence_Fast(bufs, "buffers must be a sequence");
     if (!seq) return -1;
     if (PySequence_Fast_GET_SIZE(seq) != NB) {
@@ -1239,12 +1255,21 @@ static PyObject *Engine_set_table(Engine *self, PyObject *args) {
     int t, kind, width;
     PyObject *def, *entries;
     if (!PyArg_ParseTuple(args, "iiiOO", &t, &kind, &width, &def, &entries)) return NULL;
-    if (t < 0 || t >= NT || kind < K_EXACT || kind > K_TERNARY || width < 1 || width > 128) {
+    if (t < 0 || t >= NT || kind < K_EXACT || kind > K_TERNARY || width < 0 || width > 128) {
         PyErr_SetString(PyExc_ValueError, "bad table id, kind or width");
         return NULL;
     }
     if (table_build(&self->tables[t], kind, width, def, entries) < 0) return NULL;
     self->tables_set |= 1u << t;
+    Py_RETURN_NONE;
+}
+
+/* set_pkt_length(fcs, deparsed): PktLength, what the egress's pkt_length is */
+static PyObject *Engine_set_pkt_length(Engine *self, PyObject *args) {
+    int fcs, deparsed;
+    if (!PyArg_ParseTuple(args, "pp", &fcs, &deparsed)) return NULL;
+    self->pkt_fcs = fcs;
+    self->pkt_deparsed = deparsed;
     Py_RETURN_NONE;
 }
 
@@ -1336,6 +1361,8 @@ static PyMethodDef Engine_methods[] = {
     {"set_table", (PyCFunction)Engine_set_table, METH_VARARGS,
      "set_table(id, kind, width, default, entries): replace a compiled table"},
     {"set_port_md", (PyCFunction)Engine_set_port_md, METH_VARARGS, "set_port_md(bytes): $PORT_METADATA"},
+    {"set_pkt_length", (PyCFunction)Engine_set_pkt_length, METH_VARARGS,
+     "set_pkt_length(fcs, deparsed): what the egress's pkt_length is (PktLength)"},
     {"set_rng_state", (PyCFunction)Engine_set_rng_state, METH_VARARGS, "set_rng_state(625 ints of getstate())"},
     {"rng_state", (PyCFunction)Engine_rng_state, METH_NOARGS, "the generator state as getstate()[1]"},
     {"process", (PyCFunction)(void (*)(void))Engine_process, METH_FASTCALL,
@@ -1751,7 +1778,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyModule_AddObject(m, "ACTIONS", actions);
     PyModule_AddObject(m, "BUFFERS", bufs);
     PyObject *c = Py_BuildValue(
-        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
         "IP_PROTO_FFS",
         IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
         FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "RF_CODE_MIN",
@@ -1761,7 +1788,8 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         EVENT_FFS_DROP, "EVENT_NOT_INSERTED", EVENT_NOT_INSERTED, "IPV4_MF", IPV4_MF, "SHIM_ROOM_MAX", SHIM_ROOM_MAX, "FFS_STATE_NONE", FFS_STATE_NONE, "FFS_STATE_VALID", FFS_STATE_VALID, "FFS_STATE_OPAQUE",
         FFS_STATE_OPAQUE, "ETH_HDR_LEN", ETH_LEN, "VLAN_TAG_LEN", VLAN_LEN, "IPV6_HDR_LEN", IPV6_LEN, "FCS_LEN", FCS_LEN,
         "MIN_FRAME", MIN_FRAME, "WIRE_OVERHEAD", WIRE_OVERHEAD, "EVENT_GUARD_DROP", EVENT_GUARD_DROP, "EVENT_CLAIM_OVERSIZE", EVENT_CLAIM_OVERSIZE, "GUARD_RF_CODE",
-        GUARD_RF_CODE, "PKTGEN_PORT", PKTGEN_PORT, "TIMER_APP_ID", TIMER_APP_ID, "TIMER_HEADER_LEN", TIMER_HEADER_LEN);
+        GUARD_RF_CODE, "PKTGEN_PORT", PKTGEN_PORT, "TIMER_APP_ID", TIMER_APP_ID, "TIMER_HEADER_LEN", TIMER_HEADER_LEN,
+        "FCS_EITHER", FCS_EITHER, "FCS_COUNTED", FCS_COUNTED, "FCS_NOT_COUNTED", FCS_NOT_COUNTED);
     if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;
 #ifndef FFS_SOURCE_SHA256
 #define FFS_SOURCE_SHA256 ""

@@ -32,7 +32,7 @@ from ffs.switch.pipeline import (
     Pipeline,
     Result,
 )
-from ffs.switch.tna import MatchTable
+from ffs.switch.tna import MatchTable, PktLength
 
 try:
     from ffs.switch import _fastpath
@@ -142,6 +142,7 @@ class FastPipeline(Pipeline):
         require()
         self._dirty: set[int] = set()
         self._port_md_dirty = True
+        self._pkt_length_dirty = True
         super().__init__(seed)
         rate, norm, eg = self.rate_est, self.normalize, self.egress_acct
         lpf = rate.f_lpf
@@ -215,6 +216,15 @@ class FastPipeline(Pipeline):
         self._port_md = value
         self._port_md_dirty = True
 
+    @property
+    def pkt_length_model(self) -> PktLength:
+        return self._pkt_length
+
+    @pkt_length_model.setter
+    def pkt_length_model(self, value: PktLength) -> None:
+        self._pkt_length = value
+        self._pkt_length_dirty = True
+
     def sync(self) -> None:
         """Recompile what changed since the last packet."""
         if self._dirty:
@@ -227,13 +237,16 @@ class FastPipeline(Pipeline):
                 md[2 * port : 2 * port + 2] = bytes((trust & 1, insert & 1))  # p4src keys on bit 0
             self.engine.set_port_md(bytes(md))
             self._port_md_dirty = False
+        if self._pkt_length_dirty:
+            self.engine.set_pkt_length(self._pkt_length.fcs, self._pkt_length.deparsed)
+            self._pkt_length_dirty = False
 
     def process(self, frame: bytes | bytearray, ingress_port: int, t_ns: int) -> Result:
         if self.admission is not None:
             # an evaluation baseline decides in Python before the TM; FFS is off under a baseline,
             # so no random draw is taken that the engine's generator would then miss
             return Pipeline.process(self, frame, ingress_port, t_ns)
-        if self._dirty or self._port_md_dirty:
+        if self._dirty or self._port_md_dirty or self._pkt_length_dirty:
             self.sync()
         port, out, reason, pid, depart = self.engine.process(frame, ingress_port, t_ns)
         if port is None:

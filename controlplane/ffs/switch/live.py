@@ -38,6 +38,7 @@ from ffs.switch.fast import new_pipeline
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import serve, stop
+from ffs.switch.tna import PktLength
 
 log = logging.getLogger("ffs.switch.live")
 
@@ -358,16 +359,23 @@ def run_live(
     buffers: dict[int, int] | None = None,
     delays: dict[int, float] | None = None,
     drains: dict[int, tuple[tuple[float, float], ...]] | None = None,
+    pkt_length: PktLength | None = None,
 ) -> None:
     """engine: "auto" (the compiled fast path when it is built), "c" or "python" (ffs.switch.fast).
     speeds: line rates (bit/s) of the ports the TM paces, with their `buffers` (bytes; default:
     ffs.core.tables.default_buffer); other ports send at once. delays: propagation delays (s) of
     ports, applied after their TM (ffs.switch.delay). drains: per paced port, the fraction of its
     speed it sends from each time on (seconds after the switch is ready, `DrainSchedule`). csfq:
-    the evaluation's CSFQ baseline, run before every paced port (ffs-switch run --csfq)."""
+    the evaluation's CSFQ baseline, run before every paced port (ffs-switch run --csfq). pkt_length:
+    what the egress's pkt_length is, to model a chip unlike tofino-model (ffs-switch run --pkt-length)."""
     if ready_file:
         _remove_stale_ready(Path(ready_file))
     pipeline = new_pipeline(seed, engine)
+    if pkt_length is not None and pkt_length != pipeline.pkt_length_model:
+        pipeline.pkt_length_model = pkt_length
+        log.info(
+            "the egress's pkt_length is %s (not tofino-model's: the frame check's basis must match)", pkt_length.name
+        )
     for port, ifname in sorted(ports.items()):  # the frame limit of the interface's MTU, as a Tofino port's
         pipeline.tm.set_mtu(port, _mtu_of(ifname))
     for port, speed in sorted((speeds or {}).items()):

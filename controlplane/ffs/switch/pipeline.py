@@ -45,6 +45,7 @@ from ffs.switch.tna import (
     PIPES,
     Counter,
     MatchTable,
+    PktLength,
     const_table,
     mac_frame,
     mac_output,
@@ -99,6 +100,7 @@ class Pipeline:
         # the TM would hold it) -> admit; None for FFS
         self.admission: Callable[[int, int, bytearray], bool] | None = None
         self.port_metadata: dict[int, tuple[int, int]] = {}  # port -> (trust, insert)
+        self.pkt_length_model = PktLength()  # what the chip makes the egress's pkt_length (tofino-model's)
         self.port_label = PortLabel()
         self.forwarding = Forwarding()
         self.pair_map = PairMap()
@@ -121,6 +123,7 @@ class Pipeline:
             t.spec.name: t
             for t in (
                 self.egress_acct.egress_ports,
+                self.egress_acct.frame_basis,
                 self.egress_acct.frame_check,
                 self.claim_limit.table,
                 self.fate.fate,
@@ -217,7 +220,8 @@ class Pipeline:
         if action == "claim_drop":
             return Result(None, None, DROP_CLAIM)
         grown = action in ("insert_shim_v4", "insert_shim_v6")
-        return self._egress(buf, md.egress_port, frame_len, md.pid if md.managed else None, grown, t_ns)
+        pkt_length = self.pkt_length_model.of(frame_len, grown)
+        return self._egress(buf, md.egress_port, pkt_length, md.pid if md.managed else None, grown, t_ns)
 
     def _timer_packet(self, buf: bytearray, pipe: int, k: int = 1) -> bool:
         """FfsIngressParser's timer path and the guard's (spec §7.1, §7.7): a packet on the

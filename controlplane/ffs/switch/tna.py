@@ -48,6 +48,34 @@ def mac_frame(frame: bytes | bytearray) -> bytearray:
     return out + bytes(constants.FCS_LEN)
 
 
+@dataclass(frozen=True)
+class PktLength:
+    """What the chip makes the egress's eg_intr_md.pkt_length of a frame (spec §7.3, frame_basis):
+    with its FCS or without (`fcs`), and the length it arrived with or the one the ingress deparser
+    emitted, a shim it inserted included (`deparsed`). The default is tofino-model's; the others
+    model hardware that differs, for the agent's bring-up to measure (docs/hardware.md)."""
+
+    fcs: bool = True
+    deparsed: bool = False
+
+    def of(self, arrival_len: int, grown: bool) -> int:
+        """pkt_length of a frame that arrived `arrival_len` bytes long, FCS included, and into
+        which the ingress inserted a shim if `grown`."""
+        return (
+            arrival_len
+            - (0 if self.fcs else constants.FCS_LEN)
+            + (constants.SHIM_LEN if self.deparsed and grown else 0)
+        )
+
+    @property
+    def name(self) -> str:
+        """As `ffs-switch run --pkt-length` names it (PKT_LENGTHS)."""
+        return ("deparsed" if self.deparsed else "arrival") + ("+fcs" if self.fcs else "")
+
+
+PKT_LENGTHS = {m.name: m for m in (PktLength(), PktLength(fcs=False), PktLength(deparsed=True), PktLength(False, True))}
+
+
 def mac_output(buf: bytearray) -> bytes:
     """The frame that leaves: what the deparser emitted without its last 4 bytes (the FCS)."""
     return bytes(buf[: -constants.FCS_LEN])
@@ -80,10 +108,11 @@ class _Entry:
 class MatchTable:
     """An exact / LPM / ternary match table with a default action, as BF-RT exposes it."""
 
-    def __init__(self, spec: p4names.Table) -> None:
+    def __init__(self, spec: p4names.Table, default_params: dict[str, int] | None = None) -> None:
+        """default_params: those of the P4 default action (BF-RT's schema does not name them)."""
         self.spec = spec
         self.entries: dict[tuple, _Entry] = {}  # insertion order = the tie-break among equal priorities
-        self._default: ActionResult = (action_name(spec.default_action), {})
+        self._default: ActionResult = (action_name(spec.default_action), dict(default_params or {}))
         self._initial_default = self._default
         self._kinds = tuple(k.match for k in spec.keys)
         self._index: Any = None  # lookup structure, rebuilt lazily after a change

@@ -6,9 +6,11 @@
  * Tofino. Here the real length is known, so a frame whose bytes disagree with its IP length field
  * is dropped before it leaves: a lying length delivers nothing. The ingress already counted it in
  * A_j (admitted), so the agent learns of it here, from malformed (docs/security.md). Allowed:
- * exact agreement, 4 bytes more (pkt_length counts the FCS: tofino-model does; hardware is still to
- * be measured, docs/hardware.md), and Ethernet padding of a claim below 60 bytes, also where a
- * bridge tagged the padded frame afterwards (802.1Q: 64 bytes, 68 with FCS). */
+ * exact agreement or 4 bytes more (the FCS, as frame_basis says pkt_length counts it or not), and
+ * Ethernet padding of a claim below 60 bytes, also where a bridge tagged the padded frame
+ * afterwards (802.1Q: 64 bytes, 68 with FCS). What pkt_length is on the chip (the FCS; the arrival
+ * length or the ingress deparser's) the agent measures and writes to frame_basis; its default is
+ * tofino-model's arrival length, with or without the FCS (docs/hardware.md). */
 #ifndef _FFS_EGRESS_ACCOUNTING_P4_
 #define _FFS_EGRESS_ACCOUNTING_P4_
 
@@ -49,24 +51,49 @@ control EgressAccounting(inout headers_t hdr,
         pair_malformed.count(hdr.bridge.pid, BRIDGE_LEN);
     }
 
-    /* First match wins. The same entries as ffs.core.tables.frame_check_entries (tests/unit/test_p4_schema.py). */
+    /* pkt_length is the length the packet arrived with (tofino-model; docs/pipeline.md): the
+     * egress parser set what the ingress changed since (a shim, a declared L2 change), so a frame
+     * that lies about its IP length lies by as much after the correction. Where pkt_length follows
+     * the ingress deparser, the change is in it already. */
+    action basis_arrival(fcs_basis_t fcs) {
+        md.pkt_len = eg_intr_md.pkt_length + md.arrival_change;
+        md.fcs_basis = fcs;
+    }
+
+    action basis_deparsed(fcs_basis_t fcs) {
+        md.pkt_len = eg_intr_md.pkt_length;
+        md.fcs_basis = fcs;
+    }
+
+    /* keyless: the agent sets the default to what its bring-up measured (spec §7.3) */
+    table frame_basis {
+        actions = { basis_arrival; basis_deparsed; }
+        default_action = basis_arrival(FCS_EITHER);
+        size = 1;
+    }
+
+    /* First match wins. The same entries as ffs.core.tables.frame_check_entries (tests/unit/test_p4_schema.py).
+     * fcs: FCS_EITHER (value 0) passes both the FCS's entry and the one without. */
     table frame_check {
         key = {
             md.excess:              range @name("excess");
             eg_intr_md.pkt_length:  ternary @name("pkt_length");
             hdr.vlan.isValid():     ternary @name("vlan");
+            md.fcs_basis:           ternary @name("fcs");
         }
         actions = { frame_ok; frame_lies; }
         default_action = frame_lies();
-        size = 5;
+        size = 6;
         const entries = {
-            (0 .. 0, _, _): frame_ok();
-            (FCS_LEN .. FCS_LEN, _, _): frame_ok();
-            (1 .. MIN_FRAME - ETH_HDR_LEN, MIN_FRAME, _): frame_ok();
-            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + FCS_LEN, _): frame_ok();
+            (0 .. 0, _, _, 0 &&& 1): frame_ok();
+            (FCS_LEN .. FCS_LEN, _, _, 0 &&& 2): frame_ok();
+            (1 .. MIN_FRAME - ETH_HDR_LEN, MIN_FRAME, _, 0 &&& 1): frame_ok();
+            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + FCS_LEN, _, 0 &&& 2): frame_ok();
             /* a claim below 60 bytes untagged, padded to 60 and then tagged by a bridge (802.1Q):
-             * 68 bytes with FCS. Only a tagged frame: an untagged one of 68 bytes needs no padding. */
-            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + VLAN_TAG_LEN + FCS_LEN, true): frame_ok();
+             * 68 bytes with FCS, 64 without. Only a tagged frame: an untagged one of 68 bytes needs
+             * no padding. */
+            (FCS_LEN + 1 .. MIN_FRAME + FCS_LEN - ETH_HDR_LEN, MIN_FRAME + VLAN_TAG_LEN + FCS_LEN, true, 0 &&& 2): frame_ok();
+            (1 .. MIN_FRAME - ETH_HDR_LEN, MIN_FRAME + VLAN_TAG_LEN, true, FCS_NOT_COUNTED): frame_ok();
         }
     }
 
@@ -116,15 +143,7 @@ control EgressAccounting(inout headers_t hdr,
         } else {
             md.claimed = hdr.ipv4.total_len |+| (len_t)ETH_HDR_LEN;
         }
-        /* pkt_length is the length the packet arrived with (tofino-model; docs/pipeline.md): the
-         * egress parser set what the ingress changed since (a shim, a declared L2 change), so a
-         * frame that lies about its IP length lies by as much after the correction. Two arms:
-         * bf-p4c folds a lone sum into excess's subtraction, an action no stage can hold. */
-        if (md.arrival_change == 0) {
-            md.pkt_len = eg_intr_md.pkt_length;
-        } else {
-            md.pkt_len = eg_intr_md.pkt_length + md.arrival_change;
-        }
+        frame_basis.apply();
         md.excess = md.pkt_len - md.claimed;
         if (hdr.ipv4.isValid() || hdr.ipv6.isValid()) {
             frame_check.apply();

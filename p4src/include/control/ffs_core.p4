@@ -35,7 +35,8 @@
  *   with md.ri_req, extracted as the shim's first word): the extract then overwrites parser_err
  *   and fate drops every packet as a parse error (docs/pipeline.md, "Compiler and model findings").
  * Flags written by different stage-0 tables must not share a container, or the compiler orders
- *   those tables one stage apart. */
+ *   those tables one stage apart (the egress's too: frame_basis's fcs_basis beside the bridge's
+ *   validity costs Tofino 2's egress a stage). */
 #define FFS_INGRESS_PRAGMAS \
     @pa_auto_init_metadata \
     @pa_container_size("ingress", "hdr.ffs.rf", 16) \
@@ -45,7 +46,8 @@
     @pa_solitary("ingress", "md.runt") \
     @pa_solitary("ingress", "md.parse_error") \
     @pa_solitary("ingress", "md.managed") \
-    @pa_solitary("ingress", "md.held")
+    @pa_solitary("ingress", "md.held") \
+    @pa_solitary("egress", "md.fcs_basis")
 
 control FfsCore(inout headers_t hdr,
                 inout ffs_metadata_t md,

@@ -25,6 +25,7 @@ from ffs.lab.nodes import build_nodes
 from ffs.switch import trace
 from ffs.switch.fast import FastPipeline
 from ffs.switch.live import run_live
+from ffs.switch.tna import PKT_LENGTHS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -154,9 +155,27 @@ def _delays(specs: tuple[str, ...], ports: dict[int, str]) -> dict[int, float]:
 @click.option("--ready-file", default=None, help="Written (with the pid) once ports and control service are up.")
 @click.option("--stats-interval", default=10.0, show_default=True, help="Seconds between per-port counter logs.")
 @click.option("--csfq", is_flag=True, help="Evaluation baseline: run CSFQ (not FFS) before every port with a speed.")
+@click.option(
+    "--pkt-length",
+    type=click.Choice(list(PKT_LENGTHS)),
+    default="arrival+fcs",
+    show_default=True,
+    help="What the egress's pkt_length is, as on a chip: the arrival length (tofino-model) or the frame the "
+    "ingress deparser emitted, with the FCS or without (spec §7.3, frame_basis).",
+)
 @one_line_errors(OSError, ValueError, PermissionError, error=CliError)
 def run_cmd(
-    port_specs, buffer_specs, delay_specs, drain_specs, control, allow_remote, seed, ready_file, stats_interval, csfq
+    port_specs,
+    buffer_specs,
+    delay_specs,
+    drain_specs,
+    control,
+    allow_remote,
+    seed,
+    ready_file,
+    stats_interval,
+    csfq,
+    pkt_length,
 ) -> None:
     """Switch real frames between Linux interfaces until SIGINT/SIGTERM."""
     logging.basicConfig(
@@ -179,6 +198,7 @@ def run_cmd(
         buffers=_buffers(buffer_specs, ports, speeds),
         delays=_delays(delay_specs, ports),
         drains=_drains(drain_specs, speeds),
+        pkt_length=PKT_LENGTHS[pkt_length],
     )
 
 

@@ -31,27 +31,31 @@ class EgressAccounting:
         # PACKETS: the frames that leave without their shim, SHIM_LEN bytes fewer than A_j counted
         self.stripped = Counter(p4names.STRIPPED)
         self.egress_ports = MatchTable(p4names.EGRESS_PORTS)
+        # keyless, its default written by the agent: what the chip's pkt_length is (spec §7.3)
+        self.frame_basis = MatchTable(p4names.FRAME_BASIS, {"fcs": constants.FCS_EITHER})
         self.frame_check = const_table(p4names.FRAME_CHECK, frame_check_entries())
 
     def count_accepted(self, port: int, frame_len: int) -> None:
         self.accepted.count(port, frame_len, port >> PIPE_SHIFT)
 
     def lies(self, buf: bytearray, pkt_length: int, grown: bool) -> bool:
-        """frame_check (spec §7.3): do the frame's bytes disagree with its IP length field?
-        `pkt_length` is eg_intr_md.pkt_length, the length the packet arrived with, FCS included (on
-        tofino-model it does not follow the ingress deparser): a shim the ingress inserted
-        (`grown`, bridged) is added to it. FfsEgressParser extracts the shim whatever the IP
-        length says, so a length that an inserted shim wrapped (65528..65535 + 8) is checked, not
-        passed as unreadable."""
+        """frame_basis and frame_check (spec §7.3): do the frame's bytes disagree with its IP length
+        field? `pkt_length` is eg_intr_md.pkt_length (`PktLength` says what the chip makes it);
+        basis_arrival adds a shim the ingress inserted (`grown`, bridged) to it, basis_deparsed
+        takes it as it is; the basis's fcs picks frame_check's entries. FfsEgressParser extracts the
+        shim whatever the IP length says, so a length that an inserted shim wrapped
+        (65528..65535 + 8) is checked, not passed as unreadable."""
         try:
             p = parse(buf, ingress=False)
         except ParseError:  # the egress parser accepts what it cannot read: not checked
             return False
         if not p.ip_version:
             return False
-        pkt_len = pkt_length + (constants.SHIM_LEN if grown else 0)
+        basis, params = self.frame_basis.lookup()
+        arrival_change = constants.SHIM_LEN if grown else 0
+        pkt_len = (pkt_length + (arrival_change if basis == "basis_arrival" else 0)) & 0xFFFF
         excess = (pkt_len - claimed_frame_len(p.l3_len, p.ip_version == 6, p.vlan, fcs=False)) & 0xFFFF
-        action, _ = self.frame_check.lookup(excess, pkt_length, int(p.vlan))
+        action, _ = self.frame_check.lookup(excess, pkt_length, int(p.vlan), params["fcs"])
         return action == "frame_lies"
 
     def emitted_len(self, buf: bytearray, port: int) -> int:
