@@ -113,6 +113,8 @@ def test_agent_process_metrics_logs_and_clean_stop(tmp_path):
         (["--node=s1", "--target=tofino", "--connect-timeout=0.5"], "SDE_INSTALL"),
         (["--node=s1", "--max-decrease=1.5", "--switch=unix:/nonexistent/x"], "max_decrease must be in [0, 1)"),
         (["--node=s1", "--rpc-timeout=0", "--switch=unix:/nonexistent/x"], "--rpc-timeout"),
+        (["--node=s1", "--selftest-iface=eth0", "--switch=unix:/nonexistent/x"], "go together"),
+        (["--node=s1", "--selftest-iface=eth0", "--selftest-port=p9", "--switch=unix:/x"], "no interface 'p9'"),
     ],
 )
 def test_agent_cli_errors_are_one_line(tmp_path, args, message):

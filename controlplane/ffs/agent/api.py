@@ -7,6 +7,7 @@ One request per line, one response per line:
   {"op": "matrix_set", "ingress": "p1", "egress": "p3", "rate": 4e8}
   {"op": "matrix_load", "fairness": {egress: {ingress: bit/s}}}
   {"op": "matrix_show"} | {"op": "matrix_plan", "fairness": ...} | {"op": "tau_show"} | {"op": "log", "limit": 20}
+  {"op": "selftest"}                              -> what the bring-up self-test found (ffs.agent.selftest)
 Errors: {"ok": false, "error": "<one line>"}.
 
 The socket is created mode 0600 (0660 when a group is configured) whatever the umask (ffs.core.unixsock:

@@ -83,6 +83,7 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
     ) -> None:
         self.driver = driver
         self.topology = topology
+        self.selftest = None
         self.node = topology.node(node)
         self.lpf = lpf.for_node(self.node)  # spec §4: τ_F per pair, F's range for the fastest port
         self.tau_params = tau_params
@@ -95,8 +96,7 @@ class Agent(TakeOver, TauLoop, Telemetry, QuarantineEntries, MatrixTransaction):
         self.quarantine = Quarantine(quarantine_s, quarantine_fraction)
         self.port_drain = {}  # per egress: the factor of its target in force (ffs.agent.port_drain)
         self._drain_acc, self._drain_standing = {}, {}
-        self._tm_last = {}
-        self._tm_unavailable = False
+        self._tm_last, self._tm_unavailable = {}, False
         self.fairness = self._starting_matrix(store, use_saved_matrix)
         self.lpf = self.lpf.for_node(self.current_node())  # each pair's τ_F for the matrix it runs
         self._check_estimator(self.fairness)

@@ -18,6 +18,7 @@ import dataclasses
 from ffs.agent.drain_rule import PortDrain
 from ffs.agent.frontpanel import FrontPanel, PortStatus
 from ffs.agent.quarantine import Quarantine
+from ffs.agent.selftest import SelftestResult
 from ffs.agent.snapshot import PairStatus, Snapshot
 from ffs.agent.state import StateStore
 from ffs.core.entries import CounterValue, Update, UpdateKind
@@ -38,6 +39,7 @@ class AgentParts:
     store: StateStore | None
     front_panel: FrontPanel | None
     guard_timer_ns: int | None
+    selftest: SelftestResult | None  # the frame check's length basis, once measured (ffs.agent.selftest)
     # what the agent decided: the matrix, τ per egress, the quarantines, the egress data last written
     fairness: dict[str, dict[str, float]]
     taus: dict[str, EgressTau]

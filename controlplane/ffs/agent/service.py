@@ -81,6 +81,7 @@ class AgentService:
         self.handlers: dict[str, Callable[[dict[str, Any], Peer | str], Any]] = {
             "status": self._status,
             "tau_show": self._tau_show,
+            "selftest": self._selftest,
             "matrix_show": self._matrix_show,
             "matrix_plan": self._matrix_plan,
             "matrix_diff": self._matrix_diff,
@@ -105,6 +106,19 @@ class AgentService:
             e["state"] = "congested" if e["congested"] else "uncongested"
             e["tau_display"] = tau_display(e["tau"], e["congested"])
         return finite({"node": a.node.name, **self.build, **snap})
+
+    def _selftest(self, req: dict[str, Any], who: Peer | str) -> Any:
+        """What the bring-up self-test found and configured (ffs.agent.selftest), or that none ran."""
+        r = self.agent.selftest
+        if r is None:
+            return {
+                "measured": False,
+                "summary": (
+                    "no self-test ran at start (ffs-agent --selftest-iface): "
+                    "the frame check accepts pkt_length with or without the FCS"
+                ),
+            }
+        return {"measured": True, **r.as_dict()}
 
     def _tau_show(self, req: dict[str, Any], who: Peer | str) -> Any:
         return finite(

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from ffs.agent.readings import CounterReadings
+from ffs.agent.selftest import basis_update
 from ffs.core import p4names
 from ffs.core.entries import Exact, KeyValue, TableEntry, Ternary, Update, exact_value
 from ffs.core.labels import decode, encode
@@ -199,7 +200,25 @@ class TakeOver(CounterReadings):
         timer = self._reconcile_timer()
         if timer and why == "check":
             log.warning("reconciled (%s): the packet generator's timer restarted", why)
-        return len(batch) + lpf + timer
+        basis = self._reconcile_frame_basis()
+        if basis and why == "check":
+            log.warning("reconciled (%s): the frame check's length basis rewritten", why)
+        return len(batch) + lpf + timer + basis
+
+    def _reconcile_frame_basis(self) -> int:
+        """The frame check's length basis the self-test measured (ffs.agent.selftest), again after a
+        reload or an out-of-band change; without a self-test the P4 default stands untouched."""
+        if self.selftest is None:
+            return 0
+        want = basis_update(self.selftest.basis.fcs_counted, bool(self.selftest.basis.deparsed))
+        try:
+            held = self.driver.read_default(want.entry.table)
+            if held.action_name == want.entry.action_name and dict(held.params) == dict(want.entry.params):
+                return 0
+        except DriverError:
+            pass
+        self.driver.write([want])
+        return 1
 
     def _reconcile_timer(self) -> int:
         """The guard's timer as the node needs it (one packet per managed egress each period), or

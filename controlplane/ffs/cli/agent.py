@@ -19,6 +19,7 @@ from ffs import __version__
 from ffs.agent.core import Agent
 from ffs.agent.notify import Notifier
 from ffs.agent.owner import OwnerError, run_dir, take_ownership
+from ffs.agent.selftest import RawSender, SelftestError, path_from, run_on_node
 from ffs.agent.service import AgentService, ServiceConfig
 from ffs.agent.state import StateStore, default_state_dir
 from ffs.cli.common import CliError, CliUsageError, one_line_errors, version_option
@@ -207,6 +208,20 @@ def connect_saying_so(
     "per-egress counters only; an egress that counts a lying frame brings the read forward, at "
     "most once per period.",
 )
+@click.option(
+    "--selftest-iface",
+    default=None,
+    metavar="IFACE",
+    help="At start, measure what the switch's pkt_length counts by frames sent on this Linux interface "
+    "(needs CAP_NET_RAW) and set the frame check for it, or refuse to start (docs/hardware.md, "
+    "\"Bring-up self-test\").",
+)
+@click.option(
+    "--selftest-port",
+    default=None,
+    metavar="INTERFACE",
+    help="The topology interface of this node that --selftest-iface is wired to.",
+)
 @click.option("--connect-timeout", default=60.0, show_default=True, help="Seconds to wait for the switch.")
 @click.option(
     "--rpc-timeout",
@@ -231,13 +246,17 @@ def connect_saying_so(
     "without touching the switch (the unit's ExecStartPre).",
 )
 @version_option("ffs-agent")
-@one_line_errors(TopologyError, MatrixError, DriverError, OwnerError, PortError, ValueError, OSError, error=CliError)
+@one_line_errors(
+    TopologyError, MatrixError, DriverError, OwnerError, PortError, SelftestError, ValueError, OSError, error=CliError
+)
 def main(**o: Any) -> None:
     """Program the switch for NODE, keep tau per egress, and serve fairness-matrix changes."""
     _log_to_stderr(o["log_format"], o["verbose"])
     topo = load(o["topology"])
     topo.node(o["node"])
     _check_options(o)
+    if o["selftest_port"]:
+        path_from(topo.node(o["node"]), o["selftest_port"])  # a path the self-test can take, before the switch
     guard_timer_ns = _guard_timer_ns(o["guard_timer_us"])
     rpc_timeout = o["rpc_timeout"]
     if rpc_timeout is not None and not 0 < rpc_timeout <= 3600:
@@ -273,6 +292,8 @@ def main(**o: Any) -> None:
         )
         _log_matrix_source(logging.getLogger("ffs.agent"), agent, store, o)
         agent.install()
+        if o["selftest_iface"]:
+            _selftest(agent, o["selftest_iface"], o["selftest_port"])
         logging.getLogger("ffs.agent").info(
             "agent running node=%s target=%s period_ms=%g version=%s",
             o["node"],
@@ -286,6 +307,17 @@ def main(**o: Any) -> None:
         AgentService(agent, config, notifier).run()
     finally:
         owner.close()  # a lock file left behind names an owner that was killed
+
+
+def _selftest(agent: Agent, iface: str, ingress: str) -> None:
+    """The bring-up self-test (ffs.agent.selftest) on the switch just taken over; its frames are no
+    pair's traffic, so the counters are read afresh after it."""
+    send = RawSender(iface)
+    try:
+        agent.selftest = run_on_node(agent.driver, agent.node, ingress, send)
+    finally:
+        send.close()
+    agent.baseline()
 
 
 def check_configuration(o: dict[str, Any], topo: Topology, lpf: LpfConfig, store: StateStore, address: str) -> str:
@@ -354,6 +386,10 @@ def _check_options(o: dict[str, Any]) -> None:
         raise CliUsageError("--telemetry-period-s must be 0..3600 (0: every period)")
     if metrics_port is not None and not 0 < metrics_port < 65536:
         raise CliUsageError("--metrics-port must be 1..65535")
+    if bool(o["selftest_iface"]) != bool(o["selftest_port"]):
+        raise CliUsageError(
+            "--selftest-iface and --selftest-port go together: the interface and the port it is wired to"
+        )
     if group is not None:
         try:
             gid = grp.getgrnam(group).gr_gid

@@ -258,6 +258,23 @@ def tau_show(ctx) -> None:
         click.echo(f"{e['egress']}: {_tau(e)}")
 
 
+@main.command()
+@click.pass_context
+@errors
+def selftest(ctx) -> None:
+    """What the agent's bring-up self-test found pkt_length to count, and the frame check it set."""
+    r = _call(ctx, {"op": "selftest"})
+    if ctx.obj["json"]:
+        return dump_json(r)
+    if not r["measured"]:
+        click.echo(r["summary"])
+        return
+    click.echo(
+        f"selftest {r['ingress']} -> {r['egress']}: {r['summary']} "
+        f"(a truthful frame's excess {r['excess']:+d} bytes, {r['frames']} frames); the frame check is set for it"
+    )
+
+
 @main.command("log")
 @click.option("--limit", default=20, show_default=True)
 @click.pass_context
