@@ -118,10 +118,35 @@ def test_frames_that_never_arrive_and_other_traffic_are_refused():
 
 def test_the_path_follows_the_node_routes():
     node = make_agent().node
-    egress, port, dst = path_from(node, "p1")
-    assert (egress, port) == ("p2", 2) and ipaddress.ip_address(dst) in ipaddress.ip_network("10.0.2.0/24")
+    egress, port, dst, inserts = path_from(node, "p1")  # the dumbbell: p1 inserts, p2 and p3 are managed
+    assert (egress, port, inserts) == ("p2", 2, True) and ipaddress.ip_address(dst) in ipaddress.ip_network(
+        "10.0.2.0/24"
+    )
     with pytest.raises(SelftestError, match="no interface 'p9'"):
         path_from(node, "p9")
+
+
+def test_the_path_prefers_a_managed_egress(tmp_path):
+    """Only a managed pair's frames get a shim at an insert port (spec §6): the route toward p2,
+    no managed egress, comes first in the file but the path takes p3's; with no managed egress
+    at all the arrival length cannot be measured."""
+    text = TWO_PIPES_NODE.replace(
+        "a: {capacity: 10Gbps, port: 0, fp: 1/0}", "a: {capacity: 10Gbps, port: 0, insert: true}"
+    )
+    three = text.replace(
+        "      b: {capacity: 10Gbps, port: 129, fp: 17/1}\n",
+        "      b: {capacity: 10Gbps, port: 129, fp: 17/1}\n      c: {capacity: 10Gbps, port: 2}\n",
+    )
+    three = three.replace(
+        "      - {prefix: 10.0.1.0/24", "      - {prefix: 10.0.9.0/24, interface: c}\n      - {prefix: 10.0.1.0/24"
+    )
+    f = tmp_path / "three.yaml"
+    f.write_text(three)
+    node = load(f).node("s1")
+    assert "c" not in node.fairness and node.routes[0].interface == "c"
+    assert path_from(node, "a")[0::3] == ("b", True)
+    f.write_text(three.replace("      a: {b: 10Gbps}\n      b: {a: 10Gbps}\n", "      {}\n"))
+    assert path_from(load(f).node("s1"), "a")[0::3] == ("c", False)
 
 
 def test_the_agent_repairs_the_measured_basis():

@@ -218,30 +218,36 @@ def run_selftest(
     return SelftestResult(basis, e, ingress, egress, probe.sent)
 
 
-def path_from(node: Node, ingress: str) -> tuple[str, int, str]:
-    """The self-test's path from the interface `ingress`: the first IPv4 route of the node that
-    leaves by another interface (its egress, that egress's device port, an address it routes)."""
+def path_from(node: Node, ingress: str) -> tuple[str, int, str, bool]:
+    """The self-test's path from the interface `ingress`: an IPv4 route of the node that leaves by
+    another interface, one toward a managed egress first (only a managed pair's frames get a shim at
+    an insert port). Its egress, that egress's device port, an address it routes, and whether the
+    ingress inserts a shim into the frames."""
     if ingress not in node.interfaces:
         raise SelftestError(
             f"node {node.name} has no interface {ingress!r} (one of {', '.join(sorted(node.interfaces))})"
         )
-    for r in node.routes:
-        net = ipaddress.ip_network(r.prefix, strict=False)
-        if net.version == 4 and r.interface != ingress:
-            dst = net.network_address + 1 if net.num_addresses > 2 else net.network_address
-            return r.interface, node.interfaces[r.interface].port, str(dst)
-    raise SelftestError(f"node {node.name} has no IPv4 route leaving by another interface than {ingress}")
+    routes = [
+        r for r in node.routes if r.interface != ingress and ipaddress.ip_network(r.prefix, strict=False).version == 4
+    ]
+    if not routes:
+        raise SelftestError(f"node {node.name} has no IPv4 route leaving by another interface than {ingress}")
+    r = min(routes, key=lambda r: r.interface not in node.fairness)  # the first toward a managed egress
+    net = ipaddress.ip_network(r.prefix, strict=False)
+    dst = net.network_address + 1 if net.num_addresses > 2 else net.network_address
+    inserts = node.interfaces[ingress].insert and r.interface in node.fairness
+    return r.interface, node.interfaces[r.interface].port, str(dst), inserts
 
 
 def run_on_node(driver: Driver, node: Node, ingress: str, send: Send, timeout_s: float = 2.0) -> SelftestResult:
     """The self-test from `ingress` (the interface `send` reaches) along the node's own routes."""
-    egress, port, dst = path_from(node, ingress)
+    egress, port, dst, inserts = path_from(node, ingress)
     result = run_selftest(
         driver,
         send,
         egress_port=port,
         dst=dst,
-        inserts=node.interfaces[ingress].insert,
+        inserts=inserts,
         ingress=ingress,
         egress=egress,
         timeout_s=timeout_s,
