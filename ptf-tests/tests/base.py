@@ -120,6 +120,7 @@ TEST_TABLES = (
     p4names.EGRESS_QUEUE,  # cleared: no queue guard on any egress unless a test sets one
     p4names.TIMER_PORTS,
     p4names.CLAIM_LIMIT,  # cleared: no port limits claims unless a test sets it
+    p4names.FRAME_BASIS,  # the P4 default (either FCS) unless a test measures it (test_selftest)
 )
 TEST_TABLE_NAMES = tuple(t.name for t in TEST_TABLES)
 STATIC_TABLES = (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA)
