@@ -208,6 +208,44 @@ class LyingLengthsAreDropped(FfsTest):
             self.assertEqual(self.malformed(), bad)
 
 
+class FrameBasisClosesTheFcsLie(FfsTest):
+    """spec §7.3: frame_basis, the agent's word on what the chip's pkt_length is. The default,
+    basis_arrival(FCS_EITHER), passes an excess of 0 or 4: with the FCS counted (tofino-model, the
+    software switch) a frame claiming 4 bytes more than it has passes. basis_arrival(FCS_COUNTED)
+    drops it and still passes the honest frame; FCS_NOT_COUNTED, a basis unlike the target,
+    drops the honest frame instead. The default is put back whatever happens."""
+
+    def malformed(self) -> int:
+        return self.driver.read_counters(p4names.MALFORMED.name, [OUT])[OUT].packets
+
+    def check(self, frames: dict[str, bytes], passes: dict[str, bool], basis: str) -> None:
+        for what, frame in frames.items():
+            bad = self.malformed()
+            self.send(frame)
+            if passes[what]:
+                self.expect_frame(frame, what=f"{basis}: {what}")
+            else:
+                self.expect_nothing()
+            self.assertEqual(self.malformed() - bad, 0 if passes[what] else 1, f"{basis}: {what}")
+
+    def runTest(self):
+        raw = bytes(plain_v4(500))
+        at = 14 + 2  # IPv4 total_len
+        frames = {"honest": raw, "claims 4 more": raw[:at] + (500 + 4).to_bytes(2, "big") + raw[at + 2 :]}
+        try:
+            self.check(frames, {"honest": True, "claims 4 more": True}, "FCS_EITHER")
+            self.driver.write([tables.frame_basis_update(constants.FCS_COUNTED, False)])
+            self.check(frames, {"honest": True, "claims 4 more": False}, "FCS_COUNTED")
+            # read back as the agent reads what it owns: a default, and no entry (keyless)
+            d = self.driver.read_default(p4names.FRAME_BASIS.name)
+            self.assertEqual((d.action_name, d.params), ("basis_arrival", {"fcs": constants.FCS_COUNTED}))
+            self.assertEqual(self.driver.read_table(p4names.FRAME_BASIS.name), [])
+            self.driver.write([tables.frame_basis_update(constants.FCS_NOT_COUNTED, False)])
+            self.check(frames, {"honest": False, "claims 4 more": True}, "FCS_NOT_COUNTED")
+        finally:
+            self.driver.write([tables.frame_basis_update(constants.FCS_EITHER, False)])
+
+
 class ClaimsBeyondTheIngressPortsFrameLimit(FfsTest):
     """spec §4: a port of IP MTU 1500 receives frames of at most 14 + 4 + 1500 + 4 bytes (Ethernet
     header, one tag, FCS), so no frame through IN holds an IPv4 length above 1504 or an IPv6 payload
