@@ -320,9 +320,10 @@ def as_the_unit(base: Path, argv: list[str], env: dict[str, str], **kw) -> subpr
     )
 
 
-def notifications(sock: socket.socket, until: float) -> list[tuple[float, str]]:
-    out = []
-    while (left := until - time.monotonic()) > 0:
+def notifications(sock: socket.socket, until: float, limit: int | None = None) -> list[tuple[float, str]]:
+    """What arrives on `sock` until `until` (time.monotonic()), or its first `limit` messages."""
+    out: list[tuple[float, str]] = []
+    while (limit is None or len(out) < limit) and (left := until - time.monotonic()) > 0:
         sock.settimeout(left)
         try:
             out.append((time.monotonic(), sock.recv(4096).decode()))
@@ -359,7 +360,7 @@ def test_the_unit_runs_as_its_own_user_notified_and_watched(opt_ffs):
         env.update(NOTIFY_SOCKET=str(base / "notify"), WATCHDOG_USEC=str(int(watchdog_s * 1e6)))
         log = open(base / "agent.log", "w")
         agent = as_the_unit(base, argv, env, stdout=subprocess.DEVNULL, stderr=log)
-        got = notifications(notify, time.monotonic() + 60)[:1]
+        got = notifications(notify, time.monotonic() + 60, limit=1)
         assert got and "READY=1" in got[0][1].splitlines(), (base / "agent.log").read_text()[-2000:]
         sock = str(base / "run" / "agent.sock")
         status = call(sock, {"op": "status"})  # READY: the socket answers
