@@ -5,9 +5,14 @@ systemd unit. The tests that need root say so one by one."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from conftest import mark_kind
+from conftest import ROOT, mark_kind
 
 # what takes long (a file, or file::function; -> why): make unit-tests leaves it out, make test runs it
 SLOW: dict[str, str] = {
@@ -29,3 +34,22 @@ SLOW: dict[str, str] = {
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     mark_kind(items, __file__, SLOW)
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ordinary build, as an operator makes it (no option, no variable): the pure wheel, built
+    once for the tests that install it (test_agent_pythons.py, test_systemd_unit.py)."""
+    out = tmp_path_factory.mktemp("wheel")
+    env = {k: v for k, v in os.environ.items() if k != "FFS_BUILD_FASTPATH"}
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    (whl,) = out.glob("ffs_tofino-*.whl")
+    assert whl.name.endswith("-py38-none-any.whl"), whl.name  # installs on every Python from 3.8 on
+    return whl

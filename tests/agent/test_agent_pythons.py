@@ -247,24 +247,6 @@ def test_the_checker_catches_what_38_lacks():
 # --- the wheel under each interpreter --------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The ordinary build, as an operator makes it (no option, no variable): the pure wheel."""
-    out = tmp_path_factory.mktemp("wheel")
-    env = {k: v for k, v in os.environ.items() if k != "FFS_BUILD_FASTPATH"}
-    r = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    (whl,) = out.glob("ffs_tofino-*.whl")
-    assert whl.name.endswith("-py38-none-any.whl"), whl.name  # installs on every Python from 3.8 on
-    return whl
-
-
 def test_python37_is_refused_with_the_python_the_wheel_needs(wheel, tmp_path):
     exe = find_python("3.7")
     if exe is None:

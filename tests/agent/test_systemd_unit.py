@@ -253,26 +253,18 @@ def unit_python() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def opt_ffs():
+def opt_ffs(request):
     """/opt/ffs as docs/hardware.md makes it: a virtual environment of a Python every user can run,
-    with the wheel of the ordinary build, in a directory the unit's user can read."""
+    with the wheel of the ordinary build (conftest.py's `wheel`), in a directory the unit's user can read."""
     if os.geteuid() != 0:
         pytest.skip("needs root (the unit's user is another uid)")
     exe = unit_python()
     if exe is None:
         pytest.skip("no Python here that a user other than root can run (docs/hardware.md uses the switch's python3)")
+    whl = request.getfixturevalue("wheel")  # after the skips: no build for a test that cannot run
     base = Path(tempfile.mkdtemp(prefix="ffs-unit-", dir="/tmp"))
     try:
         base.chmod(0o755)
-        r = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(base / "dist"), str(ROOT)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={k: v for k, v in os.environ.items() if k != "FFS_BUILD_FASTPATH"},
-        )
-        assert r.returncode == 0, r.stderr[-2000:]
-        (whl,) = (base / "dist").glob("ffs_tofino-*.whl")
         subprocess.run([exe, "-m", "venv", str(base / "opt")], check=True, timeout=120)
         version = subprocess.run(
             [exe, "-c", "import sys; print('{}.{}'.format(*sys.version_info))"], capture_output=True, text=True
@@ -328,9 +320,10 @@ def as_the_unit(base: Path, argv: list[str], env: dict[str, str], **kw) -> subpr
     )
 
 
-def notifications(sock: socket.socket, until: float) -> list[tuple[float, str]]:
-    out = []
-    while (left := until - time.monotonic()) > 0:
+def notifications(sock: socket.socket, until: float, limit: int | None = None) -> list[tuple[float, str]]:
+    """What arrives on `sock` until `until` (time.monotonic()), or its first `limit` messages."""
+    out: list[tuple[float, str]] = []
+    while (limit is None or len(out) < limit) and (left := until - time.monotonic()) > 0:
         sock.settimeout(left)
         try:
             out.append((time.monotonic(), sock.recv(4096).decode()))
@@ -367,7 +360,7 @@ def test_the_unit_runs_as_its_own_user_notified_and_watched(opt_ffs):
         env.update(NOTIFY_SOCKET=str(base / "notify"), WATCHDOG_USEC=str(int(watchdog_s * 1e6)))
         log = open(base / "agent.log", "w")
         agent = as_the_unit(base, argv, env, stdout=subprocess.DEVNULL, stderr=log)
-        got = notifications(notify, time.monotonic() + 60)[:1]
+        got = notifications(notify, time.monotonic() + 60, limit=1)
         assert got and "READY=1" in got[0][1].splitlines(), (base / "agent.log").read_text()[-2000:]
         sock = str(base / "run" / "agent.sock")
         status = call(sock, {"op": "status"})  # READY: the socket answers
