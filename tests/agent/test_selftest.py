@@ -159,3 +159,28 @@ def test_the_agent_repairs_the_measured_basis():
     assert agent.driver.read_default(p4names.FRAME_BASIS.name) != want
     agent.check()
     assert agent.driver.read_default(p4names.FRAME_BASIS.name) == want
+
+
+def test_a_frame_counted_before_the_probe_is_not_taken_for_it():
+    """Other traffic: a lying frame toward the egress counted just before the first probe, which
+    arrives 5 ms later. Taken for the probe, the truthful frame would read as dropped; the self-test
+    waits for a second frame as long again as the first took, sees two, sends the probe again, and
+    finds the basis."""
+    import threading
+
+    pipeline = hardware(True, False)
+    agent = make_agent(driver=LocalDriver(pipeline))
+    probe_send = sender(pipeline, 1)
+    lie = frames.lie_ip_len(frames.ipv4_frame("10.0.2.1", "10.0.2.9", 500), 400)
+    first = [True]
+
+    def send(frame: bytes) -> None:
+        if first[0]:
+            first[0] = False
+            sender(pipeline, 1)(lie)
+            threading.Timer(0.005, probe_send, (frame,)).start()
+        else:
+            probe_send(frame)
+
+    r = run_selftest(agent.driver, send, egress_port=2, dst="10.0.2.9", inserts=True)
+    assert (r.basis, r.excess) == (Basis(True, False), constants.FCS_LEN)
