@@ -46,7 +46,6 @@ NOT_IN_CLOSURE = (
     "ffs.lab.differential",
     "ffs.lab.demo_tofino",
     "ffs.lab.scapy_ffs",
-    "ffs.core.frames",
 )
 IMPORT_TO_DIST = {
     "click": "click",

@@ -27,9 +27,8 @@ import ipaddress
 import logging
 import socket
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ffs.core import constants, frames, p4names
 from ffs.core.entries import CounterValue, Update, counter_delta
