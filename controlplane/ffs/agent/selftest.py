@@ -60,11 +60,6 @@ def basis_update(fcs_counted: bool, deparsed: bool) -> Update:
     return frame_basis_update(constants.FCS_COUNTED if fcs_counted else constants.FCS_NOT_COUNTED, deparsed)
 
 
-def default_update() -> Update:
-    """The P4 default: the arrival length, either FCS basis accepted."""
-    return frame_basis_update(constants.FCS_EITHER, False)
-
-
 class SelftestError(Exception):
     """The self-test could not measure, or found a switch the frame check cannot be set for."""
 
@@ -213,7 +208,7 @@ def run_selftest(
                 )
     except (SelftestError, DriverError):
         try:
-            driver.write([default_update()])
+            driver.clear_table(p4names.FRAME_BASIS.name)  # the P4 default: the arrival length, either FCS
         except DriverError as e:
             log.error("selftest: the frame check's default basis could not be restored: %s", e)
         raise
