@@ -15,6 +15,7 @@ from ffs.agent.drain_rule import (
     PortDrain,
     drain_cut,
     drain_period,
+    drain_window,
 )
 
 T = 100e6
@@ -89,3 +90,26 @@ def test_a_rate_read_half_before_a_pause_is_forgotten_on_the_climb():
         s = drain_period(s, dropped=False, queue_clear=True)
         n += 1
     assert n <= 5 + math.log2(1 / DRAIN_FLOOR) + 3 + 1, n  # spec §9 item 8: 3 periods past it
+
+
+def test_a_port_that_drains_its_target_while_its_queue_stands_is_back_at_once():
+    """A window whose queue stood all through and in which the port sent its configured target
+    (within the cut's tolerance): the port is at its speed, so the factor is 1 again whatever the
+    climb had reached and whether or not the queue dropped; a queue standing from the τ loop's
+    transients at a factor near 1 (critical load) does not hold it below. Caught without the rule:
+    0.98 stays (a climb waits for a clear queue)."""
+    for dropped in (False, True):
+        assert drain_window(PortDrain(0.98, 0.0, clear=6), T, (1 - DRAIN_TOLERANCE) * T, dropped) == PortDrain()
+        assert drain_window(PortDrain(0.5, 0.5), T, T, dropped) == PortDrain()
+
+
+def test_a_slow_port_is_not_taken_for_one_at_its_speed():
+    """What a port drains below the tolerance of its target does not restore the factor: a climb
+    standing at that rate holds (no drop) or is cut (drops), as `drain_cut` says. Caught with the
+    restore's threshold at the target in force instead of the configured one: 1.0."""
+    d = (1 - DRAIN_TOLERANCE) * 0.98 * T
+    s = PortDrain(0.97, 0.0, clear=2)
+    assert drain_window(s, T, d, dropped=False) == s
+    assert drain_window(s, T, d, dropped=True) == drain_cut(s, T, d)
+    probe = PortDrain(0.5 * (1 + DRAIN_MARGIN), 0.5)  # a climb one margin past a port at half its speed
+    assert drain_window(probe, T, 0.5 * T, dropped=True).factor == pytest.approx(0.5 * (1 - DRAIN_MARGIN))

@@ -41,6 +41,18 @@ class PortDrain:
     past: int = 0  # of those, periods at or past the rate drained
 
 
+def drain_window(state: PortDrain, target_bps: float, drained_bps: float, dropped: bool) -> PortDrain:
+    """A window of at least the τ loop's frames whose periods each began and ended with the queue
+    standing (what left is then what the port can drain): a port that drained its configured
+    target (within the measure's tolerance, the cut's own) is at its speed, and the target in
+    force is the configured one again at once: below it the queue stands from the τ loop's
+    transients, not from the port, and a climb that waits for it to clear waits on chance (at a
+    factor near 1 the port runs at nearly critical load). Else, where the TM dropped, `drain_cut`."""
+    if state.factor < 1.0 and target_bps > 0 and drained_bps >= (1.0 - DRAIN_TOLERANCE) * target_bps:
+        return PortDrain()
+    return drain_cut(state, target_bps, drained_bps) if dropped else state
+
+
 def drain_cut(state: PortDrain, target_bps: float, drained_bps: float) -> PortDrain:
     """A window of at least the τ loop's frames in which the TM dropped toward the port: the
     target follows what the port drained, a margin below, where that is below what the target

@@ -6,7 +6,7 @@ stops (docs/spec.md §9, item 8).
   per managed egress, every period: the TM's drops toward the port, its queue and what the port
   sent, read at one instant (the driver's `read_tm_ports`; where the driver has no sent count,
   the egress's accepted + malformed, which Tofino counts as each frame leaves the queue), line rate
-  -> `drain_cut` (per window of the τ loop's frames) and `drain_period` (ffs.agent.drain_rule)
+  -> `drain_window` (per window of the τ loop's frames) and `drain_period` (ffs.agent.drain_rule)
   -> the factor of the configured target in force; the shares scale with it (spec §9 item 2), so
   that Eq. 2 splits the drained capacity as it split the configured one; set_pair modifications
   of the egress's pairs in the τ loop's batch.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 
-from ffs.agent.drain_rule import CLEAR_FRACTION, PortDrain, drain_cut, drain_period
+from ffs.agent.drain_rule import CLEAR_FRACTION, PortDrain, drain_period, drain_window
 from ffs.agent.readings import ZERO, CounterReadings, Reading, add_counts
 from ffs.core.entries import CounterValue, Update
 from ffs.core.tables import default_buffer
@@ -108,14 +108,14 @@ class PortDrains(CounterReadings):
 
     def _drain_window(self, e: str, state: PortDrain, period: tuple[int, float, float], drops: int) -> PortDrain:
         """What left the port and the drops, summed over windows of the τ loop's frames (or its
-        longest interval); at a window's end, `drain_cut` where it dropped."""
+        longest interval); at a window's end, `drain_window`."""
         n0, b0, d0, t0 = self._drain_acc.get(e, (0, 0.0, 0, 0.0))
         n, b, d, t = n0 + period[0], b0 + period[1], d0 + max(drops, 0), t0 + period[2]
         if n + d < self.min_packets and t < self.max_interval_s:
             self._drain_acc[e] = (n, b, d, t)
             return state
         self._drain_acc.pop(e, None)
-        return drain_cut(state, self.configured_target(e), b * 8 / t) if d > 0 and t > 0 else state
+        return drain_window(state, self.configured_target(e), b * 8 / t, d > 0) if t > 0 else state
 
     def _log_drain(self, e: str, before: PortDrain, after: PortDrain) -> None:
         """One line on entering and one on leaving: the steps in between are in the status."""
