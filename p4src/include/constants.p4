@@ -57,6 +57,9 @@
 @noWarn("unused") const fcs_basis_t FCS_EITHER = 0;  /* not measured: either */
 @noWarn("unused") const fcs_basis_t FCS_COUNTED = 1;  /* pkt_length counts the FCS (tofino-model) */
 @noWarn("unused") const fcs_basis_t FCS_NOT_COUNTED = 2;  /* pkt_length does not count it */
+@noWarn("unused") const l2_change_t L2_SAME = 0;  /* the frame leaves with the L2 header it arrived with */
+@noWarn("unused") const l2_change_t L2_TAG_POPPED = 1;  /* the host removed an 802.1Q tag: 4 bytes shorter */
+@noWarn("unused") const l2_change_t L2_TAG_PUSHED = 2;  /* the host added an 802.1Q tag: 4 bytes longer */
 @noWarn("unused") const len_t SHIM_LEN = 8;  /* bytes */
 @noWarn("unused") const len_t SHIM_ROOM_MAX = 0xFFF8;  /* an IP length from which 8 more bytes wrap its 16-bit field (spec §2) */
 @noWarn("unused") const weight_t WEIGHT_MAX = 0xFFFFFFFF;

@@ -23,11 +23,8 @@ typedef bit<PID_BITS> pid_t;    /* a pair's index: counters, the estimator, f_es
 /* The L2 change a host program's ingress makes to a frame, which it declares in md.l2_change
  * (docs/pipeline.md, "FFS as a P4 library"): the egress's pkt_length is the arrival length, so the
  * frame check takes the declared change off it. Metadata the host's own actions set, never a
- * packet field: a sender cannot declare anything. */
+ * packet field: a sender cannot declare anything. L2_* in constants.p4. */
 typedef bit<2> l2_change_t;
-@noWarn("unused") const l2_change_t L2_SAME       = 0;  /* the frame leaves with the L2 header it arrived with */
-@noWarn("unused") const l2_change_t L2_TAG_POPPED = 1;  /* the host removed an 802.1Q tag: 4 bytes shorter */
-@noWarn("unused") const l2_change_t L2_TAG_PUSHED = 2;  /* the host added an 802.1Q tag: 4 bytes longer */
 
 /* --- sizes of what only the program holds --- */
 #define F_LOG_SIZE          4096

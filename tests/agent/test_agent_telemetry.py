@@ -51,10 +51,11 @@ def test_a_tau_step_reads_one_cell_per_egress_at_4096_pairs(tmp_path):
     d.take()
     agent.step(0.1)
     # what left each egress (accepted), on a target with the TM's counters (spec §9, item 8), and
-    # the shims R*_j and A_j add and a strip port takes off as the port sends them (spec §4)
+    # the shims R*_j and A_j add and a strip port takes off as the port sends them, and the tags a
+    # host pushed and popped, two cells per egress (spec §4)
     step = {p4names.OFFERED.name: 64, p4names.ADMITTED.name: 64, p4names.MALFORMED.name: 64}
     step |= {p4names.ACCEPTED.name: 64, p4names.OFFERED_SHIMS.name: 64, p4names.ADMITTED_SHIMS.name: 64}
-    step |= {p4names.STRIPPED.name: 64}
+    step |= {p4names.STRIPPED.name: 64, p4names.TAG_CHANGED.name: 128}
     assert d.take() == step
     agent.step(1.05)  # the telemetry period is over: the pairs' four arrays once, and what left each egress
     cells = d.take()

@@ -257,10 +257,11 @@ def test_agent_over_bfrt_programs_a_node_and_pushes_tau_in_one_request(fake_sde,
     assert all(u.type == bfruntime_pb2.Update.MODIFY for u in push.updates) and len(push.updates) == 3
     pair_reads = [x for x in log if x[0] == "get" and x[1] in (p4names.PAIR_BYTES.name, p4names.F_EST.name)]
     assert pair_reads and all(x[2] == {"from_hw": True} for x in pair_reads)  # 9 pairs: hardware reads, no Sync
-    # the τ step's: R*_j, A_j, the lies at j, the shims of R*_j and A_j and the frames stripped at
-    # j (spec §4), after a Sync
+    # the τ step's: R*_j, A_j, the lies at j, the shims of R*_j and A_j, the frames stripped at j
+    # and the tags pushed and popped toward it (spec §4), after a Sync
     step = {p4names.OFFERED.name, p4names.ADMITTED.name, p4names.MALFORMED.name}
     step |= {p4names.OFFERED_SHIMS.name, p4names.ADMITTED_SHIMS.name, p4names.STRIPPED.name}
+    step |= {p4names.TAG_CHANGED.name}
     egress_reads = [x for x in log if x[0] == "get" and x[1] in step]
     assert egress_reads and all(x[2] == {"from_hw": False} for x in egress_reads)
     assert {x[1] for x in log if x[0] == "op"} == step

@@ -18,6 +18,7 @@ from ffs.core.frames import ipv4_frame, ipv6_frame, shim
 from ffs.core.labels import encode
 from ffs.switch import fast
 from ffs.switch.driver import LocalDriver
+from ffs.switch.host_vlan import HostVlan
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.pktgen import timer_frame
 from switchkit import DST, labelled, lm_for, rig
@@ -422,3 +423,38 @@ def test_every_pkt_length_and_frame_basis_identical(name):
         malformed += a.drop_reason == "malformed"
     assert _state(ref) == _state(fp)
     assert malformed > 30  # the check was at work
+
+
+@pytest.mark.parametrize("name", ["arrival+fcs", "deparsed+fcs", "deparsed"])
+def test_a_host_that_pops_and_pushes_tags_identical(name):
+    """A host program's access ports and pushing ports (`HostVlan`) under the chip models of
+    PktLength and a matching and a strict frame_basis: random frames (tagged ones among them, lies,
+    shims inserted) meet the same fate, bytes and counters in both engines, tag_changed's cells of
+    both kinds counted."""
+    from ffs.switch.tna import PKT_LENGTHS
+
+    fast.require()
+    rng, lies = random.Random(name + "vlan"), random.Random(name + "vlan-lies")
+    ref, fp = Pipeline(7), fast.FastPipeline(7)
+    drivers = (LocalDriver(ref), LocalDriver(fp))
+    ups = _updates_initial(rng)
+    for p, d in zip((ref, fp), drivers, strict=True):
+        p.pkt_length_model = PKT_LENGTHS[name]
+        p.host_vlan = HostVlan(access={1, 4}, push={3: 7, 7: 4095})
+        d.write(ups)
+    t = 10**9
+    for n in range(1500):
+        if n % 500 == 0:
+            for d in drivers:
+                d.write([tables.frame_basis_update(n // 500, n // 500 == 1)])
+        t += rng.choice([800, 60_000, 2_000_000])
+        frame, port = _frame(rng, lies), rng.choice(PORTS)
+        a, b = ref.process(frame, port, t), fp.process(frame, port, t)
+        assert (a.egress_port, a.frame, a.drop_reason, a.pid) == (b.egress_port, b.frame, b.drop_reason, b.pid), (
+            n,
+            frame.hex(),
+        )
+    assert _state(ref) == _state(fp)
+    cells = ref.counters[p4names.TAG_CHANGED.name].packets
+    half = p4names.TAG_CHANGED.size // 2
+    assert sum(cells[i] for i in (3, 7)) > 30 and sum(cells[half + i] for i in (3, 7)) > 10, list(cells[:8])

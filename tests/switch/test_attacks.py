@@ -191,7 +191,7 @@ def test_without_the_frame_check_the_lie_wins(monkeypatch):
     cap, victim, share, flood = 100 * M, 40 * M, 50 * M, 300 * M
     res, got = lie(cap, victim, share, flood, 20)
     check(cap, victim, share, flood, got)  # the reference pipeline, with the check: the same defence
-    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf, pkt_length, grown: False)
+    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf, pkt_length, pkt_len, fcs: False)
     res, got = lie(cap, victim, share, flood, 20)
     with pytest.raises(AssertionError):
         check(cap, victim, share, flood, got)
@@ -271,7 +271,7 @@ def test_without_the_frame_check_an_ipv6_lie_wins(monkeypatch):
     _, got, malformed = replay_attack(bytes(f))
     check(cap, victim, share, flood, got)
     assert malformed > 0
-    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf, pkt_length, grown: False)
+    monkeypatch.setattr(EgressAccounting, "lies", lambda self, buf, pkt_length, pkt_len, fcs: False)
     _, got, malformed = replay_attack(bytes(f))
     with pytest.raises(AssertionError):
         check(cap, victim, share, flood, got)

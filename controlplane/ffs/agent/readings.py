@@ -52,6 +52,9 @@ class Reading(str, enum.Enum):
     # per egress port: the frames the egress strips the shim off, SHIM_LEN bytes each fewer than
     # R*_j and A_j counted (spec §4)
     STRIPPED = "ST"
+    # per egress port: the frames whose 802.1Q tag the host's ingress pushed (at the port's index)
+    # or popped (at TAG_POPPED_AT + it), as it declared: VLAN_TAG_LEN bytes more or fewer each
+    TAG_CHANGED = "TC"
 
 
 # the P4 counter each reading reads
@@ -69,7 +72,11 @@ COUNTER_OF: dict[Reading, str] = {
     Reading.OFFERED_SHIMS: p4names.OFFERED_SHIMS.name,
     Reading.ADMITTED_SHIMS: p4names.ADMITTED_SHIMS.name,
     Reading.STRIPPED: p4names.STRIPPED.name,
+    Reading.TAG_CHANGED: p4names.TAG_CHANGED.name,
 }
+# TAG_CHANGED's cells: a pushed tag at the egress port, a popped one here past it (the 9-bit port
+# with the declaration's low bit above it, p4src's egress_accounting.p4)
+TAG_POPPED_AT = p4names.TAG_CHANGED.size // 2
 # the readings that hold a port at its target count the frame the port sends: each of these adds
 # SHIM_LEN bytes per frame its shim reading counts and takes SHIM_LEN off per frame STRIPPED counts
 # (spec §4)
@@ -85,6 +92,7 @@ EGRESS_READINGS = (
     Reading.OFFERED_SHIMS,
     Reading.ADMITTED_SHIMS,
     Reading.STRIPPED,
+    Reading.TAG_CHANGED,
 )
 PAIR_READINGS = (Reading.PAIR_BYTES, Reading.PAIR_DROPS, Reading.PAIR_MALFORMED)
 
@@ -96,7 +104,10 @@ class CounterReadings(AgentParts):
         pids = [p.pid for p in self.pairs()]
         ports = self._egress_ports()
         for reading in EGRESS_READINGS:
-            self._read(reading, ports, now_s)
+            if reading is Reading.TAG_CHANGED:
+                self._read_tags(ports, now_s)
+            else:
+                self._read(reading, ports, now_s)
         self._since_telemetry = {}
         for reading in PAIR_READINGS:
             self._read(reading, pids, now_s)
@@ -106,24 +117,41 @@ class CounterReadings(AgentParts):
         """`_measure` of a Reading's own counter."""
         return self._measure(reading, COUNTER_OF[reading], indices, now_s)
 
+    def _read_tags(self, ports: list[int], now_s: float | None) -> dict[int, tuple[int, int]]:
+        """TAG_CHANGED's increments per egress port: (pushed, popped). A cell that went backwards
+        marks its port jumped."""
+        cells, _ = self._read(Reading.TAG_CHANGED, ports + [TAG_POPPED_AT + p for p in ports], now_s)
+        name = Reading.TAG_CHANGED
+        self._jumped[name] = {i % TAG_POPPED_AT for i in self._jumped.get(name, set())}
+        return {p: (cells.get(p, ZERO).packets, cells.get(TAG_POPPED_AT + p, ZERO).packets) for p in ports}
+
+    def _egress_change(self, ports: list[int], now_s: float | None) -> dict[int, int]:
+        """Per egress port, the bytes the port sends this period beyond what the ingress counted
+        of the same frames: SHIM_LEN fewer per frame the egress stripped, VLAN_TAG_LEN more per
+        tag the host pushed and fewer per tag it popped (spec §4). Read once for R*_j and A_j."""
+        stripped, _ = self._read(Reading.STRIPPED, ports, now_s)
+        tags = self._read_tags(ports, now_s)
+        return {
+            p: constants.VLAN_TAG_LEN * (tags[p][0] - tags[p][1]) - constants.SHIM_LEN * stripped.get(p, ZERO).packets
+            for p in ports
+        }
+
     def _sent(
         self,
         reading: Reading,
         counts: dict[int, CounterValue],
         indices: list[int],
         now_s: float | None,
-        stripped: dict[int, CounterValue],
+        change: dict[int, int],
     ) -> dict[int, CounterValue]:
         """`counts` (increments of `reading`) as the port sends the frames: SHIM_LEN bytes more for
-        each the ingress inserted a shim into, read from the reading's shim counter, and SHIM_LEN
-        fewer for each the egress stripped (`stripped`, this period's STRIPPED, read once for
-        both readings) (spec §4). The reads are moments apart; a frame counted in between lands
-        next period."""
+        each the ingress inserted a shim into, read from the reading's shim counter, and what the
+        egress changed since (`change`, `_egress_change`) (spec §4). The reads are moments apart; a
+        frame counted in between lands next period."""
         shims, _ = self._read(SHIMS_OF[reading], indices, now_s)
         return {
             i: CounterValue(
-                c.packets,
-                max(0, c.bytes + constants.SHIM_LEN * (shims.get(i, ZERO).packets - stripped.get(i, ZERO).packets)),
+                c.packets, max(0, c.bytes + constants.SHIM_LEN * shims.get(i, ZERO).packets + change.get(i, 0))
             )
             for i, c in counts.items()
         }

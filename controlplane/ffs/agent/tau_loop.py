@@ -70,12 +70,13 @@ class TauLoop(PortDrains):
         jumped = self._jumped_in(Reading.OFFERED, Reading.ADMITTED, Reading.MALFORMED)
         self._count_since_telemetry(ports, a, bad, jumped)  # as they arrived, as the frame check counts them
         # τ holds what the port sends at the target: + SHIM_LEN per frame the ingress inserts a shim
-        # into, − SHIM_LEN per frame the egress strips one off
-        stripped, _ = self._read(Reading.STRIPPED, ports, virtual)
-        offered = self._sent(Reading.OFFERED, offered, ports, virtual, stripped)
-        arrived, a = a, self._sent(Reading.ADMITTED, a, ports, virtual, stripped)
+        # into, − SHIM_LEN per frame the egress strips one off, ± VLAN_TAG_LEN per tag the host
+        # pushed or popped
+        change = self._egress_change(ports, virtual)
+        offered = self._sent(Reading.OFFERED, offered, ports, virtual, change)
+        arrived, a = a, self._sent(Reading.ADMITTED, a, ports, virtual, change)
         guard = self._strip_drains(arrived, a)  # the guard's queue adds the frames as they arrive
-        jumped |= self._jumped_in(Reading.OFFERED_SHIMS, Reading.ADMITTED_SHIMS, Reading.STRIPPED)
+        jumped |= self._jumped_in(Reading.OFFERED_SHIMS, Reading.ADMITTED_SHIMS, Reading.STRIPPED, Reading.TAG_CHANGED)
         quarantine = guard + self._release_quarantine(now_s) + self._telemetry_if_due(virtual, now_s, bad, jumped)
         # a port that drains slower than its speed: the target in force follows it (spec §9, item 8)
         tm, drain_pairs = self._follow_drains(ports, bad, virtual)

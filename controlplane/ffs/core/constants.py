@@ -30,6 +30,11 @@ MIN_FRAME = 60  # without FCS: shorter frames are padded on the wire
 FCS_EITHER = 0  # not measured: either
 FCS_COUNTED = 1  # pkt_length counts the FCS (tofino-model)
 FCS_NOT_COUNTED = 2  # pkt_length does not count it
+# the L2 change a host program's ingress declares in md.l2_change (docs/pipeline.md, "FFS as a P4
+# library"): the frame check takes it off the arrival length, the agent off A_j and R*_j
+L2_SAME = 0  # the frame leaves with the L2 header it arrived with
+L2_TAG_POPPED = 1  # the host removed an 802.1Q tag: 4 bytes shorter
+L2_TAG_PUSHED = 2  # the host added an 802.1Q tag: 4 bytes longer
 # what a frame costs an Ethernet port beyond its bytes: preamble and start delimiter (8) and the
 # inter-frame gap (12). Line rates -- port speeds, capacities, shares, targets, A_j and R*_j --
 # count frame + FCS + WIRE_OVERHEAD bytes per frame (spec §4).

@@ -349,6 +349,7 @@ ACCEPTED = Counter("FfsEgress.egress_acct.accepted", 512)
 MALFORMED = Counter("FfsEgress.egress_acct.malformed", 512)
 PAIR_MALFORMED = Counter("FfsEgress.egress_acct.pair_malformed", 4096)
 STRIPPED = Counter("FfsEgress.egress_acct.stripped", 512, "PACKETS")
+TAG_CHANGED = Counter("FfsEgress.egress_acct.tag_changed", 1024, "PACKETS")
 ADMITTED = Counter("FfsIngress.admitted", 512)
 ADMITTED_SHIMS = Counter("FfsIngress.admitted_shims", 512, "PACKETS")
 EVENTS = Counter("FfsIngress.events", 8, "PACKETS")
@@ -362,6 +363,7 @@ COUNTERS: tuple[Counter, ...] = (
     MALFORMED,
     PAIR_MALFORMED,
     STRIPPED,
+    TAG_CHANGED,
     ADMITTED,
     ADMITTED_SHIMS,
     EVENTS,

@@ -299,6 +299,7 @@ TAU_STEP_COUNTERS = (
     p4names.OFFERED_SHIMS.name,
     p4names.ADMITTED_SHIMS.name,
     p4names.STRIPPED.name,
+    p4names.TAG_CHANGED.name,
 )
 
 
@@ -313,9 +314,9 @@ class BfrtDriver(Driver):
 
     `sync_always`: tables read only after a Sync, however few indices are asked for. By default
     the τ step's per-egress counters (R*_j, A_j, the lies at j, the shims of R*_j and A_j, the
-    frames stripped at j): a Sync costs the same for 3 egress ports and for 64, so the step costs
-    the same at 9 pairs and at 4096 (docs/benchmarks.md, "The τ loop at scale"); read cell by cell
-    it grew with the number of egress ports."""
+    frames stripped at j, the tags pushed and popped): a Sync costs the same for 3 egress ports
+    and for 64, so the step costs the same at 9 pairs and at 4096 (docs/benchmarks.md, "The τ loop
+    at scale"); read cell by cell it grew with the number of egress ports."""
 
     def __init__(
         self,

@@ -36,8 +36,9 @@ typedef unsigned __int128 u128;
 #define FCS_LEN 4
 #define MIN_FRAME 60
 #define WIRE_OVERHEAD 20 /* preamble, start delimiter and inter-frame gap (tables.wire_len) */
-/* the bytes a buffer holding a frame of n bytes needs for engine_process: padding, FCS, one shim */
-#define MAC_ROOM(n) (((n) < MIN_FRAME ? MIN_FRAME : (n)) + FCS_LEN + SHIM_LEN)
+/* the bytes a buffer holding a frame of n bytes needs for engine_process: padding, FCS, one shim,
+ * one 802.1Q tag a host pushes */
+#define MAC_ROOM(n) (((n) < MIN_FRAME ? MIN_FRAME : (n)) + FCS_LEN + SHIM_LEN + VLAN_LEN)
 #define SHIM_VERSION 1
 #define FLAG_RI 0x8
 #define FLAG_DEFAULTED 0x2
@@ -51,6 +52,7 @@ typedef unsigned __int128 u128;
 #define U16 0xFFFFu
 #define NUM_PAIRS 4096
 #define NUM_PORTS 512
+#define TAG_CHANGED_SIZE (2 * NUM_PORTS) /* a pushed tag at the port's index, a popped one at NUM_PORTS + it */
 /* every counter, register and LPF has a copy per pipe (tna.py): cell (pipe, index) is at
  * pipe * size + index; ingress objects use the ingress port's pipe, egress ones the egress port's */
 #define PIPE_SHIFT 7
@@ -76,6 +78,10 @@ typedef unsigned __int128 u128;
 #define FCS_EITHER 0
 #define FCS_COUNTED 1
 #define FCS_NOT_COUNTED 2
+#define L2_SAME 0
+#define L2_TAG_POPPED 1
+#define L2_TAG_PUSHED 2
+#define ETHERTYPE_VLAN 0x8100u
 #define U32 0xFFFFFFFFu
 
 /* drop reasons returned by engine_process (as -1 - reason) */
@@ -453,7 +459,7 @@ enum {
     B_PAIR_MALFORMED_BY, B_F_EST, B_LPF_Y, B_LPF_LAST, B_LPF_SEEN, B_LPF_KIND, B_LPF_GAIN, B_LPF_DECAY, B_LPF_SHIFT,
     B_TM_SPEED, B_TM_BUFFER, B_TM_BACKLOG, B_TM_LAST, B_TM_DROPS, B_TM_DROP_BYTES, B_TM_ENQUEUED, B_TM_DELAY_SUM,
     B_TM_FRAME_MAX, B_TM_OVERSIZE, B_TM_OVERSIZE_BYTES, B_TM_DRAIN, B_GUARD_QUEUE, B_GUARD_TIMERS_PK, B_GUARD_TIMERS_BY, B_PKTGEN_CFG,
-    B_PKTGEN_NEXT, B_PKTGEN_NOW, B_OFFERED_SHIMS, B_ADMITTED_SHIMS, B_STRIPPED, B_TM_ENQUEUED_BYTES, NB
+    B_PKTGEN_NEXT, B_PKTGEN_NOW, B_OFFERED_SHIMS, B_ADMITTED_SHIMS, B_STRIPPED, B_TM_ENQUEUED_BYTES, B_TAG_CHANGED, NB
 };
 static const struct {
     const char *name;
@@ -480,6 +486,7 @@ static const struct {
     {"offered_shims.packets", 8, NUM_PIPES * NUM_PORTS}, {"admitted_shims.packets", 8, NUM_PIPES * NUM_PORTS},
     {"stripped.packets", 8, NUM_PIPES * NUM_PORTS},
     {"tm.enqueued_bytes", 8, NUM_PORTS},
+    {"tag_changed.packets", 8, NUM_PIPES * TAG_CHANGED_SIZE},
 };
 
 typedef struct {
@@ -487,6 +494,7 @@ typedef struct {
     ctable tables[NT];
     uint8_t port_md[NUM_PORTS][2]; /* trust, insert; an unlisted port reads zeros */
     int pkt_fcs, pkt_deparsed;     /* PktLength: the egress's pkt_length counts the FCS; is the deparsed frame */
+    uint8_t host_vlan[NUM_PORTS][4]; /* HostVlan per port: access, pushes, the VID pushed (big-endian) */
     mt_t rng;
     uint32_t tables_set; /* bit per table: compiled at least once */
     Py_buffer bufs[NB];
@@ -511,6 +519,8 @@ typedef struct {
     uint64_t *offered_shims_pk, *admitted_shims_pk;
     /* EgressAccounting.stripped: PACKETS, the frames that leave without their shim */
     uint64_t *stripped_pk;
+    /* EgressAccounting.tag_changed: PACKETS, the frames whose tag the host pushed or popped */
+    uint64_t *tag_changed_pk;
 } Engine;
 
 /* --- tna.py: Counter, Register, Lpf ----------------------------------------------------------- */
@@ -930,18 +940,20 @@ static void run_timers(Engine *e, uint32_t pipe, int64_t t_ns) {
 }
 
 /* --- control/egress_accounting ----------------------------------------------------------------- */
-/* EgressAccounting.lies: frame_basis, then frame_check with the const entries of
- * ffs.core.tables.frame_check_entries, in order. pkt_length is eg_intr_md.pkt_length as PktLength
- * makes it; basis_arrival adds a shim the ingress inserted (grown, bridged) before the claim is
- * compared. fcs: FCS_EITHER passes an entry of either basis. */
-static int frame_lies(Engine *e, const uint8_t *buf, size_t len, uint32_t pkt_length, int grown) {
+/* tna.py's arrival_change: what the ingress changed in the frame's length after it arrived */
+static inline int32_t arrival_change(int grown, int l2_change) {
+    return (grown ? SHIM_LEN : 0) + (l2_change == L2_TAG_POPPED ? -VLAN_LEN : l2_change == L2_TAG_PUSHED ? VLAN_LEN : 0);
+}
+
+/* EgressAccounting.lies: frame_check with the const entries of ffs.core.tables.frame_check_entries,
+ * in order, on pkt_len (frame_basis's, egress_accounting_apply). pkt_length is eg_intr_md.pkt_length
+ * as PktLength makes it. fcs: FCS_EITHER passes an entry of either basis. */
+static int frame_lies(Engine *e, const uint8_t *buf, size_t len, uint32_t pkt_length, uint32_t pkt_len, uint32_t fcs) {
     parsed_t p;
     /* the egress parser: an IP length wrapped by an inserted shim (65528 + 8) is still checked */
     if (parse_x(buf, len, &p, 0) < 0 || !p.ip_version) return 0;
-    const tres *basis = table_lookup(&e->tables[T_FRAME_BASIS], 0);
-    uint32_t n = pkt_length, fcs = basis->p[0];
-    uint32_t change = basis->act == A_BASIS_ARRIVAL && grown ? SHIM_LEN : 0;
-    uint32_t excess = (n + change - claimed_len(&p, p.l3_len, 0)) & U16;
+    uint32_t n = pkt_length;
+    uint32_t excess = (pkt_len - claimed_len(&p, p.l3_len, 0)) & U16;
     uint32_t pad = MIN_FRAME - ETH_LEN;
     int without_fcs = (fcs & FCS_COUNTED) == 0, with_fcs = (fcs & FCS_NOT_COUNTED) == 0;
     if (without_fcs && excess == 0) return 0;
@@ -958,9 +970,12 @@ static int frame_lies(Engine *e, const uint8_t *buf, size_t len, uint32_t pkt_le
 /* EgressAccounting: 0 when the frame was dropped (drop_malformed); pid < 0: no managed pair. The
  * counters count the frame as the TM holds it (*len, FCS included), in the egress port's pipe. */
 static int egress_accounting_apply(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t pkt_length,
-                             int grown) {
+                             int grown, int l2_change) {
     uint32_t pipe = port >> PIPE_SHIFT;
-    int lies = frame_lies(e, buf, *len, pkt_length, grown);
+    /* EgressAccounting.pkt_len: frame_basis; basis_arrival adds what the ingress changed since */
+    const tres *basis = table_lookup(&e->tables[T_FRAME_BASIS], 0);
+    uint32_t pkt_len = (pkt_length + (basis->act == A_BASIS_ARRIVAL ? (uint32_t)arrival_change(grown, l2_change) : 0)) & U16;
+    int lies = frame_lies(e, buf, *len, pkt_length, pkt_len, basis->p[0]);
     if (lies) {
         counter_count(e->malformed_pk, e->malformed_by, pipe * NUM_PORTS + port, *len);
         if (pid >= 0) counter_count(e->pair_malformed_pk, e->pair_malformed_by, pipe * NUM_PAIRS + (uint32_t)pid, *len);
@@ -977,6 +992,11 @@ static int egress_accounting_apply(Engine *e, uint8_t *buf, size_t *len, uint32_
             strip_shim(buf, len, &p);
         }
     }
+    /* count_tag_changed: every pushed tag; a popped one where the frame leaves at the Ethernet
+     * minimum or above (a shorter one is padded back) */
+    if (l2_change == L2_TAG_PUSHED) e->tag_changed_pk[pipe * TAG_CHANGED_SIZE + port] += 1;
+    else if (l2_change == L2_TAG_POPPED && pkt_len >= MIN_FRAME + FCS_LEN)
+        e->tag_changed_pk[pipe * TAG_CHANGED_SIZE + NUM_PORTS + port] += 1;
     return !lies;
 }
 
@@ -1031,19 +1051,43 @@ static size_t emitted_len(Engine *e, const uint8_t *buf, size_t len, uint32_t po
     return p.shim && p.ffs_state == FFS_STATE_VALID ? len - SHIM_LEN : len;
 }
 
-/* Pipeline._egress: the TM with the frame the egress emits (cut at the port's frame limit), then
- * FfsEgress (egress_accounting_apply), then the port's MAC; the egress port or -1 - reason */
+/* --- host_vlan.py: a host program that pops or pushes 802.1Q tags (the example's) -------------- */
+/* HostVlan.change: md.l2_change as the host declares it */
+static inline int host_vlan_change(const Engine *e, uint32_t ingress_port, uint32_t egress_port, int tagged) {
+    if (tagged && e->host_vlan[ingress_port][0]) return L2_TAG_POPPED;
+    if (!tagged && e->host_vlan[egress_port][1]) return L2_TAG_PUSHED;
+    return L2_SAME;
+}
+
+/* HostVlan.apply: the host's deparser; buf has room for one more tag (MAC_ROOM) */
+static void host_vlan_apply(const Engine *e, uint8_t *buf, size_t *len, int change, uint32_t egress_port) {
+    if (change == L2_TAG_POPPED) {
+        memmove(buf + 2 * 6, buf + 2 * 6 + VLAN_LEN, *len - 2 * 6 - VLAN_LEN);
+        *len -= VLAN_LEN;
+    } else if (change == L2_TAG_PUSHED) {
+        memmove(buf + 2 * 6 + VLAN_LEN, buf + 2 * 6, *len - 2 * 6);
+        wr16(buf, 2 * 6, ETHERTYPE_VLAN);
+        wr16(buf, 2 * 6 + 2, ((uint32_t)e->host_vlan[egress_port][2] << 8 | e->host_vlan[egress_port][3]) & 0xFFF);
+        *len += VLAN_LEN;
+    }
+}
+
+/* Pipeline._egress after the host's L2 change: the TM with the frame the egress emits (cut at the
+ * port's frame limit), then FfsEgress (egress_accounting_apply), then the port's MAC; the egress
+ * port or -1 - reason */
 static int tm_and_egress(Engine *e, uint8_t *buf, size_t *len, uint32_t port, int pid, uint32_t frame_len, int grown,
-                         int64_t t_ns, int64_t *depart) {
-    /* PktLength.pkt_length: the egress's pkt_length, from the frame as it arrived (FCS included) */
-    uint32_t pkt_length = frame_len - (e->pkt_fcs ? 0 : FCS_LEN) + (e->pkt_deparsed && grown ? SHIM_LEN : 0);
+                         uint32_t ingress_port, int tagged, int64_t t_ns, int64_t *depart) {
+    int l2_change = host_vlan_change(e, ingress_port, port, tagged);
+    host_vlan_apply(e, buf, len, l2_change, port);
+    /* PktLength.of: the egress's pkt_length, from the frame as it arrived (FCS included) */
+    uint32_t pkt_length = frame_len - (e->pkt_fcs ? 0 : FCS_LEN) + (e->pkt_deparsed ? (uint32_t)arrival_change(grown, l2_change) : 0);
     size_t sent = emitted_len(e, buf, *len, port);
     int64_t limit = e->tm_frame_max[port];
     if (limit > 0 && (int64_t)sent > limit) sent = (size_t)limit; /* TrafficManager.sent_len */
     size_t wire = (sent < MIN_FRAME + FCS_LEN ? MIN_FRAME + FCS_LEN : sent) + WIRE_OVERHEAD;
     *depart = tm_enqueue(e, port, t_ns, wire);
     if (*depart < 0) return -1 - R_TM_DROP;
-    if (!egress_accounting_apply(e, buf, len, port, pid, pkt_length, grown)) return -1 - R_MALFORMED;
+    if (!egress_accounting_apply(e, buf, len, port, pid, pkt_length, grown, l2_change)) return -1 - R_MALFORMED;
     return tm_oversize_drop(e, port, *len) ? -1 - R_OVERSIZE : (int)port;
 }
 
@@ -1112,7 +1156,7 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
     }
     if (!md.managed) { /* note_no_pair */
         event_count(e, pipe, EVENT_NO_PAIR);
-        return tm_and_egress(e, buf, len, md.egress_port, -1, (uint32_t)frame_len, 0, t_ns, depart);
+        return tm_and_egress(e, buf, len, md.egress_port, -1, (uint32_t)frame_len, 0, ingress_port, p.vlan, t_ns, depart);
     }
     *pid_out = (int)md.pid;
     if (md.admit_margin == 0) { /* ffs_drop */
@@ -1142,7 +1186,8 @@ static int engine_process_mac(Engine *e, uint8_t *buf, size_t *len, uint32_t ing
         insert_shim(buf, len, &p, rf_out);
         grown = 1;
     } /* else forward */
-    return tm_and_egress(e, buf, len, md.egress_port, (int)md.pid, (uint32_t)frame_len, grown, t_ns, depart);
+    return tm_and_egress(e, buf, len, md.egress_port, (int)md.pid, (uint32_t)frame_len, grown, ingress_port, p.vlan, t_ns,
+                         depart);
 }
 
 /* Pipeline.process. buf holds *len bytes and has room for MAC_ROOM(*len) bytes. The frame is
@@ -1247,6 +1292,7 @@ static int Engine_init(Engine *self, PyObject *args, PyObject *kwds) {
     self->offered_shims_pk = b[B_OFFERED_SHIMS];
     self->admitted_shims_pk = b[B_ADMITTED_SHIMS];
     self->stripped_pk = b[B_STRIPPED];
+    self->tag_changed_pk = b[B_TAG_CHANGED];
     self->rng.index = MT_N + 1; /* unusable until set_rng_state, like the tables until set_table */
     return 0;
 }
@@ -1270,6 +1316,20 @@ static PyObject *Engine_set_pkt_length(Engine *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "pp", &fcs, &deparsed)) return NULL;
     self->pkt_fcs = fcs;
     self->pkt_deparsed = deparsed;
+    Py_RETURN_NONE;
+}
+
+/* set_host_vlan(bytes of NUM_PORTS * 4: access, pushes, VID big-endian per port): HostVlan */
+static PyObject *Engine_set_host_vlan(Engine *self, PyObject *args) {
+    Py_buffer b;
+    if (!PyArg_ParseTuple(args, "y*", &b)) return NULL;
+    if (b.len != NUM_PORTS * 4) {
+        PyBuffer_Release(&b);
+        PyErr_SetString(PyExc_ValueError, "host VLAN config must be 512 * 4 bytes");
+        return NULL;
+    }
+    memcpy(self->host_vlan, b.buf, NUM_PORTS * 4);
+    PyBuffer_Release(&b);
     Py_RETURN_NONE;
 }
 
@@ -1361,6 +1421,7 @@ static PyMethodDef Engine_methods[] = {
     {"set_table", (PyCFunction)Engine_set_table, METH_VARARGS,
      "set_table(id, kind, width, default, entries): replace a compiled table"},
     {"set_port_md", (PyCFunction)Engine_set_port_md, METH_VARARGS, "set_port_md(bytes): $PORT_METADATA"},
+    {"set_host_vlan", (PyCFunction)Engine_set_host_vlan, METH_VARARGS, "set_host_vlan(bytes): HostVlan"},
     {"set_pkt_length", (PyCFunction)Engine_set_pkt_length, METH_VARARGS,
      "set_pkt_length(fcs, deparsed): what the egress's pkt_length is (PktLength)"},
     {"set_rng_state", (PyCFunction)Engine_set_rng_state, METH_VARARGS, "set_rng_state(625 ints of getstate())"},
@@ -1778,7 +1839,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyModule_AddObject(m, "ACTIONS", actions);
     PyModule_AddObject(m, "BUFFERS", bufs);
     PyObject *c = Py_BuildValue(
-        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
         "IP_PROTO_FFS",
         IP_PROTO_FFS, "SHIM_LEN", SHIM_LEN, "SHIM_VERSION", SHIM_VERSION, "FLAG_RI", FLAG_RI, "FLAG_DEFAULTED",
         FLAG_DEFAULTED, "FLAG_RESERVED", FLAG_RESERVED, "CODE_ONE", CODE_ONE, "CODE_MAX", CODE_MAX, "RF_CODE_MIN",
@@ -1789,7 +1850,8 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
         FFS_STATE_OPAQUE, "ETH_HDR_LEN", ETH_LEN, "VLAN_TAG_LEN", VLAN_LEN, "IPV6_HDR_LEN", IPV6_LEN, "FCS_LEN", FCS_LEN,
         "MIN_FRAME", MIN_FRAME, "WIRE_OVERHEAD", WIRE_OVERHEAD, "EVENT_GUARD_DROP", EVENT_GUARD_DROP, "EVENT_CLAIM_OVERSIZE", EVENT_CLAIM_OVERSIZE, "GUARD_RF_CODE",
         GUARD_RF_CODE, "PKTGEN_PORT", PKTGEN_PORT, "TIMER_APP_ID", TIMER_APP_ID, "TIMER_HEADER_LEN", TIMER_HEADER_LEN,
-        "FCS_EITHER", FCS_EITHER, "FCS_COUNTED", FCS_COUNTED, "FCS_NOT_COUNTED", FCS_NOT_COUNTED);
+        "FCS_EITHER", FCS_EITHER, "FCS_COUNTED", FCS_COUNTED, "FCS_NOT_COUNTED", FCS_NOT_COUNTED, "L2_SAME", L2_SAME,
+        "L2_TAG_POPPED", L2_TAG_POPPED, "L2_TAG_PUSHED", L2_TAG_PUSHED, "ETHERTYPE_VLAN", ETHERTYPE_VLAN);
     if (!c || PyModule_AddObject(m, "CONSTANTS", c) < 0) goto fail;
 #ifndef FFS_SOURCE_SHA256
 #define FFS_SOURCE_SHA256 ""

@@ -4,7 +4,8 @@
 Everything but `process` is the Python pipeline: the same MatchTables, the same control interface,
 the same counters, registers and LPF (the C engine counts into their buffers). The engine keeps a
 compiled snapshot of each table and is told to recompile a table when it changes
-(`MatchTable.on_change`); port metadata is pushed when replaced. Random draws continue the
+(`MatchTable.on_change`); port metadata, the PktLength model and the host's VLANs (`HostVlan`) are
+pushed when replaced. Random draws continue the
 Python generator's Mersenne Twister state, so for a seed both pipelines draw the same numbers.
 
 The extension is built by `pip install -e .` (setup.py). `available()` says whether it is;
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from ffs.core import constants, p4names
 from ffs.core.entries import Exact, Lpm, Ternary
+from ffs.switch.host_vlan import HostVlan
 from ffs.switch.pipeline import (
     DROP_CLAIM,
     DROP_FFS,
@@ -143,6 +145,7 @@ class FastPipeline(Pipeline):
         self._dirty: set[int] = set()
         self._port_md_dirty = True
         self._pkt_length_dirty = True
+        self._host_vlan_dirty = True
         super().__init__(seed)
         rate, norm, eg = self.rate_est, self.normalize, self.egress_acct
         lpf = rate.f_lpf
@@ -194,6 +197,7 @@ class FastPipeline(Pipeline):
             self.shims.admitted_shims.packets,
             eg.stripped.packets,
             tm.enqueued_bytes,
+            eg.tag_changed.packets,
         )  # the order of _fastpath.BUFFERS
         self.engine = _fastpath.Engine(buffers)
         self.engine.set_rng_state(norm.rng.getstate()[1])
@@ -225,6 +229,15 @@ class FastPipeline(Pipeline):
         self._pkt_length = value
         self._pkt_length_dirty = True
 
+    @property
+    def host_vlan(self) -> HostVlan:
+        return self._host_vlan
+
+    @host_vlan.setter
+    def host_vlan(self, value: HostVlan) -> None:
+        self._host_vlan = value
+        self._host_vlan_dirty = True
+
     def sync(self) -> None:
         """Recompile what changed since the last packet."""
         if self._dirty:
@@ -240,13 +253,21 @@ class FastPipeline(Pipeline):
         if self._pkt_length_dirty:
             self.engine.set_pkt_length(self._pkt_length.fcs, self._pkt_length.deparsed)
             self._pkt_length_dirty = False
+        if self._host_vlan_dirty:
+            cfg = bytearray(constants.NUM_PORTS * 4)
+            for port in self._host_vlan.access:
+                cfg[4 * port] = 1
+            for port, vid in self._host_vlan.push.items():
+                cfg[4 * port + 1 : 4 * port + 4] = bytes((1,)) + (vid & 0xFFF).to_bytes(2, "big")
+            self.engine.set_host_vlan(bytes(cfg))
+            self._host_vlan_dirty = False
 
     def process(self, frame: bytes | bytearray, ingress_port: int, t_ns: int) -> Result:
         if self.admission is not None:
             # an evaluation baseline decides in Python before the TM; FFS is off under a baseline,
             # so no random draw is taken that the engine's generator would then miss
             return Pipeline.process(self, frame, ingress_port, t_ns)
-        if self._dirty or self._port_md_dirty or self._pkt_length_dirty:
+        if self._dirty or self._port_md_dirty or self._pkt_length_dirty or self._host_vlan_dirty:
             self.sync()
         port, out, reason, pid, depart = self.engine.process(frame, ingress_port, t_ns)
         if port is None:

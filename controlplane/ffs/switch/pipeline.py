@@ -30,6 +30,7 @@ from ffs.switch.control.queue_guard import QueueGuard
 from ffs.switch.control.rate_estimation import RateEstimation
 from ffs.switch.control.ri_update import RiUpdate
 from ffs.switch.header import Meta
+from ffs.switch.host_vlan import HostVlan
 from ffs.switch.packet import (
     RF_OFF,
     RRI_OFF,
@@ -101,6 +102,7 @@ class Pipeline:
         self.admission: Callable[[int, int, bytearray], bool] | None = None
         self.port_metadata: dict[int, tuple[int, int]] = {}  # port -> (trust, insert)
         self.pkt_length_model = PktLength()  # what the chip makes the egress's pkt_length (tofino-model's)
+        self.host_vlan = HostVlan()  # a host program that pops or pushes 802.1Q tags (none: ffs.p4)
         self.port_label = PortLabel()
         self.forwarding = Forwarding()
         self.pair_map = PairMap()
@@ -157,6 +159,7 @@ class Pipeline:
                 self.egress_acct.malformed,
                 self.egress_acct.pair_malformed,
                 self.egress_acct.stripped,
+                self.egress_acct.tag_changed,
                 self.guard.timers,
                 self.shims.offered_shims,
                 self.shims.admitted_shims,
@@ -220,8 +223,11 @@ class Pipeline:
         if action == "claim_drop":
             return Result(None, None, DROP_CLAIM)
         grown = action in ("insert_shim_v4", "insert_shim_v6")
-        pkt_length = self.pkt_length_model.of(frame_len, grown)
-        return self._egress(buf, md.egress_port, pkt_length, md.pid if md.managed else None, grown, t_ns)
+        l2_change = self.host_vlan.change(ingress_port, md.egress_port, bool(p.vlan))
+        self.host_vlan.apply(buf, l2_change, md.egress_port)  # the host's deparser
+        pkt_length = self.pkt_length_model.of(frame_len, grown, l2_change)
+        pid = md.pid if md.managed else None
+        return self._egress(buf, md.egress_port, pkt_length, pid, grown, l2_change, t_ns)
 
     def _timer_packet(self, buf: bytearray, pipe: int, k: int = 1) -> bool:
         """FfsIngressParser's timer path and the guard's (spec §7.1, §7.7): a packet on the
@@ -251,7 +257,9 @@ class Pipeline:
         for pipe in range(PIPES):
             self.run_timers(pipe, t)
 
-    def _egress(self, buf: bytearray, port: int, pkt_length: int, pid: int | None, grown: bool, t_ns: int) -> Result:
+    def _egress(
+        self, buf: bytearray, port: int, pkt_length: int, pid: int | None, grown: bool, l2_change: int, t_ns: int
+    ) -> Result:
         """The TM (`ffs.switch.tm`: the egress port's FIFO, at its line rate, tail drop), then
         `FfsEgress.apply` with the bridge, then the port's MAC (its frame limit). The TM drains the
         frame the egress emits (a shim it strips never reaches the wire; a frame above the limit
@@ -262,7 +270,7 @@ class Pipeline:
         depart = self.tm.enqueue(port, t_ns, wire_len(self.tm.sent_len(port, self.egress_acct.emitted_len(buf, port))))
         if depart < 0:
             return Result(None, None, DROP_TM, pid)
-        if not self.egress_acct.apply(buf, port, pkt_length, pid, grown):
+        if not self.egress_acct.apply(buf, port, pkt_length, pid, grown, l2_change):
             return Result(None, None, DROP_MALFORMED, pid, depart)
         if self.tm.oversize_drop(port, len(buf)):
             return Result(None, None, DROP_OVERSIZE, pid, depart)

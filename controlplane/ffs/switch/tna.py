@@ -48,6 +48,13 @@ def mac_frame(frame: bytes | bytearray) -> bytearray:
     return out + bytes(constants.FCS_LEN)
 
 
+def arrival_change(grown: bool, l2_change: int) -> int:
+    """What the ingress changed in a frame's length after it arrived (FfsEgressParser's
+    md.arrival_change): a shim it inserted, an 802.1Q tag the host declared it popped or pushed."""
+    tag = {constants.L2_TAG_POPPED: -constants.VLAN_TAG_LEN, constants.L2_TAG_PUSHED: constants.VLAN_TAG_LEN}
+    return (constants.SHIM_LEN if grown else 0) + tag.get(l2_change, 0)
+
+
 @dataclass(frozen=True)
 class PktLength:
     """What the chip makes the egress's eg_intr_md.pkt_length of a frame (spec §7.3, frame_basis):
@@ -58,14 +65,12 @@ class PktLength:
     fcs: bool = True
     deparsed: bool = False
 
-    def of(self, arrival_len: int, grown: bool) -> int:
-        """pkt_length of a frame that arrived `arrival_len` bytes long, FCS included, and into
-        which the ingress inserted a shim if `grown`."""
-        return (
-            arrival_len
-            - (0 if self.fcs else constants.FCS_LEN)
-            + (constants.SHIM_LEN if self.deparsed and grown else 0)
-        )
+    def of(self, arrival_len: int, grown: bool, l2_change: int = constants.L2_SAME) -> int:
+        """pkt_length of a frame that arrived `arrival_len` bytes long, FCS included, into which
+        the ingress inserted a shim if `grown`, and whose L2 header the host changed as
+        `l2_change` declares."""
+        change = arrival_change(grown, l2_change) if self.deparsed else 0
+        return arrival_len - (0 if self.fcs else constants.FCS_LEN) + change
 
     @property
     def name(self) -> str:

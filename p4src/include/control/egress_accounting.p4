@@ -26,6 +26,10 @@ control EgressAccounting(inout headers_t hdr,
      * fewer than A_j and R*_j counted (spec §4); a lying frame too (not waiting for frame_check
      * keeps Tofino 2's egress at 4 stages) */
     Counter<bit<64>, PortId_t>(NUM_PORTS, CounterType_t.PACKETS) stripped;
+    /* the frames whose 802.1Q tag the host pushed (at the egress port's index) or popped (at
+     * NUM_PORTS + the port), as it declared in md.l2_change: the port sends each VLAN_TAG_LEN
+     * bytes more or fewer than A_j and R*_j counted (spec §4). One counter for both: one read */
+    Counter<bit<64>, bit<10>>(2 * NUM_PORTS, CounterType_t.PACKETS) tag_changed;
 
     action frame_ok() {
         md.lies = 0;
@@ -131,6 +135,11 @@ control EgressAccounting(inout headers_t hdr,
         stripped.count(eg_intr_md.egress_port);
     }
 
+    /* L2_TAG_PUSHED (2) at the port's index, L2_TAG_POPPED (1) at NUM_PORTS + it */
+    action count_tag_changed() {
+        tag_changed.count(hdr.bridge.l2_change[0:0] ++ eg_intr_md.egress_port);
+    }
+
     apply {
         if (hdr.ipv6.isValid()) {
             if (hdr.vlan.isValid()) {
@@ -173,6 +182,11 @@ control EgressAccounting(inout headers_t hdr,
          * compares at most 12 bits by range, so pkt_len >= 72 is split at bit 7. */
         if (md.stripped == 1 && (md.pkt_len[15:7] != 0 || md.pkt_len[6:0] >= (bit<7>)(MIN_FRAME + FCS_LEN + SHIM_LEN))) {
             count_stripped();
+        }
+        /* a pushed tag lengthens every frame; a popped one shortens only a frame that leaves at the
+         * Ethernet minimum or above (pkt_len, the frame as the ingress sent it, >= 64: bits 15:6) */
+        if (hdr.bridge.l2_change == L2_TAG_PUSHED || (hdr.bridge.l2_change == L2_TAG_POPPED && md.pkt_len[15:6] != 0)) {
+            count_tag_changed();
         }
     }
 }
