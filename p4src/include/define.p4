@@ -16,15 +16,15 @@ typedef bit<32> qbytes_t;       /* line-rate bytes of a virtual queue (spec §7.
 typedef bit<4>  shim_flags_t;   /* ffs_h.flags: FLAG_* */
 typedef bit<2>  fcs_basis_t;    /* FCS_*: whether pkt_length counts the FCS (frame_basis) */
 
-#include "constants.p4"     /* and event_t, an enum bit<3> of FfsIngress.events' cells */
-
-typedef bit<PID_BITS> pid_t;    /* a pair's index: counters, the estimator, f_est */
-
 /* The L2 change a host program's ingress makes to a frame, which it declares in md.l2_change
  * (docs/pipeline.md, "FFS as a P4 library"): the egress's pkt_length is the arrival length, so the
  * frame check takes the declared change off it. Metadata the host's own actions set, never a
  * packet field: a sender cannot declare anything. L2_* in constants.p4. */
 typedef bit<2> l2_change_t;
+
+#include "constants.p4"     /* and event_t, an enum bit<3> of FfsIngress.events' cells */
+
+typedef bit<PID_BITS> pid_t;    /* a pair's index: counters, the estimator, f_est */
 
 /* --- sizes of what only the program holds --- */
 #define F_LOG_SIZE          4096
