@@ -123,3 +123,42 @@ def test_a_small_share_at_and_above_it_keeps_it_from_the_onset_live(tmp_path, si
         # every two seconds: a receiver's 1 s bins move what a busy machine delivered late into the next
         pairs = [(a + b) / 2 for a, b in zip(seconds, seconds[1:], strict=False)]
         assert min(pairs) >= 0.90 * share, why
+
+
+def test_a_first_hop_that_inserts_the_shim_keeps_the_guarantee_live(tmp_path):
+    """The first hop of an FFS domain live (`insert: true` on the senders' ports, p3 keeping the
+    shim): p3 sends every frame 8 bytes longer than it arrived, and FFS counts what it sends (spec
+    §4). A 64-byte IP packet arrives as 14 + 64 + 4 + 20 = 102 line-rate bytes and leaves as 110:
+    the sender's demand takes demand · 110/102 of p3, below its share (Corollary 1: it keeps it,
+    the live bar of this module, 95 %, as the receiver counts the frames with their shim), and the
+    flood the rest of p3 (Eq. 2, ≤ 105 %). Caught with A_j and R*_j counting the frames as they
+    arrived (the agent reading no shims): the sender kept 92.6 % and the flood took 105.6 %."""
+    size, speed, fraction = 64, 5e6, 0.5
+    name = f"liveins{os.getpid() % 10000}"
+    topo_file = tmp_path / f"{name}.yaml"
+    text = topology(name, size, speed, fraction)
+    text = text.replace("port: 1,", "port: 1, insert: true,").replace("port: 2,", "port: 2, insert: true,")
+    topo_file.write_text(text.replace("port: 3, mtu: 1500", "port: 3, mtu: 1508"))
+    share = fraction * speed
+    demand = 0.8 * share
+    arrive = 14 + size + 4 + 20
+    sent = demand * (arrive + 8) / arrive  # what the sender's frames take of p3
+    tau_f = LpfConfig().for_node(load(topo_file).node("s1")).time_constant_ns * 1e-9
+    start = max(3.0, 4 * tau_f)
+    with live_node(topo_file, tmp_path) as live:
+        rx = live.receive("h3", start + 5, "--ffs")
+        time.sleep(0.3)
+        for host, rate in (("h1", demand), ("h2", 6 * speed)):
+            live.send(host, "10.0.3.1", rate, start + 4.5, f"--size={size}")
+        lines = [json.loads(x) for x in rx.stdout]
+        rx.wait()
+    steady = [x for x in lines if start <= x["t"] <= start + 4]
+    sender = sum(x["rates_bps"].get("10.0.1.1", 0) for x in steady) / len(steady)
+    flood = sum(x["rates_bps"].get("10.0.2.1", 0) for x in steady) / len(steady)
+    shimmed = sum(sum(x.get("with_shim", {}).values()) for x in steady)
+    received = sum(sum(x["packets"].values()) for x in steady)
+    why = f"sender {sender:.0f} of {sent:.0f} b/s, flood {flood:.0f} of {speed - sent:.0f}"
+    why += f"; shimmed {shimmed} of {received}"
+    assert shimmed == received > 0, why  # every frame left with the shim p1 and p2 inserted
+    assert sender >= 0.95 * sent, why
+    assert 0.8 * (speed - sent) <= flood <= 1.05 * (speed - sent), why
