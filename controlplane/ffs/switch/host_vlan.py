@@ -20,6 +20,9 @@ TAG_AT = 2 * 6  # the 802.1Q tag follows the two MAC addresses
 
 @dataclass
 class HostVlan:
+    """Replaced whole, never edited in place: the compiled fast path takes it on assignment
+    (`Pipeline.host_vlan = HostVlan(...)`), as it takes the port metadata."""
+
     access: set[int] = field(default_factory=set)  # ingress ports whose tagged arrivals are popped
     push: dict[int, int] = field(default_factory=dict)  # egress port -> the VID pushed onto untagged frames
 

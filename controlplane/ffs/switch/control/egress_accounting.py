@@ -51,7 +51,7 @@ class EgressAccounting:
         return (pkt_length + change) & 0xFFFF, params["fcs"]
 
     def lies(self, buf: bytearray, pkt_length: int, pkt_len: int, fcs: int) -> bool:
-        """frame_check (spec §7.3): do the frame's bytes (`pkt_len`, `pkt_len`) disagree with its IP
+        """frame_check (spec §7.3): do the frame's bytes (`pkt_len`) disagree with its IP
         length field? The basis's fcs picks frame_check's entries. FfsEgressParser extracts the
         shim whatever the IP length says, so a length that an inserted shim wrapped
         (65528..65535 + 8) is checked, not passed as unreadable."""
