@@ -14,8 +14,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
+from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
 import expect
@@ -28,6 +30,7 @@ from ffs.core.topology import load
 from ffs.lab.scapy_ffs import FFS
 
 PERIOD_MS = 100
+MODEL_PERIOD_MS = 2000.0  # the closed τ loop's period on tofino-model (TauRaisesDropsOnSustainedOverload)
 
 
 def period_ms() -> float:
@@ -73,6 +76,7 @@ class AgentTest(FfsTest):
     capacity = 1e6  # bit/s of every interface of the agent's node
     lpf_us = LPF_US  # the F estimators' time constant the agent writes
     lpf_scale_down: int | None = LPF_SCALE_DOWN  # None: the agent sizes it (spec §4)
+    telemetry_period_s = 0.0  # the pairs' telemetry every period
 
     def setUp(self):
         self.work = Path(tempfile.mkdtemp(prefix="ffs-ptf-agent-"))
@@ -97,10 +101,10 @@ class AgentTest(FfsTest):
                 f"--switch={switch_address()}",
                 f"--socket={self.sock}",
                 f"--state-dir={self.work}/state",
-                f"--period-ms={period_ms()}",
+                f"--period-ms={self.period_ms()}",
                 f"--lpf-time-constant-us={self.lpf_us}",
                 *([f"--lpf-scale-down={self.lpf_scale_down}"] if self.lpf_scale_down is not None else []),
-                "--telemetry-period-s=0",
+                f"--telemetry-period-s={self.telemetry_period_s:g}",
                 # the guard is test_guard's: here its virtual queues would drain at this node's
                 # 1 Mb/s while the suite's ports forward at once, and on tofino-model its timer
                 # would swamp a target that forwards a few hundred packets a second
@@ -118,6 +122,9 @@ class AgentTest(FfsTest):
             except (ApiError, OSError, ValueError):
                 time.sleep(0.2)
         self.fail("ffs-agent did not start: " + (self.work / "agent.log").read_text()[-800:])
+
+    def period_ms(self) -> float:
+        return period_ms()
 
     def before_agent(self) -> None:
         """Runs on the programmed target before the agent starts (and may set the capacity)."""
@@ -207,24 +214,18 @@ class MatrixChangeReachesTheDataPlane(AgentTest):
 TAU_MIN_FRAMES, TAU_MAX_INTERVAL_S = 100, 1.0
 
 
-TOFINO_MODEL_SKIP = (
-    "tofino-model is too slow for a closed tau loop: scaled to what it forwards (about 100 packets/s "
-    "while it logged each one, T = 220 kb/s; about 370 without that log, T = 820 kb/s), it forwards in "
-    "bursts, so the periods of the agent read R from 0.6 to 1.6 times the offered 1.25 T: tau settled "
-    "at 2.4-3.2 with the log and at 1.65 without it where the rule gives T/M = 2 (forwarded 1.059 T "
-    "and 0.947 T); the same test runs on the software switch and on hardware"
-)
-
-
 class TauRaisesDropsOnSustainedOverload(AgentTest):
     """The closed τ loop on the compiled program, scaled to what the target forwards: egress b's
-    capacity (and target T) is set so that an overload of 1.25 T is a third of the packet rate the
-    target forwards, measured first (tofino-model forwards a few hundred a
-    second), and the F estimators' time constant is 1 s, so that they average over the pair's
-    packets at that rate. Offered T/4, nothing is dropped and b is uncongested. Offered r = 1.25 T by
-    the one pair (a, b) of share M = T/2, Eq. 2's fixed point, min(r, τ M) = T, is τ = T/M = 2:
-    the agent finds b congested, τ settles there, and γ = τ M / F forwards T of the 1.25 T. When the
-    overload stops, b is uncongested again and nothing is dropped.
+    capacity (and target T) is set so that an overload of 1.25 T is a quarter of the packet rate
+    the target forwards, measured first (tofino-model forwards a few hundred a second, and the
+    agent's counter reads share its cores), and the F estimators' time constant is 1 s, so that
+    they average over the pair's packets at that rate. Offered T/4, nothing is dropped and b is
+    uncongested. Offered r = 1.25 T by the one pair (a, b) of share M = T/2, Eq. 2's fixed point,
+    min(r, τ M) = T, is τ = T/M = 2: the agent finds b congested, τ settles there, and
+    γ = τ M / F forwards T of the 1.25 T. When the overload stops, b is uncongested again and
+    nothing is dropped. The phases follow one another without a pause in the sending (a pause
+    lets F sag, and γ would pass everything at the next phase's start); their frames are told
+    apart where they leave by their IP id.
 
     Both bounds are the rule's with the spec's budgets (§10) and the binomial spread of the N
     frames admitted in the window, each admitted with γ = T/r: over the window the loop drives
@@ -236,15 +237,32 @@ class TauRaisesDropsOnSustainedOverload(AgentTest):
     OVERLOAD = 1.25
     lpf_us = 1e6
     lpf_scale_down = None  # sized by the agent for T (the test computes no lm)
-    SETTLE_S, WINDOW_S = 6.0, 20.0
+    SETTLE_PERIODS, WINDOW_PERIODS = 6, 10
+    telemetry_period_s = 60.0  # the pairs' reads come between τ's reads and its push: not in the window
+
+    def period_ms(self) -> float:
+        """On tofino-model a step's reads take 0.5-1 s before τ is pushed, so τ acts a period late
+        at 500 ms, and Appendix A's full correction a period late oscillates (τ swung 1.4-3.2 on
+        Tofino 1's model, never settling). A 2 s period keeps the delay within half a period,
+        where the rule converges, as hardware's few milliseconds do within 100 ms."""
+        return MODEL_PERIOD_MS if str(params().get("tofino_model", "")) == "1" else period_ms()
+
+    def frame(self, phase: int) -> bytes:
+        """A test frame of `phase` (its IP id: the phases follow one another without a gap in the
+        sending, which would let F sag and γ jump at the next phase's start, and are told apart
+        where they leave)."""
+        pkt = ffs_v4(encode(1.0), flags=0, ip_len=self.IP_LEN)
+        pkt[IP].id = phase
+        del pkt[IP].chksum
+        return bytes(pkt)
 
     def frame_bits(self) -> int:
         """A test frame's line rate cost (spec §4): the frame with its FCS, plus preamble and gap."""
-        frame = len(ffs_v4(encode(1.0), flags=0, ip_len=self.IP_LEN)) + constants.FCS_LEN
+        frame = len(self.frame(0)) + constants.FCS_LEN
         return 8 * (max(frame, 64) + constants.WIRE_OVERHEAD)
 
     def before_agent(self):
-        pkt = ffs_v4(encode(1.0), flags=0, ip_len=self.IP_LEN)
+        pkt = self.frame(0)
         sent, start = 0, time.monotonic()
         while time.monotonic() < start + 0.5:
             self.send(pkt)
@@ -255,13 +273,13 @@ class TauRaisesDropsOnSustainedOverload(AgentTest):
         while got < sent and self.recv(OUT, timeout=0.5) is not None:
             got, last = got + 1, time.monotonic()
         rate = min(got / max(last - start, 0.5), 3000.0)  # packets/s
-        self.capacity = 2 * round(rate / 3 * self.frame_bits() / self.OVERLOAD / 2)  # even: M = T/2 exactly
+        self.capacity = 2 * round(rate / 4 * self.frame_bits() / self.OVERLOAD / 2)  # even: M = T/2 exactly
         logging.info("calibration: sent %d, forwarded %d in %.2f s: T = %g b/s", sent, got, last - start, self.capacity)
 
-    def phase(self, seconds: float, rate_bps: float) -> tuple[int, int, float, list[dict]]:
-        """Send paced at `rate_bps` for `seconds`: the packets sent, those forwarded, the time it
-        took, and the agent's view of b every 0.25 s."""
-        pkt = ffs_v4(encode(1.0), flags=0, ip_len=self.IP_LEN)
+    def phase(self, phase: int, seconds: float, rate_bps: float) -> tuple[int, float, list[dict]]:
+        """Send frames of `phase` paced at `rate_bps` for `seconds`: how many, the time it took,
+        and the agent's view of b every 0.25 s."""
+        pkt = self.frame(phase)
         gap = self.frame_bits() / rate_bps
         sent, start, views = 0, time.monotonic(), []
         due = start
@@ -272,17 +290,25 @@ class TauRaisesDropsOnSustainedOverload(AgentTest):
             sent += 1
             due = max(due + gap, now)  # after a stall, carry on at the rate (no catch-up burst)
             time.sleep(max(0.0, due - time.monotonic()))
-        took = time.monotonic() - start
-        return sent, self.count_received(OUT, sent, timeout=0.5), took, views
+        return sent, time.monotonic() - start, views
 
-    def bounds(self, sent: int, got: int, took: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    def forwarded(self, sent: int) -> Counter[int]:
+        """The frames that left b, by phase: read until all `sent` are in or none came for 1 s."""
+        got: Counter[int] = Counter()
+        while sum(got.values()) < sent and (frame := self.recv(OUT, timeout=1.0)) is not None:
+            got[Ether(frame)[IP].id] += 1
+        return got
+
+    def bounds(
+        self, sent: int, got: int, took: float, settle_s: float
+    ) -> tuple[tuple[float, float], tuple[float, float]]:
         """(forwarded / T, τ / (T/M)): the ranges the rule allows, from the frames counted."""
         t = self.capacity
         spread = 3 * math.sqrt((1 - got / sent) / got)  # the admitted count's binomial error, 3 σ
         per_update = min(TAU_MIN_FRAMES, t / self.frame_bits() * TAU_MAX_INTERVAL_S)
         bias = 1 / (2 * per_update)  # spec §9: the multiplicative update's upward bias
         rho_tau_f = sent / took * self.lpf_us / 1e6  # the pair's frames per τ_F
-        rising = math.exp(-self.SETTLE_S / (self.lpf_us / 1e6))  # F's rise left at the window
+        rising = math.exp(-settle_s / (self.lpf_us / 1e6))  # F's rise left at the window
         forwarded = (1 - spread, 1 + bias + spread)
         tau = (
             (1 - expect.WEIGHT_BUDGET - rising) / (1 + expect.DROP_BUDGET) - spread,
@@ -290,29 +316,27 @@ class TauRaisesDropsOnSustainedOverload(AgentTest):
         )
         return forwarded, tau
 
-    def setUp(self):
-        if str(params().get("tofino_model", "")) == "1":
-            self.skipTest(TOFINO_MODEL_SKIP)
-        # the frames forwarded in a phase are counted after it: PTF's queue holds them all (base.py)
-        super().setUp()
-
     def runTest(self):
-        t = self.capacity
-        grace = 2.0 if target() == "tofino" else 1.0  # an agent step on tofino-model takes up to a second
-        self.phase(0.5, t / 4)  # the agent's first periods
-        sent, got, _, views = self.phase(1.5, t / 4)
-        self.assertEqual(got, sent, "below T nothing is dropped")
-        self.assertLess(sum(v["congested"] for v in views), len(views) / 2, views)
-        self.phase(self.SETTLE_S, self.OVERLOAD * t)  # F rises to r, τ to its fixed point
-        sent, got, took, views = self.phase(self.WINDOW_S, self.OVERLOAD * t)
-        offered, forwarded = (n * self.frame_bits() / took / t for n in (sent, got))
+        t, period_s = self.capacity, self.period_ms() / 1e3
+        settle_s, window_s = max(6.0, self.SETTLE_PERIODS * period_s), max(20.0, self.WINDOW_PERIODS * period_s)
+        grace = 1.0 + 2 * period_s  # the agent sees the overload end within two periods and a step
+        # phases by IP id, sent back to back: 1 the agent's first periods, 2 below T, 3 F rises to r
+        # and τ to its fixed point, 4 the window, 5 the overload ends, 6 below T again
+        plan = [(1, 0.5, t / 4), (2, 1.5, t / 4), (3, settle_s, self.OVERLOAD * t), (4, window_s, self.OVERLOAD * t)]
+        plan += [(5, grace, t / 4), (6, 1.5, t / 4)]
+        runs = {n: self.phase(n, seconds, rate) for n, seconds, rate in plan}
+        got = self.forwarded(sum(sent for sent, _, _ in runs.values()))
+        sent, took, views = runs[4]
+        offered, forwarded = (n * self.frame_bits() / took / t for n in (sent, got[4]))
         congested = [v for v in views if v["congested"]]
         # one active pair of share M = T/2: Eq. 2's fixed point, min(r, τ M) = T, is τ = T/M = 2
         tau = math.exp(sum(math.log(v["tau"]) for v in congested) / max(len(congested), 1)) / 2
-        (f_lo, f_hi), (tau_lo, tau_hi) = self.bounds(sent, got, took)
+        (f_lo, f_hi), (tau_lo, tau_hi) = self.bounds(sent, got[4], took, settle_s)
         logging.info(
-            "T %g b/s: offered %.3f T, forwarded %.4f T in [%.4f, %.4f], tau/2 %.4f in [%.4f, %.4f] (%d of %d views)",
+            "T %g b/s, period %g s: offered %.3f T, forwarded %.4f T in [%.4f, %.4f], tau/2 %.4f in [%.4f, %.4f] "
+            "(%d of %d views); forwarded by phase %s of %s",
             t,
+            period_s,
             offered,
             forwarded,
             f_lo,
@@ -322,7 +346,12 @@ class TauRaisesDropsOnSustainedOverload(AgentTest):
             tau_hi,
             len(congested),
             len(views),
+            dict(got),
+            {n: r[0] for n, r in runs.items()},
         )
+        for n, what in ((2, "below T"), (6, "after the overload")):
+            self.assertEqual(got[n], runs[n][0], f"{what} nothing is dropped")
+            self.assertLess(sum(v["congested"] for v in runs[n][2]), len(runs[n][2]) / 2, (what, runs[n][2]))
         self.assertGreater(offered, 1.1, "PTF could not send fast enough to overload the egress")
         self.assertGreater(len(congested), 0.75 * len(views), views)
         self.assertTrue(all(v["tau"] >= 1.0 for v in congested), views)  # Lemma 1
@@ -332,7 +361,3 @@ class TauRaisesDropsOnSustainedOverload(AgentTest):
         self.assertTrue(
             f_lo <= forwarded <= f_hi, f"forwarded {forwarded:.4f} T, want A -> T: [{f_lo:.4f}, {f_hi:.4f}]"
         )
-        self.phase(grace, t / 4)  # the agent sees the overload end
-        sent, got, _, views = self.phase(1.5, t / 4)
-        self.assertEqual(got, sent, "after the overload nothing is dropped again")
-        self.assertLess(sum(v["congested"] for v in views), len(views) / 2, views)
