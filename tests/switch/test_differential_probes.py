@@ -81,3 +81,35 @@ def test_a_phase_that_replays_gamma_leaves_out_probes_the_egress_drops_whatever_
     assert hidden(lie_ip_len(honest, 20)) and hidden(lie_ip_len(honest, 1400 + 4))
     # one beyond it is dropped at the ingress, before γ: both targets drop it whatever γ, nothing to replay
     assert not hidden(lie_ip_len(honest, 1400 + 5)) and not hidden(lie_ip_len(honest, 0xFFFF))
+
+
+def test_one_software_switch_tells_the_hidden_probes_as_a_fresh_one_per_probe_does():
+    """`hidden_from_gamma` checks a phase's probes on one switch (a fresh switch per probe costs
+    0.16 s each): over seeded probes of every kind, the lies among them, the same probes are hidden
+    as on a fresh switch each, whatever the probes before them left in F and the counters."""
+    from conftest import TOPOLOGIES
+    from ffs.agent.core import Agent
+    from ffs.core.topology import load
+    from ffs.lab.differential import generate, hidden_from_gamma, read_state
+    from ffs.switch.driver import LocalDriver
+    from ffs.switch.pipeline import Pipeline
+
+    topo = load(TOPOLOGIES / "differential.yaml")
+    node = topo.node("dut")
+    first = LocalDriver(Pipeline(1))
+    Agent(first, topo, "dut").install()
+    state = read_state(first)
+    uncongested = {e: (None, False, 1.25) for e in sorted(node.fairness)}
+    ports = tuple(sorted(i.port for i in node.interfaces.values()))
+    prefixes4 = [r.prefix for r in node.routes if ":" not in r.prefix]
+    prefixes6 = [r.prefix for r in node.routes if ":" in r.prefix]
+    probes = generate(7, 60, ports, prefixes4, prefixes6, malformed=True)
+
+    def loaded() -> Pipeline:
+        pipe = Pipeline(1)
+        LocalDriver(pipe).write(state)
+        return pipe
+
+    each = {p.seq for p in probes if hidden_from_gamma(loaded(), uncongested, node, [p])}
+    assert 0 < len(each) < len(probes)  # some lie, some do not: the comparison can fail
+    assert hidden_from_gamma(loaded(), uncongested, node, probes) == each
