@@ -81,6 +81,7 @@ class Taps:
                 if n.name < peer:
                     self.socks.append((socket_in(n.netns, n.veths[port]), n.name, peer))
         self.left: dict[str, set[int]] = {n.name: set() for n in plan.nodes}
+        self.last_s = time.monotonic()  # when the last frame crossed a link
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._collect, daemon=True)
         self._thread.start()
@@ -91,6 +92,7 @@ class Taps:
             for fd in select.select(list(by_fd), [], [], 0.1)[0]:
                 s, a, b = by_fd[fd]
                 frame, addr = s.recvfrom(65535)
+                self.last_s = time.monotonic()
                 seq = tag_of(frame)
                 if seq is not None:
                     self.left[a if addr[2] == PACKET_OUTGOING else b].add(seq)
@@ -180,7 +182,7 @@ class Run:
     seed: int
     packets: int
     gap_s: float = 0.008
-    settle_s: float = 3.0
+    settle_s: float = 1.0
     log: Callable[[str], None] = print
 
 
@@ -240,7 +242,11 @@ def phase(
         wire.send(p.port, p.frame)
         time.sleep(r.gap_s)
     t2 = time.monotonic()
-    after = each_node(tofino, lambda d: drained(d, r.settle_s, read=cells.read))
+
+    def quiet() -> float:  # no frame has crossed a link or left the chain for this long
+        return min(wire.quiet_s(), time.monotonic() - taps.last_s)
+
+    after = each_node(tofino, lambda d: drained(d, r.settle_s, read=cells.read, poll_s=0.5, quiet_s=quiet))
     time.sleep(0.5)  # the taps' and the wire's threads take in the last frames
     r.log(
         f"chain differential: counters read in {t1 - t0:.0f} s, probes sent in {t2 - t1:.0f} s, "
