@@ -48,16 +48,14 @@ def test_probes_cover_fragments_qinq_extensions_and_payloads():
     assert not any("lying-length" in p.kind or "shim=cut" in p.kind for p in clean)
 
 
-def test_a_phase_that_replays_gamma_leaves_out_probes_the_egress_drops_whatever_gamma_does():
-    """The congested phase replays γ from what the Tofino forwarded; a frame the egress's frame check
-    drops (spec §7.3: bytes disagreeing with the IP length) is not forwarded whether or not γ
-    admitted it, so it cannot say what γ did and is left out. An honest frame is kept, and so is a
-    claim the ingress drops before γ (beyond its port's frame limit, spec §4)."""
+def installed_dut():
+    """The differential's node as ffs-agent installs it on a software switch: the node, a function
+    that loads a fresh switch with the node's table state (what the run reads back from the
+    Tofino), and every egress uncongested (the exact phase's state)."""
     from conftest import TOPOLOGIES
     from ffs.agent.core import Agent
-    from ffs.core.frames import ipv4_frame, lie_ip_len
     from ffs.core.topology import load
-    from ffs.lab.differential import Probe, hides_gamma, read_state
+    from ffs.lab.differential import read_state
     from ffs.switch.driver import LocalDriver
     from ffs.switch.pipeline import Pipeline
 
@@ -66,14 +64,29 @@ def test_a_phase_that_replays_gamma_leaves_out_probes_the_egress_drops_whatever_
     first = LocalDriver(Pipeline(1))
     Agent(first, topo, "dut").install()
     state = read_state(first)
-    uncongested = {e: (None, False, 1.25) for e in sorted(node.fairness)}
+
+    def loaded() -> Pipeline:
+        pipe = Pipeline(1)
+        LocalDriver(pipe).write(state)
+        return pipe
+
+    return node, loaded, {e: (None, False, 1.25) for e in sorted(node.fairness)}
+
+
+def test_a_phase_that_replays_gamma_leaves_out_probes_the_egress_drops_whatever_gamma_does():
+    """The congested phase replays γ from what the Tofino forwarded; a frame the egress's frame check
+    drops (spec §7.3: bytes disagreeing with the IP length) is not forwarded whether or not γ
+    admitted it, so it cannot say what γ did and is left out. An honest frame is kept, and so is a
+    claim the ingress drops before γ (beyond its port's frame limit, spec §4)."""
+    from ffs.core.frames import ipv4_frame, lie_ip_len
+    from ffs.lab.differential import Probe, hides_gamma
+
+    node, loaded, uncongested = installed_dut()
     (route,) = [r for r in node.routes if r.prefix.startswith("10.") and node.interfaces[r.interface].port != 1][:1]
     dst = route.prefix.rsplit(".", 1)[0] + ".7"
 
     def hidden(frame: bytes) -> bool:
-        pipe = Pipeline(1)
-        LocalDriver(pipe).write(state)
-        return hides_gamma(pipe, uncongested, node, Probe(0, 1, frame, "test"))
+        return hides_gamma(loaded(), uncongested, node, Probe(0, 1, frame, "test"))
 
     honest = ipv4_frame("10.0.9.1", dst, 1000)
     assert not hidden(honest)
@@ -87,29 +100,13 @@ def test_one_software_switch_tells_the_hidden_probes_as_a_fresh_one_per_probe_do
     """`hidden_from_gamma` checks a phase's probes on one switch (a fresh switch per probe costs
     0.16 s each): over seeded probes of every kind, the lies among them, the same probes are hidden
     as on a fresh switch each, whatever the probes before them left in F and the counters."""
-    from conftest import TOPOLOGIES
-    from ffs.agent.core import Agent
-    from ffs.core.topology import load
-    from ffs.lab.differential import generate, hidden_from_gamma, read_state
-    from ffs.switch.driver import LocalDriver
-    from ffs.switch.pipeline import Pipeline
+    from ffs.lab.differential import hidden_from_gamma
 
-    topo = load(TOPOLOGIES / "differential.yaml")
-    node = topo.node("dut")
-    first = LocalDriver(Pipeline(1))
-    Agent(first, topo, "dut").install()
-    state = read_state(first)
-    uncongested = {e: (None, False, 1.25) for e in sorted(node.fairness)}
+    node, loaded, uncongested = installed_dut()
     ports = tuple(sorted(i.port for i in node.interfaces.values()))
     prefixes4 = [r.prefix for r in node.routes if ":" not in r.prefix]
     prefixes6 = [r.prefix for r in node.routes if ":" in r.prefix]
     probes = generate(7, 60, ports, prefixes4, prefixes6, malformed=True)
-
-    def loaded() -> Pipeline:
-        pipe = Pipeline(1)
-        LocalDriver(pipe).write(state)
-        return pipe
-
     each = {p.seq for p in probes if hidden_from_gamma(loaded(), uncongested, node, [p])}
     assert 0 < len(each) < len(probes)  # some lie, some do not: the comparison can fail
     assert hidden_from_gamma(loaded(), uncongested, node, probes) == each
