@@ -457,7 +457,8 @@ def test_host_program_on_tofino_model(chip):
         capture_output=True,
         text=True,
         timeout=1200,
-        env=dict(env, CHIP=chip, P4_PROGRAM="l2l3_acl"),
+        # a log directory of its own: the suite's, run before it, keeps its logs for a failure's account
+        env=dict(env, CHIP=chip, P4_PROGRAM="l2l3_acl", LOG_DIR=str(ROOT / "build" / "ptf-logs" / f"{chip}-example")),
     )
     out = p.stdout + p.stderr
     got = results(out)
