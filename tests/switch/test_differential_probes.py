@@ -97,9 +97,9 @@ def test_a_phase_that_replays_gamma_leaves_out_probes_the_egress_drops_whatever_
 
 
 def test_one_software_switch_tells_the_hidden_probes_as_a_fresh_one_per_probe_does():
-    """`hidden_from_gamma` checks a phase's probes on one switch (a fresh switch per probe costs
-    0.16 s each): over seeded probes of every kind, the lies among them, the same probes are hidden
-    as on a fresh switch each, whatever the probes before them left in F and the counters."""
+    """`hidden_from_gamma` checks a phase's probes on one switch: over seeded probes of every kind,
+    the lies among them, the same probes are hidden as on a fresh switch each, whatever the probes
+    before them left in F and the counters."""
     from ffs.lab.differential import hidden_from_gamma
 
     node, loaded, uncongested = installed_dut()

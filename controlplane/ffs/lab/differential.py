@@ -472,8 +472,8 @@ def hidden_from_gamma(
     """The probes (by seq) that `hides_gamma`, all on one software switch: the frame check reads
     only the frame and the tables, and what a probe leaves behind cannot change another's fate at
     γ = 1 (F forgets between probes, FORGETFUL), but for the guard's virtual queues, which no
-    timer drains here: the guard is off on this switch, as it is idle on a fresh one. Loading a
-    switch per probe cost 0.16 s each."""
+    timer drains here: the guard is off on this switch, as it is idle on a fresh one (loading a
+    switch per probe costs the whole table state each time)."""
     d = LocalDriver(pipeline)
     guard = [
         Update("delete", TableEntry(p4names.EGRESS_QUEUE.name, e.key)) for e in d.read_table(p4names.EGRESS_QUEUE.name)
