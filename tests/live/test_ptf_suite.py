@@ -61,7 +61,7 @@ def test_ptf_suite_on_the_software_switch():
         out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
         pytest.fail(f"the PTF suite did not finish within {TIMEOUT_S} s:\n{out[-6000:]}")
     out = p.stdout + p.stderr
-    assert p.returncode == 0, f"ptf-tests/run/model/run exited {p.returncode}:\n{out[-8000:]}"
+    assert p.returncode == 0, f"ptf-tests/run/model/run exited {p.returncode}:\n{failure_reports(out)}\n{out[-4000:]}"
     passed = set(re.findall(r"^(test_\w+\.\w+) \.\.\. ok$", out, re.M))
     missing = [t for t in expected if t not in passed]
     assert not missing, f"tests that did not report ok: {missing}\n{out[-4000:]}"
@@ -334,6 +334,13 @@ def results(out: str) -> dict[str, str]:
     }
 
 
+def failure_reports(out: str) -> str:
+    """The failed and erred tests' tracebacks as unittest prints them (the assertion's message
+    with its figures), ahead of the output's tail in a failure: the tail holds only the verdicts."""
+    blocks = re.findall(r"^={60,}\n((?:FAIL|ERROR): .*?)(?=^={60,}$|^-{60,}\nRan )", out, re.M | re.S)
+    return "".join(blocks)
+
+
 def verdict_problems(
     chip: str, expected: list[str], returncode: int, out: str, skips: dict[str, str] = TOFINO_MODEL_SKIPS
 ) -> list[str]:
@@ -395,6 +402,24 @@ def test_verdicts_name_every_skip_and_fail_a_refused_build():
     assert verdict_problems("tofino", expected, 1, _run_output(dict(clean, **{"test_a.One": "FAIL"})), skips)
 
 
+def test_failure_reports_carry_each_failures_message():
+    """A failing run's message shows each failure's assertion, as unittest prints it after the
+    verdicts, and nothing of the passing tests."""
+    rule, dash = "=" * 70, "-" * 70
+    out = (
+        "test_a.One ... FAIL\ntest_b.Two ... ERROR\ntest_c.Three ... ok\n\n"
+        f"{rule}\nERROR: runTest (test_b.Two)\n{dash}\nTraceback (most recent call last):\nRuntimeError: boom\n\n"
+        f"{rule}\nFAIL: runTest (test_a.One)\n{dash}\nTraceback (most recent call last):\n"
+        "AssertionError: False is not true : forwarded 1.06 T, want [0.97, 1.04]\n\n"
+        f"{dash}\nRan 3 tests in 0.001s\n\nFAILED (failures=1, errors=1)\n"
+    )
+    reports = failure_reports(out)
+    assert "ERROR: runTest (test_b.Two)" in reports and "RuntimeError: boom" in reports
+    assert "FAIL: runTest (test_a.One)" in reports and "forwarded 1.06 T, want [0.97, 1.04]" in reports
+    assert "Three" not in reports and "Ran 3 tests" not in reports
+    assert failure_reports("test_c.Three ... ok\n") == ""
+
+
 @pytest.mark.root(reason="tofino-model needs root (veths, hugepages for bf_switchd)")
 @pytest.mark.parametrize("chip", CHIPS)
 def test_ptf_suite_on_tofino_model(chip):
@@ -427,7 +452,7 @@ def test_ptf_suite_on_tofino_model(chip):
     # the examples' tests skip on ffs, each saying so
     skips = {**TOFINO_MODEL_SKIPS, **{t: "runs on the example" for t in suite_tests(EXAMPLE_MODULES)}}
     problems = verdict_problems(chip, expected, p.returncode, out, skips)
-    assert not problems, "\n".join(problems) + f"\n{out[-8000:]}"
+    assert not problems, "\n".join(problems) + f"\n{failure_reports(out)}\n{out[-4000:]}"
 
 
 @pytest.mark.root(reason="tofino-model needs root (veths, hugepages for bf_switchd)")
