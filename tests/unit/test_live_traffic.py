@@ -5,6 +5,7 @@ measured by the receiver over loopback (no root needed)."""
 import io
 import json
 import threading
+import types
 
 import pytest
 from scapy.layers.inet import IP, UDP
@@ -55,6 +56,41 @@ def test_paced_sender_measured_by_the_receiver_over_loopback():
     assert sum(x["rates_bps"].get("127.0.0.1", 0) for x in lines) * 0.5 == got * 538 * 8  # line rate
     full = lines[1]["rates_bps"]["127.0.0.1"]  # an interval inside the sending time: paced, not bursty
     assert full == pytest.approx(4e6, rel=0.25)
+
+
+@pytest.mark.parametrize("catch_up", [True, False])
+def test_a_stalled_sender_bursts_what_it_owes_unless_told_not_to_catch_up(monkeypatch, catch_up):
+    """One packet a millisecond for 0.3 s on a clock that stalls 50 ms once, at 0.1 s: the sender
+    owes 50 packets when it wakes. Catching up, it sends them in one batch; not catching up, it
+    skips them (offered, not sent) and never hands the kernel more than one packet at a time."""
+    clock = {"t": 0.0, "stalled": False}
+
+    def sleep(s: float) -> None:
+        clock["t"] += max(s, 1e-5)
+        if clock["t"] >= 0.1 and not clock["stalled"]:
+            clock["t"] += 0.050
+            clock["stalled"] = True
+
+    fake_time = types.SimpleNamespace(perf_counter=lambda: clock["t"], sleep=sleep, monotonic_ns=lambda: 0)
+    batches: list[int] = []
+
+    class Recorder:
+        def __init__(self, *_args) -> None:
+            self.stamped_ns = None
+
+        def send(self, n: int) -> int:
+            batches.append(n)
+            return n
+
+    monkeypatch.setattr(traffic, "time", fake_time)
+    monkeypatch.setattr(traffic, "_Batcher", Recorder)
+    gap = 1e-3
+    rep = traffic.send("127.0.0.1", 47002, 538 * 8 / gap, 500, 0.3, catch_up=catch_up)
+    assert rep.offered_packets == 300
+    if catch_up:
+        assert rep.sent_packets == 300 and max(batches) >= 49
+    else:
+        assert max(batches) == 1 and 300 - 51 <= rep.sent_packets <= 300 - 49
 
 
 def test_bad_arguments_are_one_line(capsys):

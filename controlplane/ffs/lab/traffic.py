@@ -287,11 +287,15 @@ def send(
     ip_len: int | None = None,
     pulse: tuple[float, float] | None = None,
     stamp: bool = False,
+    catch_up: bool = True,
 ) -> SendReport:
     """Offer `size`-byte IP packets to `dst` at the line rate `rate_bps` for `duration_s`; with
     `ip_len`, their IPv4 total length field says ip_len instead of size; with `pulse` (on, every),
     only in the first `on` seconds of every `every` (an on-off flood, the rate while on); with
-    `stamp`, every packet carries its send time for a receiver that bins by it."""
+    `stamp`, every packet carries its send time for a receiver that bins by it. After a stall (the
+    machine's, the socket's) the sender sends what it owes at once, unless `catch_up` is False: then
+    it skips it (offered, not sent), so that it never sends above `rate_bps` on any time scale, as
+    a sender that stays within its share must."""
     if rate_bps <= 0:
         raise TrafficError("--rate must be positive")
     if pulse is not None and not 0 < pulse[0] <= pulse[1]:
@@ -318,6 +322,9 @@ def send(
             if due <= 0:
                 time.sleep(0.0005 if pulse is not None else min(start + offered * gap - now, 0.01))
                 continue
+            if not catch_up and due > 1:
+                offered += due - 1  # what the stall owed is skipped, not sent in a burst
+                due = 1
             n = min(due, BATCH)
             took = batcher.send(n)
             sent += took
@@ -506,6 +513,11 @@ def main(argv: list[str] | None = None) -> int:
         help="an on-off flood: send only in the first ON seconds of every EVERY seconds (at --rate while on)",
     )
     a.add_argument("--stamp", action="store_true", help="carry each packet's send time (for recv --by-send-time)")
+    a.add_argument(
+        "--no-catch-up",
+        action="store_true",
+        help="after a stall skip what is owed instead of sending it in a burst (never above --rate)",
+    )
     b = sub.add_parser("recv", help="per-source rates, one JSON line per interval")
     b.add_argument("--port", type=int, default=5001)
     b.add_argument("--interval", type=float, default=1.0)
@@ -537,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
                 ip_len=args.ip_len,
                 pulse=_pulse(args.pulse),
                 stamp=args.stamp,
+                catch_up=not args.no_catch_up,
             )
             print(json.dumps(rep.to_json(args.size)))
         else:
