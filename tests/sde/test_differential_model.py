@@ -3,9 +3,11 @@
 through tofino-model + bf_switchd, programmed by ffs-agent from topologies/differential.yaml
 (differential-tofino2.yaml on Tofino 2), and through the software switch with the table state read
 back from the model. Every output and every counter agrees exactly in every phase (random draws
-replayed from the model's outcome); γ = 1/2, 0.7 and 1/3 within a 4σ binomial bound on both. The
-seed changes every run and is printed (`--seed N` reproduces a failure). `make differential-model
-[CHIP=tofino2]` is the long version (3000 probes)."""
+replayed from the model's outcome), the γ phases too, at 200 packets a γ: what γ's frequency is,
+at the n that tells γ from 0.8 γ and 1.2 γ, is PTF's `DropFrequencyIsGamma` on both chips' models
+and the software switch (test_ptf_suite.py), not repeated here. The seed changes every run and is
+printed (`--seed N` reproduces a failure). `make differential-model [CHIP=tofino2]` is the long
+version (3000 probes, γ at that n)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import pytest
 
 from conftest import ROOT
 from sdekit import sde_missing
+
+GAMMA_PACKETS = 200  # a γ phase's bytes and counters; its frequency is PTF's DropFrequencyIsGamma
 
 
 def why_not(chip: str) -> str | None:
@@ -42,7 +46,7 @@ def test_tofino_model_and_the_software_switch_agree(tmp_path, chip):
             f"CHIP={chip}",
             "PACKETS=400",
             f"PYTHON={sys.executable}",
-            f"DIFFERENTIAL_ARGS=--log-dir {tmp_path / 'logs'} --json",
+            f"DIFFERENTIAL_ARGS=--log-dir {tmp_path / 'logs'} --json --gamma-packets {GAMMA_PACKETS}",
         ],
         cwd=ROOT,
         capture_output=True,
