@@ -61,7 +61,7 @@ def test_ptf_suite_on_the_software_switch():
         out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
         pytest.fail(f"the PTF suite did not finish within {TIMEOUT_S} s:\n{out[-6000:]}")
     out = p.stdout + p.stderr
-    assert p.returncode == 0, f"ptf-tests/run/model/run exited {p.returncode}:\n{failure_reports(out)}\n{out[-4000:]}"
+    assert p.returncode == 0, f"ptf-tests/run/model/run exited {p.returncode}:\n{run_account(out)}"
     passed = set(re.findall(r"^(test_\w+\.\w+) \.\.\. ok$", out, re.M))
     missing = [t for t in expected if t not in passed]
     assert not missing, f"tests that did not report ok: {missing}\n{out[-4000:]}"
@@ -341,6 +341,11 @@ def failure_reports(out: str) -> str:
     return "".join(blocks)
 
 
+def run_account(out: str) -> str:
+    """What a failing PTF run's assertion shows: each failure's traceback, then the output's tail."""
+    return f"{failure_reports(out)}\n{out[-4000:]}"
+
+
 def verdict_problems(
     chip: str, expected: list[str], returncode: int, out: str, skips: dict[str, str] = TOFINO_MODEL_SKIPS
 ) -> list[str]:
@@ -452,7 +457,7 @@ def test_ptf_suite_on_tofino_model(chip):
     # the examples' tests skip on ffs, each saying so
     skips = {**TOFINO_MODEL_SKIPS, **{t: "runs on the example" for t in suite_tests(EXAMPLE_MODULES)}}
     problems = verdict_problems(chip, expected, p.returncode, out, skips)
-    assert not problems, "\n".join(problems) + f"\n{failure_reports(out)}\n{out[-4000:]}"
+    assert not problems, "\n".join(problems) + f"\n{run_account(out)}"
 
 
 @pytest.mark.root(reason="tofino-model needs root (veths, hugepages for bf_switchd)")
@@ -487,4 +492,4 @@ def test_host_program_on_tofino_model(chip):
     )
     out = p.stdout + p.stderr
     got = results(out)
-    assert p.returncode == 0 and all(got.get(t) == "ok" for t in expected), f"{got}\n{out[-8000:]}"
+    assert p.returncode == 0 and all(got.get(t) == "ok" for t in expected), f"{got}\n{run_account(out)}"
