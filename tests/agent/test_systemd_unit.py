@@ -19,6 +19,7 @@ import shlex
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -286,7 +287,11 @@ def opt_ffs(request):
 def unit_command(base: Path, key: str, switch: str) -> tuple[list[str], dict[str, str]]:
     """The unit's command for s1 and the environment systemd gives it, with /opt/ffs, /var/lib/ffs
     and /run/ffs under `base`."""
-    env_text = ENV_EXAMPLE.read_text() + f"FFS_TOPOLOGY={DUMBBELL}\nFFS_TARGET=model\nFFS_SWITCH={switch}\n"
+    # the topology where the unit's user can read it, as /etc/ffs is: a checkout may sit in a private directory
+    topology = base / "dumbbell.yaml"
+    shutil.copyfile(DUMBBELL, topology)
+    topology.chmod(0o644)
+    env_text = ENV_EXAMPLE.read_text() + f"FFS_TOPOLOGY={topology}\nFFS_TARGET=model\nFFS_SWITCH={switch}\n"
     env_text += "FFS_ARGS=--period-ms 50 --lpf-time-constant-us 1000\n"
     argv, unit_env = exec_start("s1", env_text, key)
 
@@ -320,15 +325,25 @@ def as_the_unit(base: Path, argv: list[str], env: dict[str, str], **kw) -> subpr
     )
 
 
+SO_TIMESTAMP = getattr(socket, "SO_TIMESTAMP", 29)  # Linux's value; Python does not export it
+
+
 def notifications(sock: socket.socket, until: float, limit: int | None = None) -> list[tuple[float, str]]:
-    """What arrives on `sock` until `until` (time.monotonic()), or its first `limit` messages."""
+    """What arrives on `sock` until `until` (time.monotonic()), or its first `limit` messages, each
+    with the time the kernel took it from the sender (SO_TIMESTAMP, seconds of the realtime clock):
+    the agent's own timing, not this process's, whose switch server shares its interpreter."""
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMP, 1)
     out: list[tuple[float, str]] = []
     while (limit is None or len(out) < limit) and (left := until - time.monotonic()) > 0:
         sock.settimeout(left)
         try:
-            out.append((time.monotonic(), sock.recv(4096).decode()))
+            msg, anc, _, _ = sock.recvmsg(4096, socket.CMSG_SPACE(16))
         except TimeoutError:
             break
+        stamp = next((d for lvl, t, d in anc if (lvl, t) == (socket.SOL_SOCKET, SO_TIMESTAMP)), None)
+        assert stamp is not None, "no SO_TIMESTAMP on the notification socket"
+        sec, usec = struct.unpack("qq", stamp[:16])
+        out.append((sec + usec / 1e6, msg.decode()))
     return out
 
 
