@@ -98,8 +98,7 @@ def test_the_counter_cells_read_by_index_hold_every_cell_the_probes_move():
     """The differential reads a Tofino's counters at its pairs' pids and its ports only (a whole
     4096-cell counter is a Sync, seconds on a loaded model): through the software replay of the
     chain, 300 probes of every kind move no counter cell outside those, on either node."""
-    from ffs.lab.chain_differential import Cells
-    from ffs.lab.differential import counters, counters_moved, generate
+    from ffs.lab.differential import Cells, counters, counters_moved, generate
 
     soft = _soft_chain()
     topo = load(CHAIN)
