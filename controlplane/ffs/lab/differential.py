@@ -617,6 +617,14 @@ def run_agent_install(setup: Setup, work: Path) -> None:
         log.close()
 
 
+def drained_whole(tofino: Driver, cells: Cells, settle_s: float, wire: Wire) -> dict[str, dict[int, tuple[int, int]]]:
+    """Every cell of every counter, once the cells the probes move (`cells`, read by index: a fraction
+    of a second) and the wire have stopped moving (`drained`): a whole read is a Sync of each table,
+    about 2 s on tofino-model, and the comparison needs it once, not at every poll."""
+    drained(tofino, settle_s, read=cells.read, poll_s=0.5, quiet_s=wire.quiet_s)
+    return counters(tofino)
+
+
 def run(setup: Setup) -> list[Report]:
     topo = load(setup.topology)
     node = topo.node(setup.node)
@@ -626,12 +634,15 @@ def run(setup: Setup) -> list[Report]:
         setup.log(f"differential: ffs-agent installs node {setup.node} from {setup.topology}")
         run_agent_install(setup, Path(tmp))
     # tofino-model stalls for seconds at times (it shares the cores with bf_switchd): a read here is
-    # not a control loop, so it may wait out a stall rather than fail the run (one did, at 10 s)
-    tofino = BfrtDriver(setup.switch, rpc_timeout_s=60.0)
+    # not a control loop, so it may wait out a stall rather than fail the run (one did, at 10 s).
+    # sync_always=(): the cells of Cells come from the device one by one (a whole read still Syncs)
+    tofino = BfrtDriver(setup.switch, rpc_timeout_s=60.0, sync_always=())
     tofino.connect(timeout_s=60)
     wire = Wire({p: veths[p] for p in ports})
     try:
         state = read_state(tofino)
+        cells = Cells(topo, {setup.node: state})
+        cells.bind(setup.node, tofino)
         pids = sorted(p.pid for p in pairs_of(node))
         setup.log(f"differential: read back {len(state)} entries; {len(pids)} pairs; probes into ports {list(ports)}")
         tofino.set_lpf_spec(p4names.F_LPF.name, range(p4names.F_LPF.size), FORGETFUL)
@@ -672,7 +683,7 @@ def run(setup: Setup) -> list[Report]:
             for p in probes:
                 wire.send(p.port, p.frame)
                 time.sleep(setup.gap_s)
-            after = drained(tofino, setup.settle_s, poll_s=0.5, quiet_s=wire.quiet_s)
+            after = drained_whole(tofino, cells, setup.settle_s, wire)
             replay = {p.seq: bool(wire.got.get(p.seq)) for p in probes} if name != "exact" else None
             soft_out = software_run(pipe, probes, replay)
             rep = compare(name, probes, soft_out, wire.got, replayed=replay is not None)
@@ -687,7 +698,7 @@ def run(setup: Setup) -> list[Report]:
             setup.log("differential: " + rep.line())
             reports.append(rep)
         for d in GAMMA_DISTANCES:
-            reports.append(gamma_phase(setup, node, tofino, wire, fresh, ports, d))
+            reports.append(gamma_phase(setup, node, tofino, cells, wire, fresh, ports, d))
             setup.log("differential: " + reports[-1].line())
         return reports
     finally:
@@ -701,7 +712,7 @@ GAMMA_DISTANCES = (128, 66, 203)
 
 
 def gamma_phase(
-    setup: Setup, node: Node, tofino: Driver, wire: Wire, fresh, ports: tuple[int, ...], d: int = 128
+    setup: Setup, node: Node, tofino: Driver, cells: Cells, wire: Wire, fresh, ports: tuple[int, ...], d: int = 128
 ) -> Report:
     """One managed pair at γ = 2^(-d/128): its egress congested at τ = 1, the pair's lm chosen so
     that the packet's normalized label is 2^(d/128) (spec §5.4). Each target forwards within the
@@ -747,7 +758,7 @@ def gamma_phase(
     for p in probes:
         wire.send(p.port, p.frame)
         time.sleep(setup.gap_s)
-    after = drained(tofino, setup.settle_s, poll_s=0.5, quiet_s=wire.quiet_s)
+    after = drained_whole(tofino, cells, setup.settle_s, wire)
     soft_out = software_run(pipe, probes)
     rep = compare(f"gamma d={d}", probes, soft_out, wire.got)
     k_t = sum(1 for p in probes if wire.got.get(p.seq))
