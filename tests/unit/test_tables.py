@@ -299,6 +299,7 @@ def test_ri_candidates_cover_requests():
 
 def test_static_updates_one_batch_of_inserts():
     ups = tables.static_updates()
+    assert {u.entry.table for u in ups} == set(tables.GENERATED_TABLES)  # the names the agent checks by
     assert {u.kind for u in ups} == {"insert"}
     counts = {}
     for u in ups:

@@ -27,7 +27,6 @@ from ffs.agent.snapshot import EgressStatus, PairStatus, Snapshot, tau_display
 from ffs.agent.state import StateStore
 from ffs.agent.takeover import (
     GENERATED_EVERY,
-    GENERATED_TABLES,
     NODE_TABLES,
     OWNED_TABLES,
     TakeOver,
@@ -39,6 +38,7 @@ from ffs.agent.telemetry import Telemetry
 from ffs.core import constants
 from ffs.core.matrix import MatrixError, validate_saved
 from ffs.core.program import LpfConfig, guard_timer_period_ns
+from ffs.core.tables import GENERATED_TABLES
 from ffs.core.tau import TauParams
 from ffs.core.topology import Topology
 from ffs.driver.base import Driver

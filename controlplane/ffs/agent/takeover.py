@@ -21,7 +21,7 @@ from ffs.core.entries import Exact, KeyValue, TableEntry, Ternary, Update, exact
 from ffs.core.labels import decode, encode
 from ffs.core.ports import pipe_of
 from ffs.core.program import guard_timer, node_updates
-from ffs.core.tables import egress_action_params, static_updates
+from ffs.core.tables import GENERATED_TABLES, egress_action_params
 from ffs.core.tau import EgressTau
 from ffs.driver.base import DriverError
 
@@ -31,10 +31,10 @@ log = logging.getLogger("ffs.agent")
 OWNED_TABLES: tuple[str, ...] = tuple(t.name for t in p4names.TABLES if not t.const_entries) + (
     p4names.PORT_METADATA.name,
 )
-# the generated lookup tables (spec §5): thousands of immutable entries. Reading one back stalls the
-# software switch's packet loop (docs/control-plane.md, "Out-of-band changes"), so a restart on the
-# same program skips them and the slow check reads one of them now and then, in turn
-GENERATED_TABLES: tuple[str, ...] = tuple(sorted({u.entry.table for u in static_updates()}))
+# the generated lookup tables (GENERATED_TABLES, spec §5) hold thousands of immutable entries.
+# Reading one back stalls the software switch's packet loop (docs/control-plane.md, "Out-of-band
+# changes"), so a restart on the same program skips them and the slow check reads one of them now
+# and then, in turn
 NODE_TABLES: tuple[str, ...] = tuple(t for t in OWNED_TABLES if t not in GENERATED_TABLES)
 GENERATED_EVERY = 6  # slow checks per generated-table read (with 10 s checks: each one every 4 min)
 

@@ -526,6 +526,13 @@ def const_entries() -> dict[str, list[TableEntry]]:
     }
 
 
+# the lookup tables static_updates fills: named here so that a reader of the names (the agent's
+# checks) need not generate the thousands of entries
+GENERATED_TABLES: tuple[str, ...] = tuple(
+    sorted(t.name for t in (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA))
+)
+
+
 @functools.lru_cache(maxsize=4)
 def _static_updates(shift: int) -> tuple[Update, ...]:
     entries = (
