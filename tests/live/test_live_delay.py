@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ffs.lab.liverun import LiveNode, live_node
+from livekit import sender_and_flood
 
 SPEED = 20e6  # bit/s, every port
 D1, D3 = 0.010, 0.006  # s: the one-way delays of p1 and p3; p2 has none
@@ -32,27 +33,7 @@ def topology(name: str, d1: float, d3: float) -> str:
     def delay(d: float) -> str:
         return f", delay: {d * 1e3:g}ms" if d else ""
 
-    return f"""
-name: {name}
-nodes:
-  s1:
-    interfaces:
-      p1: {{capacity: {SPEED:.0f}, port: 1{delay(d1)}}}
-      p2: {{capacity: {SPEED:.0f}, port: 2}}
-      p3: {{capacity: {SPEED:.0f}, port: 3{delay(d3)}}}
-    fairness:
-      p3: {{p1: {SPEED / 2:.0f}, p2: {SPEED / 2:.0f}}}
-      p1: {{p3: {SPEED:.0f}}}
-      p2: {{p3: {SPEED:.0f}}}
-    routes:
-      - {{prefix: 10.0.1.0/24, interface: p1}}
-      - {{prefix: 10.0.2.0/24, interface: p2}}
-      - {{prefix: 10.0.3.0/24, interface: p3}}
-hosts:
-  h1: {{attach: s1.p1, address: 10.0.1.1/24, gateway: 10.0.1.254}}
-  h2: {{attach: s1.p2, address: 10.0.2.1/24, gateway: 10.0.2.254}}
-  h3: {{attach: s1.p3, address: 10.0.3.1/24, gateway: 10.0.3.254}}
-"""
+    return sender_and_flood(name, SPEED, SPEED, SPEED / 2, p1=delay(d1), p3=delay(d3))
 
 
 def rtts(live: LiveNode, host: str, duration_s: float = 2.0) -> list[float]:

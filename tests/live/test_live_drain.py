@@ -28,6 +28,7 @@ from ffs.core.api_client import call
 from ffs.core.program import LpfConfig
 from ffs.core.topology import load
 from ffs.lab.liverun import live_node
+from livekit import sender_and_flood
 
 SPEED, SIZE, PERIOD = 20e6, 1500, 0.1
 FRACTION = 0.5  # the sender's share of the port
@@ -35,27 +36,7 @@ KEEP = 1 - drain_rule.DRAIN_MARGIN - 0.02  # the module docstring's bound
 
 
 def topology(name: str, drain: str) -> str:
-    return f"""
-name: {name}
-nodes:
-  s1:
-    interfaces:
-      p1: {{capacity: {SPEED:.0f}, port: 1}}
-      p2: {{capacity: {6 * SPEED:.0f}, port: 2}}
-      p3: {{capacity: {SPEED:.0f}, port: 3, drain: {drain}}}
-    fairness:
-      p3: {{p1: {FRACTION * SPEED:.0f}, p2: {(1 - FRACTION) * SPEED:.0f}}}
-      p1: {{p3: {SPEED:.0f}}}
-      p2: {{p3: {SPEED:.0f}}}
-    routes:
-      - {{prefix: 10.0.1.0/24, interface: p1}}
-      - {{prefix: 10.0.2.0/24, interface: p2}}
-      - {{prefix: 10.0.3.0/24, interface: p3}}
-hosts:
-  h1: {{attach: s1.p1, address: 10.0.1.1/24, gateway: 10.0.1.254}}
-  h2: {{attach: s1.p2, address: 10.0.2.1/24, gateway: 10.0.2.254}}
-  h3: {{attach: s1.p3, address: 10.0.3.1/24, gateway: 10.0.3.254}}
-"""
+    return sender_and_flood(name, SPEED, 6 * SPEED, FRACTION * SPEED, p3=f", drain: {drain}")
 
 
 class StatusPoll(threading.Thread):

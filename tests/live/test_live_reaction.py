@@ -12,33 +12,14 @@ import os
 import time
 
 from ffs.lab.liverun import live_node
+from livekit import sender_and_flood
 
 SPEED, SHARE, SIZE = 40e6, 20e6, 1500
 PULSE, EVERY, BIN = 0.020, 0.250, 0.005
 
 
 def topology(name: str) -> str:
-    return f"""
-name: {name}
-nodes:
-  s1:
-    interfaces:
-      p1: {{capacity: {SPEED:.0f}, port: 1}}
-      p2: {{capacity: {10 * SPEED:.0f}, port: 2}}
-      p3: {{capacity: {SPEED:.0f}, port: 3}}
-    fairness:
-      p3: {{p1: {SHARE:.0f}, p2: {SPEED - SHARE:.0f}}}
-      p1: {{p3: {SPEED:.0f}}}
-      p2: {{p3: {SPEED:.0f}}}
-    routes:
-      - {{prefix: 10.0.1.0/24, interface: p1}}
-      - {{prefix: 10.0.2.0/24, interface: p2}}
-      - {{prefix: 10.0.3.0/24, interface: p3}}
-hosts:
-  h1: {{attach: s1.p1, address: 10.0.1.1/24, gateway: 10.0.1.254}}
-  h2: {{attach: s1.p2, address: 10.0.2.1/24, gateway: 10.0.2.254}}
-  h3: {{attach: s1.p3, address: 10.0.3.1/24, gateway: 10.0.3.254}}
-"""
+    return sender_and_flood(name, SPEED, 10 * SPEED, SHARE)
 
 
 def pulse_windows(lines: list[dict]) -> list[list[dict]]:

@@ -18,34 +18,14 @@ import pytest
 from ffs.core.program import LpfConfig, pairs_of
 from ffs.core.topology import load
 from ffs.lab.liverun import live_node
+from livekit import sender_and_flood
 
 # packet size, port speed, the sender's share of the port
 CASES = [(64, 5e6, 0.5), (576, 20e6, 0.5), (1500, 20e6, 0.5), (9000, 100e6, 0.5), (1500, 20e6, 0.05), (576, 20e6, 0.02)]
 
 
 def topology(name: str, size: int, speed: float, fraction: float) -> str:
-    mtu = max(size, 1500)
-    return f"""
-name: {name}
-nodes:
-  s1:
-    interfaces:
-      p1: {{capacity: {speed:.0f}, port: 1, mtu: {mtu}}}
-      p2: {{capacity: {6 * speed:.0f}, port: 2, mtu: {mtu}}}
-      p3: {{capacity: {speed:.0f}, port: 3, mtu: {mtu}}}
-    fairness:
-      p3: {{p1: {fraction * speed:.0f}, p2: {(1 - fraction) * speed:.0f}}}
-      p1: {{p3: {speed:.0f}}}
-      p2: {{p3: {speed:.0f}}}
-    routes:
-      - {{prefix: 10.0.1.0/24, interface: p1}}
-      - {{prefix: 10.0.2.0/24, interface: p2}}
-      - {{prefix: 10.0.3.0/24, interface: p3}}
-hosts:
-  h1: {{attach: s1.p1, address: 10.0.1.1/24, gateway: 10.0.1.254}}
-  h2: {{attach: s1.p2, address: 10.0.2.1/24, gateway: 10.0.2.254}}
-  h3: {{attach: s1.p3, address: 10.0.3.1/24, gateway: 10.0.3.254}}
-"""
+    return sender_and_flood(name, speed, 6 * speed, fraction * speed, mtu=max(size, 1500))
 
 
 @pytest.mark.parametrize(
