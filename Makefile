@@ -51,7 +51,7 @@ TOPO     ?= topologies/dumbbell.yaml
 DURATION ?= 20
 DURATION_MODEL ?= 60
 
-.PHONY: help constants names setup wheel system-deps test test-minimum test-latest unit-tests build compile example install-example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model chain-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint experiments-rtt bench-sim greedy-node csfq-paper resources-compared
+.PHONY: help constants names setup wheel system-deps test test-minimum test-latest unit-tests build build-tofino build-tofino2 compile example example-ffs example-alone install-example p4-resources install-conf p4src-sha256 clean-build check-sde demo netns-up netns-down lint typecheck installed demo-tofino-model differential-model chain-model bench-switch bench-switchd ptf ptf-list results experiment-cca experiment-endpoint experiments-rtt bench-sim greedy-node csfq-paper resources-compared
 help:
 	@echo "make setup        install the ffs package and its test dependencies, at the versions of constraints/dev.txt"
 	@echo "make wheel        dist/ffs_tofino-*-py38-none-any.whl: ffs-agent and ffsctl for a switch's Python (3.8+; docs/hardware.md)"
@@ -127,7 +127,7 @@ system-deps:
 # they skip.
 test:
 	@if [ -n "$$SDE_INSTALL" ] && [ -x "$$SDE_INSTALL/bin/bf-p4c" ]; then \
-	  $(MAKE) --no-print-directory build CHIP=tofino && $(MAKE) --no-print-directory build CHIP=tofino2 || exit 1; \
+	  $(MAKE) --no-print-directory -j2 -Otarget build-tofino build-tofino2 || exit 1; \
 	else echo "make test: no SDE with bf-p4c (\$$SDE_INSTALL/bin/bf-p4c): the Tofino tests skip"; fi
 	$(MAKE) --no-print-directory lint typecheck
 	$(PYTHON) -m pytest -q -rs --durations=30 tests
@@ -262,18 +262,28 @@ check-sde:
 
 build: check-sde $(BUILD)/ffs/bf-p4c.log install-conf
 
+# one chip's build as a target of its own, so that make -j builds both side by side (bf-p4c uses
+# one core; make test does, each chip's output kept together by -Otarget)
+build-tofino build-tofino2: build-%:
+	@$(MAKE) --no-print-directory -j1 build CHIP=$*
+
 # compile only (into BUILD=...), for tests and bench/p4_resources.py
 compile: check-sde $(BUILD)/ffs/bf-p4c.log
 
 # the FFS library composed with L2/L3/ACL forwarding, and that forwarding alone (-DNO_FFS)
 example: check-sde
-	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 BUILD=build/example-ffs/$(CHIP)
-	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 P4FLAGS=-DNO_FFS BUILD=build/example-alone/$(CHIP)
+	@$(MAKE) --no-print-directory -j2 -Otarget example-ffs example-alone
+
+example-ffs:
+	@$(MAKE) --no-print-directory -j1 compile P4SRC=p4src/examples/l2l3_acl.p4 BUILD=build/example-ffs/$(CHIP)
+
+example-alone:
+	@$(MAKE) --no-print-directory -j1 compile P4SRC=p4src/examples/l2l3_acl.p4 P4FLAGS=-DNO_FFS BUILD=build/example-alone/$(CHIP)
 
 # the example with FFS, installed as $(EXAMPLE_PROGRAM) (ffs stays installed as it was): its PTF
 # test runs it with P4_PROGRAM=$(EXAMPLE_PROGRAM) ptf-tests/run/tofino-model/run test_host_l2
 install-example: check-sde
-	@$(MAKE) --no-print-directory compile P4SRC=p4src/examples/l2l3_acl.p4 BUILD=build/example-ffs/$(CHIP)
+	@$(MAKE) --no-print-directory example-ffs
 	@$(MAKE) --no-print-directory install-conf BUILD=build/example-ffs/$(CHIP) P4_PROGRAM=$(EXAMPLE_PROGRAM)
 
 # the contract's numbers for the P4 program, from their one source (tests/unit/test_constants_p4.py
