@@ -25,11 +25,7 @@ LAYERS = {
     "ffs.switch": 1,
     "ffs.lab.endpoint": 1,
     "ffs.agent": 2,
-    "ffs.lab.netns": 3,
-    "ffs.lab.sde": 3,
     "ffs.lab": 3,
-    "ffs.lab.differential": 3,
-    "ffs.lab.demo_tofino": 3,
     "ffs.cli": 4,
     "ffs.lab.cli": 4,
 }
