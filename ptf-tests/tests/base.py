@@ -131,7 +131,6 @@ TEST_TABLES = (
     p4names.FRAME_BASIS,  # the P4 default (either FCS) unless a test measures it (test_selftest)
 )
 TEST_TABLE_NAMES = tuple(t.name for t in TEST_TABLES)
-STATIC_TABLES = (p4names.LEN_LOG, p4names.WEIGHT, p4names.WEIGHT_RESET, p4names.F_LOG, p4names.GAMMA)
 
 
 def canon(e: TableEntry) -> tuple:
@@ -198,10 +197,10 @@ class _StaticTables:
     def ensure(cls, driver: Driver) -> None:
         if cls.verified:
             return
-        want: dict[str, set] = {t.name: set() for t in STATIC_TABLES}
+        want: dict[str, set] = {name: set() for name in tables.GENERATED_TABLES}
         for u in tables.static_updates():
             want[u.entry.table].add(canon(u.entry))
-        states = [TableState.read(driver, t.name) for t in STATIC_TABLES]
+        states = [TableState.read(driver, name) for name in tables.GENERATED_TABLES]
         if any(
             {canon(e) for e in s.entries} != want[s.name] or canon(s.default) != canon(driver_default(s.name))
             for s in states
