@@ -7,6 +7,7 @@ corners the fake reproduces.
 """
 
 import logging
+import os
 import sys
 
 import pytest
@@ -34,9 +35,20 @@ def fake_sde(monkeypatch):
 # --- the tests ----------------------------------------------------------------------------------
 
 
-def test_missing_sde_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.delitem(sys.modules, "bfrt_grpc.client", raising=False)
-    monkeypatch.delitem(sys.modules, "bfrt_grpc", raising=False)
+@pytest.fixture
+def no_client_yet(monkeypatch):
+    """As in a new agent process: no bfrt_grpc imported, no SDE directory on sys.path (an earlier
+    test of this process may have imported the real client through them)."""
+    for name in [m for m in sys.modules if m == "bfrt_grpc" or m.startswith("bfrt_grpc.")]:
+        monkeypatch.delitem(sys.modules, name)
+    from ffs.driver.bfrt import sde_python_paths
+
+    sde = os.environ.get("SDE_INSTALL")
+    appended = set(sde_python_paths(sde)) if sde else set()
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in appended])
+
+
+def test_missing_sde_is_a_clear_error(monkeypatch, tmp_path, no_client_yet):
     (tmp_path / "lib" / "python3.10" / "site-packages").mkdir(parents=True)
     monkeypatch.setenv("SDE_INSTALL", str(tmp_path))
     from ffs.driver.bfrt import BfrtDriver
@@ -368,14 +380,11 @@ def test_the_clients_own_log_handler_is_removed(fake_sde):
     assert lg.handlers == [] and lg.level == logging.WARNING  # its INFO chatter never reaches stderr raw
 
 
-def test_sde_paths_are_appended_after_the_agents_own_packages(monkeypatch, tmp_path):
-    monkeypatch.delitem(sys.modules, "bfrt_grpc.client", raising=False)
-    monkeypatch.delitem(sys.modules, "bfrt_grpc", raising=False)
+def test_sde_paths_are_appended_after_the_agents_own_packages(monkeypatch, tmp_path, no_client_yet):
     pkg = tmp_path / "lib64" / "python3.9" / "site-packages" / "tofino" / "bfrt_grpc"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "client.py").write_text("FROM_SDE = True\n")
-    monkeypatch.setattr(sys, "path", list(sys.path))
     first = list(sys.path)
     monkeypatch.setenv("SDE_INSTALL", str(tmp_path))
     from ffs.driver.bfrt import import_bfrt_grpc
