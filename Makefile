@@ -122,6 +122,11 @@ system-deps:
 	    apt-get update -qq && apt-get install -y -qq iproute2 ethtool >/dev/null; \
 	  else echo "note: install iproute2 and ethtool for live runs (namespaces, veth)" >&2; fi; fi
 
+# pytest-xdist's workers, one a core: the tests marked `machine` (namespaces, the SDE, fixed ports,
+# timing) all run in one of them in turn, the in-process ones in the others (tests/conftest.py).
+# PYTEST_WORKERS= runs every test in pytest's own process.
+PYTEST_WORKERS ?= -n auto
+
 # With an SDE that has bf-p4c, the tests also compile p4src/ for both chips and install both (the
 # switchd and tofino-model tests load exactly the program of this checkout); without one they say
 # they skip.
@@ -130,13 +135,13 @@ test:
 	  $(MAKE) --no-print-directory -j2 -Otarget build-tofino build-tofino2 || exit 1; \
 	else echo "make test: no SDE with bf-p4c (\$$SDE_INSTALL/bin/bf-p4c): the Tofino tests skip"; fi
 	$(MAKE) --no-print-directory lint typecheck
-	$(PYTHON) -m pytest -q -rs --durations=30 tests
+	$(PYTHON) -m pytest -q -rs $(PYTEST_WORKERS) --durations=30 tests
 
 # The fast kinds of tests/ (docs/testing.md, "Tests by kind"): no live traffic, no SDE, nothing a
 # folder's conftest.py marks slow; what to run before a commit
 FAST_KINDS := tests/unit tests/property tests/switch tests/agent tests/docs
 unit-tests: lint typecheck
-	$(PYTHON) -m pytest -q -rs -m "not slow" $(FAST_KINDS)
+	$(PYTHON) -m pytest -q -rs $(PYTEST_WORKERS) -m "not slow" $(FAST_KINDS)
 
 # Other versions than make setup's, each in a new virtual environment under build/ (.ci/try-versions):
 # the lower bounds of the dependencies (CI runs it), and the newest of everything (a report)
