@@ -53,20 +53,18 @@ class Rig:
 
 
 @functools.lru_cache(maxsize=1)
-def _generated() -> dict[str, dict]:
-    """The generated tables' stored entries, written once through the control interface (which
-    checks each of the 15,000 against its table); every rig takes a copy of them."""
+def _generated() -> Pipeline:
+    """A pipeline with the generated tables written once through the control interface (which
+    checks each of the 15,000 entries against its table); every rig takes a copy of them."""
     p = Pipeline(1)
     LocalDriver(p).write(tables.static_updates())
-    return {name: dict(p.tables[name].entries) for name in tables.GENERATED_TABLES}
+    return p
 
 
 def rig(seed: int = 1, trust: int = 1, insert: int = 0, pipeline: type[Pipeline] = Pipeline) -> Rig:
     p = pipeline(seed)
-    for name, entries in _generated().items():
-        t = p.tables[name]
-        t.entries = dict(entries)
-        t._changed()  # as the control interface leaves a table it wrote (the C engine syncs it)
+    for name in tables.GENERATED_TABLES:
+        p.tables[name].take_entries(_generated().tables[name])
     d = LocalDriver(p)
     ups: list[Update] = []
     for port in (IN, OTHER, OUT):

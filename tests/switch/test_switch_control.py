@@ -11,7 +11,7 @@ from ffs.switch.driver import LocalDriver, ModelDriver
 from ffs.switch.pipeline import Pipeline
 from ffs.switch.runtime import SwitchControl
 from ffs.switch.server import check_address, serve
-from ffs.switch.tna import PIPES
+from ffs.switch.tna import PIPES, ControlError
 from switchkit import rig
 
 
@@ -230,3 +230,16 @@ def test_model_driver_reports_unreachable_switch(tmp_path):
     m = ModelDriver(f"unix:{tmp_path}/none.sock")
     with pytest.raises(DriverError, match="did not answer"):
         m.connect(timeout_s=0.5)
+
+
+def test_a_rig_takes_the_generated_entries_as_written_and_a_table_only_its_own():
+    """A rig's generated tables (copied, not written again) read back as the control interface
+    leaves them when it writes tables.static_updates(); one table's entries do not go into another."""
+    written = Pipeline(1)
+    LocalDriver(written).write(tables.static_updates())
+    r = rig()
+    for name in tables.GENERATED_TABLES:
+        assert r.driver.read_table(name) == LocalDriver(written).read_table(name)
+    first, second = tables.GENERATED_TABLES[:2]
+    with pytest.raises(ControlError, match=f"{second}: cannot take the entries of {first}"):
+        r.pipeline.tables[second].take_entries(written.tables[first])
