@@ -124,8 +124,8 @@ system-deps:
 
 # pytest-xdist's workers, one a core: the tests marked `machine` (namespaces, the SDE, fixed ports,
 # timing) all run in one of them in turn, the in-process ones in the others (tests/conftest.py).
-# PYTEST_WORKERS= runs every test in pytest's own process.
-PYTEST_WORKERS ?= -n auto
+# PYTEST_WORKERS= (or an environment without pytest-xdist) runs every test in pytest's own process.
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import xdist' >/dev/null 2>&1 && printf -- '-n auto')
 
 # With an SDE that has bf-p4c, the tests also compile p4src/ for both chips and install both (the
 # switchd and tofino-model tests load exactly the program of this checkout); without one they say
