@@ -367,7 +367,7 @@ class BfrtDriver(Driver):
                     last += f" (bf_switchd still starting, or client id {self.client_id} held by another client)"
                 self.close()
             if time.monotonic() >= deadline:
-                raise DriverError(f"BF-Runtime at {self.address} not ready within {timeout_s:g} s: {last}")
+                raise DriverError(f"BF-Runtime at {self.address} not ready within {timeout_s:.3g} s: {last}")
             time.sleep(1.0)
 
     def close(self) -> None:

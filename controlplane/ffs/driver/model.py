@@ -38,7 +38,7 @@ class ModelDriver(Driver):
                 self._channel.close()
                 self._channel = None
             if time.monotonic() >= deadline:
-                raise DriverError(f"software switch at {self.address} did not answer within {timeout_s:g} s ({last})")
+                raise DriverError(f"software switch at {self.address} did not answer within {timeout_s:.3g} s ({last})")
             time.sleep(0.2)
 
     def close(self) -> None:
